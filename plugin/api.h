@@ -1,0 +1,66 @@
+/* The version-neutral plugin API. Each ncclNetPlugin_vN adapter is a thin
+ * shell over these calls; they check every object NCCL hands back and
+ * dispatch to the comm's transport. */
+#ifndef DIAG_PLUGIN_API_H
+#define DIAG_PLUGIN_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin/abi/nccl_common.h"
+
+#define DIAG_NET_NAME "diag"
+#define DIAG_MAX_P2P_BYTES (1ULL << 30)
+#define DIAG_MAX_COLL_BYTES (1ULL << 30)
+
+/* Per-communicator context (v11 init/finalize); v8-v10 use a shared one. */
+struct diag_ctx {
+  uint32_t obj;
+  uint64_t comm_id;
+  int traffic_class;
+};
+
+/* Everything any ABI version's property struct needs. */
+struct diag_props {
+  char *name;
+  char *pci_path;
+  uint64_t guid;
+  int ptr_support;
+  int reg_is_global;
+  int force_flush;
+  int speed;
+  int port;
+  float latency;
+  int max_comms;
+  int max_recvs;
+  size_t max_p2p_bytes;
+  size_t max_coll_bytes;
+};
+
+/* Never fails (NCCL 2.28.9 crashes on a failed v8-v10 init): an unusable
+ * host reports 0 devices, with one WARN saying why. */
+ncclResult_t diag_init(ncclDebugLogger_t logger);
+struct diag_ctx *diag_ctx_new(uint64_t comm_id, int traffic_class);
+ncclResult_t diag_ctx_free(struct diag_ctx *ctx);
+
+ncclResult_t diag_devices(int *ndev);
+ncclResult_t diag_get_properties(int dev, struct diag_props *props);
+ncclResult_t diag_listen(struct diag_ctx *ctx, int dev, void *handle, void **listen_comm);
+ncclResult_t diag_connect(struct diag_ctx *ctx, int dev, void *handle, void **send_comm);
+ncclResult_t diag_accept(void *listen_comm, void **recv_comm);
+ncclResult_t diag_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle);
+ncclResult_t diag_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
+                                int fd, void **mhandle);
+ncclResult_t diag_dereg_mr(void *comm, void *mhandle);
+ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+                        void **request);
+ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+                        void **mhandles, void **request);
+ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
+                         void **request);
+ncclResult_t diag_test(void *request, int *done, int *sizes);
+ncclResult_t diag_close_send(void *send_comm);
+ncclResult_t diag_close_recv(void *recv_comm);
+ncclResult_t diag_close_listen(void *listen_comm);
+
+#endif

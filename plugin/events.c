@@ -1,0 +1,170 @@
+#include "plugin/events.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+
+static pthread_once_t ev_once = PTHREAD_ONCE_INIT;
+static int ev_fd = -1;
+static atomic_llong counters[C_COUNTERS];
+static const char *const counter_names[C_COUNTERS] = {
+  "listens", "send_comms", "recv_comms", "comms_ib", "comms_tcp", "fallbacks",
+  "bytes_sent", "bytes_received", "connect_failures", "refused_connections",
+  "hello_mismatches", "data_errors",
+};
+
+/* %h = hostname, %p = pid, as in NCCL_DEBUG_FILE. */
+static void expand_path(const char *in, char *out, size_t cap) {
+  size_t o = 0;
+  for (const char *p = in; *p && o + 1 < cap; p++) {
+    if (p[0] == '%' && (p[1] == 'h' || p[1] == 'p')) {
+      char tmp[128] = {0};
+      if (p[1] == 'h') gethostname(tmp, sizeof(tmp) - 1);
+      else snprintf(tmp, sizeof(tmp), "%d", (int)getpid());
+      o += snprintf(out + o, cap - o, "%s", tmp);
+      if (o >= cap) o = cap - 1;
+      p++;
+    } else {
+      out[o++] = *p;
+    }
+  }
+  out[o] = 0;
+}
+
+static void ev_open(void) {
+  const char *path = knob_str(K_DIAG_LOG_FILE);
+  if (!path || !*path) return;
+  char full[4096];
+  expand_path(path, full, sizeof(full));
+  ev_fd = open(full, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (ev_fd < 0)
+    WARN("cannot open the event file NCCL_DIAG_LOG_FILE=%s: %m; no events are written. "
+         "Point it at a writable file",
+         full);
+}
+
+int ev_enabled(void) {
+  pthread_once(&ev_once, ev_open);
+  return ev_fd >= 0;
+}
+
+size_t json_escape(char *dst, size_t cap, const char *src) {
+  size_t o = 0;
+  if (!cap) return 0;
+  for (const unsigned char *p = (const unsigned char *)(src ? src : ""); *p; p++) {
+    char tmp[8];
+    const char *add = tmp;
+    size_t n;
+    switch (*p) {
+    case '"': add = "\\\""; break;
+    case '\\': add = "\\\\"; break;
+    case '\n': add = "\\n"; break;
+    case '\t': add = "\\t"; break;
+    case '\r': add = "\\r"; break;
+    default:
+      if (*p < 0x20) snprintf(tmp, sizeof(tmp), "\\u%04x", *p);
+      else { tmp[0] = (char)*p; tmp[1] = 0; }
+    }
+    n = strlen(add);
+    if (o + n + 1 > cap) break;
+    memcpy(dst + o, add, n);
+    o += n;
+  }
+  dst[o] = 0;
+  return o;
+}
+
+static void ev_put(struct ev *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ev_put(struct ev *e, const char *fmt, ...) {
+  if (!e->on || e->len >= sizeof(e->buf)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(e->buf + e->len, sizeof(e->buf) - e->len, fmt, ap);
+  va_end(ap);
+  if (n > 0) e->len += (size_t)n;
+  if (e->len >= sizeof(e->buf)) e->len = sizeof(e->buf) - 1;
+}
+
+static void ev_key(struct ev *e, const char *key) {
+  char k[128];
+  json_escape(k, sizeof(k), key);
+  ev_put(e, ",\"%s\":", k);
+}
+
+void ev_begin(struct ev *e, const char *type) {
+  e->len = 0;
+  e->on = ev_enabled();
+  if (!e->on) return;
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  char host[128] = {0};
+  gethostname(host, sizeof(host) - 1);
+  ev_put(e, "{\"ts\":%ld.%06ld", (long)tv.tv_sec, (long)tv.tv_usec);
+  ev_str(e, "event", type);
+  ev_str(e, "host", host);
+  ev_int(e, "pid", getpid());
+}
+
+void ev_str(struct ev *e, const char *key, const char *val) {
+  if (!e->on) return;
+  char v[2048];
+  json_escape(v, sizeof(v), val);
+  ev_key(e, key);
+  ev_put(e, "\"%s\"", v);
+}
+
+void ev_int(struct ev *e, const char *key, long long v) {
+  if (!e->on) return;
+  ev_key(e, key);
+  ev_put(e, "%lld", v);
+}
+
+void ev_dbl(struct ev *e, const char *key, double v) {
+  if (!e->on) return;
+  ev_key(e, key);
+  ev_put(e, "%.3f", v);
+}
+
+void ev_bool(struct ev *e, const char *key, int v) {
+  if (!e->on) return;
+  ev_key(e, key);
+  ev_put(e, "%s", v ? "true" : "false");
+}
+
+/* One write() per event with O_APPEND keeps lines whole across threads and
+ * processes sharing the file. */
+void ev_end(struct ev *e) {
+  if (!e->on) return;
+  if (e->len + 2 >= sizeof(e->buf)) e->len = sizeof(e->buf) - 3;
+  e->buf[e->len++] = '}';
+  e->buf[e->len++] = '\n';
+  ssize_t r = write(ev_fd, e->buf, e->len);
+  (void)r;
+  e->on = 0;
+}
+
+void ev_count(enum ev_counter c, int64_t delta) { atomic_fetch_add(&counters[c], delta); }
+
+int64_t ev_counter_value(enum ev_counter c) { return atomic_load(&counters[c]); }
+
+void ev_census(const char *why) {
+  struct ev e;
+  ev_begin(&e, "census");
+  ev_str(&e, "why", why);
+  for (int i = 0; i < C_COUNTERS; i++) ev_int(&e, counter_names[i], atomic_load(&counters[i]));
+  ev_end(&e);
+}
+
+/* The library is linked -z nodelete, so this runs at process exit even when
+ * NCCL dlclosed us earlier. */
+__attribute__((destructor)) static void ev_census_at_exit(void) {
+  if (ev_fd >= 0) ev_census("exit");
+}

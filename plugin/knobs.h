@@ -1,0 +1,72 @@
+/* The knob table: every environment variable the plugin reads, with its
+ * type, default and help text. NCCL's own names keep NCCL's meaning; ours are
+ * NCCL_DIAG_*. Values are parsed once (knob_load); a bad value gets a WARN
+ * that quotes it and says what is accepted, and the default is used. */
+#ifndef DIAG_PLUGIN_KNOBS_H
+#define DIAG_PLUGIN_KNOBS_H
+
+#include <stdint.h>
+
+enum knob_id {
+  K_SOCKET_IFNAME,
+  K_SOCKET_FAMILY,
+  K_NSOCKS_PERTHREAD,
+  K_SOCKET_NTHREADS,
+  K_IB_DISABLE,
+  K_IB_HCA,
+  K_IB_GID_INDEX,
+  K_IB_ADDR_FAMILY,
+  K_IB_ADDR_RANGE,
+  K_IB_ROCE_VERSION_NUM,
+  K_IB_TIMEOUT,
+  K_IB_RETRY_CNT,
+  K_IB_SL,
+  K_IB_TC,
+  K_IB_PKEY,
+  K_IB_QPS_PER_CONNECTION,
+  K_DIAG_FALLBACK,
+  K_DIAG_LOG_FILE,
+  K_DIAG_SYSFS_ROOT,
+  K_DIAG_IFADDRS,
+  K_DIAG_IBVERBS_LIB,
+  K_DIAG_CONNECT_TIMEOUT_MS,
+  K_DIAG_HANDSHAKE_TIMEOUT_MS,
+  K_DIAG_SOCKET_INLINE,
+  K_DIAG_MIN_CHUNK,
+  K_DIAG_STALL_WARN_SEC,
+  K_COUNT
+};
+
+enum knob_type { KT_INT, KT_BOOL, KT_STR, KT_ENUM };
+
+struct knob_def {
+  const char *name;
+  enum knob_type type;
+  const char *def;           /* default as text; NULL = unset */
+  int64_t min, max;          /* KT_INT: accepted range */
+  const char *const *choices; /* KT_ENUM: NULL-terminated, case-insensitive */
+  const char *help;
+};
+
+/* Reads the environment (NCCL has already merged nccl.conf into it). Safe to
+ * call more than once; the first call's values stay unless force is set. */
+void knob_load(int force);
+
+const struct knob_def *knob_def(enum knob_id id);
+int64_t knob_int(enum knob_id id);
+/* KT_STR: the value or NULL when unset; KT_ENUM: the canonical choice. */
+const char *knob_str(enum knob_id id);
+/* KT_ENUM: index into choices, -1 when unset with no default. */
+int knob_enum(enum knob_id id);
+/* Whether the user set it (to a valid value). */
+int knob_is_set(enum knob_id id);
+/* The raw environment text, valid or not (for reports). */
+const char *knob_raw(enum knob_id id);
+
+/* Parse one value without the environment: used by the loader and by tests.
+ * Returns 0 and fills *out / *choice, or -1 with a reason in why. */
+int knob_parse(const struct knob_def *k, const char *text, int64_t *out, char *why, int whylen);
+
+enum { FALLBACK_AUTO = 0, FALLBACK_OFF = 1 };
+
+#endif

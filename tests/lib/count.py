@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""Counts test cases from meson testlog.json files: every TAP line of a TAP
+test is one case; a test without TAP output counts as one case by its
+result. Prints the failures, then one line: N passed, N failed[, N skipped]."""
+import json
+import re
+import sys
+
+TAP = re.compile(r'^(not ok|ok)\b\s*\d*\s*-?\s*(.*?)(\s*#\s*(SKIP|skip|TODO)\b.*)?$')
+
+
+def count(paths):
+    passed = failed = skipped = 0
+    failures = []
+    for path in paths:
+        try:
+            lines = open(path).read().splitlines()
+        except OSError as e:
+            failures.append(f"{path}: {e}")
+            failed += 1
+            continue
+        for line in lines:
+            if not line.strip():
+                continue
+            t = json.loads(line)
+            name, result = t.get('name', '?'), t.get('result', '?')
+            out = t.get('stdout', '') or ''
+            cases = 0
+            for l in out.splitlines():
+                m = TAP.match(l.strip())
+                if not m:
+                    continue
+                cases += 1
+                if m.group(4) and m.group(4).upper() == 'SKIP':
+                    skipped += 1
+                elif m.group(1) == 'ok':
+                    passed += 1
+                else:
+                    failed += 1
+                    failures.append(f"{name}: {m.group(2)}")
+            if cases and result in ('OK', 'SKIP', 'FAIL', 'EXPECTEDFAIL'):
+                if result == 'FAIL' and not any(f.startswith(name + ':') for f in failures):
+                    failed += 1
+                    failures.append(f"{name}: exited with an error after its cases")
+                continue
+            if result == 'OK':
+                passed += 1
+            elif result == 'SKIP':
+                skipped += 1
+            else:
+                failed += 1
+                failures.append(f"{name}: {result}")
+    return passed, failed, skipped, failures
+
+
+def main():
+    passed, failed, skipped, failures = count(sys.argv[1:])
+    for f in failures:
+        print(f"FAILED: {f}")
+    line = f"{passed} passed, {failed} failed"
+    if skipped:
+        line += f", {skipped} skipped"
+    print(line)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Runs every test of the project and ends with one line:
+#   N passed, N failed[, N skipped]
+# Three builds: the normal one (all suites), an ASan+UBSan one (unit and api
+# suites), and a clang one for the libFuzzer targets (bounded runs).
+# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_FUZZ=1, FUZZ_SECONDS.
+set -u
+cd "$(dirname "$0")/.."
+top=$(pwd)
+logs=()
+status=0
+
+step() { printf '\n=== %s\n' "$*"; }
+
+build() { # dir, meson options...
+  local dir=$1; shift
+  if [ ! -f "$dir/build.ninja" ]; then
+    meson setup "$dir" "$@" >"$dir.setup.log" 2>&1 || { cat "$dir.setup.log"; return 1; }
+  fi
+  ninja -C "$dir" >"$dir.build.log" 2>&1 || { tail -50 "$dir.build.log"; return 1; }
+}
+
+run_suites() { # dir, meson test args...
+  local dir=$1; shift
+  rm -f "$dir/meson-logs/testlog.json"
+  meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes "${JOBS:-2}" "$@" \
+    | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):' || true
+  [ -f "$dir/meson-logs/testlog.json" ] && logs+=("$dir/meson-logs/testlog.json")
+}
+
+step "build (gcc, debugoptimized)"
+if build build; then
+  run_suites build
+else
+  echo "main build failed"; status=1
+fi
+
+if [ "${SKIP_ASAN:-0}" != 1 ]; then
+  step "build with AddressSanitizer + UndefinedBehaviorSanitizer"
+  if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=disabled; then
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      run_suites build-asan --suite unit --suite api
+  else
+    echo "sanitizer build failed"; status=1
+  fi
+fi
+
+if [ "${SKIP_FUZZ:-0}" != 1 ] && command -v clang >/dev/null; then
+  step "libFuzzer targets (clang)"
+  if CC=clang build build-fuzz -Dfuzz=enabled -Db_lundef=false; then
+    run_suites build-fuzz --suite fuzz
+  else
+    echo "fuzz build failed"; status=1
+  fi
+fi
+
+step "summary"
+python3 "$top/tests/lib/count.py" "${logs[@]}" || status=1
+exit $status

@@ -1,0 +1,66 @@
+/* nccl-net-diag: the plugin's code, outside a training job. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/version.h"
+#include "tools/tool.h"
+
+int tool_verbose;
+
+void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                 const char *fmt, ...) {
+  (void)file, (void)line;
+  if (level > NCCL_LOG_INFO && !tool_verbose) return;
+  if (level == NCCL_LOG_INFO && !tool_verbose && !(flags & NCCL_INIT)) return;
+  char msg[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "%s %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+}
+
+size_t tool_parse_size(const char *s) {
+  char *end;
+  double v = strtod(s, &end);
+  if (end == s || v < 0) return 0;
+  switch (*end) {
+  case 'k': case 'K': v *= 1024; end++; break;
+  case 'm': case 'M': v *= 1024 * 1024; end++; break;
+  case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+  default: break;
+  }
+  if (*end == 'B' || *end == 'b') end++;
+  return *end ? 0 : (size_t)v;
+}
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "nccl-net-diag %s: the libnccl-net-diag NCCL network plugin, outside a training job\n"
+          "\n"
+          "usage: nccl-net-diag COMMAND [options]\n"
+          "  selftest   load the plugin as NCCL does, list its devices, and move verified data\n"
+          "             through each one on this host\n"
+          "  params     every environment variable the plugin reads: default, value, meaning\n"
+          "\n"
+          "Run a command with -h for its options.\n",
+          DIAG_VERSION);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("nccl-net-diag %s\n", DIAG_VERSION);
+    return 0;
+  }
+  if (!strcmp(argv[1], "selftest")) return cmd_selftest(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "params")) return cmd_params(argc - 1, argv + 1);
+  fprintf(stderr, "nccl-net-diag: unknown command '%s'\n\n", argv[1]);
+  usage(stderr);
+  return 2;
+}

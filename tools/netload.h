@@ -1,0 +1,68 @@
+/* Loads libnccl-net-diag.so the way NCCL does (dlopen RTLD_NOW|RTLD_LOCAL,
+ * dlsym ncclNetPlugin_vN) and drives the chosen ABI version through one
+ * set of calls, converting sizes and arguments per version as NCCL's own
+ * adapters do. The tools, the bench and the tests use it, so they exercise
+ * exactly what NCCL sees. */
+#ifndef DIAG_TOOLS_NETLOAD_H
+#define DIAG_TOOLS_NETLOAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plugin/abi/net_v10.h"
+#include "plugin/abi/net_v11.h"
+#include "plugin/abi/net_v8.h"
+#include "plugin/abi/net_v9.h"
+
+struct netload {
+  void *dl;
+  int version; /* 8..11 */
+  const ncclNet_v8_t *v8;
+  const ncclNet_v9_t *v9;
+  const ncclNet_v10_t *v10;
+  const ncclNet_v11_t *v11;
+  void *ctx; /* v11 per-comm context */
+  char path[4096];
+};
+
+struct nl_props {
+  char name[64];
+  char pci_path[4096];
+  int has_pci;
+  uint64_t guid;
+  int ptr_support, speed, port, max_comms, max_recvs, device_type, device_version;
+  int force_flush, vdevs;
+  size_t max_p2p_bytes, max_coll_bytes;
+};
+
+/* Finds the plugin: explicit path, else $NCCL_DIAG_PLUGIN_PATH, else beside
+ * the running executable (build tree or install tree), else the loader's
+ * search path. version 0 = the newest exported, as NCCL 2.28 picks. */
+int netload_open(struct netload *nl, const char *path, int version, char *err, size_t errlen);
+void netload_close(struct netload *nl);
+
+ncclResult_t nl_init(struct netload *nl, ncclDebugLogger_t logger);
+ncclResult_t nl_finalize(struct netload *nl);
+ncclResult_t nl_devices(struct netload *nl, int *ndev);
+ncclResult_t nl_props(struct netload *nl, int dev, struct nl_props *p);
+ncclResult_t nl_listen(struct netload *nl, int dev, void *handle, void **lc);
+ncclResult_t nl_connect(struct netload *nl, int dev, void *handle, void **sc);
+ncclResult_t nl_accept(struct netload *nl, void *lc, void **rc);
+ncclResult_t nl_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
+                       void **mh);
+ncclResult_t nl_dereg_mr(struct netload *nl, void *comm, void *mh);
+ncclResult_t nl_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
+                      void **req);
+ncclResult_t nl_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
+                      void **mh, void **req);
+ncclResult_t nl_test(struct netload *nl, void *req, int *done, int *sizes);
+ncclResult_t nl_close_send(struct netload *nl, void *sc);
+ncclResult_t nl_close_recv(struct netload *nl, void *rc);
+ncclResult_t nl_close_listen(struct netload *nl, void *lc);
+const char *nl_name(struct netload *nl);
+
+/* Convenience for tools and tests: drive connect and accept to completion
+ * from one thread (both ends in this process), within timeout_ms. */
+ncclResult_t nl_connect_pair(struct netload *nl, int dev, void **sc, void **rc, int timeout_ms);
+
+#endif

@@ -1,0 +1,35 @@
+/* nccl-net-diag params: the knob table, with this process's values. */
+#include <stdio.h>
+#include <string.h>
+
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "tools/tool.h"
+
+static const char *type_name(enum knob_type t) {
+  switch (t) {
+  case KT_INT: return "integer";
+  case KT_BOOL: return "0|1";
+  case KT_ENUM: return "choice";
+  default: return "text";
+  }
+}
+
+int cmd_params(int argc, char **argv) {
+  int only_set = argc > 1 && !strcmp(argv[1], "--set");
+  if (argc > 1 && !only_set) {
+    fprintf(stderr, "usage: nccl-net-diag params [--set]\n");
+    return 2;
+  }
+  log_set_stderr_level(NCCL_LOG_WARN); /* a bad value is reported as NCCL would see it */
+  knob_load(1);
+  for (int i = 0; i < K_COUNT; i++) {
+    const struct knob_def *k = knob_def((enum knob_id)i);
+    const char *raw = knob_raw((enum knob_id)i);
+    if (only_set && !raw) continue;
+    printf("%s (%s, default %s)%s%s%s\n", k->name, type_name(k->type), k->def ? k->def : "unset",
+           raw ? ": set to \"" : "", raw ? raw : "", raw ? "\"" : "");
+    printf("    %s\n", k->help);
+  }
+  return 0;
+}

@@ -1,0 +1,202 @@
+/* nccl-net-diag selftest: load the plugin as NCCL does, show the devices it
+ * offers and why, then move verified data through it on this host (a
+ * loopback connection on each device) and report the bandwidth. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tools/netload.h"
+#include "tools/tool.h"
+
+#define INFLIGHT 8
+
+struct side {
+  struct netload *nl;
+  void *comm;
+  int send;
+  size_t size;
+  int iters;
+  uint8_t *buf[INFLIGHT];
+  void *mh[INFLIGHT];
+  ncclResult_t res;
+  int bad_iter;
+  size_t bad_off;
+};
+
+static uint64_t pattern(int iter, size_t word) {
+  uint64_t x = (uint64_t)iter * 0x9e3779b97f4a7c15ULL ^ (word * 0xbf58476d1ce4e5b9ULL);
+  return x ^ (x >> 31);
+}
+
+static void fill(uint8_t *b, size_t size, int iter) {
+  uint64_t *w = (uint64_t *)b;
+  for (size_t i = 0; i < size / 8; i++) w[i] = pattern(iter, i);
+}
+
+static int check(const uint8_t *b, size_t size, int iter, size_t *bad) {
+  const uint64_t *w = (const uint64_t *)b;
+  for (size_t i = 0; i < size / 8; i++)
+    if (w[i] != pattern(iter, i)) {
+      *bad = i * 8;
+      return 0;
+    }
+  return 1;
+}
+
+static void *run_side(void *arg) {
+  struct side *s = arg;
+  void *req[INFLIGHT] = {0};
+  int posted = 0, completed = 0;
+  s->bad_iter = -1;
+  while (completed < s->iters) {
+    int slot = posted % INFLIGHT;
+    if (posted < s->iters && posted - completed < INFLIGHT) {
+      void *r = NULL;
+      if (s->send) {
+        fill(s->buf[slot], s->size, posted);
+        s->res = nl_isend(s->nl, s->comm, s->buf[slot], s->size, 0, s->mh[slot], &r);
+      } else {
+        size_t cap = s->size;
+        int tag = 0;
+        s->res = nl_irecv(s->nl, s->comm, 1, (void **)&s->buf[slot], &cap, &tag, &s->mh[slot], &r);
+      }
+      if (s->res) return NULL;
+      if (r) {
+        req[slot] = r;
+        posted++;
+      }
+    }
+    int cs = completed % INFLIGHT, done = 0, got = 0;
+    if (completed < posted) {
+      s->res = nl_test(s->nl, req[cs], &done, &got);
+      if (s->res) return NULL;
+      if (done) {
+        if (!s->send && s->bad_iter < 0 &&
+            ((size_t)got != s->size || !check(s->buf[cs], s->size, completed, &s->bad_off)))
+          s->bad_iter = completed;
+        completed++;
+      }
+    }
+  }
+  return NULL;
+}
+
+static double seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int transfer(struct netload *nl, int dev, const char *name, size_t size, int iters) {
+  void *sc, *rc;
+  ncclResult_t r = nl_connect_pair(nl, dev, &sc, &rc, 30000);
+  if (r) {
+    printf("  [%d] %s: connect/accept failed (error %d), see the warnings above\n", dev, name, r);
+    return 1;
+  }
+  struct side snd = {nl, sc, 1, size, iters}, rcv = {nl, rc, 0, size, iters};
+  int fail = 0;
+  for (int i = 0; i < INFLIGHT; i++) {
+    snd.buf[i] = aligned_alloc(4096, size);
+    rcv.buf[i] = aligned_alloc(4096, size);
+    if (!snd.buf[i] || !rcv.buf[i]) {
+      printf("  out of memory for %zu-byte buffers\n", size);
+      return 1;
+    }
+    if (nl_reg_mr(nl, sc, snd.buf[i], size, NCCL_PTR_HOST, &snd.mh[i]) ||
+        nl_reg_mr(nl, rc, rcv.buf[i], size, NCCL_PTR_HOST, &rcv.mh[i]))
+      fail = 1;
+  }
+  double t0 = seconds();
+  pthread_t ts, tr;
+  pthread_create(&ts, NULL, run_side, &snd);
+  pthread_create(&tr, NULL, run_side, &rcv);
+  pthread_join(ts, NULL);
+  pthread_join(tr, NULL);
+  double dt = seconds() - t0;
+  double bytes = (double)size * iters;
+  if (snd.res || rcv.res) {
+    printf("  [%d] %s: transfer failed (send error %d, receive error %d)\n", dev, name, snd.res,
+           rcv.res);
+    fail = 1;
+  } else if (rcv.bad_iter >= 0) {
+    printf("  [%d] %s: DATA MISMATCH in message %d at byte %zu\n", dev, name, rcv.bad_iter,
+           rcv.bad_off);
+    fail = 1;
+  } else {
+    printf("  [%d] %s: %d x %zu bytes (%d in flight) sent and verified: %.0f bytes in %.3f s, "
+           "%.2f GB/s\n",
+           dev, name, iters, size, INFLIGHT, bytes, dt, bytes / dt / 1e9);
+  }
+  for (int i = 0; i < INFLIGHT; i++) {
+    nl_dereg_mr(nl, sc, snd.mh[i]);
+    nl_dereg_mr(nl, rc, rcv.mh[i]);
+    free(snd.buf[i]);
+    free(rcv.buf[i]);
+  }
+  nl_close_send(nl, sc);
+  nl_close_recv(nl, rc);
+  return fail;
+}
+
+int cmd_selftest(int argc, char **argv) {
+  size_t size = 64 << 20;
+  int iters = 32, version = 0;
+  const char *plugin = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--size") && i + 1 < argc) size = tool_parse_size(argv[++i]);
+    else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--abi") && i + 1 < argc) version = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
+    else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
+    else {
+      fprintf(stderr,
+              "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi 8|9|10|11] "
+              "[--plugin PATH] [-v]\n");
+      return 2;
+    }
+  }
+  size = (size + 7) & ~(size_t)7;
+  if (!size || iters < 1) {
+    fprintf(stderr, "selftest: --size and --iters must be positive\n");
+    return 2;
+  }
+  struct netload nl;
+  char err[512];
+  if (netload_open(&nl, plugin, version, err, sizeof(err))) {
+    fprintf(stderr, "selftest: cannot load the plugin: %s\n", err);
+    return 1;
+  }
+  printf("plugin %s, ABI v%d, network name \"%s\"\n", nl.path, nl.version, nl_name(&nl));
+  nl_init(&nl, tool_logger);
+  int ndev = 0;
+  nl_devices(&nl, &ndev);
+  printf("devices: %d\n", ndev);
+  if (ndev <= 0) {
+    printf("result: FAIL (no device; the warning above says why)\n");
+    return 1;
+  }
+  int fail = 0;
+  for (int d = 0; d < ndev; d++) {
+    struct nl_props p;
+    if (nl_props(&nl, d, &p)) {
+      fail = 1;
+      continue;
+    }
+    printf("  [%d] %s  %s  %d Mbps  pciPath %s  maxRecvs %d  maxP2pBytes %zu\n", d, p.name,
+           (p.ptr_support & NCCL_PTR_CUDA) ? "host+cuda" : "host", p.speed,
+           p.has_pci ? p.pci_path : "(virtual)", p.max_recvs, p.max_p2p_bytes);
+  }
+  printf("transfers over loopback connections:\n");
+  for (int d = 0; d < ndev; d++) {
+    struct nl_props p;
+    nl_props(&nl, d, &p);
+    fail |= transfer(&nl, d, p.name, size, iters);
+  }
+  nl_finalize(&nl);
+  printf("result: %s\n", fail ? "FAIL" : "PASS");
+  return fail;
+}

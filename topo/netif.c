@@ -1,0 +1,319 @@
+#include "topo/netif.h"
+
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "topo/filter.h"
+#include "topo/sysfs.h"
+
+static struct netif *get_or_add(struct netif_list *l, const char *name) {
+  for (int i = 0; i < l->n; i++)
+    if (!strcmp(l->ifs[i].name, name)) return &l->ifs[i];
+  if (l->n == NETIF_MAX) return NULL;
+  struct netif *n = &l->ifs[l->n++];
+  memset(n, 0, sizeof(*n));
+  snprintf(n->name, sizeof(n->name), "%s", name);
+  n->numa = -1;
+  return n;
+}
+
+static void add_addr(struct netif *n, const struct ipaddr *a) {
+  if (n->naddr < NETIF_ADDR_MAX) n->addr[n->naddr++] = *a;
+}
+
+static int discover_live(struct netif_list *l) {
+  struct ifaddrs *ifa = NULL;
+  if (getifaddrs(&ifa) != 0) {
+    int err = errno;
+    WARN("cannot list network interfaces: getifaddrs failed: %s", strerror(err));
+    return -err;
+  }
+  for (struct ifaddrs *p = ifa; p; p = p->ifa_next) {
+    struct netif *n = get_or_add(l, p->ifa_name);
+    if (!n) break;
+    n->up = !!(p->ifa_flags & IFF_UP);
+    n->running = !!(p->ifa_flags & IFF_RUNNING);
+    n->loopback = !!(p->ifa_flags & IFF_LOOPBACK);
+    struct ipaddr a;
+    if (p->ifa_addr && ipaddr_from_sockaddr(&a, p->ifa_addr, p->ifa_netmask) == 0) add_addr(n, &a);
+  }
+  freeifaddrs(ifa);
+  snprintf(l->source, sizeof(l->source), "live");
+  return 0;
+}
+
+int netif_load_file(struct netif_list *l, const char *path) {
+  FILE *f = fopen(path, "re");
+  if (!f) {
+    int err = errno;
+    WARN("cannot read the interface file %s: %s", path, strerror(err));
+    return -err;
+  }
+  char line[1024];
+  int lineno = 0;
+  while (fgets(line, sizeof(line), f)) {
+    lineno++;
+    char *save = NULL, *tok = strtok_r(line, " \t\n", &save);
+    if (!tok || tok[0] == '#') continue;
+    struct netif *n = get_or_add(l, tok);
+    if (!n) break;
+    char *state = strtok_r(NULL, " \t\n", &save);
+    if (state && !strcmp(state, "up")) n->up = n->running = 1;
+    else if (state && !strcmp(state, "nocarrier")) n->up = 1;
+    else if (!state || strcmp(state, "down"))
+      WARN("%s line %d: state '%s' of %s is not up, down or nocarrier", path, lineno,
+           state ? state : "", n->name);
+    n->loopback = !strcmp(n->name, "lo");
+    while ((tok = strtok_r(NULL, " \t\n", &save))) {
+      struct ipaddr a;
+      if (ipaddr_parse(&a, tok) == 0) add_addr(n, &a);
+      else WARN("%s line %d: '%s' is not an address/prefix", path, lineno, tok);
+    }
+  }
+  fclose(f);
+  snprintf(l->source, sizeof(l->source), "%s", path);
+  return 0;
+}
+
+void netif_add_sysfs(struct netif_list *l) {
+  for (int i = 0; i < l->n; i++) {
+    struct netif *n = &l->ifs[i];
+    long v;
+    if (sysfs_read_long(&v, "class/net/%s/mtu", n->name) == 0) n->mtu = (int)v;
+    /* Virtual interfaces answer EINVAL or -1: unknown. */
+    if (sysfs_read_long(&v, "class/net/%s/speed", n->name) == 0 && v > 0) n->speed_mbps = (int)v;
+    if (sysfs_realpath(n->pci_path, sizeof(n->pci_path), "class/net/%s/device", n->name) != 0)
+      n->pci_path[0] = 0;
+    if (sysfs_read_long(&v, "class/net/%s/device/numa_node", n->name) == 0) n->numa = (int)v;
+  }
+}
+
+/* Where addresses come from: NCCL_DIAG_IFADDRS = live | <file> | auto, where
+ * auto reads the ifaddrs file beside an overridden sysfs root (a fixture). */
+int netif_discover(struct netif_list *l) {
+  memset(l, 0, sizeof(*l));
+  const char *src = knob_str(K_DIAG_IFADDRS);
+  int r;
+  if (src && strcmp(src, "auto") && strcmp(src, "live")) {
+    r = netif_load_file(l, src);
+  } else {
+    char beside[PATH_MAX];
+    const char *root = sysfs_root();
+    snprintf(beside, sizeof(beside), "%s/../ifaddrs", root);
+    if (src && !strcmp(src, "auto") && strcmp(root, "/sys") && access(beside, R_OK) == 0)
+      r = netif_load_file(l, beside);
+    else
+      r = discover_live(l);
+  }
+  if (r == 0) netif_add_sysfs(l);
+  return r;
+}
+
+enum skip_class { SK_NONE, SK_DOCKER, SK_VETH, SK_VIRBR, SK_LINKLOCAL, SK_LOOPBACK, SK_CLASSES };
+
+static enum skip_class skip_class_of(const struct netif *n, int usable_addrs_ll_only) {
+  if (n->loopback || !strncmp(n->name, "lo", 2)) return SK_LOOPBACK;
+  if (!strncmp(n->name, "docker", 6)) return SK_DOCKER;
+  if (!strncmp(n->name, "veth", 4)) return SK_VETH;
+  if (!strncmp(n->name, "virbr", 5)) return SK_VIRBR;
+  if (usable_addrs_ll_only) return SK_LINKLOCAL;
+  return SK_NONE;
+}
+
+static const char *skip_reason[SK_CLASSES] = {
+  "", "container bridge", "veth (container end)", "libvirt bridge", "link-local address only",
+  "loopback",
+};
+
+/* The address an interface is used with: first of the family, preferring
+ * global over link-local and IPv4 over IPv6 (as getifaddrs orders them). */
+static int pick_addr(const struct netif *n, int family, int *ll_only) {
+  int best = -1, best_rank = 99;
+  *ll_only = 0;
+  for (int i = 0; i < n->naddr; i++) {
+    const struct ipaddr *a = &n->addr[i];
+    if (family != AF_UNSPEC && a->family != family) continue;
+    if (a->family == AF_INET6 && ipaddr_is_loopback(a)) continue;
+    int rank = (ipaddr_is_link_local(a) ? 10 : 0) + (a->family == AF_INET6 ? 1 : 0);
+    if (rank < best_rank) best = i, best_rank = rank;
+  }
+  if (best >= 0 && ipaddr_is_link_local(&n->addr[best])) *ll_only = 1;
+  return best;
+}
+
+static int choose_filtered(const struct netif_list *l, const char *ifname, int family,
+                           struct netif_choice *c) {
+  struct filt f;
+  char why[256];
+  if (filt_parse(ifname, &f, why, sizeof(why))) {
+    snprintf(c->error, sizeof(c->error),
+             "NCCL_SOCKET_IFNAME=\"%s\" is not valid: %s. Accepted: a comma list of interface "
+             "name prefixes, '=' for exact names, '^' to exclude (e.g. bond0 or ^docker,lo)",
+             ifname, why);
+    return 0;
+  }
+  for (int i = 0; i < l->n; i++) {
+    const struct netif *n = &l->ifs[i];
+    if (!filt_select(&f, n->name, -1)) {
+      snprintf(c->why[i], sizeof(c->why[i]), "%s NCCL_SOCKET_IFNAME",
+               f.exclude ? "excluded by" : "not in");
+      continue;
+    }
+    int ll;
+    int a = pick_addr(n, family, &ll);
+    if (!n->up || !n->running) {
+      snprintf(c->why[i], sizeof(c->why[i]), "%s", n->up ? "no carrier" : "down");
+    } else if (a < 0) {
+      snprintf(c->why[i], sizeof(c->why[i]), "no %saddress",
+               family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : "");
+    } else if (c->n < NETIF_CHOSEN_MAX) {
+      c->why[i][0] = 0;
+      c->primary[c->n] = a;
+      c->idx[c->n++] = i;
+    } else {
+      snprintf(c->why[i], sizeof(c->why[i]), "more than %d interfaces", NETIF_CHOSEN_MAX);
+    }
+  }
+  return c->n;
+}
+
+static int choose_auto(const struct netif_list *l, int family, struct netif_choice *c) {
+  enum skip_class cls[NETIF_MAX];
+  int addr[NETIF_MAX];
+  /* Pass 0 takes IPoIB (ib*) as NCCL does, pass 1 the rest of the regular
+   * interfaces, then the normally skipped classes in order, only while
+   * nothing has been chosen. */
+  for (int i = 0; i < l->n; i++) {
+    const struct netif *n = &l->ifs[i];
+    int ll;
+    addr[i] = pick_addr(n, family, &ll);
+    cls[i] = skip_class_of(n, ll);
+    if (!n->up || !n->running) snprintf(c->why[i], sizeof(c->why[i]), "%s", n->up ? "no carrier" : "down");
+    else if (addr[i] < 0)
+      snprintf(c->why[i], sizeof(c->why[i]), "no %saddress",
+               family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : "");
+    else if (cls[i] != SK_NONE) snprintf(c->why[i], sizeof(c->why[i]), "%s", skip_reason[cls[i]]);
+    else c->why[i][0] = 0;
+  }
+  for (int pass = 0; pass < 2; pass++) {
+    for (int i = 0; i < l->n; i++) {
+      if (c->why[i][0] || c->n == NETIF_CHOSEN_MAX) continue;
+      int is_ib = !strncmp(l->ifs[i].name, "ib", 2);
+      if ((pass == 0) != is_ib) continue;
+      c->primary[c->n] = addr[i];
+      c->idx[c->n++] = i;
+    }
+  }
+  for (int k = SK_DOCKER; k < SK_CLASSES && c->n == 0; k++) {
+    for (int i = 0; i < l->n; i++) {
+      const struct netif *n = &l->ifs[i];
+      if (cls[i] != (enum skip_class)k || !n->up || !n->running || addr[i] < 0) continue;
+      if (c->n == NETIF_CHOSEN_MAX) break;
+      c->primary[c->n] = addr[i];
+      c->idx[c->n++] = i;
+      snprintf(c->why[i], sizeof(c->why[i]), "%s", "");
+      c->fallback = 1;
+    }
+  }
+  for (int i = 0; i < l->n; i++)
+    for (int j = 0; j < c->n; j++)
+      if (c->idx[j] == i) c->why[i][0] = 0;
+  return c->n;
+}
+
+int netif_choose(const struct netif_list *l, const char *ifname, int family,
+                 struct netif_choice *c) {
+  memset(c, 0, sizeof(*c));
+  c->filtered = ifname && *ifname;
+  int n = c->filtered ? choose_filtered(l, ifname, family, c) : choose_auto(l, family, c);
+  if (n == 0 && !c->error[0]) {
+    char have[700];
+    netif_list_str(l, have, sizeof(have));
+    if (c->filtered)
+      snprintf(c->error, sizeof(c->error),
+               "no usable interface matches NCCL_SOCKET_IFNAME=%s%s%s; this host has %s. Set "
+               "NCCL_SOCKET_IFNAME to one of these on this node",
+               ifname, family != AF_UNSPEC ? " with NCCL_SOCKET_FAMILY=" : "",
+               family == AF_INET ? "AF_INET" : family == AF_INET6 ? "AF_INET6" : "", have);
+    else
+      snprintf(c->error, sizeof(c->error),
+               "no network interface is up with an address; this host has %s. Bring an "
+               "interface up or set NCCL_SOCKET_IFNAME",
+               have);
+  }
+  return n;
+}
+
+static size_t append(char *buf, size_t cap, size_t o, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+static size_t append(char *buf, size_t cap, size_t o, const char *fmt, ...) {
+  if (o >= cap) return o;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + o, cap - o, fmt, ap);
+  va_end(ap);
+  return n < 0 ? o : o + (size_t)n;
+}
+
+static void first_addr_str(const struct netif *n, int idx, char *buf, size_t cap) {
+  if (idx < 0 || idx >= n->naddr) {
+    snprintf(buf, cap, "no address");
+    return;
+  }
+  ipaddr_cidr(&n->addr[idx], buf, cap);
+}
+
+void netif_list_str(const struct netif_list *l, char *buf, size_t cap) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int i = 0; i < l->n; i++) {
+    const struct netif *n = &l->ifs[i];
+    char a[64];
+    int ll;
+    first_addr_str(n, pick_addr(n, AF_UNSPEC, &ll), a, sizeof(a));
+    o = append(buf, cap, o, "%s%s (%s%s)", i ? ", " : "", n->name, a,
+               !n->up ? ", down" : !n->running ? ", no carrier" : "");
+  }
+  if (l->n == 0) append(buf, cap, 0, "no interfaces at all");
+}
+
+void netif_choice_summary(const struct netif_list *l, const struct netif_choice *c, char *buf,
+                          size_t cap) {
+  size_t o = append(buf, cap, 0, "using");
+  for (int j = 0; j < c->n; j++) {
+    const struct netif *n = &l->ifs[c->idx[j]];
+    char a[64];
+    first_addr_str(n, c->primary[j], a, sizeof(a));
+    o = append(buf, cap, o, "%s %s (%s)", j ? "," : "", n->name, a);
+  }
+  if (c->n == 0) o = append(buf, cap, o, " nothing");
+  if (c->fallback) o = append(buf, cap, o, " because nothing better is up");
+  int first = 1;
+  for (int i = 0; i < l->n; i++) {
+    if (!c->why[i][0]) continue;
+    o = append(buf, cap, o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name, c->why[i]);
+    first = 0;
+  }
+}
+
+const struct netif *netif_on_subnet(const struct netif_list *l, const struct ipaddr *a,
+                                    int *addr_idx) {
+  for (int i = 0; i < l->n; i++) {
+    const struct netif *n = &l->ifs[i];
+    if (!n->up) continue;
+    for (int k = 0; k < n->naddr; k++) {
+      if (n->addr[k].prefix < 0 || ipaddr_is_loopback(&n->addr[k])) continue;
+      if (ipaddr_in_subnet(&n->addr[k], a)) {
+        if (addr_idx) *addr_idx = k;
+        return n;
+      }
+    }
+  }
+  return NULL;
+}

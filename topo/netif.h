@@ -1,0 +1,65 @@
+/* Network interfaces: discovery (live getifaddrs, or a fixture's ifaddrs
+ * file) plus sysfs facts, and the choice of the interfaces TCP traffic uses,
+ * with the reason each other interface was not chosen. */
+#ifndef DIAG_TOPO_NETIF_H
+#define DIAG_TOPO_NETIF_H
+
+#include <limits.h>
+#include <net/if.h>
+
+#include "topo/addr.h"
+
+#define NETIF_MAX 64
+#define NETIF_ADDR_MAX 8
+#define NETIF_CHOSEN_MAX 16
+
+struct netif {
+  char name[IF_NAMESIZE];
+  int up, running, loopback;
+  int naddr;
+  struct ipaddr addr[NETIF_ADDR_MAX];
+  int mtu;
+  int speed_mbps;           /* 0 = unknown */
+  char pci_path[PATH_MAX];  /* "" for virtual interfaces */
+  int numa;                 /* -1 unknown */
+};
+
+struct netif_list {
+  int n;
+  struct netif ifs[NETIF_MAX];
+  char source[PATH_MAX]; /* "live" or the file read */
+};
+
+/* 0, or a negative errno with a WARN already logged. */
+int netif_discover(struct netif_list *l);
+/* Parse an ifaddrs file ("<if> up|down|nocarrier [addr/prefix]..." lines). */
+int netif_load_file(struct netif_list *l, const char *path);
+/* Fill mtu/speed/pci/numa from sysfs for every interface. */
+void netif_add_sysfs(struct netif_list *l);
+
+struct netif_choice {
+  int n;
+  int idx[NETIF_CHOSEN_MAX];     /* chosen interfaces, in preference order */
+  int primary[NETIF_CHOSEN_MAX]; /* index into addr[] of each one's address */
+  char why[NETIF_MAX][96];       /* "" when chosen, else why not */
+  int fallback;                  /* auto choice had to use a normally skipped interface */
+  int filtered;                  /* NCCL_SOCKET_IFNAME was given */
+  char error[1024];              /* set when nothing is usable: what and how to fix */
+};
+
+/* ifname: NCCL_SOCKET_IFNAME text or NULL (auto). family: AF_INET, AF_INET6
+ * or AF_UNSPEC. Returns the number chosen (0 with c->error set). */
+int netif_choose(const struct netif_list *l, const char *ifname, int family,
+                 struct netif_choice *c);
+
+/* One line: "using eth0 (10.0.0.1/24); not lo (loopback), docker0 (...)". */
+void netif_choice_summary(const struct netif_list *l, const struct netif_choice *c, char *buf,
+                          size_t cap);
+/* "enp0s1 (10.0.2.15/24), lo (127.0.0.1/8)": what exists, for messages. */
+void netif_list_str(const struct netif_list *l, char *buf, size_t cap);
+
+/* The interface owning an address in the same subnet as a (or NULL). */
+const struct netif *netif_on_subnet(const struct netif_list *l, const struct ipaddr *a,
+                                    int *addr_idx);
+
+#endif

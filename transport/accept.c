@@ -1,0 +1,275 @@
+/* accept: see listen.h. Each call does a bounded amount of non-blocking
+ * work and returns; NCCL calls again until a recv comm comes out. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "plugin/events.h"
+#include "plugin/log.h"
+#include "transport/listen.h"
+#include "transport/report.h"
+#include "transport/sock.h"
+
+static void drop_incoming(struct listen_comm *l, int i) {
+  l->inc[i] = l->inc[--l->ninc];
+}
+
+static int accept_errno_transient(int err) {
+  return err == EINTR || err == ECONNABORTED || err == EPROTO || err == ENETDOWN ||
+         err == ENOPROTOOPT || err == EHOSTDOWN || err == ENONET || err == EHOSTUNREACH ||
+         err == EOPNOTSUPP || err == ENETUNREACH || err == EPERM;
+}
+
+static ncclResult_t accept_new(struct listen_comm *l, int64_t now) {
+  for (int loops = 0; loops < 256; loops++) {
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) return ncclSuccess;
+      if (accept_errno_transient(err)) continue;
+      char advice[400];
+      sock_errno_advice(err, advice, sizeof(advice));
+      WARN("accept on device %s port %u failed: %s%s%s", l->dev->name, l->port, strerror(err),
+           advice[0] ? "; " : "", advice);
+      return ncclSystemError;
+    }
+    sock_tune(fd);
+    char peer[80];
+    sockaddr_str((struct sockaddr *)&ss, peer, sizeof(peer));
+    if (l->ninc == LISTEN_MAX_INCOMING) {
+      listen_refuse(l, fd, peer, "too many connections are waiting to identify themselves");
+      continue;
+    }
+    struct incoming *in = &l->inc[l->ninc++];
+    memset(in, 0, sizeof(*in));
+    in->fd = fd;
+    in->deadline = now + l->handshake_ns;
+    snprintf(in->peer, sizeof(in->peer), "%s", peer);
+  }
+  return ncclSuccess;
+}
+
+/* Returns 1 when the socket was consumed (attached or refused). */
+static int place_socket(struct listen_comm *l, struct incoming *in, int64_t now) {
+  char why[200];
+  struct preamble p;
+  if (preamble_decode(in->buf, &p, why, sizeof(why))) {
+    listen_refuse(l, in->fd, in->peer, why);
+    return 1;
+  }
+  if (p.nonce != l->nonce) {
+    snprintf(why, sizeof(why),
+             "it presents nonce 0x%016llx, this listen's is 0x%016llx (a stale handle, or a "
+             "connection meant for another listen)",
+             (unsigned long long)p.nonce, (unsigned long long)l->nonce);
+    listen_refuse(l, in->fd, in->peer, why);
+    return 1;
+  }
+  if (p.role == ROLE_CTRL) {
+    /* The same connector trying another of our addresses in parallel: it
+     * waits here, and takes over if the first attempt breaks. */
+    if (l->stage != CS_NONE) return 0;
+    l->ctrl_fd = in->fd;
+    l->connid = p.connid;
+    l->stage = CS_HELLO_HDR;
+    l->conn_deadline = now + l->handshake_ns;
+    snprintf(l->ctrl_peer, sizeof(l->ctrl_peer), "%s", in->peer);
+    return 1;
+  }
+  if (l->stage != CS_NONE && p.connid == l->connid && l->stage != CS_DATA) return 0; /* early */
+  if (l->stage == CS_DATA && p.connid == l->connid && p.index < l->ndata &&
+      l->data_fds[p.index] < 0) {
+    l->data_fds[p.index] = in->fd;
+    l->data_have++;
+    return 1;
+  }
+  snprintf(why, sizeof(why), "data socket %u of connection 0x%016llx, which is not in setup here",
+           p.index, (unsigned long long)p.connid);
+  listen_refuse(l, in->fd, in->peer, why);
+  return 1;
+}
+
+static void identify_incoming(struct listen_comm *l, int64_t now) {
+  for (int i = 0; i < l->ninc;) {
+    struct incoming *in = &l->inc[i];
+    if (in->got < PREAMBLE_LEN) {
+      ssize_t n = sock_recv(in->fd, in->buf + in->got, PREAMBLE_LEN - in->got);
+      if (n > 0) in->got += (size_t)n;
+      if (n < 0 && n != -EAGAIN) {
+        char why[160];
+        if (n == -EPIPE)
+          snprintf(why, sizeof(why), "it closed the connection after %zu bytes, before identifying itself",
+                   in->got);
+        else
+          snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror((int)-n));
+        listen_refuse(l, in->fd, in->peer, why);
+        drop_incoming(l, i);
+        continue;
+      }
+    }
+    if (in->got == PREAMBLE_LEN && place_socket(l, in, now)) {
+      drop_incoming(l, i);
+      continue;
+    }
+    if (now > in->deadline) {
+      char why[160];
+      snprintf(why, sizeof(why), "it sent %zu of the 24 bytes that identify a peer in %lld ms",
+               in->got, (long long)(l->handshake_ns / 1000000));
+      listen_refuse(l, in->fd, in->peer, why);
+      drop_incoming(l, i);
+      continue;
+    }
+    i++;
+  }
+}
+
+/* Reads into l->in up to want bytes: 1 = have them, 0 = not yet, -1 = the
+ * connection failed (already reset and logged). */
+static int read_some(struct listen_comm *l, size_t want) {
+  while (l->in_off < want) {
+    ssize_t n = sock_recv(l->ctrl_fd, l->in + l->in_off, want - l->in_off);
+    if (n == -EAGAIN) return 0;
+    if (n < 0) {
+      WARN("peer %s closed or broke the control connection to device %s during the handshake "
+           "(%s, after %zu bytes); still waiting for a peer",
+           l->ctrl_peer, l->dev->name, n == -EPIPE ? "closed" : strerror((int)-n), l->in_off);
+      listen_reset_conn(l);
+      return -1;
+    }
+    l->in_off += (size_t)n;
+  }
+  return 1;
+}
+
+static void build_reply(struct listen_comm *l) {
+  struct hello *m = &l->mine;
+  hello_fill_local(m, HELLO_ACCEPT);
+  m->nonce = l->nonce;
+  m->connid = l->connid;
+  snprintf(m->transport, sizeof(m->transport), "tcp");
+  snprintf(m->dev, sizeof(m->dev), "%s", l->dev->name);
+  snprintf(m->ifname, sizeof(m->ifname), "%s", l->dev->ifname);
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  if (getsockname(l->ctrl_fd, (struct sockaddr *)&ss, &sl) == 0)
+    sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
+  m->nsocks = l->peer_hello.nsocks;
+  m->nthreads = (uint16_t)l->nthreads;
+  int len = hello_encode(m, l->out, sizeof(l->out));
+  l->out_len = len > 0 ? (size_t)len : 0;
+  l->out_off = 0;
+}
+
+static int hello_received(struct listen_comm *l) {
+  char why[200];
+  struct hello *h = &l->peer_hello;
+  if (hello_decode_body(l->in + HELLO_HDR_LEN, l->body_len, h, why, sizeof(why)) != HELLO_OK) {
+    listen_refuse(l, -1, l->ctrl_peer, why);
+    listen_reset_conn(l);
+    return -1;
+  }
+  h->kind = l->kind;
+  if (h->nonce != l->nonce || h->connid != l->connid || h->kind != HELLO_CONNECT) {
+    snprintf(why, sizeof(why), "its hello names another listen or connection");
+    listen_refuse(l, -1, l->ctrl_peer, why);
+    listen_reset_conn(l);
+    return -1;
+  }
+  build_reply(l);
+  struct xp_peer peer;
+  xp_peer_describe(&peer, h, l->ctrl_peer);
+  report_hello(&l->mine, h, peer.desc, "accept");
+  l->ndata = h->nsocks;
+  for (int i = 0; i < XP_MAX_DATA_SOCKS; i++) l->data_fds[i] = -1;
+  l->data_have = 0;
+  l->stage = CS_SEND_HELLO;
+  return 0;
+}
+
+static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
+  struct xp_setup s;
+  memset(&s, 0, sizeof(s));
+  s.dev = l->dev;
+  s.send_side = 0;
+  s.ctrl_fd = l->ctrl_fd;
+  s.ndata = l->ndata;
+  memcpy(s.data_fds, l->data_fds, sizeof(s.data_fds));
+  s.nthreads = l->nthreads;
+  s.mine = l->mine;
+  xp_peer_describe(&s.peer, &l->peer_hello, l->ctrl_peer);
+  struct xp_comm *c = NULL;
+  ncclResult_t r = tcp_comm_create(&s, &c);
+  /* The comm owns the sockets now, or closed them on failure. */
+  l->ctrl_fd = -1;
+  l->ndata = 0;
+  listen_reset_conn(l);
+  if (r != ncclSuccess) return r;
+  ev_count(C_RECV_COMMS, 1);
+  *recv_comm = c;
+  return ncclSuccess;
+}
+
+static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **recv_comm) {
+  char why[200];
+  if (l->stage == CS_HELLO_HDR) {
+    if (read_some(l, HELLO_HDR_LEN) <= 0) goto check_deadline;
+    if (hello_decode_header(l->in, &l->body_len, &l->kind, why, sizeof(why)) != HELLO_OK) {
+      listen_refuse(l, -1, l->ctrl_peer, why);
+      listen_reset_conn(l);
+      return ncclSuccess;
+    }
+    l->stage = CS_HELLO_BODY;
+  }
+  if (l->stage == CS_HELLO_BODY) {
+    if (read_some(l, HELLO_HDR_LEN + l->body_len) <= 0) goto check_deadline;
+    if (hello_received(l)) return ncclSuccess;
+  }
+  if (l->stage == CS_SEND_HELLO) {
+    while (l->out_off < l->out_len) {
+      ssize_t n = sock_send(l->ctrl_fd, l->out + l->out_off, l->out_len - l->out_off);
+      if (n == -EAGAIN) goto check_deadline;
+      if (n < 0) {
+        WARN("peer %s broke the control connection to device %s while we answered its hello "
+             "(%s); still waiting for a peer",
+             l->ctrl_peer, l->dev->name, strerror((int)-n));
+        listen_reset_conn(l);
+        return ncclSuccess;
+      }
+      l->out_off += (size_t)n;
+    }
+    l->stage = CS_DATA;
+  }
+  if (l->stage == CS_DATA && l->data_have == l->ndata) return finish(l, recv_comm);
+check_deadline:
+  if (l->stage != CS_NONE && now > l->conn_deadline) {
+    WARN("peer %s started a connection to device %s but did not finish its setup in %lld ms "
+         "(%d of %d data sockets arrived); dropped it and still waiting for a peer. The peer "
+         "process may have died or stalled",
+         l->ctrl_peer, l->dev->name, (long long)(l->handshake_ns / 1000000), l->data_have,
+         l->ndata);
+    listen_reset_conn(l);
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t xp_accept(void *listen_comm, void **recv_comm) {
+  struct listen_comm *l = listen_comm;
+  *recv_comm = NULL;
+  int64_t now = now_ns();
+  ncclResult_t r = accept_new(l, now);
+  if (r != ncclSuccess) return r;
+  identify_incoming(l, now);
+  if (l->stage == CS_NONE) return ncclSuccess;
+  r = progress_conn(l, now, recv_comm);
+  /* Data sockets that arrived while the hello was still going out. */
+  if (l->stage == CS_DATA && !*recv_comm) {
+    identify_incoming(l, now);
+    if (l->data_have == l->ndata) r = progress_conn(l, now, recv_comm);
+  }
+  return r;
+}

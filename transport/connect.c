@@ -1,0 +1,424 @@
+/* connect: a non-blocking state machine whose state lives behind a token in
+ * the handle's connector-private bytes (NCCL passes the same handle buffer
+ * on every retry). It tries the listener's candidate addresses -- those on
+ * a local subnet first, each next one after a short stagger -- records every
+ * failed attempt with its errno, and completes the first one whose listener
+ * answers our hello with the right nonce. When that is not the address we
+ * preferred, the user hears which one failed, which one worked, and what
+ * NCCL_SOCKET_IFNAME would avoid the detour. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "plugin/events.h"
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "transport/connect.h"
+#include "transport/handle.h"
+#include "transport/report.h"
+#include "transport/sock.h"
+
+#define STAGGER_NS (250 * 1000000LL)
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct connecting *registry;
+
+static void registry_add(struct connecting *c) {
+  pthread_mutex_lock(&registry_lock);
+  c->next = registry;
+  registry = c;
+  pthread_mutex_unlock(&registry_lock);
+}
+
+static void registry_del(struct connecting *c) {
+  pthread_mutex_lock(&registry_lock);
+  for (struct connecting **p = &registry; *p; p = &(*p)->next)
+    if (*p == c) {
+      *p = c->next;
+      break;
+    }
+  pthread_mutex_unlock(&registry_lock);
+}
+
+/* The token in the handle is only trusted if it names a live connect for
+ * this very handle buffer: garbage there must not be dereferenced. */
+static struct connecting *registry_find(void *handle, uint64_t token) {
+  struct connecting *found = NULL;
+  pthread_mutex_lock(&registry_lock);
+  for (struct connecting *c = registry; c; c = c->next)
+    if ((uint64_t)(uintptr_t)c == token && c->handle == handle) found = c;
+  pthread_mutex_unlock(&registry_lock);
+  return found;
+}
+
+static void set_token(void *handle, uint64_t token) {
+  memcpy((uint8_t *)handle + HANDLE_STATE_OFF, &token, sizeof(token));
+}
+
+static void connecting_free(struct connecting *c) {
+  for (int i = 0; i < c->ncand; i++)
+    if (c->c[i].fd >= 0) close(c->c[i].fd);
+  for (int i = 0; i < c->ndata; i++)
+    if (c->data[i].fd >= 0) close(c->data[i].fd);
+  if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  c->obj = OBJ_DEAD;
+  free(c);
+}
+
+static void order_candidates(struct connecting *c) {
+  const struct xp_host *host = xp_host();
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < c->ncand; i++) {
+      struct cand *k = &c->c[i];
+      if (pass == 0) {
+        int ai;
+        const struct netif *ni = netif_on_subnet(&host->ifs, &k->hc.addr, &ai);
+        /* A candidate prefix tells its subnet from the listener's side; our
+         * own prefix tells it from ours. Either match is a local subnet. */
+        if (!ni) {
+          for (int j = 0; j < host->ifs.n && !ni; j++)
+            for (int a = 0; a < host->ifs.ifs[j].naddr; a++) {
+              struct ipaddr mine = host->ifs.ifs[j].addr[a];
+              mine.prefix = k->hc.addr.prefix;
+              if (k->hc.addr.prefix > 0 && host->ifs.ifs[j].up && ipaddr_in_subnet(&k->hc.addr, &mine) &&
+                  !ipaddr_is_loopback(&mine)) {
+                ni = &host->ifs.ifs[j];
+                break;
+              }
+            }
+        }
+        k->local = ni != NULL;
+        if (ni) snprintf(k->local_if, sizeof(k->local_if), "%s", ni->name);
+      }
+      if (k->local == (pass == 0)) c->order[n++] = i;
+    }
+}
+
+static ncclResult_t connecting_new(const struct xp_dev *dev, int tc, void *handle,
+                                   struct connecting **out) {
+  char why[200];
+  struct handle h;
+  enum handle_err he = handle_decode(handle, &h, why, sizeof(why));
+  if (he != HANDLE_OK) {
+    if (he == HANDLE_BAD_MAGIC)
+      WARN("connect on device %s: the handle from the peer is not a libnccl-net-diag handle (%s). "
+           "The peer runs another net plugin or another NCCL (is NCCL_NET_PLUGIN / NCCL_NET the "
+           "same on every node?), or the handle was corrupted on the way",
+           dev->name, why);
+    else if (he == HANDLE_BAD_VERSION)
+      WARN("connect on device %s: %s. Install the same libnccl-net-diag on every node",
+           dev->name, why);
+    else
+      WARN("connect on device %s: the peer's handle is malformed: %s. The peer may run another "
+           "plugin version, or the handle was corrupted on the way",
+           dev->name, why);
+    ev_count(C_CONN_FAILURES, 1);
+    return ncclInvalidUsage;
+  }
+  struct connecting *c = calloc(1, sizeof(*c));
+  if (!c) {
+    WARN("connect on device %s: out of memory", dev->name);
+    return ncclSystemError;
+  }
+  c->obj = OBJ_CONNECTING;
+  c->handle = handle;
+  c->dev = dev;
+  c->traffic_class = tc;
+  c->h = h;
+  c->ctrl_fd = -1;
+  c->won = -1;
+  if (getrandom(&c->connid, sizeof(c->connid), GRND_NONBLOCK) != sizeof(c->connid))
+    c->connid = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)c << 8);
+  c->start = now_ns();
+  c->deadline = c->start + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
+  c->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
+  c->ncand = h.ncand;
+  for (int i = 0; i < h.ncand; i++) {
+    struct cand *k = &c->c[i];
+    k->hc = h.cand[i];
+    k->fd = -1;
+    k->sl = ipaddr_to_sockaddr(&k->hc.addr, k->hc.port, &k->ss);
+    sockaddr_str((struct sockaddr *)&k->ss, k->str, sizeof(k->str));
+  }
+  order_candidates(c);
+  for (int i = 0; i < XP_MAX_DATA_SOCKS; i++) c->data[i].fd = -1;
+  *out = c;
+  return ncclSuccess;
+}
+
+/* "10.0.0.7<46417> (eth1 on host-b, no local interface on its subnet)" */
+static void cand_desc(const struct connecting *c, const struct cand *k, char *buf, size_t cap) {
+  char cidr[64];
+  ipaddr_subnet_str(&k->hc.addr, cidr, sizeof(cidr));
+  if (k->local)
+    snprintf(buf, cap, "%s (%s on %s, subnet %s, local %s)", k->str, k->hc.ifname, c->h.host,
+             cidr, k->local_if);
+  else
+    snprintf(buf, cap, "%s (%s on %s, subnet %s, which no local interface is on)", k->str,
+             k->hc.ifname, c->h.host, cidr);
+}
+
+static void attempt_failed(struct connecting *c, struct cand *k, int err, const char *why) {
+  int64_t now = now_ns();
+  k->last_err = err;
+  snprintf(k->last_why, sizeof(k->last_why), "%s", why);
+  if (k->fd >= 0) close(k->fd);
+  k->fd = -1;
+  k->in_off = k->out_len = k->out_off = 0;
+  k->failed_once = 1;
+  char d[256];
+  cand_desc(c, k, d, sizeof(d));
+  INFO(LOG_NET, "connect for device %s: attempt %d to %s failed after %lld ms: %s", c->dev->name,
+       k->attempts, d, (long long)((now - k->attempt_start) / 1000000), why);
+  if (err && sock_err_retryable(err)) {
+    int64_t backoff = 100000000LL * k->attempts;
+    if (backoff > 1000000000LL) backoff = 1000000000LL;
+    k->st = CAND_WAIT;
+    k->next_try = now + backoff;
+  } else {
+    k->st = CAND_DEAD;
+  }
+}
+
+static void build_hello(struct connecting *c, struct cand *k) {
+  struct hello *m = &c->mine;
+  hello_fill_local(m, HELLO_CONNECT);
+  m->nonce = c->h.nonce;
+  m->connid = c->connid;
+  snprintf(m->transport, sizeof(m->transport), "tcp");
+  snprintf(m->dev, sizeof(m->dev), "%s", c->dev->name);
+  snprintf(m->ifname, sizeof(m->ifname), "%s", k->local ? k->local_if : c->dev->ifname);
+  struct sockaddr_storage ss;
+  socklen_t sl = sizeof(ss);
+  if (getsockname(k->fd, (struct sockaddr *)&ss, &sl) == 0)
+    sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
+  m->nsocks = c->h.nsocks;
+  m->nthreads = c->h.nthreads;
+  struct preamble p = {ROLE_CTRL, 0, c->h.nonce, c->connid};
+  preamble_encode(&p, k->out);
+  int len = hello_encode(m, k->out + PREAMBLE_LEN, sizeof(k->out) - PREAMBLE_LEN);
+  k->out_len = PREAMBLE_LEN + (size_t)(len > 0 ? len : 0);
+  k->out_off = 0;
+  k->in_off = 0;
+}
+
+static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
+  k->attempts++;
+  k->attempt_start = now;
+  int err = sock_connect_start((struct sockaddr *)&k->ss, k->sl, &k->fd);
+  if (err == 0) {
+    k->st = CAND_HELLO;
+    build_hello(c, k);
+  } else if (err == EINPROGRESS) {
+    k->st = CAND_CONNECTING;
+  } else {
+    char why[600], advice[400];
+    sock_errno_advice(err, advice, sizeof(advice));
+    snprintf(why, sizeof(why), "%s (%s)%s%s", strerror(err), errno_name(err), advice[0] ? "; " : "",
+             advice);
+    attempt_failed(c, k, err, why);
+  }
+}
+
+/* 1 = this candidate won, 0 = not yet. */
+static int progress_hello(struct connecting *c, struct cand *k, int64_t now) {
+  char why[240];
+  while (k->out_off < k->out_len) {
+    ssize_t n = sock_send(k->fd, k->out + k->out_off, k->out_len - k->out_off);
+    if (n == -EAGAIN) break;
+    if (n < 0) {
+      snprintf(why, sizeof(why), "sending our hello failed: %s", strerror((int)-n));
+      attempt_failed(c, k, (int)-n, why);
+      return 0;
+    }
+    k->out_off += (size_t)n;
+  }
+  size_t want = HELLO_HDR_LEN + (k->in_off >= HELLO_HDR_LEN ? k->body_len : 0);
+  while (k->in_off < want) {
+    ssize_t n = sock_recv(k->fd, k->in + k->in_off, want - k->in_off);
+    if (n == -EAGAIN) break;
+    if (n < 0) {
+      snprintf(why, sizeof(why),
+               "the process listening there %s our handshake (it is not the listener this "
+               "handle came from, or it refused us: see its log)",
+               n == -EPIPE ? "closed the connection during" : "broke");
+      attempt_failed(c, k, 0, why);
+      k->st = CAND_DEAD;
+      return 0;
+    }
+    k->in_off += (size_t)n;
+    if (k->in_off == HELLO_HDR_LEN) {
+      if (hello_decode_header(k->in, &k->body_len, &k->kind, why, sizeof(why)) != HELLO_OK) {
+        attempt_failed(c, k, 0, why);
+        k->st = CAND_DEAD;
+        return 0;
+      }
+      want = HELLO_HDR_LEN + k->body_len;
+    }
+  }
+  if (k->in_off < HELLO_HDR_LEN || k->in_off < HELLO_HDR_LEN + k->body_len) {
+    if (now - k->attempt_start > c->handshake_ns) {
+      snprintf(why, sizeof(why), "connected, but no answer to our hello in %lld ms",
+               (long long)(c->handshake_ns / 1000000));
+      attempt_failed(c, k, 0, why);
+      k->st = CAND_DEAD;
+    }
+    return 0;
+  }
+  struct hello *p = &c->peer;
+  if (hello_decode_body(k->in + HELLO_HDR_LEN, k->body_len, p, why, sizeof(why)) != HELLO_OK) {
+    attempt_failed(c, k, 0, why);
+    k->st = CAND_DEAD;
+    return 0;
+  }
+  p->kind = k->kind;
+  if (p->kind != HELLO_ACCEPT || p->nonce != c->h.nonce || p->connid != c->connid) {
+    attempt_failed(c, k, 0, "the answer names another listen or connection");
+    k->st = CAND_DEAD;
+    return 0;
+  }
+  return 1;
+}
+
+/* Drives every candidate one step; returns the index that won, or -1. */
+static int progress_candidates(struct connecting *c, int64_t now) {
+  int earlier_active = 0;
+  for (int o = 0; o < c->ncand; o++) {
+    struct cand *k = &c->c[c->order[o]];
+    if (k->st == CAND_IDLE || (k->st == CAND_WAIT && now >= k->next_try)) {
+      /* The next candidate starts after a stagger, or at once when all the
+       * earlier ones have failed. */
+      int may_start = k->st == CAND_WAIT || !earlier_active || now >= c->start + o * STAGGER_NS;
+      if (may_start) start_attempt(c, k, now);
+    }
+    if (k->st == CAND_CONNECTING) {
+      int err = sock_connect_done(k->fd);
+      if (err == 0) {
+        k->st = CAND_HELLO;
+        build_hello(c, k);
+      } else if (err != EINPROGRESS) {
+        char why[160];
+        snprintf(why, sizeof(why), "%s (%s)", strerror(err), errno_name(err));
+        attempt_failed(c, k, err, why);
+      }
+    }
+    if (k->st == CAND_HELLO && progress_hello(c, k, now)) return c->order[o];
+    if (k->st == CAND_CONNECTING || k->st == CAND_HELLO) earlier_active = 1;
+  }
+  return -1;
+}
+
+static void report_detour(struct connecting *c, struct cand *won) {
+  char failed[1400];
+  size_t o = 0;
+  int nfail = 0;
+  for (int o2 = 0; o2 < c->ncand; o2++) {
+    struct cand *k = &c->c[c->order[o2]];
+    if (k == won || !k->failed_once) continue;
+    char d[256];
+    cand_desc(c, k, d, sizeof(d));
+    if (o < sizeof(failed))
+      o += (size_t)snprintf(failed + o, sizeof(failed) - o, "%s%s: %s", nfail ? "; " : "", d,
+                            k->last_why);
+    nfail++;
+  }
+  if (!nfail) return;
+  char wd[256], key[600];
+  cand_desc(c, won, wd, sizeof(wd));
+  const char *peer_if = hello_info_value(&c->peer, "NCCL_SOCKET_IFNAME");
+  snprintf(key, sizeof(key), "detour|%s|%s|%s", c->peer.host, won->hc.ifname, failed);
+  struct ev e;
+  ev_begin(&e, "connect_detour");
+  ev_str(&e, "device", c->dev->name);
+  ev_str(&e, "peer_host", c->peer.host);
+  ev_str(&e, "failed", failed);
+  ev_str(&e, "worked", wd);
+  ev_end(&e);
+  if (report_first(key))
+    WARN("connected to %s for device %s through %s, after %s. Traffic works, but the peer "
+         "advertises an address this host cannot reach: set NCCL_SOCKET_IFNAME=%s on every node "
+         "so both sides use the network they share (on %s it is %s)",
+         c->peer.host, c->dev->name, wd, failed, won->hc.ifname, c->peer.host, peer_if);
+}
+
+static ncclResult_t fail_unreachable(struct connecting *c) {
+  char tried[2000], have[700];
+  size_t o = 0;
+  for (int o2 = 0; o2 < c->ncand; o2++) {
+    struct cand *k = &c->c[c->order[o2]];
+    char d[256];
+    cand_desc(c, k, d, sizeof(d));
+    if (o < sizeof(tried))
+      o += (size_t)snprintf(tried + o, sizeof(tried) - o, "%s%s: %s after %d attempt%s",
+                            o2 ? "; " : "", d, k->attempts ? k->last_why : "not tried",
+                            k->attempts, k->attempts == 1 ? "" : "s");
+  }
+  netif_list_str(&xp_host()->ifs, have, sizeof(have));
+  ev_count(C_CONN_FAILURES, 1);
+  struct ev e;
+  ev_begin(&e, "connect_failed");
+  ev_str(&e, "device", c->dev->name);
+  ev_str(&e, "peer_host", c->h.host);
+  ev_str(&e, "tried", tried);
+  ev_end(&e);
+  WARN("cannot connect to %s for device %s within %lld ms (NCCL_DIAG_CONNECT_TIMEOUT_MS): %s. "
+       "This host has %s. Check that the peer process is alive, that NCCL_SOCKET_IFNAME selects a "
+       "network both nodes share, and that no firewall drops TCP between them",
+       c->h.host, c->dev->name, (long long)((c->deadline - c->start) / 1000000), tried, have);
+  return ncclSystemError;
+}
+
+ncclResult_t xp_connect(const struct xp_dev *dev, int traffic_class, void *handle,
+                        void **send_comm) {
+  *send_comm = NULL;
+  uint64_t token;
+  memcpy(&token, (uint8_t *)handle + HANDLE_STATE_OFF, sizeof(token));
+  struct connecting *c = token ? registry_find(handle, token) : NULL;
+  if (!c) {
+    ncclResult_t r = connecting_new(dev, traffic_class, handle, &c);
+    if (r != ncclSuccess) return r;
+    registry_add(c);
+    set_token(handle, (uint64_t)(uintptr_t)c);
+  }
+  int64_t now = now_ns();
+  ncclResult_t r = ncclSuccess;
+  if (c->won < 0) {
+    int w = progress_candidates(c, now);
+    if (w >= 0) {
+      struct cand *k = &c->c[w];
+      c->won = w;
+      c->ctrl_fd = k->fd;
+      k->fd = -1;
+      snprintf(c->peer_addr, sizeof(c->peer_addr), "%s", k->str);
+      for (int i = 0; i < c->ncand; i++)
+        if (c->c[i].fd >= 0) close(c->c[i].fd), c->c[i].fd = -1;
+      struct xp_peer peer;
+      xp_peer_describe(&peer, &c->peer, c->peer_addr);
+      report_hello(&c->mine, &c->peer, peer.desc, "connect");
+      report_detour(c, k);
+      c->ndata = c->h.nsocks;
+    } else if (now > c->deadline) {
+      r = fail_unreachable(c);
+      goto out_free;
+    }
+  }
+  if (c->won >= 0) {
+    r = connect_data_sockets(c, now);
+    if (r != ncclSuccess) goto out_free;
+    if (c->data_done == c->ndata) {
+      r = connect_finish(c, send_comm);
+      goto out_free;
+    }
+  }
+  return ncclSuccess;
+out_free:
+  registry_del(c);
+  set_token(handle, 0);
+  connecting_free(c);
+  return r;
+}

@@ -1,0 +1,89 @@
+/* The connector's last steps: open the data sockets the listener asked for
+ * (to the address that won), each introduced by a preamble, then hand the
+ * sockets to the transport. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/events.h"
+#include "plugin/log.h"
+#include "transport/connect.h"
+#include "transport/sock.h"
+
+static ncclResult_t data_fail(struct connecting *c, int i, int err, const char *what) {
+  char advice[400];
+  sock_errno_advice(err, advice, sizeof(advice));
+  ev_count(C_CONN_FAILURES, 1);
+  WARN("connect to %s for device %s: data socket %d of %d to %s: %s failed: %s%s%s",
+       c->peer.host, c->dev->name, i, c->ndata, c->peer_addr, what, strerror(err),
+       advice[0] ? "; " : "", advice);
+  return ncclSystemError;
+}
+
+ncclResult_t connect_data_sockets(struct connecting *c, int64_t now) {
+  const struct cand *won = &c->c[c->won];
+  for (int i = 0; i < c->ndata; i++) {
+    struct data_sock *d = &c->data[i];
+    if (d->connected && d->off == PREAMBLE_LEN) continue;
+    if (d->fd < 0) {
+      if (now < d->next_try) continue;
+      d->attempts++;
+      int err = sock_connect_start((const struct sockaddr *)&won->ss, won->sl, &d->fd);
+      if (err == 0) {
+        d->connected = 1;
+      } else if (err != EINPROGRESS) {
+        if (!sock_err_retryable(err) || now > c->deadline) return data_fail(c, i, err, "connect");
+        d->next_try = now + 10000000LL * d->attempts;
+        continue;
+      }
+      struct preamble p = {ROLE_DATA, (uint16_t)i, c->h.nonce, c->connid};
+      preamble_encode(&p, d->pre);
+      d->off = 0;
+    }
+    if (!d->connected) {
+      int err = sock_connect_done(d->fd);
+      if (err == EINPROGRESS) continue;
+      if (err) {
+        close(d->fd);
+        d->fd = -1;
+        if (!sock_err_retryable(err) || now > c->deadline) return data_fail(c, i, err, "connect");
+        d->next_try = now + 10000000LL * d->attempts;
+        continue;
+      }
+      d->connected = 1;
+    }
+    while (d->off < PREAMBLE_LEN) {
+      ssize_t n = sock_send(d->fd, d->pre + d->off, PREAMBLE_LEN - d->off);
+      if (n == -EAGAIN) break;
+      if (n < 0) return data_fail(c, i, (int)-n, "introducing it");
+      d->off += (size_t)n;
+    }
+    if (d->off == PREAMBLE_LEN) c->data_done++;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t connect_finish(struct connecting *c, void **send_comm) {
+  struct xp_setup s;
+  memset(&s, 0, sizeof(s));
+  s.dev = c->dev;
+  s.send_side = 1;
+  s.ctrl_fd = c->ctrl_fd;
+  s.ndata = c->ndata;
+  for (int i = 0; i < c->ndata; i++) {
+    s.data_fds[i] = c->data[i].fd;
+    c->data[i].fd = -1;
+  }
+  c->ndata = 0;
+  c->ctrl_fd = -1;
+  s.nthreads = c->h.nthreads;
+  s.mine = c->mine;
+  xp_peer_describe(&s.peer, &c->peer, c->peer_addr);
+  struct xp_comm *comm = NULL;
+  ncclResult_t r = tcp_comm_create(&s, &comm);
+  if (r != ncclSuccess) return r;
+  ev_count(C_SEND_COMMS, 1);
+  *send_comm = comm;
+  return ncclSuccess;
+}

@@ -1,0 +1,45 @@
+/* Fixed-size frames on our TCP sockets:
+ *  - the preamble, the first 24 bytes of every socket a connector opens: it
+ *    names the listen it is for (nonce), the connection (connid), and the
+ *    socket's role (control, or data socket i);
+ *  - the message header, 24 bytes before every message on a control socket:
+ *    sequence number, tag, size, and how the payload travels. */
+#ifndef DIAG_TRANSPORT_FRAME_H
+#define DIAG_TRANSPORT_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PREAMBLE_LEN 24
+#define PREAMBLE_VERSION 1
+enum { ROLE_CTRL = 1, ROLE_DATA = 2 };
+
+struct preamble {
+  uint8_t role;
+  uint16_t index; /* data socket index */
+  uint64_t nonce;
+  uint64_t connid;
+};
+
+void preamble_encode(const struct preamble *p, uint8_t out[PREAMBLE_LEN]);
+/* 0, or -1 with why ("magic 0x... is not ours"). Does not check the nonce. */
+int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *why, int whylen);
+
+#define MSG_HDR_LEN 24
+#define MSG_MARK 0xd1a6
+enum { MSG_F_INLINE = 1 }; /* payload follows on the control socket */
+
+struct msg_hdr {
+  uint8_t flags;
+  uint32_t seq;
+  int32_t tag;
+  uint32_t chunk; /* striped: bytes per data-socket piece */
+  uint64_t size;
+};
+
+void msg_hdr_encode(const struct msg_hdr *h, uint8_t out[MSG_HDR_LEN]);
+/* Validates mark, flags and chunk; expected_seq is checked by the caller so
+ * it can name both numbers. */
+int msg_hdr_decode(const uint8_t in[MSG_HDR_LEN], struct msg_hdr *h, char *why, int whylen);
+
+#endif

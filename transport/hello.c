@@ -1,0 +1,331 @@
+#include "plugin/strutil.h"
+#include "transport/hello.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/ncclver.h"
+#include "plugin/version.h"
+#include "transport/wire.h"
+
+enum {
+  T_PLUGIN_VERSION = 1,
+  T_NCCL_VERSION = 2,
+  T_HOST = 3,
+  T_PID = 4,
+  T_TRANSPORT = 5,
+  T_DEV = 6,
+  T_IFNAME = 7,
+  T_ADDR = 8,
+  T_NONCE = 9,
+  T_CONNID = 10,
+  T_SOCKS = 11,
+  T_KNOB = 12,
+  T_INFO = 13,
+  T_IB = 20,
+};
+
+/* NCCL settings that change the size or number of messages NCCL posts on a
+ * connection: when nodes disagree the result is a truncated message or a
+ * hang, so a difference is named at connect time. */
+static const char *const must_agree[] = {
+  "NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_LL_BUFFSIZE", "NCCL_LL128_BUFFSIZE",
+  "NCCL_P2P_NET_CHUNKSIZE", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_DIAG_FALLBACK", NULL,
+};
+
+/* Settings that legitimately differ but explain failures. */
+static const char *const info_knobs[] = {
+  "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
+  "NCCL_IB_DISABLE", "NCCL_NET_PLUGIN", "NCCL_NET", NULL,
+};
+
+static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
+  if (len > 0xffff) {
+    w->overflow = 1;
+    return;
+  }
+  w_u16(w, type);
+  w_u16(w, (uint16_t)len);
+  w_bytes(w, v, len);
+}
+static void w_tlv_str(struct wbuf *w, uint16_t type, const char *s) { w_tlv(w, type, s, strlen(s)); }
+static void w_tlv_u32(struct wbuf *w, uint16_t type, uint32_t v) {
+  uint8_t b[4];
+  struct wbuf t = {b, 4, 0, 0};
+  w_u32(&t, v);
+  w_tlv(w, type, b, 4);
+}
+static void w_tlv_u64(struct wbuf *w, uint16_t type, uint64_t v) {
+  uint8_t b[8];
+  struct wbuf t = {b, 8, 0, 0};
+  w_u64(&t, v);
+  w_tlv(w, type, b, 8);
+}
+static void w_tlv_knob(struct wbuf *w, uint16_t type, const struct hello_knob *k) {
+  char buf[sizeof(k->name) + sizeof(k->value) + 2];
+  snprintf(buf, sizeof(buf), "%s=%s", k->name, k->value);
+  w_tlv_str(w, type, buf);
+}
+
+/* IB block: fixed layout so one TLV carries the whole device identity. */
+#define IB_BLOCK_LEN (32 + 1 + 1 + 2 + 16 + 1 + 4 + 2 + 2 + 16 + 48)
+
+static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
+  uint8_t b[IB_BLOCK_LEN];
+  struct wbuf t = {b, sizeof(b), 0, 0};
+  char dev[32] = {0}, netdev[16] = {0}, subnet[48] = {0};
+  scopy(dev, sizeof(dev), ib->dev);
+  scopy(netdev, sizeof(netdev), ib->netdev);
+  scopy(subnet, sizeof(subnet), ib->subnet);
+  w_bytes(&t, dev, 32);
+  w_u8(&t, (uint8_t)ib->port);
+  w_u8(&t, (uint8_t)ib->link_layer);
+  w_u16(&t, (uint16_t)ib->gid_index);
+  w_bytes(&t, ib->gid, 16);
+  w_u8(&t, (uint8_t)ib->gid_type);
+  w_u32(&t, (uint32_t)ib->mtu);
+  w_u16(&t, (uint16_t)ib->lid);
+  w_u16(&t, (uint16_t)ib->pkey_index);
+  w_bytes(&t, netdev, 16);
+  w_bytes(&t, subnet, 48);
+  w_tlv(w, T_IB, b, t.len);
+}
+
+int hello_encode(const struct hello *h, uint8_t *out, size_t cap) {
+  if (cap < HELLO_HDR_LEN) return -1;
+  struct wbuf w = {out + HELLO_HDR_LEN, cap - HELLO_HDR_LEN, 0, 0};
+  if (w.cap > HELLO_MAX_BODY) w.cap = HELLO_MAX_BODY;
+  w_tlv_str(&w, T_PLUGIN_VERSION, h->plugin_version);
+  w_tlv_u32(&w, T_NCCL_VERSION, h->nccl_version);
+  w_tlv_str(&w, T_HOST, h->host);
+  w_tlv_u32(&w, T_PID, h->pid);
+  w_tlv_str(&w, T_TRANSPORT, h->transport);
+  w_tlv_str(&w, T_DEV, h->dev);
+  w_tlv_str(&w, T_IFNAME, h->ifname);
+  w_tlv_str(&w, T_ADDR, h->addr);
+  w_tlv_u64(&w, T_NONCE, h->nonce);
+  w_tlv_u64(&w, T_CONNID, h->connid);
+  w_tlv_u32(&w, T_SOCKS, (uint32_t)h->nsocks | ((uint32_t)h->nthreads << 16));
+  for (int i = 0; i < h->nknobs; i++) w_tlv_knob(&w, T_KNOB, &h->knobs[i]);
+  for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
+  if (h->ib.present) w_ib(&w, &h->ib);
+  if (w.overflow) return -1;
+  struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
+  w_u32(&hw, HELLO_MAGIC);
+  w_u16(&hw, HELLO_VERSION);
+  w_u16(&hw, (uint16_t)h->kind);
+  w_u32(&hw, (uint32_t)w.len);
+  return (int)(HELLO_HDR_LEN + w.len);
+}
+
+enum hello_err hello_decode_header(const uint8_t *hdr, uint32_t *body_len, int *kind, char *why,
+                                   int whylen) {
+  struct rbuf r = {hdr, HELLO_HDR_LEN, 0, 0};
+  uint32_t magic = r_u32(&r);
+  uint16_t version = r_u16(&r);
+  uint16_t k = r_u16(&r);
+  uint32_t len = r_u32(&r);
+  if (magic != HELLO_MAGIC) {
+    snprintf(why, whylen, "hello magic 0x%08x is not ours (0x%08x)", magic, HELLO_MAGIC);
+    return HELLO_BAD_MAGIC;
+  }
+  if (version != HELLO_VERSION) {
+    snprintf(why, whylen, "hello protocol version %u, this build speaks %u", version,
+             HELLO_VERSION);
+    return HELLO_BAD_VERSION;
+  }
+  if (len > HELLO_MAX_BODY) {
+    snprintf(why, whylen, "hello of %u bytes is longer than the %u allowed", len, HELLO_MAX_BODY);
+    return HELLO_TOO_LONG;
+  }
+  if (k != HELLO_CONNECT && k != HELLO_ACCEPT) {
+    snprintf(why, whylen, "hello kind %u is neither connect (1) nor accept (2)", k);
+    return HELLO_CORRUPT;
+  }
+  *body_len = len;
+  *kind = k;
+  return HELLO_OK;
+}
+
+static int parse_knob(const uint8_t *v, size_t len, struct hello_knob *k) {
+  char buf[sizeof(k->name) + sizeof(k->value) + 2];
+  wire_clean_str(buf, sizeof(buf), v, len);
+  char *eq = strchr(buf, '=');
+  if (!eq || eq == buf) return -1;
+  *eq = 0;
+  snprintf(k->name, sizeof(k->name), "%s", buf);
+  snprintf(k->value, sizeof(k->value), "%s", eq + 1);
+  return 0;
+}
+
+static int parse_ib(const uint8_t *v, size_t len, struct hello_ib *ib) {
+  if (len < IB_BLOCK_LEN) return -1;
+  struct rbuf r = {v, len, 0, 0};
+  memset(ib, 0, sizeof(*ib));
+  const uint8_t *dev = r_take(&r, 32);
+  if (dev) wire_clean_str(ib->dev, sizeof(ib->dev), dev, strnlen((const char *)dev, 31));
+  ib->port = r_u8(&r);
+  ib->link_layer = r_u8(&r);
+  ib->gid_index = r_u16(&r);
+  r_bytes(&r, ib->gid, 16);
+  ib->gid_type = r_u8(&r);
+  ib->mtu = (int)r_u32(&r);
+  ib->lid = r_u16(&r);
+  ib->pkey_index = r_u16(&r);
+  const uint8_t *nd = r_take(&r, 16);
+  if (nd) wire_clean_str(ib->netdev, sizeof(ib->netdev), nd, strnlen((const char *)nd, 15));
+  const uint8_t *sn = r_take(&r, 48);
+  if (sn) wire_clean_str(ib->subnet, sizeof(ib->subnet), sn, strnlen((const char *)sn, 47));
+  if (r.short_read) return -1;
+  ib->present = 1;
+  return 0;
+}
+
+enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why,
+                                 int whylen) {
+  memset(h, 0, sizeof(*h));
+  struct rbuf r = {body, len, 0, 0};
+  int have_nonce = 0, have_host = 0, have_version = 0;
+  while (r.off < r.len) {
+    uint16_t type = r_u16(&r);
+    uint16_t tlen = r_u16(&r);
+    const uint8_t *v = r_take(&r, tlen);
+    if (!v) {
+      snprintf(why, whylen, "hello field %u of %u bytes runs past the end of the record", type,
+               tlen);
+      return HELLO_CORRUPT;
+    }
+    struct rbuf f = {v, tlen, 0, 0};
+    switch (type) {
+    case T_PLUGIN_VERSION:
+      wire_clean_str(h->plugin_version, sizeof(h->plugin_version), v, tlen);
+      have_version = 1;
+      break;
+    case T_NCCL_VERSION: h->nccl_version = r_u32(&f); break;
+    case T_HOST:
+      wire_clean_str(h->host, sizeof(h->host), v, tlen);
+      have_host = 1;
+      break;
+    case T_PID: h->pid = r_u32(&f); break;
+    case T_TRANSPORT: wire_clean_str(h->transport, sizeof(h->transport), v, tlen); break;
+    case T_DEV: wire_clean_str(h->dev, sizeof(h->dev), v, tlen); break;
+    case T_IFNAME: wire_clean_str(h->ifname, sizeof(h->ifname), v, tlen); break;
+    case T_ADDR: wire_clean_str(h->addr, sizeof(h->addr), v, tlen); break;
+    case T_NONCE:
+      h->nonce = r_u64(&f);
+      have_nonce = !f.short_read;
+      break;
+    case T_CONNID: h->connid = r_u64(&f); break;
+    case T_SOCKS: {
+      uint32_t s = r_u32(&f);
+      h->nsocks = (uint16_t)(s & 0xffff);
+      h->nthreads = (uint16_t)(s >> 16);
+      break;
+    }
+    case T_KNOB:
+    case T_INFO: {
+      int *n = type == T_KNOB ? &h->nknobs : &h->ninfo;
+      struct hello_knob *arr = type == T_KNOB ? h->knobs : h->info;
+      if (*n < HELLO_MAX_KNOBS && parse_knob(v, tlen, &arr[*n]) == 0) (*n)++;
+      break;
+    }
+    case T_IB:
+      if (parse_ib(v, tlen, &h->ib)) {
+        snprintf(why, whylen, "hello RDMA block of %u bytes is shorter than %d", tlen,
+                 IB_BLOCK_LEN);
+        return HELLO_CORRUPT;
+      }
+      break;
+    default:
+      break; /* a newer peer's field: skipped */
+    }
+    if (f.short_read) {
+      snprintf(why, whylen, "hello field %u is %u bytes, too short for its type", type, tlen);
+      return HELLO_CORRUPT;
+    }
+  }
+  if (!have_nonce || !have_host || !have_version) {
+    snprintf(why, whylen, "hello lacks its %s field",
+             !have_nonce ? "nonce" : !have_host ? "host" : "plugin version");
+    return HELLO_CORRUPT;
+  }
+  if (h->nsocks > 64 || h->nthreads > 16) {
+    snprintf(why, whylen, "hello asks for %u sockets and %u threads (at most 64 and 16)",
+             h->nsocks, h->nthreads);
+    return HELLO_CORRUPT;
+  }
+  return HELLO_OK;
+}
+
+static void fill_knobs(struct hello_knob *arr, int *n, const char *const *names) {
+  *n = 0;
+  for (int i = 0; names[i] && *n < HELLO_MAX_KNOBS; i++) {
+    const char *v = getenv(names[i]);
+    if (!v || !*v) continue;
+    snprintf(arr[*n].name, sizeof(arr[*n].name), "%s", names[i]);
+    snprintf(arr[*n].value, sizeof(arr[*n].value), "%s", v);
+    (*n)++;
+  }
+}
+
+void hello_fill_local(struct hello *h, int kind) {
+  memset(h, 0, sizeof(*h));
+  h->kind = kind;
+  snprintf(h->plugin_version, sizeof(h->plugin_version), "%s", DIAG_VERSION);
+  h->nccl_version = (uint32_t)nccl_version_code();
+  gethostname(h->host, sizeof(h->host) - 1);
+  h->pid = (uint32_t)getpid();
+  fill_knobs(h->knobs, &h->nknobs, must_agree);
+  fill_knobs(h->info, &h->ninfo, info_knobs);
+}
+
+static const char *knob_value(const struct hello_knob *arr, int n, const char *name) {
+  for (int i = 0; i < n; i++)
+    if (!strcmp(arr[i].name, name)) return arr[i].value;
+  return NULL;
+}
+
+const char *hello_info_value(const struct hello *h, const char *name) {
+  const char *v = knob_value(h->info, h->ninfo, name);
+  if (!v) v = knob_value(h->knobs, h->nknobs, name);
+  return v ? v : "unset";
+}
+
+static size_t add(char *buf, size_t cap, size_t o, int *n, const char *what, const char *mine,
+                  const char *peer, const char *mhost, const char *phost) {
+  if (o < cap)
+    o += (size_t)snprintf(buf + o, cap - o, "%s%s: %s on %s, %s on %s", *n ? "; " : "", what,
+                          mine, mhost, peer, phost);
+  (*n)++;
+  return o > cap ? cap : o;
+}
+
+int hello_diff(const struct hello *mine, const struct hello *peer, char *buf, size_t cap) {
+  int n = 0;
+  size_t o = 0;
+  buf[0] = 0;
+  if (mine->nccl_version != peer->nccl_version) {
+    char a[32], b[32];
+    nccl_version_str((int)mine->nccl_version, a, sizeof(a));
+    nccl_version_str((int)peer->nccl_version, b, sizeof(b));
+    o = add(buf, cap, o, &n, "NCCL version", a, b, mine->host, peer->host);
+  }
+  if (strcmp(mine->plugin_version, peer->plugin_version))
+    o = add(buf, cap, o, &n, "plugin version", mine->plugin_version, peer->plugin_version,
+            mine->host, peer->host);
+  /* Every must-agree knob either side set. */
+  for (int side = 0; side < 2; side++) {
+    const struct hello *s = side ? peer : mine;
+    for (int i = 0; i < s->nknobs; i++) {
+      const char *name = s->knobs[i].name;
+      if (side && knob_value(mine->knobs, mine->nknobs, name)) continue; /* seen */
+      const char *a = knob_value(mine->knobs, mine->nknobs, name);
+      const char *b = knob_value(peer->knobs, peer->nknobs, name);
+      if (a && b && !strcmp(a, b)) continue;
+      o = add(buf, cap, o, &n, name, a ? a : "unset", b ? b : "unset", mine->host, peer->host);
+    }
+  }
+  return n;
+}

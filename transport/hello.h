@@ -1,0 +1,84 @@
+/* The hello record: the first thing each side sends on a control connection.
+ * It is versioned and length-checked (a 12-byte header, then TLV fields), so
+ * a newer peer can add fields and an older one skips them. Both sides
+ * compare the two records before any data path is set up, and name every
+ * field that differs. */
+#ifndef DIAG_TRANSPORT_HELLO_H
+#define DIAG_TRANSPORT_HELLO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HELLO_MAGIC 0x6f6c6568u /* "helo" */
+#define HELLO_VERSION 1
+#define HELLO_HDR_LEN 12
+#define HELLO_MAX_BODY 4096
+#define HELLO_MAX_KNOBS 16
+
+enum hello_kind { HELLO_CONNECT = 1, HELLO_ACCEPT = 2 };
+
+struct hello_knob {
+  char name[40];
+  char value[96];
+};
+
+/* The RDMA identity of a side's device; present only on RDMA devices. */
+struct hello_ib {
+  int present;
+  char dev[32];
+  int port;
+  int link_layer; /* 1 InfiniBand, 2 Ethernet (RoCE) */
+  int gid_index;
+  uint8_t gid[16];
+  int gid_type;   /* 0 IB, 1 RoCE v1, 2 RoCE v2 */
+  int mtu;        /* active MTU in bytes */
+  int lid;
+  int pkey_index;
+  char netdev[16];
+  char subnet[48];
+};
+
+struct hello {
+  int kind;
+  char plugin_version[32];
+  uint32_t nccl_version; /* 0 = not inside NCCL */
+  char host[64];
+  uint32_t pid;
+  char transport[8]; /* what this side offers: "tcp" or "ib" */
+  char dev[32];
+  char ifname[16];   /* interface of the control connection */
+  char addr[64];     /* its local address, as this side sees it */
+  uint64_t nonce;
+  uint64_t connid;
+  uint16_t nsocks, nthreads;
+  int nknobs;        /* settings that must agree on every node */
+  struct hello_knob knobs[HELLO_MAX_KNOBS];
+  int ninfo;         /* settings worth showing in a diagnosis */
+  struct hello_knob info[HELLO_MAX_KNOBS];
+  struct hello_ib ib;
+};
+
+/* Encodes header + body; returns the total length, or -1 if it does not fit. */
+int hello_encode(const struct hello *h, uint8_t *out, size_t cap);
+
+enum hello_err { HELLO_OK = 0, HELLO_BAD_MAGIC, HELLO_BAD_VERSION, HELLO_TOO_LONG, HELLO_CORRUPT };
+
+/* Reads the 12-byte header: body length and record kind. */
+enum hello_err hello_decode_header(const uint8_t *hdr, uint32_t *body_len, int *kind, char *why,
+                                   int whylen);
+/* Decodes the body whose length the header gave. */
+enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why,
+                                 int whylen);
+
+/* Fills the fields every hello carries: versions, host, pid, knobs. */
+void hello_fill_local(struct hello *h, int kind);
+
+/* Lists each field in which two records disagree, as
+ * "NCCL version: 2.19.3 on a, 2.14.3 on b; NCCL_PROTO: unset on a, Simple on b".
+ * Returns the number of differences. */
+int hello_diff(const struct hello *mine, const struct hello *peer, char *buf, size_t cap);
+
+/* "NCCL_SOCKET_IFNAME=bond0" from a record's info list, or "unset". */
+const char *hello_info_value(const struct hello *h, const char *name);
+
+#endif

@@ -1,0 +1,69 @@
+/* The host's network view and the device list NCCL sees, built once at
+ * init: one device per usable RDMA port (added by the IB transport), or,
+ * when there is none, one per chosen TCP interface. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/strutil.h"
+#include "plugin/events.h"
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "transport/xp.h"
+
+static struct xp_host host;
+static pthread_once_t host_once = PTHREAD_ONCE_INIT;
+
+const struct xp_host *xp_host(void) { return &host; }
+
+static void add_tcp_devices(struct xp_host *h) {
+  for (int j = 0; j < h->choice.n && h->ndev < XP_MAX_DEVS; j++) {
+    const struct netif *n = &h->ifs.ifs[h->choice.idx[j]];
+    struct xp_dev *d = &h->dev[h->ndev];
+    memset(d, 0, sizeof(*d));
+    d->index = h->ndev;
+    scopy(d->name, sizeof(d->name), n->name);
+    d->netif = h->choice.idx[j];
+    scopy(d->ifname, sizeof(d->ifname), n->name);
+    d->addr = n->addr[h->choice.primary[j]];
+    scopy(d->pci_path, sizeof(d->pci_path), n->pci_path);
+    d->guid = (uint64_t)h->ndev;
+    d->speed_mbps = n->speed_mbps > 0 ? n->speed_mbps : 10000;
+    h->ndev++;
+  }
+}
+
+static void log_choice(struct xp_host *h) {
+  char summary[2048];
+  netif_choice_summary(&h->ifs, &h->choice, summary, sizeof(summary));
+  struct ev e;
+  ev_begin(&e, "interface_choice");
+  ev_str(&e, "source", h->ifs.source);
+  ev_str(&e, "filter", knob_str(K_SOCKET_IFNAME) ? knob_str(K_SOCKET_IFNAME) : "");
+  ev_str(&e, "summary", summary);
+  ev_int(&e, "chosen", h->choice.n);
+  ev_end(&e);
+  INFO(LOG_INIT, "socket interfaces: %s", summary);
+}
+
+static void build(void) {
+  struct xp_host *h = &host;
+  memset(h, 0, sizeof(*h));
+  if (netif_discover(&h->ifs) != 0) {
+    snprintf(h->why_none, sizeof(h->why_none),
+             "the network interfaces could not be listed (see the warning above)");
+    return;
+  }
+  int fam = knob_enum(K_SOCKET_FAMILY);
+  int family = fam == 0 ? AF_INET : fam == 1 ? AF_INET6 : AF_UNSPEC;
+  netif_choose(&h->ifs, knob_str(K_SOCKET_IFNAME), family, &h->choice);
+  log_choice(h);
+  if (h->choice.n == 0) {
+    snprintf(h->why_none, sizeof(h->why_none), "%s", h->choice.error);
+    return;
+  }
+  add_tcp_devices(h);
+}
+
+void xp_host_init(void) { pthread_once(&host_once, build); }

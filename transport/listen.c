@@ -1,0 +1,161 @@
+/* listen and closeListen. The listener binds the wildcard address (both
+ * families when it advertises IPv6) on one kernel-chosen port and puts every
+ * chosen interface's address in the handle, this device's own first: a
+ * connector that cannot reach one address tries the others, and says which
+ * worked. The random nonce keeps every other connection out. */
+#include "transport/listen.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "plugin/events.h"
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "transport/handle.h"
+#include "transport/sock.h"
+
+void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why) {
+  l->refusals++;
+  ev_count(C_REFUSED_CONNS, 1);
+  struct ev e;
+  ev_begin(&e, "refused_connection");
+  ev_str(&e, "device", l->dev->name);
+  ev_int(&e, "port", l->port);
+  ev_str(&e, "remote", peer);
+  ev_str(&e, "reason", why);
+  ev_end(&e);
+  /* A port scanner must not flood the log: the first few are WARNs. */
+  if (l->refusals <= 5)
+    WARN("refused connection from %s to device %s port %u: %s. It is not this listener's "
+         "peer (a stray or hostile connection, a process of another job, or a peer with another "
+         "plugin version); still waiting for the real peer",
+         peer, l->dev->name, l->port, why);
+  else
+    INFO(LOG_NET, "refused connection from %s to device %s port %u: %s", peer, l->dev->name,
+         l->port, why);
+  if (fd >= 0) close(fd);
+}
+
+void listen_reset_conn(struct listen_comm *l) {
+  if (l->ctrl_fd >= 0) close(l->ctrl_fd);
+  for (int i = 0; i < l->ndata; i++)
+    if (l->data_fds[i] >= 0) close(l->data_fds[i]);
+  l->ctrl_fd = -1;
+  l->stage = CS_NONE;
+  l->in_off = l->out_len = l->out_off = 0;
+  l->ndata = l->data_have = 0;
+}
+
+static uint64_t random_u64(const void *salt) {
+  uint64_t v;
+  if (getrandom(&v, sizeof(v), GRND_NONBLOCK) == sizeof(v)) return v;
+  return ((uint64_t)now_ns() << 20) ^ ((uint64_t)getpid() << 40) ^ (uint64_t)(uintptr_t)salt;
+}
+
+/* Every address of every chosen interface of the listen family; this
+ * device's interface first. */
+static void add_candidates(struct handle *h, const struct xp_dev *dev, int family, uint16_t port) {
+  const struct xp_host *host = xp_host();
+  for (int pass = 0; pass < 2; pass++) {
+    for (int j = 0; j < host->choice.n; j++) {
+      const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];
+      int own = !strcmp(n->name, dev->ifname);
+      if (own != (pass == 0)) continue;
+      for (int k = 0; k < n->naddr && h->ncand < HANDLE_MAX_CAND; k++) {
+        const struct ipaddr *a = &n->addr[k];
+        if (family == AF_INET && a->family != AF_INET) continue;
+        if (ipaddr_is_link_local(a) && a->family == AF_INET6) continue; /* needs a scope */
+        if (ipaddr_is_loopback(a) && !n->loopback) continue;
+        struct handle_cand *c = &h->cand[h->ncand++];
+        c->addr = *a;
+        c->port = port;
+        snprintf(c->ifname, HANDLE_IFNAME_LEN, "%s", n->name);
+      }
+    }
+  }
+}
+
+static int listen_family(const struct xp_dev *dev) {
+  const struct xp_host *host = xp_host();
+  if (dev->addr.family == AF_INET6) return AF_INET6;
+  for (int j = 0; j < host->choice.n; j++) {
+    const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];
+    for (int k = 0; k < n->naddr; k++)
+      if (n->addr[k].family == AF_INET6 && !ipaddr_is_link_local(&n->addr[k]) &&
+          !ipaddr_is_loopback(&n->addr[k]))
+        return AF_INET6;
+  }
+  return AF_INET;
+}
+
+ncclResult_t xp_listen(const struct xp_dev *dev, void *handle, void **listen_comm) {
+  *listen_comm = NULL;
+  struct listen_comm *l = calloc(1, sizeof(*l));
+  if (!l) {
+    WARN("listen on device %s: out of memory", dev->name);
+    return ncclSystemError;
+  }
+  l->obj = OBJ_LISTEN;
+  l->dev = dev;
+  l->ctrl_fd = -1;
+  l->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
+  xp_socket_shape(&l->nsocks, &l->nthreads);
+  l->nonce = random_u64(l);
+
+  int family = listen_family(dev);
+  int err = sock_listen(family, &l->fd, &l->port);
+  if (err == EAFNOSUPPORT && family == AF_INET6 && dev->addr.family == AF_INET) {
+    family = AF_INET; /* IPv6 disabled in this kernel: IPv4 only */
+    err = sock_listen(family, &l->fd, &l->port);
+  }
+  if (err) {
+    char advice[400];
+    sock_errno_advice(err, advice, sizeof(advice));
+    WARN("cannot listen for device %s on interface %s: socket/bind/listen failed: %s%s%s",
+         dev->name, dev->ifname, strerror(err), advice[0] ? "; " : "", advice);
+    free(l);
+    return ncclSystemError;
+  }
+
+  struct handle h = {0};
+  h.version = HANDLE_VERSION;
+  h.flags = dev->is_ib ? HANDLE_F_RDMA : 0;
+  h.nsocks = (uint8_t)l->nsocks;
+  h.nthreads = (uint8_t)l->nthreads;
+  h.dev = (uint32_t)dev->index;
+  h.nonce = l->nonce;
+  char hn[64] = {0};
+  gethostname(hn, sizeof(hn) - 1);
+  hn[strcspn(hn, ".")] = 0;
+  snprintf(h.host, sizeof(h.host), "%.*s", HANDLE_HOST_LEN - 1, hn);
+  add_candidates(&h, dev, family, l->port);
+  if (h.ncand == 0) { /* the device's own address, whatever it is */
+    h.cand[0].addr = dev->addr;
+    h.cand[0].port = l->port;
+    snprintf(h.cand[0].ifname, HANDLE_IFNAME_LEN, "%s", dev->ifname);
+    h.ncand = 1;
+  }
+  int encoded = handle_encode(&h, handle);
+  if (encoded < h.ncand)
+    INFO(LOG_NET, "listen on device %s: %d of %d candidate addresses fit in the handle",
+         dev->name, encoded, h.ncand);
+  ev_count(C_LISTENS, 1);
+  INFO(LOG_NET, "listening for device %s on port %u (%d addresses, nonce 0x%016llx)", dev->name,
+       l->port, encoded, (unsigned long long)l->nonce);
+  *listen_comm = l;
+  return ncclSuccess;
+}
+
+ncclResult_t xp_close_listen(void *listen_comm) {
+  struct listen_comm *l = listen_comm;
+  for (int i = 0; i < l->ninc; i++) close(l->inc[i].fd);
+  listen_reset_conn(l);
+  close(l->fd);
+  l->obj = OBJ_DEAD;
+  free(l);
+  return ncclSuccess;
+}

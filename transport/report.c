@@ -1,0 +1,69 @@
+#include "transport/report.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/events.h"
+#include "plugin/log.h"
+#include "plugin/ncclver.h"
+
+#define REPORT_SLOTS 256
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t seen[REPORT_SLOTS];
+static int nseen;
+
+static uint64_t hash_str(const char *s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *s; s++) h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+  return h ? h : 1;
+}
+
+int report_first(const char *key) {
+  uint64_t h = hash_str(key);
+  int first = 1;
+  pthread_mutex_lock(&report_lock);
+  for (int i = 0; i < nseen; i++)
+    if (seen[i] == h) first = 0;
+  if (first) seen[nseen++ % REPORT_SLOTS] = h;
+  if (nseen > REPORT_SLOTS) nseen = REPORT_SLOTS;
+  pthread_mutex_unlock(&report_lock);
+  return first;
+}
+
+int report_hello(const struct hello *mine, const struct hello *peer, const char *peer_desc,
+                 const char *role) {
+  char diff[2048], mv[32], pv[32];
+  int n = hello_diff(mine, peer, diff, sizeof(diff));
+  nccl_version_str((int)peer->nccl_version, pv, sizeof(pv));
+  nccl_version_str((int)mine->nccl_version, mv, sizeof(mv));
+  struct ev e;
+  ev_begin(&e, "handshake");
+  ev_str(&e, "role", role);
+  ev_str(&e, "peer", peer_desc);
+  ev_str(&e, "peer_host", peer->host);
+  ev_str(&e, "peer_plugin_version", peer->plugin_version);
+  ev_str(&e, "peer_nccl_version", pv);
+  ev_str(&e, "nccl_version", mv);
+  ev_str(&e, "peer_transport", peer->transport);
+  ev_int(&e, "differences", n);
+  if (n) ev_str(&e, "diff", diff);
+  ev_end(&e);
+  INFO(LOG_NET, "handshake (%s) with %s: plugin %s, NCCL %s, device %s", role, peer_desc,
+       peer->plugin_version, pv, peer->dev);
+  if (!n) return 0;
+  ev_count(C_HELLO_MISMATCHES, 1);
+  char key[2300];
+  snprintf(key, sizeof(key), "hello|%s|%s", peer->host, diff);
+  if (report_first(key))
+    WARN("hosts %s and %s are configured differently: %s. Every node of a job needs the same "
+         "NCCL, plugin and NCCL_* settings (check each node and each container's environment, "
+         "including /proc/1/environ where a scheduler injects variables)",
+         mine->host, peer->host, diff);
+  else
+    INFO(LOG_NET, "hosts %s and %s are configured differently: %s", mine->host, peer->host, diff);
+  return n;
+}

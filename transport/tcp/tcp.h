@@ -1,0 +1,144 @@
+/* TCP transport internals.
+ *
+ * A connection is one control socket plus N data sockets. Every message
+ * starts with a 24-byte header on the control socket. Small messages
+ * (<= inline limit) follow their header there and are moved by the caller's
+ * thread (isend/irecv/test), which keeps latency at one syscall each way.
+ * Larger ones are cut into at most N stripes of `chunk` bytes, one per data
+ * socket starting at socket seq % N; both sides derive the same cut from
+ * the header, so the sender's settings are the only ones that matter.
+ *
+ * Data sockets are served by helper threads (NCCL_SOCKET_NTHREADS, each
+ * owning NCCL_NSOCKS_PERTHREAD sockets) that poll and move bytes, or by the
+ * caller in test() when there are no helpers. Each data socket has a
+ * single-producer (the comm's driving thread) single-consumer (its helper)
+ * ring of tasks; a request is done when its header and payload bytes are. */
+#ifndef DIAG_TRANSPORT_TCP_H
+#define DIAG_TRANSPORT_TCP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "transport/frame.h"
+#include "transport/xp.h"
+
+#define TCP_MAX_REQS NCCL_NET_MAX_REQUESTS
+#define TCP_RING 64 /* tasks per data socket: >= TCP_MAX_REQS stripes */
+#define TCP_CTRL_STAGE 16384
+#define TCP_MAX_THREADS 16
+
+struct tcp_comm;
+
+struct tcp_req {
+  struct xp_req base;
+  int send;
+  uint8_t *data;
+  size_t cap;           /* recv: capacity */
+  size_t size;          /* send: size; recv: from the header */
+  int tag;
+  uint32_t seq;
+  int hdr_done;         /* header (and inline payload) fully moved */
+  size_t inline_off;    /* inline payload bytes moved */
+  atomic_llong pending; /* data-socket bytes still to move */
+  int64_t posted_ns;
+  int stall_warned;
+};
+
+struct tcp_task {
+  uint8_t *buf;
+  size_t len;
+  size_t off;
+  struct tcp_req *req;
+};
+
+struct tcp_sock {
+  int fd;
+  int index;
+  struct tcp_task ring[TCP_RING];
+  atomic_uint head; /* consumer */
+  atomic_uint tail; /* producer */
+};
+
+struct tcp_thread {
+  struct tcp_comm *comm;
+  pthread_t tid;
+  int started;
+  int efd;              /* eventfd: new work, or stop */
+  atomic_int sleeping;
+  int first, count;     /* the data sockets it owns */
+};
+
+/* Control-socket send queue entry (header + optional inline payload). */
+struct tcp_out {
+  uint8_t hdr[MSG_HDR_LEN];
+  struct tcp_req *req;
+  size_t total; /* header + inline payload */
+  size_t off;
+};
+
+struct tcp_comm {
+  struct xp_comm base;
+  int send;
+  int ctrl_fd;
+  int nsocks, nthreads;
+  struct tcp_sock socks[XP_MAX_DATA_SOCKS];
+  struct tcp_thread threads[TCP_MAX_THREADS];
+  atomic_int stop;
+  size_t inline_max, min_chunk;
+  int64_t stall_ns;
+
+  struct tcp_req reqs[TCP_MAX_REQS];
+  int nfree;
+  uint32_t next_seq;
+
+  /* send side: control queue, FIFO */
+  struct tcp_out out[TCP_MAX_REQS];
+  int out_head, out_count;
+
+  /* recv side: posted receives in order; the oldest without a header is
+   * the one the next header belongs to */
+  struct tcp_req *posted[TCP_MAX_REQS]; /* awaiting their header */
+  int posted_head, posted_count;
+  struct tcp_req *cur; /* inline payload being read */
+  uint8_t stage[TCP_CTRL_STAGE];
+  size_t stage_off, stage_len;
+  uint8_t hdr_buf[MSG_HDR_LEN];
+  size_t hdr_got;
+  int warned_tag;
+
+  /* first error, set by whichever thread detects it (and logs it) */
+  atomic_int failed;
+  ncclResult_t fail_code;
+  pthread_mutex_t err_lock;
+};
+
+/* tcp_comm.c */
+ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+struct tcp_req *tcp_req_get(struct tcp_comm *c);
+void tcp_req_put(struct tcp_comm *c, struct tcp_req *r);
+
+int tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why, size_t cap);
+
+/* tcp_data.c: stripes and data-socket work */
+void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int *sock,
+                size_t *off, size_t *len);
+int tcp_nstripes(size_t size, size_t chunk);
+size_t tcp_chunk_for(const struct tcp_comm *c, size_t size);
+void tcp_push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struct tcp_req *r);
+/* Moves bytes on one socket without blocking; 0, or -1 on a failed comm. */
+int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s);
+int tcp_threads_start(struct tcp_comm *c);
+void tcp_threads_stop(struct tcp_comm *c);
+
+/* tcp_send.c / tcp_recv.c */
+ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, void *mh,
+                       void **request);
+ncclResult_t tcp_send_progress(struct tcp_comm *c);
+ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, int *tags,
+                       void **mhandles, void **request);
+ncclResult_t tcp_recv_progress(struct tcp_comm *c);
+
+#endif

@@ -1,0 +1,242 @@
+/* TCP comm lifetime, memory registration, the request pool and test. */
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "plugin/events.h"
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "transport/sock.h"
+#include "transport/tcp/tcp.h"
+
+struct tcp_mr {
+  uint32_t obj;
+  uint8_t *base;
+  size_t size;
+  struct xp_comm *comm;
+};
+
+/* The first failure wins and is logged once; later calls only return it. */
+ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, const char *fmt, ...) {
+  pthread_mutex_lock(&c->err_lock);
+  int first = !atomic_load(&c->failed);
+  if (first) {
+    c->fail_code = code;
+    atomic_store(&c->failed, 1);
+  }
+  pthread_mutex_unlock(&c->err_lock);
+  if (first) {
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    ev_count(C_DATA_ERRORS, 1);
+    struct ev e;
+    ev_begin(&e, "connection_failed");
+    ev_str(&e, "device", c->base.dev->name);
+    ev_str(&e, "peer", c->base.peer.desc);
+    ev_str(&e, "direction", c->send ? "send" : "recv");
+    ev_str(&e, "error", msg);
+    ev_end(&e);
+    WARN("%s connection with %s on device %s: %s", c->send ? "send" : "receive",
+         c->base.peer.desc, c->base.dev->name, msg);
+  }
+  return c->fail_code;
+}
+
+struct tcp_req *tcp_req_get(struct tcp_comm *c) {
+  for (int i = 0; i < TCP_MAX_REQS; i++) {
+    struct tcp_req *r = &c->reqs[i];
+    if (r->base.obj == OBJ_REQ) continue;
+    memset(r, 0, sizeof(*r));
+    r->base.obj = OBJ_REQ;
+    r->base.comm = &c->base;
+    r->posted_ns = now_ns();
+    return r;
+  }
+  return NULL;
+}
+
+void tcp_req_put(struct tcp_comm *c, struct tcp_req *r) {
+  (void)c;
+  r->base.obj = OBJ_DEAD;
+}
+
+static ncclResult_t tcp_reg_mr(struct xp_comm *xc, void *data, size_t size, int type,
+                               void **mhandle) {
+  if (type != NCCL_PTR_HOST) {
+    WARN("regMr on the TCP connection with %s: memory type %d is not host memory; this device "
+         "only advertises NCCL_PTR_HOST",
+         xc->peer.desc, type);
+    return ncclInternalError;
+  }
+  struct tcp_mr *mr = calloc(1, sizeof(*mr));
+  if (!mr) {
+    WARN("regMr on the TCP connection with %s: out of memory", xc->peer.desc);
+    return ncclSystemError;
+  }
+  mr->obj = OBJ_MR;
+  mr->base = data;
+  mr->size = size;
+  mr->comm = xc;
+  *mhandle = mr;
+  return ncclSuccess;
+}
+
+static ncclResult_t tcp_dereg_mr(struct xp_comm *xc, void *mhandle) {
+  struct tcp_mr *mr = mhandle;
+  if (!mr) return ncclSuccess;
+  if (mr->obj != OBJ_MR) {
+    WARN("deregMr on the connection with %s: %p is not a registration of this plugin (already "
+         "deregistered?)",
+         xc->peer.desc, mhandle);
+    return ncclInternalError;
+  }
+  mr->obj = OBJ_DEAD;
+  free(mr);
+  return ncclSuccess;
+}
+
+/* isend/irecv buffers must lie inside the registration they name. */
+int tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why, size_t cap) {
+  const struct tcp_mr *mr = mhandle;
+  if (!mr) return 1; /* NCCL may leave it NULL (bootstrap); nothing to check */
+  if (mr->obj != OBJ_MR) {
+    snprintf(why, cap, "memory handle %p is not a live registration", mhandle);
+    return 0;
+  }
+  const uint8_t *p = data;
+  if (p < mr->base || size > mr->size || (size_t)(p - mr->base) > mr->size - size) {
+    snprintf(why, cap, "buffer %p + %zu bytes lies outside its registration %p + %zu bytes",
+             data, size, (void *)mr->base, mr->size);
+    return 0;
+  }
+  return 1;
+}
+
+static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
+  if (!c->stall_ns || r->stall_warned) return;
+  int64_t waited = now_ns() - r->posted_ns;
+  if (waited < c->stall_ns) return;
+  r->stall_warned = 1;
+  long long left = atomic_load(&r->pending);
+  WARN("%s of message %u (%zu bytes) with %s has made no progress for %lld s (%s, %lld payload "
+       "bytes outstanding). The peer may not have reached this operation yet, or it is hung, "
+       "dead or unreachable",
+       r->send ? "send" : "receive", r->seq, r->size, c->base.peer.desc,
+       (long long)(waited / 1000000000LL), r->hdr_done ? "header done" : "header pending", left);
+}
+
+static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
+  struct tcp_req *r = request;
+  struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
+  *done = 0;
+  if (atomic_load(&c->failed)) return c->fail_code;
+  ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
+  if (res != ncclSuccess) return res;
+  if (c->nthreads == 0)
+    for (int i = 0; i < c->nsocks; i++)
+      if (tcp_sock_progress(c, &c->socks[i])) return c->fail_code;
+  if (atomic_load(&c->failed)) return c->fail_code;
+  if (!r->hdr_done || atomic_load(&r->pending) != 0) {
+    check_stall(c, r);
+    return ncclSuccess;
+  }
+  if (r->send) ev_count(C_BYTES_SENT, (int64_t)r->size);
+  else ev_count(C_BYTES_RECV, (int64_t)r->size);
+  if (sizes) sizes[0] = r->size > INT_MAX ? INT_MAX : (int)r->size;
+  *done = 1;
+  tcp_req_put(c, r);
+  return ncclSuccess;
+}
+
+static void close_fds(struct tcp_comm *c) {
+  if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  for (int i = 0; i < c->nsocks; i++)
+    if (c->socks[i].fd >= 0) close(c->socks[i].fd);
+  c->ctrl_fd = -1;
+}
+
+static ncclResult_t tcp_close(struct xp_comm *xc) {
+  struct tcp_comm *c = (struct tcp_comm *)xc;
+  tcp_threads_stop(c);
+  close_fds(c);
+  pthread_mutex_destroy(&c->err_lock);
+  c->base.obj = OBJ_DEAD;
+  free(c);
+  return ncclSuccess;
+}
+
+static ncclResult_t tcp_iflush(struct xp_comm *xc, int n, void **data, int *sizes,
+                               void **mhandles, void **request) {
+  (void)xc, (void)n, (void)data, (void)sizes, (void)mhandles;
+  *request = NULL; /* host memory: nothing to flush */
+  return ncclSuccess;
+}
+
+static const struct xp_comm_ops tcp_ops = {
+  .name = "tcp",
+  .reg_mr = tcp_reg_mr,
+  .reg_mr_dmabuf = NULL,
+  .dereg_mr = tcp_dereg_mr,
+  .isend = tcp_isend,
+  .irecv = tcp_irecv,
+  .iflush = tcp_iflush,
+  .test = tcp_test,
+  .close = tcp_close,
+};
+
+ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out) {
+  struct tcp_comm *c = calloc(1, sizeof(*c));
+  if (!c) {
+    WARN("connection with %s on device %s: out of memory", s->peer.desc, s->dev->name);
+    close(s->ctrl_fd);
+    for (int i = 0; i < s->ndata; i++) close(s->data_fds[i]);
+    return ncclSystemError;
+  }
+  c->base.obj = s->send_side ? OBJ_SEND : OBJ_RECV;
+  c->base.ops = &tcp_ops;
+  c->base.dev = s->dev;
+  c->base.peer = s->peer;
+  c->base.mine = s->mine;
+  c->base.max_recvs = 1;
+  c->send = s->send_side;
+  c->ctrl_fd = s->ctrl_fd;
+  c->nsocks = s->ndata;
+  c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
+  pthread_mutex_init(&c->err_lock, NULL);
+  for (int i = 0; i < c->nsocks; i++) {
+    c->socks[i].fd = s->data_fds[i];
+    c->socks[i].index = i;
+  }
+  c->inline_max = c->nsocks ? (size_t)knob_int(K_DIAG_SOCKET_INLINE) : SIZE_MAX;
+  c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
+  c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
+  if (tcp_threads_start(c)) {
+    tcp_threads_stop(c);
+    close_fds(c);
+    pthread_mutex_destroy(&c->err_lock);
+    free(c);
+    return ncclSystemError;
+  }
+  ev_count(C_COMMS_TCP, 1);
+  struct ev e;
+  ev_begin(&e, "connection");
+  ev_str(&e, "transport", "tcp");
+  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "device", s->dev->name);
+  ev_str(&e, "peer", s->peer.desc);
+  ev_int(&e, "data_sockets", c->nsocks);
+  ev_int(&e, "threads", c->nthreads);
+  ev_end(&e);
+  INFO(LOG_NET, "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads",
+       c->send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads);
+  *out = &c->base;
+  return ncclSuccess;
+}

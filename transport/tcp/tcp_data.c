@@ -1,0 +1,182 @@
+/* Data sockets: how a message is striped over them, their task rings, and
+ * the helper threads that serve them. */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "plugin/log.h"
+#include "transport/sock.h"
+#include "transport/tcp/tcp.h"
+
+#define MAX_CHUNK (1ULL << 30)
+
+size_t tcp_chunk_for(const struct tcp_comm *c, size_t size) {
+  size_t per = (size + (size_t)c->nsocks - 1) / (size_t)c->nsocks;
+  size_t chunk = per > c->min_chunk ? per : c->min_chunk;
+  chunk = (chunk + 63) & ~(size_t)63;
+  return chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
+}
+
+int tcp_nstripes(size_t size, size_t chunk) {
+  return size ? (int)((size + chunk - 1) / chunk) : 0;
+}
+
+/* Stripe k of message seq: socket (seq + k) mod nsocks, so consecutive
+ * messages start on different sockets and small striped messages spread. */
+void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int *sock,
+                size_t *off, size_t *len) {
+  *off = (size_t)k * chunk;
+  *len = size - *off < chunk ? size - *off : chunk;
+  *sock = (int)((seq + (uint32_t)k) % (uint32_t)nsocks);
+}
+
+static void wake(struct tcp_thread *t) {
+  if (atomic_exchange(&t->sleeping, 0)) {
+    uint64_t one = 1;
+    ssize_t r = write(t->efd, &one, sizeof(one));
+    (void)r;
+  }
+}
+
+void tcp_push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struct tcp_req *r) {
+  struct tcp_sock *s = &c->socks[sock];
+  unsigned tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
+  struct tcp_task *t = &s->ring[tail % TCP_RING];
+  t->buf = buf;
+  t->len = len;
+  t->off = 0;
+  t->req = r;
+  atomic_store(&s->tail, tail + 1); /* seq_cst: pairs with the helper's sleeping flag */
+  if (c->nthreads) {
+    int per = c->nsocks / c->nthreads, extra = c->nsocks % c->nthreads;
+    /* Sockets are dealt out in contiguous blocks; the first `extra` threads
+     * own one more. */
+    int th = sock < extra * (per + 1) ? sock / (per + 1) : extra + (sock - extra * (per + 1)) / per;
+    wake(&c->threads[th]);
+  }
+}
+
+int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s) {
+  unsigned head = atomic_load_explicit(&s->head, memory_order_relaxed);
+  while (head != atomic_load_explicit(&s->tail, memory_order_acquire)) {
+    struct tcp_task *t = &s->ring[head % TCP_RING];
+    while (t->off < t->len) {
+      ssize_t n = c->send ? sock_send(s->fd, t->buf + t->off, t->len - t->off)
+                          : sock_recv(s->fd, t->buf + t->off, t->len - t->off);
+      if (n == -EAGAIN) return 0;
+      if (n < 0) {
+        int err = (int)-n;
+        tcp_fail(c, ncclRemoteError,
+                 "data socket %d %s message %u: %s after %zu of its %zu bytes of this stripe; the "
+                 "peer process died, closed the connection or the network dropped it",
+                 s->index, c->send ? "sending" : "receiving", t->req->seq,
+                 err == EPIPE ? "the peer closed the connection" : strerror(err), t->off, t->len);
+        return -1;
+      }
+      t->off += (size_t)n;
+      atomic_fetch_sub(&t->req->pending, (long long)n);
+    }
+    head++;
+    atomic_store_explicit(&s->head, head, memory_order_release);
+  }
+  return 0;
+}
+
+static int ring_busy(struct tcp_sock *s) {
+  return atomic_load(&s->head) != atomic_load(&s->tail);
+}
+
+static void *tcp_thread_main(void *arg) {
+  struct tcp_thread *t = arg;
+  struct tcp_comm *c = t->comm;
+  struct pollfd pfd[1 + XP_MAX_DATA_SOCKS];
+  while (!atomic_load(&c->stop)) {
+    int n = 1;
+    pfd[0].fd = t->efd;
+    pfd[0].events = POLLIN;
+    for (int i = t->first; i < t->first + t->count; i++) {
+      struct tcp_sock *s = &c->socks[i];
+      if (!ring_busy(s) || atomic_load(&c->failed)) continue;
+      tcp_sock_progress(c, s);
+      if (ring_busy(s) && !atomic_load(&c->failed)) {
+        pfd[n].fd = s->fd;
+        pfd[n].events = c->send ? POLLOUT : POLLIN;
+        n++;
+      }
+    }
+    /* Announce the sleep, then look once more so a task pushed meanwhile
+     * is not missed (the pusher checks the flag after publishing). */
+    atomic_store(&t->sleeping, 1);
+    int again = 0;
+    for (int i = t->first; i < t->first + t->count; i++)
+      if (ring_busy(&c->socks[i]) && !atomic_load(&c->failed)) {
+        int polled = 0;
+        for (int k = 1; k < n; k++) polled |= pfd[k].fd == c->socks[i].fd;
+        again |= !polled;
+      }
+    if (again || atomic_load(&c->stop)) {
+      atomic_store(&t->sleeping, 0);
+      continue;
+    }
+    poll(pfd, (nfds_t)n, -1);
+    atomic_store(&t->sleeping, 0);
+    if (pfd[0].revents & POLLIN) {
+      uint64_t v;
+      ssize_t r = read(t->efd, &v, sizeof(v));
+      (void)r;
+    }
+  }
+  return NULL;
+}
+
+int tcp_threads_start(struct tcp_comm *c) {
+  if (!c->nthreads) return 0;
+  for (int i = 0; i < c->nthreads; i++) c->threads[i].efd = -1;
+  int per = c->nsocks / c->nthreads, extra = c->nsocks % c->nthreads, first = 0;
+  for (int i = 0; i < c->nthreads; i++) {
+    struct tcp_thread *t = &c->threads[i];
+    t->comm = c;
+    t->first = first;
+    t->count = per + (i < extra ? 1 : 0);
+    first += t->count;
+    t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (t->efd < 0) {
+      WARN("connection with %s: cannot create an eventfd for helper thread %d: %s",
+           c->base.peer.desc, i, strerror(errno));
+      return -1;
+    }
+    int err = pthread_create(&t->tid, NULL, tcp_thread_main, t);
+    if (err) {
+      WARN("connection with %s: cannot start TCP helper thread %d of %d: %s. Lower "
+           "NCCL_SOCKET_NTHREADS, or raise the process's thread limit (ulimit -u)",
+           c->base.peer.desc, i, c->nthreads, strerror(err));
+      close(t->efd);
+      t->efd = -1;
+      return -1;
+    }
+    t->started = 1;
+    char name[16];
+    snprintf(name, sizeof(name), "diag-tcp-%c%d", c->send ? 's' : 'r', i);
+    pthread_setname_np(t->tid, name);
+  }
+  return 0;
+}
+
+void tcp_threads_stop(struct tcp_comm *c) {
+  atomic_store(&c->stop, 1);
+  for (int i = 0; i < c->nthreads; i++) {
+    struct tcp_thread *t = &c->threads[i];
+    if (!t->started) continue;
+    uint64_t one = 1;
+    ssize_t r = write(t->efd, &one, sizeof(one));
+    (void)r;
+    pthread_join(t->tid, NULL);
+    t->started = 0;
+  }
+  for (int i = 0; i < c->nthreads; i++)
+    if (c->threads[i].efd >= 0) close(c->threads[i].efd);
+}

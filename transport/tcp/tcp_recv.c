@@ -1,0 +1,170 @@
+/* irecv and the control-socket receive side: headers are matched to posted
+ * receives in posting order (NCCL's rule), checked (sequence, size against
+ * capacity), and their payload is either copied in from the control socket
+ * or handed to the data sockets as stripes. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plugin/log.h"
+#include "transport/sock.h"
+#include "transport/tcp/tcp.h"
+
+/* Bytes from the control socket: what is staged first, then the socket.
+ * Returns bytes copied (may be 0), or -1 on a failed comm. */
+static ssize_t ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok) {
+  size_t got = 0;
+  if (c->stage_off < c->stage_len) {
+    size_t have = c->stage_len - c->stage_off;
+    got = have < want ? have : want;
+    memcpy(dst, c->stage + c->stage_off, got);
+    c->stage_off += got;
+    if (got == want) return (ssize_t)got;
+  }
+  /* Large payloads go straight to the user's buffer; headers and small
+   * payloads through the stage, so one recv() can bring several. */
+  ssize_t n;
+  if (direct_ok && want - got >= 4096) {
+    n = sock_recv(c->ctrl_fd, dst + got, want - got);
+    if (n > 0) return (ssize_t)got + n;
+  } else {
+    n = sock_recv(c->ctrl_fd, c->stage, sizeof(c->stage));
+    if (n > 0) {
+      c->stage_off = 0;
+      c->stage_len = (size_t)n;
+      size_t more = (size_t)n < want - got ? (size_t)n : want - got;
+      memcpy(dst + got, c->stage, more);
+      c->stage_off = more;
+      return (ssize_t)(got + more);
+    }
+  }
+  if (n == -EAGAIN) return (ssize_t)got;
+  int err = (int)-n;
+  tcp_fail(c, ncclRemoteError,
+           "receiving on the control socket (message %u): %s; the peer process died, closed the "
+           "connection or the network dropped it",
+           c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
+  return -1;
+}
+
+static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
+  char diff[1200];
+  int nd = hello_diff(&c->base.mine, &c->base.peer.hello, diff, sizeof(diff));
+  return tcp_fail(c, ncclInvalidUsage,
+                  "message %u from %s is %llu bytes but the posted receive holds %zu bytes: the "
+                  "ranks disagree on message sizes. %s%s",
+                  h->seq, c->base.peer.hello.host, (unsigned long long)h->size, r->cap,
+                  nd ? "The hosts differ in: " : "Check that NCCL versions, NCCL_PROTO, "
+                                                 "NCCL_ALGO and NCCL_BUFFSIZE match on every node",
+                  nd ? diff : "");
+}
+
+static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
+  struct tcp_req *r = c->posted[c->posted_head];
+  c->posted_head = (c->posted_head + 1) % TCP_MAX_REQS;
+  c->posted_count--;
+  c->next_seq++;
+  if (h->size > r->cap) return truncated(c, h, r);
+  r->size = (size_t)h->size;
+  r->seq = h->seq;
+  if (h->tag != r->tag && !c->warned_tag) {
+    c->warned_tag = 1;
+    WARN("receive connection with %s: message %u carries tag %d but the posted receive expects "
+         "tag %d; the data is delivered in posting order, but the ranks' send/receive calls may "
+         "not pair up",
+         c->base.peer.desc, h->seq, h->tag, r->tag);
+  }
+  if (h->flags & MSG_F_INLINE) {
+    r->inline_off = 0;
+    if (r->size == 0) r->hdr_done = 1;
+    else c->cur = r;
+    return ncclSuccess;
+  }
+  int ns = tcp_nstripes(r->size, h->chunk);
+  if (c->nsocks == 0 || ns > c->nsocks) {
+    return tcp_fail(c, ncclSystemError,
+                    "message %u: the peer striped %llu bytes into %d pieces of %u bytes for %d "
+                    "data sockets; the byte stream is corrupt or the peer is not a compatible "
+                    "libnccl-net-diag",
+                    h->seq, (unsigned long long)h->size, ns, h->chunk, c->nsocks);
+  }
+  atomic_store(&r->pending, (long long)r->size);
+  for (int k = 0; k < ns; k++) {
+    int sock;
+    size_t off, len;
+    tcp_stripe(r->size, h->chunk, c->nsocks, h->seq, k, &sock, &off, &len);
+    tcp_push_task(c, sock, r->data + off, len, r);
+  }
+  r->hdr_done = 1;
+  return ncclSuccess;
+}
+
+ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
+  for (;;) {
+    if (atomic_load(&c->failed)) return c->fail_code;
+    if (c->cur) {
+      struct tcp_req *r = c->cur;
+      ssize_t n = ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, 1);
+      if (n < 0) return c->fail_code;
+      r->inline_off += (size_t)n;
+      if (r->inline_off < r->size) return ncclSuccess;
+      r->hdr_done = 1;
+      c->cur = NULL;
+    }
+    if (c->posted_count == 0) return ncclSuccess;
+    ssize_t n = ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, 0);
+    if (n < 0) return c->fail_code;
+    c->hdr_got += (size_t)n;
+    if (c->hdr_got < MSG_HDR_LEN) return ncclSuccess;
+    c->hdr_got = 0;
+    struct msg_hdr h;
+    char why[200] = "";
+    int bad = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
+    if (!bad && h.seq != c->next_seq) {
+      snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
+      bad = 1;
+    }
+    if (bad) {
+      return tcp_fail(c, ncclSystemError,
+                      "corrupt message header on the control socket: %s. The byte stream is out "
+                      "of step (another process writing to this socket, or memory corruption); "
+                      "the connection cannot continue",
+                      why);
+    }
+    ncclResult_t r = start_message(c, &h);
+    if (r != ncclSuccess) return r;
+  }
+}
+
+ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, int *tags,
+                       void **mhandles, void **request) {
+  struct tcp_comm *c = (struct tcp_comm *)xc;
+  *request = NULL;
+  if (atomic_load(&c->failed)) return c->fail_code;
+  if (n != 1) {
+    WARN("irecv from %s with %d grouped receives: this TCP device reports maxRecvs=1 (an API "
+         "misuse)",
+         xc->peer.desc, n);
+    return ncclInternalError;
+  }
+  char why[200];
+  if (!tcp_mr_covers(mhandles ? mhandles[0] : NULL, data[0], sizes[0], why, sizeof(why))) {
+    WARN("irecv of %zu bytes from %s: %s", sizes[0], xc->peer.desc, why);
+    return ncclInternalError;
+  }
+  struct tcp_req *r = tcp_req_get(c);
+  if (!r) {
+    WARN("irecv from %s: more than %d requests in flight on one connection (NCCL never posts "
+         "that many: an API misuse)",
+         xc->peer.desc, TCP_MAX_REQS);
+    return ncclInternalError;
+  }
+  r->send = 0;
+  r->data = data[0];
+  r->cap = sizes[0];
+  r->tag = tags ? tags[0] : 0;
+  c->posted[(c->posted_head + c->posted_count) % TCP_MAX_REQS] = r;
+  c->posted_count++;
+  *request = r;
+  return tcp_recv_progress(c);
+}

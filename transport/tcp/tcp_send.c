@@ -1,0 +1,106 @@
+/* isend and the control-socket send queue. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "plugin/log.h"
+#include "transport/sock.h"
+#include "transport/tcp/tcp.h"
+
+#define MAX_IOV 64
+
+/* Writes as much of the queue as the socket takes, in one sendmsg for many
+ * small messages. */
+ncclResult_t tcp_send_progress(struct tcp_comm *c) {
+  while (c->out_count) {
+    struct iovec iov[MAX_IOV];
+    int niov = 0;
+    for (int i = 0; i < c->out_count && niov + 2 <= MAX_IOV; i++) {
+      struct tcp_out *o = &c->out[(c->out_head + i) % TCP_MAX_REQS];
+      size_t off = o->off;
+      if (off < MSG_HDR_LEN) {
+        iov[niov].iov_base = o->hdr + off;
+        iov[niov++].iov_len = MSG_HDR_LEN - off;
+        off = MSG_HDR_LEN;
+      }
+      if (o->total > MSG_HDR_LEN) {
+        iov[niov].iov_base = o->req->data + (off - MSG_HDR_LEN);
+        iov[niov++].iov_len = o->total - off;
+      }
+    }
+    ssize_t n = sock_sendv(c->ctrl_fd, iov, niov);
+    if (n == -EAGAIN) return ncclSuccess;
+    if (n < 0) {
+      struct tcp_out *o = &c->out[c->out_head];
+      int err = (int)-n;
+      return tcp_fail(c, ncclRemoteError,
+                      "sending message %u (%zu bytes) on the control socket: %s; the peer process "
+                      "died, closed the connection or the network dropped it",
+                      o->req->seq, o->req->size,
+                      err == EPIPE ? "the peer closed the connection" : strerror(err));
+    }
+    size_t left = (size_t)n;
+    while (left && c->out_count) {
+      struct tcp_out *o = &c->out[c->out_head];
+      size_t take = o->total - o->off < left ? o->total - o->off : left;
+      o->off += take;
+      left -= take;
+      if (o->off == o->total) {
+        o->req->hdr_done = 1;
+        c->out_head = (c->out_head + 1) % TCP_MAX_REQS;
+        c->out_count--;
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, void *mh,
+                       void **request) {
+  struct tcp_comm *c = (struct tcp_comm *)xc;
+  *request = NULL;
+  if (atomic_load(&c->failed)) return c->fail_code;
+  char why[200];
+  if (!tcp_mr_covers(mh, data, size, why, sizeof(why))) {
+    WARN("isend of %zu bytes to %s: %s", size, xc->peer.desc, why);
+    return ncclInternalError;
+  }
+  struct tcp_req *r = tcp_req_get(c);
+  if (!r) {
+    WARN("isend to %s: more than %d requests in flight on one connection (NCCL never posts that "
+         "many: an API misuse)",
+         xc->peer.desc, TCP_MAX_REQS);
+    return ncclInternalError;
+  }
+  r->send = 1;
+  r->data = data;
+  r->size = size;
+  r->tag = tag;
+  r->seq = c->next_seq++;
+  int is_inline = size <= c->inline_max;
+  struct msg_hdr h = {is_inline ? MSG_F_INLINE : 0, r->seq, tag, 0, size};
+  size_t chunk = 0;
+  if (!is_inline) {
+    chunk = tcp_chunk_for(c, size);
+    h.chunk = (uint32_t)chunk;
+    atomic_store(&r->pending, (long long)size);
+  }
+  struct tcp_out *o = &c->out[(c->out_head + c->out_count) % TCP_MAX_REQS];
+  msg_hdr_encode(&h, o->hdr);
+  o->req = r;
+  o->off = 0;
+  o->total = MSG_HDR_LEN + (is_inline ? size : 0);
+  c->out_count++;
+  if (!is_inline) {
+    int ns = tcp_nstripes(size, chunk);
+    for (int k = 0; k < ns; k++) {
+      int sock;
+      size_t off, len;
+      tcp_stripe(size, chunk, c->nsocks, r->seq, k, &sock, &off, &len);
+      tcp_push_task(c, sock, (uint8_t *)data + off, len, r);
+    }
+  }
+  *request = r;
+  return tcp_send_progress(c);
+}
