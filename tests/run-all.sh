@@ -8,6 +8,7 @@ set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
 logs=()
+broken=()
 status=0
 
 step() { printf '\n=== %s\n' "$*"; }
@@ -32,7 +33,7 @@ step "build (gcc, debugoptimized)"
 if build build; then
   run_suites build
 else
-  echo "main build failed"; status=1
+  echo "main build failed"; status=1; broken+=(--broken build)
 fi
 
 if [ "${SKIP_ASAN:-0}" != 1 ]; then
@@ -41,7 +42,7 @@ if [ "${SKIP_ASAN:-0}" != 1 ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
       run_suites build-asan --suite unit --suite api
   else
-    echo "sanitizer build failed"; status=1
+    echo "sanitizer build failed"; status=1; broken+=(--broken build-asan)
   fi
 fi
 
@@ -50,10 +51,10 @@ if [ "${SKIP_FUZZ:-0}" != 1 ] && command -v clang >/dev/null; then
   if CC=clang build build-fuzz -Dfuzz=enabled -Db_lundef=false; then
     run_suites build-fuzz --suite fuzz
   else
-    echo "fuzz build failed"; status=1
+    echo "fuzz build failed"; status=1; broken+=(--broken build-fuzz)
   fi
 fi
 
 step "summary"
-python3 "$top/tests/lib/count.py" "${logs[@]}" || status=1
+python3 "$top/tests/lib/count.py" "${broken[@]}" "${logs[@]}" || status=1
 exit $status

@@ -135,9 +135,10 @@ static int read_some(struct listen_comm *l, size_t want) {
     ssize_t n = sock_recv(l->ctrl_fd, l->in + l->in_off, want - l->in_off);
     if (n == -EAGAIN) return 0;
     if (n < 0) {
-      WARN("peer %s closed or broke the control connection to device %s during the handshake "
-           "(%s, after %zu bytes); still waiting for a peer",
-           l->ctrl_peer, l->dev->name, n == -EPIPE ? "closed" : strerror((int)-n), l->in_off);
+      char why[200];
+      snprintf(why, sizeof(why), "it %s after %zu of the %zu bytes of its hello",
+               n == -EPIPE ? "closed the connection" : strerror((int)-n), l->in_off, want);
+      listen_refuse(l, -1, l->ctrl_peer, why);
       listen_reset_conn(l);
       return -1;
     }

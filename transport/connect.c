@@ -313,18 +313,27 @@ static int progress_candidates(struct connecting *c, int64_t now) {
   return -1;
 }
 
+/* Every address we preferred over the one that worked, with what happened
+ * to it: failed (with its errno), or still unanswered when a later one won. */
 static void report_detour(struct connecting *c, struct cand *won) {
   char failed[1400];
   size_t o = 0;
   int nfail = 0;
+  int64_t now = now_ns();
   for (int o2 = 0; o2 < c->ncand; o2++) {
     struct cand *k = &c->c[c->order[o2]];
-    if (k == won || !k->failed_once) continue;
-    char d[256];
+    if (k == won) break;
+    if (!k->attempts) continue;
+    char d[256], what[700];
     cand_desc(c, k, d, sizeof(d));
+    if (k->st == CAND_CONNECTING || k->st == CAND_HELLO)
+      snprintf(what, sizeof(what), "no answer after %lld ms (%d attempt%s)",
+               (long long)((now - k->attempt_start) / 1000000), k->attempts,
+               k->attempts == 1 ? "" : "s");
+    else
+      snprintf(what, sizeof(what), "%s", k->last_why);
     if (o < sizeof(failed))
-      o += (size_t)snprintf(failed + o, sizeof(failed) - o, "%s%s: %s", nfail ? "; " : "", d,
-                            k->last_why);
+      o += (size_t)snprintf(failed + o, sizeof(failed) - o, "%s%s: %s", nfail ? "; " : "", d, what);
     nfail++;
   }
   if (!nfail) return;

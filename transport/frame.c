@@ -62,12 +62,17 @@ int msg_hdr_decode(const uint8_t in[MSG_HDR_LEN], struct msg_hdr *h, char *why, 
   h->tag = (int32_t)r_u32(&r);
   h->chunk = r_u32(&r);
   h->size = r_u64(&r);
-  if (mark != MSG_MARK || pad != 0 || (h->flags & ~MSG_F_INLINE)) {
+  if (mark != MSG_MARK || pad != 0 || (h->flags & ~(MSG_F_INLINE | MSG_F_ABORT))) {
     snprintf(why, whylen, "message header starts with 0x%04x/%02x/%02x, not a header", mark,
              h->flags, pad);
     return -1;
   }
-  if (!(h->flags & MSG_F_INLINE) && h->chunk == 0 && h->size) {
+  if ((h->flags & MSG_F_ABORT) && h->size > MSG_ABORT_MAX) {
+    snprintf(why, whylen, "abort notice of %llu bytes (at most %d)", (unsigned long long)h->size,
+             MSG_ABORT_MAX);
+    return -1;
+  }
+  if (!(h->flags & (MSG_F_INLINE | MSG_F_ABORT)) && h->chunk == 0 && h->size) {
     snprintf(why, whylen, "striped message of %llu bytes with a zero stripe size",
              (unsigned long long)h->size);
     return -1;

@@ -27,7 +27,10 @@ int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *wh
 
 #define MSG_HDR_LEN 24
 #define MSG_MARK 0xd1a6
-enum { MSG_F_INLINE = 1 }; /* payload follows on the control socket */
+/* INLINE: the payload follows on the control socket. ABORT: the sender of
+ * this frame gave up on the connection; `size` bytes of reason text follow. */
+enum { MSG_F_INLINE = 1, MSG_F_ABORT = 2 };
+#define MSG_ABORT_MAX 1024
 
 struct msg_hdr {
   uint8_t flags;

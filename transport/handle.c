@@ -22,7 +22,6 @@ int handle_encode(const struct handle *h, uint8_t out[NCCL_NET_HANDLE_MAXSIZE]) 
   w_u8(&w, 0);
   w_u16(&w, 0);
   w_u32(&w, h->dev);
-  w_u32(&w, 0);
   w_u64(&w, h->nonce);
   w_u64(&w, 0); /* HANDLE_STATE_OFF: connector-private */
   char host[HANDLE_HOST_LEN] = {0};
@@ -74,7 +73,6 @@ enum handle_err handle_decode(const uint8_t in[NCCL_NET_HANDLE_MAXSIZE], struct 
   (void)r_u8(&r);
   (void)r_u16(&r);
   h->dev = r_u32(&r);
-  (void)r_u32(&r);
   h->nonce = r_u64(&r);
   (void)r_u64(&r); /* connector-private state */
   const uint8_t *host = r_take(&r, HANDLE_HOST_LEN);

@@ -14,7 +14,7 @@
 
 #define DIAG_MAGIC 0x67616964u /* "diag" in little-endian bytes */
 #define HANDLE_VERSION 1
-#define HANDLE_STATE_OFF 24
+#define HANDLE_STATE_OFF 24 /* after magic..dev (16 bytes) and the nonce */
 #define HANDLE_HOST_LEN 16
 #define HANDLE_MAX_CAND 8
 #define HANDLE_IFNAME_LEN 16

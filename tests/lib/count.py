@@ -54,7 +54,15 @@ def count(paths):
 
 
 def main():
-    passed, failed, skipped, failures = count(sys.argv[1:])
+    args = sys.argv[1:]
+    broken = []
+    while args and args[0] == '--broken':
+        broken.append(args[1])
+        args = args[2:]
+    passed, failed, skipped, failures = count(args)
+    # A build or setup that failed ran none of its tests: each is a failure.
+    failed += len(broken)
+    failures += [f"{b}: did not build" for b in broken]
     for f in failures:
         print(f"FAILED: {f}")
     line = f"{passed} passed, {failed} failed"

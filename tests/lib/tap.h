@@ -8,7 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int tap_n, tap_failed, tap_case_failed;
+/* Weak, so every file of a test program shares one counter set. */
+__attribute__((weak)) int tap_n, tap_failed, tap_case_failed;
 
 static inline void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static inline void tap_diag(const char *fmt, ...) {

@@ -114,9 +114,16 @@ struct tcp_comm {
   pthread_mutex_t err_lock;
 };
 
-/* tcp_comm.c */
-ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
+/* tcp_comm.c. flags: TCP_F_NOTIFY tells the peer why and resets the data
+ * sockets (failures we detect in the protocol); TCP_F_SOCKET marks a socket
+ * error, for which the send side first looks for the peer's own notice. */
+enum { TCP_F_NOTIFY = 1, TCP_F_SOCKET = 2 };
+ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+
+/* tcp_abort.c */
+void tcp_abort_peer(struct tcp_comm *c, const char *reason);
+int tcp_read_abort(struct tcp_comm *c, char *reason, size_t cap, int wait_ms);
 struct tcp_req *tcp_req_get(struct tcp_comm *c);
 void tcp_req_put(struct tcp_comm *c, struct tcp_req *r);
 

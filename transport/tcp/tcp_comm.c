@@ -21,21 +21,21 @@ struct tcp_mr {
   struct xp_comm *comm;
 };
 
-/* The first failure wins and is logged once; later calls only return it. */
-ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, const char *fmt, ...) {
+/* The first failure wins and is logged once; later calls only return it.
+ * The WARN goes out before the failure is published, so no caller can see
+ * the error code before its explanation exists. */
+ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const char *fmt, ...) {
   pthread_mutex_lock(&c->err_lock);
-  int first = !atomic_load(&c->failed);
-  if (first) {
-    c->fail_code = code;
-    atomic_store(&c->failed, 1);
-  }
-  pthread_mutex_unlock(&c->err_lock);
-  if (first) {
-    char msg[2048];
+  if (!atomic_load(&c->failed)) {
+    char msg[2048], reason[MSG_ABORT_MAX + 1];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    if ((flags & TCP_F_SOCKET) && c->send && tcp_read_abort(c, reason, sizeof(reason), 300)) {
+      snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
+      code = ncclRemoteError;
+    }
     ev_count(C_DATA_ERRORS, 1);
     struct ev e;
     ev_begin(&e, "connection_failed");
@@ -46,7 +46,11 @@ ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, const char *fmt, ..
     ev_end(&e);
     WARN("%s connection with %s on device %s: %s", c->send ? "send" : "receive",
          c->base.peer.desc, c->base.dev->name, msg);
+    if (flags & TCP_F_NOTIFY) tcp_abort_peer(c, msg);
+    c->fail_code = code;
+    atomic_store(&c->failed, 1);
   }
+  pthread_mutex_unlock(&c->err_lock);
   return c->fail_code;
 }
 

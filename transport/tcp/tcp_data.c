@@ -70,7 +70,7 @@ int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s) {
       if (n == -EAGAIN) return 0;
       if (n < 0) {
         int err = (int)-n;
-        tcp_fail(c, ncclRemoteError,
+        tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
                  "data socket %d %s message %u: %s after %zu of its %zu bytes of this stripe; the "
                  "peer process died, closed the connection or the network dropped it",
                  s->index, c->send ? "sending" : "receiving", t->req->seq,

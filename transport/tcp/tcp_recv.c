@@ -40,7 +40,7 @@ static ssize_t ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, int dire
   }
   if (n == -EAGAIN) return (ssize_t)got;
   int err = (int)-n;
-  tcp_fail(c, ncclRemoteError,
+  tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
            "receiving on the control socket (message %u): %s; the peer process died, closed the "
            "connection or the network dropped it",
            c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
@@ -50,7 +50,7 @@ static ssize_t ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, int dire
 static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
   char diff[1200];
   int nd = hello_diff(&c->base.mine, &c->base.peer.hello, diff, sizeof(diff));
-  return tcp_fail(c, ncclInvalidUsage,
+  return tcp_fail(c, ncclInvalidUsage, TCP_F_NOTIFY,
                   "message %u from %s is %llu bytes but the posted receive holds %zu bytes: the "
                   "ranks disagree on message sizes. %s%s",
                   h->seq, c->base.peer.hello.host, (unsigned long long)h->size, r->cap,
@@ -82,7 +82,7 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   }
   int ns = tcp_nstripes(r->size, h->chunk);
   if (c->nsocks == 0 || ns > c->nsocks) {
-    return tcp_fail(c, ncclSystemError,
+    return tcp_fail(c, ncclSystemError, TCP_F_NOTIFY,
                     "message %u: the peer striped %llu bytes into %d pieces of %u bytes for %d "
                     "data sockets; the byte stream is corrupt or the peer is not a compatible "
                     "libnccl-net-diag",
@@ -97,6 +97,22 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   }
   r->hdr_done = 1;
   return ncclSuccess;
+}
+
+/* The sender ended the connection and said why: read its reason (bounded
+ * wait; it follows the header) and fail with it. */
+static ncclResult_t peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
+  char reason[MSG_ABORT_MAX + 1] = "";
+  size_t got = 0;
+  int64_t end = now_ns() + 300000000LL;
+  while (got < h->size && now_ns() < end) {
+    ssize_t n = ctrl_read(c, (uint8_t *)reason + got, h->size - got, 0);
+    if (n < 0) break;
+    got += (size_t)n;
+  }
+  reason[got] = 0;
+  return tcp_fail(c, ncclRemoteError, 0, "the sending side ended the connection: %s",
+                  got ? reason : "(no reason received)");
 }
 
 ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
@@ -120,12 +136,13 @@ ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
     struct msg_hdr h;
     char why[200] = "";
     int bad = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
+    if (!bad && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
     if (!bad && h.seq != c->next_seq) {
       snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
       bad = 1;
     }
     if (bad) {
-      return tcp_fail(c, ncclSystemError,
+      return tcp_fail(c, ncclSystemError, TCP_F_NOTIFY,
                       "corrupt message header on the control socket: %s. The byte stream is out "
                       "of step (another process writing to this socket, or memory corruption); "
                       "the connection cannot continue",

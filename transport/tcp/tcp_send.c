@@ -34,7 +34,7 @@ ncclResult_t tcp_send_progress(struct tcp_comm *c) {
     if (n < 0) {
       struct tcp_out *o = &c->out[c->out_head];
       int err = (int)-n;
-      return tcp_fail(c, ncclRemoteError,
+      return tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
                       "sending message %u (%zu bytes) on the control socket: %s; the peer process "
                       "died, closed the connection or the network dropped it",
                       o->req->seq, o->req->size,

@@ -1,0 +1,36 @@
+/* The conformance cases (one function per case, run in each side). */
+#ifndef DIAG_TESTS_API_CASES_H
+#define DIAG_TESTS_API_CASES_H
+
+#include "harness.h"
+
+void case_init_props(struct side *s);
+void case_v11_context(struct side *s);
+void case_bad_knobs(struct side *s);
+void case_no_device(struct side *s);
+void case_handle_bounds(struct side *s);
+void case_reload(struct side *s);
+
+void case_sizes(struct side *s);
+void case_sizes_1g(struct side *s);
+void case_capacity(struct side *s);
+void case_truncation(struct side *s);
+void case_inflight(struct side *s);
+void case_close_inflight(struct side *s);
+void case_many_comms(struct side *s);
+void case_socket_shape(struct side *s);
+void case_caller_thread(struct side *s);
+void case_request_written(struct side *s);
+
+void case_handle_format(struct side *s);
+void case_hello_mismatch(struct side *s);
+void case_strangers(struct side *s);
+void case_bad_handle(struct side *s);
+void case_sender_dies(struct side *s);
+void case_receiver_dies(struct side *s);
+void case_connector_dies(struct side *s);
+
+void case_ifname_grammar(struct side *s);
+void case_detour(struct side *s);
+
+#endif

@@ -1,0 +1,273 @@
+/* Moving data: sizes, capacities, truncation, request depth, close with
+ * requests in flight, many comms from several threads, socket shapes. */
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cases.h"
+
+static const size_t core_sizes[] = {0, 1, 7, 8, 100, 4095, 4096, 65535, 65536, 65537,
+                                    131072, 1 << 20, (1 << 20) + 1, 16 << 20};
+
+static void sizes_run(struct side *s, int with_1g) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  unsigned seed = 1;
+  for (size_t i = 0; i < sizeof(core_sizes) / sizeof(core_sizes[0]); i++) {
+    int r = xfer_one(s, comm, core_sizes[i], core_sizes[i], seed++);
+    CHECK(r == 0, "%zu bytes: %d", core_sizes[i], r);
+  }
+  if (with_1g) {
+    int r = xfer_one(s, comm, 1ULL << 30, 1ULL << 30, seed++);
+    CHECK(r == 0, "1 GiB: %d", r);
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+void case_sizes(struct side *s) { sizes_run(s, 0); }
+void case_sizes_1g(struct side *s) { sizes_run(s, 1); }
+
+/* A receive larger than the message reports the message's size. */
+void case_capacity(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const size_t msgs[] = {0, 1000, 70000, 3 << 20};
+  for (int i = 0; i < 4; i++) {
+    int r = xfer_one(s, comm, msgs[i], msgs[i] + 4 * 1024 * 1024 + 5, (unsigned)(100 + i));
+    CHECK(r == 0, "message %zu into a larger buffer: %d", msgs[i], r);
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+/* More than the receive holds: ncclInvalidUsage, naming both sizes. */
+void case_truncation(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  for (int k = 0; k < 2; k++) {
+    size_t size = k ? (64 << 20) : 2000, cap = k ? (1 << 20) : 1000;
+    if (k) {
+      /* a fresh connection: the first truncation broke the previous one */
+      if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+      else nl_close_recv(&s->nl, comm);
+      if (pair_open(s, &comm)) return;
+    }
+    int r = xfer_one(s, comm, size, cap, 5);
+    if (s->role == ROLE_SEND && k == 1) {
+      /* Too big to sit in socket buffers: the sender must hear the
+       * receiver's reason instead of blocking forever. */
+      CHECK(r == ncclRemoteError, "the blocked sender got %d, expected ncclRemoteError", r);
+      const char *w = log_find(NCCL_LOG_WARN, "receiving side ended the connection");
+      CHECK(w && strstr(w, "holds 1048576 bytes"), "the sender must name the receiver's reason: %s",
+            w ? w : "none");
+    }
+    if (s->role == ROLE_RECV) {
+      CHECK(r == ncclInvalidUsage, "truncated receive returned %d, expected ncclInvalidUsage", r);
+      char a[32], b[32];
+      snprintf(a, sizeof(a), "is %zu bytes", size);
+      snprintf(b, sizeof(b), "holds %zu bytes", cap);
+      const char *w = log_find(NCCL_LOG_WARN, a);
+      CHECK(w && strstr(w, b), "the WARN must name both sizes (%s, %s): %s", a, b, w ? w : "none");
+    }
+    ctl_sync(s);
+  }
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+/* 32 requests in flight per comm; the 33rd is refused, not a crash. */
+void case_inflight(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  enum { N = 32, SZ = 200000 };
+  uint8_t *buf = malloc((size_t)N * SZ);
+  void *mh, *req[N];
+  nl_reg_mr(&s->nl, comm, buf, (size_t)N * SZ, NCCL_PTR_HOST, &mh);
+  for (int i = 0; i < N; i++) {
+    uint8_t *p = buf + (size_t)i * SZ;
+    size_t sz = (size_t)(i * 6000 + (i % 3 ? 0 : 10000));
+    int r;
+    if (s->role == ROLE_SEND) {
+      fill_pattern(p, sz, (unsigned)i);
+      r = nl_isend(&s->nl, comm, p, sz, 0, mh, &req[i]);
+    } else {
+      size_t cap = SZ;
+      int tag = 0;
+      r = nl_irecv(&s->nl, comm, 1, (void **)&p, &cap, &tag, &mh, &req[i]);
+    }
+    CHECK(r == 0 && req[i], "request %d: %d", i, r);
+  }
+  void *extra = (void *)0x1;
+  int r33 = s->role == ROLE_SEND ? nl_isend(&s->nl, comm, buf, 8, 0, mh, &extra) : 0;
+  if (s->role == ROLE_SEND) {
+    CHECK(r33 == ncclInternalError && extra == NULL, "33rd request: %d, request %p", r33, extra);
+    CHECK(log_find(NCCL_LOG_WARN, "more than 32 requests"), "no WARN for the 33rd request");
+  }
+  for (int i = 0; i < N; i++) {
+    int got;
+    CHECK(wait_req(s, req[i], &got, 20000) == 0, "request %d did not complete", i);
+    size_t sz = (size_t)(i * 6000 + (i % 3 ? 0 : 10000));
+    if (s->role == ROLE_RECV) {
+      CHECK((size_t)got == sz, "request %d: %d bytes, expected %zu", i, got, sz);
+      CHECK(check_pattern(buf + (size_t)i * SZ, sz, (unsigned)i) == sz, "request %d: bad data", i);
+    }
+  }
+  ctl_sync(s);
+  nl_dereg_mr(&s->nl, comm, mh);
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+  free(buf);
+  side_close(s);
+}
+
+/* Closing with requests in flight frees everything and does not hang. */
+void case_close_inflight(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  enum { N = 8, SZ = 8 << 20 };
+  uint8_t *buf = malloc((size_t)N * SZ);
+  void *mh, *req;
+  nl_reg_mr(&s->nl, comm, buf, (size_t)N * SZ, NCCL_PTR_HOST, &mh);
+  for (int i = 0; i < N; i++) {
+    uint8_t *p = buf + (size_t)i * SZ;
+    size_t cap = SZ;
+    int tag = 0;
+    if (s->role == ROLE_SEND) nl_isend(&s->nl, comm, p, SZ, 0, mh, &req);
+    else nl_irecv(&s->nl, comm, 1, (void **)&p, &cap, &tag, &mh, &req);
+  }
+  long long t0 = ms_now();
+  nl_dereg_mr(&s->nl, comm, mh);
+  int r = s->role == ROLE_SEND ? nl_close_send(&s->nl, comm) : nl_close_recv(&s->nl, comm);
+  CHECK(r == 0, "close with requests in flight returned %d", r);
+  CHECK(ms_now() - t0 < 2000, "close took %lld ms", ms_now() - t0);
+  ctl_sync(s);
+  free(buf);
+  side_close(s);
+}
+
+struct many {
+  struct side *s;
+  void **comms;
+  int first, count, msgs;
+  int failures;
+};
+
+static void *many_thread(void *arg) {
+  struct many *m = arg;
+  for (int k = 0; k < m->msgs; k++)
+    for (int i = m->first; i < m->first + m->count; i++) {
+      size_t size = (size_t)((i * 7919 + k * 104729) % 300000);
+      if (xfer_one(m->s, m->comms[i], size, 300000, (unsigned)(i * 1000 + k))) m->failures++;
+    }
+  return NULL;
+}
+
+/* Hundreds of comms in one process, driven from several threads. */
+void case_many_comms(struct side *s) {
+  enum { NCOMMS = 200, NTHREADS = 4, MSGS = 3 };
+  if (side_open(s)) return;
+  void **comms = calloc(NCOMMS, sizeof(void *));
+  int opened = 0;
+  for (int i = 0; i < NCOMMS; i++) opened += pair_open(s, &comms[i]) == 0;
+  CHECK(opened == NCOMMS, "%d of %d connections opened", opened, NCOMMS);
+  if (opened == NCOMMS) {
+    pthread_t t[NTHREADS];
+    struct many m[NTHREADS];
+    for (int k = 0; k < NTHREADS; k++) {
+      m[k] = (struct many){s, comms, k * (NCOMMS / NTHREADS), NCOMMS / NTHREADS, MSGS, 0};
+      pthread_create(&t[k], NULL, many_thread, &m[k]);
+    }
+    for (int k = 0; k < NTHREADS; k++) {
+      pthread_join(t[k], NULL);
+      CHECK(m[k].failures == 0, "thread %d: %d transfers failed", k, m[k].failures);
+    }
+  }
+  ctl_sync(s);
+  for (int i = 0; i < NCOMMS; i++) {
+    if (!comms[i]) continue;
+    if (s->role == ROLE_SEND) nl_close_send(&s->nl, comms[i]);
+    else nl_close_recv(&s->nl, comms[i]);
+  }
+  free(comms);
+  side_close(s);
+}
+
+/* NCCL's meaning: threads x sockets per thread data sockets. */
+void case_socket_shape(struct side *s) {
+  setenv("NCCL_SOCKET_NTHREADS", "3", 1);
+  setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(log_find(NCCL_LOG_INFO, "6 data sockets, 3 helper threads"),
+        "the connection does not use 3 threads x 2 sockets");
+  for (unsigned i = 0; i < 6; i++)
+    CHECK(xfer_one(s, comm, (size_t)(1 << 20) * (i + 1) + i, 16 << 20, i) == 0, "transfer %u", i);
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+/* No helper threads: the caller's thread moves everything. */
+void case_caller_thread(struct side *s) {
+  setenv("NCCL_SOCKET_NTHREADS", "0", 1);
+  setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(log_find(NCCL_LOG_INFO, "2 data sockets, 0 helper threads"), "not 2 sockets, 0 threads");
+  for (unsigned i = 0; i < 8; i++)
+    CHECK(xfer_one(s, comm, (size_t)300000 * i * i, 16 << 20, i) == 0, "transfer %u", i);
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+/* *request is always written: a real request on success, NULL on error,
+ * whatever it held on entry (a stale pointer, or v9+'s 0x1 sentinel). */
+void case_request_written(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  char buf[64], outside[8];
+  void *mh, *req = (void *)0xdead;
+  nl_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_HOST, &mh);
+  if (s->role == ROLE_SEND) {
+    int r = nl_isend(&s->nl, comm, outside, sizeof(outside), 0, mh, &req);
+    CHECK(r == ncclInternalError && req == NULL, "isend outside its registration: %d, %p", r, req);
+    CHECK(log_find(NCCL_LOG_WARN, "outside its registration"), "no WARN naming the bad buffer");
+    r = nl_isend(&s->nl, comm, buf, sizeof(buf), 0, mh, &req);
+    CHECK(r == 0 && req && req != (void *)0xdead, "isend: %d, request %p", r, req);
+  } else {
+    size_t cap = sizeof(buf);
+    int tag = 0;
+    void *p = buf;
+    int r = nl_irecv(&s->nl, comm, 1, &p, &cap, &tag, &mh, &req);
+    CHECK(r == 0 && req && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION, "irecv: %d, %p", r, req);
+  }
+  CHECK(wait_req(s, req, NULL, 10000) == 0, "request did not complete");
+  /* A completed request is gone: testing it again is a named misuse. */
+  int done;
+  CHECK(nl_test(&s->nl, req, &done, NULL) == ncclInternalError, "test of a finished request succeeded");
+  CHECK(log_find(NCCL_LOG_WARN, "not a live request"), "no WARN for testing a finished request");
+  void *mh2;
+  CHECK(nl_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_CUDA, &mh2) == ncclInternalError,
+        "regMr of CUDA memory on a host-only device succeeded");
+  CHECK(log_find(NCCL_LOG_WARN, "not host memory"), "no WARN for a CUDA registration");
+  ctl_sync(s);
+  nl_dereg_mr(&s->nl, comm, mh);
+  if (s->role == ROLE_SEND) {
+    CHECK(nl_close_recv(&s->nl, comm) == ncclInternalError, "closeRecv of a send comm succeeded");
+    nl_close_send(&s->nl, comm);
+  } else {
+    nl_close_recv(&s->nl, comm);
+  }
+  side_close(s);
+}

@@ -1,0 +1,389 @@
+#include "harness.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *netns_recv, *netns_send;
+int abi_version = 11;
+
+/* ---- captured log ---- */
+
+#define LOG_MAX 4096
+static struct {
+  int level;
+  char text[1024];
+} logbuf[LOG_MAX];
+static int nlog;
+static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
+static int log_echo;
+
+static void capture(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                    const char *fmt, ...) {
+  (void)flags, (void)file, (void)line;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&log_lock);
+  if (nlog < LOG_MAX) {
+    logbuf[nlog].level = level;
+    snprintf(logbuf[nlog].text, sizeof(logbuf[nlog].text), "%s", msg);
+    nlog++;
+  }
+  pthread_mutex_unlock(&log_lock);
+  if (log_echo) printf("#   [%d] %s %s\n", (int)getpid(), level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+}
+
+int log_count(int level, const char *needle) {
+  int n = 0;
+  pthread_mutex_lock(&log_lock);
+  for (int i = 0; i < nlog; i++)
+    if ((level < 0 || logbuf[i].level == level) && strstr(logbuf[i].text, needle)) n++;
+  pthread_mutex_unlock(&log_lock);
+  return n;
+}
+
+const char *log_find(int level, const char *needle) {
+  const char *r = NULL;
+  pthread_mutex_lock(&log_lock);
+  for (int i = 0; i < nlog && !r; i++)
+    if ((level < 0 || logbuf[i].level == level) && strstr(logbuf[i].text, needle))
+      r = logbuf[i].text;
+  pthread_mutex_unlock(&log_lock);
+  return r;
+}
+
+void log_dump(void) {
+  pthread_mutex_lock(&log_lock);
+  for (int i = 0; i < nlog; i++)
+    printf("#   [%d] %s %s\n", (int)getpid(), logbuf[i].level == NCCL_LOG_WARN ? "WARN" : "INFO",
+           logbuf[i].text);
+  pthread_mutex_unlock(&log_lock);
+  fflush(stdout);
+}
+
+void log_clear(void) {
+  pthread_mutex_lock(&log_lock);
+  nlog = 0;
+  pthread_mutex_unlock(&log_lock);
+}
+
+/* ---- plugin ---- */
+
+int side_open(struct side *s) {
+  char err[512];
+  log_echo = getenv("API_ECHO_LOG") != NULL;
+  if (netload_open(&s->nl, NULL, s->abi, err, sizeof(err))) {
+    CHECK(0, "cannot load the plugin: %s", err);
+    return -1;
+  }
+  s->loaded = 1;
+  int r = nl_init(&s->nl, capture);
+  CHECK(r == ncclSuccess, "init returned %d (it must never fail)", r);
+  return r;
+}
+
+void side_close(struct side *s) {
+  if (!s->loaded) return;
+  int r = nl_finalize(&s->nl);
+  CHECK(r == ncclSuccess, "finalize returned %d", r);
+  s->loaded = 0;
+}
+
+/* ---- control channel ---- */
+
+void ctl_send(struct side *s, const void *buf, size_t len) {
+  const char *p = buf;
+  while (len) {
+    ssize_t n = write(s->ctl, p, len);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      printf("#   control channel write failed: the other side died\n");
+      fflush(stdout);
+      _exit(3);
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+}
+
+void ctl_recv(struct side *s, void *buf, size_t len) {
+  char *p = buf;
+  while (len) {
+    ssize_t n = read(s->ctl, p, len);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      printf("#   control channel read failed: the other side died or finished early\n");
+      fflush(stdout);
+      _exit(3);
+    }
+    p += n;
+    len -= (size_t)n;
+  }
+}
+
+void ctl_sync(struct side *s) {
+  char c = 's';
+  ctl_send(s, &c, 1);
+  ctl_recv(s, &c, 1);
+}
+
+void ctl_send_int(struct side *s, long long v) { ctl_send(s, &v, sizeof(v)); }
+
+long long ctl_recv_int(struct side *s) {
+  long long v;
+  ctl_recv(s, &v, sizeof(v));
+  return v;
+}
+
+long long ms_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+int pair_recv(struct side *s, void **rc) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc = NULL;
+  *rc = NULL;
+  int r = nl_listen(&s->nl, s->dev, handle, &lc);
+  CHECK(r == ncclSuccess && lc, "listen returned %d", r);
+  if (r || !lc) {
+    ctl_send_int(s, -1);
+    return -1;
+  }
+  ctl_send_int(s, 0);
+  ctl_send(s, handle, sizeof(handle));
+  long long end = ms_now() + 30000;
+  while (!*rc && ms_now() < end) {
+    r = nl_accept(&s->nl, lc, rc);
+    if (r) break;
+    if (!*rc) usleep(100);
+  }
+  CHECK(r == ncclSuccess && *rc, "accept returned %d, comm %p", r, *rc);
+  nl_close_listen(&s->nl, lc);
+  return *rc ? 0 : -1;
+}
+
+int pair_send(struct side *s, void **sc) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  *sc = NULL;
+  if (ctl_recv_int(s) != 0) return -1;
+  ctl_recv(s, handle, sizeof(handle));
+  long long end = ms_now() + 30000;
+  int r = 0;
+  while (!*sc && ms_now() < end) {
+    r = nl_connect(&s->nl, s->dev, handle, sc);
+    if (r) break;
+    if (!*sc) usleep(100);
+  }
+  CHECK(r == ncclSuccess && *sc, "connect returned %d, comm %p", r, *sc);
+  return *sc ? 0 : -1;
+}
+
+int pair_open(struct side *s, void **comm) {
+  return s->role == ROLE_RECV ? pair_recv(s, comm) : pair_send(s, comm);
+}
+
+/* ---- data ---- */
+
+void fill_pattern(uint8_t *p, size_t n, unsigned seed) {
+  uint32_t x = seed * 2654435761u + 1;
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    memcpy(p + i, &x, 4);
+  }
+  for (; i < n; i++) p[i] = (uint8_t)(seed + i);
+}
+
+size_t check_pattern(const uint8_t *p, size_t n, unsigned seed) {
+  uint32_t x = seed * 2654435761u + 1;
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    if (memcmp(p + i, &x, 4)) {
+      const uint8_t *want = (const uint8_t *)&x;
+      size_t j = 0;
+      while (p[i + j] == want[j]) j++;
+      return i + j;
+    }
+  }
+  for (; i < n; i++)
+    if (p[i] != (uint8_t)(seed + i)) return i;
+  return n;
+}
+
+int wait_req(struct side *s, void *req, int *size, int timeout_ms) {
+  long long end = ms_now() + timeout_ms;
+  int done = 0, r;
+  int sz = -1;
+  do {
+    r = nl_test(&s->nl, req, &done, &sz);
+    if (r) return r;
+    if (done) break;
+    sched_yield();
+  } while (ms_now() < end);
+  CHECK(done, "request %p not done after %d ms", req, timeout_ms);
+  if (size) *size = sz;
+  return done ? 0 : -2;
+}
+
+int xfer_one(struct side *s, void *comm, size_t size, size_t cap, unsigned seed) {
+  size_t alloc = (s->role == ROLE_SEND ? size : cap);
+  uint8_t *buf = malloc(alloc ? alloc : 1);
+  void *mh = NULL, *req = NULL;
+  int r, got = -1, res = 0;
+  if (!buf) return -3;
+  r = nl_reg_mr(&s->nl, comm, buf, alloc ? alloc : 1, NCCL_PTR_HOST, &mh);
+  CHECK(r == 0, "regMr returned %d", r);
+  if (s->role == ROLE_SEND) {
+    fill_pattern(buf, size, seed);
+    long long end = ms_now() + 20000;
+    do {
+      r = nl_isend(&s->nl, comm, buf, size, 7, mh, &req);
+    } while (!r && !req && ms_now() < end);
+  } else {
+    memset(buf, 0xee, alloc);
+    int tag = 7;
+    r = nl_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);
+  }
+  if (r || !req) {
+    res = r ? r : -2;
+    goto out;
+  }
+  res = wait_req(s, req, &got, 60000);
+  if (res) goto out;
+  if (s->role == ROLE_RECV) {
+    CHECK((size_t)got == size, "size %zu: test reported %d bytes", size, got);
+    size_t bad = check_pattern(buf, size, seed);
+    CHECK(bad == size, "size %zu: data differs from byte %zu on", size, bad);
+    if (bad != size || (size_t)got != size) res = -1;
+  } else {
+    CHECK((size_t)got == size, "send of %zu: test reported %d bytes", size, got);
+  }
+out:
+  nl_dereg_mr(&s->nl, comm, mh);
+  free(buf);
+  return res;
+}
+
+/* ---- namespaces and processes ---- */
+
+int is_root(void) { return geteuid() == 0; }
+
+int shell(const char *fmt, ...) {
+  char cmd[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof(cmd), fmt, ap);
+  va_end(ap);
+  char full[1200];
+  snprintf(full, sizeof(full), "%s >/dev/null 2>&1", cmd);
+  int st = system(full);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+int private_netns(const char *hostname) {
+  if (unshare(CLONE_NEWNET | (hostname ? CLONE_NEWUTS : 0))) {
+    printf("#   unshare: %s\n", strerror(errno));
+    return -1;
+  }
+  if (hostname && sethostname(hostname, strlen(hostname))) return -1;
+  return shell("ip link set lo up");
+}
+
+int private_uts(const char *hostname) {
+  if (unshare(CLONE_NEWUTS) || sethostname(hostname, strlen(hostname))) {
+    printf("#   cannot set host name %s: %s\n", hostname, strerror(errno));
+    return -1;
+  }
+  return 0;
+}
+
+static int enter_netns(const char *name) {
+  if (!name) return 0;
+  char path[256];
+  snprintf(path, sizeof(path), "/var/run/netns/%s", name);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || setns(fd, CLONE_NEWNET)) {
+    printf("#   cannot enter network namespace %s: %s\n", name, strerror(errno));
+    return -1;
+  }
+  close(fd);
+  return 0;
+}
+
+static void child(const struct api_case *c, int role, int ctl) {
+  struct side s = {role, ctl, abi_version};
+  alarm((unsigned)(c->timeout_s ? c->timeout_s : 60) + 5);
+  if (c->two_sided && enter_netns(role == ROLE_RECV ? netns_recv : netns_send)) _exit(2);
+  tap_begin();
+  c->run(&s);
+  if (tap_case_failed && !log_echo) {
+    printf("#   --- plugin log of the %s side ---\n", role == ROLE_RECV ? "receiver" : role == ROLE_SEND ? "sender" : "");
+    log_dump();
+  }
+  fflush(stdout);
+  _exit(tap_case_failed ? 1 : 0);
+}
+
+static int reap(pid_t pid, int timeout_s, const char *who) {
+  long long end = ms_now() + timeout_s * 1000LL;
+  int st;
+  for (;;) {
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) break;
+    if (ms_now() > end) {
+      printf("#   the %s side did not finish in %d s (a hang): killed\n", who, timeout_s);
+      kill(pid, SIGKILL);
+      waitpid(pid, &st, 0);
+      return 1;
+    }
+    usleep(10000);
+  }
+  if (WIFSIGNALED(st)) {
+    printf("#   the %s side died of signal %d\n", who, WTERMSIG(st));
+    return 1;
+  }
+  return WEXITSTATUS(st) != 0;
+}
+
+int run_case(const struct api_case *c) {
+  int timeout = (c->timeout_s ? c->timeout_s : 60) + 10;
+  fflush(stdout);
+  if (!c->two_sided) {
+    pid_t p = fork();
+    if (p == 0) child(c, ROLE_SINGLE, -1);
+    return reap(p, timeout, "test");
+  }
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) return 1;
+  pid_t pr = fork();
+  if (pr == 0) {
+    close(sv[1]);
+    child(c, ROLE_RECV, sv[0]);
+  }
+  pid_t ps = fork();
+  if (ps == 0) {
+    close(sv[0]);
+    child(c, ROLE_SEND, sv[1]);
+  }
+  close(sv[0]);
+  close(sv[1]);
+  int f = reap(pr, timeout, "receiver");
+  f |= reap(ps, timeout, "sender");
+  return f;
+}

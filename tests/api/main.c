@@ -1,0 +1,91 @@
+/* api_suite: the conformance suite. Usage:
+ *   api_suite [--abi 8|9|10|11] [--short] [--netns RECV_NS,SEND_NS] [--case SUBSTR]
+ * --short runs the core cases only (used for the v9/v10 tables). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cases.h"
+
+/* The plugin looks up ncclGetVersion in the process, as it would inside
+ * NCCL; tests choose the version each side reports. */
+__attribute__((visibility("default"))) int ncclGetVersion(int *version);
+int ncclGetVersion(int *version) {
+  const char *v = getenv("TEST_NCCL_VERSION");
+  if (!v) return 3; /* "no NCCL here" */
+  *version = atoi(v);
+  return 0;
+}
+
+#define TWO 1
+#define ROOT 1
+#define CORE 1
+
+static const struct api_case cases[] = {
+  {"init, devices and properties", case_init_props, 0, 0, CORE, 30},
+  {"v11 per-communicator context", case_v11_context, 0, 0, CORE, 30},
+  {"bad knob values are named", case_bad_knobs, 0, 0, 0, 30},
+  {"no interface matches NCCL_SOCKET_IFNAME", case_no_device, 0, 0, 0, 30},
+  {"listen handle bounds and uniqueness", case_handle_bounds, 0, 0, 0, 30},
+  {"dlclose and reload", case_reload, 0, 0, 0, 60},
+  {"message sizes 0 B to 16 MiB", case_sizes, TWO, 0, CORE, 120},
+  {"message of 1 GiB", case_sizes_1g, TWO, 0, 0, 180},
+  {"receive capacity larger than the message", case_capacity, TWO, 0, CORE, 60},
+  {"message larger than the receive: ncclInvalidUsage", case_truncation, TWO, 0, 0, 60},
+  {"32 requests in flight, the 33rd refused", case_inflight, TWO, 0, CORE, 60},
+  {"close with requests in flight", case_close_inflight, TWO, 0, 0, 60},
+  {"200 comms driven by 4 threads", case_many_comms, TWO, 0, 0, 180},
+  {"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD", case_socket_shape, TWO, 0, 0, 60},
+  {"no helper threads (NCCL_SOCKET_NTHREADS=0)", case_caller_thread, TWO, 0, 0, 60},
+  {"*request always written; misuse named", case_request_written, TWO, 0, CORE, 60},
+  {"handle format", case_handle_format, 0, 0, 0, 30},
+  {"hosts that differ are named (field story 2)", case_hello_mismatch, TWO, 0, 0, 60},
+  {"strangers on the listening port", case_strangers, TWO, 0, 0, 60},
+  {"handles that are not ours", case_bad_handle, 0, 0, 0, 30},
+  {"sender dies mid-transfer", case_sender_dies, TWO, 0, 0, 60},
+  {"receiver dies mid-transfer", case_receiver_dies, TWO, 0, 0, 60},
+  {"connector dies during setup", case_connector_dies, TWO, 0, 0, 60},
+  {"NCCL_SOCKET_IFNAME grammar and automatic choice", case_ifname_grammar, 0, ROOT, 0, 60},
+  {"unreachable candidate address (field story 1)", case_detour, TWO, ROOT, 0, 60},
+};
+
+int main(int argc, char **argv) {
+  int short_run = 0;
+  const char *only = NULL;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--abi") && i + 1 < argc) abi_version = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--short")) short_run = 1;
+    else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--netns") && i + 1 < argc) {
+      static char buf[256];
+      snprintf(buf, sizeof(buf), "%s", argv[++i]);
+      char *comma = strchr(buf, ',');
+      if (!comma) return 2;
+      *comma = 0;
+      netns_recv = buf;
+      netns_send = comma + 1;
+    } else {
+      fprintf(stderr, "usage: %s [--abi 8|9|10|11] [--short] [--netns RECV,SEND] [--case TEXT]\n", argv[0]);
+      return 2;
+    }
+  }
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  tap_diag("ABI v%d, %s placement", abi_version,
+           netns_recv ? "two network namespace hosts" : "one host (loopback)");
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    const struct api_case *c = &cases[i];
+    char name[200];
+    snprintf(name, sizeof(name), "v%d%s: %s", abi_version, netns_recv ? " netns" : "", c->name);
+    if (only && !strstr(c->name, only)) continue;
+    if (short_run && !c->core) continue;
+    if (netns_recv && !c->two_sided) continue; /* single-process cases do not depend on placement */
+    if (c->needs_root && !is_root()) {
+      tap_skip(name, "needs root");
+      continue;
+    }
+    tap_begin();
+    if (run_case(c)) tap_case_failed = 1;
+    tap_end(name);
+  }
+  return tap_done();
+}

@@ -1,0 +1,37 @@
+/* libFuzzer: the hello record (header + TLV body) from the peer. A record
+ * that decodes must re-encode and decode to the same fields, and every
+ * string it yields must be printable (they end up in log lines). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/hello.h"
+
+static void printable(const char *s) {
+  for (; *s; s++)
+    if (*s < 0x20 || *s > 0x7e) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < HELLO_HDR_LEN) return 0;
+  uint32_t len;
+  int kind;
+  char why[256];
+  if (hello_decode_header(data, &len, &kind, why, sizeof(why)) != HELLO_OK) return 0;
+  if (len > size - HELLO_HDR_LEN) len = (uint32_t)(size - HELLO_HDR_LEN);
+  struct hello h, h2;
+  if (hello_decode_body(data + HELLO_HDR_LEN, len, &h, why, sizeof(why)) != HELLO_OK) return 0;
+  printable(h.host), printable(h.dev), printable(h.addr), printable(h.plugin_version);
+  for (int i = 0; i < h.nknobs; i++) printable(h.knobs[i].name), printable(h.knobs[i].value);
+  h.kind = kind;
+  static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  int n = hello_encode(&h, out, sizeof(out));
+  if (n < 0) return 0; /* a record at the size limit may grow by canonical re-encoding */
+  if (hello_decode_header(out, &len, &kind, why, sizeof(why)) != HELLO_OK) abort();
+  if (hello_decode_body(out + HELLO_HDR_LEN, len, &h2, why, sizeof(why)) != HELLO_OK) abort();
+  if (h2.nonce != h.nonce || strcmp(h2.host, h.host) || h2.nknobs != h.nknobs || kind != h.kind) abort();
+  char diff[4096];
+  hello_diff(&h, &h2, diff, sizeof(diff));
+  return 0;
+}

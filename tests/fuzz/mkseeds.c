@@ -1,0 +1,56 @@
+/* Writes valid encodings of each wire format as seed corpora, so the
+ * fuzzers start from records that pass the magic checks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "transport/frame.h"
+#include "transport/handle.h"
+#include "transport/hello.h"
+
+static void put(const char *dir, const char *name, const void *p, size_t n) {
+  char path[1024];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f) return;
+  fwrite(p, 1, n, f);
+  fclose(f);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) return 2;
+  char d[1024];
+  struct handle h = {0};
+  h.version = HANDLE_VERSION, h.nonce = 0x1122334455667788ULL, h.nsocks = 2, h.nthreads = 2;
+  strcpy(h.host, "host-a");
+  ipaddr_parse(&h.cand[0].addr, "10.0.0.5/24"), h.cand[0].port = 4000, strcpy(h.cand[0].ifname, "bond0");
+  ipaddr_parse(&h.cand[1].addr, "fd00::5/64"), h.cand[1].port = 4000, strcpy(h.cand[1].ifname, "eth1");
+  h.ncand = 2;
+  uint8_t hb[NCCL_NET_HANDLE_MAXSIZE];
+  handle_encode(&h, hb);
+  snprintf(d, sizeof(d), "%s/handle", argv[1]);
+  put(d, "two-candidates", hb, sizeof(hb));
+
+  struct hello m;
+  hello_fill_local(&m, HELLO_CONNECT);
+  m.nonce = 7, m.connid = 9, m.nsocks = 2;
+  strcpy(m.host, "host-a"), strcpy(m.dev, "eth0"), strcpy(m.transport, "tcp");
+  m.nknobs = 1, strcpy(m.knobs[0].name, "NCCL_PROTO"), strcpy(m.knobs[0].value, "Simple");
+  m.ib.present = 1, strcpy(m.ib.dev, "mlx5_2"), m.ib.port = 1, m.ib.gid_index = 3, m.ib.mtu = 4096;
+  static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  int n = hello_encode(&m, out, sizeof(out));
+  snprintf(d, sizeof(d), "%s/hello", argv[1]);
+  put(d, "connect", out, (size_t)n);
+
+  uint8_t f[MSG_HDR_LEN];
+  struct preamble p = {ROLE_DATA, 3, 7, 9};
+  preamble_encode(&p, f);
+  snprintf(d, sizeof(d), "%s/frame", argv[1]);
+  put(d, "preamble", f, PREAMBLE_LEN);
+  struct msg_hdr mh = {0, 17, 3, 131072, 1 << 20};
+  msg_hdr_encode(&mh, f);
+  put(d, "striped", f, MSG_HDR_LEN);
+  mh.flags = MSG_F_ABORT, mh.size = 20;
+  msg_hdr_encode(&mh, f);
+  put(d, "abort", f, MSG_HDR_LEN);
+  return 0;
+}
