@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test of the project and ends with one line:
 #   N passed, N failed[, N skipped]
-# Three builds: the normal one (all suites), an ASan+UBSan one (unit and api
-# suites), and a clang one for the libFuzzer targets (bounded runs).
-# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_FUZZ=1, FUZZ_SECONDS.
+# Four builds: the normal one (all suites), ASan+UBSan (unit and api suites),
+# ThreadSanitizer (the api suite on the v11 table), and a clang one for the
+# libFuzzer targets (bounded runs).
+# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1.
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -43,6 +44,16 @@ if [ "${SKIP_ASAN:-0}" != 1 ]; then
       run_suites build-asan --suite unit --suite api
   else
     echo "sanitizer build failed"; status=1; broken+=(--broken build-asan)
+  fi
+fi
+
+if [ "${SKIP_TSAN:-0}" != 1 ]; then
+  step "build with ThreadSanitizer (conformance suite, v11 table)"
+  if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dfuzz=disabled; then
+    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+      run_suites build-tsan api-v11 api-v11-netns
+  else
+    echo "ThreadSanitizer build failed"; status=1; broken+=(--broken build-tsan)
   fi
 fi
 
