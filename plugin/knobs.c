@@ -12,6 +12,7 @@
 
 static const char *const fallback_choices[] = {"auto", "off", NULL};
 static const char *const family_choices[] = {"AF_INET", "AF_INET6", NULL};
+static const char *const planes_choices[] = {"auto", "off", NULL};
 
 static const struct knob_def knobs[K_COUNT] = {
   [K_SOCKET_IFNAME] = {"NCCL_SOCKET_IFNAME", KT_STR, NULL, 0, 0, NULL,
@@ -79,6 +80,14 @@ static const struct knob_def knobs[K_COUNT] = {
     "smallest piece of a TCP message given to one data socket"},
   [K_DIAG_STALL_WARN_SEC] = {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
     "warn once when a request makes no progress for this many seconds (0 = never)"},
+  [K_DIAG_HWLOC] = {"NCCL_DIAG_HWLOC", KT_BOOL, "1", 0, 1, NULL,
+    "1 = read GPUs and CPU locality through hwloc when libhwloc.so.15 is installed (it honours "
+    "HWLOC_XMLFILE); 0 = sysfs PCI paths only, as NCCL itself does"},
+  [K_DIAG_PLANES] = {"NCCL_DIAG_PLANES", KT_ENUM, "auto", 0, 0, planes_choices,
+    "auto = set apart RDMA ports on another plane: on the bootstrap interface's subnet while "
+    "other ports form an RDMA fabric, far from every GPU while each GPU has a near port, or of "
+    "the minority link layer (each is reported with its reason); off = keep every usable port, "
+    "as NCCL does"},
 };
 
 struct knob_val {

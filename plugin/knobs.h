@@ -34,6 +34,8 @@ enum knob_id {
   K_DIAG_SOCKET_INLINE,
   K_DIAG_MIN_CHUNK,
   K_DIAG_STALL_WARN_SEC,
+  K_DIAG_HWLOC,
+  K_DIAG_PLANES,
   K_COUNT
 };
 
@@ -68,5 +70,6 @@ const char *knob_raw(enum knob_id id);
 int knob_parse(const struct knob_def *k, const char *text, int64_t *out, char *why, int whylen);
 
 enum { FALLBACK_AUTO = 0, FALLBACK_OFF = 1 };
+enum { PLANES_AUTO = 0, PLANES_OFF = 1 };
 
 #endif

@@ -10,6 +10,7 @@
 #include "plugin/knobs.h"
 #include "plugin/log.h"
 #include "topo/filter.h"
+#include "topo/strbuf.h"
 #include "topo/sysfs.h"
 
 static struct netif *get_or_add(struct netif_list *l, const char *name) {
@@ -250,17 +251,6 @@ int netif_choose(const struct netif_list *l, const char *ifname, int family,
   return n;
 }
 
-static size_t append(char *buf, size_t cap, size_t o, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5)));
-static size_t append(char *buf, size_t cap, size_t o, const char *fmt, ...) {
-  if (o >= cap) return o;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf + o, cap - o, fmt, ap);
-  va_end(ap);
-  return n < 0 ? o : o + (size_t)n;
-}
-
 static void first_addr_str(const struct netif *n, int idx, char *buf, size_t cap) {
   if (idx < 0 || idx >= n->naddr) {
     snprintf(buf, cap, "no address");
@@ -277,27 +267,27 @@ void netif_list_str(const struct netif_list *l, char *buf, size_t cap) {
     char a[64];
     int ll;
     first_addr_str(n, pick_addr(n, AF_UNSPEC, &ll), a, sizeof(a));
-    o = append(buf, cap, o, "%s%s (%s%s)", i ? ", " : "", n->name, a,
+    o = topo_cat(buf, cap, o, "%s%s (%s%s)", i ? ", " : "", n->name, a,
                !n->up ? ", down" : !n->running ? ", no carrier" : "");
   }
-  if (l->n == 0) append(buf, cap, 0, "no interfaces at all");
+  if (l->n == 0) topo_cat(buf, cap, 0, "no interfaces at all");
 }
 
 void netif_choice_summary(const struct netif_list *l, const struct netif_choice *c, char *buf,
                           size_t cap) {
-  size_t o = append(buf, cap, 0, "using");
+  size_t o = topo_cat(buf, cap, 0, "using");
   for (int j = 0; j < c->n; j++) {
     const struct netif *n = &l->ifs[c->idx[j]];
     char a[64];
     first_addr_str(n, c->primary[j], a, sizeof(a));
-    o = append(buf, cap, o, "%s %s (%s)", j ? "," : "", n->name, a);
+    o = topo_cat(buf, cap, o, "%s %s (%s)", j ? "," : "", n->name, a);
   }
-  if (c->n == 0) o = append(buf, cap, o, " nothing");
-  if (c->fallback) o = append(buf, cap, o, " because nothing better is up");
+  if (c->n == 0) o = topo_cat(buf, cap, o, " nothing");
+  if (c->fallback) o = topo_cat(buf, cap, o, " because nothing better is up");
   int first = 1;
   for (int i = 0; i < l->n; i++) {
     if (!c->why[i][0]) continue;
-    o = append(buf, cap, o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name, c->why[i]);
+    o = topo_cat(buf, cap, o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name, c->why[i]);
     first = 0;
   }
 }

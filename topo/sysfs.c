@@ -1,5 +1,6 @@
 #include "topo/sysfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,6 +28,15 @@ static void vpath(char *out, size_t cap, const char *fmt, va_list ap) {
   vsnprintf(out + n, cap - (size_t)n, fmt, ap);
 }
 
+/* Fills char path[] from the variadic format of the enclosing function. */
+#define PATH_FROM_ARGS(path, fmt)                                                                  \
+  do {                                                                                             \
+    va_list ap_;                                                                                   \
+    va_start(ap_, fmt);                                                                            \
+    vpath(path, sizeof(path), fmt, ap_);                                                           \
+    va_end(ap_);                                                                                   \
+  } while (0)
+
 void sysfs_path(char *out, size_t cap, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -48,20 +58,14 @@ static int read_file(const char *path, char *buf, size_t cap) {
 
 int sysfs_read_str(char *buf, size_t cap, const char *fmt, ...) {
   char path[PATH_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vpath(path, sizeof(path), fmt, ap);
-  va_end(ap);
+  PATH_FROM_ARGS(path, fmt);
   buf[0] = 0;
   return read_file(path, buf, cap);
 }
 
 int sysfs_read_long(long *out, const char *fmt, ...) {
   char path[PATH_MAX], buf[64];
-  va_list ap;
-  va_start(ap, fmt);
-  vpath(path, sizeof(path), fmt, ap);
-  va_end(ap);
+  PATH_FROM_ARGS(path, fmt);
   int r = read_file(path, buf, sizeof(buf));
   if (r) return r;
   char *end;
@@ -74,10 +78,7 @@ int sysfs_read_long(long *out, const char *fmt, ...) {
 
 int sysfs_realpath(char *out, size_t cap, const char *fmt, ...) {
   char path[PATH_MAX], real[PATH_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vpath(path, sizeof(path), fmt, ap);
-  va_end(ap);
+  PATH_FROM_ARGS(path, fmt);
   if (!realpath(path, real)) return -errno;
   if (strlen(real) >= cap) return -ENAMETOOLONG;
   strcpy(out, real);
@@ -86,9 +87,25 @@ int sysfs_realpath(char *out, size_t cap, const char *fmt, ...) {
 
 int sysfs_exists(const char *fmt, ...) {
   char path[PATH_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vpath(path, sizeof(path), fmt, ap);
-  va_end(ap);
+  PATH_FROM_ARGS(path, fmt);
   return access(path, F_OK) == 0;
+}
+
+static int version_order(const void *a, const void *b) { return strverscmp(a, b); }
+
+int sysfs_list(char (*names)[SYSFS_NAME_MAX], int max, const char *fmt, ...) {
+  char path[PATH_MAX];
+  PATH_FROM_ARGS(path, fmt);
+  DIR *d = opendir(path);
+  if (!d) return -errno;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < max) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    if (strlen(e->d_name) >= SYSFS_NAME_MAX) continue;
+    strcpy(names[n++], e->d_name);
+  }
+  closedir(d);
+  qsort(names, (size_t)n, SYSFS_NAME_MAX, version_order);
+  return n;
 }

@@ -17,6 +17,11 @@ int sysfs_read_long(long *out, const char *fmt, ...) __attribute__((format(print
 int sysfs_realpath(char *out, size_t cap, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 int sysfs_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The entries of directory root/rel (no "." or ".."), in version order
+ * (mlx5_2 before mlx5_10): how many, at most max, or a negative errno. */
+#define SYSFS_NAME_MAX 64
+int sysfs_list(char (*names)[SYSFS_NAME_MAX], int max, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 /* Full path of root/rel. */
 void sysfs_path(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

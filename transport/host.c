@@ -10,6 +10,7 @@
 #include "plugin/events.h"
 #include "plugin/knobs.h"
 #include "plugin/log.h"
+#include "topo/topo.h"
 #include "transport/xp.h"
 
 static struct xp_host host;
@@ -47,9 +48,21 @@ static void log_choice(struct xp_host *h) {
   INFO(LOG_INIT, "socket interfaces: %s", summary);
 }
 
+/* RDMA ports, chosen by topo/ (the IB transport will add them as devices).
+ * Until then this says, in one line, what RDMA there is and that TCP is used. */
+static void probe_rdma(void) {
+  const struct topo_choice *tc = topo_process(NULL);
+  if (tc->ndev == 0)
+    INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", tc->why_none);
+  else
+    INFO(LOG_INIT, "%d usable RDMA port%s; this build carries data over TCP interfaces", tc->ndev,
+         tc->ndev == 1 ? "" : "s");
+}
+
 static void build(void) {
   struct xp_host *h = &host;
   memset(h, 0, sizeof(*h));
+  probe_rdma();
   if (netif_discover(&h->ifs) != 0) {
     snprintf(h->why_none, sizeof(h->why_none),
              "the network interfaces could not be listed (see the warning above)");

@@ -1,0 +1,186 @@
+/* nccl-net-diag doctor: runs the plugin's topology code on this host (or a
+ * fixture host under NCCL_DIAG_SYSFS_ROOT) and reports what NCCL should
+ * use, what it should not and why, and what to export.
+ *
+ * Exit status: 0, 1 when something will break a multi-node run (an
+ * NCCL_IB_HCA entry that matches nothing, a forced GID index that is
+ * link-local, empty or missing, ports of two planes or link layers forced
+ * together, no usable socket interface), 2 on a usage error. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "plugin/strutil.h"
+#include "tools/doctor.h"
+#include "tools/tool.h"
+#include "topo/gid.h"
+
+extern char **environ;
+
+const char *doc_env_get(const struct doc_env *e, const char *name) {
+  for (int i = 0; i < e->n; i++)
+    if (!strcmp(e->v[i].name, name)) return e->v[i].value;
+  return NULL;
+}
+
+const char *doc_transport(const struct doctor *d) { return d->c->ndev ? "RDMA" : "TCP"; }
+
+const char *doc_sev_name(enum topo_sev s) {
+  return s == TOPO_ERROR ? "error" : s == TOPO_WARNING ? "warning" : "note";
+}
+
+void doc_port_subnet(const struct doctor *d, int port, char *buf, size_t cap) {
+  const struct topo_port_choice *pc = &d->c->pc[port];
+  buf[0] = 0;
+  if (!pc->has_addr) return;
+  if (pc->addr.prefix >= 0)
+    ipaddr_subnet_str(&pc->addr, buf, cap);
+  else
+    ipaddr_str(&pc->addr, buf, cap);
+}
+
+void doc_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap) {
+  const struct topo_port *pt = &d->h->port[port];
+  buf[0] = 0;
+  for (int k = 0; k < pt->ngid; k++)
+    if (pt->gid[k].index == index) gid_str(pt->gid[k].raw, buf, cap);
+}
+
+const char *doc_gid_verdict(const struct doctor *d, int port, int index) {
+  const struct topo_port_choice *pc = &d->c->pc[port];
+  if (pc->gid.index == index && pc->gid.index >= 0) return "";
+  if (pc->gid.forced && pc->gid.auto_index == index)
+    return "the automatic choice, but NCCL_IB_GID_INDEX forces another";
+  for (int i = 0; i < pc->gid.nrej; i++)
+    if (pc->gid.rej[i].index == index) return pc->gid.rej[i].why;
+  return pc->verdict == TV_STATE || pc->verdict == TV_DISABLED ? "port not used" : "not chosen";
+}
+
+static void env_add(struct doc_env *e, const char *entry) {
+  const char *eq = strchr(entry, '=');
+  if (strncmp(entry, "NCCL_", 5) || !eq || e->n == DOC_MAX_VARS) return;
+  struct doc_var *v = &e->v[e->n];
+  if ((size_t)(eq - entry) >= sizeof(v->name)) return;
+  snprintf(v->name, sizeof(v->name), "%.*s", (int)(eq - entry), entry);
+  scopy(v->value, sizeof(v->value), eq + 1);
+  e->n++;
+}
+
+static void env_of_process(struct doc_env *e) {
+  e->n = 0;
+  for (char **p = environ; p && *p; p++) env_add(e, *p);
+}
+
+/* /proc/1/environ: NUL-separated (a fixture's copy may use newlines). */
+static int env_of_file(struct doc_env *e, const char *path, char *err, size_t cap) {
+  FILE *f = fopen(path, "re");
+  if (!f) {
+    int err_no = errno;
+    snprintf(err, cap, "%s cannot be read: %s%s", path, strerror(err_no),
+             err_no != EACCES ? ""
+             : geteuid() ? " (run as root to compare with PID 1's environment)"
+                         : " (even as root: this container or a security module hides PID 1)");
+    return -1;
+  }
+  static char buf[65536];
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  for (size_t i = 0; i < n; i++)
+    if (buf[i] == '\n') buf[i] = 0;
+  for (size_t i = 0; i < n; i += strlen(buf + i) + 1)
+    if (buf[i]) env_add(e, buf + i);
+  return 0;
+}
+
+/* --pid1: the job PID 1 starts sees PID 1's NCCL_* values (a PaaS injects
+ * them there, field story 5): evaluate with them. */
+static void apply_pid1(const struct doc_env *pid1) {
+  for (int i = 0; i < pid1->n; i++) setenv(pid1->v[i].name, pid1->v[i].value, 1);
+}
+
+static void usage(FILE *f) {
+  fprintf(f, "usage: nccl-net-diag doctor [--json] [--pid1] [--pid1-environ FILE] [-v]\n"
+             "  inspect this host (NCCL_DIAG_SYSFS_ROOT and HWLOC_XMLFILE name a fixture host):\n"
+             "  RDMA ports and GIDs, GPU-to-NIC distances, socket interfaces, NCCL_* settings of\n"
+             "  this process and of PID 1, and the exports to use\n"
+             "  --json               the same content as one JSON document\n"
+             "  --pid1               evaluate with PID 1's NCCL_* values (what a job started by\n"
+             "                       PID 1 sees) instead of this shell's\n"
+             "  --pid1-environ FILE  read PID 1's environment from FILE (default /proc/1/environ)\n"
+             "  -v                   the plugin's INFO lines on stderr\n"
+             "exit status: 0 usable, 1 something will break a multi-node run, 2 usage\n");
+}
+
+static int run(struct doctor *d, int json) {
+  struct topo_host *h = calloc(1, sizeof(*h));
+  struct topo_choice *c = calloc(1, sizeof(*c));
+  if (!h || !c) {
+    fprintf(stderr, "nccl-net-diag doctor: out of memory\n");
+    free(h);
+    free(c);
+    return 1;
+  }
+  int r = topo_discover(h, TOPO_WANT_GPUS);
+  if (r) {
+    fprintf(stderr, "nccl-net-diag doctor: the host's interfaces could not be listed: %s\n",
+            strerror(-r));
+    free(h);
+    free(c);
+    return 1;
+  }
+  topo_choose(h, NULL, c);
+  d->h = h;
+  d->c = c;
+  d->exit_status = c->errors ? 1 : 0;
+  if (json)
+    doctor_print_json(stdout, d);
+  else
+    doctor_print_text(stdout, d);
+  free(h);
+  free(c);
+  return d->exit_status;
+}
+
+int cmd_doctor(int argc, char **argv) {
+  static struct doctor d;
+  int json = 0, use_pid1 = 0;
+  const char *pid1_path = "/proc/1/environ";
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--json"))
+      json = 1;
+    else if (!strcmp(argv[i], "--pid1"))
+      use_pid1 = 1;
+    else if (!strcmp(argv[i], "--pid1-environ") && i + 1 < argc)
+      pid1_path = argv[++i];
+    else if (!strcmp(argv[i], "-v"))
+      tool_verbose = 1;
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      usage(stdout);
+      return 0;
+    } else {
+      usage(stderr);
+      return 2;
+    }
+  }
+  memset(&d, 0, sizeof(d));
+  gethostname(d.hostname, sizeof(d.hostname) - 1);
+  scopy(d.pid1_src, sizeof(d.pid1_src), pid1_path);
+  d.pid1_ok = env_of_file(&d.pid1, pid1_path, d.pid1_err, sizeof(d.pid1_err)) == 0;
+  env_of_process(&d.self);
+  if (use_pid1 && !d.pid1_ok) {
+    fprintf(stderr, "nccl-net-diag doctor: --pid1: %s\n", d.pid1_err);
+    return 2;
+  }
+  if (use_pid1) {
+    apply_pid1(&d.pid1);
+    d.pid1_applied = 1;
+  }
+  log_set_stderr_level(tool_verbose ? NCCL_LOG_INFO : NCCL_LOG_WARN);
+  knob_load(1);
+  return run(&d, json);
+}

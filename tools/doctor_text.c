@@ -1,0 +1,296 @@
+/* nccl-net-diag doctor: the report for people. One view of what
+ * ibdev2netdev, show_gids, nvidia-smi topo -m and ip addr would say, with
+ * the plugin's verdict and reason on every line. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/doctor.h"
+#include "topo/gid.h"
+
+#define WRAP 100
+
+/* Prints text after a prefix, wrapped at spaces, continuation lines
+ * indented by indent columns. */
+static void wrapped(FILE *f, const char *prefix, int indent, const char *text) {
+  int col = fprintf(f, "%s", prefix);
+  const char *p = text;
+  while (*p) {
+    size_t word = strcspn(p, " ");
+    if (col > indent && col + (int)word >= WRAP) col = fprintf(f, "\n%*s", indent, "") - 1;
+    col += fprintf(f, "%.*s", (int)word, p);
+    p += word;
+    while (*p == ' ') p++;
+    if (*p) col += fprintf(f, " ");
+  }
+  fprintf(f, "\n");
+}
+
+static void print_header(FILE *f, const struct doctor *d) {
+  const struct topo_host *h = d->h;
+  const struct topo_choice *c = d->c;
+  fprintf(f, "nccl-net-diag doctor on %s\n", d->hostname);
+  fprintf(f, "  sysfs root     %s\n  interfaces     %s\n", h->sysfs_root, h->ifs.source);
+  wrapped(f, "  PCI topology   ", 17, h->pci_source);
+  if (c->ndev)
+    fprintf(f, "  transport      RDMA on %d port%s, bootstrap over %s\n", c->ndev,
+            c->ndev == 1 ? "" : "s", c->main_if >= 0 ? h->ifs.ifs[c->main_if].name : "nothing");
+  else
+    wrapped(f, "  transport      TCP: ", 17, c->why_none);
+}
+
+static const char *verdict_text(const struct doctor *d, int p, char *buf, size_t cap) {
+  const struct topo_port_choice *pc = &d->c->pc[p];
+  if (pc->verdict == TV_CHOSEN)
+    snprintf(buf, cap, "[%d] chosen", pc->dev);
+  else
+    snprintf(buf, cap, "not used (%s)", topo_verdict_name(pc->verdict));
+  return buf;
+}
+
+static void print_gid_row(FILE *f, const struct doctor *d, int p, const struct topo_gid *g) {
+  const struct topo_port *pt = &d->h->port[p];
+  char gs[64], chosen[96];
+  gid_str(g->raw, gs, sizeof(gs));
+  const char *why = doc_gid_verdict(d, p, g->index);
+  if (!why[0]) {
+    snprintf(chosen, sizeof(chosen), "CHOSEN%s%s",
+             d->c->pc[p].gid.forced ? " (NCCL_IB_GID_INDEX)" : "",
+             d->c->pc[p].verdict == TV_CHOSEN ? "" : " for the port, which is not used");
+    why = chosen;
+  }
+  fprintf(f, "      GID %-3d %-28s %-8s %-14s %s\n", g->index, gs,
+          g->type_err ? "unread" : gid_type_name(g->type, pt->ll), g->ndev[0] ? g->ndev : "-", why);
+}
+
+/* Under a port line: why it is not used, then its GID table. */
+static void print_port_detail(FILE *f, const struct doctor *d, int p) {
+  const struct topo_port *pt = &d->h->port[p];
+  const struct topo_port_choice *pc = &d->c->pc[p];
+  if (pc->verdict != TV_CHOSEN) wrapped(f, "      not used: ", 8, pc->why);
+  if (!pt->ngid) fprintf(f, "      (no populated GID)\n");
+  for (int k = 0; k < pt->ngid; k++) print_gid_row(f, d, p, &pt->gid[k]);
+  int found = 0;
+  for (int k = 0; k < pt->ngid; k++) found |= pt->gid[k].index == pc->gid.index;
+  if (pc->gid.forced && pc->gid.index >= 0 && !found)
+    fprintf(f, "      GID %-3d (empty or missing; forced by NCCL_IB_GID_INDEX)\n", pc->gid.index);
+  if (pt->ll == TOPO_LL_ETH && pc->gid.nccl_index != pc->gid.index && pc->verdict != TV_STATE)
+    fprintf(f, "      NCCL's built-in IB transport would choose GID %d\n", pc->gid.nccl_index);
+}
+
+static void print_ports(FILE *f, const struct doctor *d) {
+  const struct topo_host *h = d->h;
+  fprintf(f, "\nRDMA ports and their GIDs (ibdev2netdev and show_gids in one view)\n");
+  if (!h->nport) {
+    fprintf(f, "  none: %s\n", h->rdma_present ? "the devices have no ports" : h->no_rdma);
+    return;
+  }
+  fprintf(f, "  %-15s %-16s %-5s %-20s %-5s %-5s %-16s %-13s %-4s %s\n", "DEVICE:PORT", "STATE",
+          "LINK", "RATE", "MTU", "LID", "NETDEV", "PCI", "NUMA", "VERDICT");
+  for (int p = 0; p < h->nport; p++) {
+    const struct topo_port *pt = &h->port[p];
+    const struct topo_hca *hca = &h->hca[pt->hca];
+    char label[80], state[48], lid[16] = "-", nd[40], v[64];
+    topo_port_label(h, p, label, sizeof(label));
+    snprintf(state, sizeof(state), "%s/%s", pt->state_txt, pt->phys_txt);
+    if (pt->ll == TOPO_LL_IB) snprintf(lid, sizeof(lid), "%d", pt->lid);
+    snprintf(nd, sizeof(nd), "%s%s", pt->netdev[0] ? pt->netdev : "-",
+             pt->netdev_up == 1   ? " (up)"
+             : pt->netdev_up == 0 ? " (down)"
+                                  : "");
+    fprintf(f, "  %-15s %-16s %-5s %-20s %-5d %-5s %-16s %-13s %-4d %s\n", label, state,
+            topo_ll_name(pt->ll), pt->rate, pt->active_mtu, lid, nd,
+            hca->busid[0] ? hca->busid : "-", hca->numa, verdict_text(d, p, v, sizeof(v)));
+    print_port_detail(f, d, p);
+  }
+}
+
+static void print_devices(FILE *f, const struct doctor *d) {
+  const struct topo_choice *c = d->c;
+  if (!c->ndev) return;
+  fprintf(f, "\nNCCL devices, in NCCL's order (by PCI bus id), pciPath as NCCL's topology reads "
+             "it\n");
+  for (int i = 0; i < c->ndev; i++) {
+    const struct topo_dev *dv = &c->dev[i];
+    char gs[64], sub[64];
+    gid_str(dv->gid, gs, sizeof(gs));
+    doc_port_subnet(d, dv->port, sub, sizeof(sub));
+    fprintf(f, "  [%d] %s:%d %s GID %d %s%s%s%s%s, MTU %d, %d Mb/s, NUMA %d, NCCL port %d\n", i,
+            dv->name, dv->ib_port, topo_ll_name(dv->ll), dv->gid_index, gs,
+            dv->netdev[0] ? " on " : "", dv->netdev, sub[0] ? " " : "", sub, dv->mtu,
+            dv->speed_mbps, dv->numa, dv->ib_port + dv->real_port);
+    fprintf(f, "      pciPath %s\n", dv->pci_path);
+  }
+}
+
+static void print_matrix_legend(FILE *f, const struct doctor *d) {
+  const struct topo_host *h = d->h;
+  fprintf(f, "  NICs:");
+  for (int i = 0; i < h->nhca; i++) {
+    int p = h->hca[i].first_port;
+    char sub[64] = "";
+    if (h->hca[i].nports) doc_port_subnet(d, p, sub, sizeof(sub));
+    fprintf(f, "%s %s = %s%s%s (%s)", i ? ";" : "", h->hca[i].name,
+            h->hca[i].nports && h->port[p].netdev[0] ? h->port[p].netdev : "-", sub[0] ? " " : "",
+            sub, h->hca[i].nports && d->c->pc[p].verdict == TV_CHOSEN ? "chosen" : "not used");
+  }
+  fprintf(f, "\n  PIX one PCIe switch, PXB several switches, PHB one host bridge, NODE two host "
+             "bridges of one\n  NUMA node (NCCL calls it PHB), SYS across NUMA nodes: NCCL's "
+             "definitions (topo/pcidist.h)\n");
+}
+
+static void print_gpus(FILE *f, const struct doctor *d) {
+  const struct topo_host *h = d->h;
+  const struct topo_choice *c = d->c;
+  fprintf(f, "\nGPU to NIC (nvidia-smi topo -m, with the NICs' netdevs and subnets)\n");
+  if (!h->ngpu) {
+    fprintf(f, "  no GPU found (%s)\n", h->pci_source);
+    return;
+  }
+  fprintf(f, "  %-6s", "");
+  for (int i = 0; i < h->nhca; i++)
+    fprintf(f, " %-*s", (int)strlen(h->hca[i].name) < 5 ? 5 : (int)strlen(h->hca[i].name),
+            h->hca[i].name);
+  fprintf(f, "  %-13s %-4s %s\n", "CPU AFFINITY", "NUMA", "NEAREST CHOSEN");
+  for (int g = 0; g < h->ngpu; g++) {
+    fprintf(f, "  %-6s", h->gpu[g].name);
+    for (int i = 0; i < h->nhca; i++) {
+      int w = (int)strlen(h->hca[i].name) < 5 ? 5 : (int)strlen(h->hca[i].name);
+      enum pci_class k = h->hca[i].nports ? c->gc[g].to_port[h->hca[i].first_port] : PC_UNKNOWN;
+      fprintf(f, " %-*s", w, pci_class_name(k));
+    }
+    char near[256] = "none";
+    size_t o = 0;
+    for (int k = 0; k < c->gc[g].nnear && o < sizeof(near); k++) {
+      const struct topo_dev *dv = &c->dev[c->gc[g].near[k]];
+      char sub[64];
+      doc_port_subnet(d, dv->port, sub, sizeof(sub));
+      o = topo_cat(near, sizeof(near), o, "%s%s:%d (%s%s%s, GID %d)", k ? ", " : "", dv->name,
+                   dv->ib_port, dv->netdev[0] ? dv->netdev : "-", sub[0] ? " " : "", sub,
+                   dv->gid_index);
+    }
+    fprintf(f, "  %-13s %-4d %s\n", h->gpu[g].cpus[0] ? h->gpu[g].cpus : "-", h->gpu[g].numa, near);
+  }
+  print_matrix_legend(f, d);
+}
+
+static void print_ifaces(FILE *f, const struct doctor *d) {
+  const struct topo_host *h = d->h;
+  const struct topo_choice *c = d->c;
+  const char *ifn = c->prefs.socket_ifname;
+  fprintf(f, "\nSocket interfaces (NCCL_SOCKET_IFNAME %s%s%s)\n",
+          ifn ? "=" : "unset: NCCL's automatic choice", ifn ? ifn : "", "");
+  fprintf(f, "  %-14s %-9s %-40s %-5s %-13s %-4s %s\n", "IFACE", "STATE", "ADDRESSES", "MTU", "PCI",
+          "NUMA", "VERDICT");
+  for (int i = 0; i < h->ifs.n; i++) {
+    const struct netif *n = &h->ifs.ifs[i];
+    char addrs[256] = "", verdict[160];
+    size_t o = 0;
+    for (int k = 0; k < n->naddr && o < sizeof(addrs); k++) {
+      char a[64];
+      ipaddr_cidr(&n->addr[k], a, sizeof(a));
+      o = topo_cat(addrs, sizeof(addrs), o, "%s%s", k ? " " : "", a);
+    }
+    struct pci_chain ch;
+    const char *base = pci_chain_from_path(&ch, n->pci_path, -1) == 0 ? ch.bdf[ch.n - 1] : "-";
+    int j;
+    for (j = 0; j < c->sock.n && c->sock.idx[j] != i; j++) {
+    }
+    if (j < c->sock.n)
+      snprintf(verdict, sizeof(verdict), "chosen [%d]%s", j,
+               i == c->main_if ? ", main (bootstrap)" : "");
+    else
+      snprintf(verdict, sizeof(verdict), "not used: %s%s", c->sock.why[i],
+               i == c->main_if ? "; main" : "");
+    fprintf(f, "  %-14s %-9s %-40s %-5d %-13s %-4d %s\n", n->name,
+            !n->up        ? "down"
+            : !n->running ? "no-carrier"
+                          : "up",
+            addrs[0] ? addrs : "-", n->mtu, base, n->numa, verdict);
+  }
+  if (c->main_if >= 0) {
+    char line[400];
+    snprintf(line, sizeof(line), "%s: %s", h->ifs.ifs[c->main_if].name, c->main_why);
+    wrapped(f, "  main interface: ", 4, line);
+  }
+  if (c->sock.error[0]) wrapped(f, "  problem: ", 4, c->sock.error);
+}
+
+static void print_env(FILE *f, const struct doctor *d) {
+  fprintf(f, "\nNCCL_* variables\n  this process:");
+  for (int i = 0; i < d->self.n; i++) fprintf(f, " %s=%s", d->self.v[i].name, d->self.v[i].value);
+  fprintf(f, "%s\n", d->self.n ? "" : " none");
+  if (!d->pid1_ok) {
+    wrapped(f, "  PID 1: ", 4, d->pid1_err);
+  } else {
+    fprintf(f, "  PID 1 (%s):", d->pid1_src);
+    for (int i = 0; i < d->pid1.n; i++) fprintf(f, " %s=%s", d->pid1.v[i].name, d->pid1.v[i].value);
+    fprintf(f, "%s\n", d->pid1.n ? "" : " none");
+    int ndiff = 0;
+    for (int pass = 0; pass < 2; pass++) {
+      const struct doc_env *a = pass ? &d->pid1 : &d->self, *b = pass ? &d->self : &d->pid1;
+      for (int i = 0; i < a->n; i++) {
+        const char *other = doc_env_get(b, a->v[i].name);
+        if (pass && other) continue; /* reported in the first pass */
+        if (other && !strcmp(other, a->v[i].value)) continue;
+        fprintf(f, "  differs: %s: this process %s%s%s, PID 1 %s%s%s\n", a->v[i].name,
+                pass ? "unset" : "\"", pass ? "" : a->v[i].value, pass ? "" : "\"",
+                pass || other ? "\"" : "unset",
+                pass    ? a->v[i].value
+                : other ? other
+                        : "",
+                pass || other ? "\"" : "");
+        ndiff++;
+      }
+    }
+    if (ndiff && !d->pid1_applied)
+      fprintf(f, "  a job started by PID 1 sees PID 1's values: rerun with --pid1 to check them\n");
+  }
+  fprintf(f, "  evaluated with: %s\n",
+          d->pid1_applied ? "PID 1's values (--pid1)" : "this process's values");
+}
+
+static void print_issues(FILE *f, const struct doctor *d) {
+  const struct topo_host *h = d->h;
+  const struct topo_choice *c = d->c;
+  if (h->nnote) fprintf(f, "\nDiscovery notes (tolerated)\n");
+  for (int i = 0; i < h->nnote; i++) wrapped(f, "  - ", 4, h->note[i]);
+  fprintf(f, "\nProblems\n");
+  if (!c->nissue) fprintf(f, "  none\n");
+  for (enum topo_sev s = TOPO_ERROR;; s--) {
+    for (int i = 0; i < c->nissue; i++) {
+      if (c->issue[i].sev != s) continue;
+      char pre[24];
+      snprintf(pre, sizeof(pre), "  %-8s ", doc_sev_name(s));
+      wrapped(f, pre, 11, c->issue[i].text);
+    }
+    if (s == TOPO_NOTE) break;
+  }
+}
+
+static void print_recs(FILE *f, const struct doctor *d) {
+  const struct topo_choice *c = d->c;
+  fprintf(f, "\nRecommended settings\n");
+  if (!c->nrec) fprintf(f, "  none needed: the automatic choices above are what NCCL should use\n");
+  for (int i = 0; i < c->nrec; i++) {
+    const struct topo_rec *r = &c->rec[i];
+    fprintf(f, "  export %s=%s\n", r->name, r->value);
+    char pre[32];
+    snprintf(pre, sizeof(pre), "      # %s: ", r->status);
+    wrapped(f, pre, 8, r->why);
+  }
+  int warnings = 0;
+  for (int i = 0; i < c->nissue; i++) warnings += c->issue[i].sev == TOPO_WARNING;
+  fprintf(f, "\nverdict: %s, %d error%s, %d warning%s; exit status %d\n", doc_transport(d),
+          c->errors, c->errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
+}
+
+void doctor_print_text(FILE *f, const struct doctor *d) {
+  print_header(f, d);
+  print_ports(f, d);
+  print_devices(f, d);
+  print_gpus(f, d);
+  print_ifaces(f, d);
+  print_env(f, d);
+  print_issues(f, d);
+  print_recs(f, d);
+}

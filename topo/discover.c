@@ -1,0 +1,86 @@
+/* topo_discover: interfaces, RDMA devices, GPUs and PCI chains. */
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/log.h"
+#include "plugin/strutil.h"
+#include "topo/internal.h"
+#include "topo/sysfs.h"
+
+void topo_note(struct topo_host *h, const char *fmt, ...) {
+  char text[TOPO_NOTE_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof(text), fmt, ap);
+  va_end(ap);
+  INFO(LOG_NET, "%s", text);
+  if (h->nnote < TOPO_MAX_NOTES) scopy(h->note[h->nnote++], TOPO_NOTE_MAX, text);
+}
+
+/* The interface of the IPv4 default route, from /proc/net/route: a hint for
+ * which interface is the host's main network (live hosts only). */
+static void read_default_route(struct topo_host *h) {
+  FILE *f = fopen("/proc/net/route", "re");
+  if (!f) return;
+  char line[256];
+  while (fgets(line, sizeof(line), f)) {
+    char ifname[IF_NAMESIZE + 1];
+    unsigned long dst, gw, flags, ref, use, metric, mask;
+    if (sscanf(line, "%16s %lx %lx %lx %lu %lu %lu %lx", ifname, &dst, &gw, &flags, &ref, &use,
+               &metric, &mask) == 8 &&
+        dst == 0 && mask == 0) {
+      scopy(h->default_route_if, sizeof(h->default_route_if), ifname);
+      break;
+    }
+  }
+  fclose(f);
+}
+
+static void pci_source(struct topo_host *h) {
+  static atomic_int said;
+  char why[320];
+  h->gpus_known = 1;
+  if (hw_discover(h, why, sizeof(why)) == 0) return;
+  snprintf(h->pci_source, sizeof(h->pci_source), "sysfs PCI paths, as NCCL reads them (%s)", why);
+  if (!atomic_exchange(&said, 1))
+    INFO(LOG_INIT, "GPUs and PCI distances from sysfs paths, as NCCL computes them: %s", why);
+  gpu_discover_sysfs(h);
+}
+
+int topo_discover(struct topo_host *h, int flags) {
+  memset(h, 0, sizeof(*h));
+  scopy(h->sysfs_root, sizeof(h->sysfs_root), sysfs_root());
+  int r = netif_discover(&h->ifs);
+  if (r) return r;
+  if (!strcmp(h->ifs.source, "live")) read_default_route(h);
+  rdma_discover(h);
+  rdma_annotate(h);
+  if (h->rdma_present || (flags & TOPO_WANT_GPUS))
+    pci_source(h);
+  else
+    snprintf(h->pci_source, sizeof(h->pci_source), "not read: no RDMA device to place");
+  return 0;
+}
+
+const char *topo_ll_name(enum topo_ll ll) {
+  return ll == TOPO_LL_IB ? "IB" : ll == TOPO_LL_ETH ? "RoCE" : "unknown";
+}
+
+const char *topo_verdict_name(enum topo_verdict v) {
+  static const char *const names[] = {"chosen", "state", "filter",  "gid",
+                                      "plane",  "limit", "disabled"};
+  return v >= TV_CHOSEN && v <= TV_DISABLED ? names[v] : "?";
+}
+
+const char *gid_type_name(enum gid_type t, enum topo_ll ll) {
+  if (t == GID_TYPE_V2) return "RoCE v2";
+  if (t == GID_TYPE_V1) return ll == TOPO_LL_IB ? "IB" : "RoCE v1";
+  return "unknown";
+}
+
+void topo_port_label(const struct topo_host *h, int port, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s:%d", h->hca[h->port[port].hca].name, h->port[port].num);
+}

@@ -1,0 +1,242 @@
+/* Per port: is it up, does NCCL_IB_HCA select it; then NCCL's device order.
+ * NCCL_IB_HCA follows NCCL's grammar exactly (topo/filter.h); unlike NCCL,
+ * an entry that matches nothing gets a WARN listing what exists, and a
+ * prefix that also catches longer names (mlx5_1 -> mlx5_10) is pointed out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/log.h"
+#include "plugin/strutil.h"
+#include "topo/filter.h"
+#include "topo/internal.h"
+
+#define PORT_ACTIVE 4
+
+static void state_reason(const struct topo_port *pt, char *buf, size_t cap) {
+  const char *why;
+  switch (pt->state) {
+  case 1:
+    why = pt->phys_state == 3 ? "the port is disabled; enable it (ip link set <netdev> up, or the "
+                                "switch port)"
+          : pt->phys_state == 2 ? "the link is polling for a peer: cable unplugged or the switch "
+                                  "port is down"
+                                : "the link is down";
+    break;
+  case 2:
+    why = pt->ll == TOPO_LL_IB ? "no subnet manager has configured it; start opensm or check the "
+                                 "fabric's SM"
+                               : "the link is still initialising";
+    break;
+  case 3: why = "the subnet manager armed it but has not activated it"; break;
+  case 5: why = "active-defer: the link is recovering from an error"; break;
+  default: why = "its state could not be read"; break;
+  }
+  snprintf(buf, cap, "state %s (physical %s): %s", pt->state_txt[0] ? pt->state_txt : "unknown",
+           pt->phys_txt[0] ? pt->phys_txt : "unknown", why);
+}
+
+/* Ports an entry matches, as "mlx5_2:1, mlx5_3:1"; *usable gets whether
+ * any of them is ACTIVE. */
+static int entry_matches(const struct topo_host *h, const struct filt *f, int e, char *list,
+                         size_t cap, int *usable, int *names_other) {
+  int n = 0;
+  size_t o = 0;
+  list[0] = 0;
+  *usable = *names_other = 0;
+  for (int p = 0; p < h->nport; p++) {
+    const char *name = h->hca[h->port[p].hca].name;
+    if (!filt_entry_matches(f, e, name, h->port[p].num)) continue;
+    n++;
+    *usable |= h->port[p].state == PORT_ACTIVE;
+    if (strcmp(name, f->e[e].name)) *names_other = 1;
+    if (o < cap) o = topo_cat(list, cap, o, "%s%s:%d", o ? ", " : "", name, h->port[p].num);
+  }
+  return n;
+}
+
+static void all_ports(const struct topo_host *h, char *buf, size_t cap) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int p = 0; p < h->nport && o < cap; p++)
+    o = topo_cat(buf, cap, o, "%s%s:%d (%s)", p ? ", " : "", h->hca[h->port[p].hca].name,
+                 h->port[p].num, h->port[p].state_txt);
+  if (!h->nport) snprintf(buf, cap, "no RDMA port at all");
+}
+
+static void check_entries(const struct topo_host *h, struct topo_choice *c, const struct filt *f,
+                          const char *text) {
+  char have[1024], none[512] = "";
+  size_t o = 0;
+  int nnone = 0;
+  all_ports(h, have, sizeof(have));
+  for (int e = 0; e < f->n; e++) {
+    char list[512];
+    int usable, other;
+    int n = entry_matches(h, f, e, list, sizeof(list), &usable, &other);
+    if (n == 0) {
+      if (o < sizeof(none))
+        o = topo_cat(none, sizeof(none), o, "%s'%s'", o ? ", " : "", f->e[e].name);
+      nnone++;
+    } else if (!usable && !f->exclude) {
+      topo_issue(c, TOPO_WARNING,
+                 "NCCL_IB_HCA entry '%s' only matches ports that are not ACTIVE: %s", f->e[e].name,
+                 list);
+    } else if (other && !f->exact) {
+      if (!c->quiet)
+        WARN("NCCL_IB_HCA=%s: entry '%s' is a prefix and also %s %s; write '%s=%s' to name exact "
+             "devices",
+             text, f->e[e].name, f->exclude ? "excludes" : "selects", list, f->exclude ? "^" : "",
+             f->e[e].name);
+      topo_issue(c, TOPO_WARNING,
+                 "NCCL_IB_HCA entry '%s' is a prefix: it %s %s; write '%s=%s...' for exact names",
+                 f->e[e].name, f->exclude ? "excludes" : "selects", list, f->exclude ? "^" : "",
+                 f->e[e].name);
+    }
+  }
+  if (!nnone) return;
+  if (!c->quiet)
+    WARN("NCCL_IB_HCA=%s: %s %s %s no RDMA port; this host has %s", text,
+         nnone == 1 ? "entry" : "entries", none, nnone == 1 ? "matches" : "match", have);
+  topo_issue(c, f->exclude ? TOPO_WARNING : TOPO_ERROR,
+             "NCCL_IB_HCA=%s: %s %s %s no RDMA port; this host has %s", text,
+             nnone == 1 ? "entry" : "entries", none, nnone == 1 ? "matches" : "match", have);
+}
+
+/* Applies the filter to port p; returns 1 when selected. */
+static int filter_port(const struct topo_host *h, struct topo_choice *c, struct filt *f, int p) {
+  const char *name = h->hca[h->port[p].hca].name;
+  int num = h->port[p].num;
+  struct topo_port_choice *pc = &c->pc[p];
+  int sel = filt_select(f, name, num);
+  for (int e = 0; e < f->n && sel && !f->exclude; e++) {
+    if (!filt_entry_matches(f, e, name, num)) continue;
+    if (pc->rail < 0) pc->rail = f->e[e].rail, pc->plane = f->e[e].plane;
+    if (!strcmp(f->e[e].name, name)) pc->user_selected = 1;
+  }
+  return sel;
+}
+
+void hca_screen(const struct topo_host *h, struct topo_choice *c) {
+  const char *text = c->prefs.hca_filter;
+  struct filt f;
+  char why[256];
+  int have_filter = text && *text;
+  if (have_filter && filt_parse(text, &f, why, sizeof(why))) {
+    if (!c->quiet)
+      WARN("NCCL_IB_HCA=\"%s\" is not valid: %s; accepted: [^][=]name[:port][,name[:port]...] "
+           "(e.g. =mlx5_2:1,mlx5_3:1 or ^mlx5_bond_0); ignoring it",
+           text, why);
+    topo_issue(c, TOPO_ERROR, "NCCL_IB_HCA=\"%s\" is not valid (%s) and is ignored", text, why);
+    have_filter = 0;
+  }
+  for (int p = 0; p < h->nport; p++) {
+    const struct topo_port *pt = &h->port[p];
+    struct topo_port_choice *pc = &c->pc[p];
+    int sel = !have_filter || filter_port(h, c, &f, p);
+    if (c->prefs.ib_disable) {
+      pc->verdict = TV_DISABLED;
+      snprintf(pc->why, sizeof(pc->why), "RDMA disabled by NCCL_IB_DISABLE=1");
+    } else if (pt->state != PORT_ACTIVE) {
+      pc->verdict = TV_STATE;
+      state_reason(pt, pc->why, sizeof(pc->why));
+    } else if (pt->ll == TOPO_LL_UNKNOWN) {
+      pc->verdict = TV_STATE;
+      snprintf(pc->why, sizeof(pc->why), "link layer is neither InfiniBand nor Ethernet");
+    } else if (!sel) {
+      pc->verdict = TV_FILTER;
+      snprintf(pc->why, sizeof(pc->why), "%s NCCL_IB_HCA=%s", f.exclude ? "excluded by" : "not in",
+               text);
+    }
+  }
+  if (have_filter) check_entries(h, c, &f, text);
+}
+
+/* NCCL's topology key: the PCI path with the function digit zeroed and, as
+ * NCCL_IB_MERGE_VFS=1 does, the device digits too, so the ports and virtual
+ * functions of one adapter share a node. */
+static void norm_path(const char *path, char *out, size_t cap) {
+  scopy(out, cap, path);
+  size_t n = strlen(out);
+  if (n >= 4 && out[n - 2] == '.') {
+    out[n - 1] = '0';
+    out[n - 3] = out[n - 4] = '0';
+  }
+}
+
+static int dev_cmp(const void *x, const void *y, void *arg) {
+  const struct topo_host *h = arg;
+  const struct topo_port *a = &h->port[*(const int *)x], *b = &h->port[*(const int *)y];
+  const struct topo_hca *ha = &h->hca[a->hca], *hb = &h->hca[b->hca];
+  if (!ha->busid[0] != !hb->busid[0]) return ha->busid[0] ? -1 : 1; /* no PCI path: last */
+  int r = ha->busid[0] ? pci_busid_cmp(ha->busid, hb->busid) : 0;
+  if (!r) r = strverscmp(ha->name, hb->name);
+  return r ? r : a->num - b->num;
+}
+
+static void fill_dev(const struct topo_host *h, struct topo_choice *c, int p, int d) {
+  const struct topo_port *pt = &h->port[p];
+  const struct topo_hca *hca = &h->hca[pt->hca];
+  struct topo_port_choice *pc = &c->pc[p];
+  struct topo_dev *dv = &c->dev[d];
+  memset(dv, 0, sizeof(*dv));
+  dv->port = p;
+  dv->hca = pt->hca;
+  dv->name = hca->name;
+  dv->ib_port = pt->num;
+  dv->gid_index = pc->gid.index;
+  for (int k = 0; k < pt->ngid; k++)
+    if (pt->gid[k].index == pc->gid.index) {
+      memcpy(dv->gid, pt->gid[k].raw, 16);
+      dv->gid_type = pt->gid[k].type;
+    }
+  dv->netdev = pt->netdev;
+  if (pc->has_addr) dv->subnet = pc->addr;
+  dv->mtu = pt->active_mtu;
+  dv->ll = pt->ll;
+  dv->pci_path = hca->pci_path;
+  dv->numa = hca->numa;
+  dv->speed_mbps = pt->speed_mbps;
+  dv->lid = pt->lid;
+  dv->guid = hca->sys_image_guid;
+  dv->rail = pc->rail;
+  dv->plane = pc->plane;
+  char key[PATH_MAX], other[PATH_MAX];
+  norm_path(hca->pci_path, key, sizeof(key));
+  for (int e = 0; e < d; e++) {
+    norm_path(c->dev[e].pci_path, other, sizeof(other));
+    if (hca->pci_path[0] && !strcmp(key, other)) dv->real_port++;
+  }
+  pc->dev = d;
+}
+
+void hca_order(const struct topo_host *h, struct topo_choice *c) {
+  int idx[TOPO_MAX_PORTS], n = 0;
+  for (int p = 0; p < h->nport; p++)
+    if (c->pc[p].verdict == TV_CHOSEN) idx[n++] = p;
+  qsort_r(idx, (size_t)n, sizeof(int), dev_cmp, (void *)h);
+  c->ndev = 0;
+  for (int i = 0; i < n; i++) {
+    struct topo_port_choice *pc = &c->pc[idx[i]];
+    if (c->ndev == TOPO_MAX_DEVS) {
+      pc->verdict = TV_LIMIT;
+      snprintf(pc->why, sizeof(pc->why), "NCCL takes at most %d RDMA ports", TOPO_MAX_DEVS);
+      continue;
+    }
+    fill_dev(h, c, idx[i], c->ndev++);
+  }
+}
+
+int hca_filter_selects_chosen(const struct topo_host *h, const struct topo_choice *c,
+                              const char *text) {
+  struct filt f;
+  char why[128];
+  if (!text || filt_parse(text, &f, why, sizeof(why))) return 0;
+  for (int p = 0; p < h->nport; p++) {
+    enum topo_verdict v = c->pc[p].verdict;
+    /* Ports the current filter left out count when they would work. */
+    if (v != TV_CHOSEN && v != TV_PLANE && (v != TV_FILTER || c->pc[p].gid.index < 0)) continue;
+    if (filt_select(&f, h->hca[h->port[p].hca].name, h->port[p].num) != (v == TV_CHOSEN)) return 0;
+  }
+  return 1;
+}

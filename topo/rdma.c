@@ -1,0 +1,283 @@
+/* RDMA devices, ports and GID tables, read from class/infiniband under the
+ * sysfs root. Every file may be missing or unreadable: a container maps
+ * only some GID entries (reading gid_attrs/types/<i> gives EINVAL), an old
+ * kernel has no gid_attrs at all. Such entries are recorded as notes and
+ * the rest carries on. Fixtures list the files a real kernel would refuse
+ * in ports/<p>/x-diag-unreadable; they read as EINVAL here too. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/log.h"
+#include "plugin/strutil.h"
+#include "topo/gid.h"
+#include "topo/internal.h"
+#include "topo/sysfs.h"
+
+#define GID_TBL_SCAN_MAX 1024
+
+struct port_ctx {
+  const char *dev;
+  int num;
+  char unreadable[2048]; /* the fixture's list, one name a line */
+};
+
+static int listed_unreadable(const struct port_ctx *p, const char *rel) {
+  size_t n = strlen(rel);
+  for (const char *s = p->unreadable; (s = strstr(s, rel)); s += n)
+    if ((s == p->unreadable || s[-1] == '\n') && (s[n] == '\n' || s[n] == 0)) return 1;
+  return 0;
+}
+
+static int port_str(const struct port_ctx *p, char *buf, size_t cap, const char *rel) {
+  if (listed_unreadable(p, rel)) {
+    buf[0] = 0;
+    return -EINVAL;
+  }
+  return sysfs_read_str(buf, cap, "class/infiniband/%s/ports/%d/%s", p->dev, p->num, rel);
+}
+
+/* "4: ACTIVE" -> 4 and "ACTIVE". */
+static void parse_state(const char *s, int *num, char *txt, size_t cap) {
+  char *end;
+  *num = (int)strtol(s, &end, 10);
+  while (*end == ':' || *end == ' ') end++;
+  scopy(txt, cap, end);
+}
+
+/* "100 Gb/sec (4X EDR)" -> 100000 Mb/s, 4 lanes. */
+static void parse_rate(struct topo_port *pt) {
+  char *end;
+  double gb = strtod(pt->rate, &end);
+  if (end != pt->rate && gb > 0) pt->speed_mbps = (int)(gb * 1000 + 0.5);
+  const char *paren = strchr(pt->rate, '(');
+  if (paren) pt->width = atoi(paren + 1);
+}
+
+static long port_long(const struct port_ctx *p, const char *rel, long dflt) {
+  char buf[64];
+  if (port_str(p, buf, sizeof(buf), rel)) return dflt;
+  char *end;
+  long v = strtol(buf, &end, 0);
+  return end == buf ? dflt : v;
+}
+
+static void read_gid_attrs(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt,
+                           struct topo_gid *g) {
+  char rel[64], buf[64];
+  snprintf(rel, sizeof(rel), "gid_attrs/types/%d", g->index);
+  int rt = port_str(p, buf, sizeof(buf), rel);
+  g->type_err = -rt;
+  g->type = rt ? GID_TYPE_UNKNOWN : gid_type_parse(buf);
+  snprintf(rel, sizeof(rel), "gid_attrs/ndevs/%d", g->index);
+  int rn = port_str(p, g->ndev, sizeof(g->ndev), rel);
+  g->ndev_err = -rn;
+  /* InfiniBand GIDs have no netdev: a missing or refused ndevs entry is normal there. */
+  if (pt->ll != TOPO_LL_ETH || rn == -ENOENT) rn = 0;
+  if (!rt && !rn) return;
+  int err = rt ? -rt : -rn;
+  topo_note(h, "%s port %d GID %d: gid_attrs/%s%s%s unreadable (%s)%s", p->dev, p->num, g->index,
+            rt ? "types" : "", rt && rn ? " and " : "", rn ? "ndevs" : "", strerror(err),
+            err == EINVAL ? ": an entry this network namespace does not map; tolerated" : "");
+}
+
+static void read_gids(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt) {
+  for (int i = 0; i < GID_TBL_SCAN_MAX; i++) {
+    char rel[32], buf[80];
+    snprintf(rel, sizeof(rel), "gids/%d", i);
+    int r = port_str(p, buf, sizeof(buf), rel);
+    if (r == -ENOENT) break;
+    pt->gid_tbl_len = i + 1;
+    uint8_t raw[16];
+    if (r || gid_parse(buf, raw)) {
+      topo_note(h, "%s port %d %s: %s", p->dev, p->num, rel, r ? strerror(-r) : "not a GID");
+      continue;
+    }
+    if (gid_is_zero(raw)) continue; /* an unused entry */
+    if (pt->ngid == TOPO_MAX_GIDS) {
+      pt->gid_truncated = 1;
+      continue;
+    }
+    struct topo_gid *g = &pt->gid[pt->ngid++];
+    memset(g, 0, sizeof(*g));
+    g->index = i;
+    memcpy(g->raw, raw, 16);
+    g->ndev_up = -1;
+    g->prefix = -1;
+    read_gid_attrs(h, p, pt, g);
+  }
+  if (pt->gid_truncated)
+    topo_note(h, "%s port %d has more than %d populated GIDs; the rest are not considered", p->dev,
+              p->num, TOPO_MAX_GIDS);
+}
+
+/* The port's netdev: the one behind its GIDs (what show_gids and RoCE use),
+ * else the PCI function's netdev whose dev_port matches (IPoIB, or RoCE
+ * without GIDs). */
+static void find_netdev(const struct port_ctx *p, struct topo_port *pt) {
+  for (int i = 0; i < pt->ngid; i++)
+    if (pt->gid[i].ndev[0]) {
+      scopy(pt->netdev, sizeof(pt->netdev), pt->gid[i].ndev);
+      return;
+    }
+  char names[8][SYSFS_NAME_MAX];
+  int n = sysfs_list(names, 8, "class/infiniband/%s/device/net", p->dev);
+  for (int i = 0; i < n; i++) {
+    long dev_port = 0;
+    sysfs_read_long(&dev_port, "class/infiniband/%s/device/net/%s/dev_port", p->dev, names[i]);
+    if (n == 1 || dev_port == p->num - 1) {
+      scopy(pt->netdev, sizeof(pt->netdev), names[i]);
+      return;
+    }
+  }
+}
+
+static void read_port(struct topo_host *h, int hca, int num) {
+  if (h->nport == TOPO_MAX_PORTS) {
+    topo_note(h, "more than %d RDMA ports; %s port %d and later are not considered", TOPO_MAX_PORTS,
+              h->hca[hca].name, num);
+    return;
+  }
+  struct topo_port *pt = &h->port[h->nport++];
+  memset(pt, 0, sizeof(*pt));
+  pt->hca = hca;
+  pt->num = num;
+  pt->netdev_up = -1;
+  struct port_ctx p = {h->hca[hca].name, num, ""};
+  port_str(&p, p.unreadable, sizeof(p.unreadable), "x-diag-unreadable");
+  char buf[64];
+  if (port_str(&p, buf, sizeof(buf), "state") == 0)
+    parse_state(buf, &pt->state, pt->state_txt, sizeof(pt->state_txt));
+  else
+    topo_note(h, "%s port %d state: unreadable", p.dev, num);
+  if (port_str(&p, buf, sizeof(buf), "phys_state") == 0)
+    parse_state(buf, &pt->phys_state, pt->phys_txt, sizeof(pt->phys_txt));
+  if (port_str(&p, buf, sizeof(buf), "link_layer") == 0)
+    pt->ll = !strcmp(buf, "InfiniBand") ? TOPO_LL_IB
+             : !strcmp(buf, "Ethernet") ? TOPO_LL_ETH
+                                        : TOPO_LL_UNKNOWN;
+  if (port_str(&p, pt->rate, sizeof(pt->rate), "rate") == 0) parse_rate(pt);
+  pt->lid = (int)port_long(&p, "lid", 0);
+  pt->sm_lid = (int)port_long(&p, "sm_lid", 0);
+  pt->lmc = (int)port_long(&p, "lid_mask_count", 0);
+  pt->active_mtu = (int)port_long(&p, "x-diag-active_mtu", 0);
+  read_gids(h, &p, pt);
+  find_netdev(&p, pt);
+}
+
+static void read_hca(struct topo_host *h, const char *name) {
+  struct topo_hca *d = &h->hca[h->nhca];
+  memset(d, 0, sizeof(*d));
+  scopy(d->name, sizeof(d->name), name);
+  d->numa = -1;
+  int r = sysfs_realpath(d->pci_path, sizeof(d->pci_path), "class/infiniband/%s/device", name);
+  if (r)
+    topo_note(h, "%s: no PCI device (class/infiniband/%s/device: %s); it sorts last", name, name,
+              strerror(-r));
+  const char *base = strrchr(d->pci_path, '/');
+  if (base && pci_is_bdf(base + 1)) scopy(d->busid, sizeof(d->busid), base + 1);
+  long v;
+  if (sysfs_read_long(&v, "class/infiniband/%s/device/numa_node", name) == 0) d->numa = (int)v;
+  sysfs_read_str(d->cpus, sizeof(d->cpus), "class/infiniband/%s/device/local_cpulist", name);
+  sysfs_read_str(d->node_guid, sizeof(d->node_guid), "class/infiniband/%s/node_guid", name);
+  sysfs_read_str(d->sys_image_guid, sizeof(d->sys_image_guid), "class/infiniband/%s/sys_image_guid",
+                 name);
+  sysfs_read_str(d->fw_ver, sizeof(d->fw_ver), "class/infiniband/%s/fw_ver", name);
+  sysfs_read_str(d->hca_type, sizeof(d->hca_type), "class/infiniband/%s/hca_type", name);
+  sysfs_read_str(d->board_id, sizeof(d->board_id), "class/infiniband/%s/board_id", name);
+  if (d->pci_path[0]) pci_chain_from_path(&d->chain, d->pci_path, d->numa);
+  d->first_port = h->nport;
+  char ports[16][SYSFS_NAME_MAX];
+  int n = sysfs_list(ports, 16, "class/infiniband/%s/ports", name);
+  if (n < 0) topo_note(h, "%s: cannot list its ports: %s", name, strerror(-n));
+  for (int i = 0; i < n; i++) read_port(h, h->nhca, atoi(ports[i]));
+  d->nports = h->nport - d->first_port;
+  h->nhca++;
+}
+
+int rdma_discover(struct topo_host *h) {
+  char names[TOPO_MAX_HCAS + 1][SYSFS_NAME_MAX];
+  int n = sysfs_list(names, TOPO_MAX_HCAS + 1, "class/infiniband");
+  if (n == -ENOENT)
+    snprintf(h->no_rdma, sizeof(h->no_rdma),
+             "%s/class/infiniband does not exist (no RDMA driver loaded)", h->sysfs_root);
+  else if (n < 0)
+    snprintf(h->no_rdma, sizeof(h->no_rdma), "cannot list %s/class/infiniband: %s", h->sysfs_root,
+             strerror(-n));
+  else if (n == 0)
+    snprintf(h->no_rdma, sizeof(h->no_rdma),
+             "%s/class/infiniband is empty (the RDMA driver found no device)", h->sysfs_root);
+  if (n <= 0) return 0;
+  if (n > TOPO_MAX_HCAS) {
+    topo_note(h, "more than %d RDMA devices; %s and later are not considered", TOPO_MAX_HCAS,
+              names[TOPO_MAX_HCAS]);
+    n = TOPO_MAX_HCAS;
+  }
+  h->rdma_present = 1;
+  for (int i = 0; i < n; i++) read_hca(h, names[i]);
+  return 0;
+}
+
+static const struct netif *netif_named(const struct netif_list *l, const char *name) {
+  for (int i = 0; i < l->n; i++)
+    if (!strcmp(l->ifs[i].name, name)) return &l->ifs[i];
+  return NULL;
+}
+
+static int netdev_state(const struct topo_host *h, const char *name) {
+  const struct netif *n = name[0] ? netif_named(&h->ifs, name) : NULL;
+  if (n) return n->up && n->running;
+  char buf[32];
+  if (!name[0] || sysfs_read_str(buf, sizeof(buf), "class/net/%s/operstate", name)) return -1;
+  return !strcmp(buf, "up") ? 1 : !strcmp(buf, "down") || !strcmp(buf, "lowerlayerdown") ? 0 : -1;
+}
+
+/* Prefix length of the interface address equal to the GID's, preferring
+ * the GID's own netdev. */
+static int gid_prefix(const struct topo_host *h, const struct topo_gid *g) {
+  struct ipaddr a;
+  gid_to_ipaddr(g->raw, &a);
+  int found = -1;
+  for (int i = 0; i < h->ifs.n; i++) {
+    const struct netif *n = &h->ifs.ifs[i];
+    for (int k = 0; k < n->naddr; k++) {
+      const struct ipaddr *x = &n->addr[k];
+      if (x->family != a.family || memcmp(x->bytes, a.bytes, a.family == AF_INET ? 4 : 16))
+        continue;
+      if (!strcmp(n->name, g->ndev)) return x->prefix;
+      found = x->prefix;
+    }
+  }
+  return found;
+}
+
+/* The RoCE active MTU: the netdev MTU less the RoCE v2 headers (GRH 40, UDP
+ * 8, BTH 12, XRC 4, AtomicETH 28, ICRC 4), rounded down to an IB MTU. */
+static int roce_mtu(int netdev_mtu) {
+  int room = netdev_mtu - 96;
+  for (int m = 4096; m >= 256; m /= 2)
+    if (room >= m) return m;
+  return 0;
+}
+
+void rdma_annotate(struct topo_host *h) {
+  for (int i = 0; i < h->nport; i++) {
+    struct topo_port *pt = &h->port[i];
+    pt->netdev_up = netdev_state(h, pt->netdev);
+    char master[PATH_MAX];
+    if (pt->netdev[0] &&
+        sysfs_realpath(master, sizeof(master), "class/net/%s/master", pt->netdev) == 0)
+      scopy(pt->netdev_master, sizeof(pt->netdev_master), strrchr(master, '/') + 1);
+    if (!pt->active_mtu) {
+      const struct netif *n = pt->netdev[0] ? netif_named(&h->ifs, pt->netdev) : NULL;
+      pt->active_mtu = pt->ll == TOPO_LL_IB ? 4096 : n && n->mtu ? roce_mtu(n->mtu) : 1024;
+    }
+    for (int k = 0; k < pt->ngid; k++) {
+      struct topo_gid *g = &pt->gid[k];
+      g->ndev_up = g->ndev[0] ? netdev_state(h, g->ndev) : pt->netdev_up;
+      g->prefix = gid_prefix(h, g);
+      g->ndev_is_port = !g->ndev[0] || !strcmp(g->ndev, pt->netdev);
+    }
+  }
+}

@@ -1,0 +1,284 @@
+/* Topology: what this host has (RDMA devices, ports, GID tables, GPUs,
+ * interfaces) and how NCCL should use it, with the reason for every choice
+ * and every rejected candidate.
+ *
+ * Two steps, both callable outside a training job (nccl-net-diag doctor
+ * runs exactly what the plugin runs):
+ *
+ *   struct topo_host *h = calloc(1, sizeof(*h));
+ *   struct topo_choice *c = calloc(1, sizeof(*c));
+ *   topo_discover(h, 0);           reads sysfs, interfaces and hwloc
+ *   topo_choose(h, NULL, c);       pure: knobs (or given prefs) -> choice
+ *   for (int i = 0; i < c->ndev; i++) use c->dev[i] (NCCL device order)
+ *
+ * The plugin itself uses the process-wide result of topo_process(), built
+ * once (pthread_once) and read-only afterwards, so any thread may read it:
+ * the IB transport takes c->dev[] as its device list (name, ib_port,
+ * gid_index, gid, netdev, subnet, mtu, ll, pci_path, numa, speed_mbps, lid,
+ * guid, real_port) and c->pc[] / c->gc[] for messages. Discovery tolerates
+ * every missing or unreadable file (a container with a partly mapped GID
+ * table answers EINVAL) and records it in notes.
+ *
+ * How ports are chosen (each step records why a port was set apart):
+ *  1. the port is ACTIVE and its link layer is InfiniBand or Ethernet;
+ *  2. NCCL_IB_HCA selects it (NCCL's grammar, topo/filter.h);
+ *  3. a GID is usable (topo/gid.h): IB index 0 (1 with a routable FLID);
+ *     RoCE by score or NCCL_IB_GID_INDEX;
+ *  4. plane rules (topo/plane.c, NCCL_DIAG_PLANES=auto): a RoCE port on the
+ *     bootstrap interface's subnet is set apart when other ports form a
+ *     separate RDMA plane; a port far from every GPU is set apart when every
+ *     GPU has a port on its own PCIe switch; a minority link layer is set
+ *     apart (NCCL cannot connect InfiniBand to RoCE);
+ *  5. the rest, sorted by PCI bus id then port (NCCL_IB_DEVICE_PCI_ORDER),
+ *     are the devices, at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS). */
+#ifndef DIAG_TOPO_TOPO_H
+#define DIAG_TOPO_TOPO_H
+
+#include <limits.h>
+#include <net/if.h>
+#include <stdint.h>
+
+#include "topo/addr.h"
+#include "topo/netif.h"
+#include "topo/pcidist.h"
+#include "topo/strbuf.h"
+
+#define TOPO_MAX_HCAS 32
+#define TOPO_MAX_PORTS 64
+#define TOPO_MAX_DEVS 32
+#define TOPO_MAX_GIDS 32 /* populated entries kept per port */
+#define TOPO_MAX_GPUS 16
+#define TOPO_MAX_NOTES 48
+#define TOPO_NOTE_MAX 256
+#define TOPO_MAX_ISSUES 32
+#define TOPO_MAX_RECS 6
+
+enum topo_ll { TOPO_LL_UNKNOWN, TOPO_LL_IB, TOPO_LL_ETH };
+
+/* gid_attrs/types: "IB/RoCE v1" (also what IB ports say) or "RoCE v2". */
+enum gid_type { GID_TYPE_UNKNOWN, GID_TYPE_V1, GID_TYPE_V2 };
+
+struct topo_gid {
+  int index;
+  uint8_t raw[16];
+  enum gid_type type;
+  int type_err;           /* errno reading the type (EINVAL in containers), 0 = read */
+  char ndev[IF_NAMESIZE]; /* "" when none or unreadable */
+  int ndev_err;
+  /* Facts from the interface list, filled by discovery, used by scoring: */
+  int ndev_up;      /* 1 up, 0 down or no carrier, -1 unknown */
+  int prefix;       /* prefix of the interface address equal to this GID, -1 unknown */
+  int ndev_is_port; /* ndev is the port's own netdev (not a VLAN or macvlan on it) */
+};
+
+struct topo_port {
+  int hca;   /* index into topo_host.hca */
+  int num;   /* port number, from 1 */
+  int state; /* 4 = ACTIVE */
+  char state_txt[24];
+  int phys_state; /* 5 = LinkUp */
+  char phys_txt[24];
+  enum topo_ll ll;
+  char rate[48];  /* "100 Gb/sec (4X EDR)" */
+  int speed_mbps; /* 0 unknown */
+  int width;      /* lanes, 0 unknown */
+  int lid, sm_lid, lmc;
+  int active_mtu;                  /* bytes */
+  char netdev[IF_NAMESIZE];        /* "" none */
+  char netdev_master[IF_NAMESIZE]; /* bond or team the netdev is enslaved to */
+  int netdev_up;                   /* 1, 0, -1 unknown */
+  int gid_tbl_len;                 /* entries in the table, populated or not */
+  int ngid;                        /* populated entries kept in gid[] */
+  int gid_truncated;
+  struct topo_gid gid[TOPO_MAX_GIDS];
+};
+
+struct topo_hca {
+  char name[64];
+  char busid[16];          /* "0000:1a:00.0", "" unknown */
+  char pci_path[PATH_MAX]; /* realpath of class/infiniband/<dev>/device */
+  int numa;
+  char cpus[128]; /* local CPU list */
+  char node_guid[24], sys_image_guid[24];
+  char fw_ver[32], hca_type[32], board_id[32];
+  struct pci_chain chain;
+  int first_port, nports; /* range in topo_host.port */
+};
+
+struct topo_gpu {
+  char busid[16];
+  char name[16]; /* "GPU0" in PCI bus order, as nvidia-smi numbers them */
+  unsigned device_id;
+  int numa;
+  char cpus[128];
+  struct pci_chain chain;
+};
+
+struct topo_host {
+  char sysfs_root[PATH_MAX];
+  int rdma_present;  /* class/infiniband lists a device */
+  char no_rdma[256]; /* when not: why, for one INFO line */
+  int nhca;
+  struct topo_hca hca[TOPO_MAX_HCAS];
+  int nport;
+  struct topo_port port[TOPO_MAX_PORTS];
+  int gpus_known; /* GPU discovery ran */
+  int ngpu;
+  struct topo_gpu gpu[TOPO_MAX_GPUS];
+  char pci_source[320]; /* "hwloc 2.9.0 (XML ...)" or "sysfs PCI paths (...)" */
+  int hwloc_used;
+  struct netif_list ifs;
+  char default_route_if[IF_NAMESIZE]; /* live hosts only, "" unknown */
+  int nnote;                          /* unreadable or missing entries, tolerated */
+  char note[TOPO_MAX_NOTES][TOPO_NOTE_MAX];
+};
+
+enum { TOPO_WANT_GPUS = 1 }; /* discover GPUs even on a host without RDMA */
+
+/* 0, or a negative errno when nothing could be discovered (the interface
+ * list failed; WARN logged). Missing RDMA or GPUs is not an error. */
+int topo_discover(struct topo_host *h, int flags);
+
+/* ---------------------------------------------------------------- choice */
+
+struct topo_prefs {
+  const char *hca_filter;    /* NCCL_IB_HCA, NULL = all */
+  int gid_index;             /* NCCL_IB_GID_INDEX, -1 = automatic */
+  int addr_family;           /* NCCL_IB_ADDR_FAMILY: AF_INET or AF_INET6 */
+  const char *addr_range;    /* NCCL_IB_ADDR_RANGE, NULL = any */
+  int roce_version;          /* NCCL_IB_ROCE_VERSION_NUM: 1 or 2 */
+  const char *socket_ifname; /* NCCL_SOCKET_IFNAME, NULL = automatic */
+  int socket_family;         /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC */
+  int planes;                /* NCCL_DIAG_PLANES: 1 auto, 0 off */
+  int ib_disable;            /* NCCL_IB_DISABLE */
+};
+/* The prefs the knob table holds now. */
+void topo_prefs_from_knobs(struct topo_prefs *p);
+
+enum topo_verdict {
+  TV_CHOSEN,
+  TV_STATE,    /* not ACTIVE, or unknown link layer */
+  TV_FILTER,   /* NCCL_IB_HCA */
+  TV_GID,      /* no usable GID */
+  TV_PLANE,    /* plane rules */
+  TV_LIMIT,    /* more than TOPO_MAX_DEVS */
+  TV_DISABLED, /* NCCL_IB_DISABLE=1 */
+};
+
+struct topo_gid_reject {
+  int index;
+  char why[200];
+};
+
+/* A GID pick for one port: the chosen index (-1 = none) and the verdict on
+ * every other populated entry. */
+struct gid_pick {
+  int index;
+  int score;
+  int forced;     /* index came from NCCL_IB_GID_INDEX */
+  int auto_index; /* what the automatic choice picks, -1 none */
+  int nccl_index; /* what NCCL's built-in IB transport picks */
+  int severity;   /* of note: 0 none, 1 warning, 2 error */
+  char note[480]; /* refusal reason, or the forced index's problem */
+  char hint[96];  /* a knob setting that would make a GID usable */
+  int nrej;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+};
+
+struct topo_port_choice {
+  enum topo_verdict verdict;
+  char why[1280];    /* "" when chosen */
+  int user_selected; /* an include-list NCCL_IB_HCA entry named it */
+  int rail, plane;   /* NCCL_IB_HCA 3rd/4th fields, -1 none */
+  struct gid_pick gid;
+  struct ipaddr addr; /* the chosen GID's address, prefix when known */
+  int has_addr;
+  int dev;                  /* index into topo_choice.dev, -1 */
+  enum pci_class gpu_class; /* distance to the nearest GPU, PC_UNKNOWN none */
+  int gpu_near;             /* index of that GPU, -1 */
+};
+
+/* One device for NCCL: what the IB transport needs, in NCCL device order. */
+struct topo_dev {
+  int port;         /* index into topo_host.port */
+  int hca;          /* index into topo_host.hca */
+  const char *name; /* the RDMA device, points into the host */
+  int ib_port;      /* the verbs port number */
+  int real_port;    /* earlier devices on the same PCI device (NCCL's realPort) */
+  int gid_index;
+  uint8_t gid[16];
+  enum gid_type gid_type;
+  const char *netdev;   /* "" none (IB without IPoIB) */
+  struct ipaddr subnet; /* the GID's address with its prefix; family 0 on IB */
+  int mtu;              /* active MTU, bytes */
+  enum topo_ll ll;
+  const char *pci_path; /* real sysfs path, as NCCL's topology reads it */
+  int numa;
+  int speed_mbps;
+  int lid;
+  const char *guid; /* sys_image_guid: ports of one ASIC share it */
+  int rail, plane;
+};
+
+struct topo_gpu_choice {
+  enum pci_class cls; /* nearest class to a chosen device, PC_UNKNOWN none */
+  int nnear;
+  int near[TOPO_MAX_DEVS];                /* indices into topo_choice.dev at that class */
+  enum pci_class to_port[TOPO_MAX_PORTS]; /* class to every port */
+};
+
+enum topo_sev { TOPO_NOTE, TOPO_WARNING, TOPO_ERROR };
+
+struct topo_issue {
+  enum topo_sev sev;
+  char text[1024];
+};
+
+/* A recommended environment setting. status: "add" (unset now), "change"
+ * (set to something that selects otherwise), "keep" (already right). */
+struct topo_rec {
+  char name[40];
+  char value[400];
+  char status[8];
+  char why[640];
+};
+
+struct topo_choice {
+  struct topo_prefs prefs;
+  int quiet;                /* a what-if run: no logs, no events */
+  struct netif_choice sock; /* NCCL_SOCKET_IFNAME, exactly as NCCL chooses */
+  int main_if;              /* index into host ifs: the bootstrap interface, -1 none */
+  int main_confident;       /* chosen by the user, the default route or GPU locality, not
+                               merely by interface order: plane rule 1 may use it */
+  char main_why[256];
+  int nport;
+  struct topo_port_choice pc[TOPO_MAX_PORTS];
+  int ndev;
+  struct topo_dev dev[TOPO_MAX_DEVS];
+  char why_none[768]; /* ndev == 0: why, in one line */
+  struct topo_gpu_choice gc[TOPO_MAX_GPUS];
+  int nissue;
+  struct topo_issue issue[TOPO_MAX_ISSUES];
+  int errors; /* issues of TOPO_ERROR: a multi-node run will break */
+  int nrec;
+  struct topo_rec rec[TOPO_MAX_RECS];
+};
+
+/* Decides everything; p NULL = the knobs. Logs each decision (INFO, WARN for
+ * misconfiguration) and emits one event per decision. Reads no file; always 0
+ * (what cannot be used is in the verdicts, issues and why_none). */
+int topo_choose(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c);
+
+/* The plugin's view, built once per process (discover + choose with the
+ * knobs). Never NULL; on failure ndev is 0 and why_none says why. */
+const struct topo_choice *topo_process(const struct topo_host **host);
+
+/* ------------------------------------------------------------- helpers */
+
+const char *topo_ll_name(enum topo_ll ll);                   /* "IB", "RoCE", "unknown" */
+const char *topo_verdict_name(enum topo_verdict v);          /* "chosen", "state", ... */
+const char *gid_type_name(enum gid_type t, enum topo_ll ll); /* "RoCE v2", "IB" */
+/* "mlx5_2:1" */
+void topo_port_label(const struct topo_host *h, int port, char *buf, size_t cap);
+
+#endif
