@@ -11,6 +11,7 @@
 #include "plugin/log.h"
 #include "plugin/ncclver.h"
 #include "plugin/version.h"
+#include "transport/ib/ib.h"
 #include "transport/xp.h"
 
 static struct diag_ctx default_ctx = {OBJ_CTX, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF};
@@ -94,11 +95,11 @@ ncclResult_t diag_get_properties(int dev, struct diag_props *p) {
   p->name = (char *)d->name;
   p->pci_path = d->pci_path[0] ? (char *)d->pci_path : NULL;
   p->guid = d->guid;
-  p->ptr_support = NCCL_PTR_HOST;
+  p->ptr_support = d->is_ib ? ib_ptr_support(d) : NCCL_PTR_HOST;
   p->speed = d->speed_mbps;
   p->port = d->port;
   p->max_comms = 65536;
-  p->max_recvs = 1;
+  p->max_recvs = d->is_ib ? IB_MAX_RECVS : 1;
   p->max_p2p_bytes = DIAG_MAX_P2P_BYTES;
   p->max_coll_bytes = DIAG_MAX_COLL_BYTES;
   return ncclSuccess;

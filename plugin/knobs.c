@@ -78,6 +78,9 @@ static const struct knob_def knobs[K_COUNT] = {
     "(lowest latency); larger ones are striped over the data sockets"},
   [K_DIAG_MIN_CHUNK] = {"NCCL_DIAG_MIN_CHUNK", KT_INT, "131072", 4096, 1073741824, NULL,
     "smallest piece of a TCP message given to one data socket"},
+  [K_DIAG_FORCE_FLUSH] = {"NCCL_DIAG_FORCE_FLUSH", KT_BOOL, "0", 0, 1, NULL,
+    "1 = give every RDMA receive connection a flush queue pair even without GPU memory support, "
+    "so iflush's RDMA read runs (for testing that path)"},
   [K_DIAG_STALL_WARN_SEC] = {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
     "warn once when a request makes no progress for this many seconds (0 = never)"},
   [K_DIAG_HWLOC] = {"NCCL_DIAG_HWLOC", KT_BOOL, "1", 0, 1, NULL,

@@ -201,6 +201,7 @@ static void fill_dev(const struct topo_host *h, struct topo_choice *c, int p, in
   dv->guid = hca->sys_image_guid;
   dv->rail = pc->rail;
   dv->plane = pc->plane;
+  dv->off_plane = pc->off_plane;
   char key[PATH_MAX], other[PATH_MAX];
   norm_path(hca->pci_path, key, sizeof(key));
   for (int e = 0; e < d; e++) {

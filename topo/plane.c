@@ -40,10 +40,17 @@
 #include "plugin/strutil.h"
 #include "topo/internal.h"
 
+/* The layout decides the planes, not NCCL_IB_HCA: a usable port the filter
+ * left out still counts, so a port the user forces is known to be off its
+ * host's plane. */
+static int plane_candidate(const struct topo_port_choice *pc) {
+  return pc->verdict == TV_CHOSEN || (pc->verdict == TV_FILTER && pc->gid.index >= 0);
+}
+
 static int is_rail(const struct topo_host *h, const struct topo_choice *c, const char *ifname) {
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port *pt = &h->port[p];
-    if (c->pc[p].verdict != TV_CHOSEN || pt->ll != TOPO_LL_ETH || c->pc[p].gpu_class > PC_PXB)
+    if (!plane_candidate(&c->pc[p]) || pt->ll != TOPO_LL_ETH || c->pc[p].gpu_class > PC_PXB)
       continue;
     if (!strcmp(pt->netdev, ifname) || !strcmp(pt->netdev_master, ifname)) return 1;
   }
@@ -153,7 +160,7 @@ static void others_desc(const struct topo_host *h, const struct topo_choice *c, 
   size_t o = 0, so = 0;
   buf[0] = 0;
   for (int p = 0; p < h->nport; p++) {
-    if (c->pc[p].verdict != TV_CHOSEN || skip[p]) continue;
+    if (!plane_candidate(&c->pc[p]) || skip[p]) continue;
     if (o < cap)
       o = topo_cat(buf, cap, o, "%s%s:%d", o ? ", " : "", h->hca[h->port[p].hca].name,
                    h->port[p].num);
@@ -171,7 +178,7 @@ static void rule_main(const struct topo_host *h, struct topo_choice *c, struct p
   char how[TOPO_MAX_PORTS][200], others[400];
   int skip[TOPO_MAX_PORTS] = {0}, nmain = 0, nother = 0;
   for (int p = 0; p < h->nport; p++) {
-    if (c->pc[p].verdict != TV_CHOSEN) continue;
+    if (!plane_candidate(&c->pc[p])) continue;
     if ((skip[p] = on_main(h, c, p, how[p], sizeof(how[p]))))
       nmain++;
     else if (pl->why[p][1][0])
@@ -204,12 +211,12 @@ static void rule_gpu(const struct topo_host *h, const struct topo_choice *c, str
   for (int g = 0; g < h->ngpu; g++) {
     int near = 0;
     for (int p = 0; p < h->nport && !near; p++)
-      near = c->pc[p].verdict == TV_CHOSEN && c->gc[g].to_port[p] <= PC_PXB;
+      near = plane_candidate(&c->pc[p]) && c->gc[g].to_port[p] <= PC_PXB;
     if (!near) return; /* some GPU relies on a farther port */
   }
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port_choice *pc = &c->pc[p];
-    if (pc->verdict != TV_CHOSEN || pc->gpu_class <= PC_PXB || pc->gpu_class == PC_UNKNOWN)
+    if (!plane_candidate(pc) || pc->gpu_class <= PC_PXB || pc->gpu_class == PC_UNKNOWN)
       continue;
     snprintf(pl->why[p][1], sizeof(pl->why[p][1]),
              "storage or management NIC: the nearest GPU, %s, is %s from it (no shared PCIe "
@@ -223,7 +230,7 @@ static enum topo_ll keep_ll(const struct topo_host *h, const struct topo_choice 
                             const struct planes *pl) {
   int n[3] = {0}, near[3] = {0};
   for (int p = 0; p < h->nport; p++) {
-    if (c->pc[p].verdict != TV_CHOSEN || pl->why[p][0][0] || pl->why[p][1][0]) continue;
+    if (!plane_candidate(&c->pc[p]) || pl->why[p][0][0] || pl->why[p][1][0]) continue;
     n[h->port[p].ll]++;
     near[h->port[p].ll] += c->pc[p].gpu_class <= PC_PXB;
   }
@@ -237,9 +244,9 @@ static void rule_ll(const struct topo_host *h, const struct topo_choice *c, stru
   enum topo_ll keep = keep_ll(h, c, pl);
   int nkeep = 0;
   for (int p = 0; p < h->nport; p++)
-    nkeep += c->pc[p].verdict == TV_CHOSEN && h->port[p].ll == keep;
+    nkeep += plane_candidate(&c->pc[p]) && h->port[p].ll == keep;
   for (int p = 0; p < h->nport; p++) {
-    if (c->pc[p].verdict != TV_CHOSEN || h->port[p].ll == keep) continue;
+    if (!plane_candidate(&c->pc[p]) || h->port[p].ll == keep) continue;
     snprintf(pl->why[p][2], sizeof(pl->why[p][2]),
              "link layer %s differs from the %d %s port%s kept; NCCL cannot connect an "
              "InfiniBand port to a RoCE port",
@@ -258,6 +265,8 @@ static void settle(const struct topo_host *h, struct topo_choice *c, const struc
   if (!o) return;
   char label[80];
   topo_port_label(h, p, label, sizeof(label));
+  pc->off_plane = 1;
+  if (pc->verdict == TV_FILTER) return; /* not used anyway; the mark is for diagnoses */
   if (pc->user_selected) {
     int breaks = pl->why[p][0][0] || pl->why[p][2][0];
     if (!c->quiet)

@@ -189,6 +189,7 @@ struct topo_port_choice {
   enum topo_verdict verdict;
   char why[1280];    /* "" when chosen */
   int user_selected; /* an include-list NCCL_IB_HCA entry named it */
+  int off_plane;     /* the plane rules set it apart (kept only if the user named it) */
   int rail, plane;   /* NCCL_IB_HCA 3rd/4th fields, -1 none */
   struct gid_pick gid;
   struct ipaddr addr; /* the chosen GID's address, prefix when known */
@@ -218,6 +219,7 @@ struct topo_dev {
   int lid;
   const char *guid; /* sys_image_guid: ports of one ASIC share it */
   int rail, plane;
+  int off_plane;    /* this host's layout sets it apart; the user forced it */
 };
 
 struct topo_gpu_choice {

@@ -1,6 +1,7 @@
 /* accept: see listen.h. Each call does a bounded amount of non-blocking
  * work and returns; NCCL calls again until a recv comm comes out. */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +10,7 @@
 
 #include "plugin/events.h"
 #include "plugin/log.h"
+#include "transport/ib/ib.h"
 #include "transport/listen.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -155,6 +157,7 @@ static void build_reply(struct listen_comm *l) {
   snprintf(m->transport, sizeof(m->transport), "tcp");
   snprintf(m->dev, sizeof(m->dev), "%s", l->dev->name);
   snprintf(m->ifname, sizeof(m->ifname), "%s", l->dev->ifname);
+  ib_fill_hello(l->dev, m);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
   if (getsockname(l->ctrl_fd, (struct sockaddr *)&ss, &sl) == 0)
@@ -215,6 +218,25 @@ static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
   return ncclSuccess;
 }
 
+static ncclResult_t finish_rdma(struct listen_comm *l, void **recv_comm) {
+  struct xp_setup s;
+  memset(&s, 0, sizeof(s));
+  s.dev = l->dev;
+  s.ctrl_fd = l->ctrl_fd;
+  s.mine = l->mine;
+  xp_peer_describe(&s.peer, &l->peer_hello, l->ctrl_peer);
+  struct ib_setup *ibs = l->ibs;
+  l->ibs = NULL;
+  l->ctrl_fd = -1; /* the comm owns it now */
+  struct xp_comm *c = NULL;
+  ncclResult_t r = ib_comm_create(ibs, &s, &c);
+  listen_reset_conn(l);
+  if (r != ncclSuccess) return r;
+  ev_count(C_RECV_COMMS, 1);
+  *recv_comm = c;
+  return ncclSuccess;
+}
+
 static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **recv_comm) {
   char why[200];
   if (l->stage == CS_HELLO_HDR) {
@@ -243,7 +265,27 @@ static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **rec
       }
       l->out_off += (size_t)n;
     }
+    struct xp_peer peer;
+    xp_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
+    l->ibs = ib_setup_new(l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,
+                          NCCL_NET_TRAFFIC_CLASS_UNDEF);
+    l->stage = l->ibs ? CS_RDMA : CS_DATA;
+    /* RTR may wait for neighbour resolution: the setup has its own bound. */
+    if (l->ibs) l->conn_deadline = INT64_MAX;
+  }
+  if (l->stage == CS_RDMA) {
+    int r = ib_setup_progress(l->ibs);
+    if (r == 0) return ncclSuccess;
+    if (r < 0) {
+      listen_reset_conn(l);
+      ev_count(C_CONN_FAILURES, 1);
+      return ncclSystemError;
+    }
+    if (r == 1) return finish_rdma(l, recv_comm);
+    ib_setup_free(l->ibs); /* fall back: wait for the TCP data sockets */
+    l->ibs = NULL;
     l->stage = CS_DATA;
+    l->conn_deadline = now + l->handshake_ns;
   }
   if (l->stage == CS_DATA && l->data_have == l->ndata) return finish(l, recv_comm);
 check_deadline:

@@ -19,6 +19,7 @@
 #include "plugin/log.h"
 #include "transport/connect.h"
 #include "transport/handle.h"
+#include "transport/ib/ib.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -65,6 +66,7 @@ static void connecting_free(struct connecting *c) {
   for (int i = 0; i < c->ndata; i++)
     if (c->data[i].fd >= 0) close(c->data[i].fd);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  if (c->ibs) ib_setup_free(c->ibs);
   c->obj = OBJ_DEAD;
   free(c);
 }
@@ -192,6 +194,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
   m->connid = c->connid;
   snprintf(m->transport, sizeof(m->transport), "tcp");
   snprintf(m->dev, sizeof(m->dev), "%s", c->dev->name);
+  ib_fill_hello(c->dev, m);
   snprintf(m->ifname, sizeof(m->ifname), "%s", k->local ? k->local_if : c->dev->ifname);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
@@ -411,10 +414,17 @@ ncclResult_t xp_connect(const struct xp_dev *dev, int traffic_class, void *handl
       report_hello(&c->mine, &c->peer, peer.desc, "connect");
       report_detour(c, k);
       c->ndata = c->h.nsocks;
+      c->ibs = ib_setup_new(c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, peer.desc,
+                            c->traffic_class);
     } else if (now > c->deadline) {
       r = fail_unreachable(c);
       goto out_free;
     }
+  }
+  if (c->won >= 0 && c->ibs) {
+    r = connect_rdma(c, send_comm);
+    if (r != ncclSuccess || *send_comm) goto out_free;
+    if (c->ibs) return ncclSuccess; /* still setting up */
   }
   if (c->won >= 0) {
     r = connect_data_sockets(c, now);

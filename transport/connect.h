@@ -61,11 +61,16 @@ struct connecting {
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;
+  struct ib_setup *ibs; /* the RDMA setup stage, when both sides have RDMA */
   int ndata, data_done;
   struct data_sock data[XP_MAX_DATA_SOCKS];
 };
 
 ncclResult_t connect_data_sockets(struct connecting *c, int64_t now);
 ncclResult_t connect_finish(struct connecting *c, void **send_comm);
+/* After the hello: the RDMA stage. 0 = go on to TCP data sockets (or wait:
+ * *send_comm NULL and c->ibs set), else an error; *send_comm set when the
+ * RDMA connection is up. */
+ncclResult_t connect_rdma(struct connecting *c, void **send_comm);
 
 #endif

@@ -9,6 +9,7 @@
 #include "plugin/events.h"
 #include "plugin/log.h"
 #include "transport/connect.h"
+#include "transport/ib/ib.h"
 #include "transport/sock.h"
 
 static ncclResult_t data_fail(struct connecting *c, int i, int err, const char *what) {
@@ -61,6 +62,36 @@ ncclResult_t connect_data_sockets(struct connecting *c, int64_t now) {
     }
     if (d->off == PREAMBLE_LEN) c->data_done++;
   }
+  return ncclSuccess;
+}
+
+ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
+  int r = ib_setup_progress(c->ibs);
+  if (r == 0) return ncclSuccess;
+  if (r < 0) {
+    ev_count(C_CONN_FAILURES, 1);
+    return ncclSystemError;
+  }
+  if (r == 2) { /* fall back: the TCP data sockets come next */
+    ib_setup_free(c->ibs);
+    c->ibs = NULL;
+    return ncclSuccess;
+  }
+  struct xp_setup s;
+  memset(&s, 0, sizeof(s));
+  s.dev = c->dev;
+  s.send_side = 1;
+  s.ctrl_fd = c->ctrl_fd;
+  s.mine = c->mine;
+  xp_peer_describe(&s.peer, &c->peer, c->peer_addr);
+  struct xp_comm *comm = NULL;
+  struct ib_setup *ibs = c->ibs;
+  c->ibs = NULL;
+  c->ctrl_fd = -1; /* the comm owns it now */
+  ncclResult_t res = ib_comm_create(ibs, &s, &comm);
+  if (res != ncclSuccess) return res;
+  ev_count(C_SEND_COMMS, 1);
+  *send_comm = comm;
   return ncclSuccess;
 }
 

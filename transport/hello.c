@@ -70,7 +70,7 @@ static void w_tlv_knob(struct wbuf *w, uint16_t type, const struct hello_knob *k
 }
 
 /* IB block: fixed layout so one TLV carries the whole device identity. */
-#define IB_BLOCK_LEN (32 + 1 + 1 + 2 + 16 + 1 + 4 + 2 + 2 + 16 + 48)
+#define IB_BLOCK_LEN (32 + 1 + 1 + 2 + 16 + 1 + 4 + 2 + 2 + 16 + 48 + 1)
 
 static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   uint8_t b[IB_BLOCK_LEN];
@@ -90,6 +90,7 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   w_u16(&t, (uint16_t)ib->pkey_index);
   w_bytes(&t, netdev, 16);
   w_bytes(&t, subnet, 48);
+  w_u8(&t, (uint8_t)(ib->off_plane ? 1 : 0));
   w_tlv(w, T_IB, b, t.len);
 }
 
@@ -178,6 +179,7 @@ static int parse_ib(const uint8_t *v, size_t len, struct hello_ib *ib) {
   if (nd) wire_clean_str(ib->netdev, sizeof(ib->netdev), nd, strnlen((const char *)nd, 15));
   const uint8_t *sn = r_take(&r, 48);
   if (sn) wire_clean_str(ib->subnet, sizeof(ib->subnet), sn, strnlen((const char *)sn, 47));
+  ib->off_plane = r_u8(&r) & 1;
   if (r.short_read) return -1;
   ib->present = 1;
   return 0;

@@ -36,6 +36,7 @@ struct hello_ib {
   int pkey_index;
   char netdev[16];
   char subnet[48];
+  int off_plane; /* the sender's own layout sets this device apart */
 };
 
 struct hello {

@@ -11,6 +11,7 @@
 #include "plugin/knobs.h"
 #include "plugin/log.h"
 #include "topo/topo.h"
+#include "transport/ib/ib.h"
 #include "transport/xp.h"
 
 static struct xp_host host;
@@ -48,21 +49,17 @@ static void log_choice(struct xp_host *h) {
   INFO(LOG_INIT, "socket interfaces: %s", summary);
 }
 
-/* RDMA ports, chosen by topo/ (the IB transport will add them as devices).
- * Until then this says, in one line, what RDMA there is and that TCP is used. */
-static void probe_rdma(void) {
-  const struct topo_choice *tc = topo_process(NULL);
-  if (tc->ndev == 0)
-    INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", tc->why_none);
-  else
-    INFO(LOG_INIT, "%d usable RDMA port%s; this build carries data over TCP interfaces", tc->ndev,
-         tc->ndev == 1 ? "" : "s");
+/* RDMA ports, chosen by topo/ and opened by the IB transport, become the
+ * devices; without any, one line says why and the TCP interfaces are used. */
+static int add_rdma_devices(struct xp_host *h) {
+  int n = ib_host_init(h);
+  if (!n) INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", ib_state()->why_none);
+  return n;
 }
 
 static void build(void) {
   struct xp_host *h = &host;
   memset(h, 0, sizeof(*h));
-  probe_rdma();
   if (netif_discover(&h->ifs) != 0) {
     snprintf(h->why_none, sizeof(h->why_none),
              "the network interfaces could not be listed (see the warning above)");
@@ -73,10 +70,11 @@ static void build(void) {
   netif_choose(&h->ifs, knob_str(K_SOCKET_IFNAME), family, &h->choice);
   log_choice(h);
   if (h->choice.n == 0) {
+    /* Control connections need an interface even for RDMA devices. */
     snprintf(h->why_none, sizeof(h->why_none), "%s", h->choice.error);
     return;
   }
-  add_tcp_devices(h);
+  if (!add_rdma_devices(h)) add_tcp_devices(h);
 }
 
 void xp_host_init(void) { pthread_once(&host_once, build); }

@@ -16,6 +16,7 @@
 #include "plugin/knobs.h"
 #include "plugin/log.h"
 #include "transport/handle.h"
+#include "transport/ib/ib.h"
 #include "transport/sock.h"
 
 void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why) {
@@ -45,6 +46,8 @@ void listen_reset_conn(struct listen_comm *l) {
   for (int i = 0; i < l->ndata; i++)
     if (l->data_fds[i] >= 0) close(l->data_fds[i]);
   l->ctrl_fd = -1;
+  if (l->ibs) ib_setup_free(l->ibs);
+  l->ibs = NULL;
   l->stage = CS_NONE;
   l->in_off = l->out_len = l->out_off = 0;
   l->ndata = l->data_have = 0;

@@ -19,7 +19,7 @@ struct incoming {
   int64_t deadline;
 };
 
-enum conn_stage { CS_NONE, CS_HELLO_HDR, CS_HELLO_BODY, CS_SEND_HELLO, CS_DATA };
+enum conn_stage { CS_NONE, CS_HELLO_HDR, CS_HELLO_BODY, CS_SEND_HELLO, CS_RDMA, CS_DATA };
 
 struct listen_comm {
   uint32_t obj;
@@ -46,6 +46,7 @@ struct listen_comm {
   uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
   size_t out_len, out_off;
   struct hello peer_hello, mine;
+  struct ib_setup *ibs; /* the RDMA setup stage, when both sides have RDMA */
   int ndata;
   int data_fds[XP_MAX_DATA_SOCKS];
   int data_have;

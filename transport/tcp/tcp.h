@@ -86,6 +86,7 @@ struct tcp_comm {
   struct tcp_sock socks[XP_MAX_DATA_SOCKS];
   struct tcp_thread threads[TCP_MAX_THREADS];
   atomic_int stop;
+  int quiesced; /* helpers stopped after a failure */
   size_t inline_max, min_chunk;
   int64_t stall_ns;
 
@@ -121,9 +122,13 @@ enum { TCP_F_NOTIFY = 1, TCP_F_SOCKET = 2 };
 ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
+/* What the driving thread returns once the comm failed: it first stops the
+ * helper threads, so none still reads or writes a caller's buffer when the
+ * caller, told of the failure, frees it. */
+ncclResult_t tcp_failed(struct tcp_comm *c);
+
 /* tcp_abort.c */
 void tcp_abort_peer(struct tcp_comm *c, const char *reason);
-int tcp_read_abort(struct tcp_comm *c, char *reason, size_t cap, int wait_ms);
 struct tcp_req *tcp_req_get(struct tcp_comm *c);
 void tcp_req_put(struct tcp_comm *c, struct tcp_req *r);
 

@@ -11,6 +11,7 @@
 #include "plugin/events.h"
 #include "plugin/knobs.h"
 #include "plugin/log.h"
+#include "transport/abort.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
@@ -32,7 +33,7 @@ ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if ((flags & TCP_F_SOCKET) && c->send && tcp_read_abort(c, reason, sizeof(reason), 300)) {
+    if ((flags & TCP_F_SOCKET) && c->send && xp_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
       snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
       code = ncclRemoteError;
     }
@@ -124,6 +125,14 @@ int tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why,
   return 1;
 }
 
+ncclResult_t tcp_failed(struct tcp_comm *c) {
+  if (!c->quiesced) {
+    tcp_threads_stop(c);
+    c->quiesced = 1;
+  }
+  return c->fail_code;
+}
+
 static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
   if (!c->stall_ns || r->stall_warned) return;
   int64_t waited = now_ns() - r->posted_ns;
@@ -141,13 +150,13 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_req *r = request;
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
-  if (atomic_load(&c->failed)) return c->fail_code;
+  if (atomic_load(&c->failed)) return tcp_failed(c);
   ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
-  if (res != ncclSuccess) return res;
+  if (res != ncclSuccess) return tcp_failed(c);
   if (c->nthreads == 0)
     for (int i = 0; i < c->nsocks; i++)
-      if (tcp_sock_progress(c, &c->socks[i])) return c->fail_code;
-  if (atomic_load(&c->failed)) return c->fail_code;
+      if (tcp_sock_progress(c, &c->socks[i])) return tcp_failed(c);
+  if (atomic_load(&c->failed)) return tcp_failed(c);
   if (!r->hdr_done || atomic_load(&r->pending) != 0) {
     check_stall(c, r);
     return ncclSuccess;

@@ -177,6 +177,8 @@ void tcp_threads_stop(struct tcp_comm *c) {
     pthread_join(t->tid, NULL);
     t->started = 0;
   }
-  for (int i = 0; i < c->nthreads; i++)
+  for (int i = 0; i < c->nthreads; i++) {
     if (c->threads[i].efd >= 0) close(c->threads[i].efd);
+    c->threads[i].efd = -1;
+  }
 }

@@ -157,7 +157,7 @@ ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, in
                        void **mhandles, void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->failed)) return c->fail_code;
+  if (atomic_load(&c->failed)) return tcp_failed(c);
   if (n != 1) {
     WARN("irecv from %s with %d grouped receives: this TCP device reports maxRecvs=1 (an API "
          "misuse)",
@@ -183,5 +183,5 @@ ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, in
   c->posted[(c->posted_head + c->posted_count) % TCP_MAX_REQS] = r;
   c->posted_count++;
   *request = r;
-  return tcp_recv_progress(c);
+  return tcp_recv_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
 }

@@ -60,7 +60,7 @@ ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, voi
                        void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->failed)) return c->fail_code;
+  if (atomic_load(&c->failed)) return tcp_failed(c);
   char why[200];
   if (!tcp_mr_covers(mh, data, size, why, sizeof(why))) {
     WARN("isend of %zu bytes to %s: %s", size, xc->peer.desc, why);
@@ -102,5 +102,5 @@ ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, voi
     }
   }
   *request = r;
-  return tcp_send_progress(c);
+  return tcp_send_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
 }

@@ -1,0 +1,44 @@
+#include "transport/abort.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include "transport/frame.h"
+#include "transport/sock.h"
+
+void xp_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
+  size_t len = strnlen(reason, MSG_ABORT_MAX);
+  struct msg_hdr h = {MSG_F_ABORT, seq, 0, 0, len};
+  uint8_t hdr[MSG_HDR_LEN];
+  msg_hdr_encode(&h, hdr);
+  struct iovec iov[2] = {{hdr, MSG_HDR_LEN}, {(void *)reason, len}};
+  sock_sendv(ctrl_fd, iov, 2);
+  shutdown(ctrl_fd, SHUT_WR);
+}
+
+int xp_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
+  uint8_t buf[MSG_HDR_LEN + MSG_ABORT_MAX];
+  size_t got = 0;
+  int64_t end = now_ns() + (int64_t)wait_ms * 1000000;
+  while (now_ns() < end) {
+    struct pollfd p = {ctrl_fd, POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) continue;
+    ssize_t n = sock_recv(ctrl_fd, buf + got, sizeof(buf) - got);
+    if (n == -EAGAIN) continue;
+    if (n < 0) break;
+    got += (size_t)n;
+    struct msg_hdr h;
+    char why[160];
+    if (got < MSG_HDR_LEN) continue;
+    if (msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT)) return 0;
+    if (got < MSG_HDR_LEN + h.size) continue;
+    size_t len = h.size < cap - 1 ? h.size : cap - 1;
+    memcpy(reason, buf + MSG_HDR_LEN, len);
+    reason[len] = 0;
+    return 1;
+  }
+  return 0;
+}

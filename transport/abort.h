@@ -1,0 +1,16 @@
+/* Abort notices on a connection's control socket: the side that gives up on
+ * a connection says why, so the other side reports the real cause instead
+ * of a dead peer or a timeout. Shared by the TCP and RDMA transports. */
+#ifndef DIAG_TRANSPORT_ABORT_H
+#define DIAG_TRANSPORT_ABORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Best effort: one non-blocking write of the frame; then no more writes. */
+void xp_send_abort(int ctrl_fd, uint32_t seq, const char *reason);
+/* Waits up to wait_ms for the peer's notice: 1 with the reason, 0 none
+ * (the socket closed, or something else arrived). */
+int xp_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms);
+
+#endif

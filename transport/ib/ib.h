@@ -1,0 +1,174 @@
+/* The RDMA transport, over RC queue pairs.
+ *
+ * Data protocol (receiver-driven, as NCCL's own IB transport):
+ *  - irecv(n buffers) takes FIFO slot seq % IB_SLOTS, posts a receive for the
+ *    immediate on QP seq % nqps, and RDMA-writes n clear-to-send entries
+ *    (address, rkey, capacity, tag, idx = seq + 1) into the sender's FIFO.
+ *  - isend polls its FIFO slot for idx == seq + 1 (else *request = NULL,
+ *    NCCL retries), matches the entry by tag, checks the size against the
+ *    capacity, and when all n sends of the slot are there posts per buffer an
+ *    RDMA write, then one write-with-immediate on the same QP (imm = size for
+ *    n == 1; for n > 1 it carries the n sizes into the receiver's completion
+ *    record for the slot). RC delivers in order, so the immediate's
+ *    completion on the receiver means every byte has landed.
+ * Only the final write of a request is signaled; the receiver's CTS writes
+ * are signaled every IB_CTS_SIGNAL_EVERY, to keep its send queue drained.
+ *
+ * Connection setup runs on the shared TCP control connection after the
+ * hello (ib_setup.c): compatibility check, QPs to INIT, INFO records, RTR and
+ * RTS, STATUS records; both sides decide from the pair of STATUS records
+ * whether the connection is RDMA or falls back to TCP (NCCL_DIAG_FALLBACK). */
+#ifndef DIAG_TRANSPORT_IB_H
+#define DIAG_TRANSPORT_IB_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "topo/topo.h"
+#include "transport/ib/ib_verbs.h"
+#include "transport/ib/ib_wire.h"
+#include "transport/xp.h"
+
+#define IB_SLOTS 64             /* FIFO slots; > the 32 requests in flight */
+#define IB_MAX_RECVS 8          /* grouped receives per irecv */
+#define IB_MAX_REQS NCCL_NET_MAX_REQUESTS
+#define IB_CTS_SIGNAL_EVERY 16
+#define IB_MAX_QPS IBREC_MAX_QPS
+#define IB_IMM_ABORT 0xffffffffu /* the sender gave up: read its reason on the control socket */
+
+/* One clear-to-send entry; idx is written last and read first. */
+struct ib_cts {
+  uint64_t addr;
+  uint32_t rkey;
+  uint32_t size;
+  int32_t tag;
+  uint32_t nreqs;
+  uint32_t pad;
+  uint32_t idx; /* read with an acquire load: the peer's NIC writes it */
+} __attribute__((aligned(32)));
+
+_Static_assert(sizeof(struct ib_cts) == 32, "a CTS entry is 32 bytes");
+
+/* An opened RDMA port (one NCCL device), shared by all its comms. */
+struct ib_dev {
+  const struct topo_dev *td; /* the topology's view: names, GID, subnet, MTU */
+  const struct vb_ops *v;
+  struct ibv_context *ctx;
+  struct ibv_pd *pd;
+  struct ibv_device_attr attr;
+  int ptr_support;           /* NCCL_PTR_HOST | CUDA (peer memory) | DMABUF */
+  pthread_mutex_t lock;      /* MR cache */
+  struct ib_mr_entry *mrs;
+  int nmr, cap_mr;
+  pthread_t async_tid;
+  int async_started;
+  char label[80];            /* "mlx5_2 port 1" */
+};
+
+/* The plugin-wide RDMA state: the verbs library and the opened devices. */
+struct ib_state {
+  struct vb_ops v;
+  int loaded;
+  char why_none[1024]; /* no RDMA device: why, and what to do */
+  int ndev;
+  struct ib_dev dev[XP_MAX_DEVS];
+};
+
+const struct ib_state *ib_state(void);
+/* Opens verbs and every chosen port (once per process); fills xp devices.
+ * Returns how many RDMA devices it added. */
+int ib_host_init(struct xp_host *host);
+/* NCCL_PTR_* bits an RDMA device supports. */
+int ib_ptr_support(const struct xp_dev *x);
+/* The RDMA identity of an RDMA device, for the hello (no-op for TCP). */
+void ib_fill_hello(const struct xp_dev *x, struct hello *h);
+
+/* ---- memory registration (ib_mr.c) ---- */
+struct ib_mr_entry {
+  uintptr_t addr;
+  size_t len;
+  struct ibv_mr *mr;
+  int refs;
+};
+
+struct ib_mh {
+  uint32_t obj; /* OBJ_MR */
+  struct ib_dev *dev;
+  struct ibv_mr *mr;
+  uintptr_t addr; /* the caller's range */
+  size_t len;
+};
+
+ncclResult_t ib_mr_reg(struct ib_dev *d, void *data, size_t size, int type, int dmabuf_fd,
+                       uint64_t offset, struct ib_mh **out);
+ncclResult_t ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh);
+/* Registers an internal buffer outside the cache (FIFO, records). */
+struct ibv_mr *ib_mr_plain(struct ib_dev *d, void *p, size_t len, int access, const char *what);
+
+/* ---- queue pairs (ib_qp.c) ---- */
+struct ib_qp {
+  struct ibv_qp *qp;
+  enum ibv_qp_state state;
+  const struct ib_dev *dev;
+  char peer[64]; /* for log lines */
+};
+
+struct ib_path {        /* what RTR needs about the remote side */
+  uint32_t qpn;
+  int mtu;              /* path MTU, bytes (min of both sides) */
+  int is_global;        /* GRH: RoCE, or IB across subnets */
+  uint8_t dgid[16];
+  int sgid_index;
+  int dlid;
+  int sl, tc;
+};
+
+int ib_qp_create(struct ib_qp *q, struct ib_dev *d, struct ibv_cq *cq, int send_wr, int recv_wr,
+                 const char *peer);
+/* Each transition is logged (INFO + event) with its attributes, time and
+ * result; a failure is a WARN with the full diagnosis (ib_diag.c). Return
+ * 0 or the errno. */
+int ib_qp_init(struct ib_qp *q, int access);
+int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer,
+              char *diag, size_t cap);
+int ib_qp_rts(struct ib_qp *q);
+void ib_qp_destroy(struct ib_qp *q);
+
+/* ---- pre-RTR checks and diagnoses (ib_compat.c, ib_diag.c) ---- */
+
+/* Whether the local device and the peer's (from its hello) can talk:
+ * 0 = yes (notes may carry a warning, e.g. an MTU mismatch), -1 = no, with
+ * the cause and the fix in why. The route check asks the kernel for a route
+ * from the local GID's netdev to the remote GID's address, as RoCE does. */
+int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
+                    char *why, size_t cap, char *notes, size_t ncap);
+/* Whether the routing table has a route through netdev to the remote GID's
+ * address: 1 yes (*via_gateway when routed), 0 none, -1 cannot tell. */
+int ib_route_through(const char *netdev, const uint8_t *rgid, int *via_gateway);
+/* Text for a failed RTR: both GIDs with index, netdev, subnet and host;
+ * whether a local port sits on the remote's subnet and which NCCL_IB_HCA or
+ * NCCL_IB_GID_INDEX would work; link-local GIDs called out. */
+void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *out,
+                 size_t cap);
+/* Text for a failed completion: the valid wc fields and the likely causes.
+ * first_after_rtr: no completion had succeeded yet on this connection. */
+void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
+                const char *what, int first_after_rtr, const char *first_error, char *out,
+                size_t cap);
+
+/* ---- setup (ib_setup.c) and comms (ib_comm.c) ---- */
+struct ib_setup;
+
+/* Starts the RDMA setup stage of a connection whose hello exchange is done;
+ * NULL when either side has no RDMA device (then the connection is TCP). */
+struct ib_setup *ib_setup_new(const struct xp_dev *dev, int send_side, int ctrl_fd,
+                              const struct hello *mine, const struct hello *peer,
+                              const char *peer_desc, int traffic_class);
+/* 0 = in progress, 1 = RDMA ready, 2 = fall back to TCP, -1 = failed (WARN
+ * logged). */
+int ib_setup_progress(struct ib_setup *s);
+/* Builds the comm from a ready setup (takes ownership of it). */
+ncclResult_t ib_comm_create(struct ib_setup *s, struct xp_setup *x, struct xp_comm **out);
+void ib_setup_free(struct ib_setup *s);
+
+#endif

@@ -1,0 +1,176 @@
+/* RDMA comm lifetime, memory registration and the request pool. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/events.h"
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "transport/abort.h"
+#include "transport/ib/ib_comm.h"
+#include "transport/ib/ib_setup.h"
+#include "transport/sock.h"
+
+struct ib_req *ib_req_get(struct ib_comm *c) {
+  int cap = c->send ? IB_SEND_REQS : IB_MAX_REQS;
+  for (int i = 0; i < cap; i++) {
+    struct ib_req *r = &c->reqs[i];
+    if (r->base.obj == OBJ_REQ) continue;
+    memset(r, 0, sizeof(*r));
+    r->base.obj = OBJ_REQ;
+    r->base.comm = &c->base;
+    r->posted_ns = now_ns();
+    c->inflight++;
+    return r;
+  }
+  return NULL;
+}
+
+void ib_req_put(struct ib_comm *c, struct ib_req *r) {
+  r->base.obj = OBJ_DEAD;
+  c->inflight--;
+}
+
+ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const char *fmt, ...) {
+  if (c->failed) return c->fail_code;
+  char msg[3000];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  ev_count(C_DATA_ERRORS, 1);
+  struct ev e;
+  ev_begin(&e, "connection_failed");
+  ev_str(&e, "transport", "ib");
+  ev_str(&e, "device", c->dev->td->name);
+  ev_str(&e, "peer", c->base.peer.desc);
+  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "error", msg);
+  ev_end(&e);
+  WARN("%s connection with %s on %s (RDMA): %s", c->send ? "send" : "receive", c->base.peer.desc,
+       c->dev->label, msg);
+  if (notify) xp_send_abort(c->ctrl_fd, 0, msg);
+  c->failed = 1;
+  c->fail_code = code;
+  return code;
+}
+
+static ncclResult_t ib_reg_mr(struct xp_comm *xc, void *data, size_t size, int type, void **mh) {
+  struct ib_comm *c = (struct ib_comm *)xc;
+  return ib_mr_reg(c->dev, data, size, type, -1, 0, (struct ib_mh **)mh);
+}
+
+static ncclResult_t ib_reg_mr_dmabuf(struct xp_comm *xc, void *data, size_t size, int type,
+                                     uint64_t offset, int fd, void **mh) {
+  struct ib_comm *c = (struct ib_comm *)xc;
+  return ib_mr_reg(c->dev, data, size, type, fd, offset, (struct ib_mh **)mh);
+}
+
+static ncclResult_t ib_dereg_mr(struct xp_comm *xc, void *mh) {
+  struct ib_comm *c = (struct ib_comm *)xc;
+  return ib_mr_dereg(c->dev, mh);
+}
+
+static ncclResult_t ib_close(struct xp_comm *xc) {
+  struct ib_comm *c = (struct ib_comm *)xc;
+  const struct vb_ops *v = c->dev->v;
+  for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qp[i]);
+  ib_qp_destroy(&c->flush_qp);
+  if (c->cq) v->destroy_cq(c->cq);
+  struct ibv_mr *mrs[] = {c->fifo_mr, c->sizes_mr, c->shadow_mr, c->cr_mr, c->flush_mr};
+  for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++)
+    if (mrs[i]) v->dereg_mr(mrs[i]);
+  free(c->fifo);
+  free(c->sizes_out);
+  free(c->shadow);
+  free(c->cr);
+  free(c->flush_buf);
+  if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  c->base.obj = OBJ_DEAD;
+  free(c);
+  return ncclSuccess;
+}
+
+static const struct xp_comm_ops ib_ops = {
+  .name = "ib",
+  .reg_mr = ib_reg_mr,
+  .reg_mr_dmabuf = ib_reg_mr_dmabuf,
+  .dereg_mr = ib_dereg_mr,
+  .isend = ib_isend,
+  .irecv = ib_irecv,
+  .iflush = ib_iflush,
+  .test = ib_test,
+  .close = ib_close,
+};
+
+/* The setup's resources move into the comm. */
+static void take_resources(struct ib_comm *c, struct ib_setup *s) {
+  c->cq = s->cq;
+  c->nqps = s->nqps;
+  memcpy(c->qp, s->qp, sizeof(c->qp));
+  c->fifo = s->fifo;
+  c->fifo_mr = s->fifo_mr;
+  c->shadow = s->shadow;
+  c->shadow_mr = s->shadow_mr;
+  c->cr = s->cr;
+  c->cr_mr = s->cr_mr;
+  c->peer_cr_addr = s->peer_info.cr_addr;
+  c->peer_cr_rkey = s->peer_info.cr_rkey;
+  c->peer_fifo_addr = s->peer_info.fifo_addr;
+  c->peer_fifo_rkey = s->peer_info.fifo_rkey;
+  s->cq = NULL;
+  s->nqps = 0;
+  s->fifo = s->shadow = NULL;
+  s->cr = NULL;
+  s->fifo_mr = s->shadow_mr = s->cr_mr = NULL;
+}
+
+ncclResult_t ib_comm_create(struct ib_setup *s, struct xp_setup *x, struct xp_comm **out) {
+  struct ib_comm *c = calloc(1, sizeof(*c));
+  if (!c) {
+    ib_setup_free(s);
+    return ncclSystemError;
+  }
+  c->base.obj = x->send_side ? OBJ_SEND : OBJ_RECV;
+  c->base.ops = &ib_ops;
+  c->base.dev = x->dev;
+  c->base.peer = x->peer;
+  c->base.mine = x->mine;
+  c->base.max_recvs = IB_MAX_RECVS;
+  c->send = x->send_side;
+  c->dev = s->dev;
+  c->ctrl_fd = x->ctrl_fd;
+  take_resources(c, s);
+  ib_setup_free(s);
+  int bad = 0;
+  if (c->send) {
+    c->sizes_out = calloc(IB_SLOTS * IB_MAX_RECVS, sizeof(uint32_t));
+    c->sizes_mr = c->sizes_out ? ib_mr_plain(c->dev, c->sizes_out,
+                                             IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
+                                             IBV_ACCESS_LOCAL_WRITE, "grouped sizes")
+                               : NULL;
+    bad = !c->sizes_mr;
+  } else if ((c->dev->ptr_support & NCCL_PTR_CUDA) || knob_int(K_DIAG_FORCE_FLUSH)) {
+    bad = ib_flush_setup(c) != 0;
+  }
+  if (bad) {
+    ib_close(&c->base);
+    return ncclSystemError;
+  }
+  ev_count(C_COMMS_IB, 1);
+  struct ev e;
+  ev_begin(&e, "connection");
+  ev_str(&e, "transport", "ib");
+  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "device", c->dev->td->name);
+  ev_str(&e, "peer", x->peer.desc);
+  ev_int(&e, "qps", c->nqps);
+  ev_end(&e);
+  INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s",
+       c->send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps, c->nqps == 1 ? "" : "s",
+       c->flush_on ? ", flush queue pair" : "");
+  *out = &c->base;
+  return ncclSuccess;
+}

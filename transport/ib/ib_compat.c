@@ -1,0 +1,99 @@
+/* Before any queue pair leaves INIT: can these two ports talk at all? Each
+ * side compares its own device with the peer's hello, so a cross-plane or
+ * mismatched pair is named at once instead of after an RTR timeout. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "transport/ib/ib.h"
+
+static int is_v4_mapped(const uint8_t *g) {
+  static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  return !memcmp(g, pfx, 12);
+}
+
+/* Asks the kernel for a route from the GID's netdev to the remote GID's
+ * address, as RoCE's address resolution does: the route must leave through
+ * that netdev. 0, ENETUNREACH (no such route), or -1 (cannot tell here, e.g.
+ * binding to a device needs privileges). */
+static int route_check(const struct topo_dev *t, const uint8_t *rgid) {
+  struct sockaddr_storage src = {0}, dst = {0};
+  socklen_t len;
+  int fam = is_v4_mapped(t->gid) && is_v4_mapped(rgid) ? AF_INET : AF_INET6;
+  if (fam == AF_INET) {
+    struct sockaddr_in *s = (struct sockaddr_in *)&src, *d = (struct sockaddr_in *)&dst;
+    s->sin_family = d->sin_family = AF_INET;
+    memcpy(&s->sin_addr, t->gid + 12, 4);
+    memcpy(&d->sin_addr, rgid + 12, 4);
+    d->sin_port = htons(4791); /* RoCE v2 */
+    len = sizeof(*s);
+  } else {
+    struct sockaddr_in6 *s = (struct sockaddr_in6 *)&src, *d = (struct sockaddr_in6 *)&dst;
+    s->sin6_family = d->sin6_family = AF_INET6;
+    memcpy(&s->sin6_addr, t->gid, 16);
+    memcpy(&d->sin6_addr, rgid, 16);
+    d->sin6_port = htons(4791);
+    if (t->gid[0] == 0xfe) s->sin6_scope_id = d->sin6_scope_id = if_nametoindex(t->netdev);
+    len = sizeof(*s);
+  }
+  int fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  int r = -1;
+  if (t->netdev[0] &&
+      setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, t->netdev, (socklen_t)strlen(t->netdev) + 1))
+    goto out; /* unprivileged, or the netdev is in another namespace */
+  if (bind(fd, (struct sockaddr *)&src, len)) goto out; /* the GID's address is not here */
+  r = connect(fd, (struct sockaddr *)&dst, len) == 0 ? 0 : (errno == ENETUNREACH ? ENETUNREACH : -1);
+out:
+  close(fd);
+  return r;
+}
+
+int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
+                    char *why, size_t cap, char *notes, size_t ncap) {
+  const struct topo_dev *t = d->td;
+  const struct hello_ib *r = &peer->ib;
+  int local_ll = t->ll == TOPO_LL_IB ? 1 : 2;
+  why[0] = notes[0] = 0;
+  (void)mine;
+  if (r->link_layer != local_ll) {
+    snprintf(why, cap,
+             "%s is %s but %s's %s port %d is %s: NCCL cannot connect InfiniBand to RoCE. Select "
+             "ports of one link layer on every node with NCCL_IB_HCA",
+             d->label, local_ll == 1 ? "InfiniBand" : "RoCE", peer->host, r->dev, r->port,
+             r->link_layer == 1 ? "InfiniBand" : "RoCE");
+    return -1;
+  }
+  if (local_ll == 2 && r->gid_type && t->gid_type && r->gid_type != (int)t->gid_type) {
+    snprintf(why, cap,
+             "%s uses a RoCE v%d GID (index %d) but %s's %s uses RoCE v%d (index %d): the two "
+             "versions do not interoperate. Set the same NCCL_IB_ROCE_VERSION_NUM (or "
+             "NCCL_IB_GID_INDEX=-1) on every node",
+             d->label, t->gid_type == GID_TYPE_V2 ? 2 : 1, t->gid_index, peer->host, r->dev,
+             r->gid_type, r->gid_index);
+    return -1;
+  }
+  if (local_ll == 1 && !r->lid) {
+    snprintf(why, cap,
+             "%s's %s port %d has LID 0: no subnet manager has configured it (start opensm, or "
+             "check the fabric's SM)",
+             peer->host, r->dev, r->port);
+    return -1;
+  }
+  int gw = 0;
+  int through = local_ll == 2 ? ib_route_through(t->netdev, r->gid, &gw) : -1;
+  if (local_ll == 2 && (through == 0 || route_check(t, r->gid) == ENETUNREACH)) {
+    ib_diag_rtr(d, peer, ENETUNREACH, why, cap);
+    return -1;
+  }
+  if (r->mtu && t->mtu && r->mtu != t->mtu)
+    snprintf(notes, ncap,
+             "MTU %d on %s, %d on %s's %s: the connection uses %d; give both ports the same MTU "
+             "(ip link set <netdev> mtu, or the switch/SM configuration)",
+             t->mtu, d->label, r->mtu, peer->host, r->dev, r->mtu < t->mtu ? r->mtu : t->mtu);
+  return 0;
+}

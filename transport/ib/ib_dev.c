@@ -1,0 +1,248 @@
+/* Opening the RDMA ports the topology chose: one verbs context, protection
+ * domain and async-event thread per port. A port that verbs cannot open or
+ * sees otherwise than sysfs did is dropped with its reason. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/events.h"
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "plugin/strutil.h"
+#include "topo/sysfs.h"
+#include "transport/ib/ib.h"
+
+static struct ib_state st;
+
+const struct ib_state *ib_state(void) { return &st; }
+
+static void *async_main(void *arg) {
+  struct ib_dev *d = arg;
+  struct ibv_async_event ev;
+  while (d->v->get_async_event(d->ctx, &ev) == 0) {
+    const char *what = d->v->event_type_str(ev.event_type);
+    switch (ev.event_type) {
+    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+    case IBV_EVENT_GID_CHANGE:
+    case IBV_EVENT_LID_CHANGE:
+    case IBV_EVENT_PKEY_CHANGE:
+    case IBV_EVENT_SM_CHANGE:
+    case IBV_EVENT_CLIENT_REREGISTER:
+      WARN("device %s port %d: %s%s", d->td->name, ev.element.port_num, what,
+           ev.event_type == IBV_EVENT_GID_CHANGE
+             ? " (the GID table changed: new connections re-read it, existing ones keep their GID)"
+             : ev.event_type == IBV_EVENT_PORT_ERR ? " (the link went down: connections on this port "
+                                                     "will fail with retry errors)"
+                                                   : "");
+      break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      if (ev.event_type != IBV_EVENT_COMM_EST)
+        WARN("device %s qp 0x%x: %s", d->label, ev.element.qp ? ev.element.qp->qp_num : 0, what);
+      break;
+    case IBV_EVENT_CQ_ERR:
+      WARN("device %s: completion queue error: %s (a completion queue overflowed)", d->label, what);
+      break;
+    default:
+      WARN("device %s: %s", d->label, what);
+    }
+    struct ev e;
+    ev_begin(&e, "async_event");
+    ev_str(&e, "device", d->td->name);
+    ev_str(&e, "event", what);
+    ev_end(&e);
+    d->v->ack_async_event(&ev);
+  }
+  return NULL;
+}
+
+/* GPU memory: peer memory (nvidia_peermem, nv_peer_mem) or dma-buf, as
+ * NCCL detects them. */
+static int gpu_support(struct ib_dev *d) {
+  int s = 0;
+  if (sysfs_exists("kernel/mm/memory_peers/nv_mem/version") ||
+      sysfs_exists("kernel/mm/memory_peers/nv_mem_nc/version") ||
+      sysfs_exists("module/nvidia_peermem/version"))
+    s |= NCCL_PTR_CUDA;
+  if (d->v->reg_dmabuf_mr) {
+    errno = 0;
+    struct ibv_mr *mr = d->v->reg_dmabuf_mr(d->pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE);
+    if (mr) d->v->dereg_mr(mr);
+    else if (errno != EOPNOTSUPP && errno != EPROTONOSUPPORT && errno != ENOSYS) s |= NCCL_PTR_DMABUF;
+  }
+  return s;
+}
+
+static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t cap) {
+  const struct topo_dev *t = d->td;
+  d->ctx = d->v->open_device(vd);
+  if (!d->ctx) {
+    snprintf(why, cap, "cannot open %s: %s (in a container, pass its /dev/infiniband/uverbs* "
+                       "device, e.g. --device=/dev/infiniband)",
+             t->name, strerror(errno));
+    return -1;
+  }
+  struct ibv_port_attr pa;
+  int err = d->v->query_device(d->ctx, &d->attr);
+  if (!err) err = vb_query_port(d->v, d->ctx, (uint8_t)t->ib_port, &pa);
+  if (err) {
+    snprintf(why, cap, "cannot query %s: %s", d->label, strerror(err));
+    return -1;
+  }
+  if (pa.state != IBV_PORT_ACTIVE) {
+    snprintf(why, cap, "%s is %s for verbs although sysfs said ACTIVE", d->label,
+             pa.state == IBV_PORT_DOWN ? "DOWN" : pa.state == IBV_PORT_INIT ? "INIT" : "not active");
+    return -1;
+  }
+  d->pd = d->v->alloc_pd(d->ctx);
+  if (!d->pd) {
+    snprintf(why, cap, "cannot allocate a protection domain on %s: %s", t->name, strerror(errno));
+    return -1;
+  }
+  pthread_mutex_init(&d->lock, NULL);
+  d->ptr_support = NCCL_PTR_HOST | gpu_support(d);
+  if (pthread_create(&d->async_tid, NULL, async_main, d) == 0) {
+    pthread_detach(d->async_tid);
+    d->async_started = 1;
+  }
+  return 0;
+}
+
+static void close_port(struct ib_dev *d) {
+  if (d->pd) d->v->dealloc_pd(d->pd);
+  if (d->ctx && !d->async_started) d->v->close_device(d->ctx);
+  d->pd = NULL;
+}
+
+/* Ports of the same device after the first are named name:port, so every
+ * NCCL device name stays unique. */
+static void dev_name(const struct topo_choice *c, int i, char *buf, size_t cap) {
+  const struct topo_dev *t = &c->dev[i];
+  int shared = 0;
+  for (int j = 0; j < c->ndev; j++) shared |= j != i && !strcmp(c->dev[j].name, t->name);
+  if (shared) snprintf(buf, cap, "%s:%d", t->name, t->ib_port);
+  else snprintf(buf, cap, "%s", t->name);
+}
+
+static uint64_t parse_guid(const char *s) {
+  uint64_t v = 0;
+  for (; s && *s; s++) {
+    int d = *s >= '0' && *s <= '9' ? *s - '0' : *s >= 'a' && *s <= 'f' ? *s - 'a' + 10 : -1;
+    if (d >= 0) v = (v << 4) | (uint64_t)d;
+  }
+  return v;
+}
+
+static void add_xp_dev(struct xp_host *host, const struct topo_choice *c, int i, struct ib_dev *d) {
+  const struct topo_dev *t = &c->dev[i];
+  struct xp_dev *x = &host->dev[host->ndev];
+  memset(x, 0, sizeof(*x));
+  x->index = host->ndev;
+  dev_name(c, i, x->name, sizeof(x->name));
+  x->is_ib = 1;
+  x->ib = d;
+  scopy(x->pci_path, sizeof(x->pci_path), t->pci_path ? t->pci_path : "");
+  x->guid = parse_guid(t->guid);
+  if (!x->guid) x->guid = (uint64_t)host->ndev;
+  x->speed_mbps = t->speed_mbps > 0 ? t->speed_mbps : 10000;
+  x->port = t->ib_port + t->real_port;
+  /* Control connections (and a fall back to TCP) use the socket interfaces. */
+  if (host->choice.n) {
+    const struct netif *n = &host->ifs.ifs[host->choice.idx[0]];
+    x->netif = host->choice.idx[0];
+    scopy(x->ifname, sizeof(x->ifname), n->name);
+    x->addr = n->addr[host->choice.primary[0]];
+  }
+  host->ndev++;
+}
+
+static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, int *n) {
+  char why[600];
+  if (vb_load(&st.v, why, sizeof(why))) {
+    snprintf(st.why_none, sizeof(st.why_none), "%s", why);
+    WARN("%d RDMA port%s chosen (%s...) but %s; using TCP", c->ndev, c->ndev == 1 ? " is" : "s are",
+         c->dev[0].name, why);
+    return -1;
+  }
+  st.loaded = 1;
+  errno = 0;
+  *list = st.v.get_device_list(n);
+  if (!*list || *n == 0) {
+    int err = errno;
+    snprintf(st.why_none, sizeof(st.why_none),
+             "%s lists no RDMA device (%s): the kernel has no RDMA support or no driver is "
+             "loaded, although sysfs shows %s",
+             st.v.lib, err ? strerror(err) : "empty list", c->dev[0].name);
+    WARN("%s; using TCP", st.why_none);
+    if (*list) st.v.free_device_list(*list);
+    return -1;
+  }
+  return 0;
+}
+
+int ib_host_init(struct xp_host *host) {
+  const struct topo_choice *c = topo_process(NULL);
+  if (c->ndev == 0) {
+    snprintf(st.why_none, sizeof(st.why_none), "%s", c->why_none);
+    return 0;
+  }
+  struct ibv_device **list = NULL;
+  int n = 0;
+  if (load_verbs(c, &list, &n)) return 0;
+  for (int i = 0; i < c->ndev && host->ndev < XP_MAX_DEVS; i++) {
+    struct ib_dev *d = &st.dev[st.ndev];
+    memset(d, 0, sizeof(*d));
+    d->td = &c->dev[i];
+    d->v = &st.v;
+    snprintf(d->label, sizeof(d->label), "%s port %d", d->td->name, d->td->ib_port);
+    char why[600] = "";
+    int k;
+    for (k = 0; k < n && strcmp(st.v.get_device_name(list[k]), d->td->name); k++) {
+    }
+    if (k == n) snprintf(why, sizeof(why), "%s is in sysfs but not in %s's device list", d->td->name, st.v.lib);
+    if (why[0] || open_port(d, list[k], why, sizeof(why))) {
+      WARN("RDMA device %s is not used: %s", d->label, why);
+      close_port(d);
+      continue;
+    }
+    st.ndev++;
+    add_xp_dev(host, c, i, d);
+  }
+  st.v.free_device_list(list);
+  if (!st.ndev) snprintf(st.why_none, sizeof(st.why_none), "no chosen RDMA port could be opened");
+  return st.ndev;
+}
+
+int ib_ptr_support(const struct xp_dev *x) {
+  return x->is_ib && x->ib ? ((const struct ib_dev *)x->ib)->ptr_support : NCCL_PTR_HOST;
+}
+
+void ib_fill_hello(const struct xp_dev *x, struct hello *h) {
+  if (!x->is_ib || !x->ib) return;
+  const struct ib_dev *d = x->ib;
+  const struct topo_dev *t = d->td;
+  struct hello_ib *b = &h->ib;
+  snprintf(h->transport, sizeof(h->transport), "ib");
+  b->present = 1;
+  scopy(b->dev, sizeof(b->dev), t->name);
+  b->port = t->ib_port;
+  b->link_layer = t->ll == TOPO_LL_IB ? 1 : 2;
+  b->gid_index = t->gid_index;
+  memcpy(b->gid, t->gid, 16);
+  b->gid_type = t->ll == TOPO_LL_IB ? 0 : t->gid_type == GID_TYPE_V2 ? 2 : 1;
+  b->mtu = t->mtu;
+  b->lid = t->lid;
+  b->pkey_index = (int)knob_int(K_IB_PKEY);
+  scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");
+  if (t->subnet.family) ipaddr_subnet_str(&t->subnet, b->subnet, sizeof(b->subnet));
+  b->off_plane = t->off_plane;
+}

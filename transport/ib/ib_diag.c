@@ -1,0 +1,190 @@
+/* The words for RDMA failures: what failed, between which GIDs on which
+ * subnets and hosts, the likely cause, and the setting that fixes it. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "transport/ib/ib.h"
+#include "transport/sock.h"
+
+struct out {
+  char *p;
+  size_t cap, len;
+};
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...) {
+  if (o->len >= o->cap) return;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(o->p + o->len, o->cap - o->len, fmt, ap);
+  va_end(ap);
+  if (n > 0) o->len += (size_t)n;
+  if (o->len >= o->cap) o->len = o->cap - 1;
+}
+
+static int gid_link_local(const uint8_t *g) { return g[0] == 0xfe && (g[1] & 0xc0) == 0x80; }
+
+static void gid_text(const uint8_t *g, char *buf, size_t cap) {
+  char t[INET6_ADDRSTRLEN];
+  inet_ntop(AF_INET6, g, t, sizeof(t));
+  snprintf(buf, cap, "%s", t);
+}
+
+/* "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24) of mlx5_4 port 1" */
+static void local_side(struct out *o, const struct ib_dev *d) {
+  const struct topo_dev *t = d->td;
+  char g[64], sn[64] = "no subnet";
+  gid_text(t->gid, g, sizeof(g));
+  if (t->subnet.family) ipaddr_subnet_str(&t->subnet, sn, sizeof(sn));
+  put(o, "local GID %d %s (%s, %s, %s) of %s", t->gid_index, g, gid_type_name(t->gid_type, t->ll),
+      t->netdev[0] ? t->netdev : "no netdev", sn, d->label);
+  if (gid_link_local(t->gid)) put(o, " [link-local: it only reaches the same L2 segment]");
+}
+
+static void remote_side(struct out *o, const struct hello *peer) {
+  const struct hello_ib *r = &peer->ib;
+  char g[64];
+  gid_text(r->gid, g, sizeof(g));
+  put(o, "remote GID %d %s (%s, %s, %s) of %s port %d on %s", r->gid_index, g,
+      r->gid_type == 2 ? "RoCE v2" : r->gid_type == 1 ? "RoCE v1" : "IB",
+      r->netdev[0] ? r->netdev : "no netdev", r->subnet[0] ? r->subnet : "no subnet", r->dev,
+      r->port, peer->host);
+  if (gid_link_local(r->gid)) put(o, " [link-local: it only reaches the same L2 segment]");
+}
+
+/* Which local ports, chosen or not, sit on the remote's subnet, and what
+ * would make the two sides meet. */
+static void plane_advice(struct out *o, const struct ib_dev *d, const struct hello *peer) {
+  const struct topo_host *h;
+  const struct topo_choice *c = topo_process(&h);
+  struct ipaddr remote;
+  if (!peer->ib.subnet[0] || ipaddr_parse(&remote, peer->ib.subnet)) return;
+  int found = 0;
+  for (int p = 0; p < h->nport && p < c->nport; p++) {
+    const struct topo_port_choice *pc = &c->pc[p];
+    if (!pc->has_addr || !ipaddr_in_subnet(&remote, &pc->addr)) continue;
+    char label[80];
+    topo_port_label(h, p, label, sizeof(label));
+    put(o, "%s local port %s is on %s (GID %d)%s%s", found ? ";" : ". The", label, peer->ib.subnet,
+        pc->gid.index, pc->verdict == TV_CHOSEN ? "" : " but was set apart: ",
+        pc->verdict == TV_CHOSEN ? "" : pc->why);
+    found++;
+  }
+  if (!found)
+    put(o, ". No local RDMA port is on %s: %s and %s's %s are on different networks (planes)",
+        peer->ib.subnet, d->label, peer->host, peer->ib.dev);
+  /* Name the device that is off its host's plane, as that host's own
+   * layout says; both sides then give the same fix. */
+  if (d->td->off_plane)
+    put(o, ". This host's layout sets %s apart (another plane than its GPU rails): exclude it "
+           "with NCCL_IB_HCA=^%s on every node",
+        d->td->name, d->td->name);
+  else if (peer->ib.off_plane)
+    put(o, ". %s's layout sets its %s apart (another plane than its GPU rails): exclude it with "
+           "NCCL_IB_HCA=^%s on every node",
+        peer->host, peer->ib.dev, peer->ib.dev);
+  else
+    put(o, ". Use ports of one plane on every node (NCCL_IB_HCA): if %s on %s is not meant for "
+           "this traffic (a storage or management plane), exclude it there with "
+           "NCCL_IB_HCA=^%s; if it is, route between the subnets",
+        peer->ib.dev, peer->host, peer->ib.dev);
+  if (gid_link_local(peer->ib.gid) || gid_link_local(d->td->gid))
+    put(o, ". A link-local GID never routes: set NCCL_IB_GID_INDEX=-1 (automatic) or the index of "
+           "the IPv4-mapped RoCE v2 GID");
+}
+
+void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *buf, size_t cap) {
+  struct out o = {buf, cap, 0};
+  buf[0] = 0;
+  put(&o, "%s (%s) from ", strerror(err), errno_name(err));
+  local_side(&o, d);
+  put(&o, " to ");
+  remote_side(&o, peer);
+  if (d->td->ll == TOPO_LL_IB) {
+    put(&o, "; InfiniBand: local LID %d, remote LID %d", d->td->lid, peer->ib.lid);
+    if (!peer->ib.lid) put(&o, " (LID 0: no subnet manager configured the peer's port)");
+    return;
+  }
+  switch (err) {
+  case ENETUNREACH:
+    put(&o, ". No route leads from %s to the remote address: RoCE would look for it on %s's own "
+            "segment and RTR would time out",
+        d->td->netdev, d->td->netdev);
+    plane_advice(&o, d, peer);
+    break;
+  case ETIMEDOUT:
+  case EHOSTUNREACH:
+    put(&o, ". The remote address did not answer neighbour resolution through %s: it is not on "
+            "that network segment, or the path drops it",
+        d->td->netdev);
+    plane_advice(&o, d, peer);
+    put(&o, ". Confirm with: ib_write_bw -d %s -x %d on one side and ib_write_bw -d %s -x %d %s on "
+            "the other",
+        peer->ib.dev, peer->ib.gid_index, d->td->name, d->td->gid_index, peer->host);
+    break;
+  case EINVAL:
+  case ENODEV:
+    put(&o, ". The device refused the address: usually a GID index that is empty or wrong in "
+            "this namespace (a hard-coded NCCL_IB_GID_INDEX), or an MTU/P_Key the port does not "
+            "take: set NCCL_IB_GID_INDEX=-1 (automatic) and check 'nccl-net-diag doctor'");
+    break;
+  default:
+    plane_advice(&o, d, peer);
+  }
+}
+
+static const char *wc_causes(enum ibv_wc_status s, int first_after_rtr) {
+  switch (s) {
+  case IBV_WC_RETRY_EXC_ERR:
+    return first_after_rtr
+             ? "the first RDMA write after RTR was never acknowledged: the path between the two "
+               "GIDs does not carry RoCE/IB traffic (routing, a GID on the wrong subnet, PFC/ECN "
+               "or a switch ACL dropping it)"
+             : "the peer stopped acknowledging: it died, its port went down, or the fabric drops "
+               "packets (NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT bounds the wait)";
+  case IBV_WC_RNR_RETRY_EXC_ERR:
+    return "the peer had no receive posted for too long";
+  case IBV_WC_REM_ACCESS_ERR:
+    return "the peer refused the access: a wrong rkey or a buffer outside the registration it "
+           "advertised (a registration freed or changed while in use)";
+  case IBV_WC_LOC_PROT_ERR:
+  case IBV_WC_LOC_ACCESS_ERR:
+    return "a local buffer is not covered by its registration (or, for GPU memory, PCIe ACS "
+           "blocks peer-to-peer: try NCCL_NET_GDR_LEVEL=0)";
+  case IBV_WC_LOC_LEN_ERR:
+  case IBV_WC_REM_INV_REQ_ERR:
+    return "a message larger than the receive buffer or the MTU the path allows";
+  case IBV_WC_WR_FLUSH_ERR:
+    return "the queue pair was already in the error state";
+  default:
+    return "a transport or device error";
+  }
+}
+
+void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
+                const char *what, int first_after_rtr, const char *first_error, char *buf,
+                size_t cap) {
+  struct out o = {buf, cap, 0};
+  buf[0] = 0;
+  /* On error only wr_id, status, qp_num and vendor_err are valid. */
+  put(&o, "%s completed with %s (%d), qp 0x%x, vendor_err 0x%x: %s", what,
+      vb_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err,
+      wc_causes(wc->status, first_after_rtr));
+  if (wc->status == IBV_WC_WR_FLUSH_ERR)
+    put(&o, first_error && first_error[0] ? "; the first error was: %s"
+                                          : "; the first error was not seen here (on the peer, or "
+                                            "an async event)%s",
+        first_error && first_error[0] ? first_error : "");
+  if (wc->status == IBV_WC_RETRY_EXC_ERR && d->td->ll == TOPO_LL_ETH) {
+    put(&o, ". Between ");
+    local_side(&o, d);
+    put(&o, " and ");
+    remote_side(&o, peer);
+    put(&o, ". Confirm the path with: ib_write_bw -d %s -x %d on %s, then ib_write_bw -d %s -x %d "
+            "%s here",
+        peer->ib.dev, peer->ib.gid_index, peer->host, d->td->name, d->td->gid_index, peer->host);
+  }
+}

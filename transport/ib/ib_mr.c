@@ -1,0 +1,139 @@
+/* Memory registration with a per-device cache: NCCL registers every buffer
+ * of every connection, often the same pages again; a registration covering
+ * the page-aligned range is reused (refcounted) instead of pinning twice. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "plugin/log.h"
+#include "transport/ib/ib.h"
+
+#define MR_ACCESS                                                                                  \
+  (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                     \
+   IBV_ACCESS_REMOTE_ATOMIC)
+
+/* From the auxiliary vector: no syscall, nothing worth caching. */
+static size_t page_size(void) { return (size_t)sysconf(_SC_PAGESIZE); }
+
+static void mr_fail(const struct ib_dev *d, const char *what, size_t len, int err) {
+  if (err == ENOMEM || err == EAGAIN)
+    WARN("device %s: %s of %zu bytes failed: %s. The locked-memory limit is too low: set "
+         "'ulimit -l unlimited' (containers: --ulimit memlock=-1)",
+         d->label, what, len, strerror(err));
+  else if (err == EFAULT)
+    WARN("device %s: %s of %zu bytes failed: %s. For GPU memory this means no peer-memory "
+         "support: load nvidia_peermem (or nv_peer_mem), or use dma-buf",
+         d->label, what, len, strerror(err));
+  else
+    WARN("device %s: %s of %zu bytes failed: %s", d->label, what, len, strerror(err));
+}
+
+struct ibv_mr *ib_mr_plain(struct ib_dev *d, void *p, size_t len, int access, const char *what) {
+  struct ibv_mr *mr = d->v->reg_mr(d->pd, p, len, access);
+  if (!mr) mr_fail(d, what, len, errno);
+  return mr;
+}
+
+static struct ib_mr_entry *cache_find(struct ib_dev *d, uintptr_t a, size_t len) {
+  for (int i = 0; i < d->nmr; i++) {
+    struct ib_mr_entry *e = &d->mrs[i];
+    if (e->addr <= a && a + len <= e->addr + e->len) return e;
+  }
+  return NULL;
+}
+
+static struct ib_mr_entry *cache_add(struct ib_dev *d, uintptr_t a, size_t len, struct ibv_mr *mr) {
+  if (d->nmr == d->cap_mr) {
+    int cap = d->cap_mr ? d->cap_mr * 2 : 32;
+    struct ib_mr_entry *m = realloc(d->mrs, (size_t)cap * sizeof(*m));
+    if (!m) return NULL;
+    d->mrs = m;
+    d->cap_mr = cap;
+  }
+  struct ib_mr_entry *e = &d->mrs[d->nmr++];
+  *e = (struct ib_mr_entry){a, len, mr, 1};
+  return e;
+}
+
+ncclResult_t ib_mr_reg(struct ib_dev *d, void *data, size_t size, int type, int dmabuf_fd,
+                       uint64_t offset, struct ib_mh **out) {
+  *out = NULL;
+  if (type == NCCL_PTR_CUDA && !(d->ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF))) {
+    WARN("device %s: registration of GPU memory, but this host has no peer-memory module "
+         "(nvidia_peermem) and no dma-buf support: GPU Direct RDMA is not available here",
+         d->label);
+    return ncclInternalError;
+  }
+  struct ib_mh *mh = calloc(1, sizeof(*mh));
+  if (!mh) return ncclSystemError;
+  uintptr_t a = (uintptr_t)data & ~(page_size() - 1);
+  size_t len = ((uintptr_t)data + size - a + page_size() - 1) & ~(page_size() - 1);
+  if (!len) len = page_size();
+  ncclResult_t r = ncclSuccess;
+  pthread_mutex_lock(&d->lock);
+  /* dma-buf registrations are keyed by their fd, not cached by address. */
+  struct ib_mr_entry *e = dmabuf_fd < 0 ? cache_find(d, a, len) : NULL;
+  if (e) {
+    e->refs++;
+    mh->mr = e->mr;
+  } else {
+    struct ibv_mr *mr;
+    if (dmabuf_fd >= 0) {
+      mr = d->v->reg_dmabuf_mr
+             ? d->v->reg_dmabuf_mr(d->pd, offset, size, (uintptr_t)data, dmabuf_fd, MR_ACCESS)
+             : NULL;
+      if (!mr) mr_fail(d, "dma-buf registration", size, d->v->reg_dmabuf_mr ? errno : EOPNOTSUPP);
+    } else {
+      mr = d->v->reg_mr(d->pd, (void *)a, len, MR_ACCESS);
+      if (!mr) mr_fail(d, "memory registration", len, errno);
+    }
+    if (!mr || (dmabuf_fd < 0 && !cache_add(d, a, len, mr))) {
+      if (mr) d->v->dereg_mr(mr);
+      r = ncclSystemError;
+    }
+    mh->mr = mr;
+  }
+  pthread_mutex_unlock(&d->lock);
+  if (r != ncclSuccess) {
+    free(mh);
+    return r;
+  }
+  mh->obj = OBJ_MR;
+  mh->dev = d;
+  mh->addr = (uintptr_t)data;
+  mh->len = size;
+  *out = mh;
+  return ncclSuccess;
+}
+
+ncclResult_t ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh) {
+  if (!mh) return ncclSuccess;
+  if (mh->obj != OBJ_MR || mh->dev != d) {
+    WARN("device %s: deregMr of %p, which is not a registration of this device (already "
+         "deregistered?)",
+         d->label, (void *)mh);
+    return ncclInternalError;
+  }
+  int err = 0;
+  pthread_mutex_lock(&d->lock);
+  int i;
+  for (i = 0; i < d->nmr && d->mrs[i].mr != mh->mr; i++) {
+  }
+  if (i < d->nmr) {
+    if (--d->mrs[i].refs == 0) {
+      err = d->v->dereg_mr(d->mrs[i].mr);
+      d->mrs[i] = d->mrs[--d->nmr];
+    }
+  } else {
+    err = d->v->dereg_mr(mh->mr); /* a dma-buf registration */
+  }
+  pthread_mutex_unlock(&d->lock);
+  mh->obj = OBJ_DEAD;
+  free(mh);
+  if (err) {
+    WARN("device %s: deregistering memory failed: %s", d->label, strerror(err));
+    return ncclSystemError;
+  }
+  return ncclSuccess;
+}

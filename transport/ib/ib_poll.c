@@ -1,0 +1,157 @@
+/* Completions and test(). Besides the completion queue, a connection with
+ * requests waiting looks at its control socket every CTRL_CHECK_NS: a peer
+ * whose process died closes it, a peer that gave up writes its reason
+ * there, and either is known long before RDMA retries would time out. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "plugin/events.h"
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "transport/abort.h"
+#include "transport/frame.h"
+#include "transport/ib/ib_comm.h"
+#include "transport/sock.h"
+
+#define CTRL_CHECK_NS 100000000LL
+
+static ncclResult_t peer_gave_up(struct ib_comm *c) {
+  char reason[MSG_ABORT_MAX + 1];
+  if (xp_read_abort(c->ctrl_fd, reason, sizeof(reason), 200))
+    return ib_fail(c, ncclRemoteError, 0, "the %s side ended the connection: %s",
+                   c->send ? "receiving" : "sending", reason);
+  return ncclSuccess;
+}
+
+static ncclResult_t wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
+  static const char *const what[] = {"?", "the RDMA write of a message", "a receive",
+                                     "a clear-to-send write", "a flush read"};
+  if (peer_gave_up(c) != ncclSuccess) return c->fail_code;
+  char diag[2400];
+  ib_diag_wc(c->dev, &c->base.peer.hello, wc, what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
+             !c->any_success, c->first_error, diag, sizeof(diag));
+  if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
+  return ib_fail(c, ncclRemoteError, 1, "%s", diag);
+}
+
+static ncclResult_t recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
+  struct ib_req *r = c->slot_req[slot];
+  uint32_t imm = ntohl(wc->imm_data);
+  if (!r || !(wc->wc_flags & IBV_WC_WITH_IMM))
+    return ib_fail(c, ncclSystemError, 1, "a completion for receive slot %d that has no receive "
+                                          "posted: the peer is out of step",
+                   slot);
+  if (imm == IB_IMM_ABORT) {
+    if (peer_gave_up(c) != ncclSuccess) return c->fail_code;
+    return ib_fail(c, ncclRemoteError, 0, "the sending side ended the connection");
+  }
+  const struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
+  if (r->n == 1) {
+    r->sizes[0] = (int)imm;
+  } else if ((int)imm != r->n) {
+    return ib_fail(c, ncclSystemError, 1, "message %u: the sender filled %u of %d grouped "
+                                          "receives",
+                   r->seq, imm, r->n);
+  }
+  for (int i = 0; i < r->n; i++) {
+    uint32_t sz = r->n == 1 ? imm : c->cr[slot * IB_MAX_RECVS + i];
+    if (sz > e[i].size)
+      return ib_fail(c, ncclSystemError, 1, "message %u: the sender reports %u bytes for a %u-byte "
+                                            "receive",
+                     r->seq, sz, e[i].size);
+    r->sizes[i] = (int)sz;
+  }
+  r->done = 1;
+  c->slot_req[slot] = NULL;
+  return ncclSuccess;
+}
+
+static ncclResult_t handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
+  int kind = (int)(wc->wr_id >> 32), slot = (int)(uint32_t)wc->wr_id;
+  if (wc->status != IBV_WC_SUCCESS) return wc_error(c, wc, kind);
+  c->any_success = 1;
+  if (slot < 0 || slot >= IB_SLOTS) return ncclSuccess;
+  switch (kind) {
+  case WR_DATA: {
+    struct ib_slot *sl = &c->slot[slot];
+    for (int i = 0; i < sl->n; i++)
+      if (sl->req[i]) sl->req[i]->done = 1;
+    sl->posted = 0;
+    sl->n = 0;
+    return ncclSuccess;
+  }
+  case WR_RECV:
+    return recv_done(c, wc, slot);
+  case WR_FLUSH:
+    if (c->flush_req[slot]) c->flush_req[slot]->done = 1;
+    c->flush_req[slot] = NULL;
+    return ncclSuccess;
+  default:
+    return ncclSuccess;
+  }
+}
+
+ncclResult_t ib_poll(struct ib_comm *c) {
+  struct ibv_wc wc[16];
+  for (;;) {
+    int n = ibv_poll_cq(c->cq, 16, wc);
+    if (n < 0) return ib_fail(c, ncclSystemError, 1, "polling the completion queue failed");
+    for (int i = 0; i < n; i++)
+      if (handle_wc(c, &wc[i]) != ncclSuccess) return c->fail_code;
+    if (n < 16) return ncclSuccess;
+  }
+}
+
+/* The peer's control socket: closed means its process is gone (or it closed
+ * this connection); data means an abort notice. */
+ncclResult_t ib_check_peer(struct ib_comm *c) {
+  int64_t now = now_ns();
+  if (now - c->last_ctrl_check < CTRL_CHECK_NS) return ncclSuccess;
+  c->last_ctrl_check = now;
+  char b;
+  ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) {
+    if (peer_gave_up(c) != ncclSuccess) return c->fail_code;
+  } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    return ib_fail(c, ncclRemoteError, 0,
+                   "the peer's control connection %s while requests were in flight: its process "
+                   "died or it closed this connection",
+                   n == 0 ? "closed" : strerror(errno));
+  }
+  return ncclSuccess;
+}
+
+static void check_stall(struct ib_comm *c, struct ib_req *r) {
+  int64_t limit = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
+  if (!limit || r->stall_warned || now_ns() - r->posted_ns < limit) return;
+  r->stall_warned = 1;
+  WARN("%s of message %u with %s on %s has made no progress for %lld s. The peer may not have "
+       "reached this operation yet, or it is hung or unreachable",
+       r->send ? "send" : "receive", r->seq, c->base.peer.desc, c->dev->label,
+       (long long)((now_ns() - r->posted_ns) / 1000000000LL));
+}
+
+ncclResult_t ib_test(void *request, int *done, int *sizes) {
+  struct ib_req *r = request;
+  struct ib_comm *c = (struct ib_comm *)r->base.comm;
+  *done = 0;
+  if (c->failed) return c->fail_code;
+  if (!r->done && ib_poll(c) != ncclSuccess) return c->fail_code;
+  if (!r->done) {
+    if (ib_check_peer(c) != ncclSuccess) return c->fail_code;
+    check_stall(c, r);
+    return ncclSuccess;
+  }
+  long long bytes = 0;
+  for (int i = 0; i < r->n; i++) {
+    if (sizes) sizes[i] = r->sizes[i];
+    bytes += r->sizes[i];
+  }
+  ev_count(r->send ? C_BYTES_SENT : C_BYTES_RECV, bytes);
+  ib_req_put(c, r);
+  *done = 1;
+  return ncclSuccess;
+}

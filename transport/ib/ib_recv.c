@@ -1,0 +1,131 @@
+/* irecv (post a receive for the immediate, then write clear-to-send entries
+ * into the sender's FIFO) and iflush (an RDMA read on a queue pair
+ * connected to itself, so GPU memory sees the data that landed). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/log.h"
+#include "transport/ib/ib_comm.h"
+
+ncclResult_t ib_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, int *tags,
+                      void **mhandles, void **request) {
+  struct ib_comm *c = (struct ib_comm *)xc;
+  *request = NULL;
+  if (c->failed) return c->fail_code;
+  uint32_t seq = c->recv_seq;
+  int slot = (int)(seq % IB_SLOTS);
+  if (c->slot_req[slot]) {
+    WARN("irecv from %s: more than %d receives in flight on one connection (an API misuse)",
+         xc->peer.desc, IB_MAX_REQS);
+    return ncclInternalError;
+  }
+  struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
+  for (int i = 0; i < n; i++) {
+    struct ib_mh *mh = mhandles ? mhandles[i] : NULL;
+    if (!mh || mh->obj != OBJ_MR || (uintptr_t)data[i] < mh->addr ||
+        (uintptr_t)data[i] + sizes[i] > mh->addr + mh->len || sizes[i] > UINT32_MAX) {
+      WARN("irecv of %zu bytes from %s: buffer %d (%p) lies outside its registration (or the "
+           "registration is not live)",
+           sizes[i], xc->peer.desc, i, data[i]);
+      return ncclInternalError;
+    }
+    e[i] = (struct ib_cts){(uintptr_t)data[i], mh->mr->rkey, (uint32_t)sizes[i],
+                           tags ? tags[i] : 0, (uint32_t)n, 0, seq + 1};
+  }
+  struct ib_req *r = ib_req_get(c);
+  if (!r) {
+    WARN("irecv from %s: more than %d requests in flight (an API misuse)", xc->peer.desc,
+         IB_MAX_REQS);
+    return ncclInternalError;
+  }
+  r->seq = seq;
+  r->n = n;
+  struct ib_qp *q = &c->qp[seq % (uint32_t)c->nqps];
+  struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
+  int err = ibv_post_recv(q->qp, &rwr, &rbad);
+  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)(n * sizeof(*e)), c->shadow_mr->lkey};
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof(wr));
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(*e);
+  wr.wr.rdma.rkey = c->peer_fifo_rkey;
+  /* Unsignaled writes leave the send queue only behind a signaled one. */
+  if (++c->cts_count % IB_CTS_SIGNAL_EVERY == 0) {
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr_id = WR_ID(WR_CTS, slot);
+  }
+  if (!err) err = ibv_post_send(q->qp, &wr, &bad);
+  if (err) {
+    ib_req_put(c, r);
+    return ib_fail(c, ncclSystemError, 1, "posting receive %u on qp 0x%x failed: %s", seq,
+                   q->qp->qp_num, strerror(err));
+  }
+  c->slot_req[slot] = r;
+  c->recv_seq++;
+  *request = r;
+  return ncclSuccess;
+}
+
+int ib_flush_setup(struct ib_comm *c) {
+  c->flush_buf = aligned_alloc(64, 64);
+  if (!c->flush_buf) return -1;
+  c->flush_mr = ib_mr_plain(c->dev, c->flush_buf, 64, IBV_ACCESS_LOCAL_WRITE, "the flush buffer");
+  if (!c->flush_mr) return -1;
+  if (ib_qp_create(&c->flush_qp, c->dev, c->cq, IB_SLOTS, 1, "itself (flush)") ||
+      ib_qp_init(&c->flush_qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE))
+    return -1;
+  const struct topo_dev *t = c->dev->td;
+  struct ib_path p = {.qpn = c->flush_qp.qp->qp_num, .mtu = t->mtu, .is_global = t->ll != TOPO_LL_IB,
+                      .sgid_index = t->gid_index, .dlid = t->lid};
+  memcpy(p.dgid, t->gid, 16);
+  char diag[1024];
+  struct hello self;
+  memset(&self, 0, sizeof(self));
+  snprintf(self.host, sizeof(self.host), "this host");
+  if (ib_qp_rtr(&c->flush_qp, &p, &self, diag, sizeof(diag)) || ib_qp_rts(&c->flush_qp)) return -1;
+  c->flush_on = 1;
+  return 0;
+}
+
+ncclResult_t ib_iflush(struct xp_comm *xc, int n, void **data, int *sizes, void **mhandles,
+                       void **request) {
+  struct ib_comm *c = (struct ib_comm *)xc;
+  *request = NULL;
+  if (c->failed) return c->fail_code;
+  if (!c->flush_on) return ncclSuccess; /* host memory: nothing to flush */
+  int last = -1;
+  for (int i = 0; i < n; i++)
+    if (sizes && sizes[i] > 0) last = i;
+  if (last < 0) return ncclSuccess;
+  struct ib_mh *mh = mhandles[last];
+  int slot = (int)(c->flush_seq % IB_SLOTS);
+  if (c->flush_req[slot]) {
+    WARN("iflush on the connection with %s: too many flushes in flight", xc->peer.desc);
+    return ncclInternalError;
+  }
+  struct ib_req *r = ib_req_get(c);
+  if (!r) return ncclInternalError;
+  struct ibv_sge sge = {(uintptr_t)c->flush_buf, 1, c->flush_mr->lkey};
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof(wr));
+  wr.wr_id = WR_ID(WR_FLUSH, slot);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_READ;
+  wr.send_flags = IBV_SEND_SIGNALED;
+  wr.wr.rdma.remote_addr = (uintptr_t)data[last];
+  wr.wr.rdma.rkey = mh->mr->rkey;
+  int err = ibv_post_send(c->flush_qp.qp, &wr, &bad);
+  if (err) {
+    ib_req_put(c, r);
+    return ib_fail(c, ncclSystemError, 0, "posting a flush read failed: %s", strerror(err));
+  }
+  r->n = 0;
+  c->flush_req[slot] = r;
+  c->flush_seq++;
+  *request = r;
+  return ncclSuccess;
+}

@@ -1,0 +1,55 @@
+/* The RDMA setup stage's state, shared by ib_setup.c (the exchange),
+ * ib_setup_res.c (queue pairs and memory) and ib_comm.c (which takes the
+ * resources over). */
+#ifndef DIAG_TRANSPORT_IB_SETUP_H
+#define DIAG_TRANSPORT_IB_SETUP_H
+
+#include "transport/ib/ib.h"
+
+enum ib_stage {
+  IS_CHECK,       /* compatibility, queue pairs to INIT, our INFO */
+  IS_SEND_INFO,
+  IS_RECV_INFO,
+  IS_CONNECT,     /* RTR and RTS */
+  IS_SEND_STATUS,
+  IS_RECV_STATUS,
+  IS_DONE,
+};
+
+struct ib_setup {
+  struct ib_dev *dev;
+  int send_side;
+  int ctrl_fd;
+  struct hello mine, peer;
+  char peer_desc[160];
+  int traffic_class;
+  enum ib_stage stage;
+  int64_t deadline;
+  /* resources, handed to the comm when the path is up */
+  struct ibv_cq *cq;
+  int nqps;
+  struct ib_qp qp[IB_MAX_QPS];
+  struct ib_cts *fifo;   /* send side: written by the receiver */
+  struct ibv_mr *fifo_mr;
+  struct ib_cts *shadow; /* receive side: the entries it writes */
+  struct ibv_mr *shadow_mr;
+  uint32_t *cr;          /* receive side: completion records (sizes) */
+  struct ibv_mr *cr_mr;
+  int sl, tc;            /* the sender's choice */
+  /* records */
+  struct ibrec mine_info, peer_info, mine_status, peer_status;
+  uint8_t out[IBREC_HDR_LEN + IBREC_MAX_BODY];
+  size_t out_len, out_off;
+  uint8_t in[IBREC_HDR_LEN + IBREC_MAX_BODY];
+  size_t in_off;
+  uint32_t in_body;
+  int in_type;
+  char notes[512];
+};
+
+/* ib_setup_res.c: 0, or an errno with the reason in why (WARN logged). */
+int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap);
+int ib_res_connect(struct ib_setup *s, char *why, size_t cap);
+void ib_res_free(struct ib_setup *s);
+
+#endif

@@ -1,0 +1,129 @@
+/* The RDMA resources of one connection: a completion queue, the RC queue
+ * pairs, and the memory the peer writes into (the sender's clear-to-send
+ * FIFO; the receiver's completion records) or reads from (the receiver's
+ * outgoing CTS entries). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugin/knobs.h"
+#include "plugin/log.h"
+#include "transport/ib/ib_setup.h"
+
+#define CQ_DEPTH 1024
+#define FIFO_BYTES (sizeof(struct ib_cts) * IB_SLOTS * IB_MAX_RECVS)
+#define CR_BYTES (sizeof(uint32_t) * IB_SLOTS * IB_MAX_RECVS)
+
+static void *zalloc_pages(size_t n) {
+  void *p = aligned_alloc(4096, (n + 4095) & ~(size_t)4095);
+  if (p) memset(p, 0, n);
+  return p;
+}
+
+static int cap_wr(const struct ib_dev *d, int want) {
+  return d->attr.max_qp_wr > 0 && want > d->attr.max_qp_wr ? d->attr.max_qp_wr : want;
+}
+
+static int make_memory(struct ib_setup *s, char *why, size_t cap) {
+  struct ib_dev *d = s->dev;
+  if (s->send_side) {
+    s->fifo = zalloc_pages(FIFO_BYTES);
+    if (s->fifo)
+      s->fifo_mr = ib_mr_plain(d, s->fifo, FIFO_BYTES,
+                               IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, "the CTS FIFO");
+    if (!s->fifo_mr) goto fail;
+  } else {
+    s->shadow = zalloc_pages(FIFO_BYTES);
+    s->cr = zalloc_pages(CR_BYTES);
+    if (s->shadow)
+      s->shadow_mr = ib_mr_plain(d, s->shadow, FIFO_BYTES, IBV_ACCESS_LOCAL_WRITE, "CTS entries");
+    if (s->cr)
+      s->cr_mr = ib_mr_plain(d, s->cr, CR_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                             "completion records");
+    if (!s->shadow_mr || !s->cr_mr) goto fail;
+  }
+  return 0;
+fail:
+  snprintf(why, cap, "%s: cannot register the connection's control memory (see the warning above)",
+           d->label);
+  return ENOMEM;
+}
+
+int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
+  struct ib_dev *d = s->dev;
+  s->cq = d->v->create_cq(d->ctx, CQ_DEPTH, NULL, NULL, 0);
+  if (!s->cq) {
+    int err = errno ? errno : ENOMEM;
+    snprintf(why, cap, "%s: creating a completion queue failed: %s%s", d->label, strerror(err),
+             err == ENOMEM ? " (raise the locked-memory limit: ulimit -l unlimited)" : "");
+    WARN("%s", why);
+    return err;
+  }
+  int err = make_memory(s, why, cap);
+  if (err) return err;
+  int send_wr = cap_wr(d, s->send_side ? IB_MAX_REQS * (IB_MAX_RECVS + 2) : 2 * IB_SLOTS);
+  int recv_wr = cap_wr(d, s->send_side ? 1 : 2 * IB_MAX_REQS);
+  int access = IBV_ACCESS_REMOTE_WRITE | (s->send_side ? 0 : IBV_ACCESS_REMOTE_READ);
+  for (int i = 0; i < nqps; i++) {
+    err = ib_qp_create(&s->qp[i], d, s->cq, send_wr, recv_wr, s->peer_desc);
+    if (!err) s->nqps = i + 1;
+    if (!err) err = ib_qp_init(&s->qp[i], access);
+    if (err) {
+      snprintf(why, cap, "%s: queue pair %d of %d could not be created or moved to INIT: %s",
+               d->label, i, nqps, strerror(err));
+      return err;
+    }
+  }
+  return 0;
+}
+
+/* The sender decides SL and traffic class (NCCL's rule): the knob, else
+ * the communicator's traffic class, else 0. */
+void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
+void ib_choose_sl_tc(int traffic_class, int *sl, int *tc) {
+  int ksl = (int)knob_int(K_IB_SL), ktc = (int)knob_int(K_IB_TC);
+  int cls = traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF ? -1 : traffic_class;
+  *sl = ksl >= 0 ? ksl : cls >= 0 ? cls & 0xf : 0;
+  *tc = ktc >= 0 ? ktc : cls >= 0 ? cls & 0xff : 0;
+}
+
+int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
+  const struct topo_dev *t = s->dev->td;
+  struct ib_path p;
+  memset(&p, 0, sizeof(p));
+  p.mtu = t->mtu;
+  if (s->peer.ib.mtu && s->peer.ib.mtu < p.mtu) p.mtu = s->peer.ib.mtu;
+  p.is_global = t->ll != TOPO_LL_IB;
+  memcpy(p.dgid, s->peer.ib.gid, 16);
+  p.sgid_index = t->gid_index;
+  p.dlid = s->peer.ib.lid;
+  p.sl = s->sl;
+  p.tc = s->tc;
+  for (int i = 0; i < s->nqps; i++) {
+    p.qpn = s->peer_info.qpn[i];
+    int err = ib_qp_rtr(&s->qp[i], &p, &s->peer, why, cap);
+    if (!err) err = ib_qp_rts(&s->qp[i]);
+    if (err) {
+      if (!why[0]) snprintf(why, cap, "%s: RTR/RTS failed: %s", s->dev->label, strerror(err));
+      return err;
+    }
+  }
+  return 0;
+}
+
+void ib_res_free(struct ib_setup *s) {
+  const struct vb_ops *v = s->dev->v;
+  for (int i = 0; i < s->nqps; i++) ib_qp_destroy(&s->qp[i]);
+  s->nqps = 0;
+  if (s->cq) v->destroy_cq(s->cq);
+  s->cq = NULL;
+  struct ibv_mr **mrs[] = {&s->fifo_mr, &s->shadow_mr, &s->cr_mr};
+  for (int i = 0; i < 3; i++)
+    if (*mrs[i]) v->dereg_mr(*mrs[i]), *mrs[i] = NULL;
+  free(s->fifo);
+  free(s->shadow);
+  free(s->cr);
+  s->fifo = s->shadow = NULL;
+  s->cr = NULL;
+}

@@ -1,0 +1,48 @@
+/* Records the two sides exchange on the control connection to set up the
+ * RDMA path, after the hello:
+ *   INFO   each side's queue pairs and the memory the other side writes to
+ *          (the sender's clear-to-send FIFO, the receiver's completion
+ *          records), or why it could not create them;
+ *   STATUS each side's result of RTR/RTS, with the reason on failure.
+ * Both sides decide the connection's transport from the pair of STATUS
+ * records, so they always agree. Length-checked; fuzzed. */
+#ifndef DIAG_TRANSPORT_IB_WIRE_H
+#define DIAG_TRANSPORT_IB_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IBREC_MAGIC 0x63657269u /* "irec" */
+#define IBREC_VERSION 1
+#define IBREC_HDR_LEN 12
+#define IBREC_MAX_QPS 32
+#define IBREC_REASON_MAX 1536
+#define IBREC_MAX_BODY (64 + IBREC_MAX_QPS * 4 + IBREC_REASON_MAX)
+
+enum ibrec_type { IBREC_INFO = 1, IBREC_STATUS = 2 };
+enum { IBREC_F_FALLBACK = 1 }; /* NCCL_DIAG_FALLBACK=auto on this side */
+
+struct ibrec {
+  int type;
+  int ok;
+  int nqps;
+  uint32_t qpn[IBREC_MAX_QPS];
+  uint64_t fifo_addr; /* send side: its CTS FIFO, written by the receiver */
+  uint32_t fifo_rkey;
+  uint64_t cr_addr;   /* receive side: its completion records, written by the sender */
+  uint32_t cr_rkey;
+  uint32_t mtu;       /* bytes, what this side's port runs */
+  uint8_t sl, tc;     /* the sender's choice; the receiver uses it */
+  uint8_t max_recvs;
+  uint8_t flags;      /* IBREC_F_*: this side's policy */
+  char reason[IBREC_REASON_MAX];
+};
+
+/* Header + body; the total length, or -1 if it does not fit. */
+int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap);
+/* Header: 0 and the body length, or -1 with why. */
+int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char *why, int whylen);
+int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r, char *why,
+                      int whylen);
+
+#endif
