@@ -2,7 +2,7 @@
 # Runs every test of the project and ends with one line:
 #   N passed, N failed[, N skipped]
 # Four builds: the normal one (all suites), ASan+UBSan (unit and api suites),
-# ThreadSanitizer (the api suite on the v11 table), and a clang one for the
+# ThreadSanitizer (the api suite on the v11 table, TCP and RDMA), and a clang one for the
 # libFuzzer targets (bounded runs).
 # Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1.
 set -u
@@ -50,8 +50,8 @@ fi
 if [ "${SKIP_TSAN:-0}" != 1 ]; then
   step "build with ThreadSanitizer (conformance suite, v11 table)"
   if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dfuzz=disabled; then
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-      run_suites build-tsan api-v11 api-v11-netns
+    TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$top/tests/lib/tsan.supp" \
+      run_suites build-tsan api-v11 api-v11-netns api-ib-v11
   else
     echo "ThreadSanitizer build failed"; status=1; broken+=(--broken build-tsan)
   fi

@@ -240,6 +240,12 @@ ncclResult_t nl_test(struct netload *nl, void *req, int *done, int *sizes) {
   return NL_SAME(nl, test(req, done, sizes));
 }
 
+ncclResult_t nl_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
+                       void **req) {
+  *req = NULL; /* NCCL pre-sets NULL: NULL back means nothing to wait for */
+  return NL_SAME(nl, iflush(rc, n, data, sizes, mh, req));
+}
+
 ncclResult_t nl_close_send(struct netload *nl, void *sc) { return NL_SAME(nl, closeSend(sc)); }
 ncclResult_t nl_close_recv(struct netload *nl, void *rc) { return NL_SAME(nl, closeRecv(rc)); }
 ncclResult_t nl_close_listen(struct netload *nl, void *lc) { return NL_SAME(nl, closeListen(lc)); }

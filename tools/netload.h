@@ -56,6 +56,8 @@ ncclResult_t nl_isend(struct netload *nl, void *sc, void *data, size_t size, int
 ncclResult_t nl_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
                       void **mh, void **req);
 ncclResult_t nl_test(struct netload *nl, void *req, int *done, int *sizes);
+ncclResult_t nl_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
+                       void **req);
 ncclResult_t nl_close_send(struct netload *nl, void *sc);
 ncclResult_t nl_close_recv(struct netload *nl, void *rc);
 ncclResult_t nl_close_listen(struct netload *nl, void *lc);

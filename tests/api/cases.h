@@ -33,4 +33,11 @@ void case_connector_dies(struct side *s);
 void case_ifname_grammar(struct side *s);
 void case_detour(struct side *s);
 
+void case_ib_qp_log(struct side *s);
+void case_ib_grouped(struct side *s);
+void case_ib_qps(struct side *s);
+void case_ib_flush(struct side *s);
+void case_story5_fallback(struct side *s);
+void case_story5_off(struct side *s);
+
 #endif

@@ -145,7 +145,11 @@ void case_reload(struct side *s) {
       nl_reg_mr(&s->nl, rc, in, sizeof(in), NCCL_PTR_HOST, &mh2);
       void *inp = in;
       CHECK(nl_irecv(&s->nl, rc, 1, &inp, &cap, &tag, &mh2, &req2) == 0 && req2, "irecv");
-      CHECK(nl_isend(&s->nl, sc, out, sizeof(out), 0, mh1, &req1) == 0 && req1, "isend");
+      /* RDMA sends wait (NULL) until the receiver's clear-to-send is there. */
+      req1 = NULL;
+      for (long long end = ms_now() + 10000; !req1 && ms_now() < end;)
+        if (nl_isend(&s->nl, sc, out, sizeof(out), 0, mh1, &req1)) break;
+      CHECK(req1, "isend");
       long long end = ms_now() + 10000;
       while ((!done1 || !done2) && ms_now() < end) {
         if (!done1) nl_test(&s->nl, req1, &done1, &sz);

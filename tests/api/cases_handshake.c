@@ -228,9 +228,14 @@ static void peer_dies(struct side *s, int victim) {
     fflush(stdout);
     syscall(SYS_exit_group, 0); /* sanitizers intercept _exit and linger */
   }
-  int r;
-  if (s->role == ROLE_SEND) r = nl_isend(&s->nl, comm, buf, size, 0, mh, &req);
-  else {
+  int r = 0;
+  if (s->role == ROLE_SEND) {
+    /* RDMA: NULL until the receiver's clear-to-send; a dead receiver must
+     * turn that wait into an error, not an endless NULL. */
+    long long end0 = ms_now() + 15000;
+    do r = nl_isend(&s->nl, comm, buf, size, 0, mh, &req);
+    while (!r && !req && ms_now() < end0);
+  } else {
     size_t cap = size;
     int tag = 0;
     r = nl_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);

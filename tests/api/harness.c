@@ -16,6 +16,27 @@
 
 const char *netns_recv, *netns_send;
 int abi_version = 11;
+int transport_ib;
+
+#define MAX_SIDE_ENV 16
+static const char *side_env[2][MAX_SIDE_ENV];
+static int nside_env[2];
+
+void side_env_add(int role, const char *kv) {
+  if (nside_env[role] < MAX_SIDE_ENV) side_env[role][nside_env[role]++] = kv;
+}
+
+static void apply_env(int role) {
+  if (role != ROLE_RECV && role != ROLE_SEND) return;
+  for (int i = 0; i < nside_env[role]; i++) {
+    char buf[4096];
+    snprintf(buf, sizeof(buf), "%s", side_env[role][i]);
+    char *eq = strchr(buf, '=');
+    if (!eq) continue;
+    *eq = 0;
+    setenv(buf, eq + 1, 1);
+  }
+}
 
 /* ---- captured log ---- */
 
@@ -226,19 +247,25 @@ size_t check_pattern(const uint8_t *p, size_t n, unsigned seed) {
   return n;
 }
 
-int wait_req(struct side *s, void *req, int *size, int timeout_ms) {
+/* NCCL hands test() 64 ints; a grouped receive writes one per buffer. */
+int wait_req_sizes(struct side *s, void *req, int *sizes, int n, int timeout_ms) {
   long long end = ms_now() + timeout_ms;
   int done = 0, r;
-  int sz = -1;
+  int sz[64];
+  for (int i = 0; i < 64; i++) sz[i] = -1;
   do {
-    r = nl_test(&s->nl, req, &done, &sz);
+    r = nl_test(&s->nl, req, &done, sz);
     if (r) return r;
     if (done) break;
     sched_yield();
   } while (ms_now() < end);
   CHECK(done, "request %p not done after %d ms", req, timeout_ms);
-  if (size) *size = sz;
+  for (int i = 0; sizes && i < n; i++) sizes[i] = sz[i];
   return done ? 0 : -2;
+}
+
+int wait_req(struct side *s, void *req, int *size, int timeout_ms) {
+  return wait_req_sizes(s, req, size, 1, timeout_ms);
 }
 
 int xfer_one(struct side *s, void *comm, size_t size, size_t cap, unsigned seed) {
@@ -330,6 +357,7 @@ static void child(const struct api_case *c, int role, int ctl) {
   struct side s = {role, ctl, abi_version};
   alarm((unsigned)(c->timeout_s ? c->timeout_s : 60) + 5);
   if (c->two_sided && enter_netns(role == ROLE_RECV ? netns_recv : netns_send)) _exit(2);
+  apply_env(role == ROLE_SINGLE ? ROLE_RECV : role);
   tap_begin();
   c->run(&s);
   if (tap_case_failed && !log_echo) {

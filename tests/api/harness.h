@@ -24,6 +24,8 @@ struct side {
   int dev;       /* device both sides use */
 };
 
+enum { T_TCP = 1, T_IB = 2, T_ANY = 3 };
+
 struct api_case {
   const char *name;
   void (*run)(struct side *s);
@@ -31,11 +33,17 @@ struct api_case {
   int needs_root;   /* skipped with a reason when not root */
   int core;         /* part of the short suite run for every ABI version */
   int timeout_s;
+  int transports;   /* T_TCP, T_IB or both (0 = both) */
+  int netns_only;   /* needs the two-namespace-host placement */
 };
 
 /* Placement: namespaces for the receiver and sender (NULL = current). */
 extern const char *netns_recv, *netns_send;
 extern int abi_version;
+extern int transport_ib; /* the suite runs over RDMA devices (softverbs) */
+
+/* Environment for one side (KEY=VALUE), applied before the plugin loads. */
+void side_env_add(int role, const char *kv);
 
 /* Loads the plugin and calls init with the capturing logger. */
 int side_open(struct side *s);
@@ -67,6 +75,7 @@ int pair_open(struct side *s, void **comm);
 int xfer_one(struct side *s, void *comm, size_t size, size_t cap, unsigned seed);
 /* Drives one request to completion (bounded), returning test()'s result. */
 int wait_req(struct side *s, void *req, int *size, int timeout_ms);
+int wait_req_sizes(struct side *s, void *req, int *sizes, int n, int timeout_ms);
 
 void fill_pattern(uint8_t *p, size_t n, unsigned seed);
 size_t check_pattern(const uint8_t *p, size_t n, unsigned seed); /* index of the first bad byte, or n */

@@ -17,36 +17,45 @@ int ncclGetVersion(int *version) {
   return 0;
 }
 
-#define TWO 1
-#define ROOT 1
-#define CORE 1
+#define TWO .two_sided = 1
+#define ROOT .needs_root = 1
+#define CORE .core = 1
+#define TCP_ONLY .transports = T_TCP
+#define IB_ONLY .transports = T_IB
+#define NETNS .netns_only = 1
 
 static const struct api_case cases[] = {
-  {"init, devices and properties", case_init_props, 0, 0, CORE, 30},
-  {"v11 per-communicator context", case_v11_context, 0, 0, CORE, 30},
-  {"bad knob values are named", case_bad_knobs, 0, 0, 0, 30},
-  {"no interface matches NCCL_SOCKET_IFNAME", case_no_device, 0, 0, 0, 30},
-  {"listen handle bounds and uniqueness", case_handle_bounds, 0, 0, 0, 30},
-  {"dlclose and reload", case_reload, 0, 0, 0, 60},
-  {"message sizes 0 B to 16 MiB", case_sizes, TWO, 0, CORE, 120},
-  {"message of 1 GiB", case_sizes_1g, TWO, 0, 0, 180},
-  {"receive capacity larger than the message", case_capacity, TWO, 0, CORE, 60},
-  {"message larger than the receive: ncclInvalidUsage", case_truncation, TWO, 0, 0, 60},
-  {"32 requests in flight, the 33rd refused", case_inflight, TWO, 0, CORE, 60},
-  {"close with requests in flight", case_close_inflight, TWO, 0, 0, 60},
-  {"200 comms driven by 4 threads", case_many_comms, TWO, 0, 0, 180},
-  {"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD", case_socket_shape, TWO, 0, 0, 60},
-  {"no helper threads (NCCL_SOCKET_NTHREADS=0)", case_caller_thread, TWO, 0, 0, 60},
-  {"*request always written; misuse named", case_request_written, TWO, 0, CORE, 60},
-  {"handle format", case_handle_format, 0, 0, 0, 30},
-  {"hosts that differ are named (field story 2)", case_hello_mismatch, TWO, 0, 0, 60},
-  {"strangers on the listening port", case_strangers, TWO, 0, 0, 60},
-  {"handles that are not ours", case_bad_handle, 0, 0, 0, 30},
-  {"sender dies mid-transfer", case_sender_dies, TWO, 0, 0, 60},
-  {"receiver dies mid-transfer", case_receiver_dies, TWO, 0, 0, 60},
-  {"connector dies during setup", case_connector_dies, TWO, 0, 0, 60},
-  {"NCCL_SOCKET_IFNAME grammar and automatic choice", case_ifname_grammar, 0, ROOT, 0, 60},
-  {"unreachable candidate address (field story 1)", case_detour, TWO, ROOT, 0, 60},
+  {"init, devices and properties", case_init_props, CORE, .timeout_s = 30},
+  {"v11 per-communicator context", case_v11_context, CORE, .timeout_s = 30},
+  {"bad knob values are named", case_bad_knobs, .timeout_s = 30},
+  {"no interface matches NCCL_SOCKET_IFNAME", case_no_device, TCP_ONLY, .timeout_s = 30},
+  {"listen handle bounds and uniqueness", case_handle_bounds, .timeout_s = 30},
+  {"dlclose and reload", case_reload, .timeout_s = 60},
+  {"message sizes 0 B to 16 MiB", case_sizes, TWO, CORE, .timeout_s = 120},
+  {"message of 1 GiB", case_sizes_1g, TWO, .timeout_s = 180},
+  {"receive capacity larger than the message", case_capacity, TWO, CORE, .timeout_s = 60},
+  {"message larger than the receive: ncclInvalidUsage", case_truncation, TWO, .timeout_s = 60},
+  {"32 requests in flight, the 33rd refused", case_inflight, TWO, CORE, .timeout_s = 60},
+  {"close with requests in flight", case_close_inflight, TWO, .timeout_s = 60},
+  {"200 comms driven by 4 threads", case_many_comms, TWO, .timeout_s = 180},
+  {"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD", case_socket_shape, TWO, TCP_ONLY, .timeout_s = 60},
+  {"no helper threads (NCCL_SOCKET_NTHREADS=0)", case_caller_thread, TWO, TCP_ONLY, .timeout_s = 60},
+  {"*request always written; misuse named", case_request_written, TWO, CORE, .timeout_s = 60},
+  {"handle format", case_handle_format, .timeout_s = 30},
+  {"hosts that differ are named (field story 2)", case_hello_mismatch, TWO, .timeout_s = 60},
+  {"strangers on the listening port", case_strangers, TWO, .timeout_s = 60},
+  {"handles that are not ours", case_bad_handle, .timeout_s = 30},
+  {"sender dies mid-transfer", case_sender_dies, TWO, .timeout_s = 60},
+  {"receiver dies mid-transfer", case_receiver_dies, TWO, .timeout_s = 60},
+  {"connector dies during setup", case_connector_dies, TWO, .timeout_s = 60},
+  {"NCCL_SOCKET_IFNAME grammar and automatic choice", case_ifname_grammar, ROOT, TCP_ONLY, .timeout_s = 60},
+  {"unreachable candidate address (field story 1)", case_detour, TWO, ROOT, TCP_ONLY, .timeout_s = 60},
+  {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO, IB_ONLY, CORE, .timeout_s = 60},
+  {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY, .timeout_s = 60},
+  {"several queue pairs per connection", case_ib_qps, TWO, IB_ONLY, .timeout_s = 60},
+  {"iflush by RDMA read", case_ib_flush, TWO, IB_ONLY, .timeout_s = 60},
+  {"cross-plane pair (field story 5) falls back to TCP", case_story5_fallback, TWO, IB_ONLY, NETNS, .timeout_s = 90},
+  {"cross-plane pair (field story 5) with fallback off fails cleanly", case_story5_off, TWO, IB_ONLY, NETNS, .timeout_s = 90},
 };
 
 int main(int argc, char **argv) {
@@ -56,6 +65,12 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--abi") && i + 1 < argc) abi_version = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--short")) short_run = 1;
     else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--transport") && i + 1 < argc) transport_ib = !strcmp(argv[++i], "ib");
+    else if (!strcmp(argv[i], "--env") && i + 1 < argc) {
+      side_env_add(ROLE_RECV, argv[i + 1]);
+      side_env_add(ROLE_SEND, argv[++i]);
+    } else if (!strcmp(argv[i], "--env-recv") && i + 1 < argc) side_env_add(ROLE_RECV, argv[++i]);
+    else if (!strcmp(argv[i], "--env-send") && i + 1 < argc) side_env_add(ROLE_SEND, argv[++i]);
     else if (!strcmp(argv[i], "--netns") && i + 1 < argc) {
       static char buf[256];
       snprintf(buf, sizeof(buf), "%s", argv[++i]);
@@ -65,20 +80,27 @@ int main(int argc, char **argv) {
       netns_recv = buf;
       netns_send = comma + 1;
     } else {
-      fprintf(stderr, "usage: %s [--abi 8|9|10|11] [--short] [--netns RECV,SEND] [--case TEXT]\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s [--abi 8|9|10|11] [--short] [--transport tcp|ib] [--netns RECV,SEND]\n"
+              "       [--env K=V] [--env-recv K=V] [--env-send K=V] [--case TEXT]\n",
+              argv[0]);
       return 2;
     }
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
-  tap_diag("ABI v%d, %s placement", abi_version,
+  tap_diag("ABI v%d, %s, %s placement", abi_version, transport_ib ? "RDMA (softverbs)" : "TCP",
            netns_recv ? "two network namespace hosts" : "one host (loopback)");
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     const struct api_case *c = &cases[i];
     char name[200];
-    snprintf(name, sizeof(name), "v%d%s: %s", abi_version, netns_recv ? " netns" : "", c->name);
+    snprintf(name, sizeof(name), "v%d%s%s: %s", abi_version, transport_ib ? " ib" : "",
+             netns_recv ? " netns" : "", c->name);
     if (only && !strstr(c->name, only)) continue;
     if (short_run && !c->core) continue;
     if (netns_recv && !c->two_sided) continue; /* single-process cases do not depend on placement */
+    int want = transport_ib ? T_IB : T_TCP;
+    if (c->transports && !(c->transports & want)) continue;
+    if (c->netns_only && !netns_recv) continue;
     if (c->needs_root && !is_root()) {
       tap_skip(name, "needs root");
       continue;

@@ -6,6 +6,7 @@
 #include "transport/frame.h"
 #include "transport/handle.h"
 #include "transport/hello.h"
+#include "transport/ib/ib_wire.h"
 
 static void put(const char *dir, const char *name, const void *p, size_t n) {
   char path[1024];
@@ -52,5 +53,15 @@ int main(int argc, char **argv) {
   mh.flags = MSG_F_ABORT, mh.size = 20;
   msg_hdr_encode(&mh, f);
   put(d, "abort", f, MSG_HDR_LEN);
+
+  struct ibrec r = {IBREC_INFO, 1, 2, {0x101, 0x102}, 0x7f0000001000ULL, 0x55, 0, 0, 4096, 0, 0, 8,
+                    IBREC_F_FALLBACK, ""};
+  static uint8_t rb[IBREC_HDR_LEN + IBREC_MAX_BODY];
+  n = ibrec_encode(&r, rb, sizeof(rb));
+  snprintf(d, sizeof(d), "%s/ibrec", argv[1]);
+  put(d, "info", rb, (size_t)n);
+  struct ibrec st = {IBREC_STATUS, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, "RTR failed: no route"};
+  n = ibrec_encode(&st, rb, sizeof(rb));
+  put(d, "status", rb, (size_t)n);
   return 0;
 }

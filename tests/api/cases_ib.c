@@ -1,0 +1,199 @@
+/* The RDMA transport (over softverbs): QP transition logging, grouped
+ * receives, several queue pairs, flush, and field story 5. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cases.h"
+
+static void close_comm(struct side *s, void *comm) {
+  if (!comm) return;
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+}
+
+static int file_has(const char *path, const char *a, const char *b) {
+  FILE *f = fopen(path, "r");
+  char line[8192];
+  int found = 0;
+  while (f && !found && fgets(line, sizeof(line), f)) found = strstr(line, a) && strstr(line, b);
+  if (f) fclose(f);
+  return found;
+}
+
+void case_ib_qp_log(struct side *s) {
+  char path[128];
+  snprintf(path, sizeof(path), "/tmp/diag-api-events-%d.jsonl", (int)getpid());
+  setenv("NCCL_DIAG_LOG_FILE", path, 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 300000, 300000, 2) == 0, "transfer over RDMA");
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is not RDMA");
+  static const char *const steps[][2] = {{"RESET -> INIT", "pkey_index"},
+                                         {"INIT -> RTR", "dest_qp"},
+                                         {"RTR -> RTS", "retry_cnt"}};
+  for (int i = 0; i < 3; i++) {
+    const char *l = log_find(NCCL_LOG_INFO, steps[i][0]);
+    CHECK(l && strstr(l, steps[i][1]) && strstr(l, " us: ok") && strstr(l, " qp 0x") &&
+              strstr(l, " port 1"),
+          "no %s line with device, port, qp, attributes, time and result: %s", steps[i][0],
+          l ? l : "none");
+  }
+  side_close(s); /* writes the census */
+  CHECK(file_has(path, "\"event\":\"qp_transition\"", "\"from\":\"INIT\",\"to\":\"RTR\""),
+        "no INIT->RTR event in %s", path);
+  CHECK(file_has(path, "\"to\":\"RTS\"", "\"us\":"), "no RTS event with a duration in %s", path);
+  CHECK(file_has(path, "\"event\":\"handshake\"", "\"peer_host\""), "no handshake event in %s", path);
+  ctl_sync(s);
+  close_comm(s, comm);
+  unlink(path);
+}
+
+/* One irecv of n buffers; the sends arrive in another tag order and each
+ * lands in the buffer posted with its tag. */
+static void grouped(struct side *s, void *comm, int n, unsigned seed) {
+  enum { CAP = 200000 };
+  uint8_t *buf = malloc((size_t)n * CAP);
+  void *mh, *data[8], *mhs[8], *req[8] = {0};
+  size_t caps[8];
+  int tags[8], sizes[8];
+  nl_reg_mr(&s->nl, comm, buf, (size_t)n * CAP, NCCL_PTR_HOST, &mh);
+  for (int i = 0; i < n; i++) {
+    data[i] = buf + (size_t)i * CAP, mhs[i] = mh, caps[i] = CAP, tags[i] = 100 + i;
+    sizes[i] = (int)((i * 37003 + seed * 11) % CAP) * (i % 3 != 1); /* some are empty */
+  }
+  if (s->role == ROLE_RECV) {
+    int r = nl_irecv(&s->nl, comm, n, data, caps, tags, mhs, &req[0]);
+    CHECK(r == 0 && req[0], "irecv of %d buffers: %d", n, r);
+    int got[8] = {0};
+    CHECK(wait_req_sizes(s, req[0], got, n, 20000) == 0, "grouped receive not done");
+    for (int i = 0; i < n; i++) {
+      CHECK(got[i] == sizes[i], "buffer %d (tag %d): %d bytes, expected %d", i, tags[i], got[i], sizes[i]);
+      CHECK(check_pattern(data[i], (size_t)sizes[i], seed + (unsigned)tags[i]) == (size_t)sizes[i],
+            "buffer %d holds the wrong data", i);
+    }
+  } else {
+    for (int k = 0; k < n; k++) {
+      int i = n - 1 - k; /* the reverse of the receiver's order */
+      fill_pattern(data[i], (size_t)sizes[i], seed + (unsigned)tags[i]);
+      long long end = ms_now() + 20000;
+      int r;
+      do r = nl_isend(&s->nl, comm, data[i], (size_t)sizes[i], tags[i], mh, &req[k]);
+      while (!r && !req[k] && ms_now() < end);
+      CHECK(r == 0 && req[k], "isend tag %d: %d", tags[i], r);
+    }
+    for (int k = 0; k < n; k++)
+      if (req[k]) CHECK(wait_req(s, req[k], NULL, 20000) == 0, "send %d not done", k);
+  }
+  nl_dereg_mr(&s->nl, comm, mh);
+  free(buf);
+}
+
+void case_ib_grouped(struct side *s) {
+  void *comm;
+  if (side_open(s)) return;
+  struct nl_props p;
+  nl_props(&s->nl, 0, &p);
+  CHECK(p.max_recvs == 8, "an RDMA device reports maxRecvs %d, expected 8", p.max_recvs);
+  if (pair_open(s, &comm)) return;
+  for (unsigned k = 0; k < 6; k++) grouped(s, comm, (int)(2 + k % 7), k);
+  grouped(s, comm, 8, 99);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+void case_ib_qps(struct side *s) {
+  setenv("NCCL_IB_QPS_PER_CONNECTION", "4", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 4 queue pairs"), "not 4 queue pairs");
+  for (unsigned i = 0; i < 12; i++)
+    CHECK(xfer_one(s, comm, (size_t)i * 90001, 1 << 20, i) == 0, "transfer %u", i);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+void case_ib_flush(struct side *s) {
+  setenv("NCCL_DIAG_FORCE_FLUSH", "1", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  if (s->role == ROLE_RECV) {
+    CHECK(log_find(NCCL_LOG_INFO, "flush queue pair"), "no flush queue pair");
+    uint8_t *buf = malloc(4096);
+    void *mh, *req = NULL;
+    nl_reg_mr(&s->nl, comm, buf, 4096, NCCL_PTR_HOST, &mh);
+    int sz = 4096;
+    CHECK(nl_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && req, "iflush gave no request");
+    if (req) CHECK(wait_req(s, req, NULL, 10000) == 0, "the flush read did not complete");
+    sz = 0;
+    req = (void *)1;
+    CHECK(nl_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && !req,
+          "an empty receive needs no flush: request %p", req);
+    nl_dereg_mr(&s->nl, comm, mh);
+    free(buf);
+  }
+  CHECK(xfer_one(s, comm, 5000, 5000, 1) == 0, "transfer after flushes");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* Field story 5 on two hosts: one side uses an RDMA-plane port, the other
+ * the storage-plane mlx5_bond_0. */
+static void story5_env(struct side *s, const char *fallback) {
+  if (is_root()) private_uts(s->role == ROLE_RECV ? "host-a" : "host-b");
+  setenv("NCCL_IB_HCA", s->role == ROLE_RECV ? "=mlx5_bond_0" : "=mlx5_4", 1);
+  setenv("NCCL_DIAG_FALLBACK", fallback, 1);
+}
+
+static void story5_diagnosis(void) {
+  const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
+  CHECK(w, "no diagnosis of the RDMA path");
+  if (!w) return;
+  CHECK(strstr(w, "::ffff:10.1.4.") && strstr(w, "::ffff:10.0.0."), "both GIDs must be named: %s", w);
+  CHECK(strstr(w, "10.1.4.0/24") && strstr(w, "10.0.0.0/24"), "both subnets must be named: %s", w);
+  CHECK(strstr(w, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix must be named: %s", w);
+  CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"), "RTR was attempted: the pair must be named before it");
+}
+
+void case_story5_fallback(struct side *s) {
+  story5_env(s, "auto");
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  story5_diagnosis();
+  CHECK(log_find(NCCL_LOG_WARN, "carries on over TCP"), "the fallback is not said");
+  CHECK(log_find(NCCL_LOG_INFO, "connection with") && log_find(NCCL_LOG_INFO, ": TCP,"),
+        "the connection is not TCP");
+  for (unsigned i = 0; i < 4; i++)
+    CHECK(xfer_one(s, comm, (size_t)1 << (12 + 3 * i), 1 << 22, i) == 0, "transfer %u over TCP", i);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+void case_story5_off(struct side *s) {
+  story5_env(s, "off");
+  if (side_open(s)) return;
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *comm = NULL, *lc = NULL;
+  int r = 0;
+  long long end = ms_now() + 30000;
+  if (s->role == ROLE_RECV) {
+    nl_listen(&s->nl, s->dev, handle, &lc);
+    ctl_send(s, handle, sizeof(handle));
+    while (!comm && !r && ms_now() < end) r = nl_accept(&s->nl, lc, &comm);
+    nl_close_listen(&s->nl, lc);
+  } else {
+    ctl_recv(s, handle, sizeof(handle));
+    while (!comm && !r && ms_now() < end) r = nl_connect(&s->nl, s->dev, handle, &comm);
+  }
+  CHECK(r == ncclSystemError && !comm, "with fallback off the connection must fail: %d, %p", r, comm);
+  CHECK(ms_now() < end, "the failure took too long");
+  story5_diagnosis();
+  CHECK(log_find(NCCL_LOG_WARN, "NCCL_DIAG_FALLBACK=off"), "the policy is not named");
+  ctl_sync(s);
+  side_close(s);
+}

@@ -1,0 +1,33 @@
+/* libFuzzer: the RDMA setup records (INFO and STATUS) read from the peer's
+ * control connection. A record that decodes re-encodes to one that decodes
+ * to the same queue pairs, keys and reason. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "transport/ib/ib_wire.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  if (size < IBREC_HDR_LEN) return 0;
+  int type;
+  uint32_t len;
+  char why[256];
+  if (ibrec_decode_header(data, &type, &len, why, sizeof(why))) return 0;
+  if (len > size - IBREC_HDR_LEN) len = (uint32_t)(size - IBREC_HDR_LEN);
+  struct ibrec r, r2;
+  if (ibrec_decode_body(type, data + IBREC_HDR_LEN, len, &r, why, sizeof(why))) return 0;
+  if (r.nqps > IBREC_MAX_QPS || r.max_recvs > 8) abort();
+  for (const char *p = r.reason; *p; p++)
+    if (*p < 0x20 || *p > 0x7e) abort();
+  static uint8_t out[IBREC_HDR_LEN + IBREC_MAX_BODY];
+  int n = ibrec_encode(&r, out, sizeof(out));
+  if (n < 0) abort();
+  if (ibrec_decode_header(out, &type, &len, why, sizeof(why)) ||
+      ibrec_decode_body(type, out + IBREC_HDR_LEN, len, &r2, why, sizeof(why)))
+    abort();
+  if (r2.nqps != r.nqps || r2.fifo_addr != r.fifo_addr || r2.cr_rkey != r.cr_rkey ||
+      strcmp(r2.reason, r.reason) || r2.ok != r.ok || memcmp(r2.qpn, r.qpn, sizeof(r.qpn)))
+    abort();
+  return 0;
+}
