@@ -2,6 +2,7 @@
 #include "plugin/api.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "transport/xp.h"
 
 static struct diag_ctx default_ctx = {OBJ_CTX, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF};
+static atomic_int live_ctxs; /* v11 communicators; the last one's finalize closes the census */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static void init_once_fn(void) {
@@ -59,6 +61,7 @@ struct diag_ctx *diag_ctx_new(uint64_t comm_id, int traffic_class) {
   c->obj = OBJ_CTX;
   c->comm_id = comm_id;
   c->traffic_class = traffic_class;
+  atomic_fetch_add(&live_ctxs, 1);
   return c;
 }
 
@@ -70,6 +73,7 @@ ncclResult_t diag_ctx_free(struct diag_ctx *ctx) {
   }
   ctx->obj = OBJ_DEAD;
   free(ctx);
+  if (atomic_fetch_sub(&live_ctxs, 1) == 1) ev_census("last communicator finalized");
   return ncclSuccess;
 }
 
