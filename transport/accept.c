@@ -197,15 +197,10 @@ static int hello_received(struct listen_comm *l) {
 
 static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
   struct xp_setup s;
-  memset(&s, 0, sizeof(s));
-  s.dev = l->dev;
-  s.send_side = 0;
-  s.ctrl_fd = l->ctrl_fd;
+  xp_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   s.ndata = l->ndata;
   memcpy(s.data_fds, l->data_fds, sizeof(s.data_fds));
   s.nthreads = l->nthreads;
-  s.mine = l->mine;
-  xp_peer_describe(&s.peer, &l->peer_hello, l->ctrl_peer);
   struct xp_comm *c = NULL;
   ncclResult_t r = tcp_comm_create(&s, &c);
   /* The comm owns the sockets now, or closed them on failure. */
@@ -220,11 +215,7 @@ static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
 
 static ncclResult_t finish_rdma(struct listen_comm *l, void **recv_comm) {
   struct xp_setup s;
-  memset(&s, 0, sizeof(s));
-  s.dev = l->dev;
-  s.ctrl_fd = l->ctrl_fd;
-  s.mine = l->mine;
-  xp_peer_describe(&s.peer, &l->peer_hello, l->ctrl_peer);
+  xp_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   struct ib_setup *ibs = l->ibs;
   l->ibs = NULL;
   l->ctrl_fd = -1; /* the comm owns it now */

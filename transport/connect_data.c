@@ -78,12 +78,7 @@ ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
     return ncclSuccess;
   }
   struct xp_setup s;
-  memset(&s, 0, sizeof(s));
-  s.dev = c->dev;
-  s.send_side = 1;
-  s.ctrl_fd = c->ctrl_fd;
-  s.mine = c->mine;
-  xp_peer_describe(&s.peer, &c->peer, c->peer_addr);
+  xp_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   struct xp_comm *comm = NULL;
   struct ib_setup *ibs = c->ibs;
   c->ibs = NULL;
@@ -97,10 +92,7 @@ ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
 
 ncclResult_t connect_finish(struct connecting *c, void **send_comm) {
   struct xp_setup s;
-  memset(&s, 0, sizeof(s));
-  s.dev = c->dev;
-  s.send_side = 1;
-  s.ctrl_fd = c->ctrl_fd;
+  xp_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   s.ndata = c->ndata;
   for (int i = 0; i < c->ndata; i++) {
     s.data_fds[i] = c->data[i].fd;
@@ -109,8 +101,6 @@ ncclResult_t connect_finish(struct connecting *c, void **send_comm) {
   c->ndata = 0;
   c->ctrl_fd = -1;
   s.nthreads = c->h.nthreads;
-  s.mine = c->mine;
-  xp_peer_describe(&s.peer, &c->peer, c->peer_addr);
   struct xp_comm *comm = NULL;
   ncclResult_t r = tcp_comm_create(&s, &comm);
   if (r != ncclSuccess) return r;

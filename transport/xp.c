@@ -15,6 +15,16 @@ void xp_peer_describe(struct xp_peer *p, const struct hello *h, const char *addr
            h->ifname[0] ? ", " : "", h->ifname);
 }
 
+void xp_setup_init(struct xp_setup *s, const struct xp_dev *dev, int send_side, int ctrl_fd,
+                   const struct hello *mine, const struct hello *peer, const char *peer_addr) {
+  memset(s, 0, sizeof(*s));
+  s->dev = dev;
+  s->send_side = send_side;
+  s->ctrl_fd = ctrl_fd;
+  s->mine = *mine;
+  xp_peer_describe(&s->peer, peer, peer_addr);
+}
+
 /* NCCL's meaning: threads x sockets per thread, at most 64 sockets. Auto
  * values were chosen by measurement (bench/README.md). */
 void xp_socket_shape(int *nsocks, int *nthreads) {

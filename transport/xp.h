@@ -122,6 +122,11 @@ ncclResult_t xp_close_listen(void *listen_comm);
 ncclResult_t xp_connect(const struct xp_dev *dev, int traffic_class, void *handle,
                         void **send_comm);
 
+/* The hand-off every finished setup builds: sockets stay as given (ndata 0,
+ * nthreads 0) for the caller to add. */
+void xp_setup_init(struct xp_setup *s, const struct xp_dev *dev, int send_side, int ctrl_fd,
+                   const struct hello *mine, const struct hello *peer, const char *peer_addr);
+
 /* "host-b (10.0.0.7<46417>, eth0)" from a hello and a socket address. */
 void xp_peer_describe(struct xp_peer *p, const struct hello *h, const char *addr);
 
