@@ -1,0 +1,156 @@
+/* nccl-net-bench: the plugin driven through its exported ABI the way NCCL's
+ * proxy drives it, beside a raw TCP baseline with the same pattern, in one
+ * run.
+ *
+ * Process layout: a parent that plans, relays and reports, and two worker
+ * processes (rank 0 and rank 1), each holding both engines: the plugin
+ * (loaded with netload, as NCCL loads it) and plain sockets. The parent
+ * sends a command to both workers, they run it against each other and
+ * answer with timings; nothing is timed in the parent. */
+#ifndef DIAG_BENCH_H
+#define DIAG_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define BENCH_MAX_WINDOW 8   /* NCCL_STEPS: requests in flight per connection */
+#define BENCH_MAX_COMMS 8
+#define BENCH_MAX_SOCKS 8    /* raw baseline sockets per comm */
+#define BENCH_HANDLE_LEN 128 /* NCCL_NET_HANDLE_MAXSIZE */
+#define BENCH_MAX_SIZES 40
+#define BENCH_MAX_SHAPES 6
+
+enum bench_engine { ENG_PLUGIN, ENG_RAW };
+enum bench_mode { MODE_UNI, MODE_BIDIR, MODE_LAT, MODE_COUNT };
+enum bench_op { OP_LISTEN = 1, OP_CONNECT, OP_RUN, OP_QUIT };
+
+/* How the raw baseline moves a message: over `nsocks` sockets, one thread
+ * each (the caller's thread serves the first), which sleeps in send/recv or
+ * spins on them (MSG_DONTWAIT and sched_yield). */
+struct raw_shape {
+  int nsocks;
+  int spin;
+  int shared; /* latency: both directions on one connection */
+};
+
+/* Parent -> worker. One fixed-size record; OP_CONNECT is followed by the
+ * peer's struct bench_handles. */
+struct bench_cmd {
+  int op;
+  int engine;
+  int mode;
+  int ncomms;
+  int window;
+  struct raw_shape shape;
+  uint64_t raw_min_stripe;
+  uint64_t size;
+  uint64_t warm, iters; /* messages per comm and direction */
+  uint32_t run_id;      /* salts the stamps, so stale data is caught */
+  int corrupt;          /* test hook: damage one received message */
+  int idle_us;          /* experiment: sleep this long instead of sched_yield() */
+  /* OP_LISTEN: how much to prepare */
+  int max_comms, max_window;
+  uint64_t max_size;
+};
+
+/* What a worker offers its peer at OP_LISTEN. */
+struct bench_handles {
+  int ncomms;
+  uint8_t plugin[BENCH_MAX_COMMS][BENCH_HANDLE_LEN];
+  struct sockaddr_storage raw_addr;
+  socklen_t raw_len;
+};
+
+/* Worker -> parent, followed by `nlat` int64 nanosecond values (message
+ * lifetimes for bandwidth runs, round trips for latency runs). */
+struct bench_res {
+  int status; /* 0, or failed (err says why) */
+  char err[768];
+  /* receive side, CLOCK_MONOTONIC: the steady-state window of this run */
+  int64_t t0_ns, t_end_ns;
+  uint64_t timed_msgs; /* received messages that completed in (t0, t_end] */
+  uint64_t moved;      /* payload bytes this process sent or received, warm-up included */
+  int64_t cpu_ns;      /* user+system CPU of the whole process over the run */
+  int64_t cpu_drv_ns;  /* of the thread that called isend/irecv/test */
+  int64_t cpu_cmd_ns;  /* of the process from "go" to this answer (checks included) */
+  uint32_t nlat;
+};
+
+/* --- worker.c ---------------------------------------------------------- */
+struct worker_cfg {
+  int rank;
+  int fd;               /* to the parent */
+  const char *plugin;   /* path or NULL */
+  int abi;              /* 0 = newest */
+  int dev;              /* -1 = first */
+  const char *netns;    /* NULL = stay */
+  const char *ifname;   /* NCCL_SOCKET_IFNAME for the plugin */
+  const char *addr;     /* the raw baseline's address */
+  int rdma_only;        /* insist on an RDMA device (skip otherwise) */
+  int cpu;              /* >= 0: pin the whole rank to this CPU */
+  int verbose;
+};
+/* Runs in the forked child; returns its exit status. */
+int worker_main(const struct worker_cfg *cfg);
+
+/* --- per-engine drivers (drv_plugin.c, drv_raw.c) ------------------------ */
+/* One direction of one comm in one run: its buffers and its record. */
+struct stream {
+  int send;
+  int comm;
+  int peer_rank, my_rank;
+  uint8_t *pool; /* window slots of `size` bytes */
+  int64_t *done_ns;
+  int bad;       /* first verification failure, described in err */
+  char err[512];
+};
+
+struct run_ctx {
+  const struct bench_cmd *cmd;
+  struct stream *streams;
+  int nstreams;
+  int64_t *lat; /* out: latencies */
+  uint32_t nlat;
+  int64_t cpu_drv_ns;
+  char err[768];
+};
+
+/* --- verify.c ----------------------------------------------------------- */
+uint64_t pat_key(int sender_rank, int comm, int slot);
+void pat_fill(uint8_t *buf, size_t size, uint64_t key);
+/* Stamps the first/last word of a message if they lie in [off, off+len):
+ * each sender of a stripe stamps only its own bytes. */
+void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off,
+               size_t len);
+/* 1 = intact. Checks the stamps and a few sampled words; full = every word.
+ * On failure *bad_off is the first wrong byte offset. */
+int pat_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
+              int full, size_t *bad_off);
+/* For streams: check one completed message and record the first failure. */
+void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, int full);
+
+/* --- stats.c ------------------------------------------------------------ */
+int64_t mono_ns(void);
+int64_t proc_cpu_ns(void);
+int64_t thread_cpu_ns(void);
+int64_t host_busy_ns(int with_irq);
+double median(const double *v, int n);
+/* Sorts v in place; nearest-rank percentile, p in (0, 1]. */
+int64_t percentile(int64_t *v, size_t n, double p);
+/* Latencies of the timed receive messages of a stream (lifetime from the
+ * moment its slot was free, i.e. when NCCL would post it). */
+size_t stream_lat(const struct stream *s, uint64_t warm, uint64_t total, int window,
+                  int64_t *out);
+/* Fills t0/t_end/timed_msgs from the receive streams. */
+void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
+                   struct bench_res *res);
+/* "4K" "1M" "256M" "8" -> bytes (binary suffixes); 0 on error. */
+uint64_t parse_size(const char *s);
+void fmt_size(char *out, size_t cap, uint64_t size);
+
+/* --- io helpers (worker.c) ---------------------------------------------- */
+int io_write(int fd, const void *buf, size_t len);
+int io_read(int fd, void *buf, size_t len);
+
+#endif

@@ -1,0 +1,315 @@
+/* The plugin engine: loaded with netload exactly as NCCL loads it, and
+ * driven the way NCCL's proxy progress thread drives a connection: one
+ * thread posts a request into every free slot of the window (up to 8),
+ * tests only the oldest request of each connection, and calls
+ * sched_yield() when a pass over all connections made no progress. */
+#include <net/if.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/drv.h"
+
+#define RUN_TIMEOUT_NS (300LL * 1000000000LL)
+
+static int plug_verbose;
+
+static void logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+                   const char *fmt, ...) {
+  (void)file, (void)line, (void)flags;
+  if (level > NCCL_LOG_WARN && !(plug_verbose && level == NCCL_LOG_INFO)) return;
+  char msg[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "plugin %s: %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+}
+
+/* A TCP device is named after its interface; an RDMA device after its HCA
+ * port. The ABI has no transport field, so the name is what we have. */
+static int dev_is_rdma(const struct nl_props *pr) { return if_nametoindex(pr->name) == 0; }
+
+int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t cap) {
+  memset(p, 0, sizeof(*p));
+  p->rank = cfg->rank;
+  plug_verbose = cfg->verbose;
+  if (netload_open(&p->nl, cfg->plugin, cfg->abi, err, cap)) return -1;
+  p->loaded = 1;
+  nl_init(&p->nl, logger); /* never fails by contract; devices says what is usable */
+  p->inited = 1;
+  int ndev = 0;
+  if (nl_devices(&p->nl, &ndev) || ndev <= 0) {
+    snprintf(err, cap, "the plugin offers no device (its WARN above says why)");
+    return cfg->rdma_only ? 1 : -1;
+  }
+  p->dev = cfg->dev >= 0 ? cfg->dev : 0;
+  if (p->dev >= ndev) {
+    snprintf(err, cap, "device %d asked for, the plugin offers %d", p->dev, ndev);
+    return -1;
+  }
+  struct nl_props pr;
+  if (nl_props(&p->nl, p->dev, &pr)) {
+    snprintf(err, cap, "getProperties(%d) failed", p->dev);
+    return -1;
+  }
+  if (cfg->rdma_only && !dev_is_rdma(&pr)) {
+    snprintf(err, cap, "the plugin offers no RDMA device (device %d is %s, a TCP interface)",
+             p->dev, pr.name);
+    return 1;
+  }
+  snprintf(p->desc, sizeof(p->desc), "%s, ABI v%d \"%s\", device %d %s", p->nl.path,
+           p->nl.version, nl_name(&p->nl), p->dev, pr.name);
+  return 0;
+}
+
+int plug_listen(struct plug *p, int ncomms, struct bench_handles *h, char *err, size_t cap) {
+  p->ncomms = ncomms;
+  h->ncomms = ncomms;
+  for (int i = 0; i < ncomms; i++) {
+    memset(h->plugin[i], 0, BENCH_HANDLE_LEN);
+    if (nl_listen(&p->nl, p->dev, h->plugin[i], &p->lc[i]) || !p->lc[i]) {
+      snprintf(err, cap, "listen on device %d failed", p->dev);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static int connect_all(struct plug *p, const struct bench_handles *peer, char *err, size_t cap) {
+  uint8_t handle[BENCH_MAX_COMMS][BENCH_HANDLE_LEN]; /* NCCL's private, retried copy */
+  memcpy(handle, peer->plugin, sizeof(handle));
+  int64_t deadline = mono_ns() + 60LL * 1000000000LL;
+  for (;;) {
+    int left = 0;
+    for (int i = 0; i < p->ncomms; i++) {
+      if (!p->sc[i] && nl_connect(&p->nl, p->dev, handle[i], &p->sc[i])) {
+        snprintf(err, cap, "connect of comm %d failed", i);
+        return -1;
+      }
+      if (!p->rc[i] && nl_accept(&p->nl, p->lc[i], &p->rc[i])) {
+        snprintf(err, cap, "accept of comm %d failed", i);
+        return -1;
+      }
+      if (p->rc[i] && p->lc[i]) { /* NCCL closes the listener at once */
+        nl_close_listen(&p->nl, p->lc[i]);
+        p->lc[i] = NULL;
+      }
+      left += !p->sc[i] + !p->rc[i];
+    }
+    if (!left) return 0;
+    if (mono_ns() > deadline) {
+      snprintf(err, cap, "connect/accept did not complete in 60 s");
+      return -1;
+    }
+    sched_yield();
+  }
+}
+
+int plug_connect(struct plug *p, const struct bench_handles *peer, uint8_t *const *spool,
+                 uint8_t *const *rpool, size_t pool_len, char *err, size_t cap) {
+  if (connect_all(p, peer, err, cap)) return -1;
+  for (int i = 0; i < p->ncomms; i++) {
+    if (nl_reg_mr(&p->nl, p->sc[i], spool[i], pool_len, NCCL_PTR_HOST, &p->smh[i]) ||
+        nl_reg_mr(&p->nl, p->rc[i], rpool[i], pool_len, NCCL_PTR_HOST, &p->rmh[i])) {
+      snprintf(err, cap, "regMr of comm %d failed", i);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* One connection's window as the driving thread sees it. */
+struct pq {
+  struct stream *s;
+  void *comm, *mh;
+  uint64_t posted, done;
+  void *req[BENCH_MAX_WINDOW];
+};
+
+static int post(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err, size_t cap) {
+  uint64_t m = q->posted;
+  int slot = (int)(m % (uint64_t)c->window);
+  uint8_t *buf = q->s->pool + (size_t)slot * c->size;
+  void *req = NULL;
+  ncclResult_t r;
+  if (q->s->send) {
+    pat_stamp(buf, c->size, c->run_id, m, 0, c->size);
+    r = nl_isend(&p->nl, q->comm, buf, c->size, p->rank, q->mh, &req);
+  } else {
+    size_t sz = c->size;
+    int tag = q->s->peer_rank;
+    r = nl_irecv(&p->nl, q->comm, 1, (void **)&buf, &sz, &tag, &q->mh, &req);
+  }
+  if (r) {
+    snprintf(err, cap, "%s of message %llu on comm %d returned %d",
+             q->s->send ? "isend" : "irecv", (unsigned long long)m, q->s->comm, r);
+    return -1;
+  }
+  if (!req) return 0; /* "not now": NCCL retries on its next pass */
+  q->req[slot] = req;
+  q->posted++;
+  return 1;
+}
+
+static int test_oldest(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err,
+                       size_t cap) {
+  uint64_t m = q->done;
+  int done = 0, sizes[NCCL_NET_MAX_REQUESTS] = {0};
+  ncclResult_t r = nl_test(&p->nl, q->req[m % (uint64_t)c->window], &done, sizes);
+  if (r) {
+    snprintf(err, cap, "test of message %llu on comm %d (%s) returned %d", (unsigned long long)m,
+             q->s->comm, q->s->send ? "send" : "recv", r);
+    return -1;
+  }
+  if (!done) return 0;
+  q->s->done_ns[m] = mono_ns();
+  if (!q->s->send) {
+    if ((uint64_t)sizes[0] != c->size && !q->s->bad) {
+      q->s->bad = 1;
+      snprintf(q->s->err, sizeof(q->s->err),
+               "DATA MISMATCH: comm %d message %llu: test() reports %d bytes, %llu were sent",
+               q->s->comm, (unsigned long long)m, sizes[0], (unsigned long long)c->size);
+    }
+    stream_check(q->s, c, m, 0);
+  }
+  q->done++;
+  return 1;
+}
+
+/* One pass: fill every window, test every oldest request until one is
+ * not done. Returns 1 if anything moved, 0 if not, -1 on error. */
+static int pass(struct plug *p, struct pq *qs, int n, const struct bench_cmd *c, uint64_t total,
+                char *err, size_t cap) {
+  int moved = 0;
+  for (int i = 0; i < n; i++) {
+    struct pq *q = &qs[i];
+    while (q->posted < total && q->posted - q->done < (uint64_t)c->window) {
+      int r = post(p, q, c, err, cap);
+      if (r < 0) return -1;
+      if (!r) break;
+      moved = 1;
+    }
+    while (q->done < q->posted) {
+      int r = test_oldest(p, q, c, err, cap);
+      if (r < 0) return -1;
+      if (!r) break;
+      moved = 1;
+    }
+  }
+  return moved;
+}
+
+static void pq_init(struct plug *p, struct run_ctx *r, struct pq *qs) {
+  for (int i = 0; i < r->nstreams; i++) {
+    struct stream *s = &r->streams[i];
+    memset(&qs[i], 0, sizeof(qs[i]));
+    qs[i].s = s;
+    qs[i].comm = s->send ? p->sc[s->comm] : p->rc[s->comm];
+    qs[i].mh = s->send ? p->smh[s->comm] : p->rmh[s->comm];
+  }
+}
+
+/* NCCL's proxy yields when a pass made no progress; --driver-idle-us
+ * sleeps instead, to estimate what a plugin whose test() blocks until
+ * something completes would save. */
+static void no_progress(const struct bench_cmd *c) {
+  if (c->idle_us > 0) usleep((useconds_t)c->idle_us);
+  else sched_yield();
+}
+
+static int run_bw(struct plug *p, struct run_ctx *r) {
+  const struct bench_cmd *c = r->cmd;
+  uint64_t total = c->warm + c->iters;
+  struct pq qs[2 * BENCH_MAX_COMMS];
+  pq_init(p, r, qs);
+  int64_t deadline = mono_ns() + RUN_TIMEOUT_NS;
+  unsigned idle = 0;
+  for (;;) {
+    int moved = pass(p, qs, r->nstreams, c, total, r->err, sizeof(r->err));
+    if (moved < 0) return -1;
+    int left = 0;
+    for (int i = 0; i < r->nstreams; i++) left |= qs[i].done < total;
+    if (!left) return 0;
+    if (moved) continue;
+    no_progress(c);
+    if (++idle % 4096 == 0 && mono_ns() > deadline) {
+      snprintf(r->err, sizeof(r->err), "no completion within %lld s",
+               RUN_TIMEOUT_NS / 1000000000LL);
+      return -1;
+    }
+  }
+}
+
+/* Polls one request of a connection until it is done. */
+static int wait_one(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err,
+                    size_t cap) {
+  int64_t deadline = mono_ns() + RUN_TIMEOUT_NS;
+  for (unsigned n = 1;; n++) {
+    int r = test_oldest(p, q, c, err, cap);
+    if (r) return r < 0 ? -1 : 0;
+    sched_yield();
+    if (n % 4096 == 0 && mono_ns() > deadline) {
+      snprintf(err, cap, "ping-pong message %llu never completed", (unsigned long long)q->done);
+      return -1;
+    }
+  }
+}
+
+static int post_retry(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err,
+                      size_t cap) {
+  int r;
+  while ((r = post(p, q, c, err, cap)) == 0) sched_yield();
+  return r < 0 ? -1 : 0;
+}
+
+/* Ping-pong over a send comm and a receive comm (NCCL comms are one-way).
+ * Rank 0 times each round trip from its isend to its irecv's completion;
+ * its receive is posted before the clock starts, as NCCL posts ahead. */
+static int run_lat(struct plug *p, struct run_ctx *r) {
+  const struct bench_cmd *c = r->cmd;
+  uint64_t total = c->warm + c->iters;
+  struct pq qs[2];
+  pq_init(p, r, qs);
+  struct pq *tx = qs[0].s->send ? &qs[0] : &qs[1], *rx = qs[0].s->send ? &qs[1] : &qs[0];
+  char *err = r->err;
+  size_t cap = sizeof(r->err);
+  if (p->rank == 1 && post_retry(p, rx, c, err, cap)) return -1;
+  for (uint64_t i = 0; i < total; i++) {
+    if (p->rank == 0) {
+      if (post_retry(p, rx, c, err, cap)) return -1;
+      int64_t t = mono_ns();
+      if (post_retry(p, tx, c, err, cap) || wait_one(p, tx, c, err, cap) ||
+          wait_one(p, rx, c, err, cap))
+        return -1;
+      if (i >= c->warm) r->lat[r->nlat++] = rx->s->done_ns[i] - t;
+    } else {
+      if (wait_one(p, rx, c, err, cap) || post_retry(p, tx, c, err, cap)) return -1;
+      if (i + 1 < total && post_retry(p, rx, c, err, cap)) return -1;
+      if (wait_one(p, tx, c, err, cap)) return -1;
+    }
+  }
+  return 0;
+}
+
+int plug_run(struct plug *p, struct run_ctx *r) {
+  int64_t t = thread_cpu_ns();
+  int rc = r->cmd->mode == MODE_LAT ? run_lat(p, r) : run_bw(p, r);
+  r->cpu_drv_ns = thread_cpu_ns() - t;
+  return rc;
+}
+
+void plug_close(struct plug *p) {
+  for (int i = 0; i < BENCH_MAX_COMMS; i++) {
+    if (p->smh[i]) nl_dereg_mr(&p->nl, p->sc[i], p->smh[i]);
+    if (p->rmh[i]) nl_dereg_mr(&p->nl, p->rc[i], p->rmh[i]);
+    if (p->sc[i]) nl_close_send(&p->nl, p->sc[i]);
+    if (p->rc[i]) nl_close_recv(&p->nl, p->rc[i]);
+    if (p->lc[i]) nl_close_listen(&p->nl, p->lc[i]);
+  }
+  if (p->inited) nl_finalize(&p->nl);
+  if (p->loaded) netload_close(&p->nl);
+  memset(p, 0, sizeof(*p));
+}

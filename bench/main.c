@@ -1,0 +1,227 @@
+/* nccl-net-bench: options, then the run, then the table's footer, the JSON
+ * and the plot. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench/report.h"
+
+static const char usage_text[] =
+  "usage: nccl-net-bench [options]\n"
+  "Measures libnccl-net-diag.so through its exported ABI, driven as NCCL drives it, beside a\n"
+  "raw TCP baseline with the same pattern, in one run; prints a table, optionally JSON and SVG.\n"
+  "  --placement loopback|netns  where the two ranks run (netns: two namespace hosts joined\n"
+  "                              by a veth pair, made and removed by the bench; needs root)\n"
+  "  --transport tcp|ib          ib: functional check over the plugin's RDMA device (set\n"
+  "                              NCCL_DIAG_IBVERBS_LIB or --verbs-lib); no baseline\n"
+  "  --verbs-lib PATH            sets NCCL_DIAG_IBVERBS_LIB for the ranks\n"
+  "  --modes LIST                uni,bidir,lat (default all)\n"
+  "  --sizes LIST                bandwidth sizes (default 8,64,512,4K,32K,256K,1M,4M,16M,64M,256M)\n"
+  "  --lat-sizes LIST            ping-pong sizes (default 8,256,4K,64K)\n"
+  "  --comms LIST                comms (connections) at once, each direction (default 1)\n"
+  "  --window N                  requests in flight per comm, 1..8 (default 8)\n"
+  "  --reps N                    repetitions; medians are reported (default 3)\n"
+  "  --target-bytes SIZE         payload per comm per measurement (default 1G)\n"
+  "  --max-msgs N                at most this many messages per measurement (default 20000)\n"
+  "  --lat-iters N               round trips per ping-pong measurement (default 5000)\n"
+  "  --max-mem SIZE              buffer memory a rank may touch (default 1G; shrinks the window\n"
+  "                              of the largest sizes)\n"
+  "  --raw-shapes LIST           baseline shapes tried per size: socket counts, 's' = spin\n"
+  "                              instead of sleeping in send/recv (default 1,2,4,1s,2s)\n"
+  "  --raw-min-stripe SIZE       smallest piece of a message per baseline socket (default 64K)\n"
+  "  --no-baseline               plugin only\n"
+  "  --lat-one-conn              also a latency baseline with both directions on one connection\n"
+  "  --pin                       pin rank r (all its threads) to CPU r, both engines alike\n"
+  "  --wait-quiet                before each measurement, wait until the host is >= 90 % idle\n"
+  "  --json FILE                 the whole record as JSON ('-' = stdout, the table to stderr)\n"
+  "  --svg FILE                  GB/s against size, plugin and baseline\n"
+  "  --driver-idle-us N          experiment, not NCCL: the plugin's driving thread sleeps N us\n"
+  "                              instead of sched_yield() when a pass made no progress\n"
+  "  --plugin PATH  --abi 8..11  --dev N  -v\n"
+  "Exit status: 0 measured and verified, 1 failed (bad data, errors), 77 skipped (said why).\n";
+
+static int parse_list(const char *s, uint64_t *out, int max, int sizes) {
+  char buf[1024];
+  snprintf(buf, sizeof(buf), "%s", s);
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (n == max) return -1;
+    uint64_t v = sizes ? parse_size(t) : strtoull(t, NULL, 10);
+    if (!v) return -1;
+    out[n++] = v;
+  }
+  return n;
+}
+
+static int parse_ints(const char *s, int *out, int max, int lo, int hi) {
+  uint64_t v[BENCH_MAX_SIZES];
+  int n = parse_list(s, v, max < BENCH_MAX_SIZES ? max : BENCH_MAX_SIZES, 0);
+  for (int i = 0; i < n; i++) {
+    if (v[i] < (uint64_t)lo || v[i] > (uint64_t)hi) return -1;
+    out[i] = (int)v[i];
+  }
+  return n;
+}
+
+/* "1,2,4,1s": socket counts, "s" = the threads spin (poll with
+ * MSG_DONTWAIT and sched_yield) instead of sleeping in send/recv. */
+static int parse_shapes(const char *s, struct raw_shape *out) {
+  char buf[128];
+  snprintf(buf, sizeof(buf), "%s", s);
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *end;
+    long v = strtol(t, &end, 10);
+    if (n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS || (*end && strcmp(end, "s")))
+      return -1;
+    out[n++] = (struct raw_shape){(int)v, *end == 's', 0};
+  }
+  return n;
+}
+
+static int parse_modes(const char *s, int *modes) {
+  char buf[128];
+  snprintf(buf, sizeof(buf), "%s", s);
+  memset(modes, 0, sizeof(int) * MODE_COUNT);
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    int k = 0;
+    while (k < MODE_COUNT && strcmp(t, mode_name[k])) k++;
+    if (k == MODE_COUNT) return -1;
+    modes[k] = 1;
+  }
+  return 0;
+}
+
+static void defaults(struct opts *o) {
+  memset(o, 0, sizeof(*o));
+  o->placement = "loopback";
+  o->transport = "tcp";
+  o->dev = -1;
+  o->baseline = 1;
+  for (int i = 0; i < MODE_COUNT; i++) o->modes[i] = 1;
+  o->nsizes = parse_list("8,64,512,4K,32K,256K,1M,4M,16M,64M,256M", o->sizes, BENCH_MAX_SIZES, 1);
+  o->nlat_sizes = parse_list("8,256,4K,64K", o->lat_sizes, BENCH_MAX_SIZES, 1);
+  o->comms[0] = 1;
+  o->ncomms_list = 1;
+  o->nraw_shapes = parse_shapes("1,2,4,1s,2s", o->raw_shapes);
+  o->window = BENCH_MAX_WINDOW;
+  o->reps = 3;
+  o->target_bytes = 1ULL << 30;
+  o->max_mem = 1ULL << 30;
+  o->raw_min_stripe = 64 << 10;
+  o->max_msgs = 20000;
+  o->lat_iters = 5000;
+}
+
+/* One option with its value; returns 0, or -1 for a bad one. */
+static int option(struct opts *o, const char *k, const char *v) {
+  int bad = 0;
+  if (!strcmp(k, "--placement")) o->placement = v, bad = strcmp(v, "loopback") && strcmp(v, "netns");
+  else if (!strcmp(k, "--transport")) o->transport = v, bad = strcmp(v, "tcp") && strcmp(v, "ib");
+  else if (!strcmp(k, "--verbs-lib")) bad = setenv("NCCL_DIAG_IBVERBS_LIB", v, 1);
+  else if (!strcmp(k, "--modes")) bad = parse_modes(v, o->modes);
+  else if (!strcmp(k, "--sizes")) bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, 1)) < 1;
+  else if (!strcmp(k, "--lat-sizes"))
+    bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, 1)) < 1;
+  else if (!strcmp(k, "--comms"))
+    bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMMS, 1, BENCH_MAX_COMMS)) < 1;
+  else if (!strcmp(k, "--raw-shapes")) bad = (o->nraw_shapes = parse_shapes(v, o->raw_shapes)) < 1;
+  else if (!strcmp(k, "--window")) o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
+  else if (!strcmp(k, "--reps")) o->reps = atoi(v), bad = o->reps < 1 || o->reps > BENCH_MAX_REPS;
+  else if (!strcmp(k, "--target-bytes")) bad = !(o->target_bytes = parse_size(v));
+  else if (!strcmp(k, "--max-mem")) bad = !(o->max_mem = parse_size(v));
+  else if (!strcmp(k, "--raw-min-stripe")) bad = !(o->raw_min_stripe = parse_size(v));
+  else if (!strcmp(k, "--max-msgs")) bad = !(o->max_msgs = strtoull(v, NULL, 10));
+  else if (!strcmp(k, "--lat-iters")) bad = !(o->lat_iters = strtoull(v, NULL, 10));
+  else if (!strcmp(k, "--json")) o->json = v;
+  else if (!strcmp(k, "--svg")) o->svg = v;
+  else if (!strcmp(k, "--plugin")) o->plugin = v;
+  else if (!strcmp(k, "--driver-idle-us")) o->idle_us = atoi(v), bad = o->idle_us < 0;
+  else if (!strcmp(k, "--abi")) o->abi = atoi(v), bad = o->abi < 8 || o->abi > 11;
+  else if (!strcmp(k, "--dev")) o->dev = atoi(v), bad = o->dev < 0;
+  else return -1;
+  return bad ? -1 : 0;
+}
+
+static int check_sizes(const struct opts *o) {
+  for (int i = 0; i < o->nsizes; i++)
+    if (o->sizes[i] % 8 || o->sizes[i] > (1ULL << 30)) return -1;
+  for (int i = 0; i < o->nlat_sizes; i++)
+    if (o->lat_sizes[i] % 8 || o->lat_sizes[i] > (1ULL << 30)) return -1;
+  return 0;
+}
+
+static int parse_args(struct opts *o, int argc, char **argv) {
+  defaults(o);
+  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench");
+  for (int i = 1; i < argc; i++) {
+    n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
+                  " %s", argv[i]);
+    if (!strcmp(argv[i], "-v")) o->verbose = 1;
+    else if (!strcmp(argv[i], "--no-baseline")) o->baseline = 0;
+    else if (!strcmp(argv[i], "--lat-one-conn")) o->lat_one_conn = 1;
+    else if (!strcmp(argv[i], "--wait-quiet")) o->wait_quiet = 1;
+    else if (!strcmp(argv[i], "--pin")) o->pin = 1;
+    else if (!strcmp(argv[i], "--corrupt")) o->corrupt = 1; /* test hook: proves checks bite */
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    else if (i + 1 >= argc || option(o, argv[i], argv[i + 1])) {
+      fprintf(stderr, "nccl-net-bench: bad option or value: %s%s%s\n", argv[i],
+              i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
+      return -1;
+    } else {
+      i++;
+      n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
+                    " %s", argv[i]);
+    }
+  }
+  if (check_sizes(o)) {
+    fprintf(stderr, "nccl-net-bench: sizes must be multiples of 8 bytes, at most 1G\n");
+    return -1;
+  }
+  if (!strcmp(o->transport, "ib")) o->baseline = 0; /* softverbs speed means nothing */
+  return 0;
+}
+
+static void host_facts(struct report *rep) {
+  time_t now = time(NULL);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  strftime(rep->started, sizeof(rep->started), "%Y-%m-%d %H:%M:%S", &tm);
+  rep->ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  double l[1] = {0};
+  if (getloadavg(l, 1) == 1) rep->load1 = l[0];
+}
+
+int main(int argc, char **argv) {
+  static struct opts o;
+  static struct report rep;
+  int pr = parse_args(&o, argc, argv);
+  if (pr) {
+    fputs(usage_text, pr > 0 ? stdout : stderr);
+    return pr > 0 ? 0 : 2;
+  }
+  rep.o = &o;
+  host_facts(&rep);
+  int saved = -1;
+  if (o.json && !strcmp(o.json, "-")) { /* stdout is the JSON: the table goes to stderr */
+    fflush(stdout);
+    saved = dup(1);
+    dup2(2, 1);
+  }
+  int rc = bench_run(&rep);
+  if (rc == 77) return rc;
+  report_targets(stdout, &rep);
+  fflush(stdout);
+  if (saved >= 0) dup2(saved, 1);
+  if (o.json && report_json(&rep, o.json)) {
+    fprintf(stderr, "nccl-net-bench: cannot write %s\n", o.json);
+    rc = 1;
+  }
+  if (o.svg && plot_svg(&rep, o.svg)) {
+    fprintf(stderr, "nccl-net-bench: cannot write %s\n", o.svg);
+    rc = 1;
+  }
+  return rc;
+}

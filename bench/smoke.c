@@ -1,0 +1,273 @@
+/* Smoke test of nccl-net-bench (TAP): a short run per placement whose
+ * output must be well formed (the table, JSON that parses, an SVG) and
+ * whose data must verify; a run with one damaged byte must fail loudly;
+ * the RDMA functional check must skip cleanly where there is no RDMA
+ * device. Speed is not judged here. argv[1] is the bench executable. */
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+static const char *bench, *dir;
+
+/* Runs the bench with args, stdout+stderr into `log`; returns its exit
+ * status and, through *pid, the process id (namespace names carry it). */
+static int run(const char *const *args, const char *log, pid_t *pidp) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) _exit(126);
+    dup2(fd, 1), dup2(fd, 2);
+    const char *argv[40] = {bench};
+    for (int i = 0; args[i] && i < 38; i++) argv[i + 1] = args[i];
+    execv(bench, (char *const *)argv);
+    _exit(127);
+  }
+  if (pidp) *pidp = pid;
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "re");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *b = malloc((size_t)n + 1);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+  if (b) b[n] = 0;
+  fclose(f);
+  return b;
+}
+
+/* --- a strict little JSON reader: 1 = the text is one valid value --- */
+static const char *ws(const char *p) {
+  while (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t') p++;
+  return p;
+}
+
+static const char *value(const char *p, int depth);
+
+static const char *string(const char *p) {
+  if (*p++ != '"') return NULL;
+  for (; *p != '"'; p++) {
+    if ((unsigned char)*p < 0x20) return NULL;
+    if (*p == '\\') {
+      p++;
+      if (*p == 'u') {
+        for (int i = 1; i <= 4; i++)
+          if (!isxdigit((unsigned char)p[i])) return NULL;
+        p += 4;
+      } else if (!strchr("\"\\/bfnrt", *p) || !*p) {
+        return NULL;
+      }
+    }
+  }
+  return p + 1;
+}
+
+static const char *number(const char *p) {
+  const char *s = p;
+  if (*p == '-') p++;
+  if (!isdigit((unsigned char)*p)) return NULL;
+  while (isdigit((unsigned char)*p)) p++;
+  if (*p == '.') {
+    if (!isdigit((unsigned char)*++p)) return NULL;
+    while (isdigit((unsigned char)*p)) p++;
+  }
+  if (*p == 'e' || *p == 'E') {
+    p++;
+    if (*p == '+' || *p == '-') p++;
+    if (!isdigit((unsigned char)*p)) return NULL;
+    while (isdigit((unsigned char)*p)) p++;
+  }
+  return p > s ? p : NULL;
+}
+
+static const char *members(const char *p, int depth, int obj) {
+  char close = obj ? '}' : ']';
+  p = ws(p + 1);
+  if (*p == close) return p + 1;
+  for (;;) {
+    if (obj) {
+      if (!(p = string(ws(p))) || *(p = ws(p)) != ':') return NULL;
+      p++;
+    }
+    if (!(p = value(p, depth + 1))) return NULL;
+    p = ws(p);
+    if (*p == close) return p + 1;
+    if (*p++ != ',') return NULL;
+  }
+}
+
+static const char *value(const char *p, int depth) {
+  p = ws(p);
+  if (depth > 64) return NULL;
+  if (*p == '{' || *p == '[') return members(p, depth, *p == '{');
+  if (*p == '"') return string(p);
+  if (!strncmp(p, "true", 4)) return p + 4;
+  if (!strncmp(p, "false", 5)) return p + 5;
+  if (!strncmp(p, "null", 4)) return p + 4;
+  return number(p);
+}
+
+static int json_valid(const char *text) {
+  const char *end = text ? value(text, 0) : NULL;
+  return end && !*ws(end);
+}
+
+static int count(const char *hay, const char *needle) {
+  int n = 0;
+  for (const char *p = hay; p && (p = strstr(p, needle)); p++) n++;
+  return n;
+}
+
+/* The table, the JSON and the SVG of one finished run. */
+static void check_outputs(const char *log, const char *json, const char *svg, int blocks) {
+  char *t = slurp(log), *j = slurp(json), *s = slurp(svg);
+  CHECK(t && count(t, "# uni: ") == 1, "the table has a uni block");
+  CHECK(t && count(t, "# bidir: ") == (blocks > 1), "bidir block present as asked");
+  CHECK(t && count(t, "# lat: ") == (blocks > 2), "lat block present as asked");
+  CHECK(t && !strstr(t, "BAD") && !strstr(t, "FAILED"), "no row failed verification");
+  CHECK(t && strstr(t, "# target: "), "the target verdicts are printed");
+  CHECK(json_valid(j), "%s parses as JSON", json);
+  CHECK(j && strstr(j, "\"ok\": true"), "the JSON says the run was ok");
+  int rows = j ? count(j, "\"mode\": ") : 0;
+  CHECK(rows >= 2 && count(j, "\"verified\": true") == rows, "every one of %d rows verified", rows);
+  CHECK(j && count(j, "\"baseline\": {") == rows, "every row has a baseline");
+  CHECK(s && !strncmp(s, "<?xml", 5) && strstr(s, "<svg") && strstr(s, "</svg>") &&
+        count(s, "<polyline") >= 2, "%s is an SVG with plugin and baseline lines", svg);
+  if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+  free(t), free(j), free(s);
+}
+
+static void loopback(void) {
+  char log[512], json[512], svg[512];
+  snprintf(log, sizeof(log), "%s/lo.txt", dir);
+  snprintf(json, sizeof(json), "%s/lo.json", dir);
+  snprintf(svg, sizeof(svg), "%s/lo.svg", dir);
+  const char *args[] = {"--sizes", "8,64K,1M", "--lat-sizes", "8", "--reps", "1",
+                        "--target-bytes", "16M", "--max-msgs", "2000", "--lat-iters", "200",
+                        "--json", json, "--svg", svg, NULL};
+  int rc = run(args, log, NULL);
+  CHECK(rc == 0, "exit status %d", rc);
+  check_outputs(log, json, svg, 3);
+}
+
+static void corrupted(void) {
+  char log[512];
+  snprintf(log, sizeof(log), "%s/corrupt.txt", dir);
+  const char *args[] = {"--modes", "uni", "--sizes", "64K", "--reps", "1", "--target-bytes", "4M",
+                        "--corrupt", NULL};
+  int rc = run(args, log, NULL);
+  char *t = slurp(log);
+  CHECK(rc == 1, "exit status %d, 1 expected", rc);
+  CHECK(t && strstr(t, "DATA MISMATCH"), "the damaged byte is reported");
+  free(t);
+}
+
+static void netns(void) {
+  if (geteuid() != 0) {
+    tap_skip("netns placement: two namespace hosts", "needs root");
+    return;
+  }
+  char log[512], json[512], svg[512], ns[128];
+  snprintf(log, sizeof(log), "%s/ns.txt", dir);
+  snprintf(json, sizeof(json), "%s/ns.json", dir);
+  snprintf(svg, sizeof(svg), "%s/ns.svg", dir);
+  const char *args[] = {"--placement", "netns", "--modes", "uni", "--sizes", "8,1M", "--reps", "1",
+                        "--target-bytes", "16M", "--max-msgs", "2000", "--json", json,
+                        "--svg", svg, NULL};
+  pid_t pid;
+  int rc = run(args, log, &pid);
+  if (rc == 77) {
+    char *t = slurp(log);
+    tap_diag("%s", t ? t : "");
+    free(t);
+    tap_skip("netns placement: two namespace hosts", "the bench cannot make namespaces here");
+    return;
+  }
+  tap_begin();
+  CHECK(rc == 0, "exit status %d", rc);
+  check_outputs(log, json, svg, 1);
+  snprintf(ns, sizeof(ns), "/var/run/netns/nbench-%d-a", (int)pid);
+  CHECK(access(ns, F_OK) != 0, "namespace %s was removed", ns);
+  tap_end("netns placement: two namespace hosts");
+}
+
+static void rdma_skip(void) {
+  char log[512];
+  snprintf(log, sizeof(log), "%s/ib.txt", dir);
+  const char *args[] = {"--transport", "ib", "--modes", "uni", "--sizes", "64K", "--reps", "1",
+                        NULL};
+  if (getenv("NCCL_DIAG_IBVERBS_LIB")) {
+    tap_skip("rdma functional check skips without a device", "NCCL_DIAG_IBVERBS_LIB is set");
+    return;
+  }
+  int rc = run(args, log, NULL);
+  char *t = slurp(log);
+  CHECK(rc == 77 && t && strstr(t, "SKIP"), "exit status %d, 77 and a reason expected", rc);
+  free(t);
+}
+
+/* The RDMA check over softverbs, where the build has it: the plugin's
+ * verbs path on one host, data verified, no baseline. */
+static void rdma_softverbs(void) {
+  const char *lib = getenv("SMOKE_SOFTVERBS"), *sysfs = getenv("SMOKE_FIXTURE");
+  if (!lib || !sysfs || access(lib, R_OK) || access(sysfs, R_OK)) {
+    tap_skip("rdma functional check over softverbs", "softverbs is not built here");
+    return;
+  }
+  char log[512], json[512], svg[512];
+  snprintf(log, sizeof(log), "%s/sv.txt", dir);
+  snprintf(json, sizeof(json), "%s/sv.json", dir);
+  snprintf(svg, sizeof(svg), "%s/sv.svg", dir);
+  setenv("NCCL_DIAG_SYSFS_ROOT", sysfs, 1);
+  setenv("NCCL_DIAG_IFADDRS", "live", 1); /* control connections over lo */
+  setenv("SOFTVERBS_WIRE", "loopback", 1);
+  const char *args[] = {"--transport", "ib", "--verbs-lib", lib, "--sizes", "8,64K,1M",
+                        "--lat-sizes", "8", "--reps", "1", "--target-bytes", "16M",
+                        "--max-msgs", "2000", "--lat-iters", "200", "--json", json, "--svg", svg,
+                        NULL};
+  tap_begin();
+  int rc = run(args, log, NULL);
+  unsetenv("NCCL_DIAG_SYSFS_ROOT");
+  unsetenv("NCCL_DIAG_IFADDRS");
+  unsetenv("SOFTVERBS_WIRE");
+  char *t = slurp(log), *j = slurp(json);
+  int rows = j ? count(j, "\"mode\": ") : 0;
+  CHECK(rc == 0, "exit status %d", rc);
+  CHECK(t && strstr(t, "transport ib"), "the table says transport ib");
+  CHECK(json_valid(j), "%s parses as JSON", json);
+  CHECK(rows == 7 && count(j, "\"verified\": true") == rows, "all %d rows verified", rows);
+  if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+  free(t), free(j);
+  tap_end("rdma functional check over softverbs");
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: bench-smoke PATH-TO-nccl-net-bench\n");
+    return 2;
+  }
+  bench = argv[1];
+  char tmpl[] = "/tmp/nccl-net-bench-smoke.XXXXXX";
+  dir = mkdtemp(tmpl);
+  if (!dir) return 2;
+  TAP_CASE("loopback: table, JSON, SVG, data verified", loopback);
+  TAP_CASE("a damaged byte fails the run", corrupted);
+  netns();
+  TAP_CASE("rdma functional check skips without a device", rdma_skip);
+  rdma_softverbs();
+  char cmd[600];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+  if (system(cmd)) tap_diag("could not remove %s", dir);
+  return tap_done();
+}
