@@ -270,8 +270,12 @@ void rdma_annotate(struct topo_host *h) {
         sysfs_realpath(master, sizeof(master), "class/net/%s/master", pt->netdev) == 0)
       scopy(pt->netdev_master, sizeof(pt->netdev_master), strrchr(master, '/') + 1);
     if (!pt->active_mtu) {
+      /* The netdev's own sysfs MTU, whether or not the address list (live or
+       * a fixture's) knows the interface. */
       const struct netif *n = pt->netdev[0] ? netif_named(&h->ifs, pt->netdev) : NULL;
-      pt->active_mtu = pt->ll == TOPO_LL_IB ? 4096 : n && n->mtu ? roce_mtu(n->mtu) : 1024;
+      long mtu = n && n->mtu ? n->mtu : 0;
+      if (!mtu && pt->netdev[0] && sysfs_read_long(&mtu, "class/net/%s/mtu", pt->netdev)) mtu = 0;
+      pt->active_mtu = pt->ll == TOPO_LL_IB ? 4096 : mtu ? roce_mtu((int)mtu) : 1024;
     }
     for (int k = 0; k < pt->ngid; k++) {
       struct topo_gid *g = &pt->gid[k];

@@ -39,5 +39,9 @@ void case_ib_qps(struct side *s);
 void case_ib_flush(struct side *s);
 void case_story5_fallback(struct side *s);
 void case_story5_off(struct side *s);
+void case_ib_ll_mismatch(struct side *s);
+void case_ib_mtu_mismatch(struct side *s);
+void case_ib_retry_exc(struct side *s);
+void case_ib_rem_access(struct side *s);
 
 #endif

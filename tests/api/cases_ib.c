@@ -199,3 +199,88 @@ void case_story5_off(struct side *s) {
   ctl_sync(s);
   side_close(s);
 }
+
+/* The sender's side reads another fixture host (same namespace, softverbs
+ * over loopback): the pair then differs in what that host has. */
+static int use_host(struct side *s, int role, const char *host) {
+  const char *root = getenv("NCCL_DIAG_SYSFS_ROOT");
+  const char *at = root ? strstr(root, "/roce-story5/") : NULL;
+  if (!at) {
+    CHECK(0, "NCCL_DIAG_SYSFS_ROOT is not the roce-story5 fixture: %s", root ? root : "unset");
+    return -1;
+  }
+  if (s->role != role) return 0;
+  char base[4096], p[4200];
+  snprintf(base, sizeof(base), "%.*s/%s", (int)(at - root), root, host);
+  snprintf(p, sizeof(p), "%s/sysfs", base);
+  setenv("NCCL_DIAG_SYSFS_ROOT", p, 1);
+  snprintf(p, sizeof(p), "%s/topo.xml", base);
+  setenv("HWLOC_XMLFILE", p, 1);
+  return 0;
+}
+
+/* RoCE against InfiniBand: named before any QP leaves INIT, then TCP. */
+void case_ib_ll_mismatch(struct side *s) {
+  if (use_host(s, ROLE_SEND, "ib-hdr")) return;
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
+  CHECK(w && strstr(w, "InfiniBand") && strstr(w, "RoCE") && strstr(w, "NCCL_IB_HCA"),
+        "the link-layer mismatch must be named with both values and the fix: %s", w ? w : "none");
+  CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"), "RTR was attempted for an IB/RoCE pair");
+  CHECK(xfer_one(s, comm, 1 << 20, 1 << 20, 3) == 0, "transfer over the TCP fallback");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* Different MTUs: both values named, the path uses the smaller on both sides. */
+void case_ib_mtu_mismatch(struct side *s) {
+  if (use_host(s, ROLE_SEND, "container-partial-gids")) return;
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *w = log_find(NCCL_LOG_WARN, "MTU");
+  CHECK(w && strstr(w, "4096") && strstr(w, "1024") && strstr(w, "uses 1024"),
+        "the MTU mismatch must be named with both values: %s", w ? w : "none");
+  const char *r = log_find(NCCL_LOG_INFO, "INIT -> RTR");
+  CHECK(r && strstr(r, "path_mtu 1024"), "RTR must use the smaller MTU: %s", r ? r : "none");
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection must stay RDMA");
+  CHECK(xfer_one(s, comm, 3 << 20, 3 << 20, 4) == 0, "transfer at the smaller MTU");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* A completion error, injected by softverbs on the sender's n-th send:
+ * the sender names the status and its likely cause, the receiver hears it. */
+static void wc_error(struct side *s, const char *inject, const char *status, const char *cause,
+                     int first_after_rtr) {
+  if (s->role == ROLE_SEND) setenv("SOFTVERBS_WC_ERROR", inject, 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  int r = 0;
+  for (unsigned i = 0; i < 4 && !r; i++) r = xfer_one(s, comm, 200000, 200000, i);
+  CHECK(r == ncclRemoteError, "the %s side ended with %d, expected ncclRemoteError",
+        s->role == ROLE_SEND ? "sending" : "receiving", r);
+  const char *w = log_find(NCCL_LOG_WARN, status);
+  CHECK(w && strstr(w, cause), "the WARN must name %s and its cause (%s): %s", status, cause,
+        w ? w : "none");
+  if (s->role == ROLE_RECV)
+    CHECK(w && strstr(w, "sending side ended the connection"), "the receiver must hear the reason");
+  if (s->role == ROLE_SEND && first_after_rtr)
+    CHECK(w && strstr(w, "first RDMA write after RTR") && strstr(w, "ib_write_bw -d"),
+          "a first-write failure must point at the path and how to confirm it: %s", w ? w : "none");
+  if (s->role == ROLE_SEND && !first_after_rtr)
+    CHECK(w && !strstr(w, "first RDMA write after RTR"), "not the first write: %s", w ? w : "none");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+void case_ib_retry_exc(struct side *s) {
+  wc_error(s, "RETRY_EXC_ERR:0", "IBV_WC_RETRY_EXC_ERR", "never acknowledged", 1);
+}
+
+void case_ib_rem_access(struct side *s) {
+  wc_error(s, "REM_ACCESS_ERR:2", "IBV_WC_REM_ACCESS_ERR", "rkey", 0);
+}

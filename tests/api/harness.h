@@ -35,6 +35,7 @@ struct api_case {
   int timeout_s;
   int transports;   /* T_TCP, T_IB or both (0 = both) */
   int netns_only;   /* needs the two-namespace-host placement */
+  int one_host;     /* only in the one-host placement (it picks other fixture hosts) */
 };
 
 /* Placement: namespaces for the receiver and sender (NULL = current). */

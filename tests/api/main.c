@@ -23,6 +23,7 @@ int ncclGetVersion(int *version) {
 #define TCP_ONLY .transports = T_TCP
 #define IB_ONLY .transports = T_IB
 #define NETNS .netns_only = 1
+#define ONE_HOST .one_host = 1
 
 static const struct api_case cases[] = {
   {"init, devices and properties", case_init_props, CORE, .timeout_s = 30},
@@ -56,6 +57,10 @@ static const struct api_case cases[] = {
   {"iflush by RDMA read", case_ib_flush, TWO, IB_ONLY, .timeout_s = 60},
   {"cross-plane pair (field story 5) falls back to TCP", case_story5_fallback, TWO, IB_ONLY, NETNS, .timeout_s = 90},
   {"cross-plane pair (field story 5) with fallback off fails cleanly", case_story5_off, TWO, IB_ONLY, NETNS, .timeout_s = 90},
+  {"InfiniBand against RoCE: named before RTR, then TCP", case_ib_ll_mismatch, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"different MTUs: both named, the smaller used", case_ib_mtu_mismatch, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"RETRY_EXC_ERR on the first write after RTR: the path named", case_ib_retry_exc, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"REM_ACCESS_ERR later on: rkey or registration named", case_ib_rem_access, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
@@ -101,6 +106,7 @@ int main(int argc, char **argv) {
     int want = transport_ib ? T_IB : T_TCP;
     if (c->transports && !(c->transports & want)) continue;
     if (c->netns_only && !netns_recv) continue;
+    if (c->one_host && netns_recv) continue;
     if (c->needs_root && !is_root()) {
       tap_skip(name, "needs root");
       continue;

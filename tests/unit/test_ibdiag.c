@@ -1,0 +1,124 @@
+/* The words for RDMA completion errors and RTR failures (ib_diag.c): each
+ * status maps to its likely cause, only the fields valid on error are
+ * printed, and a flush names the first error when there was one. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+#include "tap.h"
+#include "transport/ib/ib.h"
+
+static struct topo_dev td;
+static struct ib_dev dev;
+static struct hello peer;
+
+static void setup(void) {
+  memset(&td, 0, sizeof(td));
+  td.name = "mlx5_4";
+  td.ib_port = 1;
+  td.gid_index = 3;
+  td.gid[10] = td.gid[11] = 0xff;
+  td.gid[12] = 10, td.gid[13] = 1, td.gid[14] = 4, td.gid[15] = 5;
+  td.gid_type = GID_TYPE_V2;
+  td.netdev = "xgbe4";
+  ipaddr_parse(&td.subnet, "10.1.4.5/24");
+  td.ll = TOPO_LL_ETH;
+  td.mtu = 4096;
+  memset(&dev, 0, sizeof(dev));
+  dev.td = &td;
+  snprintf(dev.label, sizeof(dev.label), "mlx5_4 port 1");
+  memset(&peer, 0, sizeof(peer));
+  snprintf(peer.host, sizeof(peer.host), "host-b");
+  peer.ib.present = 1;
+  snprintf(peer.ib.dev, sizeof(peer.ib.dev), "mlx5_bond_0");
+  peer.ib.port = 1;
+  peer.ib.gid_index = 3;
+  peer.ib.gid[10] = peer.ib.gid[11] = 0xff;
+  peer.ib.gid[12] = 10, peer.ib.gid[15] = 7;
+  peer.ib.gid_type = 2;
+  snprintf(peer.ib.netdev, sizeof(peer.ib.netdev), "bond0");
+  snprintf(peer.ib.subnet, sizeof(peer.ib.subnet), "10.0.0.0/24");
+}
+
+static void diag(enum ibv_wc_status st, int first, const char *first_error, char *out, size_t cap) {
+  struct ibv_wc wc;
+  memset(&wc, 0xab, sizeof(wc)); /* fields that are not valid on error must not be printed */
+  wc.status = st;
+  wc.qp_num = 0x1234;
+  wc.vendor_err = 0x81;
+  ib_diag_wc(&dev, &peer, &wc, "the RDMA write of a message", first, first_error, out, cap);
+}
+
+static void retry_first(void) {
+  char t[2400];
+  setup();
+  diag(IBV_WC_RETRY_EXC_ERR, 1, "", t, sizeof(t));
+  CHECK(strstr(t, "IBV_WC_RETRY_EXC_ERR (12)") && strstr(t, "qp 0x1234") && strstr(t, "vendor_err 0x81"),
+        "status, qp and vendor_err: %s", t);
+  CHECK(strstr(t, "first RDMA write after RTR"), "the first-write cause: %s", t);
+  CHECK(strstr(t, "::ffff:10.1.4.5") && strstr(t, "::ffff:10.0.0.7") && strstr(t, "10.0.0.0/24"),
+        "both GIDs and the remote subnet: %s", t);
+  CHECK(strstr(t, "ib_write_bw -d mlx5_bond_0 -x 3") && strstr(t, "ib_write_bw -d mlx5_4 -x 3 host-b"),
+        "how to confirm the path: %s", t);
+  CHECK(!strstr(t, "opcode") && !strstr(t, "byte_len"), "fields invalid on error printed: %s", t);
+}
+
+static void retry_later(void) {
+  char t[2400];
+  setup();
+  diag(IBV_WC_RETRY_EXC_ERR, 0, "", t, sizeof(t));
+  CHECK(strstr(t, "stopped acknowledging") && strstr(t, "NCCL_IB_TIMEOUT"), "a later retry error: %s", t);
+}
+
+static void rem_access(void) {
+  char t[2400];
+  setup();
+  diag(IBV_WC_REM_ACCESS_ERR, 0, "", t, sizeof(t));
+  CHECK(strstr(t, "IBV_WC_REM_ACCESS_ERR (10)") && strstr(t, "rkey") && strstr(t, "registration"),
+        "rkey or registration: %s", t);
+}
+
+static void flush_names_first(void) {
+  char t[2400];
+  setup();
+  diag(IBV_WC_WR_FLUSH_ERR, 0, "the RDMA write completed with IBV_WC_REM_ACCESS_ERR", t, sizeof(t));
+  CHECK(strstr(t, "IBV_WC_WR_FLUSH_ERR") && strstr(t, "the first error was: the RDMA write completed "
+                                                      "with IBV_WC_REM_ACCESS_ERR"),
+        "a flush names the first error: %s", t);
+  diag(IBV_WC_WR_FLUSH_ERR, 0, "", t, sizeof(t));
+  CHECK(strstr(t, "first error was not seen here"), "a flush without a first error says where to look: %s", t);
+}
+
+static void rtr_timeout(void) {
+  char t[3000];
+  setup();
+  ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
+  CHECK(strstr(t, "ETIMEDOUT") && strstr(t, "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24)") &&
+            strstr(t, "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 port 1 on host-b"),
+        "both sides with index, netdev, subnet and host: %s", t);
+  CHECK(strstr(t, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix: %s", t);
+  peer.ib.off_plane = 1;
+  ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
+  CHECK(strstr(t, "host-b's layout sets its mlx5_bond_0 apart"), "the peer's own plane verdict: %s", t);
+}
+
+static void rtr_link_local_and_einval(void) {
+  char t[3000];
+  setup();
+  memset(peer.ib.gid, 0, 16);
+  peer.ib.gid[0] = 0xfe, peer.ib.gid[1] = 0x80, peer.ib.gid[15] = 1;
+  ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
+  CHECK(strstr(t, "link-local") && strstr(t, "NCCL_IB_GID_INDEX=-1"), "link-local called out: %s", t);
+  ib_diag_rtr(&dev, &peer, EINVAL, t, sizeof(t));
+  CHECK(strstr(t, "EINVAL") && strstr(t, "NCCL_IB_GID_INDEX"), "EINVAL points at the GID index: %s", t);
+}
+
+int main(void) {
+  TAP_CASE("RETRY_EXC_ERR on the first write: the path, both GIDs, how to confirm", retry_first);
+  TAP_CASE("RETRY_EXC_ERR later: the peer stopped answering", retry_later);
+  TAP_CASE("REM_ACCESS_ERR: rkey or registration", rem_access);
+  TAP_CASE("WR_FLUSH_ERR names the first error", flush_names_first);
+  TAP_CASE("RTR timeout: both GIDs, subnets, hosts and the plane fix", rtr_timeout);
+  TAP_CASE("RTR: link-local GID and EINVAL", rtr_link_local_and_einval);
+  return tap_done();
+}
