@@ -78,9 +78,18 @@ static const struct knob_def knobs[K_COUNT] = {
     "(lowest latency); larger ones are striped over the data sockets"},
   [K_DIAG_MIN_CHUNK] = {"NCCL_DIAG_MIN_CHUNK", KT_INT, "131072", 4096, 1073741824, NULL,
     "smallest piece of a TCP message given to one data socket"},
+  [K_DIAG_SPIN_US] = {"NCCL_DIAG_SPIN_US", KT_INT, "50", 0, 1000000, NULL,
+    "how long test() keeps returning at once (NCCL's proxy spins) before it waits, when this "
+    "thread's requests make no progress"},
+  [K_DIAG_IDLE_WAIT_US] = {"NCCL_DIAG_IDLE_WAIT_US", KT_INT, "200", 0, 100000, NULL,
+    "the longest one such wait: test() sleeps on its sockets and on helper threads' completions "
+    "instead of spinning, which leaves the CPU to the threads moving data; 0 = always spin"},
   [K_DIAG_FORCE_FLUSH] = {"NCCL_DIAG_FORCE_FLUSH", KT_BOOL, "0", 0, 1, NULL,
     "1 = give every RDMA receive connection a flush queue pair even without GPU memory support, "
     "so iflush's RDMA read runs (for testing that path)"},
+  [K_DIAG_CALLER_MAX] = {"NCCL_DIAG_CALLER_MAX", KT_INT, "4194304", 0, 1073741824, NULL,
+    "with helper threads, TCP stripes up to this size are still moved by the caller's thread "
+    "(a hand-off costs more than they take); larger ones by the helpers"},
   [K_DIAG_STALL_WARN_SEC] = {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
     "warn once when a request makes no progress for this many seconds (0 = never)"},
   [K_DIAG_HWLOC] = {"NCCL_DIAG_HWLOC", KT_BOOL, "1", 0, 1, NULL,

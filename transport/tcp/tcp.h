@@ -10,7 +10,12 @@
  *
  * Data sockets are served by helper threads (NCCL_SOCKET_NTHREADS, each
  * owning NCCL_NSOCKS_PERTHREAD sockets) that poll and move bytes, or by the
- * caller in test() when there are no helpers. Each data socket has a
+ * caller in test() when there are no helpers. With helpers, stripes up to
+ * caller_max bytes are still moved by the caller's thread in isend/irecv/
+ * test (a hand-off to a sleeping helper costs more than they take); larger
+ * ones go to the helpers, which also sleep instead of competing with the
+ * kernel's TCP work for the CPU. A per-socket owner flag keeps the two
+ * from touching a socket at once. Each data socket has a
  * single-producer (the comm's driving thread) single-consumer (its helper)
  * ring of tasks; a request is done when its header and payload bytes are. */
 #ifndef DIAG_TRANSPORT_TCP_H
@@ -56,6 +61,8 @@ struct tcp_task {
 struct tcp_sock {
   int fd;
   int index;
+  int thread;       /* its helper, -1 when the caller moves everything */
+  atomic_int owner; /* SOCK_FREE, or who is moving its bytes right now */
   struct tcp_task ring[TCP_RING];
   atomic_uint head; /* consumer */
   atomic_uint tail; /* producer */
@@ -86,8 +93,10 @@ struct tcp_comm {
   struct tcp_sock socks[XP_MAX_DATA_SOCKS];
   struct tcp_thread threads[TCP_MAX_THREADS];
   atomic_int stop;
+  uint64_t moved; /* bytes the driving thread moved: progress for the idle wait */
   int quiesced; /* helpers stopped after a failure */
   size_t inline_max, min_chunk;
+  size_t caller_max; /* stripes the caller moves itself when there are helpers */
   int64_t stall_ns;
 
   struct tcp_req reqs[TCP_MAX_REQS];
@@ -139,9 +148,17 @@ void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int 
                 size_t *off, size_t *len);
 int tcp_nstripes(size_t size, size_t chunk);
 size_t tcp_chunk_for(const struct tcp_comm *c, size_t size);
+enum { SOCK_FREE = 0, SOCK_CALLER = 1, SOCK_HELPER = 2 };
 void tcp_push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struct tcp_req *r);
-/* Moves bytes on one socket without blocking; 0, or -1 on a failed comm. */
-int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s);
+/* After tasks were pushed: the caller moves its share at once. */
+void tcp_kick(struct tcp_comm *c, int sock);
+/* Moves bytes on one socket without blocking, stopping before a task
+ * longer than max_task: how many, or -1 on a failed comm. A request whose
+ * last byte it moves wakes idle waiters. */
+ssize_t tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task);
+/* The caller's share of the data sockets (see above): moves the stripes
+ * it owns by size, wakes helpers for the rest. */
+ssize_t tcp_caller_progress(struct tcp_comm *c);
 int tcp_threads_start(struct tcp_comm *c);
 void tcp_threads_stop(struct tcp_comm *c);
 

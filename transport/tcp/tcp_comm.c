@@ -1,5 +1,6 @@
 /* TCP comm lifetime, memory registration, the request pool and test. */
 #include <errno.h>
+#include <poll.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "plugin/knobs.h"
 #include "plugin/log.h"
 #include "transport/abort.h"
+#include "transport/idle.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
@@ -146,21 +148,44 @@ static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
        (long long)(waited / 1000000000LL), r->hdr_done ? "header done" : "header pending", left);
 }
 
+/* Nothing moved for a while: sleep on what this comm waits for (its
+ * control socket, and its data sockets when the caller moves the data) and
+ * on the helpers' completions. */
+static void idle_wait(struct tcp_comm *c) {
+  struct pollfd fds[1 + XP_MAX_DATA_SOCKS];
+  int n = 0;
+  short ev = c->send ? POLLOUT : POLLIN;
+  if (c->send ? c->out_count > 0 : (c->posted_count > 0 || c->cur != NULL))
+    fds[n++] = (struct pollfd){c->ctrl_fd, ev, 0};
+  /* The sockets whose head stripe the caller moves (all, without helpers). */
+  for (int i = 0; i < c->nsocks; i++) {
+    struct tcp_sock *s = &c->socks[i];
+    unsigned h = atomic_load(&s->head);
+    if (h != atomic_load(&s->tail) && (s->thread < 0 || s->ring[h % TCP_RING].len <= c->caller_max))
+      fds[n++] = (struct pollfd){s->fd, ev, 0};
+  }
+  xp_idle_wait(fds, n);
+}
+
 static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_req *r = request;
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
   if (atomic_load(&c->failed)) return tcp_failed(c);
+  uint64_t before = c->moved;
   ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
   if (res != ncclSuccess) return tcp_failed(c);
-  if (c->nthreads == 0)
-    for (int i = 0; i < c->nsocks; i++)
-      if (tcp_sock_progress(c, &c->socks[i])) return tcp_failed(c);
+  ssize_t m = tcp_caller_progress(c);
+  if (m < 0) return tcp_failed(c);
+  c->moved += (uint64_t)m;
   if (atomic_load(&c->failed)) return tcp_failed(c);
   if (!r->hdr_done || atomic_load(&r->pending) != 0) {
+    if (c->moved != before) xp_idle_progress();
+    else if (xp_idle_should_wait()) idle_wait(c);
     check_stall(c, r);
     return ncclSuccess;
   }
+  xp_idle_progress();
   if (r->send) ev_count(C_BYTES_SENT, (int64_t)r->size);
   else ev_count(C_BYTES_RECV, (int64_t)r->size);
   if (sizes) sizes[0] = r->size > INT_MAX ? INT_MAX : (int)r->size;
@@ -227,9 +252,11 @@ ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out) {
   for (int i = 0; i < c->nsocks; i++) {
     c->socks[i].fd = s->data_fds[i];
     c->socks[i].index = i;
+    c->socks[i].thread = -1; /* set when helpers start */
   }
   c->inline_max = c->nsocks ? (size_t)knob_int(K_DIAG_SOCKET_INLINE) : SIZE_MAX;
   c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
+  c->caller_max = (size_t)knob_int(K_DIAG_CALLER_MAX);
   c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
   if (tcp_threads_start(c)) {
     tcp_threads_stop(c);

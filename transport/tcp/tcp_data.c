@@ -4,11 +4,13 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "plugin/log.h"
+#include "transport/idle.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
@@ -51,23 +53,62 @@ void tcp_push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struc
   t->off = 0;
   t->req = r;
   atomic_store(&s->tail, tail + 1); /* seq_cst: pairs with the helper's sleeping flag */
-  if (c->nthreads) {
-    int per = c->nsocks / c->nthreads, extra = c->nsocks % c->nthreads;
-    /* Sockets are dealt out in contiguous blocks; the first `extra` threads
-     * own one more. */
-    int th = sock < extra * (per + 1) ? sock / (per + 1) : extra + (sock - extra * (per + 1)) / per;
-    wake(&c->threads[th]);
-  }
 }
 
-int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s) {
+static int ring_busy(struct tcp_sock *s) {
+  return atomic_load(&s->head) != atomic_load(&s->tail);
+}
+
+/* The head task, when there is one: its length. */
+static size_t head_len(struct tcp_sock *s) {
+  unsigned head = atomic_load(&s->head);
+  return head != atomic_load(&s->tail) ? s->ring[head % TCP_RING].len : 0;
+}
+
+/* The caller moves the small stripes at the head of a socket; a large one
+ * is the helper's, which it wakes. A helper that holds the socket rechecks
+ * the ring after releasing it, so no task is left behind. */
+static ssize_t caller_sock(struct tcp_comm *c, struct tcp_sock *s) {
+  ssize_t m = 0;
+  int free_ = SOCK_FREE;
+  if (head_len(s) <= c->caller_max &&
+      atomic_compare_exchange_strong(&s->owner, &free_, SOCK_CALLER)) {
+    m = tcp_sock_progress(c, s, c->caller_max);
+    atomic_store(&s->owner, SOCK_FREE);
+  }
+  if (m >= 0 && ring_busy(s) && head_len(s) > c->caller_max) wake(&c->threads[s->thread]);
+  return m;
+}
+
+void tcp_kick(struct tcp_comm *c, int sock) {
+  struct tcp_sock *s = &c->socks[sock];
+  if (s->thread < 0) return; /* the caller's test() moves it */
+  ssize_t m = caller_sock(c, s);
+  if (m > 0) c->moved += (uint64_t)m;
+}
+
+ssize_t tcp_caller_progress(struct tcp_comm *c) {
+  ssize_t moved = 0;
+  for (int i = 0; i < c->nsocks; i++) {
+    struct tcp_sock *s = &c->socks[i];
+    if (!ring_busy(s)) continue;
+    ssize_t m = s->thread < 0 ? tcp_sock_progress(c, s, SIZE_MAX) : caller_sock(c, s);
+    if (m < 0) return -1;
+    moved += m;
+  }
+  return moved;
+}
+
+ssize_t tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task) {
   unsigned head = atomic_load_explicit(&s->head, memory_order_relaxed);
+  ssize_t moved = 0;
   while (head != atomic_load_explicit(&s->tail, memory_order_acquire)) {
     struct tcp_task *t = &s->ring[head % TCP_RING];
+    if (t->len > max_task) return moved;
     while (t->off < t->len) {
       ssize_t n = c->send ? sock_send(s->fd, t->buf + t->off, t->len - t->off)
                           : sock_recv(s->fd, t->buf + t->off, t->len - t->off);
-      if (n == -EAGAIN) return 0;
+      if (n == -EAGAIN) return moved;
       if (n < 0) {
         int err = (int)-n;
         tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
@@ -78,16 +119,13 @@ int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s) {
         return -1;
       }
       t->off += (size_t)n;
-      atomic_fetch_sub(&t->req->pending, (long long)n);
+      moved += n;
+      if (atomic_fetch_sub(&t->req->pending, (long long)n) == n) xp_idle_wake();
     }
     head++;
     atomic_store_explicit(&s->head, head, memory_order_release);
   }
-  return 0;
-}
-
-static int ring_busy(struct tcp_sock *s) {
-  return atomic_load(&s->head) != atomic_load(&s->tail);
+  return moved;
 }
 
 static void *tcp_thread_main(void *arg) {
@@ -100,9 +138,14 @@ static void *tcp_thread_main(void *arg) {
     pfd[0].events = POLLIN;
     for (int i = t->first; i < t->first + t->count; i++) {
       struct tcp_sock *s = &c->socks[i];
-      if (!ring_busy(s) || atomic_load(&c->failed)) continue;
-      tcp_sock_progress(c, s);
-      if (ring_busy(s) && !atomic_load(&c->failed)) {
+      /* Small stripes at the head are the caller's (see caller_sock). */
+      if (head_len(s) <= c->caller_max || atomic_load(&c->failed)) continue;
+      int free_ = SOCK_FREE;
+      /* The caller is moving it right now: it wakes us if bytes are left. */
+      if (!atomic_compare_exchange_strong(&s->owner, &free_, SOCK_HELPER)) continue;
+      tcp_sock_progress(c, s, SIZE_MAX);
+      atomic_store(&s->owner, SOCK_FREE);
+      if (head_len(s) > c->caller_max && !atomic_load(&c->failed)) {
         pfd[n].fd = s->fd;
         pfd[n].events = c->send ? POLLOUT : POLLIN;
         n++;
@@ -113,7 +156,7 @@ static void *tcp_thread_main(void *arg) {
     atomic_store(&t->sleeping, 1);
     int again = 0;
     for (int i = t->first; i < t->first + t->count; i++)
-      if (ring_busy(&c->socks[i]) && !atomic_load(&c->failed)) {
+      if (head_len(&c->socks[i]) > c->caller_max && !atomic_load(&c->failed)) {
         int polled = 0;
         for (int k = 1; k < n; k++) polled |= pfd[k].fd == c->socks[i].fd;
         again |= !polled;
@@ -142,6 +185,7 @@ int tcp_threads_start(struct tcp_comm *c) {
     t->comm = c;
     t->first = first;
     t->count = per + (i < extra ? 1 : 0);
+    for (int k = first; k < first + t->count; k++) c->socks[k].thread = i;
     first += t->count;
     t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (t->efd < 0) {

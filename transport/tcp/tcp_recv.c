@@ -10,9 +10,17 @@
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
+static ssize_t ctrl_read_once(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok);
+
 /* Bytes from the control socket: what is staged first, then the socket.
  * Returns bytes copied (may be 0), or -1 on a failed comm. */
 static ssize_t ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok) {
+  ssize_t r = ctrl_read_once(c, dst, want, direct_ok);
+  if (r > 0) c->moved += (uint64_t)r;
+  return r;
+}
+
+static ssize_t ctrl_read_once(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok) {
   size_t got = 0;
   if (c->stage_off < c->stage_len) {
     size_t have = c->stage_len - c->stage_off;
@@ -95,7 +103,13 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
     tcp_stripe(r->size, h->chunk, c->nsocks, h->seq, k, &sock, &off, &len);
     tcp_push_task(c, sock, r->data + off, len, r);
   }
-  r->hdr_done = 1;
+  r->hdr_done = 1; /* before the kick: a stripe moved now may complete it */
+  for (int k = 0; k < ns; k++) {
+    int sock;
+    size_t off, len;
+    tcp_stripe(r->size, h->chunk, c->nsocks, h->seq, k, &sock, &off, &len);
+    tcp_kick(c, sock);
+  }
   return ncclSuccess;
 }
 

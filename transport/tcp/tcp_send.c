@@ -40,6 +40,7 @@ ncclResult_t tcp_send_progress(struct tcp_comm *c) {
                       o->req->seq, o->req->size,
                       err == EPIPE ? "the peer closed the connection" : strerror(err));
     }
+    c->moved += (uint64_t)n;
     size_t left = (size_t)n;
     while (left && c->out_count) {
       struct tcp_out *o = &c->out[c->out_head];
@@ -99,6 +100,12 @@ ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, voi
       size_t off, len;
       tcp_stripe(size, chunk, c->nsocks, r->seq, k, &sock, &off, &len);
       tcp_push_task(c, sock, (uint8_t *)data + off, len, r);
+    }
+    for (int k = 0; k < ns; k++) {
+      int sock;
+      size_t off, len;
+      tcp_stripe(size, chunk, c->nsocks, r->seq, k, &sock, &off, &len);
+      tcp_kick(c, sock);
     }
   }
   *request = r;

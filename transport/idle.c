@@ -1,0 +1,62 @@
+#include "transport/idle.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "plugin/knobs.h"
+#include "transport/sock.h"
+
+#define MAX_WAIT_FDS 72
+
+static int wake_fd = -1;
+static atomic_int waiters;
+static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
+static int64_t spin_ns, wait_ns;
+static _Thread_local int64_t last_progress;
+
+static void wake_init(void) {
+  wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  spin_ns = knob_int(K_DIAG_SPIN_US) * 1000;
+  wait_ns = knob_int(K_DIAG_IDLE_WAIT_US) * 1000;
+}
+
+void xp_idle_progress(void) { last_progress = now_ns(); }
+
+int xp_idle_should_wait(void) {
+  pthread_once(&wake_once, wake_init);
+  if (!wait_ns || wake_fd < 0) return 0;
+  int64_t now = now_ns();
+  if (!last_progress) last_progress = now;
+  return now - last_progress > spin_ns;
+}
+
+void xp_idle_wait(struct pollfd *fds, int n) {
+  struct pollfd all[MAX_WAIT_FDS];
+  int k = 0;
+  for (int i = 0; i < n && k < MAX_WAIT_FDS - 1; i++)
+    if (fds[i].fd >= 0 && fds[i].events) all[k++] = fds[i];
+  all[k].fd = wake_fd;
+  all[k].events = POLLIN;
+  all[k].revents = 0;
+  struct timespec ts = {0, (long)wait_ns};
+  atomic_fetch_add(&waiters, 1);
+  ppoll(all, (nfds_t)k + 1, &ts, NULL);
+  atomic_fetch_sub(&waiters, 1);
+  if (all[k].revents & POLLIN) {
+    uint64_t v;
+    ssize_t r = read(wake_fd, &v, sizeof(v));
+    (void)r;
+  }
+}
+
+void xp_idle_wake(void) {
+  /* Acquire: a waiter increments after creating wake_fd, so we see it. */
+  if (atomic_load_explicit(&waiters, memory_order_acquire) == 0) return;
+  uint64_t one = 1;
+  ssize_t r = write(wake_fd, &one, sizeof(one));
+  (void)r;
+}
