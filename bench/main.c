@@ -37,6 +37,9 @@ static const char usage_text[] =
   "  --wait-quiet                before each measurement, wait until the host is >= 90 % idle\n"
   "  --json FILE                 the whole record as JSON ('-' = stdout, the table to stderr)\n"
   "  --svg FILE                  GB/s against size, plugin and baseline\n"
+  "  --select-reps N             pilot repetitions that choose each size's baseline shape, which\n"
+  "                              is then measured against the plugin on fresh repetitions\n"
+  "                              (default 2; 0 = choose on the measured repetitions themselves)\n"
   "  --driver-idle-us N          experiment, not NCCL: the plugin's driving thread sleeps N us\n"
   "                              instead of sched_yield() when a pass made no progress\n"
   "  --plugin PATH  --abi 8..11  --dev N  -v\n"
@@ -108,6 +111,7 @@ static void defaults(struct opts *o) {
   o->nraw_shapes = parse_shapes("1,2,4,1s,2s", o->raw_shapes);
   o->window = BENCH_MAX_WINDOW;
   o->reps = 3;
+  o->select_reps = 2;
   o->target_bytes = 1ULL << 30;
   o->max_mem = 1ULL << 30;
   o->raw_min_stripe = 64 << 10;
@@ -139,6 +143,8 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--svg")) o->svg = v;
   else if (!strcmp(k, "--plugin")) o->plugin = v;
   else if (!strcmp(k, "--driver-idle-us")) o->idle_us = atoi(v), bad = o->idle_us < 0;
+  else if (!strcmp(k, "--select-reps"))
+    o->select_reps = atoi(v), bad = o->select_reps < 0 || o->select_reps > BENCH_MAX_REPS;
   else if (!strcmp(k, "--abi")) o->abi = atoi(v), bad = o->abi < 8 || o->abi > 11;
   else if (!strcmp(k, "--dev")) o->dev = atoi(v), bad = o->dev < 0;
   else return -1;

@@ -25,6 +25,7 @@ void row_finish(struct row *r) {
   r->best = -1;
   for (int i = 1; i < r->nvar; i++) {
     const struct variant *v = &r->var[i], *b = r->best > 0 ? &r->var[r->best] : NULL;
+    if (!v->nrep) continue; /* a shape the pilot pass did not choose */
     int better = !b || (r->mode == MODE_LAT ? v->m_p50 < b->m_p50 : v->m_gbps > b->m_gbps);
     if (better) r->best = i;
   }
@@ -199,6 +200,11 @@ static void jvariant(FILE *f, const struct variant *v) {
   fprintf(f, ", \"engine\": \"%s\", \"sockets\": %d, \"spin\": %s, \"one_connection\": %s, ",
           v->engine == ENG_PLUGIN ? "plugin" : "raw", v->shape.nsocks,
           v->shape.spin ? "true" : "false", v->shape.shared ? "true" : "false");
+  if (v->engine != ENG_PLUGIN) {
+    fprintf(f, "\"pilot_median\": ");
+    jnum(f, v->pilot);
+    fprintf(f, ", ");
+  }
   const struct {
     const char *key;
     const double *reps;

@@ -23,6 +23,7 @@ struct variant {
   double host_cpu[BENCH_MAX_REPS]; /* busy CPU of the whole host, s/GB */
   double foreign[BENCH_MAX_REPS];  /* share of the host's CPU others used meanwhile */
   double m_gbps, m_p50, m_p99, m_cpu, m_cpu_drv, m_host_cpu; /* medians */
+  double pilot; /* the shape's median GB/s (p50 us for lat) in the selection pass */
 };
 
 struct row {
@@ -47,6 +48,7 @@ struct opts {
   struct raw_shape raw_shapes[BENCH_MAX_SHAPES];
   int nraw_shapes;
   int window, reps, idle_us;
+  int select_reps; /* pilot repetitions that choose each size's baseline shape */
   uint64_t target_bytes, max_mem, raw_min_stripe;
   uint64_t max_msgs, lat_iters;
   const char *json, *svg;

@@ -284,11 +284,32 @@ static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
   return 0;
 }
 
+/* The baseline shape is chosen on pilot repetitions and then measured
+ * against the plugin on fresh ones. Choosing the best of several shapes on
+ * the same noisy repetitions the ratio comes from would flatter the
+ * baseline: the largest of several noisy medians is biased upwards. */
+static int select_shape(struct ranks *k, struct report *rep, struct row *row) {
+  if (rep->o->select_reps == 0 || row->nvar <= 2) return 0;
+  for (int i = 0; i < rep->o->select_reps; i++)
+    for (int j = 1; j < row->nvar; j++)
+      if (measure(k, rep, row, &row->var[i % 2 ? row->nvar - j : j])) return -1;
+  row_finish(row);
+  for (int j = 1; j < row->nvar; j++) {
+    struct variant *v = &row->var[j];
+    v->pilot = row->mode == MODE_LAT ? v->m_p50 : v->m_gbps;
+    v->nrep = 0;
+  }
+  return row->best;
+}
+
 static int run_row(struct ranks *k, struct report *rep, struct row *row) {
   if (row->mode != MODE_LAT && prime_row(k, rep, row)) return -1;
+  int chosen = select_shape(k, rep, row);
+  if (chosen < 0) return -1;
   for (int i = 0; i < rep->o->reps; i++)
     for (int j = 0; j < row->nvar; j++) {
       int v = i % 2 ? row->nvar - 1 - j : j; /* flip the order every other repetition */
+      if (chosen && v && v != chosen) continue;
       if (measure(k, rep, row, &row->var[v])) return -1;
     }
   row->verified = 1; /* a run with a bad byte or a short count fails instead */
