@@ -10,13 +10,26 @@
 #include "plugin/knobs.h"
 #include "transport/sock.h"
 
-#define MAX_WAIT_FDS 72
+#define MAX_WAIT_FDS 128
+/* A comm's sockets stay in its thread's wait set this long after it last
+ * waited: long enough to outlive a pass of NCCL's proxy over many comms,
+ * short enough that a closed comm's stale entries (at worst a wait that
+ * returns at once) go soon. */
+#define ENTRY_TTL_NS 20000000LL
+
+struct wait_entry {
+  const void *owner;
+  int64_t seen;
+  struct pollfd pfd;
+};
 
 static int wake_fd = -1;
 static atomic_int waiters;
 static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
 static int64_t spin_ns, wait_ns;
 static _Thread_local int64_t last_progress;
+static _Thread_local struct wait_entry set[MAX_WAIT_FDS];
+static _Thread_local int nset;
 
 static void wake_init(void) {
   wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -34,14 +47,38 @@ int xp_idle_should_wait(void) {
   return now - last_progress > spin_ns;
 }
 
-void xp_idle_wait(struct pollfd *fds, int n) {
-  struct pollfd all[MAX_WAIT_FDS];
+/* Drops expired entries, refreshes owner's, then (replace) drops owner's
+ * or (merge) keeps them, and adds fds it lacks. */
+static void set_update(const void *owner, const struct pollfd *fds, int n, int replace) {
+  int64_t now = now_ns();
   int k = 0;
-  for (int i = 0; i < n && k < MAX_WAIT_FDS - 1; i++)
-    if (fds[i].fd >= 0 && fds[i].events) all[k++] = fds[i];
-  all[k].fd = wake_fd;
-  all[k].events = POLLIN;
-  all[k].revents = 0;
+  for (int i = 0; i < nset; i++) {
+    if (set[i].owner == owner) {
+      if (replace) continue;
+      set[i].seen = now;
+    }
+    if (now - set[i].seen < ENTRY_TTL_NS) set[k++] = set[i];
+  }
+  for (int i = 0; i < n && k < MAX_WAIT_FDS - 1; i++) {
+    if (fds[i].fd < 0 || !fds[i].events) continue;
+    int have = 0;
+    for (int j = 0; j < k && !have; j++)
+      have = set[j].owner == owner && set[j].pfd.fd == fds[i].fd && set[j].pfd.events == fds[i].events;
+    if (!have) set[k++] = (struct wait_entry){owner, now, {fds[i].fd, fds[i].events, 0}};
+  }
+  nset = k;
+}
+
+void xp_idle_note(const void *owner, const struct pollfd *fds, int n) {
+  set_update(owner, fds, n, 0);
+}
+
+void xp_idle_wait(const void *owner, const struct pollfd *fds, int n) {
+  struct pollfd all[MAX_WAIT_FDS];
+  set_update(owner, fds, n, 1);
+  int k = 0;
+  for (; k < nset; k++) all[k] = set[k].pfd;
+  all[k] = (struct pollfd){wake_fd, POLLIN, 0};
   struct timespec ts = {0, (long)wait_ns};
   atomic_fetch_add(&waiters, 1);
   ppoll(all, (nfds_t)k + 1, &ts, NULL);
@@ -51,6 +88,10 @@ void xp_idle_wait(struct pollfd *fds, int n) {
     ssize_t r = read(wake_fd, &v, sizeof(v));
     (void)r;
   }
+}
+
+void xp_idle_forget(const void *owner) {
+  set_update(owner, NULL, 0, 1);
 }
 
 void xp_idle_wake(void) {

@@ -149,8 +149,9 @@ static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
 }
 
 /* Nothing moved for a while: sleep on what this comm waits for (its
- * control socket, and its data sockets when the caller moves the data) and
- * on the helpers' completions. */
+ * control socket, and its data sockets when the caller moves the data),
+ * on what the thread's other comms wait for, and on the helpers'
+ * completions. */
 static void idle_wait(struct tcp_comm *c) {
   struct pollfd fds[1 + XP_MAX_DATA_SOCKS];
   int n = 0;
@@ -164,7 +165,7 @@ static void idle_wait(struct tcp_comm *c) {
     if (h != atomic_load(&s->tail) && (s->thread < 0 || s->ring[h % TCP_RING].len <= c->caller_max))
       fds[n++] = (struct pollfd){s->fd, ev, 0};
   }
-  xp_idle_wait(fds, n);
+  xp_idle_wait(c, fds, n);
 }
 
 static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
@@ -172,6 +173,7 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
   if (atomic_load(&c->failed)) return tcp_failed(c);
+  xp_idle_note(c, NULL, 0); /* still driven by this thread */
   uint64_t before = c->moved;
   ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
   if (res != ncclSuccess) return tcp_failed(c);
@@ -204,6 +206,7 @@ static void close_fds(struct tcp_comm *c) {
 static ncclResult_t tcp_close(struct xp_comm *xc) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   tcp_threads_stop(c);
+  xp_idle_forget(c); /* this thread's wait set; another's entries expire */
   close_fds(c);
   pthread_mutex_destroy(&c->err_lock);
   c->base.obj = OBJ_DEAD;

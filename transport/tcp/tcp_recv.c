@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plugin/log.h"
+#include "transport/idle.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
@@ -196,6 +197,7 @@ ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, in
   r->tag = tags ? tags[0] : 0;
   c->posted[(c->posted_head + c->posted_count) % TCP_MAX_REQS] = r;
   c->posted_count++;
+  xp_idle_note(c, &(struct pollfd){c->ctrl_fd, POLLIN, 0}, 1);
   *request = r;
   return tcp_recv_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
 }
