@@ -149,9 +149,10 @@ void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int 
 int tcp_nstripes(size_t size, size_t chunk);
 size_t tcp_chunk_for(const struct tcp_comm *c, size_t size);
 enum { SOCK_FREE = 0, SOCK_CALLER = 1, SOCK_HELPER = 2 };
-void tcp_push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struct tcp_req *r);
-/* After tasks were pushed: the caller moves its share at once. */
-void tcp_kick(struct tcp_comm *c, int sock);
+/* Queues a message's stripes on their sockets' rings (r->pending set
+ * first), then the caller moves its share of them at once. */
+void tcp_push_message(struct tcp_comm *c, uint8_t *buf, size_t size, size_t chunk, uint32_t seq,
+                      struct tcp_req *r);
 /* Moves bytes on one socket without blocking, stopping before a task
  * longer than max_task: how many, or -1 on a failed comm. A request whose
  * last byte it moves wakes idle waiters. */

@@ -44,7 +44,7 @@ static void wake(struct tcp_thread *t) {
   }
 }
 
-void tcp_push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struct tcp_req *r) {
+static void push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struct tcp_req *r) {
   struct tcp_sock *s = &c->socks[sock];
   unsigned tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
   struct tcp_task *t = &s->ring[tail % TCP_RING];
@@ -80,11 +80,25 @@ static ssize_t caller_sock(struct tcp_comm *c, struct tcp_sock *s) {
   return m;
 }
 
-void tcp_kick(struct tcp_comm *c, int sock) {
+static void kick(struct tcp_comm *c, int sock) {
   struct tcp_sock *s = &c->socks[sock];
   if (s->thread < 0) return; /* the caller's test() moves it */
   ssize_t m = caller_sock(c, s);
   if (m > 0) c->moved += (uint64_t)m;
+}
+
+void tcp_push_message(struct tcp_comm *c, uint8_t *buf, size_t size, size_t chunk, uint32_t seq,
+                      struct tcp_req *r) {
+  int ns = tcp_nstripes(size, chunk), sock;
+  size_t off, len;
+  for (int k = 0; k < ns; k++) {
+    tcp_stripe(size, chunk, c->nsocks, seq, k, &sock, &off, &len);
+    push_task(c, sock, buf + off, len, r);
+  }
+  for (int k = 0; k < ns; k++) {
+    tcp_stripe(size, chunk, c->nsocks, seq, k, &sock, &off, &len);
+    kick(c, sock);
+  }
 }
 
 ssize_t tcp_caller_progress(struct tcp_comm *c) {

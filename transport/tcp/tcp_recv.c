@@ -98,19 +98,8 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
                     h->seq, (unsigned long long)h->size, ns, h->chunk, c->nsocks);
   }
   atomic_store(&r->pending, (long long)r->size);
-  for (int k = 0; k < ns; k++) {
-    int sock;
-    size_t off, len;
-    tcp_stripe(r->size, h->chunk, c->nsocks, h->seq, k, &sock, &off, &len);
-    tcp_push_task(c, sock, r->data + off, len, r);
-  }
-  r->hdr_done = 1; /* before the kick: a stripe moved now may complete it */
-  for (int k = 0; k < ns; k++) {
-    int sock;
-    size_t off, len;
-    tcp_stripe(r->size, h->chunk, c->nsocks, h->seq, k, &sock, &off, &len);
-    tcp_kick(c, sock);
-  }
+  r->hdr_done = 1; /* before the push: a stripe moved at once may complete it */
+  tcp_push_message(c, r->data, r->size, h->chunk, h->seq, r);
   return ncclSuccess;
 }
 

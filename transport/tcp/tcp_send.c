@@ -93,21 +93,7 @@ ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, voi
   o->off = 0;
   o->total = MSG_HDR_LEN + (is_inline ? size : 0);
   c->out_count++;
-  if (!is_inline) {
-    int ns = tcp_nstripes(size, chunk);
-    for (int k = 0; k < ns; k++) {
-      int sock;
-      size_t off, len;
-      tcp_stripe(size, chunk, c->nsocks, r->seq, k, &sock, &off, &len);
-      tcp_push_task(c, sock, (uint8_t *)data + off, len, r);
-    }
-    for (int k = 0; k < ns; k++) {
-      int sock;
-      size_t off, len;
-      tcp_stripe(size, chunk, c->nsocks, r->seq, k, &sock, &off, &len);
-      tcp_kick(c, sock);
-    }
-  }
+  if (!is_inline) tcp_push_message(c, data, size, chunk, r->seq, r);
   *request = r;
   return tcp_send_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
 }
