@@ -87,9 +87,10 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_DIAG_FORCE_FLUSH] = {"NCCL_DIAG_FORCE_FLUSH", KT_BOOL, "0", 0, 1, NULL,
     "1 = give every RDMA receive connection a flush queue pair even without GPU memory support, "
     "so iflush's RDMA read runs (for testing that path)"},
-  [K_DIAG_CALLER_MAX] = {"NCCL_DIAG_CALLER_MAX", KT_INT, "4194304", 0, 1073741824, NULL,
+  [K_DIAG_CALLER_MAX] = {"NCCL_DIAG_CALLER_MAX", KT_INT, "-2", -2, 1073741824, NULL,
     "with helper threads, TCP stripes up to this size are still moved by the caller's thread "
-    "(a hand-off costs more than they take); larger ones by the helpers"},
+    "(a hand-off costs more than they take); larger ones by the helpers. -2 = automatic: "
+    "4 MiB when the peer is on this host (loopback), 1 MiB otherwise"},
   [K_DIAG_STALL_WARN_SEC] = {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
     "warn once when a request makes no progress for this many seconds (0 = never)"},
   [K_DIAG_HWLOC] = {"NCCL_DIAG_HWLOC", KT_BOOL, "1", 0, 1, NULL,

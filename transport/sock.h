@@ -18,6 +18,10 @@ int sock_connect_start(const struct sockaddr *addr, socklen_t len, int *fd);
 /* 0 = connected, EINPROGRESS = not yet, else the connect's errno. */
 int sock_connect_done(int fd);
 void sock_tune(int fd);
+/* 1 when a connected socket's two ends are on this host (a loopback
+ * address, or the same address at both ends): the kernel then moves its
+ * bytes by copying through the loopback device, never a NIC. */
+int sock_same_host(int fd);
 
 /* One non-blocking step. Returns bytes moved (>= 0), or -errno; EAGAIN means
  * no progress. For recv, 0 bytes with len > 0 means the peer closed:

@@ -20,6 +20,7 @@ void case_close_inflight(struct side *s);
 void case_many_comms(struct side *s);
 void case_socket_shape(struct side *s);
 void case_caller_thread(struct side *s);
+void case_default_shape(struct side *s);
 void case_idle_wait(struct side *s);
 void case_idle_two_comms(struct side *s);
 void case_request_written(struct side *s);

@@ -238,6 +238,29 @@ void case_socket_shape(struct side *s) {
   side_close(s);
 }
 
+/* Defaults: who moves a stripe depends on where the peer is (4 MiB caller
+ * share on this host, 1 MiB over a link). The sizes give helper stripes
+ * whose tails are shorter than the helper's receive low-water mark, which
+ * must never wait for bytes that are not coming. */
+void case_default_shape(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *want = netns_recv ? "2 data sockets, 2 helper threads (stripes up to 1048576 bytes "
+                                  "moved by the caller)"
+                                : "2 data sockets, 2 helper threads (stripes up to 4194304 bytes "
+                                  "moved by the caller, peer on this host)";
+  const char *got = log_find(NCCL_LOG_INFO, "data sockets");
+  CHECK(got && strstr(got, want), "expected \"%s\" in the connection's INFO line: %s", want,
+        got ? got : "none");
+  const size_t sizes[] = {(8 << 20) + 2, (16 << 20) + 130, (20 << 20) + (300 << 10) + 1, 3 << 20};
+  for (unsigned i = 0; i < 4; i++)
+    CHECK(xfer_one(s, comm, sizes[i], 24 << 20, i + 40) == 0, "transfer of %zu bytes", sizes[i]);
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
+  else nl_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
 /* No helper threads: the caller's thread moves everything. */
 void case_caller_thread(struct side *s) {
   setenv("NCCL_SOCKET_NTHREADS", "0", 1);

@@ -41,6 +41,7 @@ static const struct api_case cases[] = {
   {"200 comms driven by 4 threads", case_many_comms, TWO, .timeout_s = 180},
   {"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD", case_socket_shape, TWO, TCP_ONLY, .timeout_s = 60},
   {"no helper threads (NCCL_SOCKET_NTHREADS=0)", case_caller_thread, TWO, TCP_ONLY, .timeout_s = 60},
+  {"default TCP shape: the caller's share follows where the peer is", case_default_shape, TWO, TCP_ONLY, .timeout_s = 60},
   {"test() waits instead of spinning when nothing arrives", case_idle_wait, TWO, TCP_ONLY, .timeout_s = 60},
   {"a message for one comm ends a wait in another comm's test()", case_idle_two_comms, TWO, TCP_ONLY, .timeout_s = 60},
   {"*request always written; misuse named", case_request_written, TWO, CORE, .timeout_s = 60},

@@ -11,10 +11,12 @@
  * Data sockets are served by helper threads (NCCL_SOCKET_NTHREADS, each
  * owning NCCL_NSOCKS_PERTHREAD sockets) that poll and move bytes, or by the
  * caller in test() when there are no helpers. With helpers, stripes up to
- * caller_max bytes are still moved by the caller's thread in isend/irecv/
- * test (a hand-off to a sleeping helper costs more than they take); larger
- * ones go to the helpers, which also sleep instead of competing with the
- * kernel's TCP work for the CPU. A per-socket owner flag keeps the two
+ * caller_max bytes (NCCL_DIAG_CALLER_MAX: 4 MiB when the peer is on this
+ * host, 1 MiB otherwise) are still moved by the caller's thread in test()
+ * (a hand-off to a sleeping helper costs more than they take); larger ones
+ * go to the helpers, which sleep (on the receive side until a share of the
+ * stripe has arrived, SO_RCVLOWAT) instead of competing with the kernel's
+ * TCP work for the CPU. A per-socket owner flag keeps the two
  * from touching a socket at once. Each data socket has a
  * single-producer (the comm's driving thread) single-consumer (its helper)
  * ring of tasks; a request is done when its header and payload bytes are. */
@@ -66,6 +68,7 @@ struct tcp_sock {
   struct tcp_task ring[TCP_RING];
   atomic_uint head; /* consumer */
   atomic_uint tail; /* producer */
+  int lowat;        /* SO_RCVLOWAT the helper last set (receive side) */
 };
 
 struct tcp_thread {
@@ -90,6 +93,7 @@ struct tcp_comm {
   int send;
   int ctrl_fd;
   int nsocks, nthreads;
+  int same_host; /* both ends on this host (see tcp_comm_create) */
   struct tcp_sock socks[XP_MAX_DATA_SOCKS];
   struct tcp_thread threads[TCP_MAX_THREADS];
   atomic_int stop;
@@ -150,7 +154,8 @@ int tcp_nstripes(size_t size, size_t chunk);
 size_t tcp_chunk_for(const struct tcp_comm *c, size_t size);
 enum { SOCK_FREE = 0, SOCK_CALLER = 1, SOCK_HELPER = 2 };
 /* Queues a message's stripes on their sockets' rings (r->pending set
- * first), then the caller moves its share of them at once. */
+ * first) and wakes the helpers whose share they are; the caller moves its
+ * own share in test(). */
 void tcp_push_message(struct tcp_comm *c, uint8_t *buf, size_t size, size_t chunk, uint32_t seq,
                       struct tcp_req *r);
 /* Moves bytes on one socket without blocking, stopping before a task

@@ -251,6 +251,11 @@ ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out) {
   c->ctrl_fd = s->ctrl_fd;
   c->nsocks = s->ndata;
   c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
+  /* Same host: the kernel copies through loopback, where one thread per
+   * side moves multi-MiB stripes faster than a hand-off to helpers; over a
+   * real link one flow per CPU is the ceiling, so helpers take stripes
+   * from 1 MiB (bench/README.md, round 3). Each side decides for itself. */
+  c->same_host = sock_same_host(s->ctrl_fd);
   pthread_mutex_init(&c->err_lock, NULL);
   for (int i = 0; i < c->nsocks; i++) {
     c->socks[i].fd = s->data_fds[i];
@@ -259,7 +264,8 @@ ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out) {
   }
   c->inline_max = c->nsocks ? (size_t)knob_int(K_DIAG_SOCKET_INLINE) : SIZE_MAX;
   c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
-  c->caller_max = (size_t)knob_int(K_DIAG_CALLER_MAX);
+  int64_t cm = knob_int(K_DIAG_CALLER_MAX);
+  c->caller_max = cm >= 0 ? (size_t)cm : c->same_host ? (4u << 20) : (1u << 20);
   c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
   if (tcp_threads_start(c)) {
     tcp_threads_stop(c);
@@ -277,9 +283,12 @@ ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out) {
   ev_str(&e, "peer", s->peer.desc);
   ev_int(&e, "data_sockets", c->nsocks);
   ev_int(&e, "threads", c->nthreads);
+  ev_int(&e, "same_host", c->same_host);
   ev_end(&e);
-  INFO(LOG_NET, "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads",
-       c->send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads);
+  INFO(LOG_NET, "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads "
+       "(stripes up to %zu bytes moved by the caller%s)",
+       c->send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads,
+       c->caller_max, c->same_host ? ", peer on this host" : "");
   *out = &c->base;
   return ncclSuccess;
 }
