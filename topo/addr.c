@@ -108,8 +108,11 @@ int ipaddr_is_link_local(const struct ipaddr *a) {
 
 int ipaddr_is_loopback(const struct ipaddr *a) {
   static const uint8_t v6lo[16] = {[15] = 1};
+  /* ::ffff:127.x.x.x: an IPv4 peer as a dual-stack socket reports it */
+  static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
   if (a->family == AF_INET) return a->bytes[0] == 127;
-  if (a->family == AF_INET6) return !memcmp(a->bytes, v6lo, 16);
+  if (a->family == AF_INET6)
+    return !memcmp(a->bytes, v6lo, 16) || (!memcmp(a->bytes, v4mapped, 12) && a->bytes[12] == 127);
   return 0;
 }
 

@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "topo/addr.h"
+
 int64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -198,30 +200,13 @@ const char *errno_name(int err) {
   }
 }
 
-static int addr_loopback(const struct sockaddr_storage *a) {
-  if (a->ss_family == AF_INET)
-    return (ntohl(((const struct sockaddr_in *)a)->sin_addr.s_addr) >> 24) == 127;
-  if (a->ss_family != AF_INET6) return 0;
-  const struct in6_addr *x = &((const struct sockaddr_in6 *)a)->sin6_addr;
-  if (IN6_IS_ADDR_LOOPBACK(x)) return 1;
-  return IN6_IS_ADDR_V4MAPPED(x) && x->s6_addr[12] == 127;
-}
-
-static int addr_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
-  if (a->ss_family != b->ss_family) return 0;
-  if (a->ss_family == AF_INET)
-    return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-           ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-  if (a->ss_family == AF_INET6)
-    return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-                   &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
-  return 0;
-}
-
 int sock_same_host(int fd) {
   struct sockaddr_storage me, peer;
   socklen_t ml = sizeof(me), pl = sizeof(peer);
-  if (getsockname(fd, (struct sockaddr *)&me, &ml) || getpeername(fd, (struct sockaddr *)&peer, &pl))
+  struct ipaddr a, b;
+  if (getsockname(fd, (struct sockaddr *)&me, &ml) || getpeername(fd, (struct sockaddr *)&peer, &pl) ||
+      ipaddr_from_sockaddr(&a, (struct sockaddr *)&me, NULL) ||
+      ipaddr_from_sockaddr(&b, (struct sockaddr *)&peer, NULL))
     return 0;
-  return addr_loopback(&peer) || addr_same(&me, &peer);
+  return ipaddr_is_loopback(&b) || (a.family == b.family && !memcmp(a.bytes, b.bytes, 16));
 }

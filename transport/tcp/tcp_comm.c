@@ -251,19 +251,20 @@ ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out) {
   c->ctrl_fd = s->ctrl_fd;
   c->nsocks = s->ndata;
   c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
-  /* Same host: the kernel copies through loopback, where one thread per
-   * side moves multi-MiB stripes faster than a hand-off to helpers; over a
-   * real link one flow per CPU is the ceiling, so helpers take stripes
-   * from 1 MiB (bench/README.md, round 3). Each side decides for itself. */
   c->same_host = sock_same_host(s->ctrl_fd);
   pthread_mutex_init(&c->err_lock, NULL);
   for (int i = 0; i < c->nsocks; i++) {
     c->socks[i].fd = s->data_fds[i];
     c->socks[i].index = i;
     c->socks[i].thread = -1; /* set when helpers start */
+    c->socks[i].lowat = 1; /* the kernel's default */
   }
   c->inline_max = c->nsocks ? (size_t)knob_int(K_DIAG_SOCKET_INLINE) : SIZE_MAX;
   c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
+  /* Same host: the kernel copies through loopback, where one thread per
+   * side moves multi-MiB stripes faster than a hand-off to helpers; over a
+   * real link one flow per CPU is the ceiling, so helpers take stripes
+   * from 1 MiB (bench/README.md, round 3). Each side decides for itself. */
   int64_t cm = knob_int(K_DIAG_CALLER_MAX);
   c->caller_max = cm >= 0 ? (size_t)cm : c->same_host ? (4u << 20) : (1u << 20);
   c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;

@@ -161,7 +161,7 @@ static void set_lowat(struct tcp_comm *c, struct tcp_sock *s) {
       want = rem > LOWAT_MAX ? LOWAT_MAX : (int)rem;
     }
   }
-  if (want == s->lowat || (want == 1 && s->lowat == 0)) return;
+  if (want == s->lowat) return;
   if (setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0) s->lowat = want;
 }
 
