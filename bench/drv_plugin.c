@@ -30,7 +30,7 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char *fil
 
 /* A TCP device is named after its interface; an RDMA device after its HCA
  * port. The ABI has no transport field, so the name is what we have. */
-static int dev_is_rdma(const struct nl_props *pr) { return if_nametoindex(pr->name) == 0; }
+static int dev_is_rdma(const struct netload_props *pr) { return if_nametoindex(pr->name) == 0; }
 
 int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t cap) {
   memset(p, 0, sizeof(*p));
@@ -38,10 +38,10 @@ int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t ca
   plug_verbose = cfg->verbose;
   if (netload_open(&p->nl, cfg->plugin, cfg->abi, err, cap)) return -1;
   p->loaded = 1;
-  nl_init(&p->nl, logger); /* never fails by contract; devices says what is usable */
+  netload_init(&p->nl, logger); /* never fails by contract; devices says what is usable */
   p->inited = 1;
   int ndev = 0;
-  if (nl_devices(&p->nl, &ndev) || ndev <= 0) {
+  if (netload_devices(&p->nl, &ndev) || ndev <= 0) {
     snprintf(err, cap, "the plugin offers no device (its WARN above says why)");
     return cfg->rdma_only ? 1 : -1;
   }
@@ -50,8 +50,8 @@ int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t ca
     snprintf(err, cap, "device %d asked for, the plugin offers %d", p->dev, ndev);
     return -1;
   }
-  struct nl_props pr;
-  if (nl_props(&p->nl, p->dev, &pr)) {
+  struct netload_props pr;
+  if (netload_props(&p->nl, p->dev, &pr)) {
     snprintf(err, cap, "getProperties(%d) failed", p->dev);
     return -1;
   }
@@ -61,7 +61,7 @@ int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t ca
     return 1;
   }
   snprintf(p->desc, sizeof(p->desc), "%s, ABI v%d \"%s\", device %d %s", p->nl.path,
-           p->nl.version, nl_name(&p->nl), p->dev, pr.name);
+           p->nl.version, netload_name(&p->nl), p->dev, pr.name);
   return 0;
 }
 
@@ -70,7 +70,7 @@ int plug_listen(struct plug *p, int ncomms, struct bench_handles *h, char *err, 
   h->ncomms = ncomms;
   for (int i = 0; i < ncomms; i++) {
     memset(h->plugin[i], 0, BENCH_HANDLE_LEN);
-    if (nl_listen(&p->nl, p->dev, h->plugin[i], &p->lc[i]) || !p->lc[i]) {
+    if (netload_listen(&p->nl, p->dev, h->plugin[i], &p->lc[i]) || !p->lc[i]) {
       snprintf(err, cap, "listen on device %d failed", p->dev);
       return -1;
     }
@@ -85,16 +85,16 @@ static int connect_all(struct plug *p, const struct bench_handles *peer, char *e
   for (;;) {
     int left = 0;
     for (int i = 0; i < p->ncomms; i++) {
-      if (!p->sc[i] && nl_connect(&p->nl, p->dev, handle[i], &p->sc[i])) {
+      if (!p->sc[i] && netload_connect(&p->nl, p->dev, handle[i], &p->sc[i])) {
         snprintf(err, cap, "connect of comm %d failed", i);
         return -1;
       }
-      if (!p->rc[i] && nl_accept(&p->nl, p->lc[i], &p->rc[i])) {
+      if (!p->rc[i] && netload_accept(&p->nl, p->lc[i], &p->rc[i])) {
         snprintf(err, cap, "accept of comm %d failed", i);
         return -1;
       }
       if (p->rc[i] && p->lc[i]) { /* NCCL closes the listener at once */
-        nl_close_listen(&p->nl, p->lc[i]);
+        netload_close_listen(&p->nl, p->lc[i]);
         p->lc[i] = NULL;
       }
       left += !p->sc[i] + !p->rc[i];
@@ -112,8 +112,8 @@ int plug_connect(struct plug *p, const struct bench_handles *peer, uint8_t *cons
                  uint8_t *const *rpool, size_t pool_len, char *err, size_t cap) {
   if (connect_all(p, peer, err, cap)) return -1;
   for (int i = 0; i < p->ncomms; i++) {
-    if (nl_reg_mr(&p->nl, p->sc[i], spool[i], pool_len, NCCL_PTR_HOST, &p->smh[i]) ||
-        nl_reg_mr(&p->nl, p->rc[i], rpool[i], pool_len, NCCL_PTR_HOST, &p->rmh[i])) {
+    if (netload_reg_mr(&p->nl, p->sc[i], spool[i], pool_len, NCCL_PTR_HOST, &p->smh[i]) ||
+        netload_reg_mr(&p->nl, p->rc[i], rpool[i], pool_len, NCCL_PTR_HOST, &p->rmh[i])) {
       snprintf(err, cap, "regMr of comm %d failed", i);
       return -1;
     }
@@ -137,11 +137,11 @@ static int post(struct plug *p, struct pq *q, const struct bench_cmd *c, char *e
   ncclResult_t r;
   if (q->s->send) {
     pat_stamp(buf, c->size, c->run_id, m, 0, c->size);
-    r = nl_isend(&p->nl, q->comm, buf, c->size, p->rank, q->mh, &req);
+    r = netload_isend(&p->nl, q->comm, buf, c->size, p->rank, q->mh, &req);
   } else {
     size_t sz = c->size;
     int tag = q->s->peer_rank;
-    r = nl_irecv(&p->nl, q->comm, 1, (void **)&buf, &sz, &tag, &q->mh, &req);
+    r = netload_irecv(&p->nl, q->comm, 1, (void **)&buf, &sz, &tag, &q->mh, &req);
   }
   if (r) {
     snprintf(err, cap, "%s of message %llu on comm %d returned %d",
@@ -158,7 +158,7 @@ static int test_oldest(struct plug *p, struct pq *q, const struct bench_cmd *c, 
                        size_t cap) {
   uint64_t m = q->done;
   int done = 0, sizes[NCCL_NET_MAX_REQUESTS] = {0};
-  ncclResult_t r = nl_test(&p->nl, q->req[m % (uint64_t)c->window], &done, sizes);
+  ncclResult_t r = netload_test(&p->nl, q->req[m % (uint64_t)c->window], &done, sizes);
   if (r) {
     snprintf(err, cap, "test of message %llu on comm %d (%s) returned %d", (unsigned long long)m,
              q->s->comm, q->s->send ? "send" : "recv", r);
@@ -303,13 +303,13 @@ int plug_run(struct plug *p, struct run_ctx *r) {
 
 void plug_close(struct plug *p) {
   for (int i = 0; i < BENCH_MAX_COMMS; i++) {
-    if (p->smh[i]) nl_dereg_mr(&p->nl, p->sc[i], p->smh[i]);
-    if (p->rmh[i]) nl_dereg_mr(&p->nl, p->rc[i], p->rmh[i]);
-    if (p->sc[i]) nl_close_send(&p->nl, p->sc[i]);
-    if (p->rc[i]) nl_close_recv(&p->nl, p->rc[i]);
-    if (p->lc[i]) nl_close_listen(&p->nl, p->lc[i]);
+    if (p->smh[i]) netload_dereg_mr(&p->nl, p->sc[i], p->smh[i]);
+    if (p->rmh[i]) netload_dereg_mr(&p->nl, p->rc[i], p->rmh[i]);
+    if (p->sc[i]) netload_close_send(&p->nl, p->sc[i]);
+    if (p->rc[i]) netload_close_recv(&p->nl, p->rc[i]);
+    if (p->lc[i]) netload_close_listen(&p->nl, p->lc[i]);
   }
-  if (p->inited) nl_finalize(&p->nl);
+  if (p->inited) netload_finalize(&p->nl);
   if (p->loaded) netload_close(&p->nl);
   memset(p, 0, sizeof(*p));
 }

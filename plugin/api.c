@@ -7,13 +7,37 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
-#include "plugin/ncclver.h"
-#include "plugin/version.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
+#include "common/ncclver.h"
+#include "common/version.h"
 #include "transport/ib/ib.h"
-#include "transport/xp.h"
+#include "transport/transport.h"
+
+/* Our log levels and subsystem bits are NCCL's values: the sink passes
+ * them through unchanged. */
+_Static_assert((int)LOG_LEVEL_WARN == (int)NCCL_LOG_WARN, "log levels are NCCL's");
+_Static_assert((int)LOG_LEVEL_INFO == (int)NCCL_LOG_INFO, "log levels are NCCL's");
+_Static_assert((int)LOG_LEVEL_TRACE == (int)NCCL_LOG_TRACE, "log levels are NCCL's");
+_Static_assert((int)LOG_SUBSYS_INIT == (int)NCCL_INIT && (int)LOG_SUBSYS_NET == (int)NCCL_NET &&
+                 (int)LOG_SUBSYS_ENV == (int)NCCL_ENV,
+               "subsystem bits are NCCL's");
+
+static _Atomic(ncclDebugLogger_t) nccl_logger;
+
+static void nccl_sink(enum log_level level, unsigned long flags, const char *file, int line,
+                      const char *text) {
+  ncclDebugLogger_t fn = atomic_load(&nccl_logger);
+  if (fn) fn((ncclDebugLogLevel)level, flags, file, line, "%s", text);
+}
+
+/* The first logger NCCL hands us wins (v11 passes one per communicator). */
+static void set_nccl_logger(ncclDebugLogger_t logger) {
+  ncclDebugLogger_t expected = NULL;
+  if (!logger || !atomic_compare_exchange_strong(&nccl_logger, &expected, logger)) return;
+  log_set_sink(nccl_sink);
+}
 
 static struct diag_ctx default_ctx = {OBJ_CTX, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF};
 static atomic_int live_ctxs; /* v11 communicators; the last one's finalize closes the census */
@@ -24,8 +48,8 @@ static void init_once_fn(void) {
   char nv[32];
   nccl_version_str(nccl_version_code(), nv, sizeof(nv));
   INFO(LOG_INIT, "libnccl-net-diag %s (NCCL %s in this process)", DIAG_VERSION, nv);
-  xp_host_init();
-  const struct xp_host *h = xp_host();
+  transport_host_init();
+  const struct transport_host *h = transport_host();
   struct ev e;
   ev_begin(&e, "init");
   ev_str(&e, "plugin_version", DIAG_VERSION);
@@ -40,7 +64,7 @@ static void init_once_fn(void) {
   char list[1024];
   size_t o = 0;
   for (int i = 0; i < h->ndev && o < sizeof(list); i++) {
-    const struct xp_dev *d = &h->dev[i];
+    const struct transport_dev *d = &h->dev[i];
     char a[64];
     ipaddr_str(&d->addr, a, sizeof(a));
     o += (size_t)snprintf(list + o, sizeof(list) - o, " [%d]%s:%s/%s", i, d->name, a,
@@ -50,7 +74,7 @@ static void init_once_fn(void) {
 }
 
 ncclResult_t diag_init(ncclDebugLogger_t logger) {
-  log_set_nccl_logger(logger);
+  set_nccl_logger(logger);
   pthread_once(&init_once, init_once_fn);
   return ncclSuccess;
 }
@@ -77,8 +101,8 @@ ncclResult_t diag_ctx_free(struct diag_ctx *ctx) {
   return ncclSuccess;
 }
 
-static const struct xp_dev *get_dev(const char *fn, int dev) {
-  const struct xp_host *h = xp_host();
+static const struct transport_dev *get_dev(const char *fn, int dev) {
+  const struct transport_host *h = transport_host();
   if (dev < 0 || dev >= h->ndev) {
     WARN("%s: device %d does not exist (this plugin has %d devices)", fn, dev, h->ndev);
     return NULL;
@@ -88,12 +112,12 @@ static const struct xp_dev *get_dev(const char *fn, int dev) {
 
 ncclResult_t diag_devices(int *ndev) {
   pthread_once(&init_once, init_once_fn);
-  *ndev = xp_host()->ndev;
+  *ndev = transport_host()->ndev;
   return ncclSuccess;
 }
 
 ncclResult_t diag_get_properties(int dev, struct diag_props *p) {
-  const struct xp_dev *d = get_dev("getProperties", dev);
+  const struct transport_dev *d = get_dev("getProperties", dev);
   if (!d) return ncclInvalidArgument;
   memset(p, 0, sizeof(*p));
   p->name = (char *)d->name;
@@ -116,16 +140,16 @@ static struct diag_ctx *ctx_or_default(struct diag_ctx *ctx) {
 ncclResult_t diag_listen(struct diag_ctx *ctx, int dev, void *handle, void **listen_comm) {
   (void)ctx_or_default(ctx);
   *listen_comm = NULL;
-  const struct xp_dev *d = get_dev("listen", dev);
+  const struct transport_dev *d = get_dev("listen", dev);
   if (!d) return ncclInvalidArgument;
-  return xp_listen(d, handle, listen_comm);
+  return transport_listen(d, handle, listen_comm);
 }
 
 ncclResult_t diag_connect(struct diag_ctx *ctx, int dev, void *handle, void **send_comm) {
   *send_comm = NULL;
-  const struct xp_dev *d = get_dev("connect", dev);
+  const struct transport_dev *d = get_dev("connect", dev);
   if (!d) return ncclInvalidArgument;
-  return xp_connect(d, ctx_or_default(ctx)->traffic_class, handle, send_comm);
+  return transport_connect(d, ctx_or_default(ctx)->traffic_class, handle, send_comm);
 }
 
 static int check_obj(const char *fn, const void *p, uint32_t want, const char *what) {
@@ -138,24 +162,24 @@ static int check_obj(const char *fn, const void *p, uint32_t want, const char *w
 ncclResult_t diag_accept(void *listen_comm, void **recv_comm) {
   *recv_comm = NULL;
   if (!check_obj("accept", listen_comm, OBJ_LISTEN, "listen comm")) return ncclInternalError;
-  return xp_accept(listen_comm, recv_comm);
+  return transport_accept(listen_comm, recv_comm);
 }
 
-static struct xp_comm *any_comm(const char *fn, void *comm) {
+static struct transport_comm *any_comm(const char *fn, void *comm) {
   if (comm && (*(uint32_t *)comm == OBJ_SEND || *(uint32_t *)comm == OBJ_RECV)) return comm;
   check_obj(fn, comm, OBJ_SEND, "send or receive comm");
   return NULL;
 }
 
 ncclResult_t diag_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle) {
-  struct xp_comm *c = any_comm("regMr", comm);
+  struct transport_comm *c = any_comm("regMr", comm);
   if (!c) return ncclInternalError;
   return c->ops->reg_mr(c, data, size, type, mhandle);
 }
 
 ncclResult_t diag_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
                                 int fd, void **mhandle) {
-  struct xp_comm *c = any_comm("regMrDmaBuf", comm);
+  struct transport_comm *c = any_comm("regMrDmaBuf", comm);
   if (!c) return ncclInternalError;
   if (!c->ops->reg_mr_dmabuf) {
     WARN("regMrDmaBuf on the %s connection with %s: this device does not do dma-buf", c->ops->name,
@@ -166,7 +190,7 @@ ncclResult_t diag_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, u
 }
 
 ncclResult_t diag_dereg_mr(void *comm, void *mhandle) {
-  struct xp_comm *c = any_comm("deregMr", comm);
+  struct transport_comm *c = any_comm("deregMr", comm);
   if (!c) return ncclInternalError;
   return c->ops->dereg_mr(c, mhandle);
 }
@@ -175,7 +199,7 @@ ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void 
                         void **request) {
   *request = NULL;
   if (!check_obj("isend", send_comm, OBJ_SEND, "send comm")) return ncclInternalError;
-  struct xp_comm *c = send_comm;
+  struct transport_comm *c = send_comm;
   if (size > DIAG_MAX_P2P_BYTES) {
     WARN("isend of %zu bytes to %s: larger than the %llu bytes this plugin advertises "
          "(maxP2pBytes)",
@@ -189,7 +213,7 @@ ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int 
                         void **mhandles, void **request) {
   *request = NULL;
   if (!check_obj("irecv", recv_comm, OBJ_RECV, "receive comm")) return ncclInternalError;
-  struct xp_comm *c = recv_comm;
+  struct transport_comm *c = recv_comm;
   if (n < 1 || n > c->max_recvs) {
     WARN("irecv from %s: %d grouped receives, this device takes 1 to %d (maxRecvs)", c->peer.desc,
          n, c->max_recvs);
@@ -202,30 +226,30 @@ ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void *
                          void **request) {
   *request = NULL;
   if (!check_obj("iflush", recv_comm, OBJ_RECV, "receive comm")) return ncclInternalError;
-  struct xp_comm *c = recv_comm;
+  struct transport_comm *c = recv_comm;
   return c->ops->iflush(c, n, data, sizes, mhandles, request);
 }
 
 ncclResult_t diag_test(void *request, int *done, int *sizes) {
   *done = 0;
   if (!check_obj("test", request, OBJ_REQ, "live request")) return ncclInternalError;
-  struct xp_req *r = request;
+  struct transport_req *r = request;
   return r->comm->ops->test(request, done, sizes);
 }
 
 ncclResult_t diag_close_send(void *send_comm) {
   if (!check_obj("closeSend", send_comm, OBJ_SEND, "send comm")) return ncclInternalError;
-  struct xp_comm *c = send_comm;
+  struct transport_comm *c = send_comm;
   return c->ops->close(c);
 }
 
 ncclResult_t diag_close_recv(void *recv_comm) {
   if (!check_obj("closeRecv", recv_comm, OBJ_RECV, "receive comm")) return ncclInternalError;
-  struct xp_comm *c = recv_comm;
+  struct transport_comm *c = recv_comm;
   return c->ops->close(c);
 }
 
 ncclResult_t diag_close_listen(void *listen_comm) {
   if (!check_obj("closeListen", listen_comm, OBJ_LISTEN, "listen comm")) return ncclInternalError;
-  return xp_close_listen(listen_comm);
+  return transport_close_listen(listen_comm);
 }

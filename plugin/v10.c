@@ -5,7 +5,7 @@
 #include "plugin/abi/net_v10.h"
 #include "plugin/api.h"
 #include "plugin/props_v9.h"
-#include "transport/xp.h" /* OBJ_CTX */
+#include "transport/transport.h" /* OBJ_CTX */
 
 static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   (void)prof;

@@ -3,7 +3,7 @@
 
 #include "plugin/abi/net_v8.h"
 #include "plugin/api.h"
-#include "plugin/log.h"
+#include "common/log.h"
 
 static ncclResult_t v8_init(ncclDebugLogger_t logger) { return diag_init(logger); }
 

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/knobs.h"
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/knobs.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "tools/doctor.h"
 #include "tools/tool.h"
 #include "topo/gid.h"
@@ -180,7 +180,7 @@ int cmd_doctor(int argc, char **argv) {
     apply_pid1(&d.pid1);
     d.pid1_applied = 1;
   }
-  log_set_stderr_level(tool_verbose ? NCCL_LOG_INFO : NCCL_LOG_WARN);
+  log_set_stderr_level(tool_verbose ? LOG_LEVEL_INFO : LOG_LEVEL_WARN);
   knob_load(1);
   return run(&d, json);
 }

@@ -23,8 +23,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin/events.h"
-#include "plugin/version.h"
+#include "common/events.h"
+#include "common/version.h"
 #include "tools/doctor.h"
 #include "topo/gid.h"
 

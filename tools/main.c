@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/version.h"
+#include "common/version.h"
 #include "tools/tool.h"
 
 int tool_verbose;

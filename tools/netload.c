@@ -78,7 +78,7 @@ void netload_close(struct netload *nl) {
   nl->dl = NULL;
 }
 
-const char *nl_name(struct netload *nl) {
+const char *netload_name(struct netload *nl) {
   switch (nl->version) {
   case 8: return nl->v8->name;
   case 9: return nl->v9->name;
@@ -92,7 +92,7 @@ const char *nl_name(struct netload *nl) {
   ((nl)->version == 8 ? (nl)->v8->call : (nl)->version == 9 ? (nl)->v9->call                       \
                                        : (nl)->version == 10 ? (nl)->v10->call : (nl)->v11->call)
 
-ncclResult_t nl_init(struct netload *nl, ncclDebugLogger_t logger) {
+ncclResult_t netload_init(struct netload *nl, ncclDebugLogger_t logger) {
   switch (nl->version) {
   case 8: return nl->v8->init(logger);
   case 9: return nl->v9->init(logger);
@@ -104,14 +104,14 @@ ncclResult_t nl_init(struct netload *nl, ncclDebugLogger_t logger) {
   }
 }
 
-ncclResult_t nl_finalize(struct netload *nl) {
+ncclResult_t netload_finalize(struct netload *nl) {
   if (nl->version != 11) return ncclSuccess;
   ncclResult_t r = nl->v11->finalize(nl->ctx);
   nl->ctx = NULL;
   return r;
 }
 
-ncclResult_t nl_devices(struct netload *nl, int *ndev) { return NL_SAME(nl, devices(ndev)); }
+ncclResult_t netload_devices(struct netload *nl, int *ndev) { return NL_SAME(nl, devices(ndev)); }
 
 #define COPY_COMMON(p, s)                                                                          \
   do {                                                                                             \
@@ -128,7 +128,7 @@ ncclResult_t nl_devices(struct netload *nl, int *ndev) { return NL_SAME(nl, devi
     (p)->device_version = (s).netDeviceVersion;                                                    \
   } while (0)
 
-ncclResult_t nl_props(struct netload *nl, int dev, struct nl_props *p) {
+ncclResult_t netload_props(struct netload *nl, int dev, struct netload_props *p) {
   memset(p, 0, sizeof(*p));
   ncclResult_t r;
   if (nl->version == 8) {
@@ -164,14 +164,14 @@ ncclResult_t nl_props(struct netload *nl, int dev, struct nl_props *p) {
   return ncclSuccess;
 }
 
-ncclResult_t nl_listen(struct netload *nl, int dev, void *handle, void **lc) {
+ncclResult_t netload_listen(struct netload *nl, int dev, void *handle, void **lc) {
   if (nl->version == 11) return nl->v11->listen(nl->ctx, dev, handle, lc);
   return nl->version == 8 ? nl->v8->listen(dev, handle, lc)
          : nl->version == 9 ? nl->v9->listen(dev, handle, lc)
                             : nl->v10->listen(dev, handle, lc);
 }
 
-ncclResult_t nl_connect(struct netload *nl, int dev, void *handle, void **sc) {
+ncclResult_t netload_connect(struct netload *nl, int dev, void *handle, void **sc) {
   ncclNetDeviceHandle_v8_t *dh = NULL; /* NCCL's host path: a pointer to NULL */
   switch (nl->version) {
   case 8: return nl->v8->connect(dev, handle, sc, &dh);
@@ -184,22 +184,22 @@ ncclResult_t nl_connect(struct netload *nl, int dev, void *handle, void **sc) {
   }
 }
 
-ncclResult_t nl_accept(struct netload *nl, void *lc, void **rc) {
+ncclResult_t netload_accept(struct netload *nl, void *lc, void **rc) {
   ncclNetDeviceHandle_v8_t *dh = NULL;
   return NL_SAME(nl, accept(lc, rc, &dh));
 }
 
-ncclResult_t nl_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
+ncclResult_t netload_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
                        void **mh) {
   *mh = NULL; /* NCCL pre-zeroes the slot */
   return NL_SAME(nl, regMr(comm, data, size, type, mh));
 }
 
-ncclResult_t nl_dereg_mr(struct netload *nl, void *comm, void *mh) {
+ncclResult_t netload_dereg_mr(struct netload *nl, void *comm, void *mh) {
   return NL_SAME(nl, deregMr(comm, mh));
 }
 
-ncclResult_t nl_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
+ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
                       void **req) {
   *req = (void *)0xdead; /* stale value on entry, as NCCL may leave */
   switch (nl->version) {
@@ -212,7 +212,7 @@ ncclResult_t nl_isend(struct netload *nl, void *sc, void *data, size_t size, int
   }
 }
 
-ncclResult_t nl_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
                       void **mh, void **req) {
   switch (nl->version) {
   case 8: {
@@ -236,19 +236,19 @@ ncclResult_t nl_irecv(struct netload *nl, void *rc, int n, void **data, size_t *
   }
 }
 
-ncclResult_t nl_test(struct netload *nl, void *req, int *done, int *sizes) {
+ncclResult_t netload_test(struct netload *nl, void *req, int *done, int *sizes) {
   return NL_SAME(nl, test(req, done, sizes));
 }
 
-ncclResult_t nl_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
+ncclResult_t netload_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
                        void **req) {
   *req = NULL; /* NCCL pre-sets NULL: NULL back means nothing to wait for */
   return NL_SAME(nl, iflush(rc, n, data, sizes, mh, req));
 }
 
-ncclResult_t nl_close_send(struct netload *nl, void *sc) { return NL_SAME(nl, closeSend(sc)); }
-ncclResult_t nl_close_recv(struct netload *nl, void *rc) { return NL_SAME(nl, closeRecv(rc)); }
-ncclResult_t nl_close_listen(struct netload *nl, void *lc) { return NL_SAME(nl, closeListen(lc)); }
+ncclResult_t netload_close_send(struct netload *nl, void *sc) { return NL_SAME(nl, closeSend(sc)); }
+ncclResult_t netload_close_recv(struct netload *nl, void *rc) { return NL_SAME(nl, closeRecv(rc)); }
+ncclResult_t netload_close_listen(struct netload *nl, void *lc) { return NL_SAME(nl, closeListen(lc)); }
 
 static long long ms_now(void) {
   struct timespec ts;
@@ -256,21 +256,21 @@ static long long ms_now(void) {
   return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-ncclResult_t nl_connect_pair(struct netload *nl, int dev, void **sc, void **rc, int timeout_ms) {
+ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc, int timeout_ms) {
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *lc = NULL;
-  ncclResult_t r = nl_listen(nl, dev, handle, &lc);
+  ncclResult_t r = netload_listen(nl, dev, handle, &lc);
   *sc = *rc = NULL;
   if (r) return r;
   long long end = ms_now() + timeout_ms;
   while (!*sc || !*rc) {
-    if (!*sc && (r = nl_connect(nl, dev, handle, sc))) break;
-    if (!*rc && (r = nl_accept(nl, lc, rc))) break;
+    if (!*sc && (r = netload_connect(nl, dev, handle, sc))) break;
+    if (!*rc && (r = netload_accept(nl, lc, rc))) break;
     if (ms_now() > end) {
       r = ncclSystemError;
       break;
     }
   }
-  nl_close_listen(nl, lc);
+  netload_close_listen(nl, lc);
   return r;
 }

@@ -25,7 +25,7 @@ struct netload {
   char path[4096];
 };
 
-struct nl_props {
+struct netload_props {
   char name[64];
   char pci_path[4096];
   int has_pci;
@@ -41,30 +41,30 @@ struct nl_props {
 int netload_open(struct netload *nl, const char *path, int version, char *err, size_t errlen);
 void netload_close(struct netload *nl);
 
-ncclResult_t nl_init(struct netload *nl, ncclDebugLogger_t logger);
-ncclResult_t nl_finalize(struct netload *nl);
-ncclResult_t nl_devices(struct netload *nl, int *ndev);
-ncclResult_t nl_props(struct netload *nl, int dev, struct nl_props *p);
-ncclResult_t nl_listen(struct netload *nl, int dev, void *handle, void **lc);
-ncclResult_t nl_connect(struct netload *nl, int dev, void *handle, void **sc);
-ncclResult_t nl_accept(struct netload *nl, void *lc, void **rc);
-ncclResult_t nl_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
+ncclResult_t netload_init(struct netload *nl, ncclDebugLogger_t logger);
+ncclResult_t netload_finalize(struct netload *nl);
+ncclResult_t netload_devices(struct netload *nl, int *ndev);
+ncclResult_t netload_props(struct netload *nl, int dev, struct netload_props *p);
+ncclResult_t netload_listen(struct netload *nl, int dev, void *handle, void **lc);
+ncclResult_t netload_connect(struct netload *nl, int dev, void *handle, void **sc);
+ncclResult_t netload_accept(struct netload *nl, void *lc, void **rc);
+ncclResult_t netload_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
                        void **mh);
-ncclResult_t nl_dereg_mr(struct netload *nl, void *comm, void *mh);
-ncclResult_t nl_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
+ncclResult_t netload_dereg_mr(struct netload *nl, void *comm, void *mh);
+ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
                       void **req);
-ncclResult_t nl_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
                       void **mh, void **req);
-ncclResult_t nl_test(struct netload *nl, void *req, int *done, int *sizes);
-ncclResult_t nl_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
+ncclResult_t netload_test(struct netload *nl, void *req, int *done, int *sizes);
+ncclResult_t netload_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
                        void **req);
-ncclResult_t nl_close_send(struct netload *nl, void *sc);
-ncclResult_t nl_close_recv(struct netload *nl, void *rc);
-ncclResult_t nl_close_listen(struct netload *nl, void *lc);
-const char *nl_name(struct netload *nl);
+ncclResult_t netload_close_send(struct netload *nl, void *sc);
+ncclResult_t netload_close_recv(struct netload *nl, void *rc);
+ncclResult_t netload_close_listen(struct netload *nl, void *lc);
+const char *netload_name(struct netload *nl);
 
 /* Convenience for tools and tests: drive connect and accept to completion
  * from one thread (both ends in this process), within timeout_ms. */
-ncclResult_t nl_connect_pair(struct netload *nl, int dev, void **sc, void **rc, int timeout_ms);
+ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc, int timeout_ms);
 
 #endif

@@ -2,8 +2,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "tools/tool.h"
 
 static const char *type_name(enum knob_type t) {
@@ -21,7 +21,7 @@ int cmd_params(int argc, char **argv) {
     fprintf(stderr, "usage: nccl-net-diag params [--set]\n");
     return 2;
   }
-  log_set_stderr_level(NCCL_LOG_WARN); /* a bad value is reported as NCCL would see it */
+  log_set_stderr_level(LOG_LEVEL_WARN); /* a bad value is reported as NCCL would see it */
   knob_load(1);
   for (int i = 0; i < K_COUNT; i++) {
     const struct knob_def *k = knob_def((enum knob_id)i);

@@ -57,11 +57,11 @@ static void *run_side(void *arg) {
       void *r = NULL;
       if (s->send) {
         fill(s->buf[slot], s->size, posted);
-        s->res = nl_isend(s->nl, s->comm, s->buf[slot], s->size, 0, s->mh[slot], &r);
+        s->res = netload_isend(s->nl, s->comm, s->buf[slot], s->size, 0, s->mh[slot], &r);
       } else {
         size_t cap = s->size;
         int tag = 0;
-        s->res = nl_irecv(s->nl, s->comm, 1, (void **)&s->buf[slot], &cap, &tag, &s->mh[slot], &r);
+        s->res = netload_irecv(s->nl, s->comm, 1, (void **)&s->buf[slot], &cap, &tag, &s->mh[slot], &r);
       }
       if (s->res) return NULL;
       if (r) {
@@ -71,7 +71,7 @@ static void *run_side(void *arg) {
     }
     int cs = completed % INFLIGHT, done = 0, got = 0;
     if (completed < posted) {
-      s->res = nl_test(s->nl, req[cs], &done, &got);
+      s->res = netload_test(s->nl, req[cs], &done, &got);
       if (s->res) return NULL;
       if (done) {
         if (!s->send && s->bad_iter < 0 &&
@@ -92,7 +92,7 @@ static double seconds(void) {
 
 static int transfer(struct netload *nl, int dev, const char *name, size_t size, int iters) {
   void *sc, *rc;
-  ncclResult_t r = nl_connect_pair(nl, dev, &sc, &rc, 30000);
+  ncclResult_t r = netload_connect_pair(nl, dev, &sc, &rc, 30000);
   if (r) {
     printf("  [%d] %s: connect/accept failed (error %d), see the warnings above\n", dev, name, r);
     return 1;
@@ -106,8 +106,8 @@ static int transfer(struct netload *nl, int dev, const char *name, size_t size, 
       printf("  out of memory for %zu-byte buffers\n", size);
       return 1;
     }
-    if (nl_reg_mr(nl, sc, snd.buf[i], size, NCCL_PTR_HOST, &snd.mh[i]) ||
-        nl_reg_mr(nl, rc, rcv.buf[i], size, NCCL_PTR_HOST, &rcv.mh[i]))
+    if (netload_reg_mr(nl, sc, snd.buf[i], size, NCCL_PTR_HOST, &snd.mh[i]) ||
+        netload_reg_mr(nl, rc, rcv.buf[i], size, NCCL_PTR_HOST, &rcv.mh[i]))
       fail = 1;
   }
   double t0 = seconds();
@@ -132,13 +132,13 @@ static int transfer(struct netload *nl, int dev, const char *name, size_t size, 
            dev, name, iters, size, INFLIGHT, bytes, dt, bytes / dt / 1e9);
   }
   for (int i = 0; i < INFLIGHT; i++) {
-    nl_dereg_mr(nl, sc, snd.mh[i]);
-    nl_dereg_mr(nl, rc, rcv.mh[i]);
+    netload_dereg_mr(nl, sc, snd.mh[i]);
+    netload_dereg_mr(nl, rc, rcv.mh[i]);
     free(snd.buf[i]);
     free(rcv.buf[i]);
   }
-  nl_close_send(nl, sc);
-  nl_close_recv(nl, rc);
+  netload_close_send(nl, sc);
+  netload_close_recv(nl, rc);
   return fail;
 }
 
@@ -170,10 +170,10 @@ int cmd_selftest(int argc, char **argv) {
     fprintf(stderr, "selftest: cannot load the plugin: %s\n", err);
     return 1;
   }
-  printf("plugin %s, ABI v%d, network name \"%s\"\n", nl.path, nl.version, nl_name(&nl));
-  nl_init(&nl, tool_logger);
+  printf("plugin %s, ABI v%d, network name \"%s\"\n", nl.path, nl.version, netload_name(&nl));
+  netload_init(&nl, tool_logger);
   int ndev = 0;
-  nl_devices(&nl, &ndev);
+  netload_devices(&nl, &ndev);
   printf("devices: %d\n", ndev);
   if (ndev <= 0) {
     printf("result: FAIL (no device; the warning above says why)\n");
@@ -181,8 +181,8 @@ int cmd_selftest(int argc, char **argv) {
   }
   int fail = 0;
   for (int d = 0; d < ndev; d++) {
-    struct nl_props p;
-    if (nl_props(&nl, d, &p)) {
+    struct netload_props p;
+    if (netload_props(&nl, d, &p)) {
       fail = 1;
       continue;
     }
@@ -192,11 +192,11 @@ int cmd_selftest(int argc, char **argv) {
   }
   printf("transfers over loopback connections:\n");
   for (int d = 0; d < ndev; d++) {
-    struct nl_props p;
-    nl_props(&nl, d, &p);
+    struct netload_props p;
+    netload_props(&nl, d, &p);
     fail |= transfer(&nl, d, p.name, size, iters);
   }
-  nl_finalize(&nl);
+  netload_finalize(&nl);
   printf("result: %s\n", fail ? "FAIL" : "PASS");
   return fail;
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/strutil.h"
+#include "common/strutil.h"
 #include "topo/filter.h"
 #include "topo/internal.h"
 

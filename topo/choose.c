@@ -5,10 +5,10 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "topo/gid.h"
 #include "topo/internal.h"
 

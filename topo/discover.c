@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "topo/internal.h"
 #include "topo/sysfs.h"
 
@@ -43,7 +43,7 @@ static void pci_source(struct topo_host *h) {
   static atomic_int said;
   char why[320];
   h->gpus_known = 1;
-  if (hw_discover(h, why, sizeof(why)) == 0) return;
+  if (topo_hwloc_discover(h, why, sizeof(why)) == 0) return;
   snprintf(h->pci_source, sizeof(h->pci_source), "sysfs PCI paths, as NCCL reads them (%s)", why);
   if (!atomic_exchange(&said, 1))
     INFO(LOG_INIT, "GPUs and PCI distances from sysfs paths, as NCCL computes them: %s", why);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "plugin/strutil.h"
+#include "common/strutil.h"
 
 int gid_parse(const char *text, uint8_t raw[16]) {
   return inet_pton(AF_INET6, text, raw) == 1 ? 0 : -EINVAL;

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/events.h"
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/events.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "topo/internal.h"
 #include "topo/sysfs.h"
 

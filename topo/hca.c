@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "topo/filter.h"
 #include "topo/internal.h"
 

@@ -15,13 +15,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/knobs.h"
-#include "plugin/strutil.h"
+#include "common/knobs.h"
+#include "common/strutil.h"
 #include "topo/internal.h"
 
 #ifndef DIAG_HAVE_HWLOC_H
 
-int hw_discover(struct topo_host *h, char *why, size_t cap) {
+int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap) {
   (void)h;
   snprintf(why, cap, "this build has no hwloc headers");
   return -ENOSYS;
@@ -30,7 +30,7 @@ int hw_discover(struct topo_host *h, char *why, size_t cap) {
 #else
 #include <hwloc.h>
 
-struct hw {
+struct hwloc_view {
   void *lib;
   hwloc_topology_t topo;
   unsigned (*api_version)(void);
@@ -46,7 +46,7 @@ struct hw {
   int (*bitmap_first)(hwloc_const_bitmap_t);
 };
 
-static int hw_open(struct hw *w, char *why, size_t cap) {
+static int hwloc_view_open(struct hwloc_view *w, char *why, size_t cap) {
   static const char *const libs[] = {"libhwloc.so.15", "libhwloc.so"};
   for (size_t i = 0; i < 2 && !w->lib; i++) w->lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
   if (!w->lib) {
@@ -85,7 +85,7 @@ static int hw_open(struct hw *w, char *why, size_t cap) {
   return 0;
 }
 
-static void hw_close(struct hw *w) {
+static void hwloc_view_close(struct hwloc_view *w) {
   if (w->topo) w->destroy(w->topo);
   if (w->lib) dlclose(w->lib);
 }
@@ -114,7 +114,7 @@ static void busid_of(const struct hwloc_pcidev_attr_s *p, char *buf, size_t cap)
 
 /* The chain from hwloc's parents: PCI bridges name themselves by their
  * upstream BDF, the host bridge gives the root bus ("pci0000:16"). */
-static void chain_of(const struct hw *w, hwloc_obj_t o, struct pci_chain *c, char *cpus,
+static void chain_of(const struct hwloc_view *w, hwloc_obj_t o, struct pci_chain *c, char *cpus,
                      size_t cap) {
   char rev[PCI_CHAIN_MAX][PCI_BUSID_LEN];
   int n = 0;
@@ -143,7 +143,7 @@ static int same_chain(const struct pci_chain *a, const struct pci_chain *b) {
   return 1;
 }
 
-static void take_pcidev(const struct hw *w, struct topo_host *h, hwloc_obj_t o) {
+static void take_pcidev(const struct hwloc_view *w, struct topo_host *h, hwloc_obj_t o) {
   struct topo_gpu g;
   memset(&g, 0, sizeof(g));
   busid_of(&o->attr->pcidev, g.busid, sizeof(g.busid));
@@ -168,16 +168,16 @@ static void take_pcidev(const struct hw *w, struct topo_host *h, hwloc_obj_t o) 
   }
 }
 
-int hw_discover(struct topo_host *h, char *why, size_t cap) {
+int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap) {
   if (!knob_int(K_DIAG_HWLOC)) {
     snprintf(why, cap, "hwloc disabled by NCCL_DIAG_HWLOC=0");
     return -ECANCELED;
   }
   char xml[PATH_MAX];
   if (pick_xml(h, xml, sizeof(xml), why, cap)) return -ENOENT;
-  struct hw w;
+  struct hwloc_view w;
   memset(&w, 0, sizeof(w));
-  int r = hw_open(&w, why, cap);
+  int r = hwloc_view_open(&w, why, cap);
   if (!r && w.init(&w.topo)) r = -errno, w.topo = NULL;
   if (!r) {
     w.io_filter(w.topo, HWLOC_TYPE_FILTER_KEEP_ALL);
@@ -199,7 +199,7 @@ int hw_discover(struct topo_host *h, char *why, size_t cap) {
              (v >> 8) & 0xff, xml[0] ? "XML " : "this machine", xml);
     h->hwloc_used = 1;
   }
-  hw_close(&w);
+  hwloc_view_close(&w);
   return r;
 }
 

@@ -19,7 +19,7 @@ void rdma_annotate(struct topo_host *h);
 /* topo/hwloc.c: GPUs and the PCI chains of the RDMA devices from hwloc.
  * 0 when hwloc was used; otherwise a negative errno and why says why
  * (not installed, disabled, no XML beside a fixture root, ...). */
-int hw_discover(struct topo_host *h, char *why, size_t cap);
+int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap);
 
 /* topo/gpu.c: GPUs from sysfs (vendor 0x10de, display/3D class), the
  * fallback when hwloc is not used. */

@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "topo/filter.h"
 #include "topo/strbuf.h"
 #include "topo/sysfs.h"

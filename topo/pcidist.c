@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/strutil.h"
+#include "common/strutil.h"
 
 int pci_is_bdf(const char *s) {
   /* dddd:bb:dd.f */

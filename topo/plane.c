@@ -36,8 +36,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "topo/internal.h"
 
 /* The layout decides the planes, not NCCL_IB_HCA: a usable port the filter

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "plugin/knobs.h"
+#include "common/knobs.h"
 #include "topo/topo.h"
 
 static struct topo_host *proc_host;

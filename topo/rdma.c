@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "topo/gid.h"
 #include "topo/internal.h"
 #include "topo/sysfs.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/knobs.h"
+#include "common/knobs.h"
 
 static const char *root_override;
 

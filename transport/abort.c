@@ -9,7 +9,7 @@
 #include "transport/frame.h"
 #include "transport/sock.h"
 
-void xp_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
+void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
   size_t len = strnlen(reason, MSG_ABORT_MAX);
   struct msg_hdr h = {MSG_F_ABORT, seq, 0, 0, len};
   uint8_t hdr[MSG_HDR_LEN];
@@ -19,7 +19,7 @@ void xp_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
   shutdown(ctrl_fd, SHUT_WR);
 }
 
-int xp_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
+int transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
   uint8_t buf[MSG_HDR_LEN + MSG_ABORT_MAX];
   size_t got = 0;
   int64_t end = now_ns() + (int64_t)wait_ms * 1000000;

@@ -8,9 +8,9 @@
 #include <stdint.h>
 
 /* Best effort: one non-blocking write of the frame; then no more writes. */
-void xp_send_abort(int ctrl_fd, uint32_t seq, const char *reason);
+void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason);
 /* Waits up to wait_ms for the peer's notice: 1 with the reason, 0 none
  * (the socket closed, or something else arrived). */
-int xp_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms);
+int transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms);
 
 #endif

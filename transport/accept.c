@@ -8,8 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "plugin/events.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/log.h"
 #include "transport/ib/ib.h"
 #include "transport/listen.h"
 #include "transport/report.h"
@@ -185,23 +185,23 @@ static int hello_received(struct listen_comm *l) {
     return -1;
   }
   build_reply(l);
-  struct xp_peer peer;
-  xp_peer_describe(&peer, h, l->ctrl_peer);
+  struct transport_peer peer;
+  transport_peer_describe(&peer, h, l->ctrl_peer);
   report_hello(&l->mine, h, peer.desc, "accept");
   l->ndata = h->nsocks;
-  for (int i = 0; i < XP_MAX_DATA_SOCKS; i++) l->data_fds[i] = -1;
+  for (int i = 0; i < TRANSPORT_MAX_DATA_SOCKS; i++) l->data_fds[i] = -1;
   l->data_have = 0;
   l->stage = CS_SEND_HELLO;
   return 0;
 }
 
 static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
-  struct xp_setup s;
-  xp_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
+  struct transport_setup s;
+  transport_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   s.ndata = l->ndata;
   memcpy(s.data_fds, l->data_fds, sizeof(s.data_fds));
   s.nthreads = l->nthreads;
-  struct xp_comm *c = NULL;
+  struct transport_comm *c = NULL;
   ncclResult_t r = tcp_comm_create(&s, &c);
   /* The comm owns the sockets now, or closed them on failure. */
   l->ctrl_fd = -1;
@@ -214,12 +214,12 @@ static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
 }
 
 static ncclResult_t finish_rdma(struct listen_comm *l, void **recv_comm) {
-  struct xp_setup s;
-  xp_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
+  struct transport_setup s;
+  transport_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   struct ib_setup *ibs = l->ibs;
   l->ibs = NULL;
   l->ctrl_fd = -1; /* the comm owns it now */
-  struct xp_comm *c = NULL;
+  struct transport_comm *c = NULL;
   ncclResult_t r = ib_comm_create(ibs, &s, &c);
   listen_reset_conn(l);
   if (r != ncclSuccess) return r;
@@ -256,8 +256,8 @@ static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **rec
       }
       l->out_off += (size_t)n;
     }
-    struct xp_peer peer;
-    xp_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
+    struct transport_peer peer;
+    transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
     l->ibs = ib_setup_new(l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,
                           NCCL_NET_TRAFFIC_CLASS_UNDEF);
     l->stage = l->ibs ? CS_RDMA : CS_DATA;
@@ -291,7 +291,7 @@ check_deadline:
   return ncclSuccess;
 }
 
-ncclResult_t xp_accept(void *listen_comm, void **recv_comm) {
+ncclResult_t transport_accept(void *listen_comm, void **recv_comm) {
   struct listen_comm *l = listen_comm;
   *recv_comm = NULL;
   int64_t now = now_ns();

@@ -14,9 +14,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/connect.h"
 #include "transport/handle.h"
 #include "transport/ib/ib.h"
@@ -72,7 +72,7 @@ static void connecting_free(struct connecting *c) {
 }
 
 static void order_candidates(struct connecting *c) {
-  const struct xp_host *host = xp_host();
+  const struct transport_host *host = transport_host();
   int n = 0;
   for (int pass = 0; pass < 2; pass++)
     for (int i = 0; i < c->ncand; i++) {
@@ -101,7 +101,7 @@ static void order_candidates(struct connecting *c) {
     }
 }
 
-static ncclResult_t connecting_new(const struct xp_dev *dev, int tc, void *handle,
+static ncclResult_t connecting_new(const struct transport_dev *dev, int tc, void *handle,
                                    struct connecting **out) {
   char why[200];
   struct handle h;
@@ -148,7 +148,7 @@ static ncclResult_t connecting_new(const struct xp_dev *dev, int tc, void *handl
     sockaddr_str((struct sockaddr *)&k->ss, k->str, sizeof(k->str));
   }
   order_candidates(c);
-  for (int i = 0; i < XP_MAX_DATA_SOCKS; i++) c->data[i].fd = -1;
+  for (int i = 0; i < TRANSPORT_MAX_DATA_SOCKS; i++) c->data[i].fd = -1;
   *out = c;
   return ncclSuccess;
 }
@@ -370,7 +370,7 @@ static ncclResult_t fail_unreachable(struct connecting *c) {
                             o2 ? "; " : "", d, k->attempts ? k->last_why : "not tried",
                             k->attempts, k->attempts == 1 ? "" : "s");
   }
-  netif_list_str(&xp_host()->ifs, have, sizeof(have));
+  netif_list_str(&transport_host()->ifs, have, sizeof(have));
   ev_count(C_CONN_FAILURES, 1);
   struct ev e;
   ev_begin(&e, "connect_failed");
@@ -385,7 +385,7 @@ static ncclResult_t fail_unreachable(struct connecting *c) {
   return ncclSystemError;
 }
 
-ncclResult_t xp_connect(const struct xp_dev *dev, int traffic_class, void *handle,
+ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_class, void *handle,
                         void **send_comm) {
   *send_comm = NULL;
   uint64_t token;
@@ -409,8 +409,8 @@ ncclResult_t xp_connect(const struct xp_dev *dev, int traffic_class, void *handl
       snprintf(c->peer_addr, sizeof(c->peer_addr), "%s", k->str);
       for (int i = 0; i < c->ncand; i++)
         if (c->c[i].fd >= 0) close(c->c[i].fd), c->c[i].fd = -1;
-      struct xp_peer peer;
-      xp_peer_describe(&peer, &c->peer, c->peer_addr);
+      struct transport_peer peer;
+      transport_peer_describe(&peer, &c->peer, c->peer_addr);
       report_hello(&c->mine, &c->peer, peer.desc, "connect");
       report_detour(c, k);
       c->ndata = c->h.nsocks;

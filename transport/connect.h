@@ -10,7 +10,7 @@
 #include "transport/frame.h"
 #include "transport/handle.h"
 #include "transport/hello.h"
-#include "transport/xp.h"
+#include "transport/transport.h"
 
 enum cand_state { CAND_IDLE, CAND_CONNECTING, CAND_HELLO, CAND_WAIT, CAND_DEAD };
 
@@ -49,7 +49,7 @@ struct connecting {
   uint32_t obj;
   struct connecting *next; /* registry of live connects */
   void *handle;
-  const struct xp_dev *dev;
+  const struct transport_dev *dev;
   int traffic_class;
   struct handle h;
   uint64_t connid;
@@ -63,7 +63,7 @@ struct connecting {
   struct hello mine, peer;
   struct ib_setup *ibs; /* the RDMA setup stage, when both sides have RDMA */
   int ndata, data_done;
-  struct data_sock data[XP_MAX_DATA_SOCKS];
+  struct data_sock data[TRANSPORT_MAX_DATA_SOCKS];
 };
 
 ncclResult_t connect_data_sockets(struct connecting *c, int64_t now);

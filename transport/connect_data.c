@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/events.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/log.h"
 #include "transport/connect.h"
 #include "transport/ib/ib.h"
 #include "transport/sock.h"
@@ -77,9 +77,9 @@ ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
     c->ibs = NULL;
     return ncclSuccess;
   }
-  struct xp_setup s;
-  xp_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
-  struct xp_comm *comm = NULL;
+  struct transport_setup s;
+  transport_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
+  struct transport_comm *comm = NULL;
   struct ib_setup *ibs = c->ibs;
   c->ibs = NULL;
   c->ctrl_fd = -1; /* the comm owns it now */
@@ -91,8 +91,8 @@ ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
 }
 
 ncclResult_t connect_finish(struct connecting *c, void **send_comm) {
-  struct xp_setup s;
-  xp_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
+  struct transport_setup s;
+  transport_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   s.ndata = c->ndata;
   for (int i = 0; i < c->ndata; i++) {
     s.data_fds[i] = c->data[i].fd;
@@ -101,7 +101,7 @@ ncclResult_t connect_finish(struct connecting *c, void **send_comm) {
   c->ndata = 0;
   c->ctrl_fd = -1;
   s.nthreads = c->h.nthreads;
-  struct xp_comm *comm = NULL;
+  struct transport_comm *comm = NULL;
   ncclResult_t r = tcp_comm_create(&s, &comm);
   if (r != ncclSuccess) return r;
   ev_count(C_SEND_COMMS, 1);

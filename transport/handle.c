@@ -1,4 +1,4 @@
-#include "plugin/strutil.h"
+#include "common/strutil.h"
 #include "transport/handle.h"
 
 #include <arpa/inet.h>

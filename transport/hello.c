@@ -1,4 +1,4 @@
-#include "plugin/strutil.h"
+#include "common/strutil.h"
 #include "transport/hello.h"
 
 #include <stdio.h>
@@ -6,8 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/ncclver.h"
-#include "plugin/version.h"
+#include "common/ncclver.h"
+#include "common/version.h"
 #include "transport/wire.h"
 
 enum {

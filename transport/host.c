@@ -6,23 +6,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/strutil.h"
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/strutil.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "topo/topo.h"
 #include "transport/ib/ib.h"
-#include "transport/xp.h"
+#include "transport/transport.h"
 
-static struct xp_host host;
+static struct transport_host host;
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
-const struct xp_host *xp_host(void) { return &host; }
+const struct transport_host *transport_host(void) { return &host; }
 
-static void add_tcp_devices(struct xp_host *h) {
-  for (int j = 0; j < h->choice.n && h->ndev < XP_MAX_DEVS; j++) {
+static void add_tcp_devices(struct transport_host *h) {
+  for (int j = 0; j < h->choice.n && h->ndev < TRANSPORT_MAX_DEVS; j++) {
     const struct netif *n = &h->ifs.ifs[h->choice.idx[j]];
-    struct xp_dev *d = &h->dev[h->ndev];
+    struct transport_dev *d = &h->dev[h->ndev];
     memset(d, 0, sizeof(*d));
     d->index = h->ndev;
     scopy(d->name, sizeof(d->name), n->name);
@@ -36,7 +36,7 @@ static void add_tcp_devices(struct xp_host *h) {
   }
 }
 
-static void log_choice(struct xp_host *h) {
+static void log_choice(struct transport_host *h) {
   char summary[2048];
   netif_choice_summary(&h->ifs, &h->choice, summary, sizeof(summary));
   struct ev e;
@@ -51,14 +51,14 @@ static void log_choice(struct xp_host *h) {
 
 /* RDMA ports, chosen by topo/ and opened by the IB transport, become the
  * devices; without any, one line says why and the TCP interfaces are used. */
-static int add_rdma_devices(struct xp_host *h) {
+static int add_rdma_devices(struct transport_host *h) {
   int n = ib_host_init(h);
   if (!n) INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", ib_state()->why_none);
   return n;
 }
 
 static void build(void) {
-  struct xp_host *h = &host;
+  struct transport_host *h = &host;
   memset(h, 0, sizeof(*h));
   if (netif_discover(&h->ifs) != 0) {
     snprintf(h->why_none, sizeof(h->why_none),
@@ -77,4 +77,4 @@ static void build(void) {
   if (!add_rdma_devices(h)) add_tcp_devices(h);
 }
 
-void xp_host_init(void) { pthread_once(&host_once, build); }
+void transport_host_init(void) { pthread_once(&host_once, build); }

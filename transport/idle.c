@@ -7,7 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin/knobs.h"
+#include "common/knobs.h"
 #include "transport/sock.h"
 
 #define MAX_WAIT_FDS 128
@@ -37,9 +37,9 @@ static void wake_init(void) {
   wait_ns = knob_int(K_DIAG_IDLE_WAIT_US) * 1000;
 }
 
-void xp_idle_progress(void) { last_progress = now_ns(); }
+void transport_idle_progress(void) { last_progress = now_ns(); }
 
-int xp_idle_should_wait(void) {
+int transport_idle_should_wait(void) {
   pthread_once(&wake_once, wake_init);
   if (!wait_ns || wake_fd < 0) return 0;
   int64_t now = now_ns();
@@ -69,11 +69,11 @@ static void set_update(const void *owner, const struct pollfd *fds, int n, int r
   nset = k;
 }
 
-void xp_idle_note(const void *owner, const struct pollfd *fds, int n) {
+void transport_idle_note(const void *owner, const struct pollfd *fds, int n) {
   set_update(owner, fds, n, 0);
 }
 
-void xp_idle_wait(const void *owner, const struct pollfd *fds, int n) {
+void transport_idle_wait(const void *owner, const struct pollfd *fds, int n) {
   struct pollfd all[MAX_WAIT_FDS];
   set_update(owner, fds, n, 1);
   int k = 0;
@@ -90,11 +90,11 @@ void xp_idle_wait(const void *owner, const struct pollfd *fds, int n) {
   }
 }
 
-void xp_idle_forget(const void *owner) {
+void transport_idle_forget(const void *owner) {
   set_update(owner, NULL, 0, 1);
 }
 
-void xp_idle_wake(void) {
+void transport_idle_wake(void) {
   /* Acquire: a waiter increments after creating wake_fd, so we see it. */
   if (atomic_load_explicit(&waiters, memory_order_acquire) == 0) return;
   uint64_t one = 1;

@@ -14,19 +14,19 @@
 #include <poll.h>
 
 /* This thread made progress (a request completed, bytes moved). */
-void xp_idle_progress(void);
+void transport_idle_progress(void);
 /* Whether this thread has spun long enough without progress to wait. */
-int xp_idle_should_wait(void);
+int transport_idle_should_wait(void);
 /* Makes fds owner's entries in this thread's wait set, then waits until
  * a socket of the set is ready, a helper signals a completion, or the
  * bound passes. */
-void xp_idle_wait(const void *owner, const struct pollfd *fds, int n);
+void transport_idle_wait(const void *owner, const struct pollfd *fds, int n);
 /* owner (a comm) has work this thread drives: keeps its entries in the
  * thread's wait set and adds fds (a receive posted: its control socket). */
-void xp_idle_note(const void *owner, const struct pollfd *fds, int n);
+void transport_idle_note(const void *owner, const struct pollfd *fds, int n);
 /* owner's sockets are closing: out of this thread's wait set. */
-void xp_idle_forget(const void *owner);
+void transport_idle_forget(const void *owner);
 /* Helper threads: a request completed; wakes waiting threads, if any. */
-void xp_idle_wake(void);
+void transport_idle_wake(void);
 
 #endif

@@ -12,9 +12,9 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/handle.h"
 #include "transport/ib/ib.h"
 #include "transport/sock.h"
@@ -61,8 +61,8 @@ static uint64_t random_u64(const void *salt) {
 
 /* Every address of every chosen interface of the listen family; this
  * device's interface first. */
-static void add_candidates(struct handle *h, const struct xp_dev *dev, int family, uint16_t port) {
-  const struct xp_host *host = xp_host();
+static void add_candidates(struct handle *h, const struct transport_dev *dev, int family, uint16_t port) {
+  const struct transport_host *host = transport_host();
   for (int pass = 0; pass < 2; pass++) {
     for (int j = 0; j < host->choice.n; j++) {
       const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];
@@ -82,8 +82,8 @@ static void add_candidates(struct handle *h, const struct xp_dev *dev, int famil
   }
 }
 
-static int listen_family(const struct xp_dev *dev) {
-  const struct xp_host *host = xp_host();
+static int listen_family(const struct transport_dev *dev) {
+  const struct transport_host *host = transport_host();
   if (dev->addr.family == AF_INET6) return AF_INET6;
   for (int j = 0; j < host->choice.n; j++) {
     const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];
@@ -95,7 +95,7 @@ static int listen_family(const struct xp_dev *dev) {
   return AF_INET;
 }
 
-ncclResult_t xp_listen(const struct xp_dev *dev, void *handle, void **listen_comm) {
+ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, void **listen_comm) {
   *listen_comm = NULL;
   struct listen_comm *l = calloc(1, sizeof(*l));
   if (!l) {
@@ -106,7 +106,7 @@ ncclResult_t xp_listen(const struct xp_dev *dev, void *handle, void **listen_com
   l->dev = dev;
   l->ctrl_fd = -1;
   l->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
-  xp_socket_shape(&l->nsocks, &l->nthreads);
+  transport_socket_shape(&l->nsocks, &l->nthreads);
   l->nonce = random_u64(l);
 
   int family = listen_family(dev);
@@ -153,7 +153,7 @@ ncclResult_t xp_listen(const struct xp_dev *dev, void *handle, void **listen_com
   return ncclSuccess;
 }
 
-ncclResult_t xp_close_listen(void *listen_comm) {
+ncclResult_t transport_close_listen(void *listen_comm) {
   struct listen_comm *l = listen_comm;
   for (int i = 0; i < l->ninc; i++) close(l->inc[i].fd);
   listen_reset_conn(l);

@@ -6,7 +6,7 @@
 
 #include "transport/frame.h"
 #include "transport/hello.h"
-#include "transport/xp.h"
+#include "transport/transport.h"
 
 #define LISTEN_MAX_INCOMING 32
 
@@ -23,7 +23,7 @@ enum conn_stage { CS_NONE, CS_HELLO_HDR, CS_HELLO_BODY, CS_SEND_HELLO, CS_RDMA, 
 
 struct listen_comm {
   uint32_t obj;
-  const struct xp_dev *dev;
+  const struct transport_dev *dev;
   int fd;
   uint16_t port;
   uint64_t nonce;
@@ -48,7 +48,7 @@ struct listen_comm {
   struct hello peer_hello, mine;
   struct ib_setup *ibs; /* the RDMA setup stage, when both sides have RDMA */
   int ndata;
-  int data_fds[XP_MAX_DATA_SOCKS];
+  int data_fds[TRANSPORT_MAX_DATA_SOCKS];
   int data_have;
 };
 

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/events.h"
-#include "plugin/log.h"
-#include "plugin/ncclver.h"
+#include "common/events.h"
+#include "common/log.h"
+#include "common/ncclver.h"
 
 #define REPORT_SLOTS 256
 

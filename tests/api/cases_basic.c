@@ -12,8 +12,8 @@
 /* Every slot the spec says must be NULL is NULL, and init never fails. */
 static void check_struct_slots(struct side *s) {
   struct netload *nl = &s->nl;
-  CHECK(!strcmp(nl_name(nl), "diag"), "network name is \"%s\", NCCL_NET=diag needs \"diag\"",
-        nl_name(nl));
+  CHECK(!strcmp(netload_name(nl), "diag"), "network name is \"%s\", NCCL_NET=diag needs \"diag\"",
+        netload_name(nl));
   switch (nl->version) {
   case 8:
     CHECK(!nl->v8->getDeviceMr && !nl->v8->irecvConsumed, "v8 getDeviceMr/irecvConsumed not NULL");
@@ -37,11 +37,11 @@ void case_init_props(struct side *s) {
   if (side_open(s)) return;
   check_struct_slots(s);
   int ndev = -1;
-  CHECK(nl_devices(&s->nl, &ndev) == 0 && ndev >= 1, "devices: %d", ndev);
+  CHECK(netload_devices(&s->nl, &ndev) == 0 && ndev >= 1, "devices: %d", ndev);
   char names[64][64];
   for (int d = 0; d < ndev && d < 64; d++) {
-    struct nl_props p;
-    int r = nl_props(&s->nl, d, &p);
+    struct netload_props p;
+    int r = netload_props(&s->nl, d, &p);
     CHECK(r == 0, "getProperties(%d) returned %d", d, r);
     CHECK(p.name[0], "device %d has no name", d);
     snprintf(names[d], sizeof(names[d]), "%s", p.name);
@@ -61,7 +61,7 @@ void case_init_props(struct side *s) {
     if (s->nl.version >= 9) CHECK(p.vdevs == 1, "vProps.ndevs %d", p.vdevs);
   }
   CHECK(log_count(NCCL_LOG_WARN, "") == 0, "a healthy init logged a WARN: %s", log_find(NCCL_LOG_WARN, ""));
-  CHECK(nl_props(&s->nl, ndev, &(struct nl_props){0}) != 0, "getProperties(%d) of a missing device succeeded", ndev);
+  CHECK(netload_props(&s->nl, ndev, &(struct netload_props){0}) != 0, "getProperties(%d) of a missing device succeeded", ndev);
   CHECK(log_find(NCCL_LOG_WARN, "does not exist"), "no WARN for a missing device");
   CHECK(log_find(NCCL_LOG_INFO, "socket interfaces: using"), "no INFO line says which interface was chosen");
   side_close(s);
@@ -96,7 +96,7 @@ void case_bad_knobs(struct side *s) {
   w = log_find(NCCL_LOG_WARN, "NCCL_NSOCKS_PERTHREAD=\"100\"");
   CHECK(w && strstr(w, "-2..64"), "no WARN on NCCL_NSOCKS_PERTHREAD=100: %s", w ? w : "none");
   int ndev = 0;
-  CHECK(nl_devices(&s->nl, &ndev) == 0 && ndev >= 1, "devices %d after bad knobs", ndev);
+  CHECK(netload_devices(&s->nl, &ndev) == 0 && ndev >= 1, "devices %d after bad knobs", ndev);
   side_close(s);
 }
 
@@ -105,7 +105,7 @@ void case_no_device(struct side *s) {
   setenv("NCCL_SOCKET_IFNAME", "=doesnotexist0", 1);
   if (side_open(s)) return;
   int ndev = -1;
-  CHECK(nl_devices(&s->nl, &ndev) == 0 && ndev == 0, "devices %d, expected 0", ndev);
+  CHECK(netload_devices(&s->nl, &ndev) == 0 && ndev == 0, "devices %d, expected 0", ndev);
   CHECK(log_count(NCCL_LOG_WARN, "") == 1, "%d WARNs, expected exactly one", log_count(NCCL_LOG_WARN, ""));
   const char *w = log_find(NCCL_LOG_WARN, "NCCL_SOCKET_IFNAME==doesnotexist0");
   CHECK(w && strstr(w, "lo (127.0.0.1/8") && strstr(w, "Set NCCL_SOCKET_IFNAME"),
@@ -120,13 +120,13 @@ void case_handle_bounds(struct side *s) {
   memset(h1, 0x5a, sizeof(h1));
   memset(h2, 0x5a, sizeof(h2));
   void *l1 = NULL, *l2 = NULL;
-  CHECK(nl_listen(&s->nl, 0, h1, &l1) == 0 && l1, "listen failed");
-  CHECK(nl_listen(&s->nl, 0, h2, &l2) == 0 && l2, "second listen failed");
+  CHECK(netload_listen(&s->nl, 0, h1, &l1) == 0 && l1, "listen failed");
+  CHECK(netload_listen(&s->nl, 0, h2, &l2) == 0 && l2, "second listen failed");
   for (int i = NCCL_NET_HANDLE_MAXSIZE; i < NCCL_NET_HANDLE_MAXSIZE + 8; i++)
     CHECK(h1[i] == 0x5a, "listen wrote byte %d, past the 128-byte handle", i);
   CHECK(memcmp(h1, h2, NCCL_NET_HANDLE_MAXSIZE), "two listens produced the same handle");
-  nl_close_listen(&s->nl, l1);
-  nl_close_listen(&s->nl, l2);
+  netload_close_listen(&s->nl, l1);
+  netload_close_listen(&s->nl, l2);
   side_close(s);
 }
 
@@ -135,31 +135,31 @@ void case_reload(struct side *s) {
   for (int round = 0; round < 2; round++) {
     if (side_open(s)) return;
     void *sc, *rc;
-    CHECK(nl_connect_pair(&s->nl, 0, &sc, &rc, 20000) == 0, "round %d: loopback connect failed", round);
+    CHECK(netload_connect_pair(&s->nl, 0, &sc, &rc, 20000) == 0, "round %d: loopback connect failed", round);
     if (sc && rc) {
       void *mh1, *mh2, *req1, *req2;
       char out[64] = "reload", in[64] = {0};
       size_t cap = sizeof(in);
       int tag = 0, done1 = 0, done2 = 0, sz;
-      nl_reg_mr(&s->nl, sc, out, sizeof(out), NCCL_PTR_HOST, &mh1);
-      nl_reg_mr(&s->nl, rc, in, sizeof(in), NCCL_PTR_HOST, &mh2);
+      netload_reg_mr(&s->nl, sc, out, sizeof(out), NCCL_PTR_HOST, &mh1);
+      netload_reg_mr(&s->nl, rc, in, sizeof(in), NCCL_PTR_HOST, &mh2);
       void *inp = in;
-      CHECK(nl_irecv(&s->nl, rc, 1, &inp, &cap, &tag, &mh2, &req2) == 0 && req2, "irecv");
+      CHECK(netload_irecv(&s->nl, rc, 1, &inp, &cap, &tag, &mh2, &req2) == 0 && req2, "irecv");
       /* RDMA sends wait (NULL) until the receiver's clear-to-send is there. */
       req1 = NULL;
       for (long long end = ms_now() + 10000; !req1 && ms_now() < end;)
-        if (nl_isend(&s->nl, sc, out, sizeof(out), 0, mh1, &req1)) break;
+        if (netload_isend(&s->nl, sc, out, sizeof(out), 0, mh1, &req1)) break;
       CHECK(req1, "isend");
       long long end = ms_now() + 10000;
       while ((!done1 || !done2) && ms_now() < end) {
-        if (!done1) nl_test(&s->nl, req1, &done1, &sz);
-        if (!done2) nl_test(&s->nl, req2, &done2, &sz);
+        if (!done1) netload_test(&s->nl, req1, &done1, &sz);
+        if (!done2) netload_test(&s->nl, req2, &done2, &sz);
       }
       CHECK(done1 && done2 && !strcmp(in, "reload"), "round %d: message not delivered", round);
-      nl_dereg_mr(&s->nl, sc, mh1);
-      nl_dereg_mr(&s->nl, rc, mh2);
-      nl_close_send(&s->nl, sc);
-      nl_close_recv(&s->nl, rc);
+      netload_dereg_mr(&s->nl, sc, mh1);
+      netload_dereg_mr(&s->nl, rc, mh2);
+      netload_close_send(&s->nl, sc);
+      netload_close_recv(&s->nl, rc);
     }
     side_close(s);
     netload_close(&s->nl);

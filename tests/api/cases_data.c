@@ -24,8 +24,8 @@ static void sizes_run(struct side *s, int with_1g) {
     CHECK(r == 0, "1 GiB: %d", r);
   }
   ctl_sync(s);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
 
@@ -42,8 +42,8 @@ void case_capacity(struct side *s) {
     CHECK(r == 0, "message %zu into a larger buffer: %d", msgs[i], r);
   }
   ctl_sync(s);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
 
@@ -55,8 +55,8 @@ void case_truncation(struct side *s) {
     size_t size = k ? (64 << 20) : 2000, cap = k ? (1 << 20) : 1000;
     if (k) {
       /* a fresh connection: the first truncation broke the previous one */
-      if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-      else nl_close_recv(&s->nl, comm);
+      if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+      else netload_close_recv(&s->nl, comm);
       if (pair_open(s, &comm)) return;
     }
     int r = xfer_one(s, comm, size, cap, 5);
@@ -92,8 +92,8 @@ void case_truncation(struct side *s) {
     }
     ctl_sync(s);
   }
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
 
@@ -104,22 +104,22 @@ void case_inflight(struct side *s) {
   enum { N = 32, SZ = 200000 };
   uint8_t *buf = malloc((size_t)N * SZ);
   void *mh, *req[N];
-  nl_reg_mr(&s->nl, comm, buf, (size_t)N * SZ, NCCL_PTR_HOST, &mh);
+  netload_reg_mr(&s->nl, comm, buf, (size_t)N * SZ, NCCL_PTR_HOST, &mh);
   for (int i = 0; i < N; i++) {
     uint8_t *p = buf + (size_t)i * SZ;
     size_t sz = (size_t)(i * 6000 + (i % 3 ? 0 : 10000));
     int r;
     if (s->role == ROLE_SEND) {
       fill_pattern(p, sz, (unsigned)i);
-      r = nl_isend(&s->nl, comm, p, sz, 0, mh, &req[i]);
+      r = netload_isend(&s->nl, comm, p, sz, 0, mh, &req[i]);
     } else {
       size_t cap = SZ;
       int tag = 0;
-      r = nl_irecv(&s->nl, comm, 1, (void **)&p, &cap, &tag, &mh, &req[i]);
+      r = netload_irecv(&s->nl, comm, 1, (void **)&p, &cap, &tag, &mh, &req[i]);
     }
     /* RDMA: a send waits (NULL request) until the receiver's entry is there. */
     for (long long end = ms_now() + 10000; !r && !req[i] && s->role == ROLE_SEND && ms_now() < end;)
-      r = nl_isend(&s->nl, comm, p, sz, 0, mh, &req[i]);
+      r = netload_isend(&s->nl, comm, p, sz, 0, mh, &req[i]);
     CHECK(r == 0 && req[i], "request %d: %d", i, r);
   }
   void *extra = (void *)0x1;
@@ -127,8 +127,8 @@ void case_inflight(struct side *s) {
   size_t one = 8;
   int tag = 0;
   int r33 = s->role != side33 ? 0
-            : s->role == ROLE_SEND ? nl_isend(&s->nl, comm, buf, 8, 0, mh, &extra)
-                                   : nl_irecv(&s->nl, comm, 1, (void **)&buf, &one, &tag, &mh, &extra);
+            : s->role == ROLE_SEND ? netload_isend(&s->nl, comm, buf, 8, 0, mh, &extra)
+                                   : netload_irecv(&s->nl, comm, 1, (void **)&buf, &one, &tag, &mh, &extra);
   if (s->role == side33) {
     CHECK(r33 == ncclInternalError && extra == NULL, "33rd request: %d, request %p", r33, extra);
     CHECK(log_find(NCCL_LOG_WARN, "more than 32 re"), "no WARN for the 33rd request");
@@ -143,9 +143,9 @@ void case_inflight(struct side *s) {
     }
   }
   ctl_sync(s);
-  nl_dereg_mr(&s->nl, comm, mh);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  netload_dereg_mr(&s->nl, comm, mh);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   free(buf);
   side_close(s);
 }
@@ -157,17 +157,17 @@ void case_close_inflight(struct side *s) {
   enum { N = 8, SZ = 8 << 20 };
   uint8_t *buf = malloc((size_t)N * SZ);
   void *mh, *req;
-  nl_reg_mr(&s->nl, comm, buf, (size_t)N * SZ, NCCL_PTR_HOST, &mh);
+  netload_reg_mr(&s->nl, comm, buf, (size_t)N * SZ, NCCL_PTR_HOST, &mh);
   for (int i = 0; i < N; i++) {
     uint8_t *p = buf + (size_t)i * SZ;
     size_t cap = SZ;
     int tag = 0;
-    if (s->role == ROLE_SEND) nl_isend(&s->nl, comm, p, SZ, 0, mh, &req);
-    else nl_irecv(&s->nl, comm, 1, (void **)&p, &cap, &tag, &mh, &req);
+    if (s->role == ROLE_SEND) netload_isend(&s->nl, comm, p, SZ, 0, mh, &req);
+    else netload_irecv(&s->nl, comm, 1, (void **)&p, &cap, &tag, &mh, &req);
   }
   long long t0 = ms_now();
-  nl_dereg_mr(&s->nl, comm, mh);
-  int r = s->role == ROLE_SEND ? nl_close_send(&s->nl, comm) : nl_close_recv(&s->nl, comm);
+  netload_dereg_mr(&s->nl, comm, mh);
+  int r = s->role == ROLE_SEND ? netload_close_send(&s->nl, comm) : netload_close_recv(&s->nl, comm);
   CHECK(r == 0, "close with requests in flight returned %d", r);
   CHECK(ms_now() - t0 < 2000, "close took %lld ms", ms_now() - t0);
   ctl_sync(s);
@@ -215,8 +215,8 @@ void case_many_comms(struct side *s) {
   ctl_sync(s);
   for (int i = 0; i < NCOMMS; i++) {
     if (!comms[i]) continue;
-    if (s->role == ROLE_SEND) nl_close_send(&s->nl, comms[i]);
-    else nl_close_recv(&s->nl, comms[i]);
+    if (s->role == ROLE_SEND) netload_close_send(&s->nl, comms[i]);
+    else netload_close_recv(&s->nl, comms[i]);
   }
   free(comms);
   side_close(s);
@@ -233,8 +233,8 @@ void case_socket_shape(struct side *s) {
   for (unsigned i = 0; i < 6; i++)
     CHECK(xfer_one(s, comm, (size_t)(1 << 20) * (i + 1) + i, 16 << 20, i) == 0, "transfer %u", i);
   ctl_sync(s);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
 
@@ -256,8 +256,8 @@ void case_default_shape(struct side *s) {
   for (unsigned i = 0; i < 4; i++)
     CHECK(xfer_one(s, comm, sizes[i], 24 << 20, i + 40) == 0, "transfer of %zu bytes", sizes[i]);
   ctl_sync(s);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
 
@@ -271,8 +271,8 @@ void case_caller_thread(struct side *s) {
   for (unsigned i = 0; i < 8; i++)
     CHECK(xfer_one(s, comm, (size_t)300000 * i * i, 16 << 20, i) == 0, "transfer %u", i);
   ctl_sync(s);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
 
@@ -283,40 +283,40 @@ void case_request_written(struct side *s) {
   if (side_open(s) || pair_open(s, &comm)) return;
   char buf[64], outside[8];
   void *mh, *req = (void *)0xdead;
-  nl_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_HOST, &mh);
+  netload_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_HOST, &mh);
   if (s->role == ROLE_SEND) {
-    int r = nl_isend(&s->nl, comm, outside, sizeof(outside), 0, mh, &req);
+    int r = netload_isend(&s->nl, comm, outside, sizeof(outside), 0, mh, &req);
     CHECK(r == ncclInternalError && req == NULL, "isend outside its registration: %d, %p", r, req);
     CHECK(log_find(NCCL_LOG_WARN, "outside its registration"), "no WARN naming the bad buffer");
-    r = nl_isend(&s->nl, comm, buf, sizeof(buf), 0, mh, &req);
+    r = netload_isend(&s->nl, comm, buf, sizeof(buf), 0, mh, &req);
     CHECK(r == 0 && req != (void *)0xdead, "isend: %d, request %p", r, req);
     for (long long end = ms_now() + 10000; !r && !req && ms_now() < end;)
-      r = nl_isend(&s->nl, comm, buf, sizeof(buf), 0, mh, &req); /* RDMA: wait for the CTS */
+      r = netload_isend(&s->nl, comm, buf, sizeof(buf), 0, mh, &req); /* RDMA: wait for the CTS */
     CHECK(r == 0 && req, "isend never posted: %d", r);
   } else {
     size_t cap = sizeof(buf);
     int tag = 0;
     void *p = buf;
-    int r = nl_irecv(&s->nl, comm, 1, &p, &cap, &tag, &mh, &req);
+    int r = netload_irecv(&s->nl, comm, 1, &p, &cap, &tag, &mh, &req);
     CHECK(r == 0 && req && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION, "irecv: %d, %p", r, req);
   }
   CHECK(wait_req(s, req, NULL, 10000) == 0, "request did not complete");
   /* A completed request is gone: testing it again is a named misuse. */
   int done;
-  CHECK(nl_test(&s->nl, req, &done, NULL) == ncclInternalError, "test of a finished request succeeded");
+  CHECK(netload_test(&s->nl, req, &done, NULL) == ncclInternalError, "test of a finished request succeeded");
   CHECK(log_find(NCCL_LOG_WARN, "not a live request"), "no WARN for testing a finished request");
   void *mh2;
-  CHECK(nl_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_CUDA, &mh2) == ncclInternalError,
+  CHECK(netload_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_CUDA, &mh2) == ncclInternalError,
         "regMr of CUDA memory on a host-only device succeeded");
   CHECK(log_find(NCCL_LOG_WARN, "not host memory") || log_find(NCCL_LOG_WARN, "GPU Direct RDMA is not available"),
         "no WARN for a CUDA registration");
   ctl_sync(s);
-  nl_dereg_mr(&s->nl, comm, mh);
+  netload_dereg_mr(&s->nl, comm, mh);
   if (s->role == ROLE_SEND) {
-    CHECK(nl_close_recv(&s->nl, comm) == ncclInternalError, "closeRecv of a send comm succeeded");
-    nl_close_send(&s->nl, comm);
+    CHECK(netload_close_recv(&s->nl, comm) == ncclInternalError, "closeRecv of a send comm succeeded");
+    netload_close_send(&s->nl, comm);
   } else {
-    nl_close_recv(&s->nl, comm);
+    netload_close_recv(&s->nl, comm);
   }
   side_close(s);
 }

@@ -19,7 +19,7 @@ void case_handle_format(struct side *s) {
   if (side_open(s)) return;
   unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
   void *lc = NULL;
-  CHECK(nl_listen(&s->nl, 0, h, &lc) == 0 && lc, "listen failed");
+  CHECK(netload_listen(&s->nl, 0, h, &lc) == 0 && lc, "listen failed");
   struct handle d;
   char why[200];
   CHECK(handle_decode(h, &d, why, sizeof(why)) == HANDLE_OK, "the handle does not decode: %s", why);
@@ -27,7 +27,7 @@ void case_handle_format(struct side *s) {
   CHECK(d.ncand >= 1 && d.cand[0].port != 0, "%d candidates, first port %u", d.ncand, d.cand[0].port);
   for (int i = HANDLE_STATE_OFF; i < HANDLE_STATE_OFF + 8; i++)
     CHECK(h[i] == 0, "connector-private byte %d is not zero on the wire", i);
-  nl_close_listen(&s->nl, lc);
+  netload_close_listen(&s->nl, lc);
   side_close(s);
 }
 
@@ -56,11 +56,11 @@ void case_hello_mismatch(struct side *s) {
         log_count(NCCL_LOG_WARN, "configured differently"));
   ctl_sync(s);
   if (s->role == ROLE_SEND) {
-    nl_close_send(&s->nl, comm);
-    if (comm2) nl_close_send(&s->nl, comm2);
+    netload_close_send(&s->nl, comm);
+    if (comm2) netload_close_send(&s->nl, comm2);
   } else {
-    nl_close_recv(&s->nl, comm);
-    if (comm2) nl_close_recv(&s->nl, comm2);
+    netload_close_recv(&s->nl, comm);
+    if (comm2) netload_close_recv(&s->nl, comm2);
   }
   side_close(s);
 }
@@ -132,23 +132,23 @@ void case_strangers(struct side *s) {
     void *sc = NULL;
     long long end = ms_now() + 20000;
     while (!sc && ms_now() < end)
-      if (nl_connect(&s->nl, s->dev, hb, &sc)) break;
+      if (netload_connect(&s->nl, s->dev, hb, &sc)) break;
     CHECK(sc, "the real connect failed after the attacks");
     if (sc) {
       CHECK(xfer_one(s, sc, 300000, 300000, 3) == 0, "transfer after the attacks");
-      nl_close_send(&s->nl, sc);
+      netload_close_send(&s->nl, sc);
     }
   } else {
     unsigned char hb[NCCL_NET_HANDLE_MAXSIZE];
     void *lc = NULL, *rc = NULL;
-    CHECK(nl_listen(&s->nl, s->dev, hb, &lc) == 0, "listen");
+    CHECK(netload_listen(&s->nl, s->dev, hb, &lc) == 0, "listen");
     ctl_send_int(s, 0);
     ctl_send(s, hb, sizeof(hb));
     long long worst = 0, end = ms_now() + 20000;
     int attacks_done = 0;
     while (!rc && ms_now() < end) {
       long long t0 = ms_now();
-      int r = nl_accept(&s->nl, lc, &rc);
+      int r = netload_accept(&s->nl, lc, &rc);
       if (ms_now() - t0 > worst) worst = ms_now() - t0;
       CHECK(r == 0, "accept failed (%d) while strangers connected", r);
       if (r) break;
@@ -173,9 +173,9 @@ void case_strangers(struct side *s) {
     CHECK(log_find(-1, "of the 24 bytes"), "silent peer not named");
     if (rc) {
       CHECK(xfer_one(s, rc, 300000, 300000, 3) == 0, "transfer after the attacks");
-      nl_close_recv(&s->nl, rc);
+      netload_close_recv(&s->nl, rc);
     }
-    nl_close_listen(&s->nl, lc);
+    netload_close_listen(&s->nl, lc);
   }
   ctl_sync(s);
   side_close(s);
@@ -187,21 +187,21 @@ void case_bad_handle(struct side *s) {
   unsigned char h[NCCL_NET_HANDLE_MAXSIZE];
   void *sc = (void *)0x1;
   memset(h, 0, sizeof(h));
-  int r = nl_connect(&s->nl, 0, h, &sc);
+  int r = netload_connect(&s->nl, 0, h, &sc);
   CHECK(r == ncclInvalidUsage && sc == NULL, "zero handle: %d, %p", r, sc);
   CHECK(log_find(NCCL_LOG_WARN, "not a libnccl-net-diag handle"), "zero handle not explained");
   void *lc;
-  CHECK(nl_listen(&s->nl, 0, h, &lc) == 0, "listen");
+  CHECK(netload_listen(&s->nl, 0, h, &lc) == 0, "listen");
   h[4] = 9; /* a future protocol version */
-  r = nl_connect(&s->nl, 0, h, &sc);
+  r = netload_connect(&s->nl, 0, h, &sc);
   CHECK(r == ncclInvalidUsage, "version 9 handle: %d", r);
   CHECK(log_find(NCCL_LOG_WARN, "same libnccl-net-diag on every node"), "version mismatch not explained");
   h[4] = 1;
   h[6] = 200; /* candidate count */
-  r = nl_connect(&s->nl, 0, h, &sc);
+  r = netload_connect(&s->nl, 0, h, &sc);
   CHECK(r == ncclInvalidUsage, "corrupt handle: %d", r);
   CHECK(log_find(NCCL_LOG_WARN, "malformed"), "corrupt handle not explained");
-  nl_close_listen(&s->nl, lc);
+  netload_close_listen(&s->nl, lc);
   side_close(s);
 }
 
@@ -214,14 +214,14 @@ static void peer_dies(struct side *s, int victim) {
   size_t size = 64 << 20;
   uint8_t *buf = malloc(size);
   void *mh, *req = NULL;
-  nl_reg_mr(&s->nl, comm, buf, size, NCCL_PTR_HOST, &mh);
+  netload_reg_mr(&s->nl, comm, buf, size, NCCL_PTR_HOST, &mh);
   ctl_sync(s);
   if (s->role == victim) {
-    if (s->role == ROLE_SEND) nl_isend(&s->nl, comm, buf, size, 0, mh, &req);
+    if (s->role == ROLE_SEND) netload_isend(&s->nl, comm, buf, size, 0, mh, &req);
     else {
       size_t cap = size;
       int tag = 0;
-      nl_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);
+      netload_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);
     }
     /* Gone at once, without closing anything, as a crashed rank: the
      * header is out, most of the 64 MiB is not. */
@@ -233,23 +233,23 @@ static void peer_dies(struct side *s, int victim) {
     /* RDMA: NULL until the receiver's clear-to-send; a dead receiver must
      * turn that wait into an error, not an endless NULL. */
     long long end0 = ms_now() + 15000;
-    do r = nl_isend(&s->nl, comm, buf, size, 0, mh, &req);
+    do r = netload_isend(&s->nl, comm, buf, size, 0, mh, &req);
     while (!r && !req && ms_now() < end0);
   } else {
     size_t cap = size;
     int tag = 0;
-    r = nl_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);
+    r = netload_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);
   }
   long long t0 = ms_now();
   int done = 0;
-  while (!r && req && !done && ms_now() - t0 < 15000) r = nl_test(&s->nl, req, &done, NULL);
+  while (!r && req && !done && ms_now() - t0 < 15000) r = netload_test(&s->nl, req, &done, NULL);
   CHECK(r == ncclRemoteError, "survivor's request ended with %d (done=%d), expected ncclRemoteError", r, done);
   CHECK(ms_now() - t0 < 15000, "the failure took %lld ms to surface", ms_now() - t0);
   const char *w = log_find(NCCL_LOG_WARN, "connection with");
   CHECK(w && strstr(w, "closed") && strstr(w, "died"), "the WARN must say the peer closed/died: %s", w ? w : "none");
-  nl_dereg_mr(&s->nl, comm, mh);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  netload_dereg_mr(&s->nl, comm, mh);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   free(buf);
   side_close(s);
 }
@@ -286,15 +286,15 @@ void case_connector_dies(struct side *s) {
     void *sc = NULL;
     long long end = ms_now() + 20000;
     while (!sc && ms_now() < end)
-      if (nl_connect(&s->nl, s->dev, hb, &sc)) break;
+      if (netload_connect(&s->nl, s->dev, hb, &sc)) break;
     CHECK(sc, "real connect after the dead one failed");
-    if (sc) nl_close_send(&s->nl, sc);
+    if (sc) netload_close_send(&s->nl, sc);
   } else {
     void *rc = NULL;
     pair_recv(s, &rc);
     CHECK(rc, "no connection after a connector died mid-setup");
     CHECK(log_find(NCCL_LOG_WARN, "did not finish its setup"), "the dead connector is not reported");
-    if (rc) nl_close_recv(&s->nl, rc);
+    if (rc) netload_close_recv(&s->nl, rc);
   }
   ctl_sync(s);
   side_close(s);

@@ -9,8 +9,8 @@
 
 static void close_comm(struct side *s, void *comm) {
   if (!comm) return;
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
 }
 
 static int file_has(const char *path, const char *a, const char *b) {
@@ -60,13 +60,13 @@ static void grouped(struct side *s, void *comm, int n, unsigned seed) {
   void *mh, *data[8], *mhs[8], *req[8] = {0};
   size_t caps[8];
   int tags[8], sizes[8];
-  nl_reg_mr(&s->nl, comm, buf, (size_t)n * CAP, NCCL_PTR_HOST, &mh);
+  netload_reg_mr(&s->nl, comm, buf, (size_t)n * CAP, NCCL_PTR_HOST, &mh);
   for (int i = 0; i < n; i++) {
     data[i] = buf + (size_t)i * CAP, mhs[i] = mh, caps[i] = CAP, tags[i] = 100 + i;
     sizes[i] = (int)((i * 37003 + seed * 11) % CAP) * (i % 3 != 1); /* some are empty */
   }
   if (s->role == ROLE_RECV) {
-    int r = nl_irecv(&s->nl, comm, n, data, caps, tags, mhs, &req[0]);
+    int r = netload_irecv(&s->nl, comm, n, data, caps, tags, mhs, &req[0]);
     CHECK(r == 0 && req[0], "irecv of %d buffers: %d", n, r);
     int got[8] = {0};
     CHECK(wait_req_sizes(s, req[0], got, n, 20000) == 0, "grouped receive not done");
@@ -81,22 +81,22 @@ static void grouped(struct side *s, void *comm, int n, unsigned seed) {
       fill_pattern(data[i], (size_t)sizes[i], seed + (unsigned)tags[i]);
       long long end = ms_now() + 20000;
       int r;
-      do r = nl_isend(&s->nl, comm, data[i], (size_t)sizes[i], tags[i], mh, &req[k]);
+      do r = netload_isend(&s->nl, comm, data[i], (size_t)sizes[i], tags[i], mh, &req[k]);
       while (!r && !req[k] && ms_now() < end);
       CHECK(r == 0 && req[k], "isend tag %d: %d", tags[i], r);
     }
     for (int k = 0; k < n; k++)
       if (req[k]) CHECK(wait_req(s, req[k], NULL, 20000) == 0, "send %d not done", k);
   }
-  nl_dereg_mr(&s->nl, comm, mh);
+  netload_dereg_mr(&s->nl, comm, mh);
   free(buf);
 }
 
 void case_ib_grouped(struct side *s) {
   void *comm;
   if (side_open(s)) return;
-  struct nl_props p;
-  nl_props(&s->nl, 0, &p);
+  struct netload_props p;
+  netload_props(&s->nl, 0, &p);
   CHECK(p.max_recvs == 8, "an RDMA device reports maxRecvs %d, expected 8", p.max_recvs);
   if (pair_open(s, &comm)) return;
   for (unsigned k = 0; k < 6; k++) grouped(s, comm, (int)(2 + k % 7), k);
@@ -126,15 +126,15 @@ void case_ib_flush(struct side *s) {
     CHECK(log_find(NCCL_LOG_INFO, "flush queue pair"), "no flush queue pair");
     uint8_t *buf = malloc(4096);
     void *mh, *req = NULL;
-    nl_reg_mr(&s->nl, comm, buf, 4096, NCCL_PTR_HOST, &mh);
+    netload_reg_mr(&s->nl, comm, buf, 4096, NCCL_PTR_HOST, &mh);
     int sz = 4096;
-    CHECK(nl_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && req, "iflush gave no request");
+    CHECK(netload_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && req, "iflush gave no request");
     if (req) CHECK(wait_req(s, req, NULL, 10000) == 0, "the flush read did not complete");
     sz = 0;
     req = (void *)1;
-    CHECK(nl_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && !req,
+    CHECK(netload_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && !req,
           "an empty receive needs no flush: request %p", req);
-    nl_dereg_mr(&s->nl, comm, mh);
+    netload_dereg_mr(&s->nl, comm, mh);
     free(buf);
   }
   CHECK(xfer_one(s, comm, 5000, 5000, 1) == 0, "transfer after flushes");
@@ -184,13 +184,13 @@ void case_story5_off(struct side *s) {
   int r = 0;
   long long end = ms_now() + 30000;
   if (s->role == ROLE_RECV) {
-    nl_listen(&s->nl, s->dev, handle, &lc);
+    netload_listen(&s->nl, s->dev, handle, &lc);
     ctl_send(s, handle, sizeof(handle));
-    while (!comm && !r && ms_now() < end) r = nl_accept(&s->nl, lc, &comm);
-    nl_close_listen(&s->nl, lc);
+    while (!comm && !r && ms_now() < end) r = netload_accept(&s->nl, lc, &comm);
+    netload_close_listen(&s->nl, lc);
   } else {
     ctl_recv(s, handle, sizeof(handle));
-    while (!comm && !r && ms_now() < end) r = nl_connect(&s->nl, s->dev, handle, &comm);
+    while (!comm && !r && ms_now() < end) r = netload_connect(&s->nl, s->dev, handle, &comm);
   }
   CHECK(r == ncclSystemError && !comm, "with fallback off the connection must fail: %d, %p", r, comm);
   CHECK(ms_now() < end, "the failure took too long");

@@ -27,16 +27,16 @@ static void recv_after_idle(struct side *s, void *comm, size_t size, unsigned se
   void *mh = NULL, *req = NULL;
   if (!buf) return;
   memset(buf, 0xee, size);
-  CHECK(nl_reg_mr(&s->nl, comm, buf, size, NCCL_PTR_HOST, &mh) == 0, "regMr");
+  CHECK(netload_reg_mr(&s->nl, comm, buf, size, NCCL_PTR_HOST, &mh) == 0, "regMr");
   int tag = 7, got = -1, done = 0;
   size_t cap = size;
-  CHECK(nl_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req) == 0 && req, "irecv");
+  CHECK(netload_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req) == 0 && req, "irecv");
   ctl_sync(s); /* the sender now waits IDLE_MS, then sends */
   long long t0 = ms_now(), idle_end = t0 + IDLE_MS - 50;
   double cpu0 = thread_cpu_ms(), idle_cpu = -1;
   long long calls = 0;
   while (req && !done && ms_now() < t0 + 30000) {
-    if (nl_test(&s->nl, req, &done, &got)) break;
+    if (netload_test(&s->nl, req, &done, &got)) break;
     calls++;
     if (idle_cpu < 0 && ms_now() >= idle_end) idle_cpu = thread_cpu_ms() - cpu0;
   }
@@ -53,7 +53,7 @@ static void recv_after_idle(struct side *s, void *comm, size_t size, unsigned se
         size);
   printf("#   %zu bytes: %.1f ms CPU over %.0f ms idle, %lld test() calls, done %lld ms after "
          "the send\n", size, idle_cpu, wall, calls, finished - posted);
-  nl_dereg_mr(&s->nl, comm, mh);
+  netload_dereg_mr(&s->nl, comm, mh);
   free(buf);
 }
 
@@ -62,18 +62,18 @@ static void send_after_idle(struct side *s, void *comm, size_t size, unsigned se
   void *mh = NULL, *req = NULL;
   if (!buf) return;
   fill_pattern(buf, size, seed);
-  CHECK(nl_reg_mr(&s->nl, comm, buf, size, NCCL_PTR_HOST, &mh) == 0, "regMr");
+  CHECK(netload_reg_mr(&s->nl, comm, buf, size, NCCL_PTR_HOST, &mh) == 0, "regMr");
   ctl_sync(s);
   usleep(IDLE_MS * 1000);
   long long posted = ms_now();
   long long end = posted + 20000;
   int r;
-  do r = nl_isend(&s->nl, comm, buf, size, 7, mh, &req);
+  do r = netload_isend(&s->nl, comm, buf, size, 7, mh, &req);
   while (!r && !req && ms_now() < end);
   ctl_send_int(s, posted);
   int got = -1;
   CHECK(!r && req && wait_req(s, req, &got, 30000) == 0 && got == (int)size, "send of %zu", size);
-  nl_dereg_mr(&s->nl, comm, mh);
+  netload_dereg_mr(&s->nl, comm, mh);
   free(buf);
 }
 
@@ -87,8 +87,8 @@ void case_idle_wait(struct side *s) {
     else send_after_idle(s, comm, sizes[i], i + 11);
     ctl_sync(s);
   }
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
 
@@ -112,25 +112,25 @@ static int cmp_ll(const void *a, const void *b) {
 static void two_recv(struct side *s, void *idle, void *busy) {
   static uint8_t a[64], b[64];
   void *ma = NULL, *mb = NULL, *ra = NULL;
-  CHECK(nl_reg_mr(&s->nl, idle, a, sizeof a, NCCL_PTR_HOST, &ma) == 0, "regMr");
-  CHECK(nl_reg_mr(&s->nl, busy, b, sizeof b, NCCL_PTR_HOST, &mb) == 0, "regMr");
+  CHECK(netload_reg_mr(&s->nl, idle, a, sizeof a, NCCL_PTR_HOST, &ma) == 0, "regMr");
+  CHECK(netload_reg_mr(&s->nl, busy, b, sizeof b, NCCL_PTR_HOST, &mb) == 0, "regMr");
   int tag = 7, done = 0, got;
   size_t cap = sizeof a;
   void *pa = a, *pb = b;
-  CHECK(nl_irecv(&s->nl, idle, 1, &pa, &cap, &tag, &ma, &ra) == 0 && ra, "irecv on the idle comm");
+  CHECK(netload_irecv(&s->nl, idle, 1, &pa, &cap, &tag, &ma, &ra) == 0 && ra, "irecv on the idle comm");
   long long delay[TWO_MSGS];
   int n = 0;
   for (; n < TWO_MSGS; n++) {
     void *rb = NULL;
     cap = sizeof b;
-    if (nl_irecv(&s->nl, busy, 1, &pb, &cap, &tag, &mb, &rb) || !rb) break;
+    if (netload_irecv(&s->nl, busy, 1, &pb, &cap, &tag, &mb, &rb) || !rb) break;
     ctl_sync(s);
     long long end = ms_now() + 10000;
     done = 0;
     while (!done && ms_now() < end) {
       int idle_done = 0;
-      if (nl_test(&s->nl, ra, &idle_done, &got) || idle_done) break;
-      if (nl_test(&s->nl, rb, &done, &got)) break;
+      if (netload_test(&s->nl, ra, &idle_done, &got) || idle_done) break;
+      if (netload_test(&s->nl, rb, &done, &got)) break;
     }
     long long t = us_now(), posted = ctl_recv_int(s);
     if (!done) break;
@@ -147,15 +147,15 @@ static void two_recv(struct side *s, void *idle, void *busy) {
   }
   ctl_sync(s); /* now the idle comm's message comes */
   CHECK(wait_req(s, ra, &got, 10000) == 0 && got == 8, "the idle comm's message");
-  nl_dereg_mr(&s->nl, idle, ma);
-  nl_dereg_mr(&s->nl, busy, mb);
+  netload_dereg_mr(&s->nl, idle, ma);
+  netload_dereg_mr(&s->nl, busy, mb);
 }
 
 static void two_send(struct side *s, void *idle, void *busy) {
   static uint8_t a[64], b[64];
   void *ma = NULL, *mb = NULL;
-  CHECK(nl_reg_mr(&s->nl, idle, a, sizeof a, NCCL_PTR_HOST, &ma) == 0, "regMr");
-  CHECK(nl_reg_mr(&s->nl, busy, b, sizeof b, NCCL_PTR_HOST, &mb) == 0, "regMr");
+  CHECK(netload_reg_mr(&s->nl, idle, a, sizeof a, NCCL_PTR_HOST, &ma) == 0, "regMr");
+  CHECK(netload_reg_mr(&s->nl, busy, b, sizeof b, NCCL_PTR_HOST, &mb) == 0, "regMr");
   for (int i = 0; i < TWO_MSGS; i++) {
     void *r = NULL;
     int got;
@@ -163,7 +163,7 @@ static void two_send(struct side *s, void *idle, void *busy) {
     usleep(5000);
     long long posted = us_now(), end = ms_now() + 10000;
     int res;
-    do res = nl_isend(&s->nl, busy, b, 8, 7, mb, &r);
+    do res = netload_isend(&s->nl, busy, b, 8, 7, mb, &r);
     while (!res && !r && ms_now() < end);
     ctl_send_int(s, posted);
     if (res || !r || wait_req(s, r, &got, 10000)) break;
@@ -172,11 +172,11 @@ static void two_send(struct side *s, void *idle, void *busy) {
   void *r = NULL;
   int got, res;
   long long end = ms_now() + 10000;
-  do res = nl_isend(&s->nl, idle, a, 8, 7, ma, &r);
+  do res = netload_isend(&s->nl, idle, a, 8, 7, ma, &r);
   while (!res && !r && ms_now() < end);
   CHECK(!res && r && wait_req(s, r, &got, 10000) == 0, "send on the idle comm");
-  nl_dereg_mr(&s->nl, idle, ma);
-  nl_dereg_mr(&s->nl, busy, mb);
+  netload_dereg_mr(&s->nl, idle, ma);
+  netload_dereg_mr(&s->nl, busy, mb);
 }
 
 void case_idle_two_comms(struct side *s) {
@@ -187,11 +187,11 @@ void case_idle_two_comms(struct side *s) {
   else two_send(s, idle, busy);
   ctl_sync(s);
   if (s->role == ROLE_SEND) {
-    nl_close_send(&s->nl, idle);
-    nl_close_send(&s->nl, busy);
+    netload_close_send(&s->nl, idle);
+    netload_close_send(&s->nl, busy);
   } else {
-    nl_close_recv(&s->nl, idle);
-    nl_close_recv(&s->nl, busy);
+    netload_close_recv(&s->nl, idle);
+    netload_close_recv(&s->nl, busy);
   }
   side_close(s);
 }

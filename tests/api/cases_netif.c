@@ -22,10 +22,10 @@ static void devices_with(struct side *s, const char *var, const char *val, char 
     char res[2048] = "";
     if (side_open(&t) == 0) {
       int n = 0;
-      nl_devices(&t.nl, &n);
+      netload_devices(&t.nl, &n);
       for (int d = 0; d < n; d++) {
-        struct nl_props pr;
-        nl_props(&t.nl, d, &pr);
+        struct netload_props pr;
+        netload_props(&t.nl, d, &pr);
         strncat(res, " ", sizeof(res) - strlen(res) - 1);
         strncat(res, pr.name, sizeof(res) - strlen(res) - 1);
       }
@@ -126,10 +126,10 @@ void case_detour(struct side *s) {
   ctl_sync(s);
   if (side_open(s)) return;
   int n = 0;
-  nl_devices(&s->nl, &n);
+  netload_devices(&s->nl, &n);
   for (int d = 0; d < n; d++) {
-    struct nl_props p;
-    nl_props(&s->nl, d, &p);
+    struct netload_props p;
+    netload_props(&s->nl, d, &p);
     if (!strcmp(p.name, s->role == ROLE_RECV ? "eth1" : "bond0")) s->dev = d;
   }
   void *comm;
@@ -143,7 +143,7 @@ void case_detour(struct side *s) {
           "the fix and the peer must be named: %s", w ? w : "none");
   }
   ctl_sync(s);
-  if (s->role == ROLE_SEND) nl_close_send(&s->nl, comm);
-  else nl_close_recv(&s->nl, comm);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
   side_close(s);
 }

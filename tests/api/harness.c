@@ -111,14 +111,14 @@ int side_open(struct side *s) {
     return -1;
   }
   s->loaded = 1;
-  int r = nl_init(&s->nl, capture);
+  int r = netload_init(&s->nl, capture);
   CHECK(r == ncclSuccess, "init returned %d (it must never fail)", r);
   return r;
 }
 
 void side_close(struct side *s) {
   if (!s->loaded) return;
-  int r = nl_finalize(&s->nl);
+  int r = netload_finalize(&s->nl);
   CHECK(r == ncclSuccess, "finalize returned %d", r);
   s->loaded = 0;
 }
@@ -179,7 +179,7 @@ int pair_recv(struct side *s, void **rc) {
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *lc = NULL;
   *rc = NULL;
-  int r = nl_listen(&s->nl, s->dev, handle, &lc);
+  int r = netload_listen(&s->nl, s->dev, handle, &lc);
   CHECK(r == ncclSuccess && lc, "listen returned %d", r);
   if (r || !lc) {
     ctl_send_int(s, -1);
@@ -189,12 +189,12 @@ int pair_recv(struct side *s, void **rc) {
   ctl_send(s, handle, sizeof(handle));
   long long end = ms_now() + 30000;
   while (!*rc && ms_now() < end) {
-    r = nl_accept(&s->nl, lc, rc);
+    r = netload_accept(&s->nl, lc, rc);
     if (r) break;
     if (!*rc) usleep(100);
   }
   CHECK(r == ncclSuccess && *rc, "accept returned %d, comm %p", r, *rc);
-  nl_close_listen(&s->nl, lc);
+  netload_close_listen(&s->nl, lc);
   return *rc ? 0 : -1;
 }
 
@@ -206,7 +206,7 @@ int pair_send(struct side *s, void **sc) {
   long long end = ms_now() + 30000;
   int r = 0;
   while (!*sc && ms_now() < end) {
-    r = nl_connect(&s->nl, s->dev, handle, sc);
+    r = netload_connect(&s->nl, s->dev, handle, sc);
     if (r) break;
     if (!*sc) usleep(100);
   }
@@ -254,7 +254,7 @@ int wait_req_sizes(struct side *s, void *req, int *sizes, int n, int timeout_ms)
   int sz[64];
   for (int i = 0; i < 64; i++) sz[i] = -1;
   do {
-    r = nl_test(&s->nl, req, &done, sz);
+    r = netload_test(&s->nl, req, &done, sz);
     if (r) return r;
     if (done) break;
     sched_yield();
@@ -274,18 +274,18 @@ int xfer_one(struct side *s, void *comm, size_t size, size_t cap, unsigned seed)
   void *mh = NULL, *req = NULL;
   int r, got = -1, res = 0;
   if (!buf) return -3;
-  r = nl_reg_mr(&s->nl, comm, buf, alloc ? alloc : 1, NCCL_PTR_HOST, &mh);
+  r = netload_reg_mr(&s->nl, comm, buf, alloc ? alloc : 1, NCCL_PTR_HOST, &mh);
   CHECK(r == 0, "regMr returned %d", r);
   if (s->role == ROLE_SEND) {
     fill_pattern(buf, size, seed);
     long long end = ms_now() + 20000;
     do {
-      r = nl_isend(&s->nl, comm, buf, size, 7, mh, &req);
+      r = netload_isend(&s->nl, comm, buf, size, 7, mh, &req);
     } while (!r && !req && ms_now() < end);
   } else {
     memset(buf, 0xee, alloc);
     int tag = 7;
-    r = nl_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);
+    r = netload_irecv(&s->nl, comm, 1, (void **)&buf, &cap, &tag, &mh, &req);
   }
   if (r || !req) {
     res = r ? r : -2;
@@ -302,7 +302,7 @@ int xfer_one(struct side *s, void *comm, size_t size, size_t cap, unsigned seed)
     CHECK((size_t)got == size, "send of %zu: test reported %d bytes", size, got);
   }
 out:
-  nl_dereg_mr(&s->nl, comm, mh);
+  netload_dereg_mr(&s->nl, comm, mh);
   free(buf);
   return res;
 }

@@ -27,7 +27,7 @@
 #include "topo/topo.h"
 #include "transport/ib/ib_verbs.h"
 #include "transport/ib/ib_wire.h"
-#include "transport/xp.h"
+#include "transport/transport.h"
 
 #define IB_SLOTS 64             /* FIFO slots; > the 32 requests in flight */
 #define IB_MAX_RECVS 8          /* grouped receives per irecv */
@@ -52,7 +52,7 @@ _Static_assert(sizeof(struct ib_cts) == 32, "a CTS entry is 32 bytes");
 /* An opened RDMA port (one NCCL device), shared by all its comms. */
 struct ib_dev {
   const struct topo_dev *td; /* the topology's view: names, GID, subnet, MTU */
-  const struct vb_ops *v;
+  const struct verbs_ops *v;
   struct ibv_context *ctx;
   struct ibv_pd *pd;
   struct ibv_device_attr attr;
@@ -67,21 +67,21 @@ struct ib_dev {
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
 struct ib_state {
-  struct vb_ops v;
+  struct verbs_ops v;
   int loaded;
   char why_none[1024]; /* no RDMA device: why, and what to do */
   int ndev;
-  struct ib_dev dev[XP_MAX_DEVS];
+  struct ib_dev dev[TRANSPORT_MAX_DEVS];
 };
 
 const struct ib_state *ib_state(void);
-/* Opens verbs and every chosen port (once per process); fills xp devices.
+/* Opens verbs and every chosen port (once per process); fills the transport devices.
  * Returns how many RDMA devices it added. */
-int ib_host_init(struct xp_host *host);
+int ib_host_init(struct transport_host *host);
 /* NCCL_PTR_* bits an RDMA device supports. */
-int ib_ptr_support(const struct xp_dev *x);
+int ib_ptr_support(const struct transport_dev *x);
 /* The RDMA identity of an RDMA device, for the hello (no-op for TCP). */
-void ib_fill_hello(const struct xp_dev *x, struct hello *h);
+void ib_fill_hello(const struct transport_dev *x, struct hello *h);
 
 /* ---- memory registration (ib_mr.c) ---- */
 struct ib_mr_entry {
@@ -161,14 +161,14 @@ struct ib_setup;
 
 /* Starts the RDMA setup stage of a connection whose hello exchange is done;
  * NULL when either side has no RDMA device (then the connection is TCP). */
-struct ib_setup *ib_setup_new(const struct xp_dev *dev, int send_side, int ctrl_fd,
+struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class);
 /* 0 = in progress, 1 = RDMA ready, 2 = fall back to TCP, -1 = failed (WARN
  * logged). */
 int ib_setup_progress(struct ib_setup *s);
 /* Builds the comm from a ready setup (takes ownership of it). */
-ncclResult_t ib_comm_create(struct ib_setup *s, struct xp_setup *x, struct xp_comm **out);
+ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transport_comm **out);
 void ib_setup_free(struct ib_setup *s);
 
 #endif

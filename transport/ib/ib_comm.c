@@ -5,9 +5,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/abort.h"
 #include "transport/ib/ib_comm.h"
 #include "transport/ib/ib_setup.h"
@@ -51,31 +51,31 @@ ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const cha
   ev_end(&e);
   WARN("%s connection with %s on %s (RDMA): %s", c->send ? "send" : "receive", c->base.peer.desc,
        c->dev->label, msg);
-  if (notify) xp_send_abort(c->ctrl_fd, 0, msg);
+  if (notify) transport_send_abort(c->ctrl_fd, 0, msg);
   c->failed = 1;
   c->fail_code = code;
   return code;
 }
 
-static ncclResult_t ib_reg_mr(struct xp_comm *xc, void *data, size_t size, int type, void **mh) {
+static ncclResult_t ib_reg_mr(struct transport_comm *xc, void *data, size_t size, int type, void **mh) {
   struct ib_comm *c = (struct ib_comm *)xc;
   return ib_mr_reg(c->dev, data, size, type, -1, 0, (struct ib_mh **)mh);
 }
 
-static ncclResult_t ib_reg_mr_dmabuf(struct xp_comm *xc, void *data, size_t size, int type,
+static ncclResult_t ib_reg_mr_dmabuf(struct transport_comm *xc, void *data, size_t size, int type,
                                      uint64_t offset, int fd, void **mh) {
   struct ib_comm *c = (struct ib_comm *)xc;
   return ib_mr_reg(c->dev, data, size, type, fd, offset, (struct ib_mh **)mh);
 }
 
-static ncclResult_t ib_dereg_mr(struct xp_comm *xc, void *mh) {
+static ncclResult_t ib_dereg_mr(struct transport_comm *xc, void *mh) {
   struct ib_comm *c = (struct ib_comm *)xc;
   return ib_mr_dereg(c->dev, mh);
 }
 
-static ncclResult_t ib_close(struct xp_comm *xc) {
+static ncclResult_t ib_close(struct transport_comm *xc) {
   struct ib_comm *c = (struct ib_comm *)xc;
-  const struct vb_ops *v = c->dev->v;
+  const struct verbs_ops *v = c->dev->v;
   for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qp[i]);
   ib_qp_destroy(&c->flush_qp);
   if (c->cq) v->destroy_cq(c->cq);
@@ -93,7 +93,7 @@ static ncclResult_t ib_close(struct xp_comm *xc) {
   return ncclSuccess;
 }
 
-static const struct xp_comm_ops ib_ops = {
+static const struct transport_comm_ops ib_ops = {
   .name = "ib",
   .reg_mr = ib_reg_mr,
   .reg_mr_dmabuf = ib_reg_mr_dmabuf,
@@ -127,7 +127,7 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   s->fifo_mr = s->shadow_mr = s->cr_mr = NULL;
 }
 
-ncclResult_t ib_comm_create(struct ib_setup *s, struct xp_setup *x, struct xp_comm **out) {
+ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transport_comm **out) {
   struct ib_comm *c = calloc(1, sizeof(*c));
   if (!c) {
     ib_setup_free(s);

@@ -13,7 +13,7 @@ enum { WR_DATA = 1, WR_RECV = 2, WR_CTS = 3, WR_FLUSH = 4 };
 #define WR_ID(kind, slot) (((uint64_t)(kind) << 32) | (uint32_t)(slot))
 
 struct ib_req {
-  struct xp_req base;
+  struct transport_req base;
   int send;
   int done;
   uint32_t seq;       /* FIFO slot sequence */
@@ -35,7 +35,7 @@ struct ib_slot {
 };
 
 struct ib_comm {
-  struct xp_comm base;
+  struct transport_comm base;
   int send;
   struct ib_dev *dev;
   int ctrl_fd;
@@ -86,11 +86,11 @@ void ib_req_put(struct ib_comm *c, struct ib_req *r);
 ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
-ncclResult_t ib_isend(struct xp_comm *xc, void *data, size_t size, int tag, void *mh,
+ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
                       void **request);
-ncclResult_t ib_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                       void **mhandles, void **request);
-ncclResult_t ib_iflush(struct xp_comm *xc, int n, void **data, int *sizes, void **mhandles,
+ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes, void **mhandles,
                        void **request);
 /* Sends that found their FIFO slot complete (all of a group): posted. */
 ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq);

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
-#include "plugin/strutil.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
+#include "common/strutil.h"
 #include "topo/sysfs.h"
 #include "transport/ib/ib.h"
 
@@ -93,7 +93,7 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
   }
   struct ibv_port_attr pa;
   int err = d->v->query_device(d->ctx, &d->attr);
-  if (!err) err = vb_query_port(d->v, d->ctx, (uint8_t)t->ib_port, &pa);
+  if (!err) err = verbs_query_port(d->v, d->ctx, (uint8_t)t->ib_port, &pa);
   if (err) {
     snprintf(why, cap, "cannot query %s: %s", d->label, strerror(err));
     return -1;
@@ -142,9 +142,9 @@ static uint64_t parse_guid(const char *s) {
   return v;
 }
 
-static void add_xp_dev(struct xp_host *host, const struct topo_choice *c, int i, struct ib_dev *d) {
+static void add_xp_dev(struct transport_host *host, const struct topo_choice *c, int i, struct ib_dev *d) {
   const struct topo_dev *t = &c->dev[i];
-  struct xp_dev *x = &host->dev[host->ndev];
+  struct transport_dev *x = &host->dev[host->ndev];
   memset(x, 0, sizeof(*x));
   x->index = host->ndev;
   dev_name(c, i, x->name, sizeof(x->name));
@@ -167,7 +167,7 @@ static void add_xp_dev(struct xp_host *host, const struct topo_choice *c, int i,
 
 static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, int *n) {
   char why[600];
-  if (vb_load(&st.v, why, sizeof(why))) {
+  if (verbs_load(&st.v, why, sizeof(why))) {
     snprintf(st.why_none, sizeof(st.why_none), "%s", why);
     WARN("%d RDMA port%s chosen (%s...) but %s; using TCP", c->ndev, c->ndev == 1 ? " is" : "s are",
          c->dev[0].name, why);
@@ -189,7 +189,7 @@ static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, in
   return 0;
 }
 
-int ib_host_init(struct xp_host *host) {
+int ib_host_init(struct transport_host *host) {
   const struct topo_choice *c = topo_process(NULL);
   if (c->ndev == 0) {
     snprintf(st.why_none, sizeof(st.why_none), "%s", c->why_none);
@@ -198,7 +198,7 @@ int ib_host_init(struct xp_host *host) {
   struct ibv_device **list = NULL;
   int n = 0;
   if (load_verbs(c, &list, &n)) return 0;
-  for (int i = 0; i < c->ndev && host->ndev < XP_MAX_DEVS; i++) {
+  for (int i = 0; i < c->ndev && host->ndev < TRANSPORT_MAX_DEVS; i++) {
     struct ib_dev *d = &st.dev[st.ndev];
     memset(d, 0, sizeof(*d));
     d->td = &c->dev[i];
@@ -222,11 +222,11 @@ int ib_host_init(struct xp_host *host) {
   return st.ndev;
 }
 
-int ib_ptr_support(const struct xp_dev *x) {
+int ib_ptr_support(const struct transport_dev *x) {
   return x->is_ib && x->ib ? ((const struct ib_dev *)x->ib)->ptr_support : NCCL_PTR_HOST;
 }
 
-void ib_fill_hello(const struct xp_dev *x, struct hello *h) {
+void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   if (!x->is_ib || !x->ib) return;
   const struct ib_dev *d = x->ib;
   const struct topo_dev *t = d->td;

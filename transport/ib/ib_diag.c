@@ -171,7 +171,7 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
   buf[0] = 0;
   /* On error only wr_id, status, qp_num and vendor_err are valid. */
   put(&o, "%s completed with %s (%d), qp 0x%x, vendor_err 0x%x: %s", what,
-      vb_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err,
+      verbs_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err,
       wc_causes(wc->status, first_after_rtr));
   if (wc->status == IBV_WC_WR_FLUSH_ERR)
     put(&o, first_error && first_error[0] ? "; the first error was: %s"

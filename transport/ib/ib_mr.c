@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 #include "transport/ib/ib.h"
 
 #define MR_ACCESS                                                                                  \

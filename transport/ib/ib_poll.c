@@ -8,9 +8,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/abort.h"
 #include "transport/frame.h"
 #include "transport/ib/ib_comm.h"
@@ -20,7 +20,7 @@
 
 static ncclResult_t peer_gave_up(struct ib_comm *c) {
   char reason[MSG_ABORT_MAX + 1];
-  if (xp_read_abort(c->ctrl_fd, reason, sizeof(reason), 200))
+  if (transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 200))
     return ib_fail(c, ncclRemoteError, 0, "the %s side ended the connection: %s",
                    c->send ? "receiving" : "sending", reason);
   return ncclSuccess;

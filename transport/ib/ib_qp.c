@@ -7,9 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/ib/ib.h"
 #include "transport/sock.h"
 
@@ -56,7 +56,7 @@ static int transition(struct ib_qp *q, struct ibv_qp_attr *attr, int mask, const
   if (err < 0) err = errno ? errno : EINVAL; /* some providers return -1 with errno */
   if (!err) q->state = to;
   INFO(LOG_NET, "device %s qp 0x%x: %s -> %s (%s) in %lld us: %s%s%s", q->dev->label,
-       q->qp->qp_num, vb_qp_state_str(from), vb_qp_state_str(to), attrs, us,
+       q->qp->qp_num, verbs_qp_state_str(from), verbs_qp_state_str(to), attrs, us,
        err ? strerror(err) : "ok", err ? " " : "", err ? errno_name(err) : "");
   struct ev e;
   ev_begin(&e, "qp_transition");
@@ -64,8 +64,8 @@ static int transition(struct ib_qp *q, struct ibv_qp_attr *attr, int mask, const
   ev_int(&e, "port", q->dev->td->ib_port);
   ev_int(&e, "qp", q->qp->qp_num);
   ev_str(&e, "peer", q->peer);
-  ev_str(&e, "from", vb_qp_state_str(from));
-  ev_str(&e, "to", vb_qp_state_str(to));
+  ev_str(&e, "from", verbs_qp_state_str(from));
+  ev_str(&e, "to", verbs_qp_state_str(to));
   ev_str(&e, "attrs", attrs);
   ev_int(&e, "us", us);
   ev_int(&e, "errno", err);
@@ -100,7 +100,7 @@ int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = vb_mtu_enum(p->mtu);
+  a.path_mtu = verbs_mtu_enum(p->mtu);
   a.dest_qp_num = p->qpn;
   a.rq_psn = 0;
   a.max_dest_rd_atomic = 1;

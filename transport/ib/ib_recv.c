@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 #include "transport/ib/ib_comm.h"
 
-ncclResult_t ib_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                       void **mhandles, void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
@@ -90,7 +90,7 @@ int ib_flush_setup(struct ib_comm *c) {
   return 0;
 }
 
-ncclResult_t ib_iflush(struct xp_comm *xc, int n, void **data, int *sizes, void **mhandles,
+ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes, void **mhandles,
                        void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 #include "transport/ib/ib_comm.h"
 
 /* The entries of a slot are ready when every one carries this sequence. */
@@ -36,7 +36,7 @@ static int match_entry(struct ib_comm *c, struct ib_slot *sl, const struct ib_ct
   return -1;
 }
 
-ncclResult_t ib_isend(struct xp_comm *xc, void *data, size_t size, int tag, void *mhandle,
+ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mhandle,
                       void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   struct ib_mh *mh = mhandle;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/ib/ib_setup.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -20,7 +20,7 @@ void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
 
 static int local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLBACK_OFF; }
 
-struct ib_setup *ib_setup_new(const struct xp_dev *dev, int send_side, int ctrl_fd,
+struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class) {
   if (!dev->is_ib || !dev->ib || !peer->ib.present) return NULL;

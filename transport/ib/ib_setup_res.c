@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/ib/ib_setup.h"
 
 #define CQ_DEPTH 1024
@@ -113,7 +113,7 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
 }
 
 void ib_res_free(struct ib_setup *s) {
-  const struct vb_ops *v = s->dev->v;
+  const struct verbs_ops *v = s->dev->v;
   for (int i = 0; i < s->nqps; i++) ib_qp_destroy(&s->qp[i]);
   s->nqps = 0;
   if (s->cq) v->destroy_cq(s->cq);

@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin/knobs.h"
-#include "plugin/strutil.h"
+#include "common/knobs.h"
+#include "common/strutil.h"
 
 /* Every exported verb we use exists since IBVERBS_1.1; a library without
  * that version node is not a libibverbs we understand. */
@@ -26,7 +26,7 @@ static void *sym(void *dl, const char *name, int optional_version) {
     }                                                                                              \
   } while (0)
 
-int vb_load(struct vb_ops *v, char *why, size_t cap) {
+int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
   memset(v, 0, sizeof(*v));
   const char *lib = knob_str(K_DIAG_IBVERBS_LIB);
   scopy(v->lib, sizeof(v->lib), lib && *lib ? lib : "libibverbs.so.1");
@@ -68,7 +68,7 @@ fail:
   return -1;
 }
 
-int vb_query_port(const struct vb_ops *v, struct ibv_context *ctx, uint8_t port,
+int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,
                   struct ibv_port_attr *attr) {
   struct verbs_context *vctx = verbs_get_ctx_op(ctx, query_port);
   if (vctx) return vctx->query_port(ctx, port, attr, sizeof(*attr));
@@ -77,7 +77,7 @@ int vb_query_port(const struct vb_ops *v, struct ibv_context *ctx, uint8_t port,
   return v->query_port_compat(ctx, port, attr);
 }
 
-const char *vb_qp_state_str(enum ibv_qp_state s) {
+const char *verbs_qp_state_str(enum ibv_qp_state s) {
   switch (s) {
   case IBV_QPS_RESET: return "RESET";
   case IBV_QPS_INIT: return "INIT";
@@ -90,7 +90,7 @@ const char *vb_qp_state_str(enum ibv_qp_state s) {
   }
 }
 
-const char *vb_wc_opcode_str(enum ibv_wc_opcode op) {
+const char *verbs_wc_opcode_str(enum ibv_wc_opcode op) {
   switch (op) {
   case IBV_WC_SEND: return "SEND";
   case IBV_WC_RDMA_WRITE: return "RDMA_WRITE";
@@ -101,7 +101,7 @@ const char *vb_wc_opcode_str(enum ibv_wc_opcode op) {
   }
 }
 
-const char *vb_wc_status_name(enum ibv_wc_status s) {
+const char *verbs_wc_status_name(enum ibv_wc_status s) {
   static const char *const names[] = {
     "IBV_WC_SUCCESS", "IBV_WC_LOC_LEN_ERR", "IBV_WC_LOC_QP_OP_ERR", "IBV_WC_LOC_EEC_OP_ERR",
     "IBV_WC_LOC_PROT_ERR", "IBV_WC_WR_FLUSH_ERR", "IBV_WC_MW_BIND_ERR", "IBV_WC_BAD_RESP_ERR",
@@ -114,11 +114,11 @@ const char *vb_wc_status_name(enum ibv_wc_status s) {
   return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "IBV_WC_UNKNOWN";
 }
 
-int vb_mtu_bytes(enum ibv_mtu m) {
+int verbs_mtu_bytes(enum ibv_mtu m) {
   return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
 }
 
-enum ibv_mtu vb_mtu_enum(int bytes) {
+enum ibv_mtu verbs_mtu_enum(int bytes) {
   enum ibv_mtu m = IBV_MTU_256;
   for (int e = IBV_MTU_4096; e >= IBV_MTU_256; e--)
     if ((128 << e) <= bytes) {

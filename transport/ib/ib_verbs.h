@@ -8,7 +8,7 @@
 #include <infiniband/verbs.h>
 #include <stddef.h>
 
-struct vb_ops {
+struct verbs_ops {
   void *dl;
   char lib[256];
   struct ibv_device **(*get_device_list)(int *num);
@@ -42,16 +42,16 @@ struct vb_ops {
 /* Loads the library named by NCCL_DIAG_IBVERBS_LIB (default
  * libibverbs.so.1). 0, or -1 with why filled (not found, or a symbol
  * missing: an incompatible library). */
-int vb_load(struct vb_ops *v, char *why, size_t cap);
+int verbs_load(struct verbs_ops *v, char *why, size_t cap);
 
 /* ibv_query_port as the header's inline does it, without the symbol. */
-int vb_query_port(const struct vb_ops *v, struct ibv_context *ctx, uint8_t port,
+int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,
                   struct ibv_port_attr *attr);
 
-const char *vb_qp_state_str(enum ibv_qp_state s);
-const char *vb_wc_opcode_str(enum ibv_wc_opcode op);
-const char *vb_wc_status_name(enum ibv_wc_status s); /* "IBV_WC_RETRY_EXC_ERR" */
-int vb_mtu_bytes(enum ibv_mtu m);
-enum ibv_mtu vb_mtu_enum(int bytes); /* largest IB MTU <= bytes */
+const char *verbs_qp_state_str(enum ibv_qp_state s);
+const char *verbs_wc_opcode_str(enum ibv_wc_opcode op);
+const char *verbs_wc_status_name(enum ibv_wc_status s); /* "IBV_WC_RETRY_EXC_ERR" */
+int verbs_mtu_bytes(enum ibv_mtu m);
+enum ibv_mtu verbs_mtu_enum(int bytes); /* largest IB MTU <= bytes */
 
 #endif

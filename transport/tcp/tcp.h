@@ -29,7 +29,7 @@
 #include <stdint.h>
 
 #include "transport/frame.h"
-#include "transport/xp.h"
+#include "transport/transport.h"
 
 #define TCP_MAX_REQS NCCL_NET_MAX_REQUESTS
 #define TCP_RING 64 /* tasks per data socket: >= TCP_MAX_REQS stripes */
@@ -39,7 +39,7 @@
 struct tcp_comm;
 
 struct tcp_req {
-  struct xp_req base;
+  struct transport_req base;
   int send;
   uint8_t *data;
   size_t cap;           /* recv: capacity */
@@ -89,12 +89,12 @@ struct tcp_out {
 };
 
 struct tcp_comm {
-  struct xp_comm base;
+  struct transport_comm base;
   int send;
   int ctrl_fd;
   int nsocks, nthreads;
   int same_host; /* both ends on this host (see tcp_comm_create) */
-  struct tcp_sock socks[XP_MAX_DATA_SOCKS];
+  struct tcp_sock socks[TRANSPORT_MAX_DATA_SOCKS];
   struct tcp_thread threads[TCP_MAX_THREADS];
   atomic_int stop;
   uint64_t moved; /* bytes the driving thread moved: progress for the idle wait */
@@ -169,10 +169,10 @@ int tcp_threads_start(struct tcp_comm *c);
 void tcp_threads_stop(struct tcp_comm *c);
 
 /* tcp_send.c / tcp_recv.c */
-ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, void *mh,
+ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
                        void **request);
 ncclResult_t tcp_send_progress(struct tcp_comm *c);
-ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                        void **mhandles, void **request);
 ncclResult_t tcp_recv_progress(struct tcp_comm *c);
 

@@ -25,7 +25,7 @@ void tcp_abort_peer(struct tcp_comm *c, const char *reason) {
   /* A frame cannot be slipped into the middle of one already going out. */
   int mid_frame = c->send && c->out_count && c->out[c->out_head].off > 0;
   if (mid_frame) shutdown(c->ctrl_fd, SHUT_WR);
-  else xp_send_abort(c->ctrl_fd, c->next_seq, reason);
+  else transport_send_abort(c->ctrl_fd, c->next_seq, reason);
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
   for (int i = 0; i < c->nsocks; i++) reset_socket(c->socks[i].fd, devnull);
   if (devnull >= 0) close(devnull);

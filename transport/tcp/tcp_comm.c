@@ -9,9 +9,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "plugin/events.h"
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
 #include "transport/abort.h"
 #include "transport/idle.h"
 #include "transport/sock.h"
@@ -21,7 +21,7 @@ struct tcp_mr {
   uint32_t obj;
   uint8_t *base;
   size_t size;
-  struct xp_comm *comm;
+  struct transport_comm *comm;
 };
 
 /* The first failure wins and is logged once; later calls only return it.
@@ -35,7 +35,7 @@ ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if ((flags & TCP_F_SOCKET) && c->send && xp_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
+    if ((flags & TCP_F_SOCKET) && c->send && transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
       snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
       code = ncclRemoteError;
     }
@@ -75,7 +75,7 @@ void tcp_req_put(struct tcp_comm *c, struct tcp_req *r) {
   r->base.obj = OBJ_DEAD;
 }
 
-static ncclResult_t tcp_reg_mr(struct xp_comm *xc, void *data, size_t size, int type,
+static ncclResult_t tcp_reg_mr(struct transport_comm *xc, void *data, size_t size, int type,
                                void **mhandle) {
   if (type != NCCL_PTR_HOST) {
     WARN("regMr on the TCP connection with %s: memory type %d is not host memory; this device "
@@ -96,7 +96,7 @@ static ncclResult_t tcp_reg_mr(struct xp_comm *xc, void *data, size_t size, int 
   return ncclSuccess;
 }
 
-static ncclResult_t tcp_dereg_mr(struct xp_comm *xc, void *mhandle) {
+static ncclResult_t tcp_dereg_mr(struct transport_comm *xc, void *mhandle) {
   struct tcp_mr *mr = mhandle;
   if (!mr) return ncclSuccess;
   if (mr->obj != OBJ_MR) {
@@ -153,7 +153,7 @@ static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
  * on what the thread's other comms wait for, and on the helpers'
  * completions. */
 static void idle_wait(struct tcp_comm *c) {
-  struct pollfd fds[1 + XP_MAX_DATA_SOCKS];
+  struct pollfd fds[1 + TRANSPORT_MAX_DATA_SOCKS];
   int n = 0;
   short ev = c->send ? POLLOUT : POLLIN;
   if (c->send ? c->out_count > 0 : (c->posted_count > 0 || c->cur != NULL))
@@ -165,7 +165,7 @@ static void idle_wait(struct tcp_comm *c) {
     if (h != atomic_load(&s->tail) && (s->thread < 0 || s->ring[h % TCP_RING].len <= c->caller_max))
       fds[n++] = (struct pollfd){s->fd, ev, 0};
   }
-  xp_idle_wait(c, fds, n);
+  transport_idle_wait(c, fds, n);
 }
 
 static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
@@ -173,7 +173,7 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
   if (atomic_load(&c->failed)) return tcp_failed(c);
-  xp_idle_note(c, NULL, 0); /* still driven by this thread */
+  transport_idle_note(c, NULL, 0); /* still driven by this thread */
   uint64_t before = c->moved;
   ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
   if (res != ncclSuccess) return tcp_failed(c);
@@ -182,12 +182,12 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   c->moved += (uint64_t)m;
   if (atomic_load(&c->failed)) return tcp_failed(c);
   if (!r->hdr_done || atomic_load(&r->pending) != 0) {
-    if (c->moved != before) xp_idle_progress();
-    else if (xp_idle_should_wait()) idle_wait(c);
+    if (c->moved != before) transport_idle_progress();
+    else if (transport_idle_should_wait()) idle_wait(c);
     check_stall(c, r);
     return ncclSuccess;
   }
-  xp_idle_progress();
+  transport_idle_progress();
   if (r->send) ev_count(C_BYTES_SENT, (int64_t)r->size);
   else ev_count(C_BYTES_RECV, (int64_t)r->size);
   if (sizes) sizes[0] = r->size > INT_MAX ? INT_MAX : (int)r->size;
@@ -203,10 +203,10 @@ static void close_fds(struct tcp_comm *c) {
   c->ctrl_fd = -1;
 }
 
-static ncclResult_t tcp_close(struct xp_comm *xc) {
+static ncclResult_t tcp_close(struct transport_comm *xc) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   tcp_threads_stop(c);
-  xp_idle_forget(c); /* this thread's wait set; another's entries expire */
+  transport_idle_forget(c); /* this thread's wait set; another's entries expire */
   close_fds(c);
   pthread_mutex_destroy(&c->err_lock);
   c->base.obj = OBJ_DEAD;
@@ -214,14 +214,14 @@ static ncclResult_t tcp_close(struct xp_comm *xc) {
   return ncclSuccess;
 }
 
-static ncclResult_t tcp_iflush(struct xp_comm *xc, int n, void **data, int *sizes,
+static ncclResult_t tcp_iflush(struct transport_comm *xc, int n, void **data, int *sizes,
                                void **mhandles, void **request) {
   (void)xc, (void)n, (void)data, (void)sizes, (void)mhandles;
   *request = NULL; /* host memory: nothing to flush */
   return ncclSuccess;
 }
 
-static const struct xp_comm_ops tcp_ops = {
+static const struct transport_comm_ops tcp_ops = {
   .name = "tcp",
   .reg_mr = tcp_reg_mr,
   .reg_mr_dmabuf = NULL,
@@ -233,7 +233,7 @@ static const struct xp_comm_ops tcp_ops = {
   .close = tcp_close,
 };
 
-ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out) {
+ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   struct tcp_comm *c = calloc(1, sizeof(*c));
   if (!c) {
     WARN("connection with %s on device %s: out of memory", s->peer.desc, s->dev->name);

@@ -10,7 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 #include "transport/idle.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
@@ -137,7 +137,7 @@ ssize_t tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_tas
       }
       t->off += (size_t)n;
       moved += n;
-      if (atomic_fetch_sub(&t->req->pending, (long long)n) == n) xp_idle_wake();
+      if (atomic_fetch_sub(&t->req->pending, (long long)n) == n) transport_idle_wake();
     }
     head++;
     atomic_store_explicit(&s->head, head, memory_order_release);
@@ -168,7 +168,7 @@ static void set_lowat(struct tcp_comm *c, struct tcp_sock *s) {
 static void *tcp_thread_main(void *arg) {
   struct tcp_thread *t = arg;
   struct tcp_comm *c = t->comm;
-  struct pollfd pfd[1 + XP_MAX_DATA_SOCKS];
+  struct pollfd pfd[1 + TRANSPORT_MAX_DATA_SOCKS];
   while (!atomic_load(&c->stop)) {
     int n = 1;
     pfd[0].fd = t->efd;

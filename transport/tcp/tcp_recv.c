@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 #include "transport/idle.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
@@ -157,7 +157,7 @@ ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
   }
 }
 
-ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, int *tags,
+ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                        void **mhandles, void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
@@ -186,7 +186,7 @@ ncclResult_t tcp_irecv(struct xp_comm *xc, int n, void **data, size_t *sizes, in
   r->tag = tags ? tags[0] : 0;
   c->posted[(c->posted_head + c->posted_count) % TCP_MAX_REQS] = r;
   c->posted_count++;
-  xp_idle_note(c, &(struct pollfd){c->ctrl_fd, POLLIN, 0}, 1);
+  transport_idle_note(c, &(struct pollfd){c->ctrl_fd, POLLIN, 0}, 1);
   *request = r;
   return tcp_recv_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
 }

@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
@@ -57,7 +57,7 @@ ncclResult_t tcp_send_progress(struct tcp_comm *c) {
   return ncclSuccess;
 }
 
-ncclResult_t tcp_isend(struct xp_comm *xc, void *data, size_t size, int tag, void *mh,
+ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
                        void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;

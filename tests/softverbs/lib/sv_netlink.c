@@ -14,13 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
-struct nl_addr {
+struct netlink_addr {
   int family;
   uint8_t bytes[16];
   size_t len;
 };
 
-static void addr_of(const struct sockaddr_storage *ss, struct nl_addr *a) {
+static void addr_of(const struct sockaddr_storage *ss, struct netlink_addr *a) {
   a->family = ss->ss_family;
   if (ss->ss_family == AF_INET) {
     a->len = 4;
@@ -31,7 +31,7 @@ static void addr_of(const struct sockaddr_storage *ss, struct nl_addr *a) {
   }
 }
 
-static int nl_open(void) {
+static int netlink_open(void) {
   int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   struct timeval tv = {.tv_sec = 1};
   if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
@@ -47,7 +47,7 @@ static void add_attr(struct nlmsghdr *h, int type, const void *data, size_t len)
 }
 
 /* The gateway towards dst through ifindex, or dst itself when on-link. */
-static void next_hop(int fd, int ifindex, struct nl_addr *hop) {
+static void next_hop(int fd, int ifindex, struct netlink_addr *hop) {
   _Alignas(struct nlmsghdr) char req[256];
   memset(req, 0, sizeof req);
   struct nlmsghdr *h = (struct nlmsghdr *)req;
@@ -70,7 +70,7 @@ static void next_hop(int fd, int ifindex, struct nl_addr *hop) {
     if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == hop->len) memcpy(hop->bytes, RTA_DATA(a), hop->len);
 }
 
-static bool entry_matches(struct nlmsghdr *h, int ifindex, const struct nl_addr *hop) {
+static bool entry_matches(struct nlmsghdr *h, int ifindex, const struct netlink_addr *hop) {
   const unsigned valid = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP;
   struct ndmsg *nd = NLMSG_DATA(h);
   if (nd->ndm_ifindex != ifindex || !(nd->ndm_state & valid)) return false;
@@ -82,7 +82,7 @@ static bool entry_matches(struct nlmsghdr *h, int ifindex, const struct nl_addr 
   return false;
 }
 
-static bool neigh_dump(int fd, int ifindex, const struct nl_addr *hop) {
+static bool neigh_dump(int fd, int ifindex, const struct netlink_addr *hop) {
   struct {
     struct nlmsghdr h;
     struct ndmsg nd;
@@ -106,8 +106,8 @@ static bool neigh_dump(int fd, int ifindex, const struct nl_addr *hop) {
 }
 
 int sv_nl_neigh_valid(int ifindex, const struct sockaddr_storage *dst) {
-  struct nl_addr hop;
-  int fd = nl_open();
+  struct netlink_addr hop;
+  int fd = netlink_open();
   if (fd < 0) return 0;
   addr_of(dst, &hop);
   next_hop(fd, ifindex, &hop);

@@ -1,4 +1,4 @@
-#include "plugin/ncclver.h"
+#include "common/ncclver.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -1,6 +1,6 @@
 /* String copy that always terminates and never reads past src's end. */
-#ifndef DIAG_PLUGIN_STRUTIL_H
-#define DIAG_PLUGIN_STRUTIL_H
+#ifndef DIAG_COMMON_STRUTIL_H
+#define DIAG_COMMON_STRUTIL_H
 
 #include <stddef.h>
 #include <string.h>

@@ -2,8 +2,8 @@
  * type, default and help text. NCCL's own names keep NCCL's meaning; ours are
  * NCCL_DIAG_*. Values are parsed once (knob_load); a bad value gets a WARN
  * that quotes it and says what is accepted, and the default is used. */
-#ifndef DIAG_PLUGIN_KNOBS_H
-#define DIAG_PLUGIN_KNOBS_H
+#ifndef DIAG_COMMON_KNOBS_H
+#define DIAG_COMMON_KNOBS_H
 
 #include <stdint.h>
 

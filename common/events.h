@@ -1,8 +1,8 @@
 /* Optional JSON-lines event file (NCCL_DIAG_LOG_FILE): one object per
  * selection decision, handshake, QP transition and failure, and a closing
  * census. Building an event costs nothing when the file is not enabled. */
-#ifndef DIAG_PLUGIN_EVENTS_H
-#define DIAG_PLUGIN_EVENTS_H
+#ifndef DIAG_COMMON_EVENTS_H
+#define DIAG_COMMON_EVENTS_H
 
 #include <stddef.h>
 #include <stdint.h>

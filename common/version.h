@@ -1,6 +1,6 @@
 /* Plugin version; meson passes the project version in DIAG_VERSION. */
-#ifndef DIAG_PLUGIN_VERSION_H
-#define DIAG_PLUGIN_VERSION_H
+#ifndef DIAG_COMMON_VERSION_H
+#define DIAG_COMMON_VERSION_H
 
 #ifndef DIAG_VERSION
 #define DIAG_VERSION "0.0.0-dev"

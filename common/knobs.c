@@ -1,4 +1,4 @@
-#include "plugin/knobs.h"
+#include "common/knobs.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "plugin/log.h"
+#include "common/log.h"
 
 static const char *const fallback_choices[] = {"auto", "off", NULL};
 static const char *const family_choices[] = {"AF_INET", "AF_INET6", NULL};

@@ -1,6 +1,6 @@
 /* The NCCL version of the process we are loaded into, for the hello record. */
-#ifndef DIAG_PLUGIN_NCCLVER_H
-#define DIAG_PLUGIN_NCCLVER_H
+#ifndef DIAG_COMMON_NCCLVER_H
+#define DIAG_COMMON_NCCLVER_H
 
 #include <stddef.h>
 

@@ -1,4 +1,4 @@
-#include "plugin/log.h"
+#include "common/log.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -14,44 +14,46 @@
 #define LOG_LINE_MAX 1000
 #define LOG_MSG_MAX 8192
 
-static _Atomic(ncclDebugLogger_t) nccl_logger;
+static _Atomic(log_sink_fn) sink;
 static atomic_int stderr_level = -1;
 
-void log_set_nccl_logger(ncclDebugLogger_t logger) {
-  ncclDebugLogger_t expected = NULL;
-  if (logger) atomic_compare_exchange_strong(&nccl_logger, &expected, logger);
+void log_set_sink(log_sink_fn fn) {
+  log_sink_fn expected = NULL;
+  if (fn) atomic_compare_exchange_strong(&sink, &expected, fn);
 }
 
-int log_have_nccl_logger(void) { return atomic_load(&nccl_logger) != NULL; }
+int log_have_sink(void) { return atomic_load(&sink) != NULL; }
 
-void log_set_stderr_level(ncclDebugLogLevel level) { atomic_store(&stderr_level, (int)level); }
+void log_set_stderr_level(enum log_level level) { atomic_store(&stderr_level, (int)level); }
 
 static int stderr_threshold(void) {
   int lvl = atomic_load(&stderr_level);
   if (lvl >= 0) return lvl;
   const char *env = getenv("NCCL_DEBUG");
-  lvl = NCCL_LOG_WARN;
-  if (env && !strcasecmp(env, "INFO")) lvl = NCCL_LOG_INFO;
-  else if (env && !strcasecmp(env, "TRACE")) lvl = NCCL_LOG_TRACE;
-  else if (env && !strcasecmp(env, "VERSION")) lvl = NCCL_LOG_VERSION;
+  lvl = LOG_LEVEL_WARN;
+  if (env && !strcasecmp(env, "INFO")) lvl = LOG_LEVEL_INFO;
+  else if (env && !strcasecmp(env, "TRACE")) lvl = LOG_LEVEL_TRACE;
+  else if (env && !strcasecmp(env, "VERSION")) lvl = LOG_LEVEL_VERSION;
   atomic_store(&stderr_level, lvl);
   return lvl;
 }
 
-static const char *level_name(ncclDebugLogLevel level) {
+static const char *level_name(enum log_level level) {
   switch (level) {
-  case NCCL_LOG_WARN: return "WARN";
-  case NCCL_LOG_INFO: return "INFO";
-  case NCCL_LOG_TRACE: return "TRACE";
+  case LOG_LEVEL_WARN: return "WARN";
+  case LOG_LEVEL_INFO: return "INFO";
+  case LOG_LEVEL_TRACE: return "TRACE";
   default: return "LOG";
   }
 }
 
-static void emit_line(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+static void emit_line(enum log_level level, unsigned long flags, const char *file, int line,
                       const char *text) {
-  ncclDebugLogger_t logger = atomic_load(&nccl_logger);
-  if (logger) {
-    logger(level, flags, file, line, "NET/diag %s", text);
+  log_sink_fn fn = atomic_load(&sink);
+  if (fn) {
+    char tagged[LOG_LINE_MAX + 16];
+    snprintf(tagged, sizeof(tagged), "NET/diag %s", text);
+    fn(level, flags, file, line, tagged);
     return;
   }
   if ((int)level > stderr_threshold()) return;
@@ -69,7 +71,7 @@ static void emit_line(ncclDebugLogLevel level, unsigned long flags, const char *
 
 /* Long diagnoses are split at newlines (and, failing that, at LOG_LINE_MAX)
  * so nothing is cut off by NCCL's line buffer. */
-void log_emit(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
+void log_emit(enum log_level level, unsigned long flags, const char *file, int line,
               const char *fmt, ...) {
   char msg[LOG_MSG_MAX];
   va_list ap;

@@ -5,8 +5,8 @@
  * Every object handed to NCCL starts with an object tag, checked on every
  * entry, so a comm used after close or passed to the wrong call is named in
  * a WARN instead of corrupting memory. */
-#ifndef DIAG_TRANSPORT_XP_H
-#define DIAG_TRANSPORT_XP_H
+#ifndef DIAG_TRANSPORT_TRANSPORT_H
+#define DIAG_TRANSPORT_TRANSPORT_H
 
 #include <limits.h>
 #include <net/if.h>
@@ -17,10 +17,10 @@
 #include "topo/netif.h"
 #include "transport/hello.h"
 
-#define XP_MAX_DEVS 64
-#define XP_MAX_DATA_SOCKS 64
+#define TRANSPORT_MAX_DEVS 64
+#define TRANSPORT_MAX_DATA_SOCKS 64
 
-enum xp_obj {
+enum transport_obj {
   OBJ_LISTEN = 0x4c495354,
   OBJ_SEND = 0x53454e44,
   OBJ_RECV = 0x52454356,
@@ -34,7 +34,7 @@ enum xp_obj {
 /* A device as NCCL sees it. TCP devices are interfaces; RDMA devices (added
  * by the IB transport) are ports, and still carry the interface their
  * control connections use. */
-struct xp_dev {
+struct transport_dev {
   int index;
   char name[64];
   int is_ib;
@@ -49,89 +49,89 @@ struct xp_dev {
 };
 
 /* The host's network view, built once at init (plugin/devices.c). */
-struct xp_host {
+struct transport_host {
   struct netif_list ifs;
   struct netif_choice choice;
   int ndev;
-  struct xp_dev dev[XP_MAX_DEVS];
+  struct transport_dev dev[TRANSPORT_MAX_DEVS];
   char why_none[1024]; /* when ndev == 0: why, and what to set */
 };
 
-const struct xp_host *xp_host(void);
+const struct transport_host *transport_host(void);
 /* Builds it (once per process; later calls return at once). */
-void xp_host_init(void);
+void transport_host_init(void);
 
 /* The other side of a connection, for every message about it. */
-struct xp_peer {
+struct transport_peer {
   struct hello hello;   /* its hello record */
   char addr[80];        /* "10.0.0.7<46417>" */
   char desc[160];       /* "host-b (10.0.0.7<46417>, eth0)" */
 };
 
-struct xp_comm;
+struct transport_comm;
 
-struct xp_comm_ops {
+struct transport_comm_ops {
   const char *name; /* "tcp" or "ib" */
-  ncclResult_t (*reg_mr)(struct xp_comm *c, void *data, size_t size, int type, void **mhandle);
-  ncclResult_t (*reg_mr_dmabuf)(struct xp_comm *c, void *data, size_t size, int type,
+  ncclResult_t (*reg_mr)(struct transport_comm *c, void *data, size_t size, int type, void **mhandle);
+  ncclResult_t (*reg_mr_dmabuf)(struct transport_comm *c, void *data, size_t size, int type,
                                 uint64_t offset, int fd, void **mhandle);
-  ncclResult_t (*dereg_mr)(struct xp_comm *c, void *mhandle);
-  ncclResult_t (*isend)(struct xp_comm *c, void *data, size_t size, int tag, void *mhandle,
+  ncclResult_t (*dereg_mr)(struct transport_comm *c, void *mhandle);
+  ncclResult_t (*isend)(struct transport_comm *c, void *data, size_t size, int tag, void *mhandle,
                         void **request);
-  ncclResult_t (*irecv)(struct xp_comm *c, int n, void **data, size_t *sizes, int *tags,
+  ncclResult_t (*irecv)(struct transport_comm *c, int n, void **data, size_t *sizes, int *tags,
                         void **mhandles, void **request);
-  ncclResult_t (*iflush)(struct xp_comm *c, int n, void **data, int *sizes, void **mhandles,
+  ncclResult_t (*iflush)(struct transport_comm *c, int n, void **data, int *sizes, void **mhandles,
                          void **request);
   ncclResult_t (*test)(void *request, int *done, int *sizes);
-  ncclResult_t (*close)(struct xp_comm *c);
+  ncclResult_t (*close)(struct transport_comm *c);
 };
 
-struct xp_comm {
+struct transport_comm {
   uint32_t obj; /* OBJ_SEND or OBJ_RECV */
-  const struct xp_comm_ops *ops;
-  const struct xp_dev *dev;
-  struct xp_peer peer;
+  const struct transport_comm_ops *ops;
+  const struct transport_dev *dev;
+  struct transport_peer peer;
   struct hello mine;
   int max_recvs;
 };
 
-struct xp_req {
+struct transport_req {
   uint32_t obj; /* OBJ_REQ while in use */
-  struct xp_comm *comm;
+  struct transport_comm *comm;
 };
 
 /* What connection setup hands a transport: sockets it now owns. */
-struct xp_setup {
-  const struct xp_dev *dev;
+struct transport_setup {
+  const struct transport_dev *dev;
   int send_side;
   int ctrl_fd;
   int ndata;
-  int data_fds[XP_MAX_DATA_SOCKS];
+  int data_fds[TRANSPORT_MAX_DATA_SOCKS];
   int nthreads;
-  struct xp_peer peer;
+  struct transport_peer peer;
   struct hello mine;
 };
 
 /* TCP comm from a completed setup; takes ownership of the sockets. */
-ncclResult_t tcp_comm_create(struct xp_setup *s, struct xp_comm **out);
+ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
 
 /* Connection setup (transport/listen.c, accept.c, connect.c). */
-ncclResult_t xp_listen(const struct xp_dev *dev, void *handle, void **listen_comm);
-ncclResult_t xp_accept(void *listen_comm, void **recv_comm);
-ncclResult_t xp_close_listen(void *listen_comm);
-ncclResult_t xp_connect(const struct xp_dev *dev, int traffic_class, void *handle,
+ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, void **listen_comm);
+ncclResult_t transport_accept(void *listen_comm, void **recv_comm);
+ncclResult_t transport_close_listen(void *listen_comm);
+ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_class, void *handle,
                         void **send_comm);
 
 /* The hand-off every finished setup builds: sockets stay as given (ndata 0,
  * nthreads 0) for the caller to add. */
-void xp_setup_init(struct xp_setup *s, const struct xp_dev *dev, int send_side, int ctrl_fd,
+void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side, int ctrl_fd,
                    const struct hello *mine, const struct hello *peer, const char *peer_addr);
 
 /* "host-b (10.0.0.7<46417>, eth0)" from a hello and a socket address. */
-void xp_peer_describe(struct xp_peer *p, const struct hello *h, const char *addr);
+void transport_peer_describe(struct transport_peer *p, const struct hello *h, const char *addr);
 
 /* Sockets per connection and helper threads, from the knobs (NCCL's
  * meaning: threads x sockets-per-thread, at most 64 sockets). */
-void xp_socket_shape(int *nsocks, int *nthreads);
+void transport_socket_shape(int *nsocks, int *nthreads);
 
 #endif

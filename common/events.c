@@ -1,4 +1,4 @@
-#include "plugin/events.h"
+#include "common/events.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -9,8 +9,8 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#include "plugin/knobs.h"
-#include "plugin/log.h"
+#include "common/knobs.h"
+#include "common/log.h"
 
 static pthread_once_t ev_once = PTHREAD_ONCE_INIT;
 static int ev_fd = -1;
