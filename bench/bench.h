@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#define BENCH_MAX_WINDOW 8   /* NCCL_STEPS: requests in flight per connection */
+#define BENCH_MAX_WINDOW 8 /* NCCL_STEPS: requests in flight per connection */
 #define BENCH_MAX_COMMS 8
 #define BENCH_MAX_SOCKS 8    /* raw baseline sockets per comm */
 #define BENCH_HANDLE_LEN 128 /* NCCL_NET_HANDLE_MAXSIZE */
@@ -80,15 +80,15 @@ struct bench_res {
 /* --- worker.c ---------------------------------------------------------- */
 struct worker_cfg {
   int rank;
-  int fd;               /* to the parent */
-  const char *plugin;   /* path or NULL */
-  int abi;              /* 0 = newest */
-  int dev;              /* -1 = first */
-  const char *netns;    /* NULL = stay */
-  const char *ifname;   /* NCCL_SOCKET_IFNAME for the plugin */
-  const char *addr;     /* the raw baseline's address */
-  int rdma_only;        /* insist on an RDMA device (skip otherwise) */
-  int cpu;              /* >= 0: pin the whole rank to this CPU */
+  int fd;             /* to the parent */
+  const char *plugin; /* path or NULL */
+  int abi;            /* 0 = newest */
+  int dev;            /* -1 = first */
+  const char *netns;  /* NULL = stay */
+  const char *ifname; /* NCCL_SOCKET_IFNAME for the plugin */
+  const char *addr;   /* the raw baseline's address */
+  int rdma_only;      /* insist on an RDMA device (skip otherwise) */
+  int cpu;            /* >= 0: pin the whole rank to this CPU */
   int verbose;
 };
 /* Runs in the forked child; returns its exit status. */
@@ -102,7 +102,7 @@ struct stream {
   int peer_rank, my_rank;
   uint8_t *pool; /* window slots of `size` bytes */
   int64_t *done_ns;
-  int bad;       /* first verification failure, described in err */
+  int bad; /* first verification failure, described in err */
   char err[512];
 };
 
@@ -121,8 +121,7 @@ uint64_t pat_key(int sender_rank, int comm, int slot);
 void pat_fill(uint8_t *buf, size_t size, uint64_t key);
 /* Stamps the first/last word of a message if they lie in [off, off+len):
  * each sender of a stripe stamps only its own bytes. */
-void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off,
-               size_t len);
+void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off, size_t len);
 /* 1 = intact. Checks the stamps and a few sampled words; full = every word.
  * On failure *bad_off is the first wrong byte offset. */
 int pat_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
@@ -140,8 +139,7 @@ double median(const double *v, int n);
 int64_t percentile(int64_t *v, size_t n, double p);
 /* Latencies of the timed receive messages of a stream (lifetime from the
  * moment its slot was free, i.e. when NCCL would post it). */
-size_t stream_lat(const struct stream *s, uint64_t warm, uint64_t total, int window,
-                  int64_t *out);
+size_t stream_lat(const struct stream *s, uint64_t warm, uint64_t total, int window, int64_t *out);
 /* Fills t0/t_end/timed_msgs from the receive streams. */
 void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
                    struct bench_res *res);

@@ -60,8 +60,8 @@ int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t ca
              p->dev, pr.name);
     return 1;
   }
-  snprintf(p->desc, sizeof(p->desc), "%s, ABI v%d \"%s\", device %d %s", p->nl.path,
-           p->nl.version, netload_name(&p->nl), p->dev, pr.name);
+  snprintf(p->desc, sizeof(p->desc), "%s, ABI v%d \"%s\", device %d %s", p->nl.path, p->nl.version,
+           netload_name(&p->nl), p->dev, pr.name);
   return 0;
 }
 
@@ -144,8 +144,8 @@ static int post(struct plug *p, struct pq *q, const struct bench_cmd *c, char *e
     r = netload_irecv(&p->nl, q->comm, 1, (void **)&buf, &sz, &tag, &q->mh, &req);
   }
   if (r) {
-    snprintf(err, cap, "%s of message %llu on comm %d returned %d",
-             q->s->send ? "isend" : "irecv", (unsigned long long)m, q->s->comm, r);
+    snprintf(err, cap, "%s of message %llu on comm %d returned %d", q->s->send ? "isend" : "irecv",
+             (unsigned long long)m, q->s->comm, r);
     return -1;
   }
   if (!req) return 0; /* "not now": NCCL retries on its next pass */

@@ -55,8 +55,8 @@ int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks
   }
   w->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   socklen_t len = sizeof(sa);
-  if (w->lfd < 0 || bind(w->lfd, (struct sockaddr *)&sa, sizeof(sa)) ||
-      listen(w->lfd, 256) || getsockname(w->lfd, (struct sockaddr *)&sa, &len)) {
+  if (w->lfd < 0 || bind(w->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(w->lfd, 256) ||
+      getsockname(w->lfd, (struct sockaddr *)&sa, &len)) {
     snprintf(err, cap, "baseline listen on %s: %s", addr, strerror(errno));
     return -1;
   }
@@ -292,8 +292,8 @@ static int run_lat(struct raw *w, struct run_ctx *r) {
     }
     if (!e && w->rank == 0) e = read_all(rfd, rx->pool, c->size, c->shape.spin);
     if (e) {
-      snprintf(r->err, sizeof(r->err), "baseline ping-pong message %llu: %s",
-               (unsigned long long)i, strerror(e));
+      snprintf(r->err, sizeof(r->err), "baseline ping-pong message %llu: %s", (unsigned long long)i,
+               strerror(e));
       return -1;
     }
     if (w->rank == 0) {

@@ -122,17 +122,20 @@ static void defaults(struct opts *o) {
 /* One option with its value; returns 0, or -1 for a bad one. */
 static int option(struct opts *o, const char *k, const char *v) {
   int bad = 0;
-  if (!strcmp(k, "--placement")) o->placement = v, bad = strcmp(v, "loopback") && strcmp(v, "netns");
+  if (!strcmp(k, "--placement"))
+    o->placement = v, bad = strcmp(v, "loopback") && strcmp(v, "netns");
   else if (!strcmp(k, "--transport")) o->transport = v, bad = strcmp(v, "tcp") && strcmp(v, "ib");
   else if (!strcmp(k, "--verbs-lib")) bad = setenv("NCCL_DIAG_IBVERBS_LIB", v, 1);
   else if (!strcmp(k, "--modes")) bad = parse_modes(v, o->modes);
-  else if (!strcmp(k, "--sizes")) bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, 1)) < 1;
+  else if (!strcmp(k, "--sizes"))
+    bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, 1)) < 1;
   else if (!strcmp(k, "--lat-sizes"))
     bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, 1)) < 1;
   else if (!strcmp(k, "--comms"))
     bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMMS, 1, BENCH_MAX_COMMS)) < 1;
   else if (!strcmp(k, "--raw-shapes")) bad = (o->nraw_shapes = parse_shapes(v, o->raw_shapes)) < 1;
-  else if (!strcmp(k, "--window")) o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
+  else if (!strcmp(k, "--window"))
+    o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
   else if (!strcmp(k, "--reps")) o->reps = atoi(v), bad = o->reps < 1 || o->reps > BENCH_MAX_REPS;
   else if (!strcmp(k, "--target-bytes")) bad = !(o->target_bytes = parse_size(v));
   else if (!strcmp(k, "--max-mem")) bad = !(o->max_mem = parse_size(v));
@@ -178,8 +181,9 @@ static int parse_args(struct opts *o, int argc, char **argv) {
       return -1;
     } else {
       i++;
-      n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
-                    " %s", argv[i]);
+      n +=
+        snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
+                 " %s", argv[i]);
     }
   }
   if (check_sizes(o)) {

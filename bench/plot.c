@@ -9,13 +9,13 @@
 
 #define W 960
 #define H 540
-#define L 80  /* plot area margins */
+#define L 80 /* plot area margins */
 #define R 250
 #define T 50
 #define B 70
 
-static const char *const colour[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
-                                     "#8c564b", "#e377c2", "#17becf"};
+static const char *const colour[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd",
+                                     "#ff7f0e", "#8c564b", "#e377c2", "#17becf"};
 
 /* x: log2 of the size; y: log10 of GB/s, whole decades, since small and
  * large messages differ by four orders of magnitude. */
@@ -60,14 +60,16 @@ static void draw_axes(FILE *f, const struct axes *a, const struct report *rep) {
     last = s;
     char lab[16];
     short_size(lab, sizeof(lab), s);
-    fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%d' y2='%d' stroke='#eee'/>\n", px(a, s), px(a, s),
-            T, H - B);
+    fprintf(f, "<line x1='%.1f' x2='%.1f' y1='%d' y2='%d' stroke='#eee'/>\n", px(a, s), px(a, s), T,
+            H - B);
     fprintf(f, "<text x='%.1f' y='%d' text-anchor='middle'>%s</text>\n", px(a, s), H - B + 18, lab);
   }
   fprintf(f, "<text x='%d' y='%d' text-anchor='middle'>message size (bytes)</text>\n",
           L + (W - L - R) / 2, H - 20);
-  fprintf(f, "<text x='20' y='%d' transform='rotate(-90 20 %d)' text-anchor='middle'>GB/s "
-             "(median, log scale)</text>\n", T + (H - T - B) / 2, T + (H - T - B) / 2);
+  fprintf(f,
+          "<text x='20' y='%d' transform='rotate(-90 20 %d)' text-anchor='middle'>GB/s "
+          "(median, log scale)</text>\n",
+          T + (H - T - B) / 2, T + (H - T - B) / 2);
 }
 
 /* One polyline of a (mode, comms) group: the plugin (var 0) or the chosen
@@ -95,8 +97,8 @@ static void series(FILE *f, const struct axes *a, const struct report *rep, int 
 
 static void legend(FILE *f, int k, const char *col, const char *text, int base) {
   int y = T + 10 + k * 22, x = W - R + 20;
-  fprintf(f, "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'%s/>\n", x,
-          x + 30, y, y, col, base ? " stroke-dasharray='6 4'" : "");
+  fprintf(f, "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'%s/>\n", x, x + 30,
+          y, y, col, base ? " stroke-dasharray='6 4'" : "");
   fprintf(f, "<text x='%d' y='%d'>%s</text>\n", x + 38, y + 4, text);
 }
 
@@ -123,17 +125,22 @@ int plot_svg(const struct report *rep, const char *path) {
   if (!f) return -1;
   struct axes a;
   limits(rep, &a);
-  fprintf(f, "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/svg' "
-             "width='%d' height='%d' font-family='sans-serif' font-size='12'>\n"
-             "<rect width='100%%' height='100%%' fill='white'/>\n", W, H);
-  fprintf(f, "<text x='%d' y='24' font-size='15'>nccl-net-bench: plugin (solid) vs raw TCP "
-             "baseline (dashed), %s</text>\n", L, rep->o->placement);
+  fprintf(f,
+          "<?xml version='1.0' encoding='UTF-8'?>\n<svg xmlns='http://www.w3.org/2000/svg' "
+          "width='%d' height='%d' font-family='sans-serif' font-size='12'>\n"
+          "<rect width='100%%' height='100%%' fill='white'/>\n",
+          W, H);
+  fprintf(f,
+          "<text x='%d' y='24' font-size='15'>nccl-net-bench: plugin (solid) vs raw TCP "
+          "baseline (dashed), %s</text>\n",
+          L, rep->o->placement);
   draw_axes(f, &a, rep);
   int k = 0;
   for (int mode = MODE_UNI; mode <= MODE_BIDIR; mode++)
     for (int c = 1; c <= BENCH_MAX_COMMS; c++) {
       int have = 0;
-      for (int i = 0; i < rep->nrows; i++) have |= rep->rows[i].mode == mode && rep->rows[i].ncomms == c;
+      for (int i = 0; i < rep->nrows; i++)
+        have |= rep->rows[i].mode == mode && rep->rows[i].ncomms == c;
       if (!have) continue;
       const char *col = colour[(k / 2) % 8];
       char text[64];

@@ -55,7 +55,8 @@ void report_header(FILE *f, const struct report *rep) {
   fprintf(f, "# placement: %s; transport %s\n", rep->where, o->transport);
   fprintf(f, "# plugin: %s\n", rep->plugin_desc);
   if (o->idle_us)
-    fprintf(f, "# EXPERIMENT: the driving thread sleeps %d us when idle (NCCL yields)\n", o->idle_us);
+    fprintf(f, "# EXPERIMENT: the driving thread sleeps %d us when idle (NCCL yields)\n",
+            o->idle_us);
   fprintf(f, "# environment: ");
   print_env(f, "");
   fprintf(f, "# baseline: %s\n",
@@ -67,8 +68,10 @@ void report_header(FILE *f, const struct report *rep) {
              "summed; lat: size / half the p50 round trip)\n");
   fprintf(f, "# p50/p99 us: bandwidth rows: time each receive was outstanding (slot free -> "
              "complete); lat rows: round trip\n");
-  fprintf(f, "# cpu s/GB: user+sys CPU of both processes, all threads (the polling thread "
-             "too), per GB moved; medians of %d repetitions\n", o->reps);
+  fprintf(f,
+          "# cpu s/GB: user+sys CPU of both processes, all threads (the polling thread "
+          "too), per GB moved; medians of %d repetitions\n",
+          o->reps);
 }
 
 void report_block(FILE *f, const struct report *rep, const struct row *r) {
@@ -80,8 +83,8 @@ void report_block(FILE *f, const struct report *rep, const struct row *r) {
   fprintf(f, "#                            %-36s| %-49s| ratio plugin/baseline\n", "plugin",
           "raw TCP baseline");
   fprintf(f, "# %9s %3s %7s |%8s %8s %8s %9s |%8s %8s %8s %9s %-13s|%7s %6s %5s\n", "size", "win",
-          "iters", "GB/s", "p50 us", "p99 us", "cpu s/GB", "GB/s", "p50 us", "p99 us",
-          "cpu s/GB", " shape", r->mode == MODE_LAT ? "p50" : "GB/s", "cpu", "data");
+          "iters", "GB/s", "p50 us", "p99 us", "cpu s/GB", "GB/s", "p50 us", "p99 us", "cpu s/GB",
+          " shape", r->mode == MODE_LAT ? "p50" : "GB/s", "cpu", "data");
 }
 
 void report_row(FILE *f, const struct row *r) {
@@ -140,15 +143,16 @@ static void report_noise(FILE *f, const struct report *rep) {
     int seen = 0;
     for (int v = 0; v < r->nvar; v++)
       for (int k = 0; k < r->var[v].nrep; k++)
-        if (isfinite(r->var[v].foreign[k]))
-          row_max = fmax(row_max, r->var[v].foreign[k]), seen = 1;
+        if (isfinite(r->var[v].foreign[k])) row_max = fmax(row_max, r->var[v].foreign[k]), seen = 1;
     if (!seen) continue;
     all[n++] = row_max;
     worst = fmax(worst, row_max);
   }
   if (n)
-    fprintf(f, "# other load on the host while measuring: median row %.0f %%, worst %.0f %% of "
-               "its CPUs%s\n", 100 * median(all, n < 64 ? n : 64), 100 * worst,
+    fprintf(f,
+            "# other load on the host while measuring: median row %.0f %%, worst %.0f %% of "
+            "its CPUs%s\n",
+            100 * median(all, n < 64 ? n : 64), 100 * worst,
             worst > 0.15 ? " (noisy: repeat when the host is quiet, or use --wait-quiet)" : "");
 }
 
@@ -160,8 +164,8 @@ void report_targets(FILE *f, const struct report *rep) {
   for (int i = 0; i < 3; i++) {
     if (!v[i].seen) fprintf(f, "# target: %-55s not measured in this run\n", v[i].name);
     else
-      fprintf(f, "# target: %-55s %s (worst ratio %.2f)\n", v[i].name,
-              v[i].pass ? "MET" : "MISSED", v[i].worst);
+      fprintf(f, "# target: %-55s %s (worst ratio %.2f)\n", v[i].name, v[i].pass ? "MET" : "MISSED",
+              v[i].worst);
   }
 }
 
@@ -226,8 +230,9 @@ static void jvariant(FILE *f, const struct variant *v) {
 }
 
 static void jrow(FILE *f, const struct row *r) {
-  fprintf(f, "    {\"mode\": \"%s\", \"comms\": %d, \"size\": %llu, \"window\": %d, "
-             "\"warmup\": %llu, \"iters\": %llu, \"verified\": %s,\n     \"plugin\": ",
+  fprintf(f,
+          "    {\"mode\": \"%s\", \"comms\": %d, \"size\": %llu, \"window\": %d, "
+          "\"warmup\": %llu, \"iters\": %llu, \"verified\": %s,\n     \"plugin\": ",
           mode_name[r->mode], r->ncomms, (unsigned long long)r->size, r->window,
           (unsigned long long)r->warm, (unsigned long long)r->iters,
           r->verified ? "true" : "false");
@@ -250,14 +255,16 @@ static void jrow(FILE *f, const struct row *r) {
 }
 
 static void jparams(FILE *f, const struct opts *o) {
-  fprintf(f, "  \"params\": {\"reps\": %d, \"window\": %d, \"driver_idle_us\": %d, "
-             "\"target_bytes\": %llu, "
-             "\"max_msgs\": %llu, \"lat_iters\": %llu, \"max_mem\": %llu, "
-             "\"raw_min_stripe\": %llu, \"sizes\": [",
+  fprintf(f,
+          "  \"params\": {\"reps\": %d, \"window\": %d, \"driver_idle_us\": %d, "
+          "\"target_bytes\": %llu, "
+          "\"max_msgs\": %llu, \"lat_iters\": %llu, \"max_mem\": %llu, "
+          "\"raw_min_stripe\": %llu, \"sizes\": [",
           o->reps, o->window, o->idle_us, (unsigned long long)o->target_bytes,
           (unsigned long long)o->max_msgs, (unsigned long long)o->lat_iters,
           (unsigned long long)o->max_mem, (unsigned long long)o->raw_min_stripe);
-  for (int i = 0; i < o->nsizes; i++) fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)o->sizes[i]);
+  for (int i = 0; i < o->nsizes; i++)
+    fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)o->sizes[i]);
   fprintf(f, "], \"lat_sizes\": [");
   for (int i = 0; i < o->nlat_sizes; i++)
     fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)o->lat_sizes[i]);
@@ -265,7 +272,8 @@ static void jparams(FILE *f, const struct opts *o) {
   for (int i = 0; i < o->ncomms_list; i++) fprintf(f, "%s%d", i ? ", " : "", o->comms[i]);
   fprintf(f, "], \"raw_shapes\": [");
   for (int i = 0; i < o->nraw_shapes; i++)
-    fprintf(f, "%s\"%d%s\"", i ? ", " : "", o->raw_shapes[i].nsocks, o->raw_shapes[i].spin ? "s" : "");
+    fprintf(f, "%s\"%d%s\"", i ? ", " : "", o->raw_shapes[i].nsocks,
+            o->raw_shapes[i].spin ? "s" : "");
   fprintf(f, "]},\n  \"environment\": {");
   int n = 0;
   for (char **e = environ; *e; e++) {
@@ -300,7 +308,8 @@ int report_json(const struct report *rep, const char *path) {
   FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
   if (!f) return -1;
   const struct opts *o = rep->o;
-  fprintf(f, "{\n  \"bench\": \"nccl-net-bench\", \"version\": \"%s\", \"started\": ", DIAG_VERSION);
+  fprintf(f,
+          "{\n  \"bench\": \"nccl-net-bench\", \"version\": \"%s\", \"started\": ", DIAG_VERSION);
   jstr(f, rep->started);
   fprintf(f, ",\n  \"command\": ");
   jstr(f, o->command);

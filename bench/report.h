@@ -31,7 +31,7 @@ struct row {
   uint64_t size, warm, iters;
   int nvar; /* var[0] is the plugin */
   struct variant var[1 + BENCH_MAX_SHAPES];
-  int best; /* the baseline shape compared against; -1 without baseline */
+  int best;                    /* the baseline shape compared against; -1 without baseline */
   double r_gbps, r_p50, r_cpu; /* plugin / baseline; 0 when there is none */
   int verified;
 };
@@ -57,7 +57,7 @@ struct opts {
 
 struct report {
   const struct opts *o;
-  char where[256];      /* placement in words */
+  char where[256]; /* placement in words */
   char plugin_desc[512];
   char started[32];
   double load1;

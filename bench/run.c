@@ -40,8 +40,13 @@ static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) 
       signal(SIGTERM, SIG_DFL);
       signal(SIGHUP, SIG_DFL);
       struct worker_cfg cfg = {
-        .rank = r, .fd = sv[1], .plugin = o->plugin, .abi = o->abi, .dev = o->dev,
-        .netns = ns ? ns->ns[r] : NULL, .verbose = o->verbose,
+        .rank = r,
+        .fd = sv[1],
+        .plugin = o->plugin,
+        .abi = o->abi,
+        .dev = o->dev,
+        .netns = ns ? ns->ns[r] : NULL,
+        .verbose = o->verbose,
         .rdma_only = !strcmp(o->transport, "ib"),
         .cpu = o->pin ? r % (int)sysconf(_SC_NPROCESSORS_ONLN) : -1,
       };
@@ -96,7 +101,8 @@ static int read_one(struct ranks *k, int r, struct bench_res *res, int with_lat)
 static int replies(struct ranks *k, struct bench_res res[2], struct report *rep, int with_lat) {
   int have[2] = {0, 0};
   while (!have[0] || !have[1]) {
-    struct pollfd p[2] = {{have[0] ? -1 : k->fd[0], POLLIN, 0}, {have[1] ? -1 : k->fd[1], POLLIN, 0}};
+    struct pollfd p[2] = {{have[0] ? -1 : k->fd[0], POLLIN, 0},
+                          {have[1] ? -1 : k->fd[1], POLLIN, 0}};
     if (poll(p, 2, REPLY_TIMEOUT_MS) <= 0) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d hung (no answer in %d s)",
                have[0] ? 1 : 0, REPLY_TIMEOUT_MS / 1000);
@@ -125,14 +131,16 @@ static int setup(struct ranks *k, struct report *rep) {
   for (int i = 0; i < o->nlat_sizes; i++)
     max_size = o->lat_sizes[i] > max_size ? o->lat_sizes[i] : max_size;
   int max_comms = 1;
-  for (int i = 0; i < o->ncomms_list; i++) max_comms = o->comms[i] > max_comms ? o->comms[i] : max_comms;
-  struct bench_cmd c = {.op = OP_LISTEN, .max_comms = max_comms, .max_window = o->window,
-                        .max_size = max_size};
+  for (int i = 0; i < o->ncomms_list; i++)
+    max_comms = o->comms[i] > max_comms ? o->comms[i] : max_comms;
+  struct bench_cmd c = {
+    .op = OP_LISTEN, .max_comms = max_comms, .max_window = o->window, .max_size = max_size};
   struct bench_res res[2];
   struct bench_handles h[2];
   for (int r = 0; r < 2; r++) io_write(k->fd[r], &c, sizeof(c));
   for (int r = 0; r < 2; r++) {
-    if (read_timed(k->fd[r], &res[r], sizeof(res[r])) || read_timed(k->fd[r], &h[r], sizeof(h[r]))) {
+    if (read_timed(k->fd[r], &res[r], sizeof(res[r])) ||
+        read_timed(k->fd[r], &h[r], sizeof(h[r]))) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died while starting", r);
       return -1;
     }
@@ -165,11 +173,19 @@ static void wait_quiet(const struct report *rep) {
 
 /* One measurement of one variant: both ranks prepare, then start together. */
 static int measure(struct ranks *k, struct report *rep, struct row *row, struct variant *v) {
-  struct bench_cmd c = {.op = OP_RUN, .engine = v->engine, .mode = row->mode,
-                        .ncomms = row->ncomms, .window = row->window, .shape = v->shape,
-                        .raw_min_stripe = rep->o->raw_min_stripe, .size = row->size,
-                        .warm = row->warm, .iters = row->iters, .run_id = ++k->run_id,
-                        .corrupt = rep->o->corrupt, .idle_us = rep->o->idle_us};
+  struct bench_cmd c = {.op = OP_RUN,
+                        .engine = v->engine,
+                        .mode = row->mode,
+                        .ncomms = row->ncomms,
+                        .window = row->window,
+                        .shape = v->shape,
+                        .raw_min_stripe = rep->o->raw_min_stripe,
+                        .size = row->size,
+                        .warm = row->warm,
+                        .iters = row->iters,
+                        .run_id = ++k->run_id,
+                        .corrupt = rep->o->corrupt,
+                        .idle_us = rep->o->idle_us};
   char ready[2];
   if (rep->o->wait_quiet) wait_quiet(rep);
   for (int r = 0; r < 2; r++) io_write(k->fd[r], &c, sizeof(c));
@@ -198,8 +214,8 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
   v->gbps[i] = 0;
   for (int r = 0; r < 2; r++) {
     if (res[r].timed_msgs && res[r].t_end_ns > res[r].t0_ns)
-      v->gbps[i] += (double)res[r].timed_msgs * (double)row->size /
-                    (double)(res[r].t_end_ns - res[r].t0_ns);
+      v->gbps[i] +=
+        (double)res[r].timed_msgs * (double)row->size / (double)(res[r].t_end_ns - res[r].t0_ns);
     if (r == 1 && res[1].nlat) { /* pool both ranks' values */
       int64_t *all = realloc(k->lat[0], (res[0].nlat + res[1].nlat) * sizeof(int64_t));
       if (!all) return -1;
@@ -276,7 +292,8 @@ static int plan_row(const struct opts *o, int mode, int ncomms, uint64_t size, s
  * repetition would pay for it. Its data is still verified. */
 static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
   struct row tmp = *row;
-  tmp.iters = row->iters / 4 > 2 * (uint64_t)row->window ? row->iters / 4 : 2 * (uint64_t)row->window;
+  tmp.iters =
+    row->iters / 4 > 2 * (uint64_t)row->window ? row->iters / 4 : 2 * (uint64_t)row->window;
   for (int j = 0; j < row->nvar; j++) {
     tmp.var[j].nrep = 0;
     if (measure(k, rep, &tmp, &tmp.var[j])) return -1;
@@ -359,8 +376,7 @@ int bench_run(struct report *rep) {
   if (use_ns)
     snprintf(rep->where, sizeof(rep->where), "namespace hosts %s (%s %s) and %s (%s %s), veth",
              ns.ns[0], ns.veth[0], ns.addr[0], ns.ns[1], ns.veth[1], ns.addr[1]);
-  else
-    snprintf(rep->where, sizeof(rep->where), "loopback (lo, 127.0.0.1), one host");
+  else snprintf(rep->where, sizeof(rep->where), "loopback (lo, 127.0.0.1), one host");
   struct ranks k = {0};
   signal(SIGPIPE, SIG_IGN); /* a rank that died is reported, not fatal to us */
   if (spawn(&k, o, use_ns ? &ns : NULL)) {

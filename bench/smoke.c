@@ -143,7 +143,8 @@ static void check_outputs(const char *log, const char *json, const char *svg, in
   CHECK(rows >= 2 && count(j, "\"verified\": true") == rows, "every one of %d rows verified", rows);
   CHECK(j && count(j, "\"baseline\": {") == rows, "every row has a baseline");
   CHECK(s && !strncmp(s, "<?xml", 5) && strstr(s, "<svg") && strstr(s, "</svg>") &&
-        count(s, "<polyline") >= 2, "%s is an SVG with plugin and baseline lines", svg);
+          count(s, "<polyline") >= 2,
+        "%s is an SVG with plugin and baseline lines", svg);
   if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
   free(t), free(j), free(s);
 }
@@ -153,9 +154,9 @@ static void loopback(void) {
   snprintf(log, sizeof(log), "%s/lo.txt", dir);
   snprintf(json, sizeof(json), "%s/lo.json", dir);
   snprintf(svg, sizeof(svg), "%s/lo.svg", dir);
-  const char *args[] = {"--sizes", "8,64K,1M", "--lat-sizes", "8", "--reps", "1",
-                        "--target-bytes", "16M", "--max-msgs", "2000", "--lat-iters", "200",
-                        "--json", json, "--svg", svg, NULL};
+  const char *args[] = {"--sizes",        "8,64K,1M", "--lat-sizes", "8",    "--reps",      "1",
+                        "--target-bytes", "16M",      "--max-msgs",  "2000", "--lat-iters", "200",
+                        "--json",         json,       "--svg",       svg,    NULL};
   int rc = run(args, log, NULL);
   CHECK(rc == 0, "exit status %d", rc);
   check_outputs(log, json, svg, 3);
@@ -164,8 +165,8 @@ static void loopback(void) {
 static void corrupted(void) {
   char log[512];
   snprintf(log, sizeof(log), "%s/corrupt.txt", dir);
-  const char *args[] = {"--modes", "uni", "--sizes", "64K", "--reps", "1", "--target-bytes", "4M",
-                        "--corrupt", NULL};
+  const char *args[] = {"--modes",        "uni", "--sizes",   "64K", "--reps", "1",
+                        "--target-bytes", "4M",  "--corrupt", NULL};
   int rc = run(args, log, NULL);
   char *t = slurp(log);
   CHECK(rc == 1, "exit status %d, 1 expected", rc);
@@ -182,9 +183,9 @@ static void netns(void) {
   snprintf(log, sizeof(log), "%s/ns.txt", dir);
   snprintf(json, sizeof(json), "%s/ns.json", dir);
   snprintf(svg, sizeof(svg), "%s/ns.svg", dir);
-  const char *args[] = {"--placement", "netns", "--modes", "uni", "--sizes", "8,1M", "--reps", "1",
-                        "--target-bytes", "16M", "--max-msgs", "2000", "--json", json,
-                        "--svg", svg, NULL};
+  const char *args[] = {"--placement", "netns", "--modes",        "uni", "--sizes",    "8,1M",
+                        "--reps",      "1",     "--target-bytes", "16M", "--max-msgs", "2000",
+                        "--json",      json,    "--svg",          svg,   NULL};
   pid_t pid;
   int rc = run(args, log, &pid);
   if (rc == 77) {
@@ -205,8 +206,8 @@ static void netns(void) {
 static void rdma_skip(void) {
   char log[512];
   snprintf(log, sizeof(log), "%s/ib.txt", dir);
-  const char *args[] = {"--transport", "ib", "--modes", "uni", "--sizes", "64K", "--reps", "1",
-                        NULL};
+  const char *args[] = {"--transport", "ib",     "--modes", "uni", "--sizes",
+                        "64K",         "--reps", "1",       NULL};
   if (getenv("NCCL_DIAG_IBVERBS_LIB")) {
     tap_skip("rdma functional check skips without a device", "NCCL_DIAG_IBVERBS_LIB is set");
     return;
@@ -232,10 +233,10 @@ static void rdma_softverbs(void) {
   setenv("NCCL_DIAG_SYSFS_ROOT", sysfs, 1);
   setenv("NCCL_DIAG_IFADDRS", "live", 1); /* control connections over lo */
   setenv("SOFTVERBS_WIRE", "loopback", 1);
-  const char *args[] = {"--transport", "ib", "--verbs-lib", lib, "--sizes", "8,64K,1M",
-                        "--lat-sizes", "8", "--reps", "1", "--target-bytes", "16M",
-                        "--max-msgs", "2000", "--lat-iters", "200", "--json", json, "--svg", svg,
-                        NULL};
+  const char *args[] = {"--transport", "ib",   "--verbs-lib", lib,   "--sizes",        "8,64K,1M",
+                        "--lat-sizes", "8",    "--reps",      "1",   "--target-bytes", "16M",
+                        "--max-msgs",  "2000", "--lat-iters", "200", "--json",         json,
+                        "--svg",       svg,    NULL};
   tap_begin();
   int rc = run(args, log, NULL);
   unsetenv("NCCL_DIAG_SYSFS_ROOT");

@@ -75,8 +75,7 @@ int64_t percentile(int64_t *v, size_t n, double p) {
   return v[rank - 1];
 }
 
-size_t stream_lat(const struct stream *s, uint64_t warm, uint64_t total, int window,
-                  int64_t *out) {
+size_t stream_lat(const struct stream *s, uint64_t warm, uint64_t total, int window, int64_t *out) {
   size_t k = 0;
   for (uint64_t m = warm; m < total; m++)
     out[k++] = s->done_ns[m] - s->done_ns[m - (uint64_t)window];

@@ -35,8 +35,7 @@ void pat_fill(uint8_t *buf, size_t size, uint64_t key) {
   for (size_t i = 0; i < size / 8; i++) w[i] = pat_word(key, i);
 }
 
-void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off,
-               size_t len) {
+void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off, size_t len) {
   uint64_t *w = (uint64_t *)buf;
   size_t n = size / 8;
   if (!n) return;

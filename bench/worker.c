@@ -70,8 +70,8 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
                      struct bench_handles *h) {
   memset(h, 0, sizeof(*h));
   if (alloc_pools(w, c, res->err, sizeof(res->err)) ||
-      raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->max_comms, BENCH_MAX_SOCKS, h,
-                 res->err, sizeof(res->err)))
+      raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->max_comms, BENCH_MAX_SOCKS, h, res->err,
+                 sizeof(res->err)))
     return -1;
   if (w->plug_status) {
     snprintf(res->err, sizeof(res->err), "%s", w->plug_err);
@@ -84,8 +84,7 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
 
 static int do_connect(struct worker *w, const struct bench_handles *peer, struct bench_res *res) {
   if (raw_connect(&w->raw, peer, res->err, sizeof(res->err))) return -1;
-  return plug_connect(&w->plug, peer, w->spool, w->rpool, w->pool_len, res->err,
-                      sizeof(res->err));
+  return plug_connect(&w->plug, peer, w->spool, w->rpool, w->pool_len, res->err, sizeof(res->err));
 }
 
 /* Which directions of which comms this rank drives in a run. */
@@ -187,8 +186,8 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   }
   stream_window(s, n, c->warm, total, res);
   for (int i = 0; i < n; i++)
-    if (!s[i].send) res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window,
-                                                     w->lat + res->nlat);
+    if (!s[i].send)
+      res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window, w->lat + res->nlat);
   return 0;
 }
 

@@ -16,9 +16,9 @@ static pthread_once_t ev_once = PTHREAD_ONCE_INIT;
 static int ev_fd = -1;
 static atomic_llong counters[C_COUNTERS];
 static const char *const counter_names[C_COUNTERS] = {
-  "listens", "send_comms", "recv_comms", "comms_ib", "comms_tcp", "fallbacks",
-  "bytes_sent", "bytes_received", "connect_failures", "refused_connections",
-  "hello_mismatches", "data_errors",
+  "listens",          "send_comms",          "recv_comms",       "comms_ib",
+  "comms_tcp",        "fallbacks",           "bytes_sent",       "bytes_received",
+  "connect_failures", "refused_connections", "hello_mismatches", "data_errors",
 };
 
 /* %h = hostname, %p = pid, as in NCCL_DEBUG_FILE. */
@@ -71,7 +71,10 @@ size_t json_escape(char *dst, size_t cap, const char *src) {
     case '\r': add = "\\r"; break;
     default:
       if (*p < 0x20) snprintf(tmp, sizeof(tmp), "\\u%04x", *p);
-      else { tmp[0] = (char)*p; tmp[1] = 0; }
+      else {
+        tmp[0] = (char)*p;
+        tmp[1] = 0;
+      }
     }
     n = strlen(add);
     if (o + n + 1 > cap) break;

@@ -15,92 +15,110 @@ static const char *const family_choices[] = {"AF_INET", "AF_INET6", NULL};
 static const char *const planes_choices[] = {"auto", "off", NULL};
 
 static const struct knob_def knobs[K_COUNT] = {
-  [K_SOCKET_IFNAME] = {"NCCL_SOCKET_IFNAME", KT_STR, NULL, 0, 0, NULL,
-    "interfaces for TCP traffic and for the control connection: a comma list of name prefixes; "
-    "'=' before the list makes names exact, '^' excludes them (e.g. bond0, =eth0, ^docker,lo). "
-    "Unset: automatic choice, skipping lo, docker, veth and link-local-only interfaces"},
+  [K_SOCKET_IFNAME] =
+    {"NCCL_SOCKET_IFNAME", KT_STR, NULL, 0, 0, NULL,
+     "interfaces for TCP traffic and for the control connection: a comma list of name prefixes; "
+     "'=' before the list makes names exact, '^' excludes them (e.g. bond0, =eth0, ^docker,lo). "
+     "Unset: automatic choice, skipping lo, docker, veth and link-local-only interfaces"},
   [K_SOCKET_FAMILY] = {"NCCL_SOCKET_FAMILY", KT_ENUM, NULL, 0, 0, family_choices,
-    "address family of the interfaces to use: AF_INET or AF_INET6. Unset: both"},
-  [K_NSOCKS_PERTHREAD] = {"NCCL_NSOCKS_PERTHREAD", KT_INT, "-2", -2, 64, NULL,
-    "TCP data sockets per helper thread (NCCL's meaning); -2 = automatic. "
-    "Sockets per connection = NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, at most 64"},
-  [K_SOCKET_NTHREADS] = {"NCCL_SOCKET_NTHREADS", KT_INT, "-2", -2, 16, NULL,
-    "helper threads per TCP connection (NCCL's meaning); 0 = the caller's thread moves all "
-    "data; -2 = automatic"},
+                       "address family of the interfaces to use: AF_INET or AF_INET6. Unset: both"},
+  [K_NSOCKS_PERTHREAD] =
+    {"NCCL_NSOCKS_PERTHREAD", KT_INT, "-2", -2, 64, NULL,
+     "TCP data sockets per helper thread (NCCL's meaning); -2 = automatic. "
+     "Sockets per connection = NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, at most 64"},
+  [K_SOCKET_NTHREADS] =
+    {"NCCL_SOCKET_NTHREADS", KT_INT, "-2", -2, 16, NULL,
+     "helper threads per TCP connection (NCCL's meaning); 0 = the caller's thread moves all "
+     "data; -2 = automatic"},
   [K_IB_DISABLE] = {"NCCL_IB_DISABLE", KT_BOOL, "0", 0, 1, NULL,
-    "1 = do not use RDMA at all; every device is a TCP interface"},
-  [K_IB_HCA] = {"NCCL_IB_HCA", KT_STR, NULL, 0, 0, NULL,
-    "RDMA devices and ports to use, NCCL's grammar: name[:port] entries, comma separated; "
-    "prefix match unless the list starts with '='; '^' excludes (e.g. =mlx5_2:1,mlx5_3:1, "
-    "^mlx5_bond_0)"},
-  [K_IB_GID_INDEX] = {"NCCL_IB_GID_INDEX", KT_INT, "-1", -1, 1023, NULL,
-    "RoCE GID index to use; -1 = automatic (IPv4-mapped RoCE v2, following NCCL_IB_ADDR_FAMILY, "
-    "NCCL_IB_ADDR_RANGE and NCCL_IB_ROCE_VERSION_NUM)"},
+                    "1 = do not use RDMA at all; every device is a TCP interface"},
+  [K_IB_HCA] =
+    {"NCCL_IB_HCA", KT_STR, NULL, 0, 0, NULL,
+     "RDMA devices and ports to use, NCCL's grammar: name[:port] entries, comma separated; "
+     "prefix match unless the list starts with '='; '^' excludes (e.g. =mlx5_2:1,mlx5_3:1, "
+     "^mlx5_bond_0)"},
+  [K_IB_GID_INDEX] =
+    {"NCCL_IB_GID_INDEX", KT_INT, "-1", -1, 1023, NULL,
+     "RoCE GID index to use; -1 = automatic (IPv4-mapped RoCE v2, following NCCL_IB_ADDR_FAMILY, "
+     "NCCL_IB_ADDR_RANGE and NCCL_IB_ROCE_VERSION_NUM)"},
   [K_IB_ADDR_FAMILY] = {"NCCL_IB_ADDR_FAMILY", KT_ENUM, "AF_INET", 0, 0, family_choices,
-    "address family of the RoCE GID chosen automatically: AF_INET or AF_INET6"},
-  [K_IB_ADDR_RANGE] = {"NCCL_IB_ADDR_RANGE", KT_STR, NULL, 0, 0, NULL,
-    "only choose RoCE GIDs inside this CIDR range (e.g. 10.1.0.0/16 or fd00::/64)"},
+                        "address family of the RoCE GID chosen automatically: AF_INET or AF_INET6"},
+  [K_IB_ADDR_RANGE] =
+    {"NCCL_IB_ADDR_RANGE", KT_STR, NULL, 0, 0, NULL,
+     "only choose RoCE GIDs inside this CIDR range (e.g. 10.1.0.0/16 or fd00::/64)"},
   [K_IB_ROCE_VERSION_NUM] = {"NCCL_IB_ROCE_VERSION_NUM", KT_INT, "2", 1, 2, NULL,
-    "RoCE version of the GID chosen automatically: 1 or 2"},
+                             "RoCE version of the GID chosen automatically: 1 or 2"},
   [K_IB_TIMEOUT] = {"NCCL_IB_TIMEOUT", KT_INT, "20", 1, 31, NULL,
-    "QP local ACK timeout exponent: 4.096 us x 2^value (20 = about 4.3 s per try)"},
+                    "QP local ACK timeout exponent: 4.096 us x 2^value (20 = about 4.3 s per try)"},
   [K_IB_RETRY_CNT] = {"NCCL_IB_RETRY_CNT", KT_INT, "7", 0, 7, NULL,
-    "QP transport retry count before a send completes with RETRY_EXC_ERR"},
+                      "QP transport retry count before a send completes with RETRY_EXC_ERR"},
   [K_IB_SL] = {"NCCL_IB_SL", KT_INT, "-1", -1, 15, NULL,
-    "InfiniBand service level; -1 = the communicator's traffic class, else 0"},
+               "InfiniBand service level; -1 = the communicator's traffic class, else 0"},
   [K_IB_TC] = {"NCCL_IB_TC", KT_INT, "-1", -1, 255, NULL,
-    "RoCE traffic class (GRH); -1 = the communicator's traffic class, else 0"},
+               "RoCE traffic class (GRH); -1 = the communicator's traffic class, else 0"},
   [K_IB_PKEY] = {"NCCL_IB_PKEY", KT_INT, "0", 0, 65535, NULL,
-    "index into the port's P_Key table (not a P_Key value); RoCE uses index 0"},
-  [K_IB_QPS_PER_CONNECTION] = {"NCCL_IB_QPS_PER_CONNECTION", KT_INT, "1", 1, 128, NULL,
-    "RC queue pairs per connection; requests are spread over them round-robin"},
-  [K_DIAG_FALLBACK] = {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
-    "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "
-    "off = fail the connection with the same diagnosis"},
-  [K_DIAG_LOG_FILE] = {"NCCL_DIAG_LOG_FILE", KT_STR, NULL, 0, 0, NULL,
-    "append JSON-lines events (choices, handshakes, QP transitions, failures, census) to this "
-    "file; %h = hostname, %p = pid"},
+                 "index into the port's P_Key table (not a P_Key value); RoCE uses index 0"},
+  [K_IB_QPS_PER_CONNECTION] =
+    {"NCCL_IB_QPS_PER_CONNECTION", KT_INT, "1", 1, 128, NULL,
+     "RC queue pairs per connection; requests are spread over them round-robin"},
+  [K_DIAG_FALLBACK] =
+    {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
+     "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "
+     "off = fail the connection with the same diagnosis"},
+  [K_DIAG_LOG_FILE] =
+    {"NCCL_DIAG_LOG_FILE", KT_STR, NULL, 0, 0, NULL,
+     "append JSON-lines events (choices, handshakes, QP transitions, failures, census) to this "
+     "file; %h = hostname, %p = pid"},
   [K_DIAG_SYSFS_ROOT] = {"NCCL_DIAG_SYSFS_ROOT", KT_STR, "/sys", 0, 0, NULL,
-    "where sysfs is read from (a fixture host folder in tests)"},
-  [K_DIAG_IFADDRS] = {"NCCL_DIAG_IFADDRS", KT_STR, "auto", 0, 0, NULL,
-    "where interface addresses come from: 'live' (this host), a file of '<if> <state> "
-    "<addr>/<prefix>...' lines, or 'auto' (the ifaddrs file beside a fixture sysfs root, else live)"},
+                         "where sysfs is read from (a fixture host folder in tests)"},
+  [K_DIAG_IFADDRS] =
+    {"NCCL_DIAG_IFADDRS", KT_STR, "auto", 0, 0, NULL,
+     "where interface addresses come from: 'live' (this host), a file of '<if> <state> "
+     "<addr>/<prefix>...' lines, or 'auto' (the ifaddrs file beside a fixture sysfs root, else live)"},
   [K_DIAG_IBVERBS_LIB] = {"NCCL_DIAG_IBVERBS_LIB", KT_STR, "libibverbs.so.1", 0, 0, NULL,
-    "the verbs library to dlopen (tests name softverbs)"},
-  [K_DIAG_CONNECT_TIMEOUT_MS] = {"NCCL_DIAG_CONNECT_TIMEOUT_MS", KT_INT, "60000", 100,
-    3600000, NULL,
-    "how long connect keeps trying the listener's addresses before it fails"},
-  [K_DIAG_HANDSHAKE_TIMEOUT_MS] = {"NCCL_DIAG_HANDSHAKE_TIMEOUT_MS", KT_INT, "20000", 50,
-    3600000, NULL,
-    "how long an incoming connection may take to identify itself before it is refused"},
-  [K_DIAG_SOCKET_INLINE] = {"NCCL_DIAG_SOCKET_INLINE", KT_INT, "65536", 0, 16777216, NULL,
-    "TCP messages up to this size travel on the control socket, moved by the caller's thread "
-    "(lowest latency); larger ones are striped over the data sockets"},
+                          "the verbs library to dlopen (tests name softverbs)"},
+  [K_DIAG_CONNECT_TIMEOUT_MS] =
+    {"NCCL_DIAG_CONNECT_TIMEOUT_MS", KT_INT, "60000", 100, 3600000, NULL,
+     "how long connect keeps trying the listener's addresses before it fails"},
+  [K_DIAG_HANDSHAKE_TIMEOUT_MS] =
+    {"NCCL_DIAG_HANDSHAKE_TIMEOUT_MS", KT_INT, "20000", 50, 3600000, NULL,
+     "how long an incoming connection may take to identify itself before it is refused"},
+  [K_DIAG_SOCKET_INLINE] =
+    {"NCCL_DIAG_SOCKET_INLINE", KT_INT, "65536", 0, 16777216, NULL,
+     "TCP messages up to this size travel on the control socket, moved by the caller's thread "
+     "(lowest latency); larger ones are striped over the data sockets"},
   [K_DIAG_MIN_CHUNK] = {"NCCL_DIAG_MIN_CHUNK", KT_INT, "131072", 4096, 1073741824, NULL,
-    "smallest piece of a TCP message given to one data socket"},
-  [K_DIAG_SPIN_US] = {"NCCL_DIAG_SPIN_US", KT_INT, "50", 0, 1000000, NULL,
-    "how long test() keeps returning at once (NCCL's proxy spins) before it waits, when this "
-    "thread's requests make no progress"},
-  [K_DIAG_IDLE_WAIT_US] = {"NCCL_DIAG_IDLE_WAIT_US", KT_INT, "200", 0, 100000, NULL,
-    "the longest one such wait: test() sleeps on its sockets and on helper threads' completions "
-    "instead of spinning, which leaves the CPU to the threads moving data; 0 = always spin"},
-  [K_DIAG_FORCE_FLUSH] = {"NCCL_DIAG_FORCE_FLUSH", KT_BOOL, "0", 0, 1, NULL,
-    "1 = give every RDMA receive connection a flush queue pair even without GPU memory support, "
-    "so iflush's RDMA read runs (for testing that path)"},
-  [K_DIAG_CALLER_MAX] = {"NCCL_DIAG_CALLER_MAX", KT_INT, "-2", -2, 1073741824, NULL,
-    "with helper threads, TCP stripes up to this size are still moved by the caller's thread "
-    "(a hand-off costs more than they take); larger ones by the helpers. -2 = automatic: "
-    "4 MiB when the peer is on this host (loopback), 1 MiB otherwise"},
-  [K_DIAG_STALL_WARN_SEC] = {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
-    "warn once when a request makes no progress for this many seconds (0 = never)"},
-  [K_DIAG_HWLOC] = {"NCCL_DIAG_HWLOC", KT_BOOL, "1", 0, 1, NULL,
-    "1 = read GPUs and CPU locality through hwloc when libhwloc.so.15 is installed (it honours "
-    "HWLOC_XMLFILE); 0 = sysfs PCI paths only, as NCCL itself does"},
-  [K_DIAG_PLANES] = {"NCCL_DIAG_PLANES", KT_ENUM, "auto", 0, 0, planes_choices,
-    "auto = set apart RDMA ports on another plane: on the bootstrap interface's subnet while "
-    "other ports form an RDMA fabric, far from every GPU while each GPU has a near port, or of "
-    "the minority link layer (each is reported with its reason); off = keep every usable port, "
-    "as NCCL does"},
+                        "smallest piece of a TCP message given to one data socket"},
+  [K_DIAG_SPIN_US] =
+    {"NCCL_DIAG_SPIN_US", KT_INT, "50", 0, 1000000, NULL,
+     "how long test() keeps returning at once (NCCL's proxy spins) before it waits, when this "
+     "thread's requests make no progress"},
+  [K_DIAG_IDLE_WAIT_US] =
+    {"NCCL_DIAG_IDLE_WAIT_US", KT_INT, "200", 0, 100000, NULL,
+     "the longest one such wait: test() sleeps on its sockets and on helper threads' completions "
+     "instead of spinning, which leaves the CPU to the threads moving data; 0 = always spin"},
+  [K_DIAG_FORCE_FLUSH] =
+    {"NCCL_DIAG_FORCE_FLUSH", KT_BOOL, "0", 0, 1, NULL,
+     "1 = give every RDMA receive connection a flush queue pair even without GPU memory support, "
+     "so iflush's RDMA read runs (for testing that path)"},
+  [K_DIAG_CALLER_MAX] =
+    {"NCCL_DIAG_CALLER_MAX", KT_INT, "-2", -2, 1073741824, NULL,
+     "with helper threads, TCP stripes up to this size are still moved by the caller's thread "
+     "(a hand-off costs more than they take); larger ones by the helpers. -2 = automatic: "
+     "4 MiB when the peer is on this host (loopback), 1 MiB otherwise"},
+  [K_DIAG_STALL_WARN_SEC] =
+    {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
+     "warn once when a request makes no progress for this many seconds (0 = never)"},
+  [K_DIAG_HWLOC] =
+    {"NCCL_DIAG_HWLOC", KT_BOOL, "1", 0, 1, NULL,
+     "1 = read GPUs and CPU locality through hwloc when libhwloc.so.15 is installed (it honours "
+     "HWLOC_XMLFILE); 0 = sysfs PCI paths only, as NCCL itself does"},
+  [K_DIAG_PLANES] =
+    {"NCCL_DIAG_PLANES", KT_ENUM, "auto", 0, 0, planes_choices,
+     "auto = set apart RDMA ports on another plane: on the bootstrap interface's subnet while "
+     "other ports form an RDMA fabric, far from every GPU while each GPU has a near port, or of "
+     "the minority link layer (each is reported with its reason); off = keep every usable port, "
+     "as NCCL does"},
 };
 
 struct knob_val {
@@ -159,8 +177,7 @@ int knob_parse(const struct knob_def *k, const char *text, int64_t *out, char *w
     v = i;
     break;
   }
-  case KT_STR:
-    break;
+  case KT_STR: break;
   }
   if (out) *out = v;
   return 0;

@@ -48,8 +48,8 @@ enum knob_type { KT_INT, KT_BOOL, KT_STR, KT_ENUM };
 struct knob_def {
   const char *name;
   enum knob_type type;
-  const char *def;           /* default as text; NULL = unset */
-  int64_t min, max;          /* KT_INT: accepted range */
+  const char *def;            /* default as text; NULL = unset */
+  int64_t min, max;           /* KT_INT: accepted range */
   const char *const *choices; /* KT_ENUM: NULL-terminated, case-insensitive */
   const char *help;
 };

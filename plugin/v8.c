@@ -1,9 +1,9 @@
 /* ncclNetPlugin_v8: int sizes, no profiler, no per-comm context. */
 #include <limits.h>
 
+#include "common/log.h"
 #include "plugin/abi/net_v8.h"
 #include "plugin/api.h"
-#include "common/log.h"
 
 static ncclResult_t v8_init(ncclDebugLogger_t logger) { return diag_init(logger); }
 

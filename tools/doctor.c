@@ -37,10 +37,8 @@ void doc_port_subnet(const struct doctor *d, int port, char *buf, size_t cap) {
   const struct topo_port_choice *pc = &d->c->pc[port];
   buf[0] = 0;
   if (!pc->has_addr) return;
-  if (pc->addr.prefix >= 0)
-    ipaddr_subnet_str(&pc->addr, buf, cap);
-  else
-    ipaddr_str(&pc->addr, buf, cap);
+  if (pc->addr.prefix >= 0) ipaddr_subnet_str(&pc->addr, buf, cap);
+  else ipaddr_str(&pc->addr, buf, cap);
 }
 
 void doc_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap) {
@@ -82,8 +80,8 @@ static int env_of_file(struct doc_env *e, const char *path, char *err, size_t ca
     int err_no = errno;
     snprintf(err, cap, "%s cannot be read: %s%s", path, strerror(err_no),
              err_no != EACCES ? ""
-             : geteuid() ? " (run as root to compare with PID 1's environment)"
-                         : " (even as root: this container or a security module hides PID 1)");
+             : geteuid()      ? " (run as root to compare with PID 1's environment)"
+                              : " (even as root: this container or a security module hides PID 1)");
     return -1;
   }
   static char buf[65536];
@@ -137,10 +135,8 @@ static int run(struct doctor *d, int json) {
   d->h = h;
   d->c = c;
   d->exit_status = c->errors ? 1 : 0;
-  if (json)
-    doctor_print_json(stdout, d);
-  else
-    doctor_print_text(stdout, d);
+  if (json) doctor_print_json(stdout, d);
+  else doctor_print_text(stdout, d);
   free(h);
   free(c);
   return d->exit_status;
@@ -151,14 +147,10 @@ int cmd_doctor(int argc, char **argv) {
   int json = 0, use_pid1 = 0;
   const char *pid1_path = "/proc/1/environ";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json"))
-      json = 1;
-    else if (!strcmp(argv[i], "--pid1"))
-      use_pid1 = 1;
-    else if (!strcmp(argv[i], "--pid1-environ") && i + 1 < argc)
-      pid1_path = argv[++i];
-    else if (!strcmp(argv[i], "-v"))
-      tool_verbose = 1;
+    if (!strcmp(argv[i], "--json")) json = 1;
+    else if (!strcmp(argv[i], "--pid1")) use_pid1 = 1;
+    else if (!strcmp(argv[i], "--pid1-environ") && i + 1 < argc) pid1_path = argv[++i];
+    else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
       return 0;

@@ -270,10 +270,8 @@ static void put_vars(struct jw *w, const char *key, const struct doc_env *e) {
 static void put_env(struct jw *w, const struct doctor *d) {
   jw_open(w, "env", '{');
   put_vars(w, "process", &d->self);
-  if (d->pid1_ok)
-    put_vars(w, "pid1", &d->pid1);
-  else
-    jw_null(w, "pid1");
+  if (d->pid1_ok) put_vars(w, "pid1", &d->pid1);
+  else jw_null(w, "pid1");
   jw_str(w, "pid1_source", d->pid1_src);
   jw_str(w, "pid1_error", d->pid1_err);
   jw_open(w, "differences", '[');
@@ -284,14 +282,10 @@ static void put_env(struct jw *w, const struct doctor *d) {
       if ((pass && other) || (other && !strcmp(other, a->v[i].value))) continue;
       jw_open(w, NULL, '{');
       jw_str(w, "name", a->v[i].name);
-      if (pass)
-        jw_null(w, "process");
-      else
-        jw_str(w, "process", a->v[i].value);
-      if (!pass && !other)
-        jw_null(w, "pid1");
-      else
-        jw_str(w, "pid1", pass ? a->v[i].value : other);
+      if (pass) jw_null(w, "process");
+      else jw_str(w, "process", a->v[i].value);
+      if (!pass && !other) jw_null(w, "pid1");
+      else jw_str(w, "pid1", pass ? a->v[i].value : other);
       jw_close(w, '}');
     }
   }

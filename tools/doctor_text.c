@@ -34,16 +34,13 @@ static void print_header(FILE *f, const struct doctor *d) {
   if (c->ndev)
     fprintf(f, "  transport      RDMA on %d port%s, bootstrap over %s\n", c->ndev,
             c->ndev == 1 ? "" : "s", c->main_if >= 0 ? h->ifs.ifs[c->main_if].name : "nothing");
-  else
-    wrapped(f, "  transport      TCP: ", 17, c->why_none);
+  else wrapped(f, "  transport      TCP: ", 17, c->why_none);
 }
 
 static const char *verdict_text(const struct doctor *d, int p, char *buf, size_t cap) {
   const struct topo_port_choice *pc = &d->c->pc[p];
-  if (pc->verdict == TV_CHOSEN)
-    snprintf(buf, cap, "[%d] chosen", pc->dev);
-  else
-    snprintf(buf, cap, "not used (%s)", topo_verdict_name(pc->verdict));
+  if (pc->verdict == TV_CHOSEN) snprintf(buf, cap, "[%d] chosen", pc->dev);
+  else snprintf(buf, cap, "not used (%s)", topo_verdict_name(pc->verdict));
   return buf;
 }
 

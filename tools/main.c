@@ -27,9 +27,21 @@ size_t tool_parse_size(const char *s) {
   double v = strtod(s, &end);
   if (end == s || v < 0) return 0;
   switch (*end) {
-  case 'k': case 'K': v *= 1024; end++; break;
-  case 'm': case 'M': v *= 1024 * 1024; end++; break;
-  case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+  case 'k':
+  case 'K':
+    v *= 1024;
+    end++;
+    break;
+  case 'm':
+  case 'M':
+    v *= 1024 * 1024;
+    end++;
+    break;
+  case 'g':
+  case 'G':
+    v *= 1024.0 * 1024 * 1024;
+    end++;
+    break;
   default: break;
   }
   if (*end == 'B' || *end == 'b') end++;

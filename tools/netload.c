@@ -33,8 +33,8 @@ static void *find_plugin(const char *path, char *out, size_t cap, char *err, siz
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
     /* build tree (build/tools, build/bench, build/tests/x), install tree (bin -> lib) */
-    static const char *const rel[] = {"../plugin/", "../../plugin/", "../lib/", "../lib64/",
-                                      "../lib/x86_64-linux-gnu/", "./"};
+    static const char *const rel[] = {
+      "../plugin/", "../../plugin/", "../lib/", "../lib64/", "../lib/x86_64-linux-gnu/", "./"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
       snprintf(out, cap, "%s/%s%s", exe, rel[i], SO_NAME);
       if (access(out, R_OK) == 0) return try_open(out, err, errlen);
@@ -89,8 +89,10 @@ const char *netload_name(struct netload *nl) {
 
 /* Dispatch a call that has the same shape in every version. */
 #define NL_SAME(nl, call)                                                                          \
-  ((nl)->version == 8 ? (nl)->v8->call : (nl)->version == 9 ? (nl)->v9->call                       \
-                                       : (nl)->version == 10 ? (nl)->v10->call : (nl)->v11->call)
+  ((nl)->version == 8    ? (nl)->v8->call                                                          \
+   : (nl)->version == 9  ? (nl)->v9->call                                                          \
+   : (nl)->version == 10 ? (nl)->v10->call                                                         \
+                         : (nl)->v11->call)
 
 ncclResult_t netload_init(struct netload *nl, ncclDebugLogger_t logger) {
   switch (nl->version) {
@@ -166,7 +168,7 @@ ncclResult_t netload_props(struct netload *nl, int dev, struct netload_props *p)
 
 ncclResult_t netload_listen(struct netload *nl, int dev, void *handle, void **lc) {
   if (nl->version == 11) return nl->v11->listen(nl->ctx, dev, handle, lc);
-  return nl->version == 8 ? nl->v8->listen(dev, handle, lc)
+  return nl->version == 8   ? nl->v8->listen(dev, handle, lc)
          : nl->version == 9 ? nl->v9->listen(dev, handle, lc)
                             : nl->v10->listen(dev, handle, lc);
 }
@@ -190,7 +192,7 @@ ncclResult_t netload_accept(struct netload *nl, void *lc, void **rc) {
 }
 
 ncclResult_t netload_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
-                       void **mh) {
+                            void **mh) {
   *mh = NULL; /* NCCL pre-zeroes the slot */
   return NL_SAME(nl, regMr(comm, data, size, type, mh));
 }
@@ -200,7 +202,7 @@ ncclResult_t netload_dereg_mr(struct netload *nl, void *comm, void *mh) {
 }
 
 ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
-                      void **req) {
+                           void **req) {
   *req = (void *)0xdead; /* stale value on entry, as NCCL may leave */
   switch (nl->version) {
   case 8:
@@ -212,8 +214,8 @@ ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size
   }
 }
 
-ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
-                      void **mh, void **req) {
+ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes,
+                           int *tags, void **mh, void **req) {
   switch (nl->version) {
   case 8: {
     int isz[NCCL_NET_MAX_REQUESTS];
@@ -241,14 +243,16 @@ ncclResult_t netload_test(struct netload *nl, void *req, int *done, int *sizes) 
 }
 
 ncclResult_t netload_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
-                       void **req) {
+                            void **req) {
   *req = NULL; /* NCCL pre-sets NULL: NULL back means nothing to wait for */
   return NL_SAME(nl, iflush(rc, n, data, sizes, mh, req));
 }
 
 ncclResult_t netload_close_send(struct netload *nl, void *sc) { return NL_SAME(nl, closeSend(sc)); }
 ncclResult_t netload_close_recv(struct netload *nl, void *rc) { return NL_SAME(nl, closeRecv(rc)); }
-ncclResult_t netload_close_listen(struct netload *nl, void *lc) { return NL_SAME(nl, closeListen(lc)); }
+ncclResult_t netload_close_listen(struct netload *nl, void *lc) {
+  return NL_SAME(nl, closeListen(lc));
+}
 
 static long long ms_now(void) {
   struct timespec ts;
@@ -256,7 +260,8 @@ static long long ms_now(void) {
   return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc, int timeout_ms) {
+ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc,
+                                  int timeout_ms) {
   char handle[NCCL_NET_HANDLE_MAXSIZE];
   void *lc = NULL;
   ncclResult_t r = netload_listen(nl, dev, handle, &lc);

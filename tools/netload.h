@@ -49,15 +49,15 @@ ncclResult_t netload_listen(struct netload *nl, int dev, void *handle, void **lc
 ncclResult_t netload_connect(struct netload *nl, int dev, void *handle, void **sc);
 ncclResult_t netload_accept(struct netload *nl, void *lc, void **rc);
 ncclResult_t netload_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
-                       void **mh);
+                            void **mh);
 ncclResult_t netload_dereg_mr(struct netload *nl, void *comm, void *mh);
 ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
-                      void **req);
-ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes, int *tags,
-                      void **mh, void **req);
+                           void **req);
+ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes,
+                           int *tags, void **mh, void **req);
 ncclResult_t netload_test(struct netload *nl, void *req, int *done, int *sizes);
 ncclResult_t netload_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
-                       void **req);
+                            void **req);
 ncclResult_t netload_close_send(struct netload *nl, void *sc);
 ncclResult_t netload_close_recv(struct netload *nl, void *rc);
 ncclResult_t netload_close_listen(struct netload *nl, void *lc);
@@ -65,6 +65,7 @@ const char *netload_name(struct netload *nl);
 
 /* Convenience for tools and tests: drive connect and accept to completion
  * from one thread (both ends in this process), within timeout_ms. */
-ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc, int timeout_ms);
+ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc,
+                                  int timeout_ms);
 
 #endif

@@ -61,7 +61,8 @@ static void *run_side(void *arg) {
       } else {
         size_t cap = s->size;
         int tag = 0;
-        s->res = netload_irecv(s->nl, s->comm, 1, (void **)&s->buf[slot], &cap, &tag, &s->mh[slot], &r);
+        s->res =
+          netload_irecv(s->nl, s->comm, 1, (void **)&s->buf[slot], &cap, &tag, &s->mh[slot], &r);
       }
       if (s->res) return NULL;
       if (r) {
@@ -153,9 +154,8 @@ int cmd_selftest(int argc, char **argv) {
     else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
     else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
     else {
-      fprintf(stderr,
-              "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi 8|9|10|11] "
-              "[--plugin PATH] [-v]\n");
+      fprintf(stderr, "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi 8|9|10|11] "
+                      "[--plugin PATH] [-v]\n");
       return 2;
     }
   }

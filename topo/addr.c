@@ -26,7 +26,8 @@ int ipaddr_from_sockaddr(struct ipaddr *a, const struct sockaddr *sa, const stru
   if (sa->sa_family == AF_INET) {
     a->family = AF_INET;
     memcpy(a->bytes, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-    if (mask) a->prefix = mask_bits((const uint8_t *)&((const struct sockaddr_in *)mask)->sin_addr, 4);
+    if (mask)
+      a->prefix = mask_bits((const uint8_t *)&((const struct sockaddr_in *)mask)->sin_addr, 4);
     return 0;
   }
   if (sa->sa_family == AF_INET6) {
@@ -68,7 +69,8 @@ int ipaddr_parse(struct ipaddr *a, const char *text) {
 
 void ipaddr_str(const struct ipaddr *a, char *buf, size_t cap) {
   char tmp[INET6_ADDRSTRLEN] = "?";
-  if (a->family == AF_INET || a->family == AF_INET6) inet_ntop(a->family, a->bytes, tmp, sizeof(tmp));
+  if (a->family == AF_INET || a->family == AF_INET6)
+    inet_ntop(a->family, a->bytes, tmp, sizeof(tmp));
   snprintf(buf, cap, "%s", tmp);
 }
 

@@ -8,9 +8,9 @@
 #include <sys/socket.h>
 
 struct ipaddr {
-  int family;          /* AF_INET or AF_INET6 */
-  uint8_t bytes[16];   /* network order; IPv4 uses the first 4 */
-  int prefix;          /* prefix length, -1 when unknown */
+  int family;        /* AF_INET or AF_INET6 */
+  uint8_t bytes[16]; /* network order; IPv4 uses the first 4 */
+  int prefix;        /* prefix length, -1 when unknown */
 };
 
 int ipaddr_from_sockaddr(struct ipaddr *a, const struct sockaddr *sa, const struct sockaddr *mask);

@@ -168,10 +168,10 @@ static void advise_gid(const struct topo_host *h, struct topo_choice *c) {
     snprintf(r->value, sizeof(r->value), "%d", u);
     rec_why(r,
             u >= 0
-                ? "the forced index is wrong on some port (see the problems); %d is what "
-                  "the automatic choice picks on every chosen port"
-                : "the forced index is wrong on "
-                  "some port and the ports differ; -1 chooses automatically per port (NCCL 2.21+)",
+              ? "the forced index is wrong on some port (see the problems); %d is what "
+                "the automatic choice picks on every chosen port"
+              : "the forced index is wrong on "
+                "some port and the ports differ; -1 chooses automatically per port (NCCL 2.21+)",
             u);
   } else if (differs >= 0 && u >= 0) {
     const struct topo_dev *dv = &c->dev[differs];
@@ -193,12 +193,9 @@ static void advise_none(const struct topo_host *h, struct topo_choice *c) {
     const struct topo_port_choice *pc = &c->pc[p];
     if (pc->verdict == TV_STATE || pc->verdict == TV_DISABLED) continue;
     active++;
-    if (pc->verdict != TV_GID || !pc->gid.hint[0])
-      same = 0;
-    else if (!hint)
-      hint = pc->gid.hint;
-    else
-      same &= !strcmp(hint, pc->gid.hint);
+    if (pc->verdict != TV_GID || !pc->gid.hint[0]) same = 0;
+    else if (!hint) hint = pc->gid.hint;
+    else same &= !strcmp(hint, pc->gid.hint);
   }
   if (!active || c->prefs.ib_disable) return;
   topo_issue(c, TOPO_WARNING, "%d RDMA port%s up but none is usable, so traffic goes over TCP: %s",

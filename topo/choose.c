@@ -78,10 +78,8 @@ void gid_choose_all(const struct topo_host *h, struct topo_choice *c) {
     struct topo_port_choice *pc = &c->pc[p];
     pc->gid.index = -1;
     if (pc->verdict != TV_CHOSEN && pc->verdict != TV_FILTER) continue;
-    if (pt->ll == TOPO_LL_IB)
-      gid_pick_ib(pt->gid, pt->ngid, g.forced, &pc->gid);
-    else
-      gid_pick_roce(pt->gid, pt->ngid, pt->gid_tbl_len, &g, &pc->gid);
+    if (pt->ll == TOPO_LL_IB) gid_pick_ib(pt->gid, pt->ngid, g.forced, &pc->gid);
+    else gid_pick_roce(pt->gid, pt->ngid, pt->gid_tbl_len, &g, &pc->gid);
     set_addr(pt, pc);
     if (pc->verdict == TV_CHOSEN && pc->gid.index < 0) {
       pc->verdict = TV_GID;
@@ -115,8 +113,7 @@ static void log_port(const struct topo_host *h, const struct topo_choice *c, int
     INFO(LOG_NET, "device %s port %d: chosen as [%d], %s, GID %d %s, netdev %s%s%s", dev, pt->num,
          pc->dev, topo_ll_name(pt->ll), pc->gid.index, gid, pt->netdev[0] ? pt->netdev : "none",
          sub[0] ? " " : "", sub);
-  else
-    INFO(LOG_NET, "device %s port %d: not used: %s", dev, pt->num, pc->why);
+  else INFO(LOG_NET, "device %s port %d: not used: %s", dev, pt->num, pc->why);
   struct ev e;
   ev_begin(&e, "topo_port");
   ev_str(&e, "device", dev);
@@ -202,10 +199,8 @@ void topo_decide(const struct topo_host *h, struct topo_choice *c) {
 
 int topo_choose(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c) {
   memset(c, 0, sizeof(*c));
-  if (p)
-    c->prefs = *p;
-  else
-    topo_prefs_from_knobs(&c->prefs);
+  if (p) c->prefs = *p;
+  else topo_prefs_from_knobs(&c->prefs);
   topo_decide(h, c);
   summarize(h, c);
   advice_build(h, c);

@@ -58,10 +58,8 @@ int topo_discover(struct topo_host *h, int flags) {
   if (!strcmp(h->ifs.source, "live")) read_default_route(h);
   rdma_discover(h);
   rdma_annotate(h);
-  if (h->rdma_present || (flags & TOPO_WANT_GPUS))
-    pci_source(h);
-  else
-    snprintf(h->pci_source, sizeof(h->pci_source), "not read: no RDMA device to place");
+  if (h->rdma_present || (flags & TOPO_WANT_GPUS)) pci_source(h);
+  else snprintf(h->pci_source, sizeof(h->pci_source), "not read: no RDMA device to place");
   return 0;
 }
 

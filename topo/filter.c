@@ -53,8 +53,8 @@ static int parse_entry(const char *s, size_t len, struct filt_entry *e, char *wh
       continue;
     }
     if (parse_field(fields[i + 1], flen[i + 1], outs[i])) {
-      snprintf(why, whylen, "%s '%.*s' in entry '%.*s' is not a number", what[i],
-               (int)flen[i + 1], fields[i + 1], (int)len, s);
+      snprintf(why, whylen, "%s '%.*s' in entry '%.*s' is not a number", what[i], (int)flen[i + 1],
+               fields[i + 1], (int)len, s);
       return -1;
     }
   }

@@ -45,10 +45,8 @@ void gid_to_ipaddr(const uint8_t raw[16], struct ipaddr *a) {
   memset(a, 0, sizeof(*a));
   a->prefix = -1;
   a->family = gid_family(raw);
-  if (a->family == AF_INET)
-    memcpy(a->bytes, raw + 12, 4);
-  else
-    memcpy(a->bytes, raw, 16);
+  if (a->family == AF_INET) memcpy(a->bytes, raw + 12, 4);
+  else memcpy(a->bytes, raw, 16);
 }
 
 int gid_in_range(const uint8_t raw[16], const struct ipaddr *range) {
@@ -62,7 +60,7 @@ int gid_in_range(const uint8_t raw[16], const struct ipaddr *range) {
 static const char *family_name(int f) { return f == AF_INET ? "AF_INET" : "AF_INET6"; }
 
 static void add_reject(struct gid_pick *out, int index, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+  __attribute__((format(printf, 3, 4)));
 static void add_reject(struct gid_pick *out, int index, const char *fmt, ...) {
   if (out->nrej == TOPO_MAX_GIDS) return;
   struct topo_gid_reject *r = &out->rej[out->nrej++];
@@ -163,8 +161,7 @@ static void refusal(const struct topo_gid *tbl, int n, const struct gid_prefs *p
              p->family == AF_INET ? "IPv4" : "IPv6");
   else if (out->hint[0])
     snprintf(out->note + o, sizeof(out->note) - o, ": set %s to use this port", out->hint);
-  else
-    snprintf(out->note + o, sizeof(out->note) - o, " (every entry's reason is listed)");
+  else snprintf(out->note + o, sizeof(out->note) - o, " (every entry's reason is listed)");
 }
 
 /* Checks a forced index; returns the severity and writes the problem. */

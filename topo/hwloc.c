@@ -57,17 +57,17 @@ static int hwloc_view_open(struct hwloc_view *w, char *why, size_t cap) {
     void **slot;
     const char *name;
   } syms[] = {
-      {(void **)&w->api_version, "hwloc_get_api_version"},
-      {(void **)&w->init, "hwloc_topology_init"},
-      {(void **)&w->io_filter, "hwloc_topology_set_io_types_filter"},
-      {(void **)&w->set_xml, "hwloc_topology_set_xml"},
-      {(void **)&w->load, "hwloc_topology_load"},
-      {(void **)&w->destroy, "hwloc_topology_destroy"},
-      {(void **)&w->type_depth, "hwloc_get_type_depth"},
-      {(void **)&w->nbobjs, "hwloc_get_nbobjs_by_depth"},
-      {(void **)&w->obj_by_depth, "hwloc_get_obj_by_depth"},
-      {(void **)&w->list_snprintf, "hwloc_bitmap_list_snprintf"},
-      {(void **)&w->bitmap_first, "hwloc_bitmap_first"},
+    {(void **)&w->api_version, "hwloc_get_api_version"},
+    {(void **)&w->init, "hwloc_topology_init"},
+    {(void **)&w->io_filter, "hwloc_topology_set_io_types_filter"},
+    {(void **)&w->set_xml, "hwloc_topology_set_xml"},
+    {(void **)&w->load, "hwloc_topology_load"},
+    {(void **)&w->destroy, "hwloc_topology_destroy"},
+    {(void **)&w->type_depth, "hwloc_get_type_depth"},
+    {(void **)&w->nbobjs, "hwloc_get_nbobjs_by_depth"},
+    {(void **)&w->obj_by_depth, "hwloc_get_obj_by_depth"},
+    {(void **)&w->list_snprintf, "hwloc_bitmap_list_snprintf"},
+    {(void **)&w->bitmap_first, "hwloc_bitmap_first"},
   };
   for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
     *syms[i].slot = dlsym(w->lib, syms[i].name);
@@ -181,10 +181,8 @@ int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap) {
   if (!r && w.init(&w.topo)) r = -errno, w.topo = NULL;
   if (!r) {
     w.io_filter(w.topo, HWLOC_TYPE_FILTER_KEEP_ALL);
-    if (xml[0] && w.set_xml(w.topo, xml))
-      r = -errno;
-    else if (w.load(w.topo))
-      r = -errno;
+    if (xml[0] && w.set_xml(w.topo, xml)) r = -errno;
+    else if (w.load(w.topo)) r = -errno;
     if (r)
       snprintf(why, cap, "hwloc cannot load %s: %s", xml[0] ? xml : "this machine's topology",
                strerror(-r));

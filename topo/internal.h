@@ -33,7 +33,7 @@ int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
 void topo_decide(const struct topo_host *h, struct topo_choice *c);
 /* helpers shared with plane.c and advice.c. */
 void topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+  __attribute__((format(printf, 3, 4)));
 
 /* topo/plane.c: which interface carries bootstrap, and the plane rules. */
 void plane_main_interface(const struct topo_host *h, struct topo_choice *c);

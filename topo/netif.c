@@ -109,8 +109,7 @@ int netif_discover(struct netif_list *l) {
     snprintf(beside, sizeof(beside), "%s/../ifaddrs", root);
     if (src && !strcmp(src, "auto") && strcmp(root, "/sys") && access(beside, R_OK) == 0)
       r = netif_load_file(l, beside);
-    else
-      r = discover_live(l);
+    else r = discover_live(l);
   }
   if (r == 0) netif_add_sysfs(l);
   return r;
@@ -128,7 +127,11 @@ static enum skip_class skip_class_of(const struct netif *n, int usable_addrs_ll_
 }
 
 static const char *skip_reason[SK_CLASSES] = {
-  "", "container bridge", "veth (container end)", "libvirt bridge", "link-local address only",
+  "",
+  "container bridge",
+  "veth (container end)",
+  "libvirt bridge",
+  "link-local address only",
   "loopback",
 };
 
@@ -172,7 +175,9 @@ static int choose_filtered(const struct netif_list *l, const char *ifname, int f
       snprintf(c->why[i], sizeof(c->why[i]), "%s", n->up ? "no carrier" : "down");
     } else if (a < 0) {
       snprintf(c->why[i], sizeof(c->why[i]), "no %saddress",
-               family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : "");
+               family == AF_INET    ? "IPv4 "
+               : family == AF_INET6 ? "IPv6 "
+                                    : "");
     } else if (c->n < NETIF_CHOSEN_MAX) {
       c->why[i][0] = 0;
       c->primary[c->n] = a;
@@ -195,10 +200,13 @@ static int choose_auto(const struct netif_list *l, int family, struct netif_choi
     int ll;
     addr[i] = pick_addr(n, family, &ll);
     cls[i] = skip_class_of(n, ll);
-    if (!n->up || !n->running) snprintf(c->why[i], sizeof(c->why[i]), "%s", n->up ? "no carrier" : "down");
+    if (!n->up || !n->running)
+      snprintf(c->why[i], sizeof(c->why[i]), "%s", n->up ? "no carrier" : "down");
     else if (addr[i] < 0)
       snprintf(c->why[i], sizeof(c->why[i]), "no %saddress",
-               family == AF_INET ? "IPv4 " : family == AF_INET6 ? "IPv6 " : "");
+               family == AF_INET    ? "IPv4 "
+               : family == AF_INET6 ? "IPv6 "
+                                    : "");
     else if (cls[i] != SK_NONE) snprintf(c->why[i], sizeof(c->why[i]), "%s", skip_reason[cls[i]]);
     else c->why[i][0] = 0;
   }
@@ -241,7 +249,10 @@ int netif_choose(const struct netif_list *l, const char *ifname, int family,
                "no usable interface matches NCCL_SOCKET_IFNAME=%s%s%s; this host has %s. Set "
                "NCCL_SOCKET_IFNAME to one of these on this node",
                ifname, family != AF_UNSPEC ? " with NCCL_SOCKET_FAMILY=" : "",
-               family == AF_INET ? "AF_INET" : family == AF_INET6 ? "AF_INET6" : "", have);
+               family == AF_INET    ? "AF_INET"
+               : family == AF_INET6 ? "AF_INET6"
+                                    : "",
+               have);
     else
       snprintf(c->error, sizeof(c->error),
                "no network interface is up with an address; this host has %s. Bring an "
@@ -268,7 +279,9 @@ void netif_list_str(const struct netif_list *l, char *buf, size_t cap) {
     int ll;
     first_addr_str(n, pick_addr(n, AF_UNSPEC, &ll), a, sizeof(a));
     o = topo_cat(buf, cap, o, "%s%s (%s%s)", i ? ", " : "", n->name, a,
-               !n->up ? ", down" : !n->running ? ", no carrier" : "");
+                 !n->up        ? ", down"
+                 : !n->running ? ", no carrier"
+                               : "");
   }
   if (l->n == 0) topo_cat(buf, cap, 0, "no interfaces at all");
 }

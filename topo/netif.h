@@ -19,9 +19,9 @@ struct netif {
   int naddr;
   struct ipaddr addr[NETIF_ADDR_MAX];
   int mtu;
-  int speed_mbps;           /* 0 = unknown */
-  char pci_path[PATH_MAX];  /* "" for virtual interfaces */
-  int numa;                 /* -1 unknown */
+  int speed_mbps;          /* 0 = unknown */
+  char pci_path[PATH_MAX]; /* "" for virtual interfaces */
+  int numa;                /* -1 unknown */
 };
 
 struct netif_list {

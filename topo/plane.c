@@ -179,12 +179,9 @@ static void rule_main(const struct topo_host *h, struct topo_choice *c, struct p
   int skip[TOPO_MAX_PORTS] = {0}, nmain = 0, nother = 0;
   for (int p = 0; p < h->nport; p++) {
     if (!plane_candidate(&c->pc[p])) continue;
-    if ((skip[p] = on_main(h, c, p, how[p], sizeof(how[p]))))
-      nmain++;
-    else if (pl->why[p][1][0])
-      skip[p] = 2;
-    else
-      nother++;
+    if ((skip[p] = on_main(h, c, p, how[p], sizeof(how[p])))) nmain++;
+    else if (pl->why[p][1][0]) skip[p] = 2;
+    else nother++;
   }
   if (!nmain || !nother) return;
   others_desc(h, c, skip, others, sizeof(others));
@@ -216,8 +213,7 @@ static void rule_gpu(const struct topo_host *h, const struct topo_choice *c, str
   }
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port_choice *pc = &c->pc[p];
-    if (!plane_candidate(pc) || pc->gpu_class <= PC_PXB || pc->gpu_class == PC_UNKNOWN)
-      continue;
+    if (!plane_candidate(pc) || pc->gpu_class <= PC_PXB || pc->gpu_class == PC_UNKNOWN) continue;
     snprintf(pl->why[p][1], sizeof(pl->why[p][1]),
              "storage or management NIC: the nearest GPU, %s, is %s from it (no shared PCIe "
              "switch), while every GPU has an RDMA port on its own PCIe switch; NCCL would also "
@@ -243,8 +239,7 @@ static enum topo_ll keep_ll(const struct topo_host *h, const struct topo_choice 
 static void rule_ll(const struct topo_host *h, const struct topo_choice *c, struct planes *pl) {
   enum topo_ll keep = keep_ll(h, c, pl);
   int nkeep = 0;
-  for (int p = 0; p < h->nport; p++)
-    nkeep += plane_candidate(&c->pc[p]) && h->port[p].ll == keep;
+  for (int p = 0; p < h->nport; p++) nkeep += plane_candidate(&c->pc[p]) && h->port[p].ll == keep;
   for (int p = 0; p < h->nport; p++) {
     if (!plane_candidate(&c->pc[p]) || h->port[p].ll == keep) continue;
     snprintf(pl->why[p][2], sizeof(pl->why[p][2]),

@@ -149,8 +149,7 @@ static void read_port(struct topo_host *h, int hca, int num) {
   char buf[64];
   if (port_str(&p, buf, sizeof(buf), "state") == 0)
     parse_state(buf, &pt->state, pt->state_txt, sizeof(pt->state_txt));
-  else
-    topo_note(h, "%s port %d state: unreadable", p.dev, num);
+  else topo_note(h, "%s port %d state: unreadable", p.dev, num);
   if (port_str(&p, buf, sizeof(buf), "phys_state") == 0)
     parse_state(buf, &pt->phys_state, pt->phys_txt, sizeof(pt->phys_txt));
   if (port_str(&p, buf, sizeof(buf), "link_layer") == 0)

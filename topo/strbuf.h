@@ -7,6 +7,6 @@
 /* Appends to buf (cap bytes) at offset o and returns the new offset, which
  * may pass cap: then the text was cut and nothing more is written. */
 size_t topo_cat(char *buf, size_t cap, size_t o, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+  __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -219,7 +219,7 @@ struct topo_dev {
   int lid;
   const char *guid; /* sys_image_guid: ports of one ASIC share it */
   int rail, plane;
-  int off_plane;    /* this host's layout sets it apart; the user forced it */
+  int off_plane; /* this host's layout sets it apart; the user forced it */
 };
 
 struct topo_gpu_choice {

@@ -15,9 +15,7 @@
 #include "transport/report.h"
 #include "transport/sock.h"
 
-static void drop_incoming(struct listen_comm *l, int i) {
-  l->inc[i] = l->inc[--l->ninc];
-}
+static void drop_incoming(struct listen_comm *l, int i) { l->inc[i] = l->inc[--l->ninc]; }
 
 static int accept_errno_transient(int err) {
   return err == EINTR || err == ECONNABORTED || err == EPROTO || err == ENETDOWN ||
@@ -105,10 +103,9 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
       if (n < 0 && n != -EAGAIN) {
         char why[160];
         if (n == -EPIPE)
-          snprintf(why, sizeof(why), "it closed the connection after %zu bytes, before identifying itself",
-                   in->got);
-        else
-          snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror((int)-n));
+          snprintf(why, sizeof(why),
+                   "it closed the connection after %zu bytes, before identifying itself", in->got);
+        else snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror((int)-n));
         listen_refuse(l, in->fd, in->peer, why);
         drop_incoming(l, i);
         continue;

@@ -87,8 +87,8 @@ static void order_candidates(struct connecting *c) {
             for (int a = 0; a < host->ifs.ifs[j].naddr; a++) {
               struct ipaddr mine = host->ifs.ifs[j].addr[a];
               mine.prefix = k->hc.addr.prefix;
-              if (k->hc.addr.prefix > 0 && host->ifs.ifs[j].up && ipaddr_in_subnet(&k->hc.addr, &mine) &&
-                  !ipaddr_is_loopback(&mine)) {
+              if (k->hc.addr.prefix > 0 && host->ifs.ifs[j].up &&
+                  ipaddr_in_subnet(&k->hc.addr, &mine) && !ipaddr_is_loopback(&mine)) {
                 ni = &host->ifs.ifs[j];
                 break;
               }
@@ -113,8 +113,8 @@ static ncclResult_t connecting_new(const struct transport_dev *dev, int tc, void
            "same on every node?), or the handle was corrupted on the way",
            dev->name, why);
     else if (he == HANDLE_BAD_VERSION)
-      WARN("connect on device %s: %s. Install the same libnccl-net-diag on every node",
-           dev->name, why);
+      WARN("connect on device %s: %s. Install the same libnccl-net-diag on every node", dev->name,
+           why);
     else
       WARN("connect on device %s: the peer's handle is malformed: %s. The peer may run another "
            "plugin version, or the handle was corrupted on the way",
@@ -158,8 +158,8 @@ static void cand_desc(const struct connecting *c, const struct cand *k, char *bu
   char cidr[64];
   ipaddr_subnet_str(&k->hc.addr, cidr, sizeof(cidr));
   if (k->local)
-    snprintf(buf, cap, "%s (%s on %s, subnet %s, local %s)", k->str, k->hc.ifname, c->h.host,
-             cidr, k->local_if);
+    snprintf(buf, cap, "%s (%s on %s, subnet %s, local %s)", k->str, k->hc.ifname, c->h.host, cidr,
+             k->local_if);
   else
     snprintf(buf, cap, "%s (%s on %s, subnet %s, which no local interface is on)", k->str,
              k->hc.ifname, c->h.host, cidr);
@@ -333,8 +333,7 @@ static void report_detour(struct connecting *c, struct cand *won) {
       snprintf(what, sizeof(what), "no answer after %lld ms (%d attempt%s)",
                (long long)((now - k->attempt_start) / 1000000), k->attempts,
                k->attempts == 1 ? "" : "s");
-    else
-      snprintf(what, sizeof(what), "%s", k->last_why);
+    else snprintf(what, sizeof(what), "%s", k->last_why);
     if (o < sizeof(failed))
       o += (size_t)snprintf(failed + o, sizeof(failed) - o, "%s%s: %s", nfail ? "; " : "", d, what);
     nfail++;
@@ -367,8 +366,8 @@ static ncclResult_t fail_unreachable(struct connecting *c) {
     cand_desc(c, k, d, sizeof(d));
     if (o < sizeof(tried))
       o += (size_t)snprintf(tried + o, sizeof(tried) - o, "%s%s: %s after %d attempt%s",
-                            o2 ? "; " : "", d, k->attempts ? k->last_why : "not tried",
-                            k->attempts, k->attempts == 1 ? "" : "s");
+                            o2 ? "; " : "", d, k->attempts ? k->last_why : "not tried", k->attempts,
+                            k->attempts == 1 ? "" : "s");
   }
   netif_list_str(&transport_host()->ifs, have, sizeof(have));
   ev_count(C_CONN_FAILURES, 1);
@@ -386,7 +385,7 @@ static ncclResult_t fail_unreachable(struct connecting *c) {
 }
 
 ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_class, void *handle,
-                        void **send_comm) {
+                               void **send_comm) {
   *send_comm = NULL;
   uint64_t token;
   memcpy(&token, (uint8_t *)handle + HANDLE_STATE_OFF, sizeof(token));
@@ -414,8 +413,7 @@ ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_clas
       report_hello(&c->mine, &c->peer, peer.desc, "connect");
       report_detour(c, k);
       c->ndata = c->h.nsocks;
-      c->ibs = ib_setup_new(c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, peer.desc,
-                            c->traffic_class);
+      c->ibs = ib_setup_new(c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
     } else if (now > c->deadline) {
       r = fail_unreachable(c);
       goto out_free;

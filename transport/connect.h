@@ -19,7 +19,7 @@ struct cand {
   struct sockaddr_storage ss;
   socklen_t sl;
   char str[80];
-  int local;                 /* a local interface shares its subnet */
+  int local; /* a local interface shares its subnet */
   char local_if[IF_NAMESIZE];
   int fd;
   enum cand_state st;

@@ -16,9 +16,8 @@ static ncclResult_t data_fail(struct connecting *c, int i, int err, const char *
   char advice[400];
   sock_errno_advice(err, advice, sizeof(advice));
   ev_count(C_CONN_FAILURES, 1);
-  WARN("connect to %s for device %s: data socket %d of %d to %s: %s failed: %s%s%s",
-       c->peer.host, c->dev->name, i, c->ndata, c->peer_addr, what, strerror(err),
-       advice[0] ? "; " : "", advice);
+  WARN("connect to %s for device %s: data socket %d of %d to %s: %s failed: %s%s%s", c->peer.host,
+       c->dev->name, i, c->ndata, c->peer_addr, what, strerror(err), advice[0] ? "; " : "", advice);
   return ncclSystemError;
 }
 

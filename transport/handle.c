@@ -1,5 +1,5 @@
-#include "common/strutil.h"
 #include "transport/handle.h"
+#include "common/strutil.h"
 
 #include <arpa/inet.h>
 #include <stdio.h>

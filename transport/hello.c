@@ -1,5 +1,5 @@
-#include "common/strutil.h"
 #include "transport/hello.h"
+#include "common/strutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,14 +31,21 @@ enum {
  * connection: when nodes disagree the result is a truncated message or a
  * hang, so a difference is named at connect time. */
 static const char *const must_agree[] = {
-  "NCCL_PROTO", "NCCL_ALGO", "NCCL_BUFFSIZE", "NCCL_LL_BUFFSIZE", "NCCL_LL128_BUFFSIZE",
-  "NCCL_P2P_NET_CHUNKSIZE", "NCCL_NCHANNELS_PER_NET_PEER", "NCCL_DIAG_FALLBACK", NULL,
+  "NCCL_PROTO",
+  "NCCL_ALGO",
+  "NCCL_BUFFSIZE",
+  "NCCL_LL_BUFFSIZE",
+  "NCCL_LL128_BUFFSIZE",
+  "NCCL_P2P_NET_CHUNKSIZE",
+  "NCCL_NCHANNELS_PER_NET_PEER",
+  "NCCL_DIAG_FALLBACK",
+  NULL,
 };
 
 /* Settings that legitimately differ but explain failures. */
 static const char *const info_knobs[] = {
   "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
-  "NCCL_IB_DISABLE", "NCCL_NET_PLUGIN", "NCCL_NET", NULL,
+  "NCCL_IB_DISABLE",    "NCCL_NET_PLUGIN",    "NCCL_NET",    NULL,
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
@@ -50,7 +57,9 @@ static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
   w_u16(w, (uint16_t)len);
   w_bytes(w, v, len);
 }
-static void w_tlv_str(struct wbuf *w, uint16_t type, const char *s) { w_tlv(w, type, s, strlen(s)); }
+static void w_tlv_str(struct wbuf *w, uint16_t type, const char *s) {
+  w_tlv(w, type, s, strlen(s));
+}
 static void w_tlv_u32(struct wbuf *w, uint16_t type, uint32_t v) {
   uint8_t b[4];
   struct wbuf t = {b, 4, 0, 0};
@@ -240,8 +249,7 @@ enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *
         return HELLO_CORRUPT;
       }
       break;
-    default:
-      break; /* a newer peer's field: skipped */
+    default: break; /* a newer peer's field: skipped */
     }
     if (f.short_read) {
       snprintf(why, whylen, "hello field %u is %u bytes, too short for its type", type, tlen);
@@ -250,12 +258,14 @@ enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *
   }
   if (!have_nonce || !have_host || !have_version) {
     snprintf(why, whylen, "hello lacks its %s field",
-             !have_nonce ? "nonce" : !have_host ? "host" : "plugin version");
+             !have_nonce  ? "nonce"
+             : !have_host ? "host"
+                          : "plugin version");
     return HELLO_CORRUPT;
   }
   if (h->nsocks > 64 || h->nthreads > 16) {
-    snprintf(why, whylen, "hello asks for %u sockets and %u threads (at most 64 and 16)",
-             h->nsocks, h->nthreads);
+    snprintf(why, whylen, "hello asks for %u sockets and %u threads (at most 64 and 16)", h->nsocks,
+             h->nthreads);
     return HELLO_CORRUPT;
   }
   return HELLO_OK;
@@ -298,8 +308,8 @@ const char *hello_info_value(const struct hello *h, const char *name) {
 static size_t add(char *buf, size_t cap, size_t o, int *n, const char *what, const char *mine,
                   const char *peer, const char *mhost, const char *phost) {
   if (o < cap)
-    o += (size_t)snprintf(buf + o, cap - o, "%s%s: %s on %s, %s on %s", *n ? "; " : "", what,
-                          mine, mhost, peer, phost);
+    o += (size_t)snprintf(buf + o, cap - o, "%s%s: %s on %s, %s on %s", *n ? "; " : "", what, mine,
+                          mhost, peer, phost);
   (*n)++;
   return o > cap ? cap : o;
 }

@@ -30,8 +30,8 @@ struct hello_ib {
   int link_layer; /* 1 InfiniBand, 2 Ethernet (RoCE) */
   int gid_index;
   uint8_t gid[16];
-  int gid_type;   /* 0 IB, 1 RoCE v1, 2 RoCE v2 */
-  int mtu;        /* active MTU in bytes */
+  int gid_type; /* 0 IB, 1 RoCE v1, 2 RoCE v2 */
+  int mtu;      /* active MTU in bytes */
   int lid;
   int pkey_index;
   char netdev[16];
@@ -47,14 +47,14 @@ struct hello {
   uint32_t pid;
   char transport[8]; /* what this side offers: "tcp" or "ib" */
   char dev[32];
-  char ifname[16];   /* interface of the control connection */
-  char addr[64];     /* its local address, as this side sees it */
+  char ifname[16]; /* interface of the control connection */
+  char addr[64];   /* its local address, as this side sees it */
   uint64_t nonce;
   uint64_t connid;
   uint16_t nsocks, nthreads;
-  int nknobs;        /* settings that must agree on every node */
+  int nknobs; /* settings that must agree on every node */
   struct hello_knob knobs[HELLO_MAX_KNOBS];
-  int ninfo;         /* settings worth showing in a diagnosis */
+  int ninfo; /* settings worth showing in a diagnosis */
   struct hello_knob info[HELLO_MAX_KNOBS];
   struct hello_ib ib;
 };

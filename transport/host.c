@@ -6,10 +6,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/strutil.h"
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/strutil.h"
 #include "topo/topo.h"
 #include "transport/ib/ib.h"
 #include "transport/transport.h"

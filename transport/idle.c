@@ -63,7 +63,8 @@ static void set_update(const void *owner, const struct pollfd *fds, int n, int r
     if (fds[i].fd < 0 || !fds[i].events) continue;
     int have = 0;
     for (int j = 0; j < k && !have; j++)
-      have = set[j].owner == owner && set[j].pfd.fd == fds[i].fd && set[j].pfd.events == fds[i].events;
+      have =
+        set[j].owner == owner && set[j].pfd.fd == fds[i].fd && set[j].pfd.events == fds[i].events;
     if (!have) set[k++] = (struct wait_entry){owner, now, {fds[i].fd, fds[i].events, 0}};
   }
   nset = k;
@@ -90,9 +91,7 @@ void transport_idle_wait(const void *owner, const struct pollfd *fds, int n) {
   }
 }
 
-void transport_idle_forget(const void *owner) {
-  set_update(owner, NULL, 0, 1);
-}
+void transport_idle_forget(const void *owner) { set_update(owner, NULL, 0, 1); }
 
 void transport_idle_wake(void) {
   /* Acquire: a waiter increments after creating wake_fd, so we see it. */

@@ -61,7 +61,8 @@ static uint64_t random_u64(const void *salt) {
 
 /* Every address of every chosen interface of the listen family; this
  * device's interface first. */
-static void add_candidates(struct handle *h, const struct transport_dev *dev, int family, uint16_t port) {
+static void add_candidates(struct handle *h, const struct transport_dev *dev, int family,
+                           uint16_t port) {
   const struct transport_host *host = transport_host();
   for (int pass = 0; pass < 2; pass++) {
     for (int j = 0; j < host->choice.n; j++) {
@@ -144,8 +145,8 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   }
   int encoded = handle_encode(&h, handle);
   if (encoded < h.ncand)
-    INFO(LOG_NET, "listen on device %s: %d of %d candidate addresses fit in the handle",
-         dev->name, encoded, h.ncand);
+    INFO(LOG_NET, "listen on device %s: %d of %d candidate addresses fit in the handle", dev->name,
+         encoded, h.ncand);
   ev_count(C_LISTENS, 1);
   INFO(LOG_NET, "listening for device %s on port %u (%d addresses, nonce 0x%016llx)", dev->name,
        l->port, encoded, (unsigned long long)l->nonce);

@@ -122,10 +122,8 @@ int sock_err_retryable(int err) {
   case EINTR:
   case EPIPE:
   case ENETDOWN:
-  case EHOSTDOWN:
-    return 1;
-  default:
-    return 0;
+  case EHOSTDOWN: return 1;
+  default: return 0;
   }
 }
 
@@ -149,8 +147,9 @@ void sock_errno_advice(int err, char *buf, size_t cap) {
              count_fds(), (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
              (unsigned long long)rl.rlim_max);
   } else if (err == ENFILE) {
-    snprintf(buf, cap, "the system-wide file table is full (fs.file-max): raise it or close "
-                       "other processes' files");
+    snprintf(buf, cap,
+             "the system-wide file table is full (fs.file-max): raise it or close "
+             "other processes' files");
   } else if (err == ENOBUFS || err == ENOMEM) {
     snprintf(buf, cap, "the kernel is out of socket memory");
   } else {
@@ -204,7 +203,8 @@ int sock_same_host(int fd) {
   struct sockaddr_storage me, peer;
   socklen_t ml = sizeof(me), pl = sizeof(peer);
   struct ipaddr a, b;
-  if (getsockname(fd, (struct sockaddr *)&me, &ml) || getpeername(fd, (struct sockaddr *)&peer, &pl) ||
+  if (getsockname(fd, (struct sockaddr *)&me, &ml) ||
+      getpeername(fd, (struct sockaddr *)&peer, &pl) ||
       ipaddr_from_sockaddr(&a, (struct sockaddr *)&me, NULL) ||
       ipaddr_from_sockaddr(&b, (struct sockaddr *)&peer, NULL))
     return 0;

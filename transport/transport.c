@@ -15,8 +15,9 @@ void transport_peer_describe(struct transport_peer *p, const struct hello *h, co
            h->ifname[0] ? ", " : "", h->ifname);
 }
 
-void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side, int ctrl_fd,
-                   const struct hello *mine, const struct hello *peer, const char *peer_addr) {
+void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side,
+                          int ctrl_fd, const struct hello *mine, const struct hello *peer,
+                          const char *peer_addr) {
   memset(s, 0, sizeof(*s));
   s->dev = dev;
   s->send_side = send_side;

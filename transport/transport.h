@@ -38,14 +38,14 @@ struct transport_dev {
   int index;
   char name[64];
   int is_ib;
-  int netif;                 /* index into the host's netif list */
+  int netif; /* index into the host's netif list */
   char ifname[IF_NAMESIZE];
-  struct ipaddr addr;        /* the interface address we listen on */
-  char pci_path[PATH_MAX];   /* "" when virtual */
+  struct ipaddr addr;      /* the interface address we listen on */
+  char pci_path[PATH_MAX]; /* "" when virtual */
   uint64_t guid;
   int speed_mbps;
   int port;
-  void *ib;                  /* transport/ib's per-port state */
+  void *ib; /* transport/ib's per-port state */
 };
 
 /* The host's network view, built once at init (plugin/devices.c). */
@@ -63,16 +63,17 @@ void transport_host_init(void);
 
 /* The other side of a connection, for every message about it. */
 struct transport_peer {
-  struct hello hello;   /* its hello record */
-  char addr[80];        /* "10.0.0.7<46417>" */
-  char desc[160];       /* "host-b (10.0.0.7<46417>, eth0)" */
+  struct hello hello; /* its hello record */
+  char addr[80];      /* "10.0.0.7<46417>" */
+  char desc[160];     /* "host-b (10.0.0.7<46417>, eth0)" */
 };
 
 struct transport_comm;
 
 struct transport_comm_ops {
   const char *name; /* "tcp" or "ib" */
-  ncclResult_t (*reg_mr)(struct transport_comm *c, void *data, size_t size, int type, void **mhandle);
+  ncclResult_t (*reg_mr)(struct transport_comm *c, void *data, size_t size, int type,
+                         void **mhandle);
   ncclResult_t (*reg_mr_dmabuf)(struct transport_comm *c, void *data, size_t size, int type,
                                 uint64_t offset, int fd, void **mhandle);
   ncclResult_t (*dereg_mr)(struct transport_comm *c, void *mhandle);
@@ -120,12 +121,13 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
 ncclResult_t transport_accept(void *listen_comm, void **recv_comm);
 ncclResult_t transport_close_listen(void *listen_comm);
 ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_class, void *handle,
-                        void **send_comm);
+                               void **send_comm);
 
 /* The hand-off every finished setup builds: sockets stay as given (ndata 0,
  * nthreads 0) for the caller to add. */
-void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side, int ctrl_fd,
-                   const struct hello *mine, const struct hello *peer, const char *peer_addr);
+void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side,
+                          int ctrl_fd, const struct hello *mine, const struct hello *peer,
+                          const char *peer_addr);
 
 /* "host-b (10.0.0.7<46417>, eth0)" from a hello and a socket address. */
 void transport_peer_describe(struct transport_peer *p, const struct hello *h, const char *addr);

@@ -76,7 +76,8 @@ typedef struct {
 
 _Static_assert(sizeof(ncclNetProperties_v11_t) == 112, "v11 props are 112 bytes");
 _Static_assert(offsetof(ncclNetProperties_v11_t, vProps) == 64, "v11 props: vProps at 64");
-_Static_assert(offsetof(ncclNetProperties_v11_t, maxP2pBytes) == 88, "v11 props: maxP2pBytes at 88");
+_Static_assert(offsetof(ncclNetProperties_v11_t, maxP2pBytes) == 88,
+               "v11 props: maxP2pBytes at 88");
 _Static_assert(offsetof(ncclNetProperties_v11_t, maxMultiRequestSize) == 104,
                "v11 props: maxMultiRequestSize at 104");
 _Static_assert(sizeof(ncclNetAttr_v11_t) == 44, "ncclNetAttr_v11_t is 44 bytes");

@@ -63,7 +63,8 @@ _Static_assert(offsetof(ncclNetProperties_v9_t, maxRecvs) == 52, "v9 props: maxR
 _Static_assert(offsetof(ncclNetProperties_v9_t, netDeviceVersion) == 60, "v9 props: version at 60");
 _Static_assert(offsetof(ncclNetProperties_v9_t, vProps) == 64, "v9 props: vProps at 64");
 _Static_assert(offsetof(ncclNetProperties_v9_t, maxP2pBytes) == 88, "v9 props: maxP2pBytes at 88");
-_Static_assert(offsetof(ncclNetProperties_v9_t, maxCollBytes) == 96, "v9 props: maxCollBytes at 96");
+_Static_assert(offsetof(ncclNetProperties_v9_t, maxCollBytes) == 96,
+               "v9 props: maxCollBytes at 96");
 
 _Static_assert(sizeof(ncclNet_v9_t) == 160, "ncclNet_v9_t has 20 slots");
 _Static_assert(offsetof(ncclNet_v9_t, isend) == 80, "v9: isend at 80");

@@ -28,7 +28,7 @@ static void check_struct_slots(struct side *s) {
     break;
   default:
     CHECK(!nl->v11->getDeviceMr && !nl->v11->irecvConsumed && !nl->v11->makeVDevice &&
-              !nl->v11->setNetAttr && nl->v11->finalize,
+            !nl->v11->setNetAttr && nl->v11->finalize,
           "v11 slots: getDeviceMr/irecvConsumed/makeVDevice/setNetAttr must be NULL, finalize set");
   }
 }
@@ -45,11 +45,13 @@ void case_init_props(struct side *s) {
     CHECK(r == 0, "getProperties(%d) returned %d", d, r);
     CHECK(p.name[0], "device %d has no name", d);
     snprintf(names[d], sizeof(names[d]), "%s", p.name);
-    for (int e = 0; e < d; e++) CHECK(strcmp(names[e], p.name), "devices %d and %d share the name %s", e, d, p.name);
+    for (int e = 0; e < d; e++)
+      CHECK(strcmp(names[e], p.name), "devices %d and %d share the name %s", e, d, p.name);
     if (p.has_pci) {
       char sub[PATH_MAX + 16], real[PATH_MAX];
       snprintf(sub, sizeof(sub), "%s/subsystem", p.pci_path);
-      CHECK(realpath(p.pci_path, real) && !strcmp(real, p.pci_path), "pciPath %s is not a real path", p.pci_path);
+      CHECK(realpath(p.pci_path, real) && !strcmp(real, p.pci_path),
+            "pciPath %s is not a real path", p.pci_path);
       CHECK(access(sub, F_OK) == 0, "pciPath %s has no subsystem link", p.pci_path);
     }
     CHECK(p.ptr_support & NCCL_PTR_HOST, "device %s does not support host memory", p.name);
@@ -57,13 +59,17 @@ void case_init_props(struct side *s) {
     CHECK(p.max_recvs >= 1 && p.max_recvs <= 8, "device %s maxRecvs %d", p.name, p.max_recvs);
     CHECK(p.max_comms > 0, "device %s maxComms %d", p.name, p.max_comms);
     CHECK(p.device_type == 0 && p.device_version == 0, "device %s is not a host device", p.name);
-    CHECK(p.max_p2p_bytes >= 1 && p.max_p2p_bytes <= (1ULL << 40), "maxP2pBytes %zu", p.max_p2p_bytes);
+    CHECK(p.max_p2p_bytes >= 1 && p.max_p2p_bytes <= (1ULL << 40), "maxP2pBytes %zu",
+          p.max_p2p_bytes);
     if (s->nl.version >= 9) CHECK(p.vdevs == 1, "vProps.ndevs %d", p.vdevs);
   }
-  CHECK(log_count(NCCL_LOG_WARN, "") == 0, "a healthy init logged a WARN: %s", log_find(NCCL_LOG_WARN, ""));
-  CHECK(netload_props(&s->nl, ndev, &(struct netload_props){0}) != 0, "getProperties(%d) of a missing device succeeded", ndev);
+  CHECK(log_count(NCCL_LOG_WARN, "") == 0, "a healthy init logged a WARN: %s",
+        log_find(NCCL_LOG_WARN, ""));
+  CHECK(netload_props(&s->nl, ndev, &(struct netload_props){0}) != 0,
+        "getProperties(%d) of a missing device succeeded", ndev);
   CHECK(log_find(NCCL_LOG_WARN, "does not exist"), "no WARN for a missing device");
-  CHECK(log_find(NCCL_LOG_INFO, "socket interfaces: using"), "no INFO line says which interface was chosen");
+  CHECK(log_find(NCCL_LOG_INFO, "socket interfaces: using"),
+        "no INFO line says which interface was chosen");
   side_close(s);
 }
 
@@ -90,7 +96,8 @@ void case_bad_knobs(struct side *s) {
   setenv("NCCL_NSOCKS_PERTHREAD", "100", 1);
   if (side_open(s)) return;
   const char *w = log_find(NCCL_LOG_WARN, "NCCL_IB_TIMEOUT=\"abc\"");
-  CHECK(w && strstr(w, "1..31"), "no WARN quoting NCCL_IB_TIMEOUT=abc with its range: %s", w ? w : "none");
+  CHECK(w && strstr(w, "1..31"), "no WARN quoting NCCL_IB_TIMEOUT=abc with its range: %s",
+        w ? w : "none");
   w = log_find(NCCL_LOG_WARN, "NCCL_DIAG_FALLBACK=\"maybe\"");
   CHECK(w && strstr(w, "auto") && strstr(w, "off"), "no WARN listing auto/off: %s", w ? w : "none");
   w = log_find(NCCL_LOG_WARN, "NCCL_NSOCKS_PERTHREAD=\"100\"");
@@ -106,7 +113,8 @@ void case_no_device(struct side *s) {
   if (side_open(s)) return;
   int ndev = -1;
   CHECK(netload_devices(&s->nl, &ndev) == 0 && ndev == 0, "devices %d, expected 0", ndev);
-  CHECK(log_count(NCCL_LOG_WARN, "") == 1, "%d WARNs, expected exactly one", log_count(NCCL_LOG_WARN, ""));
+  CHECK(log_count(NCCL_LOG_WARN, "") == 1, "%d WARNs, expected exactly one",
+        log_count(NCCL_LOG_WARN, ""));
   const char *w = log_find(NCCL_LOG_WARN, "NCCL_SOCKET_IFNAME==doesnotexist0");
   CHECK(w && strstr(w, "lo (127.0.0.1/8") && strstr(w, "Set NCCL_SOCKET_IFNAME"),
         "the WARN must list the interfaces that exist and the fix: %s", w ? w : "none");
@@ -135,7 +143,8 @@ void case_reload(struct side *s) {
   for (int round = 0; round < 2; round++) {
     if (side_open(s)) return;
     void *sc, *rc;
-    CHECK(netload_connect_pair(&s->nl, 0, &sc, &rc, 20000) == 0, "round %d: loopback connect failed", round);
+    CHECK(netload_connect_pair(&s->nl, 0, &sc, &rc, 20000) == 0,
+          "round %d: loopback connect failed", round);
     if (sc && rc) {
       void *mh1, *mh2, *req1, *req2;
       char out[64] = "reload", in[64] = {0};

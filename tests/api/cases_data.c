@@ -8,8 +8,8 @@
 
 #include "cases.h"
 
-static const size_t core_sizes[] = {0, 1, 7, 8, 100, 4095, 4096, 65535, 65536, 65537,
-                                    131072, 1 << 20, (1 << 20) + 1, 16 << 20};
+static const size_t core_sizes[] = {0,     1,     7,     8,      100,     4095,          4096,
+                                    65535, 65536, 65537, 131072, 1 << 20, (1 << 20) + 1, 16 << 20};
 
 static void sizes_run(struct side *s, int with_1g) {
   void *comm;
@@ -67,7 +67,8 @@ void case_truncation(struct side *s) {
       snprintf(a, sizeof(a), "holds %zu bytes", cap);
       const char *w = log_find(NCCL_LOG_WARN, a);
       if (s->role == ROLE_SEND)
-        CHECK(r == ncclInvalidUsage && w && strstr(w, "bytes but"), "sender: %d, %s", r, w ? w : "no WARN");
+        CHECK(r == ncclInvalidUsage && w && strstr(w, "bytes but"), "sender: %d, %s", r,
+              w ? w : "no WARN");
       else
         CHECK(r == ncclRemoteError && w && strstr(w, "sending side ended"), "receiver: %d, %s", r,
               w ? w : "no WARN");
@@ -127,8 +128,9 @@ void case_inflight(struct side *s) {
   size_t one = 8;
   int tag = 0;
   int r33 = s->role != side33 ? 0
-            : s->role == ROLE_SEND ? netload_isend(&s->nl, comm, buf, 8, 0, mh, &extra)
-                                   : netload_irecv(&s->nl, comm, 1, (void **)&buf, &one, &tag, &mh, &extra);
+            : s->role == ROLE_SEND
+              ? netload_isend(&s->nl, comm, buf, 8, 0, mh, &extra)
+              : netload_irecv(&s->nl, comm, 1, (void **)&buf, &one, &tag, &mh, &extra);
   if (s->role == side33) {
     CHECK(r33 == ncclInternalError && extra == NULL, "33rd request: %d, request %p", r33, extra);
     CHECK(log_find(NCCL_LOG_WARN, "more than 32 re"), "no WARN for the 33rd request");
@@ -167,7 +169,8 @@ void case_close_inflight(struct side *s) {
   }
   long long t0 = ms_now();
   netload_dereg_mr(&s->nl, comm, mh);
-  int r = s->role == ROLE_SEND ? netload_close_send(&s->nl, comm) : netload_close_recv(&s->nl, comm);
+  int r =
+    s->role == ROLE_SEND ? netload_close_send(&s->nl, comm) : netload_close_recv(&s->nl, comm);
   CHECK(r == 0, "close with requests in flight returned %d", r);
   CHECK(ms_now() - t0 < 2000, "close took %lld ms", ms_now() - t0);
   ctl_sync(s);
@@ -298,22 +301,26 @@ void case_request_written(struct side *s) {
     int tag = 0;
     void *p = buf;
     int r = netload_irecv(&s->nl, comm, 1, &p, &cap, &tag, &mh, &req);
-    CHECK(r == 0 && req && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION, "irecv: %d, %p", r, req);
+    CHECK(r == 0 && req && req != (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION, "irecv: %d, %p", r,
+          req);
   }
   CHECK(wait_req(s, req, NULL, 10000) == 0, "request did not complete");
   /* A completed request is gone: testing it again is a named misuse. */
   int done;
-  CHECK(netload_test(&s->nl, req, &done, NULL) == ncclInternalError, "test of a finished request succeeded");
+  CHECK(netload_test(&s->nl, req, &done, NULL) == ncclInternalError,
+        "test of a finished request succeeded");
   CHECK(log_find(NCCL_LOG_WARN, "not a live request"), "no WARN for testing a finished request");
   void *mh2;
   CHECK(netload_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_CUDA, &mh2) == ncclInternalError,
         "regMr of CUDA memory on a host-only device succeeded");
-  CHECK(log_find(NCCL_LOG_WARN, "not host memory") || log_find(NCCL_LOG_WARN, "GPU Direct RDMA is not available"),
+  CHECK(log_find(NCCL_LOG_WARN, "not host memory") ||
+          log_find(NCCL_LOG_WARN, "GPU Direct RDMA is not available"),
         "no WARN for a CUDA registration");
   ctl_sync(s);
   netload_dereg_mr(&s->nl, comm, mh);
   if (s->role == ROLE_SEND) {
-    CHECK(netload_close_recv(&s->nl, comm) == ncclInternalError, "closeRecv of a send comm succeeded");
+    CHECK(netload_close_recv(&s->nl, comm) == ncclInternalError,
+          "closeRecv of a send comm succeeded");
     netload_close_send(&s->nl, comm);
   } else {
     netload_close_recv(&s->nl, comm);

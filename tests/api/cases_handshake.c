@@ -24,7 +24,8 @@ void case_handle_format(struct side *s) {
   char why[200];
   CHECK(handle_decode(h, &d, why, sizeof(why)) == HANDLE_OK, "the handle does not decode: %s", why);
   CHECK(d.nonce != 0, "nonce is zero");
-  CHECK(d.ncand >= 1 && d.cand[0].port != 0, "%d candidates, first port %u", d.ncand, d.cand[0].port);
+  CHECK(d.ncand >= 1 && d.cand[0].port != 0, "%d candidates, first port %u", d.ncand,
+        d.cand[0].port);
   for (int i = HANDLE_STATE_OFF; i < HANDLE_STATE_OFF + 8; i++)
     CHECK(h[i] == 0, "connector-private byte %d is not zero on the wire", i);
   netload_close_listen(&s->nl, lc);
@@ -48,12 +49,14 @@ void case_hello_mismatch(struct side *s) {
   const char *w = log_find(NCCL_LOG_WARN, "configured differently");
   CHECK(w, "no WARN about the differing hosts");
   if (w) {
-    CHECK(strstr(w, "NCCL version: 2.19.3") || strstr(w, "NCCL version: 2.14.3"), "no NCCL versions: %s", w);
+    CHECK(strstr(w, "NCCL version: 2.19.3") || strstr(w, "NCCL version: 2.14.3"),
+          "no NCCL versions: %s", w);
     CHECK(strstr(w, "2.19.3") && strstr(w, "2.14.3"), "both versions must be named: %s", w);
-    CHECK(strstr(w, "NCCL_PROTO: ") && strstr(w, "Simple"), "NCCL_PROTO difference not named: %s", w);
+    CHECK(strstr(w, "NCCL_PROTO: ") && strstr(w, "Simple"), "NCCL_PROTO difference not named: %s",
+          w);
   }
-  CHECK(log_count(NCCL_LOG_WARN, "configured differently") == 1, "%d WARNs, expected one per process",
-        log_count(NCCL_LOG_WARN, "configured differently"));
+  CHECK(log_count(NCCL_LOG_WARN, "configured differently") == 1,
+        "%d WARNs, expected one per process", log_count(NCCL_LOG_WARN, "configured differently"));
   ctl_sync(s);
   if (s->role == ROLE_SEND) {
     netload_close_send(&s->nl, comm);
@@ -89,13 +92,13 @@ static void attack(struct side *s, const struct handle *h) {
   struct preamble p = {ROLE_CTRL, 0, h->nonce, 77};
   for (int i = 0; i < 64; i++) buf[i] = (uint8_t)(rand() & 0xff);
   int fd;
-  if ((fd = raw_connect(h)) >= 0) raw_send(fd, buf, sizeof(buf)), close(fd);        /* garbage */
+  if ((fd = raw_connect(h)) >= 0) raw_send(fd, buf, sizeof(buf)), close(fd); /* garbage */
   preamble_encode(&p, buf);
   buf[0] ^= 0xff;
-  if ((fd = raw_connect(h)) >= 0) raw_send(fd, buf, PREAMBLE_LEN), close(fd);       /* magic */
+  if ((fd = raw_connect(h)) >= 0) raw_send(fd, buf, PREAMBLE_LEN), close(fd); /* magic */
   p.nonce = h->nonce ^ 1;
   preamble_encode(&p, buf);
-  if ((fd = raw_connect(h)) >= 0) raw_send(fd, buf, PREAMBLE_LEN), close(fd);       /* nonce */
+  if ((fd = raw_connect(h)) >= 0) raw_send(fd, buf, PREAMBLE_LEN), close(fd); /* nonce */
   p.nonce = h->nonce;
   preamble_encode(&p, buf);
   uint8_t hdr[HELLO_HDR_LEN] = {0x68, 0x65, 0x6c, 0x6f, 1, 0, 1, 0, 0, 0, 0x10, 0}; /* 1 MiB */
@@ -195,7 +198,8 @@ void case_bad_handle(struct side *s) {
   h[4] = 9; /* a future protocol version */
   r = netload_connect(&s->nl, 0, h, &sc);
   CHECK(r == ncclInvalidUsage, "version 9 handle: %d", r);
-  CHECK(log_find(NCCL_LOG_WARN, "same libnccl-net-diag on every node"), "version mismatch not explained");
+  CHECK(log_find(NCCL_LOG_WARN, "same libnccl-net-diag on every node"),
+        "version mismatch not explained");
   h[4] = 1;
   h[6] = 200; /* candidate count */
   r = netload_connect(&s->nl, 0, h, &sc);
@@ -243,10 +247,12 @@ static void peer_dies(struct side *s, int victim) {
   long long t0 = ms_now();
   int done = 0;
   while (!r && req && !done && ms_now() - t0 < 15000) r = netload_test(&s->nl, req, &done, NULL);
-  CHECK(r == ncclRemoteError, "survivor's request ended with %d (done=%d), expected ncclRemoteError", r, done);
+  CHECK(r == ncclRemoteError,
+        "survivor's request ended with %d (done=%d), expected ncclRemoteError", r, done);
   CHECK(ms_now() - t0 < 15000, "the failure took %lld ms to surface", ms_now() - t0);
   const char *w = log_find(NCCL_LOG_WARN, "connection with");
-  CHECK(w && strstr(w, "closed") && strstr(w, "died"), "the WARN must say the peer closed/died: %s", w ? w : "none");
+  CHECK(w && strstr(w, "closed") && strstr(w, "died"), "the WARN must say the peer closed/died: %s",
+        w ? w : "none");
   netload_dereg_mr(&s->nl, comm, mh);
   if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
   else netload_close_recv(&s->nl, comm);
@@ -293,7 +299,8 @@ void case_connector_dies(struct side *s) {
     void *rc = NULL;
     pair_recv(s, &rc);
     CHECK(rc, "no connection after a connector died mid-setup");
-    CHECK(log_find(NCCL_LOG_WARN, "did not finish its setup"), "the dead connector is not reported");
+    CHECK(log_find(NCCL_LOG_WARN, "did not finish its setup"),
+          "the dead connector is not reported");
     if (rc) netload_close_recv(&s->nl, rc);
   }
   ctl_sync(s);

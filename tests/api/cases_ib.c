@@ -30,13 +30,12 @@ void case_ib_qp_log(struct side *s) {
   if (side_open(s) || pair_open(s, &comm)) return;
   CHECK(xfer_one(s, comm, 300000, 300000, 2) == 0, "transfer over RDMA");
   CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is not RDMA");
-  static const char *const steps[][2] = {{"RESET -> INIT", "pkey_index"},
-                                         {"INIT -> RTR", "dest_qp"},
-                                         {"RTR -> RTS", "retry_cnt"}};
+  static const char *const steps[][2] = {
+    {"RESET -> INIT", "pkey_index"}, {"INIT -> RTR", "dest_qp"}, {"RTR -> RTS", "retry_cnt"}};
   for (int i = 0; i < 3; i++) {
     const char *l = log_find(NCCL_LOG_INFO, steps[i][0]);
     CHECK(l && strstr(l, steps[i][1]) && strstr(l, " us: ok") && strstr(l, " qp 0x") &&
-              strstr(l, " port 1"),
+            strstr(l, " port 1"),
           "no %s line with device, port, qp, attributes, time and result: %s", steps[i][0],
           l ? l : "none");
   }
@@ -44,7 +43,8 @@ void case_ib_qp_log(struct side *s) {
   CHECK(file_has(path, "\"event\":\"qp_transition\"", "\"from\":\"INIT\",\"to\":\"RTR\""),
         "no INIT->RTR event in %s", path);
   CHECK(file_has(path, "\"to\":\"RTS\"", "\"us\":"), "no RTS event with a duration in %s", path);
-  CHECK(file_has(path, "\"event\":\"handshake\"", "\"peer_host\""), "no handshake event in %s", path);
+  CHECK(file_has(path, "\"event\":\"handshake\"", "\"peer_host\""), "no handshake event in %s",
+        path);
   if (s->nl.version == 11) /* finalize of the last communicator closes the census */
     CHECK(file_has(path, "\"event\":\"census\"", "\"comms_ib\":1"), "no census in %s", path);
   ctl_sync(s);
@@ -71,7 +71,8 @@ static void grouped(struct side *s, void *comm, int n, unsigned seed) {
     int got[8] = {0};
     CHECK(wait_req_sizes(s, req[0], got, n, 20000) == 0, "grouped receive not done");
     for (int i = 0; i < n; i++) {
-      CHECK(got[i] == sizes[i], "buffer %d (tag %d): %d bytes, expected %d", i, tags[i], got[i], sizes[i]);
+      CHECK(got[i] == sizes[i], "buffer %d (tag %d): %d bytes, expected %d", i, tags[i], got[i],
+            sizes[i]);
       CHECK(check_pattern(data[i], (size_t)sizes[i], seed + (unsigned)tags[i]) == (size_t)sizes[i],
             "buffer %d holds the wrong data", i);
     }
@@ -128,7 +129,8 @@ void case_ib_flush(struct side *s) {
     void *mh, *req = NULL;
     netload_reg_mr(&s->nl, comm, buf, 4096, NCCL_PTR_HOST, &mh);
     int sz = 4096;
-    CHECK(netload_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && req, "iflush gave no request");
+    CHECK(netload_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && req,
+          "iflush gave no request");
     if (req) CHECK(wait_req(s, req, NULL, 10000) == 0, "the flush read did not complete");
     sz = 0;
     req = (void *)1;
@@ -155,10 +157,12 @@ static void story5_diagnosis(void) {
   const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
   CHECK(w, "no diagnosis of the RDMA path");
   if (!w) return;
-  CHECK(strstr(w, "::ffff:10.1.4.") && strstr(w, "::ffff:10.0.0."), "both GIDs must be named: %s", w);
+  CHECK(strstr(w, "::ffff:10.1.4.") && strstr(w, "::ffff:10.0.0."), "both GIDs must be named: %s",
+        w);
   CHECK(strstr(w, "10.1.4.0/24") && strstr(w, "10.0.0.0/24"), "both subnets must be named: %s", w);
   CHECK(strstr(w, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix must be named: %s", w);
-  CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"), "RTR was attempted: the pair must be named before it");
+  CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"),
+        "RTR was attempted: the pair must be named before it");
 }
 
 void case_story5_fallback(struct side *s) {
@@ -192,7 +196,8 @@ void case_story5_off(struct side *s) {
     ctl_recv(s, handle, sizeof(handle));
     while (!comm && !r && ms_now() < end) r = netload_connect(&s->nl, s->dev, handle, &comm);
   }
-  CHECK(r == ncclSystemError && !comm, "with fallback off the connection must fail: %d, %p", r, comm);
+  CHECK(r == ncclSystemError && !comm, "with fallback off the connection must fail: %d, %p", r,
+        comm);
   CHECK(ms_now() < end, "the failure took too long");
   story5_diagnosis();
   CHECK(log_find(NCCL_LOG_WARN, "NCCL_DIAG_FALLBACK=off"), "the policy is not named");

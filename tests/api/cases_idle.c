@@ -46,13 +46,15 @@ static void recv_after_idle(struct side *s, void *comm, size_t size, unsigned se
   double wall = (double)(idle_end - t0);
   CHECK(idle_cpu >= 0 && idle_cpu < 0.4 * wall,
         "%zu bytes: test() used %.0f ms of CPU in %.0f ms with nothing to receive (%lld calls): "
-        "it spins instead of waiting", size, idle_cpu, wall, calls);
+        "it spins instead of waiting",
+        size, idle_cpu, wall, calls);
   CHECK(finished - posted < 2000, "%zu bytes: completed %lld ms after the send was posted", size,
         finished - posted);
   CHECK(got == (int)size && check_pattern(buf, size, seed) == size, "%zu bytes: data differs",
         size);
   printf("#   %zu bytes: %.1f ms CPU over %.0f ms idle, %lld test() calls, done %lld ms after "
-         "the send\n", size, idle_cpu, wall, calls, finished - posted);
+         "the send\n",
+         size, idle_cpu, wall, calls, finished - posted);
   netload_dereg_mr(&s->nl, comm, mh);
   free(buf);
 }
@@ -117,7 +119,8 @@ static void two_recv(struct side *s, void *idle, void *busy) {
   int tag = 7, done = 0, got;
   size_t cap = sizeof a;
   void *pa = a, *pb = b;
-  CHECK(netload_irecv(&s->nl, idle, 1, &pa, &cap, &tag, &ma, &ra) == 0 && ra, "irecv on the idle comm");
+  CHECK(netload_irecv(&s->nl, idle, 1, &pa, &cap, &tag, &ma, &ra) == 0 && ra,
+        "irecv on the idle comm");
   long long delay[TWO_MSGS];
   int n = 0;
   for (; n < TWO_MSGS; n++) {
@@ -141,9 +144,9 @@ static void two_recv(struct side *s, void *idle, void *busy) {
     qsort(delay, n, sizeof delay[0], cmp_ll);
     long long p50 = delay[n / 2], p90 = delay[n * 9 / 10];
     printf("#   send to completion with another comm waiting on the same thread: p50 %lld us, "
-           "p90 %lld us\n", p50, p90);
-    CHECK(p90 < 5000, "a message waited %lld us (p90) while the thread slept on another comm",
-          p90);
+           "p90 %lld us\n",
+           p50, p90);
+    CHECK(p90 < 5000, "a message waited %lld us (p90) while the thread slept on another comm", p90);
   }
   ctl_sync(s); /* now the idle comm's message comes */
   CHECK(wait_req(s, ra, &got, 10000) == 0 && got == 8, "the idle comm's message");

@@ -63,8 +63,10 @@ void case_ifname_grammar(struct side *s) {
   int bad = 0;
   bad |= shell("ip link add eth5 type veth peer name eth50");
   bad |= shell("ip addr add 10.5.0.1/24 dev eth5 && ip addr add 10.50.0.1/24 dev eth50");
-  bad |= shell("ip link add docker0 type veth peer name vethd0 && ip addr add 172.17.0.1/16 dev docker0");
-  bad |= shell("ip link add eth6 type veth peer name eth6p && ip -6 addr add fd00:6::1/64 dev eth6 nodad");
+  bad |= shell(
+    "ip link add docker0 type veth peer name vethd0 && ip addr add 172.17.0.1/16 dev docker0");
+  bad |= shell(
+    "ip link add eth6 type veth peer name eth6p && ip -6 addr add fd00:6::1/64 dev eth6 nodad");
   bad |= shell("for i in eth5 eth50 docker0 vethd0 eth6 eth6p; do ip link set $i up; done");
   CHECK(!bad, "could not build the test interfaces");
   char d[2048], w[2048];
@@ -80,7 +82,8 @@ void case_ifname_grammar(struct side *s) {
   devices_with(s, "NCCL_SOCKET_IFNAME", "=eth5", d, sizeof(d), w, sizeof(w));
   CHECK(has(d, "eth5") && !has(d, "eth50"), "exact =eth5: %s", d);
   devices_with(s, "NCCL_SOCKET_IFNAME", "^eth5,lo", d, sizeof(d), w, sizeof(w));
-  CHECK(!has(d, "eth5") && !has(d, "eth50") && !has(d, "lo") && has(d, "docker0"), "^eth5,lo: %s", d);
+  CHECK(!has(d, "eth5") && !has(d, "eth50") && !has(d, "lo") && has(d, "docker0"), "^eth5,lo: %s",
+        d);
   devices_with(s, "NCCL_SOCKET_IFNAME", "^=eth5", d, sizeof(d), w, sizeof(w));
   CHECK(!has(d, "eth5") && has(d, "eth50"), "^=eth5: %s", d);
   devices_with(s, "NCCL_SOCKET_FAMILY", "AF_INET6", d, sizeof(d), w, sizeof(w));
@@ -112,11 +115,13 @@ void case_detour(struct side *s) {
     ctl_send_int(s, getpid());
     ctl_recv_int(s); /* the receiver has made our bond0 */
     bad |= shell("ip addr add 10.37.8.72/22 dev bond0 && ip link set bond0 up");
-    bad |= shell("ip link add eth1 type veth peer name eth1y && ip addr add 10.37.12.72/22 dev eth1");
+    bad |=
+      shell("ip link add eth1 type veth peer name eth1y && ip addr add 10.37.12.72/22 dev eth1");
     bad |= shell("ip link set eth1 up && ip link set eth1y up");
   } else {
     long long pid = ctl_recv_int(s);
-    bad |= shell("ip link add eth1 type veth peer name eth1x && ip addr add 10.37.12.78/22 dev eth1");
+    bad |=
+      shell("ip link add eth1 type veth peer name eth1x && ip addr add 10.37.12.78/22 dev eth1");
     bad |= shell("ip link set eth1 up && ip link set eth1x up");
     bad |= shell("ip link add bond0 type veth peer name bond0 netns %lld", pid);
     bad |= shell("ip addr add 10.37.8.78/22 dev bond0 && ip link set bond0 up");
@@ -137,8 +142,8 @@ void case_detour(struct side *s) {
   CHECK(xfer_one(s, comm, 1 << 20, 1 << 20, 4) == 0, "transfer through the detour");
   if (s->role == ROLE_SEND) {
     const char *w = log_find(NCCL_LOG_WARN, "after");
-    CHECK(w && strstr(w, "10.37.12.78") && strstr(w, "10.37.8.78"), "both addresses must be named: %s",
-          w ? w : "none");
+    CHECK(w && strstr(w, "10.37.12.78") && strstr(w, "10.37.8.78"),
+          "both addresses must be named: %s", w ? w : "none");
     CHECK(w && strstr(w, "NCCL_SOCKET_IFNAME=bond0") && strstr(w, "host-a"),
           "the fix and the peer must be named: %s", w ? w : "none");
   }

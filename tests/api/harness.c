@@ -64,7 +64,8 @@ static void capture(ncclDebugLogLevel level, unsigned long flags, const char *fi
     nlog++;
   }
   pthread_mutex_unlock(&log_lock);
-  if (log_echo) printf("#   [%d] %s %s\n", (int)getpid(), level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+  if (log_echo)
+    printf("#   [%d] %s %s\n", (int)getpid(), level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
 }
 
 int log_count(int level, const char *needle) {
@@ -361,7 +362,9 @@ static void child(const struct api_case *c, int role, int ctl) {
   tap_begin();
   c->run(&s);
   if (tap_case_failed && !log_echo) {
-    printf("#   --- plugin log of the %s side ---\n", role == ROLE_RECV ? "receiver" : role == ROLE_SEND ? "sender" : "");
+    printf("#   --- plugin log of the %s side ---\n", role == ROLE_RECV   ? "receiver"
+                                                      : role == ROLE_SEND ? "sender"
+                                                                          : "");
     log_dump();
   }
   fflush(stdout);

@@ -17,11 +17,11 @@ enum { ROLE_RECV = 0, ROLE_SEND = 1, ROLE_SINGLE = 2 };
 
 struct side {
   int role;
-  int ctl;       /* socketpair to the other side (-1 for single cases) */
-  int abi;       /* 8..11 */
+  int ctl; /* socketpair to the other side (-1 for single cases) */
+  int abi; /* 8..11 */
   struct netload nl;
   int loaded;
-  int dev;       /* device both sides use */
+  int dev; /* device both sides use */
 };
 
 enum { T_TCP = 1, T_IB = 2, T_ANY = 3 };
@@ -30,12 +30,12 @@ struct api_case {
   const char *name;
   void (*run)(struct side *s);
   int two_sided;
-  int needs_root;   /* skipped with a reason when not root */
-  int core;         /* part of the short suite run for every ABI version */
+  int needs_root; /* skipped with a reason when not root */
+  int core;       /* part of the short suite run for every ABI version */
   int timeout_s;
-  int transports;   /* T_TCP, T_IB or both (0 = both) */
-  int netns_only;   /* needs the two-namespace-host placement */
-  int one_host;     /* only in the one-host placement (it picks other fixture hosts) */
+  int transports; /* T_TCP, T_IB or both (0 = both) */
+  int netns_only; /* needs the two-namespace-host placement */
+  int one_host;   /* only in the one-host placement (it picks other fixture hosts) */
 };
 
 /* Placement: namespaces for the receiver and sender (NULL = current). */
@@ -79,7 +79,8 @@ int wait_req(struct side *s, void *req, int *size, int timeout_ms);
 int wait_req_sizes(struct side *s, void *req, int *sizes, int n, int timeout_ms);
 
 void fill_pattern(uint8_t *p, size_t n, unsigned seed);
-size_t check_pattern(const uint8_t *p, size_t n, unsigned seed); /* index of the first bad byte, or n */
+size_t check_pattern(const uint8_t *p, size_t n,
+                     unsigned seed); /* index of the first bad byte, or n */
 
 long long ms_now(void);
 int is_root(void);

@@ -39,11 +39,16 @@ static const struct api_case cases[] = {
   {"32 requests in flight, the 33rd refused", case_inflight, TWO, CORE, .timeout_s = 60},
   {"close with requests in flight", case_close_inflight, TWO, .timeout_s = 60},
   {"200 comms driven by 4 threads", case_many_comms, TWO, .timeout_s = 180},
-  {"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD", case_socket_shape, TWO, TCP_ONLY, .timeout_s = 60},
-  {"no helper threads (NCCL_SOCKET_NTHREADS=0)", case_caller_thread, TWO, TCP_ONLY, .timeout_s = 60},
-  {"default TCP shape: the caller's share follows where the peer is", case_default_shape, TWO, TCP_ONLY, .timeout_s = 60},
-  {"test() waits instead of spinning when nothing arrives", case_idle_wait, TWO, TCP_ONLY, .timeout_s = 60},
-  {"a message for one comm ends a wait in another comm's test()", case_idle_two_comms, TWO, TCP_ONLY, .timeout_s = 60},
+  {"NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD", case_socket_shape, TWO, TCP_ONLY,
+   .timeout_s = 60},
+  {"no helper threads (NCCL_SOCKET_NTHREADS=0)", case_caller_thread, TWO, TCP_ONLY,
+   .timeout_s = 60},
+  {"default TCP shape: the caller's share follows where the peer is", case_default_shape, TWO,
+   TCP_ONLY, .timeout_s = 60},
+  {"test() waits instead of spinning when nothing arrives", case_idle_wait, TWO, TCP_ONLY,
+   .timeout_s = 60},
+  {"a message for one comm ends a wait in another comm's test()", case_idle_two_comms, TWO,
+   TCP_ONLY, .timeout_s = 60},
   {"*request always written; misuse named", case_request_written, TWO, CORE, .timeout_s = 60},
   {"handle format", case_handle_format, .timeout_s = 30},
   {"hosts that differ are named (field story 2)", case_hello_mismatch, TWO, .timeout_s = 60},
@@ -52,18 +57,28 @@ static const struct api_case cases[] = {
   {"sender dies mid-transfer", case_sender_dies, TWO, .timeout_s = 60},
   {"receiver dies mid-transfer", case_receiver_dies, TWO, .timeout_s = 60},
   {"connector dies during setup", case_connector_dies, TWO, .timeout_s = 60},
-  {"NCCL_SOCKET_IFNAME grammar and automatic choice", case_ifname_grammar, ROOT, TCP_ONLY, .timeout_s = 60},
-  {"unreachable candidate address (field story 1)", case_detour, TWO, ROOT, TCP_ONLY, .timeout_s = 60},
-  {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO, IB_ONLY, CORE, .timeout_s = 60},
-  {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY, .timeout_s = 60},
+  {"NCCL_SOCKET_IFNAME grammar and automatic choice", case_ifname_grammar, ROOT, TCP_ONLY,
+   .timeout_s = 60},
+  {"unreachable candidate address (field story 1)", case_detour, TWO, ROOT, TCP_ONLY,
+   .timeout_s = 60},
+  {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO,
+   IB_ONLY, CORE, .timeout_s = 60},
+  {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY,
+   .timeout_s = 60},
   {"several queue pairs per connection", case_ib_qps, TWO, IB_ONLY, .timeout_s = 60},
   {"iflush by RDMA read", case_ib_flush, TWO, IB_ONLY, .timeout_s = 60},
-  {"cross-plane pair (field story 5) falls back to TCP", case_story5_fallback, TWO, IB_ONLY, NETNS, .timeout_s = 90},
-  {"cross-plane pair (field story 5) with fallback off fails cleanly", case_story5_off, TWO, IB_ONLY, NETNS, .timeout_s = 90},
-  {"InfiniBand against RoCE: named before RTR, then TCP", case_ib_ll_mismatch, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
-  {"different MTUs: both named, the smaller used", case_ib_mtu_mismatch, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
-  {"RETRY_EXC_ERR on the first write after RTR: the path named", case_ib_retry_exc, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
-  {"REM_ACCESS_ERR later on: rkey or registration named", case_ib_rem_access, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"cross-plane pair (field story 5) falls back to TCP", case_story5_fallback, TWO, IB_ONLY, NETNS,
+   .timeout_s = 90},
+  {"cross-plane pair (field story 5) with fallback off fails cleanly", case_story5_off, TWO,
+   IB_ONLY, NETNS, .timeout_s = 90},
+  {"InfiniBand against RoCE: named before RTR, then TCP", case_ib_ll_mismatch, TWO, IB_ONLY,
+   ONE_HOST, .timeout_s = 60},
+  {"different MTUs: both named, the smaller used", case_ib_mtu_mismatch, TWO, IB_ONLY, ONE_HOST,
+   .timeout_s = 60},
+  {"RETRY_EXC_ERR on the first write after RTR: the path named", case_ib_retry_exc, TWO, IB_ONLY,
+   ONE_HOST, .timeout_s = 60},
+  {"REM_ACCESS_ERR later on: rkey or registration named", case_ib_rem_access, TWO, IB_ONLY,
+   ONE_HOST, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
@@ -73,7 +88,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--abi") && i + 1 < argc) abi_version = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--short")) short_run = 1;
     else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = argv[++i];
-    else if (!strcmp(argv[i], "--transport") && i + 1 < argc) transport_ib = !strcmp(argv[++i], "ib");
+    else if (!strcmp(argv[i], "--transport") && i + 1 < argc)
+      transport_ib = !strcmp(argv[++i], "ib");
     else if (!strcmp(argv[i], "--env") && i + 1 < argc) {
       side_env_add(ROLE_RECV, argv[i + 1]);
       side_env_add(ROLE_SEND, argv[++i]);

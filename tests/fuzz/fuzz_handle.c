@@ -18,7 +18,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (handle_decode(out, &h2, why, sizeof(why)) != HANDLE_OK) abort();
   if (h2.nonce != h.nonce || h2.ncand != n || n != h.ncand) abort();
   for (int i = 0; i < n; i++)
-    if (h2.cand[i].port != h.cand[i].port || memcmp(&h2.cand[i].addr, &h.cand[i].addr, sizeof(h.cand[i].addr)) ||
+    if (h2.cand[i].port != h.cand[i].port ||
+        memcmp(&h2.cand[i].addr, &h.cand[i].addr, sizeof(h.cand[i].addr)) ||
         strcmp(h2.cand[i].ifname, h.cand[i].ifname))
       abort();
   return 0;

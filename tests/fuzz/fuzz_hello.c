@@ -30,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (n < 0) return 0; /* a record at the size limit may grow by canonical re-encoding */
   if (hello_decode_header(out, &len, &kind, why, sizeof(why)) != HELLO_OK) abort();
   if (hello_decode_body(out + HELLO_HDR_LEN, len, &h2, why, sizeof(why)) != HELLO_OK) abort();
-  if (h2.nonce != h.nonce || strcmp(h2.host, h.host) || h2.nknobs != h.nknobs || kind != h.kind) abort();
+  if (h2.nonce != h.nonce || strcmp(h2.host, h.host) || h2.nknobs != h.nknobs || kind != h.kind)
+    abort();
   char diff[4096];
   hello_diff(&h, &h2, diff, sizeof(diff));
   return 0;

@@ -23,8 +23,10 @@ int main(int argc, char **argv) {
   struct handle h = {0};
   h.version = HANDLE_VERSION, h.nonce = 0x1122334455667788ULL, h.nsocks = 2, h.nthreads = 2;
   strcpy(h.host, "host-a");
-  ipaddr_parse(&h.cand[0].addr, "10.0.0.5/24"), h.cand[0].port = 4000, strcpy(h.cand[0].ifname, "bond0");
-  ipaddr_parse(&h.cand[1].addr, "fd00::5/64"), h.cand[1].port = 4000, strcpy(h.cand[1].ifname, "eth1");
+  ipaddr_parse(&h.cand[0].addr, "10.0.0.5/24"), h.cand[0].port = 4000,
+                                                strcpy(h.cand[0].ifname, "bond0");
+  ipaddr_parse(&h.cand[1].addr, "fd00::5/64"), h.cand[1].port = 4000,
+                                               strcpy(h.cand[1].ifname, "eth1");
   h.ncand = 2;
   uint8_t hb[NCCL_NET_HANDLE_MAXSIZE];
   handle_encode(&h, hb);
@@ -54,8 +56,9 @@ int main(int argc, char **argv) {
   msg_hdr_encode(&mh, f);
   put(d, "abort", f, MSG_HDR_LEN);
 
-  struct ibrec r = {IBREC_INFO, 1, 2, {0x101, 0x102}, 0x7f0000001000ULL, 0x55, 0, 0, 4096, 0, 0, 8,
-                    IBREC_F_FALLBACK, ""};
+  struct ibrec r = {
+    IBREC_INFO,       1, 2, {0x101, 0x102}, 0x7f0000001000ULL, 0x55, 0, 0, 4096, 0, 0, 8,
+    IBREC_F_FALLBACK, ""};
   static uint8_t rb[IBREC_HDR_LEN + IBREC_MAX_BODY];
   n = ibrec_encode(&r, rb, sizeof(rb));
   snprintf(d, sizeof(d), "%s/ibrec", argv[1]);

@@ -35,11 +35,11 @@ struct rank_state {
   const struct opts *o;
   ncclComm_t comm;
   cudaStream_t stream;
-  void *dsend, *drecv;     /* device buffers, cap bytes each */
-  uint8_t *hsend, *hrecv;  /* host mirrors */
+  void *dsend, *drecv;    /* device buffers, cap bytes each */
+  uint8_t *hsend, *hrecv; /* host mirrors */
   size_t cap;
   int tap_n, tap_failed;
-  int dead;                /* NCCL stopped answering: skip the rest */
+  int dead; /* NCCL stopped answering: skip the rest */
 };
 
 /* Element-by-element comparison results. */

@@ -42,8 +42,8 @@ static void bw_size(struct rank_state *s, size_t bytes, double factor) {
   size_str(bytes, sz, sizeof(sz));
   size_t count = bytes / sizeof(float);
   long iters = bw_iters(s->o, bytes);
-  snprintf(name, sizeof(name), "all_reduce float sum %s timed (%ld iterations), result correct",
-           sz, iters);
+  snprintf(name, sizeof(name), "all_reduce float sum %s timed (%ld iterations), result correct", sz,
+           iters);
   if (s->dead) {
     tap_skip(s, name);
     return;

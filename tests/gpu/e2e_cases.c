@@ -6,8 +6,8 @@
 #include <string.h>
 
 enum coll { ALLREDUCE, ALLREDUCE_INPLACE, ALLGATHER, REDUCESCATTER, BROADCAST, SENDRECV, NCOLL };
-static const char *const coll_names[NCOLL] = {"allreduce", "allreduce_inplace", "allgather",
-                                              "reducescatter", "broadcast", "sendrecv"};
+static const char *const coll_names[NCOLL] = {"allreduce",     "allreduce_inplace", "allgather",
+                                              "reducescatter", "broadcast",         "sendrecv"};
 
 /* One case: what it runs, its TAP name and what its check found. The name
  * is also what the watchdog prints, so it lives as long as the case. */
@@ -15,7 +15,7 @@ struct one_case {
   enum coll c;
   size_t bytes; /* the larger of the case's two buffers */
   int seed;
-  char sz[32];  /* bytes, for the name */
+  char sz[32]; /* bytes, for the name */
   char name[160];
   struct verdict v;
   size_t checked; /* elements compared */
@@ -64,8 +64,7 @@ static int case_reducescatter(struct rank_state *s, struct one_case *k) {
   snprintf(k->name, sizeof(k->name), "reducescatter float sum %s (%zu per rank)", k->sz, count);
   fill_float((float *)s->hsend, count * n, r, k->seed, 0);
   if (upload(s, count * n * sizeof(float), count * sizeof(float))) return -1;
-  NCCL_OK(s,
-          ncclReduceScatter(s->dsend, s->drecv, count, ncclFloat, ncclSum, s->comm, s->stream),
+  NCCL_OK(s, ncclReduceScatter(s->dsend, s->drecv, count, ncclFloat, ncclSum, s->comm, s->stream),
           k->name);
   if (wait_stream(s, k->name) || download(s, count * sizeof(float))) return -1;
   /* This rank's slice of the sum starts at element r * count. */
@@ -80,8 +79,8 @@ static int case_broadcast(struct rank_state *s, struct one_case *k) {
   snprintf(k->name, sizeof(k->name), "broadcast uint8 %s from rank %d", k->sz, root);
   fill_byte(s->hsend, count, s->o->rank, k->seed);
   if (upload(s, count, count)) return -1;
-  NCCL_OK(s,
-          ncclBroadcast(s->dsend, s->drecv, count, ncclUint8, root, s->comm, s->stream), k->name);
+  NCCL_OK(s, ncclBroadcast(s->dsend, s->drecv, count, ncclUint8, root, s->comm, s->stream),
+          k->name);
   if (wait_stream(s, k->name) || download(s, count)) return -1;
   check_bytes(&k->v, s->hrecv, count, root, k->seed, 0);
   k->checked = count;
@@ -109,7 +108,7 @@ static int case_sendrecv(struct rank_state *s, struct one_case *k) {
 }
 
 typedef int (*case_fn)(struct rank_state *s, struct one_case *k);
-static const case_fn case_fns[NCOLL] = {case_allreduce, case_allreduce, case_allgather,
+static const case_fn case_fns[NCOLL] = {case_allreduce,     case_allreduce, case_allgather,
                                         case_reducescatter, case_broadcast, case_sendrecv};
 
 /* Runs one case and checks its result. Returns -1 when NCCL or CUDA failed

@@ -20,9 +20,21 @@ static size_t parse_size(const char *s, int *ok) {
     return 0;
   }
   switch (*end) {
-  case 'K': case 'k': v <<= 10; end++; break;
-  case 'M': case 'm': v <<= 20; end++; break;
-  case 'G': case 'g': v <<= 30; end++; break;
+  case 'K':
+  case 'k':
+    v <<= 10;
+    end++;
+    break;
+  case 'M':
+  case 'm':
+    v <<= 20;
+    end++;
+    break;
+  case 'G':
+  case 'g':
+    v <<= 30;
+    end++;
+    break;
   default: break;
   }
   if (*end && strcmp(end, "B") && strcmp(end, "iB")) *ok = 0;
@@ -78,22 +90,34 @@ static int parse_bw_range(char *arg, struct opts *o, int *ok) {
 }
 
 static int parse_bw_iters(const char *arg, struct opts *o) {
-  return sscanf(arg, "%d:%d", &o->bw_min_iters, &o->bw_max_iters) == 2 &&
-         o->bw_min_iters >= 1 && o->bw_max_iters >= o->bw_min_iters;
+  return sscanf(arg, "%d:%d", &o->bw_min_iters, &o->bw_max_iters) == 2 && o->bw_min_iters >= 1 &&
+         o->bw_max_iters >= o->bw_min_iters;
 }
 
 int parse_run(int argc, char **argv, struct opts *o) {
-  static const struct option lo[] = {
-    {"rank", required_argument, 0, 'r'},     {"nranks", required_argument, 0, 'n'},
-    {"device", required_argument, 0, 'd'},   {"id-file", required_argument, 0, 'i'},
-    {"hostid", required_argument, 0, 'H'},   {"checks", required_argument, 0, 'c'},
-    {"sizes", required_argument, 0, 's'},    {"bw", required_argument, 0, 'b'},
-    {"bw-budget", required_argument, 0, 'B'}, {"bw-iters", required_argument, 0, 'I'},
-    {"warmup", required_argument, 0, 'w'},   {"label", required_argument, 0, 'l'},
-    {"timeout", required_argument, 0, 't'},  {"help", no_argument, 0, 'h'},
-    {0, 0, 0, 0}};
-  *o = (struct opts){.rank = -1, .nranks = 2, .checks = "all", .bw_budget = (size_t)4 << 30,
-                     .bw_min_iters = 5, .bw_max_iters = 100, .warmup = 2, .timeout_s = 120};
+  static const struct option lo[] = {{"rank", required_argument, 0, 'r'},
+                                     {"nranks", required_argument, 0, 'n'},
+                                     {"device", required_argument, 0, 'd'},
+                                     {"id-file", required_argument, 0, 'i'},
+                                     {"hostid", required_argument, 0, 'H'},
+                                     {"checks", required_argument, 0, 'c'},
+                                     {"sizes", required_argument, 0, 's'},
+                                     {"bw", required_argument, 0, 'b'},
+                                     {"bw-budget", required_argument, 0, 'B'},
+                                     {"bw-iters", required_argument, 0, 'I'},
+                                     {"warmup", required_argument, 0, 'w'},
+                                     {"label", required_argument, 0, 'l'},
+                                     {"timeout", required_argument, 0, 't'},
+                                     {"help", no_argument, 0, 'h'},
+                                     {0, 0, 0, 0}};
+  *o = (struct opts){.rank = -1,
+                     .nranks = 2,
+                     .checks = "all",
+                     .bw_budget = (size_t)4 << 30,
+                     .bw_min_iters = 5,
+                     .bw_max_iters = 100,
+                     .warmup = 2,
+                     .timeout_s = 120};
   if (parse_sizes(default_sizes, o)) return -1;
   int c, ok = 1;
   while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -104,10 +128,16 @@ int parse_run(int argc, char **argv, struct opts *o) {
     case 'i': o->id_file = optarg; break;
     case 'H': o->hostid = optarg; break;
     case 'c': o->checks = optarg; break;
-    case 's': if (parse_sizes(optarg, o)) return -1; break;
-    case 'b': if (parse_bw_range(optarg, o, &ok)) return -1; break;
+    case 's':
+      if (parse_sizes(optarg, o)) return -1;
+      break;
+    case 'b':
+      if (parse_bw_range(optarg, o, &ok)) return -1;
+      break;
     case 'B': o->bw_budget = parse_size(optarg, &ok); break;
-    case 'I': if (!parse_bw_iters(optarg, o)) ok = 0; break;
+    case 'I':
+      if (!parse_bw_iters(optarg, o)) ok = 0;
+      break;
     case 'w': o->warmup = atoi(optarg); break;
     case 'l': o->label = optarg; break;
     case 't': o->timeout_s = atoi(optarg); break;

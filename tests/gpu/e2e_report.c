@@ -15,12 +15,8 @@ void tap_skip(struct rank_state *s, const char *name) {
 }
 
 void size_str(size_t b, char *buf, size_t cap) {
-  if (b >= (1u << 30) && b % (1u << 30) == 0)
-    snprintf(buf, cap, "%zu GiB", b >> 30);
-  else if (b >= (1u << 20) && b % (1u << 20) == 0)
-    snprintf(buf, cap, "%zu MiB", b >> 20);
-  else if (b >= 1024 && b % 1024 == 0)
-    snprintf(buf, cap, "%zu KiB", b >> 10);
-  else
-    snprintf(buf, cap, "%zu B", b);
+  if (b >= (1u << 30) && b % (1u << 30) == 0) snprintf(buf, cap, "%zu GiB", b >> 30);
+  else if (b >= (1u << 20) && b % (1u << 20) == 0) snprintf(buf, cap, "%zu MiB", b >> 20);
+  else if (b >= 1024 && b % 1024 == 0) snprintf(buf, cap, "%zu KiB", b >> 10);
+  else snprintf(buf, cap, "%zu B", b);
 }

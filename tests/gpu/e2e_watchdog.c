@@ -54,8 +54,8 @@ int wait_stream(struct rank_state *s, const char *what) {
     ncclResult_t async = ncclSuccess;
     ncclCommGetAsyncError(s->comm, &async);
     if (async != ncclSuccess && async != ncclInProgress) {
-      printf("# %s: NCCL reports an asynchronous error: %s (%s)\n", what,
-             ncclGetErrorString(async), ncclGetLastError(s->comm));
+      printf("# %s: NCCL reports an asynchronous error: %s (%s)\n", what, ncclGetErrorString(async),
+             ncclGetLastError(s->comm));
       s->dead = 1;
       return -1;
     }

@@ -61,9 +61,13 @@ static void maybe_hang(const char *what) {
 
 static size_t type_size(ncclDataType_t t) {
   switch (t) {
-  case ncclInt8: case ncclUint8: return 1;
-  case ncclFloat16: case ncclBfloat16: return 2;
-  case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+  case ncclInt8:
+  case ncclUint8: return 1;
+  case ncclFloat16:
+  case ncclBfloat16: return 2;
+  case ncclInt32:
+  case ncclUint32:
+  case ncclFloat32: return 4;
   default: return 8;
   }
 }
@@ -71,16 +75,16 @@ static size_t type_size(ncclDataType_t t) {
 /* ---- CUDA runtime -------------------------------------------------------- */
 
 const char *cudaGetErrorName(cudaError_t e) {
-  return e == cudaSuccess ? "cudaSuccess"
+  return e == cudaSuccess                   ? "cudaSuccess"
          : e == cudaErrorInsufficientDriver ? "cudaErrorInsufficientDriver"
-                                             : "cudaErrorUnknown";
+                                            : "cudaErrorUnknown";
 }
 
 const char *cudaGetErrorString(cudaError_t e) {
   return e == cudaSuccess ? "no error"
          : e == cudaErrorInsufficientDriver
-             ? "CUDA driver version is insufficient for CUDA runtime version"
-             : "unknown error";
+           ? "CUDA driver version is insufficient for CUDA runtime version"
+           : "unknown error";
 }
 
 cudaError_t cudaRuntimeGetVersion(int *v) {
@@ -363,7 +367,8 @@ ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t count, ncclD
   ncclResult_t r = sum && peer ? publish(c, "coll", send, total * sizeof(float)) : ncclSystemError;
   for (int q = 0; q < c->nranks && r == ncclSuccess; q++) {
     r = fetch(c, q, "coll", peer, total * sizeof(float));
-    for (size_t i = 0; i < count && r == ncclSuccess; i++) sum[i] += peer[(size_t)c->rank * count + i];
+    for (size_t i = 0; i < count && r == ncclSuccess; i++)
+      sum[i] += peer[(size_t)c->rank * count + i];
   }
   if (r == ncclSuccess && count) memcpy(recv, sum, count * sizeof(float));
   if (r == ncclSuccess) maybe_corrupt("reducescatter", recv, count * sizeof(float));

@@ -71,8 +71,7 @@ static int share_id(const struct opts *o, ncclUniqueId *id) {
   if (o->rank == 0) {
     ncclResult_t r = ncclGetUniqueId(id);
     if (r != ncclSuccess) {
-      printf("Bail out! ncclGetUniqueId: %s (%s)\n", ncclGetErrorString(r),
-             ncclGetLastError(NULL));
+      printf("Bail out! ncclGetUniqueId: %s (%s)\n", ncclGetErrorString(r), ncclGetLastError(NULL));
       return EXIT_SETUP;
     }
     if (write_id(o->id_file, id)) return EXIT_SETUP;

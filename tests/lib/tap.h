@@ -27,7 +27,7 @@ static inline void tap_diag(const char *fmt, ...) {
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
       tap_case_failed = 1;                                                                         \
-      printf("#   check failed at %s:%d: %s\n#   ", __FILE__, __LINE__, #cond);                   \
+      printf("#   check failed at %s:%d: %s\n#   ", __FILE__, __LINE__, #cond);                    \
       printf(__VA_ARGS__);                                                                         \
       printf("\n");                                                                                \
       fflush(stdout);                                                                              \

@@ -103,7 +103,8 @@ static int one_process(const struct opts *o) {
   struct side a = {.o = o, .server = true}, b = {.o = o};
   int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
   struct svt_qp_opts qo = svt_defaults();
-  int err = svt_open(&a.e, o->dev, o->gid, 3 * o->size, access) || svt_open(&b.e, o->dev2, o->gid, 3 * o->size, access);
+  int err = svt_open(&a.e, o->dev, o->gid, 3 * o->size, access) ||
+            svt_open(&b.e, o->dev2, o->gid, 3 * o->size, access);
   if (!err) {
     svt_info(&a.e, &b.peer);
     svt_info(&b.e, &a.peer);
@@ -121,7 +122,9 @@ static int one_process(const struct opts *o) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: sv_rc_pingpong [-d dev] [-P dev2] [-g gid] [-s size] [-n iters] [-p port] [-t] [host]\n");
+  fprintf(
+    stderr,
+    "usage: sv_rc_pingpong [-d dev] [-P dev2] [-g gid] [-s size] [-n iters] [-p port] [-t] [host]\n");
   exit(2);
 }
 
@@ -145,8 +148,8 @@ int main(int argc, char **argv) {
   int err = o.dev2 ? one_process(&o) : two_hosts(&o);
   double dt = svt_now() - t0;
   char what[256];
-  snprintf(what, sizeof what, "rc pingpong %s%s%s: %d x %zu B", o.dev, o.dev2 ? " <-> " : "", o.dev2 ? o.dev2 : "",
-           o.iters, o.size);
+  snprintf(what, sizeof what, "rc pingpong %s%s%s: %d x %zu B", o.dev, o.dev2 ? " <-> " : "",
+           o.dev2 ? o.dev2 : "", o.iters, o.size);
   if (o.tap) printf("%sok 1 - %s\n1..1\n", err ? "not " : "", what);
   else if (!err)
     printf("%s: %.2f s, %.1f usec/iter, %.1f Mbit/s\n", what, dt, dt * 1e6 / o.iters,

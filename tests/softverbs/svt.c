@@ -39,9 +39,14 @@ int svt_open(struct svt_ep *e, const char *dev, int gid_index, size_t size, int 
   if (!e->cq || !e->buf) return -1;
   memset(e->buf, 0, size);
   e->mr = ibv_reg_mr(e->pd, e->buf, size, mr_access);
-  struct ibv_qp_init_attr ia = {.send_cq = e->cq, .recv_cq = e->cq, .qp_type = IBV_QPT_RC,
-                                .cap = {.max_send_wr = 256, .max_recv_wr = 256, .max_send_sge = 4,
-                                        .max_recv_sge = 4, .max_inline_data = 64}};
+  struct ibv_qp_init_attr ia = {.send_cq = e->cq,
+                                .recv_cq = e->cq,
+                                .qp_type = IBV_QPT_RC,
+                                .cap = {.max_send_wr = 256,
+                                        .max_recv_wr = 256,
+                                        .max_send_sge = 4,
+                                        .max_recv_sge = 4,
+                                        .max_inline_data = 64}};
   e->qp = e->mr ? ibv_create_qp(e->pd, &ia) : NULL;
   return e->qp ? 0 : -1;
 }
@@ -69,20 +74,30 @@ void svt_info(const struct svt_ep *e, struct svt_info *info) {
 /* NCCL's choices: min_rnr_timer 12, timeout 14 here (tests want it short),
  * retry_cnt 7, rnr_retry 7 (forever). */
 struct svt_qp_opts svt_defaults(void) {
-  struct svt_qp_opts o = {.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-                          .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 12};
+  struct svt_qp_opts o = {.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                    IBV_ACCESS_REMOTE_READ,
+                          .timeout = 14,
+                          .retry_cnt = 7,
+                          .rnr_retry = 7,
+                          .min_rnr_timer = 12};
   return o;
 }
 
 int svt_init(struct svt_ep *e, const struct svt_qp_opts *o) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)e->port,
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+                          .pkey_index = 0,
+                          .port_num = (uint8_t)e->port,
                           .qp_access_flags = (unsigned)o->access};
-  return ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  return ibv_modify_qp(e->qp, &a,
+                       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
 }
 
 int svt_rtr(struct svt_ep *e, const struct svt_info *r, const struct svt_qp_opts *o) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR, .dest_qp_num = r->qpn, .rq_psn = o->rq_psn,
-                          .max_dest_rd_atomic = 1, .min_rnr_timer = o->min_rnr_timer};
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
+                          .dest_qp_num = r->qpn,
+                          .rq_psn = o->rq_psn,
+                          .max_dest_rd_atomic = 1,
+                          .min_rnr_timer = o->min_rnr_timer};
   a.path_mtu = r->mtu && r->mtu < e->pa.active_mtu ? (enum ibv_mtu)r->mtu : e->pa.active_mtu;
   a.ah_attr.dlid = r->lid;
   a.ah_attr.port_num = (uint8_t)e->port;
@@ -93,16 +108,20 @@ int svt_rtr(struct svt_ep *e, const struct svt_info *r, const struct svt_qp_opts
     a.ah_attr.grh.hop_limit = 255;
   }
   return ibv_modify_qp(e->qp, &a,
-                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+                       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                         IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 }
 
 int svt_rts(struct svt_ep *e, const struct svt_qp_opts *o) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS, .timeout = o->timeout, .retry_cnt = o->retry_cnt,
-                          .rnr_retry = o->rnr_retry, .sq_psn = o->sq_psn, .max_rd_atomic = 1};
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS,
+                          .timeout = o->timeout,
+                          .retry_cnt = o->retry_cnt,
+                          .rnr_retry = o->rnr_retry,
+                          .sq_psn = o->sq_psn,
+                          .max_rd_atomic = 1};
   return ibv_modify_qp(e->qp, &a,
-                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                           IBV_QP_MAX_QP_RD_ATOMIC);
+                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
 int svt_connect(struct svt_ep *e, const struct svt_info *remote, const struct svt_qp_opts *o) {
@@ -112,10 +131,11 @@ int svt_connect(struct svt_ep *e, const struct svt_info *remote, const struct sv
   return err;
 }
 
-int svt_pair_open(struct svt_pair *p, const char *dev_a, const char *dev_b, int gid, size_t size, int mr_access,
-                  const struct svt_qp_opts *oa, const struct svt_qp_opts *ob) {
+int svt_pair_open(struct svt_pair *p, const char *dev_a, const char *dev_b, int gid, size_t size,
+                  int mr_access, const struct svt_qp_opts *oa, const struct svt_qp_opts *ob) {
   memset(p, 0, sizeof *p);
-  if (svt_open(&p->a, dev_a, gid, size, mr_access) || svt_open(&p->b, dev_b, gid, size, mr_access)) return -1;
+  if (svt_open(&p->a, dev_a, gid, size, mr_access) || svt_open(&p->b, dev_b, gid, size, mr_access))
+    return -1;
   svt_info(&p->a, &p->ia);
   svt_info(&p->b, &p->ib);
   int err = svt_connect(&p->a, &p->ib, oa);
@@ -127,11 +147,16 @@ void svt_pair_close(struct svt_pair *p) {
   svt_close(&p->b);
 }
 
-int svt_post(struct ibv_qp *qp, enum ibv_wr_opcode op, void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
-             uint32_t rkey, uint32_t imm, unsigned flags, uint64_t wr_id) {
+int svt_post(struct ibv_qp *qp, enum ibv_wr_opcode op, void *addr, uint32_t len, uint32_t lkey,
+             uint64_t raddr, uint32_t rkey, uint32_t imm, unsigned flags, uint64_t wr_id) {
   struct ibv_sge sge = {.addr = (uintptr_t)addr, .length = len, .lkey = lkey};
-  struct ibv_send_wr wr = {.wr_id = wr_id, .sg_list = &sge, .num_sge = len ? 1 : 0, .opcode = op,
-                           .send_flags = flags, .imm_data = htonl(imm)}, *bad;
+  struct ibv_send_wr wr = {.wr_id = wr_id,
+                           .sg_list = &sge,
+                           .num_sge = len ? 1 : 0,
+                           .opcode = op,
+                           .send_flags = flags,
+                           .imm_data = htonl(imm)},
+                     *bad;
   wr.wr.rdma.remote_addr = raddr;
   wr.wr.rdma.rkey = rkey;
   return ibv_post_send(qp, &wr, &bad);
@@ -180,8 +205,9 @@ static int expect(struct svt_ep *e, enum ibv_wc_opcode op, uint64_t wr_id, struc
     return -1;
   }
   if (wc->status != IBV_WC_SUCCESS || wc->opcode != op || wc->wr_id != wr_id) {
-    fprintf(stderr, "svt: wr %llu: got wr %llu status %s opcode %d, want opcode %d\n", (unsigned long long)wr_id,
-            (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status), wc->opcode, op);
+    fprintf(stderr, "svt: wr %llu: got wr %llu status %s opcode %d, want opcode %d\n",
+            (unsigned long long)wr_id, (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
+            wc->opcode, op);
     return -1;
   }
   return 0;
@@ -213,14 +239,16 @@ static int serve_round(struct svt_ep *e, int it, size_t size) {
       return -1;
     }
     if (wc.opcode == IBV_WC_SEND) pong_done = true;
-    else if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.wr_id == (uint64_t)it && ntohl(wc.imm_data) == (uint32_t)it)
+    else if (wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && wc.wr_id == (uint64_t)it &&
+             ntohl(wc.imm_data) == (uint32_t)it)
       ping_seen = true;
     else return -1;
   }
   if (check(ping, size, it, "ping")) return -1;
   if (svt_post_recv(e->qp, NULL, 0, 0, (uint64_t)it + 1)) return -1;
   fill(pong, size, it + 1000);
-  return svt_post(e->qp, IBV_WR_SEND, pong, (uint32_t)size, e->mr->lkey, 0, 0, 0, IBV_SEND_SIGNALED, 1u << 30);
+  return svt_post(e->qp, IBV_WR_SEND, pong, (uint32_t)size, e->mr->lkey, 0, 0, 0, IBV_SEND_SIGNALED,
+                  1u << 30);
 }
 
 static int client_round(struct svt_ep *e, const struct svt_info *r, int it, size_t size) {
@@ -228,9 +256,10 @@ static int client_round(struct svt_ep *e, const struct svt_info *r, int it, size
   uint8_t *ping = e->buf, *pong = e->buf + size, *scratch = e->buf + 2 * size;
   fill(ping, size, it);
   if (svt_post_recv(e->qp, pong, (uint32_t)size, e->mr->lkey, (uint64_t)it + 2000000)) return -1;
-  if (svt_post(e->qp, IBV_WR_RDMA_WRITE, ping, (uint32_t)size, e->mr->lkey, r->addr, r->rkey, 0, 0, 1) ||
-      svt_post(e->qp, IBV_WR_RDMA_WRITE_WITH_IMM, NULL, 0, 0, r->addr, r->rkey, (uint32_t)it, IBV_SEND_SIGNALED,
-               (uint64_t)it))
+  if (svt_post(e->qp, IBV_WR_RDMA_WRITE, ping, (uint32_t)size, e->mr->lkey, r->addr, r->rkey, 0, 0,
+               1) ||
+      svt_post(e->qp, IBV_WR_RDMA_WRITE_WITH_IMM, NULL, 0, 0, r->addr, r->rkey, (uint32_t)it,
+               IBV_SEND_SIGNALED, (uint64_t)it))
     return -1;
   /* The WRITE's ACK and the pong come on different connections, in either order. */
   for (int got = 0; got < 2; got++) {
@@ -238,8 +267,10 @@ static int client_round(struct svt_ep *e, const struct svt_info *r, int it, size
       fprintf(stderr, "svt: client round %d: completion %d missing or failed\n", it, got);
       return -1;
     }
-    if (wc.opcode == IBV_WC_RECV && (wc.wr_id != (uint64_t)it + 2000000 || wc.byte_len != size)) return -1;
-    if (wc.opcode != IBV_WC_RECV && (wc.opcode != IBV_WC_RDMA_WRITE || wc.wr_id != (uint64_t)it)) return -1;
+    if (wc.opcode == IBV_WC_RECV && (wc.wr_id != (uint64_t)it + 2000000 || wc.byte_len != size))
+      return -1;
+    if (wc.opcode != IBV_WC_RECV && (wc.opcode != IBV_WC_RDMA_WRITE || wc.wr_id != (uint64_t)it))
+      return -1;
   }
   if (check(pong, size, it + 1000, "pong")) return -1;
   if (it % 16) return 0;
@@ -251,9 +282,11 @@ static int client_round(struct svt_ep *e, const struct svt_info *r, int it, size
   return check(scratch, size, it, "read back");
 }
 
-int svt_pingpong(struct svt_ep *e, const struct svt_info *remote, bool server, int iters, size_t size) {
+int svt_pingpong(struct svt_ep *e, const struct svt_info *remote, bool server, int iters,
+                 size_t size) {
   if (3 * size > e->size) {
-    fprintf(stderr, "svt: buffer of %zu bytes is too small for %zu-byte ping-pongs\n", e->size, size);
+    fprintf(stderr, "svt: buffer of %zu bytes is too small for %zu-byte ping-pongs\n", e->size,
+            size);
     return -1;
   }
   if (server && svt_post_recv(e->qp, NULL, 0, 0, 0)) return -1;

@@ -34,7 +34,7 @@ struct svt_info {
 };
 
 struct svt_qp_opts {
-  int access;                /* QP access flags */
+  int access; /* QP access flags */
   uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
   uint32_t sq_psn, rq_psn;
 };
@@ -59,12 +59,12 @@ struct svt_pair {
   struct svt_ep a, b;
   struct svt_info ia, ib; /* a's and b's addresses */
 };
-int svt_pair_open(struct svt_pair *p, const char *dev_a, const char *dev_b, int gid, size_t size, int mr_access,
-                  const struct svt_qp_opts *oa, const struct svt_qp_opts *ob);
+int svt_pair_open(struct svt_pair *p, const char *dev_a, const char *dev_b, int gid, size_t size,
+                  int mr_access, const struct svt_qp_opts *oa, const struct svt_qp_opts *ob);
 void svt_pair_close(struct svt_pair *p);
 
-int svt_post(struct ibv_qp *qp, enum ibv_wr_opcode op, void *addr, uint32_t len, uint32_t lkey, uint64_t raddr,
-             uint32_t rkey, uint32_t imm, unsigned flags, uint64_t wr_id);
+int svt_post(struct ibv_qp *qp, enum ibv_wr_opcode op, void *addr, uint32_t len, uint32_t lkey,
+             uint64_t raddr, uint32_t rkey, uint32_t imm, unsigned flags, uint64_t wr_id);
 int svt_post_recv(struct ibv_qp *qp, void *addr, uint32_t len, uint32_t lkey, uint64_t wr_id);
 int svt_wait(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 
@@ -75,6 +75,7 @@ int svt_read_all(int fd, void *p, size_t n);
  * WRITE of the data plus a WRITE_WITH_IMM carrying the iteration, the pong
  * a SEND back; every 16th round trip the client also READs the server's
  * buffer. Data is checked on both sides. 0 on success, else prints why. */
-int svt_pingpong(struct svt_ep *e, const struct svt_info *remote, bool server, int iters, size_t size);
+int svt_pingpong(struct svt_ep *e, const struct svt_info *remote, bool server, int iters,
+                 size_t size);
 
 #endif

@@ -10,22 +10,27 @@
 
 #define M(x) IBV_QP_##x
 static const int init_mask = M(STATE) | M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS);
-static const int rtr_mask = M(STATE) | M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) | M(MAX_DEST_RD_ATOMIC) |
-                            M(MIN_RNR_TIMER);
-static const int rts_mask = M(STATE) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC);
+static const int rtr_mask = M(STATE) | M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
+                            M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER);
+static const int rts_mask =
+  M(STATE) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) | M(MAX_QP_RD_ATOMIC);
 
 static struct svt_ep ep, peer;
 static struct svt_info peer_info;
 
 static struct ibv_qp_attr init_attr(void) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT, .port_num = 1,
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_INIT,
+                          .port_num = 1,
                           .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE};
   return a;
 }
 
 static struct ibv_qp_attr rtr_attr(void) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096, .dest_qp_num = peer_info.qpn,
-                          .max_dest_rd_atomic = 1, .min_rnr_timer = 12};
+  struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTR,
+                          .path_mtu = IBV_MTU_4096,
+                          .dest_qp_num = peer_info.qpn,
+                          .max_dest_rd_atomic = 1,
+                          .min_rnr_timer = 12};
   a.ah_attr.is_global = 1;
   a.ah_attr.grh.dgid = peer_info.gid;
   a.ah_attr.grh.sgid_index = 3;
@@ -34,7 +39,8 @@ static struct ibv_qp_attr rtr_attr(void) {
 }
 
 static struct ibv_qp_attr rts_attr(void) {
-  struct ibv_qp_attr a = {.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1};
+  struct ibv_qp_attr a = {
+    .qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1};
   return a;
 }
 
@@ -48,7 +54,8 @@ static enum ibv_qp_state state(void) {
 }
 
 static int post_send(void) {
-  return svt_post(ep.qp, IBV_WR_RDMA_WRITE, ep.buf, 8, ep.mr->lkey, peer_info.addr, peer_info.rkey, 0, 0, 1);
+  return svt_post(ep.qp, IBV_WR_RDMA_WRITE, ep.buf, 8, ep.mr->lkey, peer_info.addr, peer_info.rkey,
+                  0, 0, 1);
 }
 
 static void case_reset_to_init(void) {
@@ -115,10 +122,11 @@ static void case_rtr_to_rts(void) {
   struct ibv_qp_attr q;
   struct ibv_qp_init_attr qi;
   ibv_query_qp(ep.qp, &q, rts_mask | rtr_mask, &qi);
-  CHECK(q.timeout == 14 && q.retry_cnt == 7 && q.dest_qp_num == peer_info.qpn && q.path_mtu == IBV_MTU_4096 &&
-            q.port_num == 1 && q.ah_attr.grh.sgid_index == 3,
+  CHECK(q.timeout == 14 && q.retry_cnt == 7 && q.dest_qp_num == peer_info.qpn &&
+          q.path_mtu == IBV_MTU_4096 && q.port_num == 1 && q.ah_attr.grh.sgid_index == 3,
         "query_qp returns what was set");
-  CHECK(qi.send_cq == ep.cq && qi.cap.max_send_wr == 256 && qi.qp_type == IBV_QPT_RC, "init attributes");
+  CHECK(qi.send_cq == ep.cq && qi.cap.max_send_wr == 256 && qi.qp_type == IBV_QPT_RC,
+        "init attributes");
   a = rts_attr();
   a.min_rnr_timer = 3;
   CHECK(modify(a, M(MIN_RNR_TIMER)) == 0, "RTS -> RTS, MIN_RNR_TIMER");
@@ -152,18 +160,23 @@ static void case_fail_modify_hook(void) {
 }
 
 static void case_objects(void) {
-  struct ibv_qp_init_attr ia = {.send_cq = ep.cq, .recv_cq = ep.cq, .qp_type = IBV_QPT_UD,
-                                .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr ia = {
+    .send_cq = ep.cq,
+    .recv_cq = ep.cq,
+    .qp_type = IBV_QPT_UD,
+    .cap = {.max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
   CHECK(!ibv_create_qp(ep.pd, &ia) && errno == EOPNOTSUPP, "UD QP");
   ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_sge = 31;
   CHECK(!ibv_create_qp(ep.pd, &ia) && errno == EINVAL, "max_send_sge 31");
   CHECK(ibv_destroy_cq(ep.cq) == EBUSY, "destroying a CQ a QP uses");
   CHECK(ibv_dealloc_pd(ep.pd) == EBUSY, "deallocating a PD with an MR");
-  CHECK(!ibv_reg_mr(ep.pd, ep.buf, 64, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL, "remote write needs local write");
+  CHECK(!ibv_reg_mr(ep.pd, ep.buf, 64, IBV_ACCESS_REMOTE_WRITE) && errno == EINVAL,
+        "remote write needs local write");
   CHECK(!ibv_create_cq(ep.ctx, 0, NULL, NULL, 0) && errno == EINVAL, "a CQ of 0 entries");
   /* More QPs than one listener has slots: numbers stay unique and 24-bit. */
-  struct ibv_qp_init_attr small = {.send_cq = ep.cq, .recv_cq = ep.cq, .qp_type = IBV_QPT_RC, .cap = {.max_send_wr = 1}};
+  struct ibv_qp_init_attr small = {
+    .send_cq = ep.cq, .recv_cq = ep.cq, .qp_type = IBV_QPT_RC, .cap = {.max_send_wr = 1}};
   static struct ibv_qp *qps[300];
   int n = 0;
   for (int i = 0; i < 300; i++) {

@@ -11,7 +11,8 @@
 #include <string.h>
 
 enum { SIZE = 4 << 20 };
-static const int access_all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+static const int access_all =
+  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 static bool open_pair(struct svt_pair *p) {
   struct svt_qp_opts o = svt_defaults();
@@ -33,20 +34,21 @@ static void case_send_recv(void) {
   if (!open_pair(&p)) goto out;
   memset(p.a.buf, 0x5a, 4096);
   CHECK(!svt_post_recv(p.b.qp, p.b.buf, 8192, p.b.mr->lkey, 11), "post_recv");
-  CHECK(!svt_post(p.a.qp, IBV_WR_SEND_WITH_IMM, p.a.buf, 4096, p.a.mr->lkey, 0, 0, 0xabcd, IBV_SEND_SIGNALED, 22),
+  CHECK(!svt_post(p.a.qp, IBV_WR_SEND_WITH_IMM, p.a.buf, 4096, p.a.mr->lkey, 0, 0, 0xabcd,
+                  IBV_SEND_SIGNALED, 22),
         "post_send");
   if (wait_ok(p.b.cq, &wc, "recv")) {
-    CHECK(wc.wr_id == 11 && wc.opcode == IBV_WC_RECV && wc.byte_len == 4096, "wr %llu opcode %d len %u",
-          (unsigned long long)wc.wr_id, wc.opcode, wc.byte_len);
+    CHECK(wc.wr_id == 11 && wc.opcode == IBV_WC_RECV && wc.byte_len == 4096,
+          "wr %llu opcode %d len %u", (unsigned long long)wc.wr_id, wc.opcode, wc.byte_len);
     CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == 0xabcd, "imm 0x%x flags 0x%x",
           ntohl(wc.imm_data), wc.wc_flags);
-    CHECK(wc.qp_num == p.b.qp->qp_num && wc.src_qp == p.a.qp->qp_num, "qp_num 0x%x src_qp 0x%x", wc.qp_num,
-          wc.src_qp);
+    CHECK(wc.qp_num == p.b.qp->qp_num && wc.src_qp == p.a.qp->qp_num, "qp_num 0x%x src_qp 0x%x",
+          wc.qp_num, wc.src_qp);
     CHECK(p.b.buf[0] == 0x5a && p.b.buf[4095] == 0x5a && p.b.buf[4096] == 0, "payload");
   }
   if (wait_ok(p.a.cq, &wc, "send"))
-    CHECK(wc.wr_id == 22 && wc.opcode == IBV_WC_SEND, "send wc: wr %llu opcode %d", (unsigned long long)wc.wr_id,
-          wc.opcode);
+    CHECK(wc.wr_id == 22 && wc.opcode == IBV_WC_SEND, "send wc: wr %llu opcode %d",
+          (unsigned long long)wc.wr_id, wc.opcode);
 out:
   svt_pair_close(&p);
 }
@@ -60,19 +62,21 @@ static void case_write_order(void) {
   for (int i = 0; i < 16; i++) memset(p.a.buf + i * 65536, i + 1, 65536);
   CHECK(!svt_post_recv(p.b.qp, NULL, 0, 0, 5), "post_recv");
   for (int i = 0; i < 16; i++)
-    CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf + i * 65536, 65536, p.a.mr->lkey, p.ib.addr + i * 65536,
-                    p.ib.rkey, 0, 0, (uint64_t)i),
+    CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf + i * 65536, 65536, p.a.mr->lkey,
+                    p.ib.addr + i * 65536, p.ib.rkey, 0, 0, (uint64_t)i),
           "write %d", i);
-  CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_WRITE_WITH_IMM, NULL, 0, 0, p.ib.addr, p.ib.rkey, 77, IBV_SEND_SIGNALED, 99),
+  CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_WRITE_WITH_IMM, NULL, 0, 0, p.ib.addr, p.ib.rkey, 77,
+                  IBV_SEND_SIGNALED, 99),
         "write with imm");
   if (wait_ok(p.b.cq, &wc, "imm")) {
     CHECK(wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM && ntohl(wc.imm_data) == 77 && wc.byte_len == 0,
           "opcode %d imm %u len %u", wc.opcode, ntohl(wc.imm_data), wc.byte_len);
     for (int i = 0; i < 16; i++)
-      CHECK(p.b.buf[i * 65536] == i + 1 && p.b.buf[i * 65536 + 65535] == i + 1, "chunk %d not in place", i);
+      CHECK(p.b.buf[i * 65536] == i + 1 && p.b.buf[i * 65536 + 65535] == i + 1,
+            "chunk %d not in place", i);
   }
-  if (wait_ok(p.a.cq, &wc, "signaled write")) CHECK(wc.wr_id == 99, "only the signaled WR completes, got %llu",
-                                                    (unsigned long long)wc.wr_id);
+  if (wait_ok(p.a.cq, &wc, "signaled write"))
+    CHECK(wc.wr_id == 99, "only the signaled WR completes, got %llu", (unsigned long long)wc.wr_id);
   CHECK(ibv_poll_cq(p.a.cq, 1, &wc) == 0, "an unsignaled WR completed");
 out:
   svt_pair_close(&p);
@@ -83,11 +87,12 @@ static void case_read(void) {
   struct ibv_wc wc;
   if (!open_pair(&p)) goto out;
   for (size_t i = 0; i < (1 << 20); i++) p.b.buf[i] = (uint8_t)(i * 31);
-  CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_READ, p.a.buf + 4096, 1 << 20, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
-                  IBV_SEND_SIGNALED, 3),
+  CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_READ, p.a.buf + 4096, 1 << 20, p.a.mr->lkey, p.ib.addr,
+                  p.ib.rkey, 0, IBV_SEND_SIGNALED, 3),
         "post read");
   if (wait_ok(p.a.cq, &wc, "read")) {
-    CHECK(wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 1 << 20, "opcode %d len %u", wc.opcode, wc.byte_len);
+    CHECK(wc.opcode == IBV_WC_RDMA_READ && wc.byte_len == 1 << 20, "opcode %d len %u", wc.opcode,
+          wc.byte_len);
     CHECK(!memcmp(p.a.buf + 4096, p.b.buf, 1 << 20), "read data differs");
   }
 out:
@@ -102,14 +107,18 @@ static void case_inline(void) {
   if (!open_pair(&p)) goto out;
   memset(src, 0x11, sizeof src);
   CHECK(!svt_post_recv(p.b.qp, p.b.buf, 64, p.b.mr->lkey, 1), "post_recv");
-  CHECK(!svt_post(p.a.qp, IBV_WR_SEND, src, 64, 0xdead, 0, 0, 0, IBV_SEND_SIGNALED | IBV_SEND_INLINE, 2),
+  CHECK(!svt_post(p.a.qp, IBV_WR_SEND, src, 64, 0xdead, 0, 0, 0,
+                  IBV_SEND_SIGNALED | IBV_SEND_INLINE, 2),
         "inline send (no lkey needed)");
   memset(src, 0x22, sizeof src);
-  if (wait_ok(p.b.cq, &wc, "recv")) CHECK(p.b.buf[0] == 0x11 && p.b.buf[63] == 0x11, "got 0x%x", p.b.buf[0]);
+  if (wait_ok(p.b.cq, &wc, "recv"))
+    CHECK(p.b.buf[0] == 0x11 && p.b.buf[63] == 0x11, "got 0x%x", p.b.buf[0]);
   struct ibv_send_wr *bad;
   struct ibv_sge big = {.addr = (uintptr_t)p.a.buf, .length = 65, .lkey = p.a.mr->lkey};
-  struct ibv_send_wr wr = {.sg_list = &big, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE};
-  CHECK(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL && bad == &wr, "inline beyond max_inline_data must be EINVAL");
+  struct ibv_send_wr wr = {
+    .sg_list = &big, .num_sge = 1, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_INLINE};
+  CHECK(ibv_post_send(p.a.qp, &wr, &bad) == EINVAL && bad == &wr,
+        "inline beyond max_inline_data must be EINVAL");
 out:
   svt_pair_close(&p);
 }
@@ -124,14 +133,16 @@ static void case_sge_lists(void) {
   struct ibv_sge s[3] = {{(uintptr_t)p.a.buf, 1000, p.a.mr->lkey},
                          {(uintptr_t)p.a.buf + 1000, 1000, p.a.mr->lkey},
                          {(uintptr_t)p.a.buf + 2000, 1000, p.a.mr->lkey}};
-  struct ibv_sge r[2] = {{(uintptr_t)p.b.buf + 8192, 1500, p.b.mr->lkey}, {(uintptr_t)p.b.buf, 4096, p.b.mr->lkey}};
+  struct ibv_sge r[2] = {{(uintptr_t)p.b.buf + 8192, 1500, p.b.mr->lkey},
+                         {(uintptr_t)p.b.buf, 4096, p.b.mr->lkey}};
   struct ibv_recv_wr rwr = {.wr_id = 1, .sg_list = r, .num_sge = 2};
-  struct ibv_send_wr wr = {.wr_id = 2, .sg_list = s, .num_sge = 3, .opcode = IBV_WR_SEND,
-                           .send_flags = IBV_SEND_SIGNALED};
+  struct ibv_send_wr wr = {
+    .wr_id = 2, .sg_list = s, .num_sge = 3, .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED};
   CHECK(!ibv_post_recv(p.b.qp, &rwr, &rbad) && !ibv_post_send(p.a.qp, &wr, &bad), "post");
   if (wait_ok(p.b.cq, &wc, "recv")) {
     CHECK(wc.byte_len == 3000, "len %u", wc.byte_len);
-    CHECK(!memcmp(p.b.buf + 8192, p.a.buf, 1500) && !memcmp(p.b.buf, p.a.buf + 1500, 1500), "scatter wrong");
+    CHECK(!memcmp(p.b.buf + 8192, p.a.buf, 1500) && !memcmp(p.b.buf, p.a.buf + 1500, 1500),
+          "scatter wrong");
   }
 out:
   svt_pair_close(&p);
@@ -151,8 +162,11 @@ static void case_channel(void) {
   CHECK(cq != NULL, "channel and CQ");
   if (!cq) goto out;
   /* A second QP on b with the channel's CQ, connected to a fresh QP on a. */
-  struct ibv_qp_init_attr ia = {.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-                                .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr ia = {
+    .send_cq = cq,
+    .recv_cq = cq,
+    .qp_type = IBV_QPT_RC,
+    .cap = {.max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1}};
   struct ibv_qp *qb = ibv_create_qp(p.b.pd, &ia);
   struct svt_qp_opts o = svt_defaults();
   struct svt_ep eb = p.b;
@@ -228,7 +242,8 @@ static void case_threads(void) {
          !svt_open(&w[2 * i + 1].ep, "mlx5_3", 3, 65536, access_all);
     svt_info(&w[2 * i].ep, &w[2 * i + 1].peer);
     svt_info(&w[2 * i + 1].ep, &w[2 * i].peer);
-    ok = ok && !svt_connect(&w[2 * i].ep, &w[2 * i].peer, &o) && !svt_connect(&w[2 * i + 1].ep, &w[2 * i + 1].peer, &o);
+    ok = ok && !svt_connect(&w[2 * i].ep, &w[2 * i].peer, &o) &&
+         !svt_connect(&w[2 * i + 1].ep, &w[2 * i + 1].peer, &o);
     w[2 * i].server = true;
   }
   CHECK(ok, "setup");
@@ -246,13 +261,15 @@ static void case_ib_lid(void) {
   struct svt_qp_opts o = svt_defaults();
   setenv("NCCL_DIAG_SYSFS_ROOT", svt_fixture("ib-hdr"), 1);
   int err = svt_pair_open(&p, "mlx5_0", "mlx5_1", -1, 1 << 20, access_all, &o, &o);
-  CHECK(err == 0 && p.ia.lid == 0x11 && p.ib.lid == 0x12, "open: %d, lids %u %u", err, p.ia.lid, p.ib.lid);
+  CHECK(err == 0 && p.ia.lid == 0x11 && p.ib.lid == 0x12, "open: %d, lids %u %u", err, p.ia.lid,
+        p.ib.lid);
   if (!err) {
     struct ibv_wc wc;
     memset(p.a.buf, 9, 4096);
     svt_post_recv(p.b.qp, p.b.buf, 4096, p.b.mr->lkey, 1);
     svt_post(p.a.qp, IBV_WR_SEND, p.a.buf, 4096, p.a.mr->lkey, 0, 0, 0, IBV_SEND_SIGNALED, 1);
-    if (wait_ok(p.b.cq, &wc, "recv by lid")) CHECK(p.b.buf[4095] == 9 && wc.slid == 0x11, "slid %u", wc.slid);
+    if (wait_ok(p.b.cq, &wc, "recv by lid"))
+      CHECK(p.b.buf[4095] == 9 && wc.slid == 0x11, "slid %u", wc.slid);
   }
   svt_pair_close(&p);
   setenv("NCCL_DIAG_SYSFS_ROOT", svt_fixture("roce-story5"), 1);

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const int access_all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+static const int access_all =
+  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
-static bool open_with(struct svt_pair *p, int mr_access, const struct svt_qp_opts *oa, const struct svt_qp_opts *ob) {
+static bool open_with(struct svt_pair *p, int mr_access, const struct svt_qp_opts *oa,
+                      const struct svt_qp_opts *ob) {
   int err = svt_pair_open(p, "mlx5_2", "mlx5_3", 3, 1 << 20, mr_access, oa, ob);
   CHECK(err == 0, "opening and connecting mlx5_2 <-> mlx5_3: %d", err);
   return err == 0;
@@ -23,7 +25,7 @@ static bool open_pair(struct svt_pair *p) {
 }
 
 static enum ibv_wc_status next_status(struct ibv_cq *cq, struct ibv_wc *wc) {
-  return svt_wait(cq, wc, 5000) == 1 ? wc->status : (enum ibv_wc_status)-1;
+  return svt_wait(cq, wc, 5000) == 1 ? wc->status : (enum ibv_wc_status) - 1;
 }
 
 static enum ibv_qp_state state_of(struct ibv_qp *qp) {
@@ -40,11 +42,14 @@ static bool async_event(struct ibv_context *ctx, struct ibv_async_event *ev) {
 }
 
 /* Only wr_id, status, qp_num and vendor_err are valid on error: the rest is left zero. */
-static void check_error_wc(const struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status want, struct ibv_qp *qp) {
-  CHECK(wc->status == want, "status %s, want %s", ibv_wc_status_str(wc->status), ibv_wc_status_str(want));
-  CHECK(wc->wr_id == wr_id && wc->qp_num == qp->qp_num, "wr_id %llu qp_num 0x%x", (unsigned long long)wc->wr_id,
-        wc->qp_num);
-  CHECK(wc->opcode == 0 && wc->byte_len == 0 && wc->wc_flags == 0, "fields beyond the valid ones are set");
+static void check_error_wc(const struct ibv_wc *wc, uint64_t wr_id, enum ibv_wc_status want,
+                           struct ibv_qp *qp) {
+  CHECK(wc->status == want, "status %s, want %s", ibv_wc_status_str(wc->status),
+        ibv_wc_status_str(want));
+  CHECK(wc->wr_id == wr_id && wc->qp_num == qp->qp_num, "wr_id %llu qp_num 0x%x",
+        (unsigned long long)wc->wr_id, wc->qp_num);
+  CHECK(wc->opcode == 0 && wc->byte_len == 0 && wc->wc_flags == 0,
+        "fields beyond the valid ones are set");
 }
 
 /* A write with an rkey the responder does not know: REM_ACCESS_ERR; the
@@ -54,14 +59,16 @@ static void case_bad_rkey(void) {
   struct ibv_wc wc;
   if (!open_pair(&p)) goto out;
   svt_post_recv(p.b.qp, p.b.buf, 64, p.b.mr->lkey, 5);
-  CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 4096, p.a.mr->lkey, p.ib.addr, p.ib.rkey ^ 0x100, 0,
-                  IBV_SEND_SIGNALED, 1),
+  CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 4096, p.a.mr->lkey, p.ib.addr,
+                  p.ib.rkey ^ 0x100, 0, IBV_SEND_SIGNALED, 1),
         "post bad write");
-  CHECK(!svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, 0, 2), "post");
+  CHECK(
+    !svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, 0, 2),
+    "post");
   next_status(p.a.cq, &wc);
   check_error_wc(&wc, 1, IBV_WC_REM_ACCESS_ERR, p.a.qp);
-  CHECK(next_status(p.a.cq, &wc) == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 2, "unsignaled WR after it: %s",
-        ibv_wc_status_str(wc.status));
+  CHECK(next_status(p.a.cq, &wc) == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 2,
+        "unsignaled WR after it: %s", ibv_wc_status_str(wc.status));
   CHECK(state_of(p.a.qp) == IBV_QPS_ERR, "requester qp not in ERR");
   struct ibv_async_event ev;
   CHECK(async_event(p.b.ctx, &ev), "async event");
@@ -79,9 +86,10 @@ static void case_out_of_bounds(void) {
   struct svt_pair p;
   struct ibv_wc wc;
   if (!open_pair(&p)) goto out;
-  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 4096, p.a.mr->lkey, p.ib.addr + (1 << 20) - 100, p.ib.rkey, 0,
-           IBV_SEND_SIGNALED, 1);
-  CHECK(next_status(p.a.cq, &wc) == IBV_WC_REM_ACCESS_ERR, "write past the MR: %s", ibv_wc_status_str(wc.status));
+  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 4096, p.a.mr->lkey, p.ib.addr + (1 << 20) - 100,
+           p.ib.rkey, 0, IBV_SEND_SIGNALED, 1);
+  CHECK(next_status(p.a.cq, &wc) == IBV_WC_REM_ACCESS_ERR, "write past the MR: %s",
+        ibv_wc_status_str(wc.status));
 out:
   svt_pair_close(&p);
 }
@@ -91,7 +99,8 @@ static void case_read_not_allowed(void) {
   struct svt_qp_opts o = svt_defaults();
   struct ibv_wc wc;
   if (!open_with(&p, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &o, &o)) goto out;
-  svt_post(p.a.qp, IBV_WR_RDMA_READ, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, IBV_SEND_SIGNALED, 1);
+  svt_post(p.a.qp, IBV_WR_RDMA_READ, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
+           IBV_SEND_SIGNALED, 1);
   CHECK(next_status(p.a.cq, &wc) == IBV_WC_REM_ACCESS_ERR, "read of an MR without remote read: %s",
         ibv_wc_status_str(wc.status));
 out:
@@ -104,9 +113,10 @@ static void case_qp_access(void) {
   struct ibv_wc wc;
   ob.access = IBV_ACCESS_LOCAL_WRITE; /* b's QP takes no remote writes */
   if (!open_with(&p, access_all, &oa, &ob)) goto out;
-  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, IBV_SEND_SIGNALED, 1);
-  CHECK(next_status(p.a.cq, &wc) == IBV_WC_REM_INV_REQ_ERR, "write to a qp without remote write: %s",
-        ibv_wc_status_str(wc.status));
+  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
+           IBV_SEND_SIGNALED, 1);
+  CHECK(next_status(p.a.cq, &wc) == IBV_WC_REM_INV_REQ_ERR,
+        "write to a qp without remote write: %s", ibv_wc_status_str(wc.status));
 out:
   svt_pair_close(&p);
 }
@@ -119,7 +129,8 @@ static void case_rnr_then_ok(void) {
   svt_post(p.a.qp, IBV_WR_SEND, p.a.buf, 64, p.a.mr->lkey, 0, 0, 0, IBV_SEND_SIGNALED, 1);
   CHECK(svt_wait(p.a.cq, &wc, 50) == 0, "completed without a receive");
   svt_post_recv(p.b.qp, p.b.buf, 64, p.b.mr->lkey, 9);
-  CHECK(next_status(p.a.cq, &wc) == IBV_WC_SUCCESS, "send after RNR: %s", ibv_wc_status_str(wc.status));
+  CHECK(next_status(p.a.cq, &wc) == IBV_WC_SUCCESS, "send after RNR: %s",
+        ibv_wc_status_str(wc.status));
   CHECK(next_status(p.b.cq, &wc) == IBV_WC_SUCCESS && wc.wr_id == 9, "receive");
 out:
   svt_pair_close(&p);
@@ -133,7 +144,8 @@ static void case_rnr_exceeded(void) {
   ob.min_rnr_timer = 1; /* 10 us */
   if (!open_with(&p, access_all, &oa, &ob)) goto out;
   double t0 = svt_now();
-  svt_post(p.a.qp, IBV_WR_RDMA_WRITE_WITH_IMM, NULL, 0, 0, p.ib.addr, p.ib.rkey, 1, IBV_SEND_SIGNALED, 1);
+  svt_post(p.a.qp, IBV_WR_RDMA_WRITE_WITH_IMM, NULL, 0, 0, p.ib.addr, p.ib.rkey, 1,
+           IBV_SEND_SIGNALED, 1);
   CHECK(next_status(p.a.cq, &wc) == IBV_WC_RNR_RETRY_EXC_ERR, "write-with-imm, no receive: %s",
         ibv_wc_status_str(wc.status));
   CHECK(svt_now() - t0 < 1.0, "took %.3f s", svt_now() - t0);
@@ -147,7 +159,8 @@ static void case_recv_too_small(void) {
   if (!open_pair(&p)) goto out;
   svt_post_recv(p.b.qp, p.b.buf, 100, p.b.mr->lkey, 4);
   svt_post(p.a.qp, IBV_WR_SEND, p.a.buf, 200, p.a.mr->lkey, 0, 0, 0, IBV_SEND_SIGNALED, 1);
-  CHECK(next_status(p.a.cq, &wc) == IBV_WC_REM_INV_REQ_ERR, "requester: %s", ibv_wc_status_str(wc.status));
+  CHECK(next_status(p.a.cq, &wc) == IBV_WC_REM_INV_REQ_ERR, "requester: %s",
+        ibv_wc_status_str(wc.status));
   next_status(p.b.cq, &wc);
   check_error_wc(&wc, 4, IBV_WC_LOC_LEN_ERR, p.b.qp);
 out:
@@ -158,11 +171,13 @@ static void case_bad_lkey(void) {
   struct svt_pair p;
   struct ibv_wc wc;
   if (!open_pair(&p)) goto out;
-  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey + 0x100, p.ib.addr, p.ib.rkey, 0, 0, 1);
+  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey + 0x100, p.ib.addr, p.ib.rkey, 0, 0,
+           1);
   next_status(p.a.cq, &wc);
   check_error_wc(&wc, 1, IBV_WC_LOC_PROT_ERR, p.a.qp);
   CHECK(wc.vendor_err == 0x51, "vendor_err 0x%x", wc.vendor_err);
-  CHECK(!svt_post(p.a.qp, IBV_WR_SEND, p.a.buf, 8, p.a.mr->lkey, 0, 0, 0, 0, 2), "posting in ERR is allowed");
+  CHECK(!svt_post(p.a.qp, IBV_WR_SEND, p.a.buf, 8, p.a.mr->lkey, 0, 0, 0, 0, 2),
+        "posting in ERR is allowed");
   CHECK(next_status(p.a.cq, &wc) == IBV_WC_WR_FLUSH_ERR && wc.wr_id == 2 && wc.vendor_err == 0xf9,
         "WR posted in ERR: %s", ibv_wc_status_str(wc.status));
 out:
@@ -174,8 +189,11 @@ static void case_cq_overrun(void) {
   struct ibv_wc wc[8];
   if (!open_pair(&p)) goto out;
   struct ibv_cq *small = ibv_create_cq(p.a.ctx, 4, NULL, NULL, 0);
-  struct ibv_qp_init_attr ia = {.send_cq = small, .recv_cq = small, .qp_type = IBV_QPT_RC,
-                                .cap = {.max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
+  struct ibv_qp_init_attr ia = {
+    .send_cq = small,
+    .recv_cq = small,
+    .qp_type = IBV_QPT_RC,
+    .cap = {.max_send_wr = 16, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1}};
   struct svt_ep ea = p.a;
   struct svt_qp_opts o = svt_defaults();
   struct svt_info ia_new;
@@ -188,7 +206,8 @@ static void case_cq_overrun(void) {
   svt_info(&p.b, &p.ib);
   CHECK(!svt_connect(&ea, &p.ib, &o) && !svt_connect(&p.b, &ia_new, &o), "connect");
   for (int i = 0; i < 8; i++)
-    svt_post(ea.qp, IBV_WR_RDMA_WRITE, p.a.buf, 8, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, IBV_SEND_SIGNALED, 1);
+    svt_post(ea.qp, IBV_WR_RDMA_WRITE, p.a.buf, 8, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
+             IBV_SEND_SIGNALED, 1);
   struct ibv_async_event ev;
   CHECK(async_event(p.a.ctx, &ev) && ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == small,
         "CQ_ERR event");
@@ -211,7 +230,8 @@ static void case_peer_qp_destroyed(void) {
   ibv_destroy_qp(p.b.qp);
   p.b.qp = NULL;
   double t0 = svt_now();
-  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, IBV_SEND_SIGNALED, 1);
+  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
+           IBV_SEND_SIGNALED, 1);
   CHECK(next_status(p.a.cq, &wc) == IBV_WC_RETRY_EXC_ERR && wc.vendor_err == 0x81, "%s vendor 0x%x",
         ibv_wc_status_str(wc.status), wc.vendor_err);
   double dt = svt_now() - t0, bound = 8 * 4.096e-6 * 1024;
@@ -233,7 +253,8 @@ static void case_wrong_gid(void) {
   struct svt_info wrong = p.ib;
   wrong.gid.raw[15] ^= 1; /* ::ffff:10.1.3.4, nobody's */
   CHECK(!svt_connect(&p.a, &wrong, &o), "connect");
-  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, IBV_SEND_SIGNALED, 1);
+  svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 64, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
+           IBV_SEND_SIGNALED, 1);
   CHECK(next_status(p.a.cq, &wc) == IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
 out:
   svt_pair_close(&p);
@@ -249,11 +270,12 @@ static void case_psn(void) {
   if (!open_with(&p, access_all, &oa, &ob)) goto out;
   for (int i = 0; i < 6; i++) {
     p.a.buf[i] = (uint8_t)(i + 1);
-    svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf + i, 1, p.a.mr->lkey, p.ib.addr + (uint64_t)i, p.ib.rkey, 0,
-             IBV_SEND_SIGNALED, (uint64_t)i);
+    svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf + i, 1, p.a.mr->lkey, p.ib.addr + (uint64_t)i,
+             p.ib.rkey, 0, IBV_SEND_SIGNALED, (uint64_t)i);
   }
   for (int i = 0; i < 6; i++) CHECK(next_status(p.a.cq, &wc) == IBV_WC_SUCCESS, "write %d", i);
-  CHECK(!memcmp(p.b.buf, "\0\0\0\0\0\6", 6), "only psn 5 was executed: %d %d", p.b.buf[0], p.b.buf[5]);
+  CHECK(!memcmp(p.b.buf, "\0\0\0\0\0\6", 6), "only psn 5 was executed: %d %d", p.b.buf[0],
+        p.b.buf[5]);
 out:
   svt_pair_close(&p);
 }
@@ -264,12 +286,14 @@ static void case_wc_error_hook(void) {
   setenv("SOFTVERBS_WC_ERROR", "RETRY_EXC_ERR:2", 1);
   if (!open_pair(&p)) goto out;
   for (int i = 0; i < 4; i++)
-    svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 8, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0, IBV_SEND_SIGNALED,
-             (uint64_t)i);
-  CHECK(next_status(p.a.cq, &wc) == IBV_WC_SUCCESS && next_status(p.a.cq, &wc) == IBV_WC_SUCCESS, "two succeed");
+    svt_post(p.a.qp, IBV_WR_RDMA_WRITE, p.a.buf, 8, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
+             IBV_SEND_SIGNALED, (uint64_t)i);
+  CHECK(next_status(p.a.cq, &wc) == IBV_WC_SUCCESS && next_status(p.a.cq, &wc) == IBV_WC_SUCCESS,
+        "two succeed");
   CHECK(next_status(p.a.cq, &wc) == IBV_WC_RETRY_EXC_ERR && wc.wr_id == 2 && wc.vendor_err == 0x81,
         "third: %s vendor 0x%x", ibv_wc_status_str(wc.status), wc.vendor_err);
-  CHECK(next_status(p.a.cq, &wc) == IBV_WC_WR_FLUSH_ERR, "fourth: %s", ibv_wc_status_str(wc.status));
+  CHECK(next_status(p.a.cq, &wc) == IBV_WC_WR_FLUSH_ERR, "fourth: %s",
+        ibv_wc_status_str(wc.status));
 out:
   unsetenv("SOFTVERBS_WC_ERROR");
   svt_pair_close(&p);

@@ -10,6 +10,7 @@
 #include "svt.h"
 #include "tap.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -18,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -58,7 +58,8 @@ static void on_signal(int sig) {
 static int netns_up(char *name, const char *prefix, const char *fa, const char *fb) {
   char cmd[1600];
   snprintf(name, 16, "sv%s%d", prefix, (int)getpid());
-  snprintf(cmd, sizeof cmd, "'%s' up %s '%s' '%s'", netns_sh, name, svt_host_dir(fa), svt_host_dir(fb));
+  snprintf(cmd, sizeof cmd, "'%s' up %s '%s' '%s'", netns_sh, name, svt_host_dir(fa),
+           svt_host_dir(fb));
   if (system(cmd)) {
     *name = 0;
     return -1;
@@ -69,7 +70,8 @@ static int netns_up(char *name, const char *prefix, const char *fa, const char *
 static void set_hosts(const char *fa, const char *fb, const char *ns) {
   hosts[0].fixture = fa;
   hosts[1].fixture = fb;
-  for (int i = 0; i < 2; i++) snprintf(hosts[i].ns, sizeof hosts[i].ns, "%s%s", ns, *ns ? (i ? "b" : "a") : "");
+  for (int i = 0; i < 2; i++)
+    snprintf(hosts[i].ns, sizeof hosts[i].ns, "%s%s", ns, *ns ? (i ? "b" : "a") : "");
 }
 
 /* ---- children ---- */
@@ -135,7 +137,8 @@ struct ep_args {
   int ctl; /* victim: where to say "connected"; survivor: where "go" comes from */
 };
 
-static const int access_all = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+static const int access_all =
+  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 
 /* Opens, swaps addresses with the peer, connects, and syncs once. */
 static int setup(struct svt_ep *e, int peer, const struct ep_args *a, struct svt_info *theirs) {
@@ -143,7 +146,8 @@ static int setup(struct svt_ep *e, int peer, const struct ep_args *a, struct svt
   char b = 1;
   if (svt_open(e, a->dev, a->gid, 3 << 20, access_all)) return -1;
   svt_info(e, &mine);
-  if (svt_write_all(peer, &mine, sizeof mine) || svt_read_all(peer, theirs, sizeof *theirs)) return -1;
+  if (svt_write_all(peer, &mine, sizeof mine) || svt_read_all(peer, theirs, sizeof *theirs))
+    return -1;
   int err = svt_connect(e, theirs, &a->qo);
   if (err) return err;
   return svt_write_all(peer, &b, 1) || svt_read_all(peer, &b, 1) ? -1 : 0;
@@ -241,10 +245,13 @@ static void dead_peer(uint8_t timeout, uint8_t retry, double scale, const char *
   for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++) close(fds[i]);
   double bound = (retry + 1) * 4.096e-6 * (double)(1u << timeout) * scale;
   CHECK(ok && r.err == 0, "setup %s, survivor err %d", ok ? "ok" : "failed", r.err);
-  CHECK(r.status == IBV_WC_RETRY_EXC_ERR, "status %s, want RETRY_EXC_ERR", ibv_wc_status_str(r.status));
-  CHECK(r.secs >= 0.9 * bound && r.secs <= bound + 1.0, "after %.3f s, bound %.3f s", r.secs, bound);
-  tap_diag("RETRY_EXC_ERR after %.3f s; timeout %u, retry_cnt %u, scale %g: (retry_cnt+1) x timeout = %.3f s", r.secs,
-           timeout, retry, scale, bound);
+  CHECK(r.status == IBV_WC_RETRY_EXC_ERR, "status %s, want RETRY_EXC_ERR",
+        ibv_wc_status_str(r.status));
+  CHECK(r.secs >= 0.9 * bound && r.secs <= bound + 1.0, "after %.3f s, bound %.3f s", r.secs,
+        bound);
+  tap_diag(
+    "RETRY_EXC_ERR after %.3f s; timeout %u, retry_cnt %u, scale %g: (retry_cnt+1) x timeout = %.3f s",
+    r.secs, timeout, retry, scale, bound);
 }
 
 static void case_killed_peer(void) { dead_peer(14, 3, 1.0, NULL); }
@@ -293,18 +300,22 @@ static void rtr_case(const char *dgid, int want, double min_s, double max_s) {
   struct rtr_args a = {.dev = "mlx5_2", .dgid = dgid, .gid = 3, .timeout_ms = 1000};
   struct result r[2];
   run_pair(rtr_child, &a, NULL, NULL, r);
-  CHECK(r[0].err == want, "rtr to %s: %d (%s), want %d (%s)", dgid, r[0].err, strerror(r[0].err), want,
-        strerror(want));
-  CHECK(r[0].secs >= min_s && r[0].secs <= max_s, "after %.3f s, want %.1f..%.1f s", r[0].secs, min_s, max_s);
+  CHECK(r[0].err == want, "rtr to %s: %d (%s), want %d (%s)", dgid, r[0].err, strerror(r[0].err),
+        want, strerror(want));
+  CHECK(r[0].secs >= min_s && r[0].secs <= max_s, "after %.3f s, want %.1f..%.1f s", r[0].secs,
+        min_s, max_s);
   CHECK(r[0].status == IBV_QPS_INIT, "qp state %d after the failed RTR, want INIT", r[0].status);
-  tap_diag("rtr from mlx5_2 (xgbe2, 10.1.2.5) to %s: %s after %.3f s", dgid, strerror(r[0].err), r[0].secs);
+  tap_diag("rtr from mlx5_2 (xgbe2, 10.1.2.5) to %s: %s after %.3f s", dgid, strerror(r[0].err),
+           r[0].secs);
 }
 
 static void case_rtr_no_route(void) { rtr_case("::ffff:10.9.9.9", ENETUNREACH, 0, 0.5); }
 static void case_rtr_no_neighbour(void) { rtr_case("::ffff:10.1.2.77", ETIMEDOUT, 0.9, 1.8); }
 /* Field story 5: a GID on the RDMA plane towards a bond0 (storage plane) GID. */
 static void case_rtr_cross_plane(void) { rtr_case("::ffff:10.0.0.6", ETIMEDOUT, 0.9, 1.8); }
-static void case_rtr_cross_plane_same_host(void) { rtr_case("::ffff:10.0.0.5", ETIMEDOUT, 0.9, 1.8); }
+static void case_rtr_cross_plane_same_host(void) {
+  rtr_case("::ffff:10.0.0.5", ETIMEDOUT, 0.9, 1.8);
+}
 
 static void case_ib_pingpong(void) { case_pingpong("mlx5_0", -1); }
 static void case_roce_pingpong(void) { case_pingpong("mlx5_2", 3); }
@@ -318,28 +329,34 @@ int main(int argc, char **argv) {
     char cmd[600];
     snprintf(cmd, sizeof cmd, "'%s' check > /dev/null", netns_sh ? netns_sh : "sv-netns.sh");
     if (geteuid()) snprintf(why, sizeof why, "needs root");
-    else if (!netns_sh || system(cmd)) snprintf(why, sizeof why, "cannot create network namespaces here");
+    else if (!netns_sh || system(cmd))
+      snprintf(why, sizeof why, "cannot create network namespaces here");
   }
   struct {
     const char *name;
     void (*fn)(void);
     bool netns_only, ib, nft;
   } cases[] = {
-      {"roce rc pingpong between two hosts", case_roce_pingpong, false, false},
-      {"killed peer: RETRY_EXC_ERR after (retry_cnt+1) x timeout (14, 3)", case_killed_peer, false, false},
-      {"killed peer, NCCL's timeout 20 / retry 7 scaled by 0.01", case_killed_peer_nccl, false, false},
-      {"blackholed peer (nft drop): RETRY_EXC_ERR in bound", case_blackholed_peer, true, false, true},
-      {"rtr to a GID with no route: ENETUNREACH", case_rtr_no_route, true, false},
-      {"rtr to an on-link GID nobody answers: ETIMEDOUT in bound", case_rtr_no_neighbour, true, false},
-      {"rtr across planes (story 5, other host): ETIMEDOUT", case_rtr_cross_plane, true, false},
-      {"rtr across planes (story 5, own bond0): ETIMEDOUT", case_rtr_cross_plane_same_host, true, false},
-      {"infiniband rc pingpong by LID between two hosts", case_ib_pingpong, false, true},
+    {"roce rc pingpong between two hosts", case_roce_pingpong, false, false},
+    {"killed peer: RETRY_EXC_ERR after (retry_cnt+1) x timeout (14, 3)", case_killed_peer, false,
+     false},
+    {"killed peer, NCCL's timeout 20 / retry 7 scaled by 0.01", case_killed_peer_nccl, false,
+     false},
+    {"blackholed peer (nft drop): RETRY_EXC_ERR in bound", case_blackholed_peer, true, false, true},
+    {"rtr to a GID with no route: ENETUNREACH", case_rtr_no_route, true, false},
+    {"rtr to an on-link GID nobody answers: ETIMEDOUT in bound", case_rtr_no_neighbour, true,
+     false},
+    {"rtr across planes (story 5, other host): ETIMEDOUT", case_rtr_cross_plane, true, false},
+    {"rtr across planes (story 5, own bond0): ETIMEDOUT", case_rtr_cross_plane_same_host, true,
+     false},
+    {"infiniband rc pingpong by LID between two hosts", case_ib_pingpong, false, true},
   };
   if (netns_mode && !*why) {
     atexit(netns_down);
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
-    broken = netns_up(netns_name, "r", "roce-story5", "roce-story5-b") || netns_up(ib_name, "i", "ib-hdr", "ib-hdr-b");
+    broken = netns_up(netns_name, "r", "roce-story5", "roce-story5-b") ||
+             netns_up(ib_name, "i", "ib-hdr", "ib-hdr-b");
   }
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     if (cases[i].netns_only && !netns_mode) continue;
@@ -358,7 +375,8 @@ int main(int argc, char **argv) {
       continue;
     }
     const char *ns = netns_mode ? (cases[i].ib ? ib_name : netns_name) : "";
-    set_hosts(cases[i].ib ? "ib-hdr" : "roce-story5", cases[i].ib ? "ib-hdr-b" : "roce-story5-b", ns);
+    set_hosts(cases[i].ib ? "ib-hdr" : "roce-story5", cases[i].ib ? "ib-hdr-b" : "roce-story5-b",
+              ns);
     if (cases[i].ib) {
       char fabric[1300];
       snprintf(fabric, sizeof fabric, "%s:%s", svt_fixture("ib-hdr"), svt_fixture("ib-hdr-b"));

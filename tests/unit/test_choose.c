@@ -242,7 +242,7 @@ static void test_order(void) {
   topo_choose(&H, &P, &C);
   CHECK(C.ndev == 3, "%d devices", C.ndev);
   CHECK(!strcmp(C.dev[0].name, "mlx5_1") && !strcmp(C.dev[1].name, "mlx5_2") &&
-            !strcmp(C.dev[2].name, "mlx5_7"),
+          !strcmp(C.dev[2].name, "mlx5_7"),
         "PCI order: %s %s %s", C.dev[0].name, C.dev[1].name, C.dev[2].name);
   CHECK(C.dev[0].real_port == 0 && C.dev[1].real_port == 1 && C.dev[2].real_port == 0,
         "realPort %d %d %d", C.dev[0].real_port, C.dev[1].real_port, C.dev[2].real_port);

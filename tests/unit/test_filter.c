@@ -18,20 +18,20 @@ struct row {
 };
 
 static const struct row rows[] = {
-    {"mlx5_1", 1, "mlx5_1 mlx5_10 mlx5_11"},     /* prefix: the trap */
-    {"=mlx5_1", 1, "mlx5_1"},                    /* exact */
-    {"^mlx5_1", 1, "mlx5_0 mlx5_2 mlx5_bond_0"}, /* excluding the prefix excludes 10, 11 */
-    {"^=mlx5_1", 1, "mlx5_0 mlx5_10 mlx5_11 mlx5_2 mlx5_bond_0"},
-    {"mlx5_0,mlx5_2", 1, "mlx5_0 mlx5_2"},
-    {"=mlx5_2:1,mlx5_0:1", 1, "mlx5_0 mlx5_2"},
-    {"=mlx5_2:2", 1, ""}, /* port 2 does not match port 1 */
-    {"=mlx5_2:2", 2, "mlx5_2"},
-    {"mlx5_2::0:0", 1, "mlx5_2"}, /* empty port field = any */
-    {"^=mlx5_bond_0", 1, "mlx5_0 mlx5_1 mlx5_10 mlx5_11 mlx5_2"},
-    {"mlx5", 1, "mlx5_0 mlx5_1 mlx5_10 mlx5_11 mlx5_2 mlx5_bond_0"},
-    {" mlx5_0 , mlx5_2 ", 1, "mlx5_0 mlx5_2"}, /* blanks around entries */
-    {"mlx5_0,,mlx5_2,", 1, "mlx5_0 mlx5_2"},   /* empty entries are skipped */
-    {"", 1, ""},
+  {"mlx5_1", 1, "mlx5_1 mlx5_10 mlx5_11"},     /* prefix: the trap */
+  {"=mlx5_1", 1, "mlx5_1"},                    /* exact */
+  {"^mlx5_1", 1, "mlx5_0 mlx5_2 mlx5_bond_0"}, /* excluding the prefix excludes 10, 11 */
+  {"^=mlx5_1", 1, "mlx5_0 mlx5_10 mlx5_11 mlx5_2 mlx5_bond_0"},
+  {"mlx5_0,mlx5_2", 1, "mlx5_0 mlx5_2"},
+  {"=mlx5_2:1,mlx5_0:1", 1, "mlx5_0 mlx5_2"},
+  {"=mlx5_2:2", 1, ""}, /* port 2 does not match port 1 */
+  {"=mlx5_2:2", 2, "mlx5_2"},
+  {"mlx5_2::0:0", 1, "mlx5_2"}, /* empty port field = any */
+  {"^=mlx5_bond_0", 1, "mlx5_0 mlx5_1 mlx5_10 mlx5_11 mlx5_2"},
+  {"mlx5", 1, "mlx5_0 mlx5_1 mlx5_10 mlx5_11 mlx5_2 mlx5_bond_0"},
+  {" mlx5_0 , mlx5_2 ", 1, "mlx5_0 mlx5_2"}, /* blanks around entries */
+  {"mlx5_0,,mlx5_2,", 1, "mlx5_0 mlx5_2"},   /* empty entries are skipped */
+  {"", 1, ""},
 };
 
 static void selected_of(const char *text, int port, char *out, size_t cap) {

@@ -44,10 +44,10 @@ static const char *reject_of(const struct gid_pick *p, int index) {
 
 /* ConnectX on xgbe2 10.1.2.5/24, as mlx5 fills it (field story 5). */
 static const struct ent standard[] = {
-    {0, LL("ba3f:d2ff:fea0:0210"), "IB/RoCE v1", "xgbe2", 1, 64},
-    {1, LL("ba3f:d2ff:fea0:0210"), "RoCE v2", "xgbe2", 1, 64},
-    {2, V4("0a01:0205"), "IB/RoCE v1", "xgbe2", 1, 24},
-    {3, V4("0a01:0205"), "RoCE v2", "xgbe2", 1, 24},
+  {0, LL("ba3f:d2ff:fea0:0210"), "IB/RoCE v1", "xgbe2", 1, 64},
+  {1, LL("ba3f:d2ff:fea0:0210"), "RoCE v2", "xgbe2", 1, 64},
+  {2, V4("0a01:0205"), "IB/RoCE v1", "xgbe2", 1, 24},
+  {3, V4("0a01:0205"), "RoCE v2", "xgbe2", 1, 24},
 };
 
 static void test_standard(void) {
@@ -67,8 +67,8 @@ static void test_standard(void) {
 static void test_link_local_only(void) {
   /* A RoCE port whose netdev has no IP address: only the default GIDs. */
   static const struct ent e[] = {
-      {0, LL("0e42:a1ff:fe9b:4480"), "IB/RoCE v1", "ens3f0np0", 1, 64},
-      {1, LL("0e42:a1ff:fe9b:4480"), "RoCE v2", "ens3f0np0", 1, 64},
+    {0, LL("0e42:a1ff:fe9b:4480"), "IB/RoCE v1", "ens3f0np0", 1, 64},
+    {1, LL("0e42:a1ff:fe9b:4480"), "RoCE v2", "ens3f0np0", 1, 64},
   };
   struct topo_gid t[2];
   struct gid_pick p;
@@ -79,10 +79,10 @@ static void test_link_local_only(void) {
 }
 
 static const struct ent v6only[] = {
-    {0, LL("0e42:a1ff:fe9b:4480"), "IB/RoCE v1", "ens3f0np0", 1, 64},
-    {1, LL("0e42:a1ff:fe9b:4480"), "RoCE v2", "ens3f0np0", 1, 64},
-    {2, "2001:0db8:0010:0001:0000:0000:0000:0015", "IB/RoCE v1", "ens3f0np0", 1, 64},
-    {3, "2001:0db8:0010:0001:0000:0000:0000:0015", "RoCE v2", "ens3f0np0", 1, 64},
+  {0, LL("0e42:a1ff:fe9b:4480"), "IB/RoCE v1", "ens3f0np0", 1, 64},
+  {1, LL("0e42:a1ff:fe9b:4480"), "RoCE v2", "ens3f0np0", 1, 64},
+  {2, "2001:0db8:0010:0001:0000:0000:0000:0015", "IB/RoCE v1", "ens3f0np0", 1, 64},
+  {3, "2001:0db8:0010:0001:0000:0000:0000:0015", "RoCE v2", "ens3f0np0", 1, 64},
 };
 
 static void test_ipv6_only(void) {
@@ -103,12 +103,12 @@ static void test_mixed(void) {
   /* v1/v2 pairs for the port's address and for a VLAN on top of it, plus
    * an old-kernel v1-only entry for a second address. */
   static const struct ent e[] = {
-      {0, LL("ba3f:d2ff:fea0:0210"), "IB/RoCE v1", "xgbe2", 1, 64},
-      {1, LL("ba3f:d2ff:fea0:0210"), "RoCE v2", "xgbe2", 1, 64},
-      {2, V4("c0a8:0705"), "IB/RoCE v1", "xgbe2.7", 1, 24},
-      {3, V4("c0a8:0705"), "RoCE v2", "xgbe2.7", 1, 24},
-      {4, V4("0a01:0205"), "IB/RoCE v1", "xgbe2", 1, 24},
-      {5, V4("0a01:0205"), "RoCE v2", "xgbe2", 1, 24},
+    {0, LL("ba3f:d2ff:fea0:0210"), "IB/RoCE v1", "xgbe2", 1, 64},
+    {1, LL("ba3f:d2ff:fea0:0210"), "RoCE v2", "xgbe2", 1, 64},
+    {2, V4("c0a8:0705"), "IB/RoCE v1", "xgbe2.7", 1, 24},
+    {3, V4("c0a8:0705"), "RoCE v2", "xgbe2.7", 1, 24},
+    {4, V4("0a01:0205"), "IB/RoCE v1", "xgbe2", 1, 24},
+    {5, V4("0a01:0205"), "RoCE v2", "xgbe2", 1, 24},
   };
   struct topo_gid t[6];
   struct gid_pick p;
@@ -135,14 +135,14 @@ static void test_mixed(void) {
 /* A pod whose macvlan eth0 sits on the host's ens1f0np0: the host's own
  * entries are not mapped into the pod (types and ndevs read EINVAL). */
 static const struct ent container[] = {
-    {0, LL("ba3f:d2ff:fe5e:7a10"), NULL, "", -1, -1},
-    {1, LL("ba3f:d2ff:fe5e:7a10"), NULL, "", -1, -1},
-    {2, V4("0a28:000b"), NULL, "", -1, -1},
-    {3, V4("0a28:000b"), NULL, "", -1, -1},
-    {4, LL("d4c2:1aff:fe07:3b9e"), "IB/RoCE v1", "eth0", 1, 64},
-    {5, LL("d4c2:1aff:fe07:3b9e"), "RoCE v2", "eth0", 1, 64},
-    {6, V4("0a28:0039"), "IB/RoCE v1", "eth0", 1, 24},
-    {7, V4("0a28:0039"), "RoCE v2", "eth0", 1, 24},
+  {0, LL("ba3f:d2ff:fe5e:7a10"), NULL, "", -1, -1},
+  {1, LL("ba3f:d2ff:fe5e:7a10"), NULL, "", -1, -1},
+  {2, V4("0a28:000b"), NULL, "", -1, -1},
+  {3, V4("0a28:000b"), NULL, "", -1, -1},
+  {4, LL("d4c2:1aff:fe07:3b9e"), "IB/RoCE v1", "eth0", 1, 64},
+  {5, LL("d4c2:1aff:fe07:3b9e"), "RoCE v2", "eth0", 1, 64},
+  {6, V4("0a28:0039"), "IB/RoCE v1", "eth0", 1, 24},
+  {7, V4("0a28:0039"), "RoCE v2", "eth0", 1, 24},
 };
 
 static void test_container(void) {
@@ -175,8 +175,7 @@ struct forced_row {
 
 static void test_forced(void) {
   static const struct forced_row rows[] = {
-      {3, 0, ""},      {1, 2, "link-local"},     {2, 1, "RoCE v1"},
-      {5, 2, "empty"}, {300, 2, "past the end"},
+    {3, 0, ""}, {1, 2, "link-local"}, {2, 1, "RoCE v1"}, {5, 2, "empty"}, {300, 2, "past the end"},
   };
   struct topo_gid t[4];
   int n = load(standard, 4, t);
@@ -202,8 +201,8 @@ static void test_forced(void) {
 
 static void test_ib(void) {
   static const struct ent e[] = {
-      {0, LL("946d:ae03:0070:1a20"), "IB/RoCE v1", "", -1, -1},
-      {1, "fe80:0000:0003:0000:946d:ae03:0070:1a20", "IB/RoCE v1", "", -1, -1},
+    {0, LL("946d:ae03:0070:1a20"), "IB/RoCE v1", "", -1, -1},
+    {1, "fe80:0000:0003:0000:946d:ae03:0070:1a20", "IB/RoCE v1", "", -1, -1},
   };
   struct topo_gid t[2];
   struct gid_pick p;
@@ -227,7 +226,7 @@ static void test_format(void) {
   CHECK(gid_family(raw) == AF_INET, "the mapped multicast form is AF_INET too");
   CHECK(gid_parse("not a gid", raw) == -EINVAL, "garbage refused");
   CHECK(gid_type_parse("IB/RoCE v1") == GID_TYPE_V1 && gid_type_parse("RoCE v1") == GID_TYPE_V1 &&
-            gid_type_parse("RoCE v2") == GID_TYPE_V2 && gid_type_parse("") == GID_TYPE_UNKNOWN,
+          gid_type_parse("RoCE v2") == GID_TYPE_V2 && gid_type_parse("") == GID_TYPE_UNKNOWN,
         "type texts");
 }
 

@@ -53,12 +53,14 @@ static void retry_first(void) {
   char t[2400];
   setup();
   diag(IBV_WC_RETRY_EXC_ERR, 1, "", t, sizeof(t));
-  CHECK(strstr(t, "IBV_WC_RETRY_EXC_ERR (12)") && strstr(t, "qp 0x1234") && strstr(t, "vendor_err 0x81"),
+  CHECK(strstr(t, "IBV_WC_RETRY_EXC_ERR (12)") && strstr(t, "qp 0x1234") &&
+          strstr(t, "vendor_err 0x81"),
         "status, qp and vendor_err: %s", t);
   CHECK(strstr(t, "first RDMA write after RTR"), "the first-write cause: %s", t);
   CHECK(strstr(t, "::ffff:10.1.4.5") && strstr(t, "::ffff:10.0.0.7") && strstr(t, "10.0.0.0/24"),
         "both GIDs and the remote subnet: %s", t);
-  CHECK(strstr(t, "ib_write_bw -d mlx5_bond_0 -x 3") && strstr(t, "ib_write_bw -d mlx5_4 -x 3 host-b"),
+  CHECK(strstr(t, "ib_write_bw -d mlx5_bond_0 -x 3") &&
+          strstr(t, "ib_write_bw -d mlx5_4 -x 3 host-b"),
         "how to confirm the path: %s", t);
   CHECK(!strstr(t, "opcode") && !strstr(t, "byte_len"), "fields invalid on error printed: %s", t);
 }
@@ -67,7 +69,8 @@ static void retry_later(void) {
   char t[2400];
   setup();
   diag(IBV_WC_RETRY_EXC_ERR, 0, "", t, sizeof(t));
-  CHECK(strstr(t, "stopped acknowledging") && strstr(t, "NCCL_IB_TIMEOUT"), "a later retry error: %s", t);
+  CHECK(strstr(t, "stopped acknowledging") && strstr(t, "NCCL_IB_TIMEOUT"),
+        "a later retry error: %s", t);
 }
 
 static void rem_access(void) {
@@ -82,24 +85,31 @@ static void flush_names_first(void) {
   char t[2400];
   setup();
   diag(IBV_WC_WR_FLUSH_ERR, 0, "the RDMA write completed with IBV_WC_REM_ACCESS_ERR", t, sizeof(t));
-  CHECK(strstr(t, "IBV_WC_WR_FLUSH_ERR") && strstr(t, "the first error was: the RDMA write completed "
-                                                      "with IBV_WC_REM_ACCESS_ERR"),
+  CHECK(strstr(t, "IBV_WC_WR_FLUSH_ERR") &&
+          strstr(t, "the first error was: the RDMA write completed "
+                    "with IBV_WC_REM_ACCESS_ERR"),
         "a flush names the first error: %s", t);
   diag(IBV_WC_WR_FLUSH_ERR, 0, "", t, sizeof(t));
-  CHECK(strstr(t, "first error was not seen here"), "a flush without a first error says where to look: %s", t);
+  CHECK(strstr(t, "first error was not seen here"),
+        "a flush without a first error says where to look: %s", t);
 }
 
 static void rtr_timeout(void) {
   char t[3000];
   setup();
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
-  CHECK(strstr(t, "ETIMEDOUT") && strstr(t, "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24)") &&
-            strstr(t, "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 port 1 on host-b"),
-        "both sides with index, netdev, subnet and host: %s", t);
+  CHECK(
+    strstr(t, "ETIMEDOUT") &&
+      strstr(t, "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24)") &&
+      strstr(
+        t,
+        "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 port 1 on host-b"),
+    "both sides with index, netdev, subnet and host: %s", t);
   CHECK(strstr(t, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix: %s", t);
   peer.ib.off_plane = 1;
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
-  CHECK(strstr(t, "host-b's layout sets its mlx5_bond_0 apart"), "the peer's own plane verdict: %s", t);
+  CHECK(strstr(t, "host-b's layout sets its mlx5_bond_0 apart"), "the peer's own plane verdict: %s",
+        t);
 }
 
 static void rtr_link_local_and_einval(void) {
@@ -108,9 +118,11 @@ static void rtr_link_local_and_einval(void) {
   memset(peer.ib.gid, 0, 16);
   peer.ib.gid[0] = 0xfe, peer.ib.gid[1] = 0x80, peer.ib.gid[15] = 1;
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
-  CHECK(strstr(t, "link-local") && strstr(t, "NCCL_IB_GID_INDEX=-1"), "link-local called out: %s", t);
+  CHECK(strstr(t, "link-local") && strstr(t, "NCCL_IB_GID_INDEX=-1"), "link-local called out: %s",
+        t);
   ib_diag_rtr(&dev, &peer, EINVAL, t, sizeof(t));
-  CHECK(strstr(t, "EINVAL") && strstr(t, "NCCL_IB_GID_INDEX"), "EINVAL points at the GID index: %s", t);
+  CHECK(strstr(t, "EINVAL") && strstr(t, "NCCL_IB_GID_INDEX"), "EINVAL points at the GID index: %s",
+        t);
 }
 
 int main(void) {

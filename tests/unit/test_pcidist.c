@@ -21,22 +21,22 @@ struct row {
 };
 
 static const struct row rows[] = {
-    {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0", ROOT "/0000:16:00.0/0000:17:01.0/0000:1b:00.0",
-     0, 0, PC_PIX, "two downstream ports of one switch"},
-    {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
-     ROOT "/0000:16:00.0/0000:17:08.0/0000:19:00.0/0000:1a:00.0/0000:1b:00.0", 0, 0, PC_PXB,
-     "a second switch below the first"},
-    {ROOT "/0000:16:00.0", "/sys/devices/pci0000:15/0000:15:03.0/0000:20:00.0", 0, 0, PC_PHB,
-     "two root ports of one host bridge"},
-    {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
-     "/sys/devices/pci0000:3d/0000:3d:01.0/0000:3e:00.0/0000:3f:00.0/0000:40:00.0", 0, 0, PC_NODE,
-     "two host bridges of one NUMA node (NCCL: PHB)"},
-    {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
-     "/sys/devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:00.0/0000:9a:00.0", 0, 1, PC_SYS,
-     "two NUMA nodes"},
-    {ROOT "/0000:16:00.0", ROOT "/0000:16:00.1", 0, 0, PC_LOC, "two functions of one device"},
-    {"/sys/devices/pci0000:00/0000:00:03.0/virtio2", "/sys/devices/pci0000:00/0000:00:02.0", -1, 0,
-     PC_PHB, "integrated endpoints, unknown NUMA read as node 0"},
+  {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0", ROOT "/0000:16:00.0/0000:17:01.0/0000:1b:00.0",
+   0, 0, PC_PIX, "two downstream ports of one switch"},
+  {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
+   ROOT "/0000:16:00.0/0000:17:08.0/0000:19:00.0/0000:1a:00.0/0000:1b:00.0", 0, 0, PC_PXB,
+   "a second switch below the first"},
+  {ROOT "/0000:16:00.0", "/sys/devices/pci0000:15/0000:15:03.0/0000:20:00.0", 0, 0, PC_PHB,
+   "two root ports of one host bridge"},
+  {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
+   "/sys/devices/pci0000:3d/0000:3d:01.0/0000:3e:00.0/0000:3f:00.0/0000:40:00.0", 0, 0, PC_NODE,
+   "two host bridges of one NUMA node (NCCL: PHB)"},
+  {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
+   "/sys/devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:00.0/0000:9a:00.0", 0, 1, PC_SYS,
+   "two NUMA nodes"},
+  {ROOT "/0000:16:00.0", ROOT "/0000:16:00.1", 0, 0, PC_LOC, "two functions of one device"},
+  {"/sys/devices/pci0000:00/0000:00:03.0/virtio2", "/sys/devices/pci0000:00/0000:00:02.0", -1, 0,
+   PC_PHB, "integrated endpoints, unknown NUMA read as node 0"},
 };
 
 static void test_rows(void) {
@@ -63,7 +63,7 @@ static void test_chain(void) {
   CHECK(pci_chain_from_path(&c, "/sys/devices/virtual/net/bond0", 0) != 0, "virtual refused");
   CHECK(pci_is_bdf("0000:1a:00.0") && !pci_is_bdf("pci0000:1a") && !pci_is_bdf("virtio2"), "bdf");
   CHECK(pci_busid_cmp("0000:9a:00.0", "0000:c0:00.0") < 0 &&
-            pci_busid_cmp("0000:1a:00.1", "0000:1a:00.0") > 0,
+          pci_busid_cmp("0000:1a:00.1", "0000:1a:00.0") > 0,
         "bus id order");
 }
 

@@ -29,8 +29,8 @@
 #include "transport/ib/ib_wire.h"
 #include "transport/transport.h"
 
-#define IB_SLOTS 64             /* FIFO slots; > the 32 requests in flight */
-#define IB_MAX_RECVS 8          /* grouped receives per irecv */
+#define IB_SLOTS 64    /* FIFO slots; > the 32 requests in flight */
+#define IB_MAX_RECVS 8 /* grouped receives per irecv */
 #define IB_MAX_REQS NCCL_NET_MAX_REQUESTS
 #define IB_CTS_SIGNAL_EVERY 16
 #define IB_MAX_QPS IBREC_MAX_QPS
@@ -56,13 +56,13 @@ struct ib_dev {
   struct ibv_context *ctx;
   struct ibv_pd *pd;
   struct ibv_device_attr attr;
-  int ptr_support;           /* NCCL_PTR_HOST | CUDA (peer memory) | DMABUF */
-  pthread_mutex_t lock;      /* MR cache */
+  int ptr_support;      /* NCCL_PTR_HOST | CUDA (peer memory) | DMABUF */
+  pthread_mutex_t lock; /* MR cache */
   struct ib_mr_entry *mrs;
   int nmr, cap_mr;
   pthread_t async_tid;
   int async_started;
-  char label[80];            /* "mlx5_2 port 1" */
+  char label[80]; /* "mlx5_2 port 1" */
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
@@ -113,10 +113,10 @@ struct ib_qp {
   char peer[64]; /* for log lines */
 };
 
-struct ib_path {        /* what RTR needs about the remote side */
+struct ib_path { /* what RTR needs about the remote side */
   uint32_t qpn;
-  int mtu;              /* path MTU, bytes (min of both sides) */
-  int is_global;        /* GRH: RoCE, or IB across subnets */
+  int mtu;       /* path MTU, bytes (min of both sides) */
+  int is_global; /* GRH: RoCE, or IB across subnets */
   uint8_t dgid[16];
   int sgid_index;
   int dlid;
@@ -129,8 +129,8 @@ int ib_qp_create(struct ib_qp *q, struct ib_dev *d, struct ibv_cq *cq, int send_
  * result; a failure is a WARN with the full diagnosis (ib_diag.c). Return
  * 0 or the errno. */
 int ib_qp_init(struct ib_qp *q, int access);
-int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer,
-              char *diag, size_t cap);
+int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer, char *diag,
+              size_t cap);
 int ib_qp_rts(struct ib_qp *q);
 void ib_qp_destroy(struct ib_qp *q);
 
@@ -148,8 +148,7 @@ int ib_route_through(const char *netdev, const uint8_t *rgid, int *via_gateway);
 /* Text for a failed RTR: both GIDs with index, netdev, subnet and host;
  * whether a local port sits on the remote's subnet and which NCCL_IB_HCA or
  * NCCL_IB_GID_INDEX would work; link-local GIDs called out. */
-void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *out,
-                 size_t cap);
+void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *out, size_t cap);
 /* Text for a failed completion: the valid wc fields and the likely causes.
  * first_after_rtr: no completion had succeeded yet on this connection. */
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
@@ -168,7 +167,8 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, in
  * logged). */
 int ib_setup_progress(struct ib_setup *s);
 /* Builds the comm from a ready setup (takes ownership of it). */
-ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transport_comm **out);
+ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x,
+                            struct transport_comm **out);
 void ib_setup_free(struct ib_setup *s);
 
 #endif

@@ -57,7 +57,8 @@ ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const cha
   return code;
 }
 
-static ncclResult_t ib_reg_mr(struct transport_comm *xc, void *data, size_t size, int type, void **mh) {
+static ncclResult_t ib_reg_mr(struct transport_comm *xc, void *data, size_t size, int type,
+                              void **mh) {
   struct ib_comm *c = (struct ib_comm *)xc;
   return ib_mr_reg(c->dev, data, size, type, -1, 0, (struct ib_mh **)mh);
 }
@@ -127,7 +128,8 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   s->fifo_mr = s->shadow_mr = s->cr_mr = NULL;
 }
 
-ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transport_comm **out) {
+ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x,
+                            struct transport_comm **out) {
   struct ib_comm *c = calloc(1, sizeof(*c));
   if (!c) {
     ib_setup_free(s);
@@ -147,10 +149,10 @@ ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x, struc
   int bad = 0;
   if (c->send) {
     c->sizes_out = calloc(IB_SLOTS * IB_MAX_RECVS, sizeof(uint32_t));
-    c->sizes_mr = c->sizes_out ? ib_mr_plain(c->dev, c->sizes_out,
-                                             IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
-                                             IBV_ACCESS_LOCAL_WRITE, "grouped sizes")
-                               : NULL;
+    c->sizes_mr = c->sizes_out
+                    ? ib_mr_plain(c->dev, c->sizes_out, IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
+                                  IBV_ACCESS_LOCAL_WRITE, "grouped sizes")
+                    : NULL;
     bad = !c->sizes_mr;
   } else if ((c->dev->ptr_support & NCCL_PTR_CUDA) || knob_int(K_DIAG_FORCE_FLUSH)) {
     bad = ib_flush_setup(c) != 0;

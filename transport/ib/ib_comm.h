@@ -16,8 +16,8 @@ struct ib_req {
   struct transport_req base;
   int send;
   int done;
-  uint32_t seq;       /* FIFO slot sequence */
-  int n;              /* receive: buffers; send: 1 */
+  uint32_t seq; /* FIFO slot sequence */
+  int n;        /* receive: buffers; send: 1 */
   int sizes[IB_MAX_RECVS];
   int64_t posted_ns;
   int stall_warned;
@@ -72,7 +72,7 @@ struct ib_comm {
   struct ib_req reqs[IB_SEND_REQS];
   int inflight;
   int warned_tag;
-  int any_success;      /* a completion succeeded: errors after it are not path errors */
+  int any_success; /* a completion succeeded: errors after it are not path errors */
   char first_error[640];
   int64_t last_ctrl_check;
   int failed;

@@ -47,7 +47,8 @@ static int route_check(const struct topo_dev *t, const uint8_t *rgid) {
       setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, t->netdev, (socklen_t)strlen(t->netdev) + 1))
     goto out; /* unprivileged, or the netdev is in another namespace */
   if (bind(fd, (struct sockaddr *)&src, len)) goto out; /* the GID's address is not here */
-  r = connect(fd, (struct sockaddr *)&dst, len) == 0 ? 0 : (errno == ENETUNREACH ? ENETUNREACH : -1);
+  r =
+    connect(fd, (struct sockaddr *)&dst, len) == 0 ? 0 : (errno == ENETUNREACH ? ENETUNREACH : -1);
 out:
   close(fd);
   return r;

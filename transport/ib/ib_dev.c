@@ -34,9 +34,9 @@ static void *async_main(void *arg) {
       WARN("device %s port %d: %s%s", d->td->name, ev.element.port_num, what,
            ev.event_type == IBV_EVENT_GID_CHANGE
              ? " (the GID table changed: new connections re-read it, existing ones keep their GID)"
-             : ev.event_type == IBV_EVENT_PORT_ERR ? " (the link went down: connections on this port "
-                                                     "will fail with retry errors)"
-                                                   : "");
+           : ev.event_type == IBV_EVENT_PORT_ERR ? " (the link went down: connections on this port "
+                                                   "will fail with retry errors)"
+                                                 : "");
       break;
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
@@ -52,8 +52,7 @@ static void *async_main(void *arg) {
     case IBV_EVENT_CQ_ERR:
       WARN("device %s: completion queue error: %s (a completion queue overflowed)", d->label, what);
       break;
-    default:
-      WARN("device %s: %s", d->label, what);
+    default: WARN("device %s: %s", d->label, what);
     }
     struct ev e;
     ev_begin(&e, "async_event");
@@ -77,7 +76,8 @@ static int gpu_support(struct ib_dev *d) {
     errno = 0;
     struct ibv_mr *mr = d->v->reg_dmabuf_mr(d->pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE);
     if (mr) d->v->dereg_mr(mr);
-    else if (errno != EOPNOTSUPP && errno != EPROTONOSUPPORT && errno != ENOSYS) s |= NCCL_PTR_DMABUF;
+    else if (errno != EOPNOTSUPP && errno != EPROTONOSUPPORT && errno != ENOSYS)
+      s |= NCCL_PTR_DMABUF;
   }
   return s;
 }
@@ -86,8 +86,9 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
   const struct topo_dev *t = d->td;
   d->ctx = d->v->open_device(vd);
   if (!d->ctx) {
-    snprintf(why, cap, "cannot open %s: %s (in a container, pass its /dev/infiniband/uverbs* "
-                       "device, e.g. --device=/dev/infiniband)",
+    snprintf(why, cap,
+             "cannot open %s: %s (in a container, pass its /dev/infiniband/uverbs* "
+             "device, e.g. --device=/dev/infiniband)",
              t->name, strerror(errno));
     return -1;
   }
@@ -100,7 +101,9 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
   }
   if (pa.state != IBV_PORT_ACTIVE) {
     snprintf(why, cap, "%s is %s for verbs although sysfs said ACTIVE", d->label,
-             pa.state == IBV_PORT_DOWN ? "DOWN" : pa.state == IBV_PORT_INIT ? "INIT" : "not active");
+             pa.state == IBV_PORT_DOWN   ? "DOWN"
+             : pa.state == IBV_PORT_INIT ? "INIT"
+                                         : "not active");
     return -1;
   }
   d->pd = d->v->alloc_pd(d->ctx);
@@ -142,7 +145,8 @@ static uint64_t parse_guid(const char *s) {
   return v;
 }
 
-static void add_xp_dev(struct transport_host *host, const struct topo_choice *c, int i, struct ib_dev *d) {
+static void add_xp_dev(struct transport_host *host, const struct topo_choice *c, int i,
+                       struct ib_dev *d) {
   const struct topo_dev *t = &c->dev[i];
   struct transport_dev *x = &host->dev[host->ndev];
   memset(x, 0, sizeof(*x));
@@ -208,7 +212,9 @@ int ib_host_init(struct transport_host *host) {
     int k;
     for (k = 0; k < n && strcmp(st.v.get_device_name(list[k]), d->td->name); k++) {
     }
-    if (k == n) snprintf(why, sizeof(why), "%s is in sysfs but not in %s's device list", d->td->name, st.v.lib);
+    if (k == n)
+      snprintf(why, sizeof(why), "%s is in sysfs but not in %s's device list", d->td->name,
+               st.v.lib);
     if (why[0] || open_port(d, list[k], why, sizeof(why))) {
       WARN("RDMA device %s is not used: %s", d->label, why);
       close_port(d);

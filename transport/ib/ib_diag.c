@@ -49,7 +49,9 @@ static void remote_side(struct out *o, const struct hello *peer) {
   char g[64];
   gid_text(r->gid, g, sizeof(g));
   put(o, "remote GID %d %s (%s, %s, %s) of %s port %d on %s", r->gid_index, g,
-      r->gid_type == 2 ? "RoCE v2" : r->gid_type == 1 ? "RoCE v1" : "IB",
+      r->gid_type == 2   ? "RoCE v2"
+      : r->gid_type == 1 ? "RoCE v1"
+                         : "IB",
       r->netdev[0] ? r->netdev : "no netdev", r->subnet[0] ? r->subnet : "no subnet", r->dev,
       r->port, peer->host);
   if (gid_link_local(r->gid)) put(o, " [link-local: it only reaches the same L2 segment]");
@@ -79,17 +81,20 @@ static void plane_advice(struct out *o, const struct ib_dev *d, const struct hel
   /* Name the device that is off its host's plane, as that host's own
    * layout says; both sides then give the same fix. */
   if (d->td->off_plane)
-    put(o, ". This host's layout sets %s apart (another plane than its GPU rails): exclude it "
-           "with NCCL_IB_HCA=^%s on every node",
+    put(o,
+        ". This host's layout sets %s apart (another plane than its GPU rails): exclude it "
+        "with NCCL_IB_HCA=^%s on every node",
         d->td->name, d->td->name);
   else if (peer->ib.off_plane)
-    put(o, ". %s's layout sets its %s apart (another plane than its GPU rails): exclude it with "
-           "NCCL_IB_HCA=^%s on every node",
+    put(o,
+        ". %s's layout sets its %s apart (another plane than its GPU rails): exclude it with "
+        "NCCL_IB_HCA=^%s on every node",
         peer->host, peer->ib.dev, peer->ib.dev);
   else
-    put(o, ". Use ports of one plane on every node (NCCL_IB_HCA): if %s on %s is not meant for "
-           "this traffic (a storage or management plane), exclude it there with "
-           "NCCL_IB_HCA=^%s; if it is, route between the subnets",
+    put(o,
+        ". Use ports of one plane on every node (NCCL_IB_HCA): if %s on %s is not meant for "
+        "this traffic (a storage or management plane), exclude it there with "
+        "NCCL_IB_HCA=^%s; if it is, route between the subnets",
         peer->ib.dev, peer->host, peer->ib.dev);
   if (gid_link_local(peer->ib.gid) || gid_link_local(d->td->gid))
     put(o, ". A link-local GID never routes: set NCCL_IB_GID_INDEX=-1 (automatic) or the index of "
@@ -110,19 +115,22 @@ void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char
   }
   switch (err) {
   case ENETUNREACH:
-    put(&o, ". No route leads from %s to the remote address: RoCE would look for it on %s's own "
-            "segment and RTR would time out",
+    put(&o,
+        ". No route leads from %s to the remote address: RoCE would look for it on %s's own "
+        "segment and RTR would time out",
         d->td->netdev, d->td->netdev);
     plane_advice(&o, d, peer);
     break;
   case ETIMEDOUT:
   case EHOSTUNREACH:
-    put(&o, ". The remote address did not answer neighbour resolution through %s: it is not on "
-            "that network segment, or the path drops it",
+    put(&o,
+        ". The remote address did not answer neighbour resolution through %s: it is not on "
+        "that network segment, or the path drops it",
         d->td->netdev);
     plane_advice(&o, d, peer);
-    put(&o, ". Confirm with: ib_write_bw -d %s -x %d on one side and ib_write_bw -d %s -x %d %s on "
-            "the other",
+    put(&o,
+        ". Confirm with: ib_write_bw -d %s -x %d on one side and ib_write_bw -d %s -x %d %s on "
+        "the other",
         peer->ib.dev, peer->ib.gid_index, d->td->name, d->td->gid_index, peer->host);
     break;
   case EINVAL:
@@ -131,8 +139,7 @@ void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char
             "this namespace (a hard-coded NCCL_IB_GID_INDEX), or an MTU/P_Key the port does not "
             "take: set NCCL_IB_GID_INDEX=-1 (automatic) and check 'nccl-net-diag doctor'");
     break;
-  default:
-    plane_advice(&o, d, peer);
+  default: plane_advice(&o, d, peer);
   }
 }
 
@@ -145,8 +152,7 @@ static const char *wc_causes(enum ibv_wc_status s, int first_after_rtr) {
                "or a switch ACL dropping it)"
              : "the peer stopped acknowledging: it died, its port went down, or the fabric drops "
                "packets (NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT bounds the wait)";
-  case IBV_WC_RNR_RETRY_EXC_ERR:
-    return "the peer had no receive posted for too long";
+  case IBV_WC_RNR_RETRY_EXC_ERR: return "the peer had no receive posted for too long";
   case IBV_WC_REM_ACCESS_ERR:
     return "the peer refused the access: a wrong rkey or a buffer outside the registration it "
            "advertised (a registration freed or changed while in use)";
@@ -157,10 +163,8 @@ static const char *wc_causes(enum ibv_wc_status s, int first_after_rtr) {
   case IBV_WC_LOC_LEN_ERR:
   case IBV_WC_REM_INV_REQ_ERR:
     return "a message larger than the receive buffer or the MTU the path allows";
-  case IBV_WC_WR_FLUSH_ERR:
-    return "the queue pair was already in the error state";
-  default:
-    return "a transport or device error";
+  case IBV_WC_WR_FLUSH_ERR: return "the queue pair was already in the error state";
+  default: return "a transport or device error";
   }
 }
 
@@ -174,17 +178,19 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
       verbs_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err,
       wc_causes(wc->status, first_after_rtr));
   if (wc->status == IBV_WC_WR_FLUSH_ERR)
-    put(&o, first_error && first_error[0] ? "; the first error was: %s"
-                                          : "; the first error was not seen here (on the peer, or "
-                                            "an async event)%s",
+    put(&o,
+        first_error && first_error[0] ? "; the first error was: %s"
+                                      : "; the first error was not seen here (on the peer, or "
+                                        "an async event)%s",
         first_error && first_error[0] ? first_error : "");
   if (wc->status == IBV_WC_RETRY_EXC_ERR && d->td->ll == TOPO_LL_ETH) {
     put(&o, ". Between ");
     local_side(&o, d);
     put(&o, " and ");
     remote_side(&o, peer);
-    put(&o, ". Confirm the path with: ib_write_bw -d %s -x %d on %s, then ib_write_bw -d %s -x %d "
-            "%s here",
+    put(&o,
+        ". Confirm the path with: ib_write_bw -d %s -x %d on %s, then ib_write_bw -d %s -x %d "
+        "%s here",
         peer->ib.dev, peer->ib.gid_index, peer->host, d->td->name, d->td->gid_index, peer->host);
   }
 }

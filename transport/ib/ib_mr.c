@@ -25,8 +25,7 @@ static void mr_fail(const struct ib_dev *d, const char *what, size_t len, int er
     WARN("device %s: %s of %zu bytes failed: %s. For GPU memory this means no peer-memory "
          "support: load nvidia_peermem (or nv_peer_mem), or use dma-buf",
          d->label, what, len, strerror(err));
-  else
-    WARN("device %s: %s of %zu bytes failed: %s", d->label, what, len, strerror(err));
+  else WARN("device %s: %s of %zu bytes failed: %s", d->label, what, len, strerror(err));
 }
 
 struct ibv_mr *ib_mr_plain(struct ib_dev *d, void *p, size_t len, int access, const char *what) {

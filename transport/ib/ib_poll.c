@@ -41,8 +41,9 @@ static ncclResult_t recv_done(struct ib_comm *c, const struct ibv_wc *wc, int sl
   struct ib_req *r = c->slot_req[slot];
   uint32_t imm = ntohl(wc->imm_data);
   if (!r || !(wc->wc_flags & IBV_WC_WITH_IMM))
-    return ib_fail(c, ncclSystemError, 1, "a completion for receive slot %d that has no receive "
-                                          "posted: the peer is out of step",
+    return ib_fail(c, ncclSystemError, 1,
+                   "a completion for receive slot %d that has no receive "
+                   "posted: the peer is out of step",
                    slot);
   if (imm == IB_IMM_ABORT) {
     if (peer_gave_up(c) != ncclSuccess) return c->fail_code;
@@ -52,15 +53,17 @@ static ncclResult_t recv_done(struct ib_comm *c, const struct ibv_wc *wc, int sl
   if (r->n == 1) {
     r->sizes[0] = (int)imm;
   } else if ((int)imm != r->n) {
-    return ib_fail(c, ncclSystemError, 1, "message %u: the sender filled %u of %d grouped "
-                                          "receives",
+    return ib_fail(c, ncclSystemError, 1,
+                   "message %u: the sender filled %u of %d grouped "
+                   "receives",
                    r->seq, imm, r->n);
   }
   for (int i = 0; i < r->n; i++) {
     uint32_t sz = r->n == 1 ? imm : c->cr[slot * IB_MAX_RECVS + i];
     if (sz > e[i].size)
-      return ib_fail(c, ncclSystemError, 1, "message %u: the sender reports %u bytes for a %u-byte "
-                                            "receive",
+      return ib_fail(c, ncclSystemError, 1,
+                     "message %u: the sender reports %u bytes for a %u-byte "
+                     "receive",
                      r->seq, sz, e[i].size);
     r->sizes[i] = (int)sz;
   }
@@ -83,14 +86,12 @@ static ncclResult_t handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
     sl->n = 0;
     return ncclSuccess;
   }
-  case WR_RECV:
-    return recv_done(c, wc, slot);
+  case WR_RECV: return recv_done(c, wc, slot);
   case WR_FLUSH:
     if (c->flush_req[slot]) c->flush_req[slot]->done = 1;
     c->flush_req[slot] = NULL;
     return ncclSuccess;
-  default:
-    return ncclSuccess;
+  default: return ncclSuccess;
   }
 }
 

@@ -55,9 +55,9 @@ static int transition(struct ib_qp *q, struct ibv_qp_attr *attr, int mask, const
   long long us = (long long)((now_ns() - t0) / 1000);
   if (err < 0) err = errno ? errno : EINVAL; /* some providers return -1 with errno */
   if (!err) q->state = to;
-  INFO(LOG_NET, "device %s qp 0x%x: %s -> %s (%s) in %lld us: %s%s%s", q->dev->label,
-       q->qp->qp_num, verbs_qp_state_str(from), verbs_qp_state_str(to), attrs, us,
-       err ? strerror(err) : "ok", err ? " " : "", err ? errno_name(err) : "");
+  INFO(LOG_NET, "device %s qp 0x%x: %s -> %s (%s) in %lld us: %s%s%s", q->dev->label, q->qp->qp_num,
+       verbs_qp_state_str(from), verbs_qp_state_str(to), attrs, us, err ? strerror(err) : "ok",
+       err ? " " : "", err ? errno_name(err) : "");
   struct ev e;
   ev_begin(&e, "qp_transition");
   ev_str(&e, "device", q->dev->td->name);
@@ -84,8 +84,8 @@ int ib_qp_init(struct ib_qp *q, int access) {
   char attrs[160];
   snprintf(attrs, sizeof(attrs), "port %d, pkey_index %u, access 0x%x", a.port_num, a.pkey_index,
            access);
-  int err = transition(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS,
-                       attrs);
+  int err =
+    transition(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, attrs);
   if (err)
     WARN("device %s qp 0x%x: RESET -> INIT failed: %s (%s)%s", q->dev->label, q->qp->qp_num,
          strerror(err), errno_name(err),
@@ -121,8 +121,9 @@ int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer
              "traffic_class %d, sl %d, min_rnr_timer 12",
              p->mtu, p->qpn, g, p->sgid_index, p->tc, p->sl);
   } else {
-    snprintf(attrs, sizeof(attrs), "path_mtu %d, dest_qp 0x%x, rq_psn 0, dlid %d, sl %d, "
-                                   "min_rnr_timer 12",
+    snprintf(attrs, sizeof(attrs),
+             "path_mtu %d, dest_qp 0x%x, rq_psn 0, dlid %d, sl %d, "
+             "min_rnr_timer 12",
              p->mtu, p->qpn, p->dlid, p->sl);
   }
   int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -154,8 +155,9 @@ int ib_qp_rts(struct ib_qp *q) {
   char attrs[160];
   snprintf(attrs, sizeof(attrs), "timeout %u (%.3f s per try), retry_cnt %u, rnr_retry 7, sq_psn 0",
            a.timeout, 4.096e-6 * (double)(1ULL << a.timeout), a.retry_cnt);
-  int err = transition(q, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
+  int err = transition(q, &a,
+                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
                        attrs);
   if (err)
     WARN("device %s qp 0x%x: RTR -> RTS failed: %s (%s)", q->dev->label, q->qp->qp_num,

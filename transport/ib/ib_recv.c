@@ -30,8 +30,13 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
            sizes[i], xc->peer.desc, i, data[i]);
       return ncclInternalError;
     }
-    e[i] = (struct ib_cts){(uintptr_t)data[i], mh->mr->rkey, (uint32_t)sizes[i],
-                           tags ? tags[i] : 0, (uint32_t)n, 0, seq + 1};
+    e[i] = (struct ib_cts){(uintptr_t)data[i],
+                           mh->mr->rkey,
+                           (uint32_t)sizes[i],
+                           tags ? tags[i] : 0,
+                           (uint32_t)n,
+                           0,
+                           seq + 1};
   }
   struct ib_req *r = ib_req_get(c);
   if (!r) {
@@ -78,8 +83,11 @@ int ib_flush_setup(struct ib_comm *c) {
       ib_qp_init(&c->flush_qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE))
     return -1;
   const struct topo_dev *t = c->dev->td;
-  struct ib_path p = {.qpn = c->flush_qp.qp->qp_num, .mtu = t->mtu, .is_global = t->ll != TOPO_LL_IB,
-                      .sgid_index = t->gid_index, .dlid = t->lid};
+  struct ib_path p = {.qpn = c->flush_qp.qp->qp_num,
+                      .mtu = t->mtu,
+                      .is_global = t->ll != TOPO_LL_IB,
+                      .sgid_index = t->gid_index,
+                      .dlid = t->lid};
   memcpy(p.dgid, t->gid, 16);
   char diag[1024];
   struct hello self;

@@ -24,7 +24,8 @@ static int v4_route(const char *netdev, const uint8_t *dst, int *gateway) {
   int best = -1;
   if (!fgets(line, sizeof(line), f)) line[0] = 0; /* header */
   while (fgets(line, sizeof(line), f)) {
-    if (sscanf(line, "%63s %lx %lx %x %*d %*d %*d %lx", ifn, &dest, &gw, &flags, &mask) != 5) continue;
+    if (sscanf(line, "%63s %lx %lx %x %*d %*d %*d %lx", ifn, &dest, &gw, &flags, &mask) != 5)
+      continue;
     if (strcmp(ifn, netdev) || !(flags & 1) || (d & (uint32_t)mask) != (uint32_t)dest) continue;
     int bits = __builtin_popcount((unsigned)mask);
     if (bits > best) best = bits, *gateway = (flags & 2) != 0;
@@ -48,7 +49,8 @@ static int v6_route(const char *netdev, const uint8_t *dst, int *gateway) {
   char dhex[33], nhex[33], ifn[64];
   unsigned plen, flags;
   int best = -1;
-  while (fscanf(f, "%32s %x %*s %*x %32s %*x %*x %*x %x %63s", dhex, &plen, nhex, &flags, ifn) == 5) {
+  while (fscanf(f, "%32s %x %*s %*x %32s %*x %*x %*x %x %63s", dhex, &plen, nhex, &flags, ifn) ==
+         5) {
     uint8_t dest[16];
     if (strcmp(ifn, netdev) || !(flags & 1) || plen > 128 || hexbytes(dhex, dest, 16)) continue;
     if (!ipaddr_prefix_equal(dest, dst, (int)plen) || (int)plen <= best) continue;

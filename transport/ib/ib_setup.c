@@ -53,7 +53,8 @@ static void make_info(struct ib_setup *s) {
   r->flags = local_fallback_ok() ? IBREC_F_FALLBACK : 0;
   int nqps = s->send_side ? (int)knob_int(K_IB_QPS_PER_CONNECTION) : s->peer_info.nqps;
   if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
-  if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) == 0 &&
+  if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) ==
+        0 &&
       (s->send_side || s->peer_info.ok) && ib_res_create(s, nqps, why, sizeof(why)) == 0) {
     r->ok = 1;
     r->nqps = s->nqps;
@@ -156,7 +157,8 @@ static int decide(struct ib_setup *s) {
   if (s->mine_status.ok && s->peer_status.ok) return 1;
   const char *reason = !s->mine_status.ok ? s->mine_status.reason : s->peer_status.reason;
   const char *where = !s->mine_status.ok ? "" : " (reported by the peer)";
-  int fallback = (s->mine_status.flags & IBREC_F_FALLBACK) && (s->peer_status.flags & IBREC_F_FALLBACK);
+  int fallback =
+    (s->mine_status.flags & IBREC_F_FALLBACK) && (s->peer_status.flags & IBREC_F_FALLBACK);
   ev_count(fallback ? C_FALLBACKS : C_CONN_FAILURES, 1);
   struct ev e;
   ev_begin(&e, fallback ? "fallback" : "rdma_failed");
@@ -172,8 +174,8 @@ static int decide(struct ib_setup *s) {
            "(NCCL_DIAG_FALLBACK=auto), at TCP speed; fix the cause above to get RDMA back",
            s->dev->label, s->peer_desc, where, reason);
     else
-      INFO(LOG_NET, "RDMA path from %s to %s failed%s: %s; using TCP", s->dev->label,
-           s->peer_desc, where, reason);
+      INFO(LOG_NET, "RDMA path from %s to %s failed%s: %s; using TCP", s->dev->label, s->peer_desc,
+           where, reason);
     ib_res_free(s);
     return 2;
   }
@@ -222,8 +224,7 @@ int ib_setup_progress(struct ib_setup *s) {
   case IS_RECV_STATUS:
     if ((r = recv_rec(s, IBREC_STATUS, &s->peer_status)) <= 0) return r;
     return decide(s);
-  case IS_DONE:
-    return s->mine_status.ok && s->peer_status.ok ? 1 : 2;
+  case IS_DONE: return s->mine_status.ok && s->peer_status.ok ? 1 : 2;
   }
   return -1;
 }

@@ -7,10 +7,10 @@
 #include "transport/ib/ib.h"
 
 enum ib_stage {
-  IS_CHECK,       /* compatibility, queue pairs to INIT, our INFO */
+  IS_CHECK, /* compatibility, queue pairs to INIT, our INFO */
   IS_SEND_INFO,
   IS_RECV_INFO,
-  IS_CONNECT,     /* RTR and RTS */
+  IS_CONNECT, /* RTR and RTS */
   IS_SEND_STATUS,
   IS_RECV_STATUS,
   IS_DONE,
@@ -29,13 +29,13 @@ struct ib_setup {
   struct ibv_cq *cq;
   int nqps;
   struct ib_qp qp[IB_MAX_QPS];
-  struct ib_cts *fifo;   /* send side: written by the receiver */
+  struct ib_cts *fifo; /* send side: written by the receiver */
   struct ibv_mr *fifo_mr;
   struct ib_cts *shadow; /* receive side: the entries it writes */
   struct ibv_mr *shadow_mr;
-  uint32_t *cr;          /* receive side: completion records (sizes) */
+  uint32_t *cr; /* receive side: completion records (sizes) */
   struct ibv_mr *cr_mr;
-  int sl, tc;            /* the sender's choice */
+  int sl, tc; /* the sender's choice */
   /* records */
   struct ibrec mine_info, peer_info, mine_status, peer_status;
   uint8_t out[IBREC_HDR_LEN + IBREC_MAX_BODY];

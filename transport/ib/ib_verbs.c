@@ -12,7 +12,8 @@
  * that version node is not a libibverbs we understand. */
 static void *sym(void *dl, const char *name, int optional_version) {
   void *p = dlvsym(dl, name, "IBVERBS_1.1");
-  if (!p && optional_version) p = dlvsym(dl, name, optional_version == 12 ? "IBVERBS_1.12" : "IBVERBS_1.0");
+  if (!p && optional_version)
+    p = dlvsym(dl, name, optional_version == 12 ? "IBVERBS_1.12" : "IBVERBS_1.0");
   if (!p) p = dlsym(dl, name);
   return p;
 }
@@ -32,8 +33,9 @@ int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
   scopy(v->lib, sizeof(v->lib), lib && *lib ? lib : "libibverbs.so.1");
   v->dl = dlopen(v->lib, RTLD_NOW | RTLD_LOCAL);
   if (!v->dl) {
-    snprintf(why, cap, "cannot load %s (%s): install rdma-core's libibverbs1, or mount it into "
-                       "the container",
+    snprintf(why, cap,
+             "cannot load %s (%s): install rdma-core's libibverbs1, or mount it into "
+             "the container",
              v->lib, dlerror());
     return -1;
   }
@@ -69,7 +71,7 @@ fail:
 }
 
 int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,
-                  struct ibv_port_attr *attr) {
+                     struct ibv_port_attr *attr) {
   struct verbs_context *vctx = verbs_get_ctx_op(ctx, query_port);
   if (vctx) return vctx->query_port(ctx, port, attr, sizeof(*attr));
   /* Older providers: the exported call fills only the legacy fields. */
@@ -103,20 +105,22 @@ const char *verbs_wc_opcode_str(enum ibv_wc_opcode op) {
 
 const char *verbs_wc_status_name(enum ibv_wc_status s) {
   static const char *const names[] = {
-    "IBV_WC_SUCCESS", "IBV_WC_LOC_LEN_ERR", "IBV_WC_LOC_QP_OP_ERR", "IBV_WC_LOC_EEC_OP_ERR",
-    "IBV_WC_LOC_PROT_ERR", "IBV_WC_WR_FLUSH_ERR", "IBV_WC_MW_BIND_ERR", "IBV_WC_BAD_RESP_ERR",
-    "IBV_WC_LOC_ACCESS_ERR", "IBV_WC_REM_INV_REQ_ERR", "IBV_WC_REM_ACCESS_ERR",
-    "IBV_WC_REM_OP_ERR", "IBV_WC_RETRY_EXC_ERR", "IBV_WC_RNR_RETRY_EXC_ERR",
-    "IBV_WC_LOC_RDD_VIOL_ERR", "IBV_WC_REM_INV_RD_REQ_ERR", "IBV_WC_REM_ABORT_ERR",
-    "IBV_WC_INV_EECN_ERR", "IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
-    "IBV_WC_RESP_TIMEOUT_ERR", "IBV_WC_GENERAL_ERR",
+    "IBV_WC_SUCCESS",           "IBV_WC_LOC_LEN_ERR",
+    "IBV_WC_LOC_QP_OP_ERR",     "IBV_WC_LOC_EEC_OP_ERR",
+    "IBV_WC_LOC_PROT_ERR",      "IBV_WC_WR_FLUSH_ERR",
+    "IBV_WC_MW_BIND_ERR",       "IBV_WC_BAD_RESP_ERR",
+    "IBV_WC_LOC_ACCESS_ERR",    "IBV_WC_REM_INV_REQ_ERR",
+    "IBV_WC_REM_ACCESS_ERR",    "IBV_WC_REM_OP_ERR",
+    "IBV_WC_RETRY_EXC_ERR",     "IBV_WC_RNR_RETRY_EXC_ERR",
+    "IBV_WC_LOC_RDD_VIOL_ERR",  "IBV_WC_REM_INV_RD_REQ_ERR",
+    "IBV_WC_REM_ABORT_ERR",     "IBV_WC_INV_EECN_ERR",
+    "IBV_WC_INV_EEC_STATE_ERR", "IBV_WC_FATAL_ERR",
+    "IBV_WC_RESP_TIMEOUT_ERR",  "IBV_WC_GENERAL_ERR",
   };
   return (unsigned)s < sizeof(names) / sizeof(names[0]) ? names[s] : "IBV_WC_UNKNOWN";
 }
 
-int verbs_mtu_bytes(enum ibv_mtu m) {
-  return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
-}
+int verbs_mtu_bytes(enum ibv_mtu m) { return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0; }
 
 enum ibv_mtu verbs_mtu_enum(int bytes) {
   enum ibv_mtu m = IBV_MTU_256;

@@ -46,7 +46,7 @@ int verbs_load(struct verbs_ops *v, char *why, size_t cap);
 
 /* ibv_query_port as the header's inline does it, without the symbol. */
 int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,
-                  struct ibv_port_attr *attr);
+                     struct ibv_port_attr *attr);
 
 const char *verbs_qp_state_str(enum ibv_qp_state s);
 const char *verbs_wc_opcode_str(enum ibv_wc_opcode op);

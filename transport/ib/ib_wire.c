@@ -41,7 +41,8 @@ int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char 
   (void)r_u16(&r);
   uint32_t len = r_u32(&r);
   if (magic != IBREC_MAGIC) {
-    snprintf(why, whylen, "RDMA setup record magic 0x%08x is not ours (0x%08x)", magic, IBREC_MAGIC);
+    snprintf(why, whylen, "RDMA setup record magic 0x%08x is not ours (0x%08x)", magic,
+             IBREC_MAGIC);
     return -1;
   }
   if (version != IBREC_VERSION) {
@@ -80,8 +81,9 @@ int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r
   rec->cr_addr = r_u64(&r);
   rec->cr_rkey = r_u32(&r);
   if (rec->ok > 1 || rec->nqps > IBREC_MAX_QPS || rlen >= IBREC_REASON_MAX || rec->max_recvs > 8) {
-    snprintf(why, whylen, "RDMA setup record out of range (ok %d, %d queue pairs, reason of %u "
-                          "bytes, maxRecvs %u)",
+    snprintf(why, whylen,
+             "RDMA setup record out of range (ok %d, %d queue pairs, reason of %u "
+             "bytes, maxRecvs %u)",
              rec->ok, rec->nqps, rlen, rec->max_recvs);
     return -1;
   }

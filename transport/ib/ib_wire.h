@@ -29,12 +29,12 @@ struct ibrec {
   uint32_t qpn[IBREC_MAX_QPS];
   uint64_t fifo_addr; /* send side: its CTS FIFO, written by the receiver */
   uint32_t fifo_rkey;
-  uint64_t cr_addr;   /* receive side: its completion records, written by the sender */
+  uint64_t cr_addr; /* receive side: its completion records, written by the sender */
   uint32_t cr_rkey;
-  uint32_t mtu;       /* bytes, what this side's port runs */
-  uint8_t sl, tc;     /* the sender's choice; the receiver uses it */
+  uint32_t mtu;   /* bytes, what this side's port runs */
+  uint8_t sl, tc; /* the sender's choice; the receiver uses it */
   uint8_t max_recvs;
-  uint8_t flags;      /* IBREC_F_*: this side's policy */
+  uint8_t flags; /* IBREC_F_*: this side's policy */
   char reason[IBREC_REASON_MAX];
 };
 

@@ -42,8 +42,8 @@ struct tcp_req {
   struct transport_req base;
   int send;
   uint8_t *data;
-  size_t cap;           /* recv: capacity */
-  size_t size;          /* send: size; recv: from the header */
+  size_t cap;  /* recv: capacity */
+  size_t size; /* send: size; recv: from the header */
   int tag;
   uint32_t seq;
   int hdr_done;         /* header (and inline payload) fully moved */
@@ -75,9 +75,9 @@ struct tcp_thread {
   struct tcp_comm *comm;
   pthread_t tid;
   int started;
-  int efd;              /* eventfd: new work, or stop */
+  int efd; /* eventfd: new work, or stop */
   atomic_int sleeping;
-  int first, count;     /* the data sockets it owns */
+  int first, count; /* the data sockets it owns */
 };
 
 /* Control-socket send queue entry (header + optional inline payload). */
@@ -98,7 +98,7 @@ struct tcp_comm {
   struct tcp_thread threads[TCP_MAX_THREADS];
   atomic_int stop;
   uint64_t moved; /* bytes the driving thread moved: progress for the idle wait */
-  int quiesced; /* helpers stopped after a failure */
+  int quiesced;   /* helpers stopped after a failure */
   size_t inline_max, min_chunk;
   size_t caller_max; /* stripes the caller moves itself when there are helpers */
   int64_t stall_ns;
@@ -148,8 +148,8 @@ void tcp_req_put(struct tcp_comm *c, struct tcp_req *r);
 int tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why, size_t cap);
 
 /* tcp_data.c: stripes and data-socket work */
-void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int *sock,
-                size_t *off, size_t *len);
+void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int *sock, size_t *off,
+                size_t *len);
 int tcp_nstripes(size_t size, size_t chunk);
 size_t tcp_chunk_for(const struct tcp_comm *c, size_t size);
 enum { SOCK_FREE = 0, SOCK_CALLER = 1, SOCK_HELPER = 2 };

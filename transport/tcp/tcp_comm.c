@@ -1,7 +1,7 @@
 /* TCP comm lifetime, memory registration, the request pool and test. */
 #include <errno.h>
-#include <poll.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +35,8 @@ ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const ch
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if ((flags & TCP_F_SOCKET) && c->send && transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
+    if ((flags & TCP_F_SOCKET) && c->send &&
+        transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
       snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
       code = ncclRemoteError;
     }
@@ -47,8 +48,8 @@ ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const ch
     ev_str(&e, "direction", c->send ? "send" : "recv");
     ev_str(&e, "error", msg);
     ev_end(&e);
-    WARN("%s connection with %s on device %s: %s", c->send ? "send" : "receive",
-         c->base.peer.desc, c->base.dev->name, msg);
+    WARN("%s connection with %s on device %s: %s", c->send ? "send" : "receive", c->base.peer.desc,
+         c->base.dev->name, msg);
     if (flags & TCP_F_NOTIFY) tcp_abort_peer(c, msg);
     c->fail_code = code;
     atomic_store(&c->failed, 1);
@@ -120,8 +121,8 @@ int tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why,
   }
   const uint8_t *p = data;
   if (p < mr->base || size > mr->size || (size_t)(p - mr->base) > mr->size - size) {
-    snprintf(why, cap, "buffer %p + %zu bytes lies outside its registration %p + %zu bytes",
-             data, size, (void *)mr->base, mr->size);
+    snprintf(why, cap, "buffer %p + %zu bytes lies outside its registration %p + %zu bytes", data,
+             size, (void *)mr->base, mr->size);
     return 0;
   }
   return 1;
@@ -257,7 +258,7 @@ ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **
     c->socks[i].fd = s->data_fds[i];
     c->socks[i].index = i;
     c->socks[i].thread = -1; /* set when helpers start */
-    c->socks[i].lowat = 1; /* the kernel's default */
+    c->socks[i].lowat = 1;   /* the kernel's default */
   }
   c->inline_max = c->nsocks ? (size_t)knob_int(K_DIAG_SOCKET_INLINE) : SIZE_MAX;
   c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
@@ -286,7 +287,8 @@ ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **
   ev_int(&e, "threads", c->nthreads);
   ev_int(&e, "same_host", c->same_host);
   ev_end(&e);
-  INFO(LOG_NET, "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads "
+  INFO(LOG_NET,
+       "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads "
        "(stripes up to %zu bytes moved by the caller%s)",
        c->send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads,
        c->caller_max, c->same_host ? ", peer on this host" : "");

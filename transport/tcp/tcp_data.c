@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -24,14 +24,12 @@ size_t tcp_chunk_for(const struct tcp_comm *c, size_t size) {
   return chunk > MAX_CHUNK ? MAX_CHUNK : chunk;
 }
 
-int tcp_nstripes(size_t size, size_t chunk) {
-  return size ? (int)((size + chunk - 1) / chunk) : 0;
-}
+int tcp_nstripes(size_t size, size_t chunk) { return size ? (int)((size + chunk - 1) / chunk) : 0; }
 
 /* Stripe k of message seq: socket (seq + k) mod nsocks, so consecutive
  * messages start on different sockets and small striped messages spread. */
-void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int *sock,
-                size_t *off, size_t *len) {
+void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int *sock, size_t *off,
+                size_t *len) {
   *off = (size_t)k * chunk;
   *len = size - *off < chunk ? size - *off : chunk;
   *sock = (int)((seq + (uint32_t)k) % (uint32_t)nsocks);
@@ -56,9 +54,7 @@ static void push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, st
   atomic_store(&s->tail, tail + 1); /* seq_cst: pairs with the helper's sleeping flag */
 }
 
-static int ring_busy(struct tcp_sock *s) {
-  return atomic_load(&s->head) != atomic_load(&s->tail);
-}
+static int ring_busy(struct tcp_sock *s) { return atomic_load(&s->head) != atomic_load(&s->tail); }
 
 /* The head task, when there is one: its length. */
 static size_t head_len(struct tcp_sock *s) {

@@ -63,8 +63,9 @@ static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struc
                   "message %u from %s is %llu bytes but the posted receive holds %zu bytes: the "
                   "ranks disagree on message sizes. %s%s",
                   h->seq, c->base.peer.hello.host, (unsigned long long)h->size, r->cap,
-                  nd ? "The hosts differ in: " : "Check that NCCL versions, NCCL_PROTO, "
-                                                 "NCCL_ALGO and NCCL_BUFFSIZE match on every node",
+                  nd ? "The hosts differ in: "
+                     : "Check that NCCL versions, NCCL_PROTO, "
+                       "NCCL_ALGO and NCCL_BUFFSIZE match on every node",
                   nd ? diff : "");
 }
 

@@ -216,13 +216,15 @@ struct sv_qp {
   bool nak_sent, ack_pending;
 };
 
-static inline struct sv_swqe *sv_sq_at(struct sv_qp *qp, uint32_t n) { return &qp->sq[n % qp->sq_size]; }
-static inline struct sv_rwqe *sv_rq_at(struct sv_qp *qp, uint32_t n) { return &qp->rq[n % qp->rq_size]; }
+static inline struct sv_swqe *sv_sq_at(struct sv_qp *qp, uint32_t n) {
+  return &qp->sq[n % qp->sq_size];
+}
+static inline struct sv_rwqe *sv_rq_at(struct sv_qp *qp, uint32_t n) {
+  return &qp->rq[n % qp->rq_size];
+}
 
 /* PSNs are 24 bits; the signed distance a - b. */
-static inline int32_t sv_psn_diff(uint32_t a, uint32_t b) {
-  return (int32_t)((a - b) << 8) >> 8;
-}
+static inline int32_t sv_psn_diff(uint32_t a, uint32_t b) { return (int32_t)((a - b) << 8) >> 8; }
 
 struct sv_port *sv_qp_port(struct sv_qp *qp);
 void sv_qp_error(struct sv_qp *qp, int async_event);

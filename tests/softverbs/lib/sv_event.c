@@ -48,8 +48,7 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event) {
     pthread_mutex_unlock(&qp->mutex);
     break;
   }
-  default:
-    break;
+  default: break;
   }
 }
 
@@ -83,7 +82,8 @@ void sv_chan_notify(struct ibv_comp_channel *ch, struct ibv_cq *cq) {
     sv_log("completion event dropped: %s", strerror(errno));
 }
 
-SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context) {
+SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+                               void **cq_context) {
   struct ibv_cq *got;
   ssize_t n = read(channel->fd, &got, sizeof got);
   if (n != (ssize_t)sizeof got) {

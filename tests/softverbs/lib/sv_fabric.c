@@ -41,9 +41,11 @@ static bool parse_addr(const char *text, struct sockaddr_storage *ss) {
 static bool same_addr(const struct sockaddr_storage *a, const struct sockaddr *b) {
   if (a->ss_family != b->sa_family) return false;
   if (a->ss_family == AF_INET)
-    return !memcmp(&((const struct sockaddr_in *)a)->sin_addr, &((const struct sockaddr_in *)b)->sin_addr, 4);
+    return !memcmp(&((const struct sockaddr_in *)a)->sin_addr,
+                   &((const struct sockaddr_in *)b)->sin_addr, 4);
   if (a->ss_family == AF_INET6)
-    return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+    return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+                   &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
   return false;
 }
 
@@ -66,7 +68,8 @@ static int ifaddrs_lookup(const char *root, const char *ifname, struct sockaddr_
         found = 0;
         break;
       }
-      if (!v6.ss_family && !IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)&ss)->sin6_addr)) v6 = ss;
+      if (!v6.ss_family && !IN6_IS_ADDR_LINKLOCAL(&((struct sockaddr_in6 *)&ss)->sin6_addr))
+        v6 = ss;
     }
     if (found && v6.ss_family) {
       *out = v6;

@@ -29,7 +29,9 @@ int sv_fault_nodev(void) {
   return e ? e : ENOSYS;
 }
 
-static bool dev_matches(const char *want, const char *dev) { return !*want || !strcmp(want, "*") || !strcmp(want, dev); }
+static bool dev_matches(const char *want, const char *dev) {
+  return !*want || !strcmp(want, "*") || !strcmp(want, dev);
+}
 
 bool sv_fault_port_down(const char *dev, int port) {
   const char *v = sv_env("SOFTVERBS_PORT_DOWN");
@@ -67,7 +69,8 @@ int sv_fault_modify(const char *dev, int to_state) {
     snprintf(modify_state.spec, sizeof modify_state.spec, "%s", list);
   }
   int rule = 0;
-  for (char *item = strtok_r(list, ",", &save); item && !result && rule < 16; item = strtok_r(NULL, ",", &save), rule++) {
+  for (char *item = strtok_r(list, ",", &save); item && !result && rule < 16;
+       item = strtok_r(NULL, ",", &save), rule++) {
     char *f[4] = {item, "", "", ""};
     for (int i = 1; i < 4 && (f[i] = strchr(f[i - 1], ':')) != NULL; i++) *f[i]++ = 0;
     for (int i = 1; i < 4; i++)
@@ -80,7 +83,9 @@ int sv_fault_modify(const char *dev, int to_state) {
     if (!result) result = EINVAL;
   }
   pthread_mutex_unlock(&fault_lock);
-  if (result) sv_log("fault hook: modify_qp to %s on %s fails with %s", sv_qp_state_name(to_state), dev, strerror(result));
+  if (result)
+    sv_log("fault hook: modify_qp to %s on %s fails with %s", sv_qp_state_name(to_state), dev,
+           strerror(result));
   return result;
 }
 
@@ -106,6 +111,7 @@ enum ibv_wc_status sv_fault_wc(const char *dev) {
     st = (enum ibv_wc_status)status;
   }
   pthread_mutex_unlock(&fault_lock);
-  if (st != IBV_WC_SUCCESS) sv_log("fault hook: a completion on %s carries %s", dev, ibv_wc_status_str(st));
+  if (st != IBV_WC_SUCCESS)
+    sv_log("fault hook: a completion on %s carries %s", dev, ibv_wc_status_str(st));
   return st;
 }

@@ -26,7 +26,8 @@ static bool is_unreadable(const struct unreadable *u, const char *rel) {
   return false;
 }
 
-static int port_read(const char *pdir, const struct unreadable *u, const char *rel, char *buf, size_t len) {
+static int port_read(const char *pdir, const struct unreadable *u, const char *rel, char *buf,
+                     size_t len) {
   if (is_unreadable(u, rel)) return EINVAL;
   char path[PATH_MAX];
   snprintf(path, sizeof path, "%s/%s", pdir, rel);
@@ -69,7 +70,8 @@ static void load_gids(const char *pdir, const struct unreadable *u, struct sv_po
     err = port_read(pdir, u, rel, buf, sizeof buf);
     g->type = p->link_layer == IBV_LINK_LAYER_INFINIBAND ? IBV_GID_TYPE_IB : IBV_GID_TYPE_ROCE_V1;
     if (err == EINVAL) g->type = -1;
-    else if (!err && p->link_layer == IBV_LINK_LAYER_ETHERNET && strstr(buf, "v2")) g->type = IBV_GID_TYPE_ROCE_V2;
+    else if (!err && p->link_layer == IBV_LINK_LAYER_ETHERNET && strstr(buf, "v2"))
+      g->type = IBV_GID_TYPE_ROCE_V2;
     snprintf(rel, sizeof rel, "gid_attrs/ndevs/%d", i);
     if (!port_read(pdir, u, rel, buf, sizeof buf)) {
       snprintf(g->ndev, sizeof g->ndev, "%s", buf);
@@ -95,8 +97,8 @@ static void parse_rate(const char *rate, struct sv_port *p) {
     const char *tok;
     uint8_t code;
   } widths[] = {{"(1X", 1}, {"(2X", 16}, {"(4X", 2}, {"(8X", 4}, {"(12X", 8}},
-    speeds[] = {{"SDR", 1}, {"DDR", 2}, {"QDR", 4}, {"FDR10", 8}, {"FDR", 16},
-                {"EDR", 32}, {"HDR", 64}, {"NDR", 128}};
+    speeds[] = {{"SDR", 1},  {"DDR", 2},  {"QDR", 4},  {"FDR10", 8},
+                {"FDR", 16}, {"EDR", 32}, {"HDR", 64}, {"NDR", 128}};
   p->width = 2;
   p->speed = 32;
   for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
@@ -116,7 +118,8 @@ static enum ibv_mtu mtu_enum(long bytes) {
 
 /* x-diag-active_mtu when present; else 4096 on IB and, on RoCE, the
  * netdev MTU rounded down to an IB MTU (tests/fixtures/README.md). */
-static void load_mtu(const char *root, const char *pdir, const struct unreadable *u, struct sv_port *p) {
+static void load_mtu(const char *root, const char *pdir, const struct unreadable *u,
+                     struct sv_port *p) {
   long bytes = port_num(pdir, u, "x-diag-active_mtu", 0);
   if (!bytes && p->link_layer == IBV_LINK_LAYER_ETHERNET && p->netdev[0]) {
     char path[PATH_MAX], buf[32];
@@ -154,7 +157,10 @@ static uint64_t parse_guid(const char *text) {
   for (const char *s = text; *s; s++) {
     if (*s == ':') continue;
     char c = *s;
-    int x = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int x = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (x < 0) break;
     v = v << 4 | (uint64_t)x;
   }
@@ -176,7 +182,8 @@ static struct sv_device *load_device(const char *root, const char *name, int ind
   snprintf(d->root, sizeof d->root, "%s", root);
   snprintf(d->ibdev.name, sizeof d->ibdev.name, "%s", name);
   snprintf(d->ibdev.dev_name, sizeof d->ibdev.dev_name, "uverbs%d", index);
-  snprintf(d->ibdev.dev_path, sizeof d->ibdev.dev_path, "%s/class/infiniband_verbs/uverbs%d", root, index);
+  snprintf(d->ibdev.dev_path, sizeof d->ibdev.dev_path, "%s/class/infiniband_verbs/uverbs%d", root,
+           index);
   snprintf(dir, sizeof dir, "%s/class/infiniband/%s", root, name);
   snprintf(d->ibdev.ibdev_path, sizeof d->ibdev.ibdev_path, "%s", dir);
   d->ibdev.node_type = IBV_NODE_CA;
@@ -186,7 +193,8 @@ static struct sv_device *load_device(const char *root, const char *name, int ind
   snprintf(path, sizeof path, "%s/sys_image_guid", dir);
   d->sys_image_guid = sv_read_text(path, buf, sizeof buf) ? d->node_guid : parse_guid(buf);
   snprintf(path, sizeof path, "%s/fw_ver", dir);
-  if (sv_read_text(path, d->fw_ver, sizeof d->fw_ver)) snprintf(d->fw_ver, sizeof d->fw_ver, "softverbs");
+  if (sv_read_text(path, d->fw_ver, sizeof d->fw_ver))
+    snprintf(d->fw_ver, sizeof d->fw_ver, "softverbs");
   snprintf(path, sizeof path, "%s/device", dir);
   d->vendor_id = read_hex(path, "vendor");
   d->vendor_part_id = read_hex(path, "device");

@@ -18,15 +18,17 @@ static const struct rule {
   enum ibv_qp_state from, to;
   int req, opt;
 } rules[] = {
-    {IBV_QPS_RESET, IBV_QPS_INIT, Q(STATE) | Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS), 0},
-    {IBV_QPS_INIT, IBV_QPS_INIT, 0, Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS)},
-    {IBV_QPS_INIT, IBV_QPS_RTR,
-     Q(STATE) | Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN) | Q(MAX_DEST_RD_ATOMIC) | Q(MIN_RNR_TIMER),
-     Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX)},
-    {IBV_QPS_RTR, IBV_QPS_RTS, Q(STATE) | Q(SQ_PSN) | Q(TIMEOUT) | Q(RETRY_CNT) | Q(RNR_RETRY) | Q(MAX_QP_RD_ATOMIC),
-     Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE)},
-    {IBV_QPS_RTS, IBV_QPS_RTS, 0,
-     Q(CUR_STATE) | Q(ACCESS_FLAGS) | Q(ALT_PATH) | Q(PATH_MIG_STATE) | Q(MIN_RNR_TIMER)},
+  {IBV_QPS_RESET, IBV_QPS_INIT, Q(STATE) | Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS), 0},
+  {IBV_QPS_INIT, IBV_QPS_INIT, 0, Q(PKEY_INDEX) | Q(PORT) | Q(ACCESS_FLAGS)},
+  {IBV_QPS_INIT, IBV_QPS_RTR,
+   Q(STATE) | Q(AV) | Q(PATH_MTU) | Q(DEST_QPN) | Q(RQ_PSN) | Q(MAX_DEST_RD_ATOMIC) |
+     Q(MIN_RNR_TIMER),
+   Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(PKEY_INDEX)},
+  {IBV_QPS_RTR, IBV_QPS_RTS,
+   Q(STATE) | Q(SQ_PSN) | Q(TIMEOUT) | Q(RETRY_CNT) | Q(RNR_RETRY) | Q(MAX_QP_RD_ATOMIC),
+   Q(CUR_STATE) | Q(ALT_PATH) | Q(ACCESS_FLAGS) | Q(MIN_RNR_TIMER) | Q(PATH_MIG_STATE)},
+  {IBV_QPS_RTS, IBV_QPS_RTS, 0,
+   Q(CUR_STATE) | Q(ACCESS_FLAGS) | Q(ALT_PATH) | Q(PATH_MIG_STATE) | Q(MIN_RNR_TIMER)},
 };
 
 static int check_mask(enum ibv_qp_state cur, enum ibv_qp_state to, int mask) {
@@ -42,8 +44,8 @@ static int check_mask(enum ibv_qp_state cur, enum ibv_qp_state to, int mask) {
 }
 
 static bool gid_usable(const struct sv_port *p, int index) {
-  return index < p->ngids && !p->gids[index].gid_unreadable && !sv_gid_is_zero(&p->gids[index].gid) &&
-         p->gids[index].type >= 0;
+  return index < p->ngids && !p->gids[index].gid_unreadable &&
+         !sv_gid_is_zero(&p->gids[index].gid) && p->gids[index].type >= 0;
 }
 
 static int check_av(const struct sv_port *p, const struct ibv_ah_attr *ah) {
@@ -61,7 +63,8 @@ static int check_values(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask)
   if ((mask & Q(PORT)) && !p) return EINVAL;
   if ((mask & Q(PKEY_INDEX)) && (!p || a->pkey_index >= p->npkeys)) return EINVAL;
   if ((mask & Q(ACCESS_FLAGS)) && (a->qp_access_flags & ~(unsigned)access)) return EINVAL;
-  if ((mask & Q(PATH_MTU)) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096)) return EINVAL;
+  if ((mask & Q(PATH_MTU)) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+    return EINVAL;
   if ((mask & Q(DEST_QPN)) && a->dest_qp_num > 0xffffff) return EINVAL;
   if ((mask & Q(MAX_DEST_RD_ATOMIC)) && a->max_dest_rd_atomic > SV_MAX_RD_ATOM) return EINVAL;
   if ((mask & Q(MAX_QP_RD_ATOMIC)) && a->max_rd_atomic > SV_MAX_RD_ATOM) return EINVAL;
@@ -164,8 +167,8 @@ static int to_rts(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask) {
   return 0;
 }
 
-static int transition(struct sv_qp *qp, enum ibv_qp_state cur, enum ibv_qp_state to, const struct ibv_qp_attr *a,
-                      int mask) {
+static int transition(struct sv_qp *qp, enum ibv_qp_state cur, enum ibv_qp_state to,
+                      const struct ibv_qp_attr *a, int mask) {
   if (to == IBV_QPS_RTR && cur == IBV_QPS_INIT) return to_rtr(qp, a, mask);
   if (to == IBV_QPS_RTS && cur == IBV_QPS_RTR) return to_rts(qp, a, mask);
   int err = 0;

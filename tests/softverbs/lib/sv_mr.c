@@ -53,8 +53,8 @@ static int mr_insert(struct sv_ctx *ctx, struct sv_mr *mr) {
   return 0;
 }
 
-SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-                                          unsigned int access) {
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+                                          uint64_t iova, unsigned int access) {
   const unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                          IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED |
                          IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
@@ -91,14 +91,14 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length
   return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned)access);
 }
 
-SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-                                         int access) {
+SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+                                         uint64_t iova, int access) {
   return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
 }
 
 /* No GPU memory here: EOPNOTSUPP is how callers learn dma-buf is unsupported. */
-SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
-                                           int fd, int access) {
+SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+                                           uint64_t iova, int fd, int access) {
   (void)pd, (void)offset, (void)length, (void)iova, (void)fd, (void)access;
   errno = EOPNOTSUPP;
   return NULL;
@@ -119,15 +119,16 @@ SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr) {
 /* Checks that [addr, addr+len) lies in the MR named by key, in pd, with the
  * access flags asked for; gives the host address. EINVAL: no such key;
  * EACCES: wrong PD or flags; EFAULT: out of bounds. */
-int sv_mr_check(struct sv_ctx *ctx, struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len, int access,
-                void **host) {
+int sv_mr_check(struct sv_ctx *ctx, struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
+                int access, void **host) {
   int err = 0;
   pthread_rwlock_rdlock(&ctx->mr_lock);
   uint32_t i = key >> 8;
   struct sv_mr *mr = i < ctx->mr_cap ? ctx->mrs[i] : NULL;
   if (!mr || mr->ibmr.lkey != key) err = EINVAL;
   else if (mr->ibmr.pd != pd || (mr->access & access) != access) err = EACCES;
-  else if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len) err = EFAULT;
+  else if (addr < mr->iova || len > mr->ibmr.length || addr - mr->iova > mr->ibmr.length - len)
+    err = EFAULT;
   else *host = (char *)mr->ibmr.addr + (addr - mr->iova);
   pthread_rwlock_unlock(&ctx->mr_lock);
   return err;

@@ -67,17 +67,20 @@ static void next_hop(int fd, int ifindex, struct netlink_addr *hop) {
   r = NLMSG_DATA(h);
   int len = (int)RTM_PAYLOAD(h);
   for (struct rtattr *a = RTM_RTA(r); RTA_OK(a, len); a = RTA_NEXT(a, len))
-    if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == hop->len) memcpy(hop->bytes, RTA_DATA(a), hop->len);
+    if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) == hop->len)
+      memcpy(hop->bytes, RTA_DATA(a), hop->len);
 }
 
 static bool entry_matches(struct nlmsghdr *h, int ifindex, const struct netlink_addr *hop) {
-  const unsigned valid = NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP;
+  const unsigned valid =
+    NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT | NUD_NOARP;
   struct ndmsg *nd = NLMSG_DATA(h);
   if (nd->ndm_ifindex != ifindex || !(nd->ndm_state & valid)) return false;
   int len = (int)(h->nlmsg_len - NLMSG_LENGTH(sizeof *nd));
   for (struct rtattr *a = (struct rtattr *)((char *)nd + NLMSG_ALIGN(sizeof *nd)); RTA_OK(a, len);
        a = RTA_NEXT(a, len))
-    if (a->rta_type == NDA_DST && RTA_PAYLOAD(a) == hop->len && !memcmp(RTA_DATA(a), hop->bytes, hop->len))
+    if (a->rta_type == NDA_DST && RTA_PAYLOAD(a) == hop->len &&
+        !memcmp(RTA_DATA(a), hop->bytes, hop->len))
       return true;
   return false;
 }
@@ -98,7 +101,8 @@ static bool neigh_dump(int fd, int ifindex, const struct netlink_addr *hop) {
   for (;;) {
     ssize_t n = recv(fd, buf, sizeof buf, 0);
     if (n <= 0) return found;
-    for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n); h = NLMSG_NEXT(h, n)) {
+    for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
+         h = NLMSG_NEXT(h, n)) {
       if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) return found;
       if (h->nlmsg_type == RTM_NEWNEIGH && entry_matches(h, ifindex, hop)) found = true;
     }

@@ -44,7 +44,8 @@ SV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 
 /* Like rdma-core: an empty entry reads as zeros; one the namespace cannot
  * read fails with EINVAL. */
-SV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid) {
+SV_EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index,
+                            union ibv_gid *gid) {
   struct sv_port *p = ctx_port(context, port_num);
   if (!p || index < 0 || index >= p->ngids || p->gids[index].gid_unreadable) {
     errno = EINVAL;
@@ -93,7 +94,8 @@ SV_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_g
   return (ssize_t)n;
 }
 
-SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey) {
+SV_EXPORT int ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index,
+                             __be16 *pkey) {
   struct sv_port *p = ctx_port(context, port_num);
   if (!p || index < 0 || index >= p->npkeys) {
     errno = EINVAL;

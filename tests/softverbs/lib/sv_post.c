@@ -81,7 +81,8 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
   int err = 0;
   pthread_mutex_lock(&qp->lock);
   for (; wr; wr = wr->next) {
-    if (qp->state == IBV_QPS_RESET || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
+    if (qp->state == IBV_QPS_RESET || wr->num_sge < 0 ||
+        (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
       err = EINVAL;
       break;
     }

@@ -46,7 +46,8 @@ static int listen_socket(bool any, uint16_t *port) {
     len = sizeof *in;
   }
   if (fd < 0) return -1;
-  if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 128) || getsockname(fd, (struct sockaddr *)&ss, &len)) {
+  if (bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 128) ||
+      getsockname(fd, (struct sockaddr *)&ss, &len)) {
     close(fd);
     return -1;
   }
@@ -141,7 +142,8 @@ static void serve(struct sv_conn *c, uint32_t events) {
     socklen_t len = sizeof err;
     getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len);
     if (err) {
-      sv_log("qp 0x%x: connect failed (%s): its traffic will time out", c->qp->ibqp.qp_num, strerror(err));
+      sv_log("qp 0x%x: connect failed (%s): its traffic will time out", c->qp->ibqp.qp_num,
+             strerror(err));
       sv_conn_kill(c);
       return;
     }
@@ -218,7 +220,10 @@ int sv_progress_start(struct sv_ctx *ctx) {
   ctx->epfd = epoll_create1(EPOLL_CLOEXEC);
   ctx->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &ctx->wake_kind};
-  int err = ctx->epfd < 0 || ctx->wakefd < 0 || epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->wakefd, &ev) ? errno : 0;
+  int err =
+    ctx->epfd < 0 || ctx->wakefd < 0 || epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, ctx->wakefd, &ev)
+      ? errno
+      : 0;
   if (!err) {
     /* Signals belong to the application's threads. */
     sigset_t all, old;

@@ -54,9 +54,12 @@ static int alloc_queues(struct sv_qp *qp) {
   qp->sq = (struct sv_swqe *)m;
   qp->rq = (struct sv_rwqe *)(m + qp->sq_size * sizeof(struct sv_swqe));
   char *sge = (char *)(qp->rq + qp->rq_size);
-  for (uint32_t i = 0; i < qp->sq_size; i++, sge += ssge * sizeof(struct ibv_sge)) qp->sq[i].sge = (void *)sge;
-  for (uint32_t i = 0; i < qp->rq_size; i++, sge += rsge * sizeof(struct ibv_sge)) qp->rq[i].sge = (void *)sge;
-  for (uint32_t i = 0; i < qp->sq_size; i++, sge += c->max_inline_data) qp->sq[i].inl = (uint8_t *)sge;
+  for (uint32_t i = 0; i < qp->sq_size; i++, sge += ssge * sizeof(struct ibv_sge))
+    qp->sq[i].sge = (void *)sge;
+  for (uint32_t i = 0; i < qp->rq_size; i++, sge += rsge * sizeof(struct ibv_sge))
+    qp->rq[i].sge = (void *)sge;
+  for (uint32_t i = 0; i < qp->sq_size; i++, sge += c->max_inline_data)
+    qp->sq[i].inl = (uint8_t *)sge;
   return 0;
 }
 
@@ -160,7 +163,9 @@ SV_EXPORT int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode o
   return flags ? 0 : 1;
 }
 
-struct sv_port *sv_qp_port(struct sv_qp *qp) { return sv_device_port(qp->ctx->dev, qp->attr.port_num); }
+struct sv_port *sv_qp_port(struct sv_qp *qp) {
+  return sv_device_port(qp->ctx->dev, qp->attr.port_num);
+}
 
 /* 4.096 us x 2^timeout, scaled by SOFTVERBS_TIME_SCALE; 0 means wait forever. */
 uint64_t sv_qp_ack_timeout_ns(struct sv_qp *qp) {
@@ -181,7 +186,8 @@ void sv_qp_error(struct sv_qp *qp, int async_event) {
   sv_req_flush_sq(qp, IBV_WC_WR_FLUSH_ERR);
   sv_resp_flush_rq(qp);
   if (!was_err) sv_log("qp 0x%x enters ERR", qp->ibqp.qp_num);
-  if (async_event >= 0 && !was_err) sv_async_raise(qp->ctx, (enum ibv_event_type)async_event, &qp->ibqp);
+  if (async_event >= 0 && !was_err)
+    sv_async_raise(qp->ctx, (enum ibv_event_type)async_event, &qp->ibqp);
 }
 
 /* RESET drops queued WRs without completions and forgets the path. */

@@ -18,9 +18,10 @@
 enum { SV_OUT_WINDOW = 4 << 20 }; /* bytes queued per connection before we stop sending */
 
 /* min_rnr_timer codes (IBA table) in units of 10 us. */
-static const uint32_t rnr_10us[32] = {65536, 1,    2,    3,    4,    6,    8,     12,    16,   24,   32,
-                                      48,    64,   96,   128,  192,  256,  384,   512,   768,  1024, 1536,
-                                      2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+static const uint32_t rnr_10us[32] = {65536, 1,    2,    3,     4,     6,     8,     12,
+                                      16,    24,   32,   48,    64,    96,    128,   192,
+                                      256,   384,  512,  768,   1024,  1536,  2048,  3072,
+                                      4096,  6144, 8192, 12288, 16384, 24576, 32768, 49152};
 
 static enum ibv_wc_opcode wc_opcode(uint8_t op) {
   switch (op) {
@@ -89,8 +90,13 @@ static uint8_t kind_of(uint8_t op) {
  * checks them when it fetches the data) or its inline copy. NULL with
  * w->status set when an lkey does not cover the data. */
 static struct sv_out *build(struct sv_qp *qp, struct sv_swqe *w) {
-  struct sv_msg m = {.kind = kind_of(w->op), .psn = w->psn, .raddr = w->raddr, .rkey = w->rkey,
-                     .len = w->len, .imm = w->imm, .flags = w->solicited ? SV_MSG_SOLICITED : 0};
+  struct sv_msg m = {.kind = kind_of(w->op),
+                     .psn = w->psn,
+                     .raddr = w->raddr,
+                     .rkey = w->rkey,
+                     .len = w->len,
+                     .imm = w->imm,
+                     .flags = w->solicited ? SV_MSG_SOLICITED : 0};
   struct sv_out *o = sv_out_new(&m, true);
   if (!o || w->op == IBV_WR_RDMA_READ) return o;
   if (w->is_inline) {
@@ -100,7 +106,8 @@ static struct sv_out *build(struct sv_qp *qp, struct sv_swqe *w) {
   for (int i = 0; i < w->nsge; i++) {
     void *host;
     if (!w->sge[i].length) continue;
-    if (sv_mr_check(qp->ctx, qp->ibqp.pd, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, 0, &host)) {
+    if (sv_mr_check(qp->ctx, qp->ibqp.pd, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, 0,
+                    &host)) {
       w->status = IBV_WC_LOC_PROT_ERR;
       free(o);
       return NULL;
@@ -165,7 +172,9 @@ static void acked_through(struct sv_qp *qp, uint32_t psn) {
 }
 
 static void on_nak(struct sv_qp *qp, const struct sv_msg *m) {
-  if (qp->state != IBV_QPS_RTS || qp->sq_head == qp->sq_max || sv_sq_at(qp, qp->sq_head)->psn != m->psn) return;
+  if (qp->state != IBV_QPS_RTS || qp->sq_head == qp->sq_max ||
+      sv_sq_at(qp, qp->sq_head)->psn != m->psn)
+    return;
   switch (m->syndrome) {
   case SV_NAK_RNR:
     if (qp->attr.rnr_retry != 7 && qp->rnr_left-- <= 0) {
@@ -193,7 +202,8 @@ static void on_nak(struct sv_qp *qp, const struct sv_msg *m) {
 static void read_target(struct sv_qp *qp, struct sv_conn *c) {
   struct sv_swqe *w = sv_sq_at(qp, qp->sq_head);
   c->accepted = false;
-  if (qp->state != IBV_QPS_RTS || qp->sq_head == qp->sq_max || w->op != IBV_WR_RDMA_READ || w->psn != c->msg.psn)
+  if (qp->state != IBV_QPS_RTS || qp->sq_head == qp->sq_max || w->op != IBV_WR_RDMA_READ ||
+      w->psn != c->msg.psn)
     return; /* a duplicate response */
   c->accepted = true;
   sv_sink_set(&c->sink, c->msg.len, false);

@@ -37,7 +37,8 @@ void sv_resp_alive(struct sv_qp *qp) {
 }
 
 static void nak(struct sv_qp *qp, struct sv_conn *c, uint8_t syndrome, uint32_t psn) {
-  struct sv_msg m = {.kind = SV_RSP_NAK, .syndrome = syndrome, .psn = psn, .rnr_timer = qp->attr.min_rnr_timer};
+  struct sv_msg m = {
+    .kind = SV_RSP_NAK, .syndrome = syndrome, .psn = psn, .rnr_timer = qp->attr.min_rnr_timer};
   sv_resp_flush_ack(qp);
   queue_rsp(c, &m, NULL);
 }
@@ -75,11 +76,13 @@ static void recv_complete(struct sv_qp *qp, struct sv_conn *c, enum ibv_wc_statu
 
 void sv_resp_flush_rq(struct sv_qp *qp) {
   for (; qp->rq_head != qp->rq_tail; qp->rq_head++)
-    sv_cq_push_error(qp->ibqp.recv_cq, sv_rq_at(qp, qp->rq_head)->wr_id, IBV_WC_WR_FLUSH_ERR, qp->ibqp.qp_num);
+    sv_cq_push_error(qp->ibqp.recv_cq, sv_rq_at(qp, qp->rq_head)->wr_id, IBV_WC_WR_FLUSH_ERR,
+                     qp->ibqp.qp_num);
 }
 
 /* Points the sink at the receive's SGEs; a status when they cannot take it. */
-static enum ibv_wc_status recv_target(struct sv_qp *qp, struct sv_conn *c, const struct sv_rwqe *r) {
+static enum ibv_wc_status recv_target(struct sv_qp *qp, struct sv_conn *c,
+                                      const struct sv_rwqe *r) {
   size_t room = 0, left = c->msg.len;
   for (int i = 0; i < r->nsge; i++) room += r->sge[i].length;
   if (left > room) return IBV_WC_LOC_LEN_ERR;
@@ -88,7 +91,8 @@ static enum ibv_wc_status recv_target(struct sv_qp *qp, struct sv_conn *c, const
     size_t n = r->sge[i].length < left ? r->sge[i].length : left;
     void *host;
     if (!n) continue;
-    if (sv_mr_check(qp->ctx, qp->ibqp.pd, r->sge[i].lkey, r->sge[i].addr, n, IBV_ACCESS_LOCAL_WRITE, &host))
+    if (sv_mr_check(qp->ctx, qp->ibqp.pd, r->sge[i].lkey, r->sge[i].addr, n, IBV_ACCESS_LOCAL_WRITE,
+                    &host))
       return IBV_WC_LOC_PROT_ERR;
     sv_sink_add(&c->sink, host, n);
     left -= n;
@@ -123,7 +127,8 @@ static void on_write(struct sv_qp *qp, struct sv_conn *c) {
     return;
   }
   if (m->kind == SV_REQ_WRITE_IMM && !need_recv(qp, c)) return;
-  if (m->len && sv_mr_check(qp->ctx, qp->ibqp.pd, m->rkey, m->raddr, m->len, IBV_ACCESS_REMOTE_WRITE, &host)) {
+  if (m->len && sv_mr_check(qp->ctx, qp->ibqp.pd, m->rkey, m->raddr, m->len,
+                            IBV_ACCESS_REMOTE_WRITE, &host)) {
     fatal(qp, c, SV_NAK_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
     return;
   }
@@ -139,7 +144,8 @@ static void on_read(struct sv_qp *qp, struct sv_conn *c, bool duplicate) {
     fatal(qp, c, SV_NAK_INV_REQ, IBV_EVENT_QP_REQ_ERR);
     return;
   }
-  if (m->len && sv_mr_check(qp->ctx, qp->ibqp.pd, m->rkey, m->raddr, m->len, IBV_ACCESS_REMOTE_READ, &host)) {
+  if (m->len &&
+      sv_mr_check(qp->ctx, qp->ibqp.pd, m->rkey, m->raddr, m->len, IBV_ACCESS_REMOTE_READ, &host)) {
     fatal(qp, c, SV_NAK_ACCESS, IBV_EVENT_QP_ACCESS_ERR);
     return;
   }
@@ -153,9 +159,11 @@ static void on_read(struct sv_qp *qp, struct sv_conn *c, bool duplicate) {
 static bool dest_ok(struct sv_qp *qp, const struct sv_hello *h) {
   struct sv_port *p = sv_qp_port(qp);
   if (!p) return false;
-  if (p->link_layer == IBV_LINK_LAYER_INFINIBAND) return h->dlid >= p->lid && h->dlid < p->lid + (1u << p->lmc);
+  if (p->link_layer == IBV_LINK_LAYER_INFINIBAND)
+    return h->dlid >= p->lid && h->dlid < p->lid + (1u << p->lmc);
   for (int i = 0; i < p->ngids; i++)
-    if (!sv_gid_is_zero(&h->dgid) && !memcmp(&p->gids[i].gid, &h->dgid, sizeof h->dgid)) return true;
+    if (!sv_gid_is_zero(&h->dgid) && !memcmp(&p->gids[i].gid, &h->dgid, sizeof h->dgid))
+      return true;
   return false;
 }
 
@@ -163,9 +171,11 @@ void sv_resp_on_msg(struct sv_conn *c) {
   struct sv_qp *qp = c->qp;
   const struct sv_msg *m = &c->msg;
   c->accepted = false;
-  if (!qp || m->kind > SV_REQ_READ || (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS)) return;
+  if (!qp || m->kind > SV_REQ_READ || (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS))
+    return;
   if (!c->checked && !dest_ok(qp, &c->hello)) {
-    sv_log("qp 0x%x: a peer reached it through an address that is not its port's: dropped", qp->ibqp.qp_num);
+    sv_log("qp 0x%x: a peer reached it through an address that is not its port's: dropped",
+           qp->ibqp.qp_num);
     sv_conn_kill(c);
     return;
   }

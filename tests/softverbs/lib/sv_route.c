@@ -40,10 +40,13 @@ static void set_port(struct sockaddr_storage *ss, uint16_t port) {
 
 static void set_scope(struct sockaddr_storage *ss, int ifindex) {
   struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
-  if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr)) in6->sin6_scope_id = (uint32_t)ifindex;
+  if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr))
+    in6->sin6_scope_id = (uint32_t)ifindex;
 }
 
-static int rtr_timeout_ms(void) { return (int)sv_env_long("SOFTVERBS_RTR_TIMEOUT_MS", 2000, 1, 600000); }
+static int rtr_timeout_ms(void) {
+  return (int)sv_env_long("SOFTVERBS_RTR_TIMEOUT_MS", 2000, 1, 600000);
+}
 
 /* Connects a non-blocking socket, waiting up to timeout_ms. 0: connected;
  * EINPROGRESS: still connecting at the deadline; else the connect error. */
@@ -73,13 +76,15 @@ static int stream_socket(int family) {
 }
 
 /* Connects where a failure only means "no wire": loopback mode and IB. */
-static void best_effort(const struct sockaddr_storage *src, const struct sockaddr_storage *dst, struct sv_path *path) {
+static void best_effort(const struct sockaddr_storage *src, const struct sockaddr_storage *dst,
+                        struct sv_path *path) {
   int fd = stream_socket(dst->ss_family);
   if (fd < 0) return;
   if (src && src->ss_family == dst->ss_family) {
     struct sockaddr_storage s = *src;
     set_port(&s, 0);
-    bind(fd, (struct sockaddr *)&s, addr_len(&s)); /* best effort: the fabric, not the source, matters */
+    bind(fd, (struct sockaddr *)&s,
+         addr_len(&s)); /* best effort: the fabric, not the source, matters */
   }
   int err = connect_wait(fd, dst, rtr_timeout_ms());
   if (err && err != EINPROGRESS) {
@@ -98,12 +103,14 @@ static void loopback_addr(struct sockaddr_storage *dst) {
   in->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 }
 
-static int ib_path(struct sv_qp *qp, struct sv_port *p, const struct ibv_qp_attr *a, struct sv_path *path) {
+static int ib_path(struct sv_qp *qp, struct sv_port *p, const struct ibv_qp_attr *a,
+                   struct sv_path *path) {
   struct sockaddr_storage dst;
   if (sv_port_is_down(qp->ctx->dev, p)) return 0;
   if (!qp->ctx->net[p->num]) loopback_addr(&dst);
   else if (sv_fabric_lid(a->ah_attr.dlid, &dst)) {
-    sv_log("lid %u is not in the fabric: qp 0x%x traffic will time out", a->ah_attr.dlid, qp->ibqp.qp_num);
+    sv_log("lid %u is not in the fabric: qp 0x%x traffic will time out", a->ah_attr.dlid,
+           qp->ibqp.qp_num);
     return 0;
   }
   set_port(&dst, (uint16_t)(a->dest_qp_num >> 8));
@@ -116,7 +123,8 @@ static int route_check(const struct sockaddr_storage *src, const struct sockaddr
   int fd = socket(dst->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return errno;
   int err = 0;
-  if (bind(fd, (const struct sockaddr *)src, addr_len(src))) err = errno == EADDRNOTAVAIL ? ENODEV : errno;
+  if (bind(fd, (const struct sockaddr *)src, addr_len(src)))
+    err = errno == EADDRNOTAVAIL ? ENODEV : errno;
   else if (connect(fd, (const struct sockaddr *)dst, addr_len(dst))) err = errno;
   close(fd);
   return err;
@@ -148,7 +156,8 @@ static int neighbour(const char *ndev, int ifindex, const struct sockaddr_storag
   return 0;
 }
 
-static int roce_path(struct sv_qp *qp, struct sv_port *p, const struct ibv_qp_attr *a, struct sv_path *path) {
+static int roce_path(struct sv_qp *qp, struct sv_port *p, const struct ibv_qp_attr *a,
+                     struct sv_path *path) {
   const struct sv_gid *sg = &p->gids[a->ah_attr.grh.sgid_index];
   struct sockaddr_storage src, dst;
   if (sv_port_is_down(qp->ctx->dev, p)) return ENETUNREACH;
@@ -174,7 +183,8 @@ int sv_route_resolve(struct sv_qp *qp, const struct ibv_qp_attr *a, struct sv_pa
   path->fd = -1;
   path->connecting = false;
   if (!p) return EINVAL;
-  int err = p->link_layer == IBV_LINK_LAYER_INFINIBAND ? ib_path(qp, p, a, path) : roce_path(qp, p, a, path);
+  int err = p->link_layer == IBV_LINK_LAYER_INFINIBAND ? ib_path(qp, p, a, path)
+                                                       : roce_path(qp, p, a, path);
   if (err) {
     char dst[INET6_ADDRSTRLEN] = "?";
     inet_ntop(AF_INET6, a->ah_attr.grh.dgid.raw, dst, sizeof dst);

@@ -45,7 +45,8 @@ long sv_env_long(const char *name, long def, long min, long max) {
   errno = 0;
   long x = strtol(v, &end, 0);
   if (errno || *end || x < min || x > max) {
-    fprintf(stderr, "softverbs: ignoring %s=%s (expected an integer in %ld..%ld)\n", name, v, min, max);
+    fprintf(stderr, "softverbs: ignoring %s=%s (expected an integer in %ld..%ld)\n", name, v, min,
+            max);
     return def;
   }
   return x;
@@ -67,14 +68,28 @@ static const struct {
   const char *name;
   int value;
 } errno_names[] = {
-    {"EPERM", EPERM},         {"ENOENT", ENOENT},         {"EIO", EIO},
-    {"EAGAIN", EAGAIN},       {"ENOMEM", ENOMEM},         {"EACCES", EACCES},
-    {"EFAULT", EFAULT},       {"EBUSY", EBUSY},           {"ENODEV", ENODEV},
-    {"EINVAL", EINVAL},       {"ENOSPC", ENOSPC},         {"ENOSYS", ENOSYS},
-    {"ENODATA", ENODATA},     {"EPROTO", EPROTO},         {"EOPNOTSUPP", EOPNOTSUPP},
-    {"EADDRNOTAVAIL", EADDRNOTAVAIL},                     {"ENETDOWN", ENETDOWN},
-    {"ENETUNREACH", ENETUNREACH},                         {"ECONNRESET", ECONNRESET},
-    {"ETIMEDOUT", ETIMEDOUT}, {"ECONNREFUSED", ECONNREFUSED}, {"EHOSTUNREACH", EHOSTUNREACH},
+  {"EPERM", EPERM},
+  {"ENOENT", ENOENT},
+  {"EIO", EIO},
+  {"EAGAIN", EAGAIN},
+  {"ENOMEM", ENOMEM},
+  {"EACCES", EACCES},
+  {"EFAULT", EFAULT},
+  {"EBUSY", EBUSY},
+  {"ENODEV", ENODEV},
+  {"EINVAL", EINVAL},
+  {"ENOSPC", ENOSPC},
+  {"ENOSYS", ENOSYS},
+  {"ENODATA", ENODATA},
+  {"EPROTO", EPROTO},
+  {"EOPNOTSUPP", EOPNOTSUPP},
+  {"EADDRNOTAVAIL", EADDRNOTAVAIL},
+  {"ENETDOWN", ENETDOWN},
+  {"ENETUNREACH", ENETUNREACH},
+  {"ECONNRESET", ECONNRESET},
+  {"ETIMEDOUT", ETIMEDOUT},
+  {"ECONNREFUSED", ECONNREFUSED},
+  {"EHOSTUNREACH", EHOSTUNREACH},
 };
 
 /* "ETIMEDOUT" or "110"; returns 0 when it is neither. */
