@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-bench: the plugin driven through its exported ABI the way NCCL's
  * proxy drives it, beside a raw TCP baseline with the same pattern, in one
  * run.

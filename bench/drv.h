@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The two engines a worker holds. Both take the same streams (buffers,
  * windows, per-message completion times) and fill in the same record, so
  * the parent compares like with like. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plugin engine: loaded with netload exactly as NCCL loads it, and
  * driven the way NCCL's proxy progress thread drives a connection: one
  * thread posts a request into every free slot of the window (up to 8),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The raw TCP baseline: what this machine does with plain sockets and the
  * same pattern as the plugin run beside it (sizes, window of 8 messages in
  * flight per comm, number of comms). A comm's message is cut into stripes

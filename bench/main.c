@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-bench: options, then the run, then the table's footer, the JSON
  * and the plot. */
 #include <stdio.h>

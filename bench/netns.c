@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Namespace hosts with the ip command (iproute2), so the setup is the one
  * an operator would type, and cleanup is one `ip netns del` per host
  * (deleting a namespace deletes its veth end, and with it the pair). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Two namespace hosts joined by a veth pair, made for one bench run and
  * always removed: at the end, on error, and on SIGINT/SIGTERM/SIGHUP. */
 #ifndef DIAG_BENCH_NETNS_H

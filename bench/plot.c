@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GB/s against message size as an SVG, written by hand (SVG is text, so
  * the bench needs no plotting package): one colour per (mode, comms), the
  * plugin solid with dots, the baseline dashed with squares. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The nccl-tests-style table, the target verdicts and the JSON record. */
 #include <math.h>
 #include <stdio.h>

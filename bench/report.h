@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the parent collects: one row per (mode, comms, size), each with the
  * plugin and every baseline shape, every repetition kept. report.c prints
  * the table and the JSON, plot.c draws the SVG. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The parent: starts the two worker ranks (in namespace hosts when asked),
  * relays their handles, and runs the plan. For every size it alternates
  * the plugin and the baseline shapes within each repetition (and flips the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Smoke test of nccl-net-bench (TAP): a short run per placement whose
  * output must be well formed (the table, JSON that parses, an SVG) and
  * whose data must verify; a run with one damaged byte must fail loudly;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Clocks, CPU time, and the small statistics the report needs. */
 #include <math.h>
 #include <stdio.h>

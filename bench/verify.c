@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Data verification. Every slot of a stream is pre-filled (untimed) with a
  * pattern keyed by (sending rank, comm, slot); at post time the sender
  * stamps the first and last word with (run, message number). A receiver

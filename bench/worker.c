@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A worker process: one rank. It enters its namespace host, loads the
  * plugin and answers the parent's commands: listen (offer handles),
  * connect (to the peer's handles, both engines), run (one measurement),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Optional JSON-lines event file (NCCL_DIAG_LOG_FILE): one object per
  * selection decision, handshake, QP transition and failure, and a closing
  * census. Building an event costs nothing when the file is not enabled. */

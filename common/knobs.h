@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The knob table: every environment variable the plugin reads, with its
  * type, default and help text. NCCL's own names keep NCCL's meaning; ours are
  * NCCL_DIAG_*. Values are parsed once (knob_load); a bad value gets a WARN

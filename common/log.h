@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Logging: every line carries the "NET/diag" tag so users can grep for it.
  * Inside NCCL the plugin layer installs a sink that forwards to NCCL's
  * logger; elsewhere (tools, tests) lines go to stderr, filtered by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The NCCL version of the process we are loaded into, for the hello record. */
 #ifndef DIAG_COMMON_NCCLVER_H
 #define DIAG_COMMON_NCCLVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* String copy that always terminates and never reads past src's end. */
 #ifndef DIAG_COMMON_STRUTIL_H
 #define DIAG_COMMON_STRUTIL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Plugin version; meson passes the project version in DIAG_VERSION. */
 #ifndef DIAG_COMMON_VERSION_H
 #define DIAG_COMMON_VERSION_H

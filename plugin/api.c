@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The version-neutral API: validation at the boundary, then dispatch. */
 #include "plugin/api.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The version-neutral plugin API. Each ncclNetPlugin_vN adapter is a thin
  * shell over these calls; they check every object NCCL hands back and
  * dispatch to the comm's transport. */

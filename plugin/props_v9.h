@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* v9, v10 and v11 share the property layout up to maxCollBytes. */
 #ifndef DIAG_PLUGIN_PROPS_V9_H
 #define DIAG_PLUGIN_PROPS_V9_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNetPlugin_v10: profiler callback (unused), comm config in connect,
  * profiler handles in isend/irecv (ignored). */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNetPlugin_v11: init and finalize per communicator, with a context
  * that carries the communicator's traffic class. finalize takes NULL (NCCL
  * calls it on its init-failure path with whatever it holds). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNetPlugin_v8: int sizes, no profiler, no per-comm context. */
 #include <limits.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNetPlugin_v9: size_t sizes, virtual-device properties. */
 #include <string.h>
 

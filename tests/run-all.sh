@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every test of the project and ends with one line:
 #   N passed, N failed[, N skipped]
 # Four builds: the normal one (all suites), ASan+UBSan (unit and api suites),

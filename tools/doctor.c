@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag doctor: runs the plugin's topology code on this host (or a
  * fixture host under NCCL_DIAG_SYSFS_ROOT) and reports what NCCL should
  * use, what it should not and why, and what to export.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag doctor: the report's shared state, filled by doctor.c and
  * printed by doctor_text.c (for people) or doctor_json.c (--json). */
 #ifndef DIAG_TOOLS_DOCTOR_H

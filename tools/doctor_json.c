@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag doctor --json: the report as one document.
  *
  * {"tool", "version", "host", "sysfs_root", "ifaddrs", "pci_source",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag doctor: the report for people. One view of what
  * ibdev2netdev, show_gids, nvidia-smi topo -m and ip addr would say, with
  * the plugin's verdict and reason on every line. */

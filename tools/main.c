@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag: the plugin's code, outside a training job. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loads libnccl-net-diag.so the way NCCL does (dlopen RTLD_NOW|RTLD_LOCAL,
  * dlsym ncclNetPlugin_vN) and drives the chosen ABI version through one
  * set of calls, converting sizes and arguments per version as NCCL's own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag params: the knob table, with this process's values. */
 #include <stdio.h>
 #include <string.h>

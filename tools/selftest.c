@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag selftest: load the plugin as NCCL does, show the devices it
  * offers and why, then move verified data through it on this host (a
  * loopback connection on each device) and report the bandwidth. */

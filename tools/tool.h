@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared bits of the nccl-net-diag command. */
 #ifndef DIAG_TOOLS_TOOL_H
 #define DIAG_TOOLS_TOOL_H

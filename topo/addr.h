@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* IP addresses with a prefix length: the subnet math behind interface
  * choice, candidate ordering and (later) GID subnets. Pure functions. */
 #ifndef DIAG_TOPO_ADDR_H

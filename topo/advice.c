@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Recommended settings, each only when needed and with its reason:
  *  NCCL_IB_HCA        when ports were set apart or the current value is wrong:
  *                     the exact list of chosen devices (so that NCCL's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topo_choose: from a discovered host and the knobs to the device list,
  * with every decision logged, reported as an event and explained. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topo_discover: interfaces, RDMA devices, GPUs and PCI chains. */
 #include <stdarg.h>
 #include <stdatomic.h>

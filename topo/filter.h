@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NCCL's device/interface list grammar, shared by NCCL_IB_HCA,
  * NCCL_SOCKET_IFNAME and NCCL_OOB_NET_IFNAME:
  *   [^][=]name[:port[:rail[:plane]]][,name...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GIDs: parsing, classification, and the choice of a port's GID index.
  * Pure functions over a table of entries (struct topo_gid), tested against
  * captured real tables.

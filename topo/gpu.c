@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GPUs (from hwloc, or sysfs when hwloc is not used) and, per GPU, the
  * nearest chosen RDMA devices. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per port: is it up, does NCCL_IB_HCA select it; then NCCL's device order.
  * NCCL_IB_HCA follows NCCL's grammar exactly (topo/filter.h); unlike NCCL,
  * an entry that matches nothing gets a WARN listing what exists, and a

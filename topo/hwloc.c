@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hwloc, opened with dlopen so the plugin keeps libc as its only NEEDED
  * library: GPUs, their CPU locality and NUMA node, and a cross-check of the
  * RDMA devices' PCI chains. Only functions resolved here with dlsym are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the topo/ files share among themselves; not for other modules. */
 #ifndef DIAG_TOPO_INTERNAL_H
 #define DIAG_TOPO_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Network interfaces: discovery (live getifaddrs, or a fixture's ifaddrs
  * file) plus sysfs facts, and the choice of the interfaces TCP traffic uses,
  * with the reason each other interface was not chosen. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PCI distance between two devices (a GPU and a NIC), the way NCCL's own
  * topology computes it, so that what we call "near" is what NCCL calls near.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Which RDMA ports belong together, and which interface carries bootstrap.
  *
  * NCCL connects any of its devices to any device of a peer: with

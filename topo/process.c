@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The plugin's topology, discovered and chosen once per process. */
 #include <pthread.h>
 #include <stdio.h>

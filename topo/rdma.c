@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RDMA devices, ports and GID tables, read from class/infiniband under the
  * sysfs root. Every file may be missing or unreadable: a container maps
  * only some GID entries (reading gid_attrs/types/<i> gives EINVAL), an old

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Appending formatted text to a fixed buffer, for building messages. */
 #ifndef DIAG_TOPO_STRBUF_H
 #define DIAG_TOPO_STRBUF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reads under the sysfs root (NCCL_DIAG_SYSFS_ROOT, default /sys), so a
  * fixture host folder stands in for a real machine. Paths are relative to
  * the root ("class/net/eth0/speed"). Functions return 0 or a negative errno. */

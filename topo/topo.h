@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Topology: what this host has (RDMA devices, ports, GID tables, GPUs,
  * interfaces) and how NCCL should use it, with the reason for every choice
  * and every rejected candidate.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Abort notices on a connection's control socket: the side that gives up on
  * a connection says why, so the other side reports the real cause instead
  * of a dead peer or a timeout. Shared by the TCP and RDMA transports. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* accept: see listen.h. Each call does a bounded amount of non-blocking
  * work and returns; NCCL calls again until a recv comm comes out. */
 #include <errno.h>

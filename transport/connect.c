@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* connect: a non-blocking state machine whose state lives behind a token in
  * the handle's connector-private bytes (NCCL passes the same handle buffer
  * on every retry). It tries the listener's candidate addresses -- those on

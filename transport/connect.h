@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The connector's state, shared by connect.c (candidates, hello) and
  * connect_data.c (data sockets, hand-off to the transport). */
 #ifndef DIAG_TRANSPORT_CONNECT_H

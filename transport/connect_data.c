@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The connector's last steps: open the data sockets the listener asked for
  * (to the address that won), each introduced by a preamble, then hand the
  * sockets to the transport. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fixed-size frames on our TCP sockets:
  *  - the preamble, the first 24 bytes of every socket a connector opens: it
  *    names the listen it is for (nonce), the connection (connid), and the

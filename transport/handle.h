@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The listen handle: at most 128 bytes that NCCL carries from the listener
  * to the connector. It names us (magic, protocol version), this listen (a
  * random nonce) and where we listen (every candidate address, the device's

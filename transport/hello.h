@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The hello record: the first thing each side sends on a control connection.
  * It is versioned and length-checked (a 12-byte header, then TLV fields), so
  * a newer peer can add fields and an older one skips them. Both sides

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The host's network view and the device list NCCL sees, built once at
  * init: one device per usable RDMA port (added by the IB transport), or,
  * when there is none, one per chosen TCP interface. */

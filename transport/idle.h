@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Waiting instead of spinning. NCCL's proxy thread calls test() in a loop
  * and only yields when a pass makes no progress; on a machine with few
  * cores that spin takes the CPU the data movers need. After a short spin

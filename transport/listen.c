@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* listen and closeListen. The listener binds the wildcard address (both
  * families when it advertises IPv6) on one kernel-chosen port and puts every
  * chosen interface's address in the handle, this device's own first: a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The listen comm, shared by listen.c (listen, closeListen) and accept.c. */
 #ifndef DIAG_TRANSPORT_LISTEN_H
 #define DIAG_TRANSPORT_LISTEN_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Diagnoses about a peer that would otherwise repeat for every one of the
  * hundreds of connections a job opens: each distinct one is a WARN once per
  * process, later repeats are INFO. */

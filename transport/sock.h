@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Socket helpers: everything non-blocking and close-on-exec, TCP_NODELAY on,
  * SIGPIPE never raised. Functions return 0 or a positive errno. */
 #ifndef DIAG_TRANSPORT_SOCK_H

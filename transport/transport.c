@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers every transport uses. */
 #include <stdio.h>
 #include <string.h>

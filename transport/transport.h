@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the transports share: the device view, the comm and request bases
  * the API dispatches through, and the hand-off from connection setup (a
  * control socket plus data sockets, and both hello records) to a transport.

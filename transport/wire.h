@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Bounded little-endian readers and writers for everything we put on the
  * wire. A reader never reads past its buffer: once short, every later read
  * returns zeros and ok() is false, so decoders check once at the end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNet_v10_t: v9 plus a profiler callback in init, a comm config in
  * connect and profiler handles in isend/irecv (spec section 6.2). */
 #ifndef DIAG_ABI_NET_V10_H

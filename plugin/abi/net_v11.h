@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNet_v11_t: the newest ABI NCCL 2.28/2.29 bind, without an adapter.
  * init/finalize are per communicator and carry a context (spec section 6.3). */
 #ifndef DIAG_ABI_NET_V11_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNet_v9_t: v8 plus makeVDevice, size_t send/recv sizes, and a larger
  * property struct (spec section 6.1). */
 #ifndef DIAG_ABI_NET_V9_H

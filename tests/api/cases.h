@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conformance cases (one function per case, run in each side). */
 #ifndef DIAG_TESTS_API_CASES_H
 #define DIAG_TESTS_API_CASES_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* ABI shape, init, properties, knobs, misuse: what NCCL relies on before
  * any data moves. */
 #include <dlfcn.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Moving data: sizes, capacities, truncation, request depth, close with
  * requests in flight, many comms from several threads, socket shapes. */
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The handshake and the wire: the listen handle, hello records that
  * disagree, strangers on the listening port, broken handles, peers that die. */
 #include <arpa/inet.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RDMA transport (over softverbs): QP transition logging, grouped
  * receives, several queue pairs, flush, and field story 5. */
 #include <stdio.h>

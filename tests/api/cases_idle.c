@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test() with nothing to do sleeps instead of spinning: NCCL's proxy
  * thread calls it in a tight loop, and on a small host that spin takes the
  * CPU the threads moving data need. The receiver polls a posted receive

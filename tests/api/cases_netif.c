@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Interface choice and candidate addresses, on interfaces made for the
  * case inside private network namespaces (root only). */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The conformance harness: every case runs in fresh processes that load the
  * built plugin as NCCL does (tools/netload.h). Two-sided cases fork a
  * receiver (listens, accepts) and a sender (connects), joined by a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* api_suite: the conformance suite. Usage:
  *   api_suite [--abi 8|9|10|11] [--short] [--netns RECV_NS,SEND_NS] [--case SUBSTR]
  * --short runs the core cases only (used for the v9/v10 tables). */

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the api suite between two network-namespace hosts joined by a veth
 # pair (10.x addresses). Needs root; otherwise reports a skip.
 # usage: netns.sh API_SUITE [api_suite args...]

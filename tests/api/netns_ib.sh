@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the api suite over RDMA (softverbs) between two network-namespace
 # hosts built from two fixture hosts: each side reads its own host's sysfs
 # and topology, and its interfaces are the fixture's, so the kernel's

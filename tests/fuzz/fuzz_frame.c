@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the fixed frames read from sockets: the 24-byte preamble every
  * incoming socket starts with, and the message header (including abort
  * notices) on control sockets. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the listen handle decoder (bytes from the peer via NCCL). A
  * handle that decodes must re-encode to bytes that decode to the same. */
 #include <stdint.h>

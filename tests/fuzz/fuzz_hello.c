@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the hello record (header + TLV body) from the peer. A record
  * that decodes must re-encode and decode to the same fields, and every
  * string it yields must be printable (they end up in log lines). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the RDMA setup records (INFO and STATUS) read from the peer's
  * control connection. A record that decodes re-encodes to one that decodes
  * to the same queue pairs, keys and reason. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Writes valid encodings of each wire format as seed corpora, so the
  * fuzzers start from records that pass the magic checks. */
 #include <stdio.h>

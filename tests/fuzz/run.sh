@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs one fuzz target for a bounded time: new inputs go to a scratch
 # corpus, the checked-in seeds are read only. A crash leaves its input in
 # the build directory (crash-*) and fails the test.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: declarations shared by the rank program's files (see nccl_e2e.c
  * for what the program does). */
 #ifndef E2E_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: the NCCL unique id travels from rank 0 to the others through a
  * file: the runner names it, so the ranks need no other channel. */
 #include "e2e.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: the device buffers and their host mirrors. */
 #include "e2e.h"
 

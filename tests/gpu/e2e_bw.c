@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: all_reduce bus bandwidth, from bw_min to bw_max bytes, doubling.
  * Prints one "BW ..." line per size for the runner's table; every timed
  * result is also checked element by element. */

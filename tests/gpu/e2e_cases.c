@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: the correctness cases. Each collective runs over every size
  * with its own case seed, and every element of its result is checked on the
  * host against the value it must have. */

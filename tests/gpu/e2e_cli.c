@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: the options of `nccl_e2e run` and the usage text. */
 #include "e2e.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: the data each rank sends and the element-by-element checks.
  *
  * Every element is a pure function of (index, rank, case seed), so each

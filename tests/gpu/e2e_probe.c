@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: the commands that run before any rank: `probe` (GPUs and
  * versions) and `dlopen` (load a net plugin as NCCL does). */
 #include "e2e.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: TAP lines and human-readable sizes. */
 #include "e2e.h"
 

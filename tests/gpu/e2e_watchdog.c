@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: time limits. A plugin that never completes a request is a
  * silent hang inside NCCL (spec 5.3); these turn it into a failure. */
 #include "e2e.h"

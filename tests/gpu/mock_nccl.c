@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* mock_nccl.c: a test double for the CUDA runtime and NCCL calls nccl_e2e
  * makes. It is NOT NCCL and proves nothing about NCCL or the plugin's data
  * path; it lets run.sh and nccl_e2e's element checks run on a machine without

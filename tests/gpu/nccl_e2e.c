@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* nccl_e2e: one rank of the real-NCCL end-to-end test (design test layer 6).
  *
  * Two of these processes share one GPU; tests/gpu/run.sh starts them with

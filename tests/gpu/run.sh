@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Real NCCL end to end through libnccl-net-diag (design test layer 6): two
 # processes share one GPU with different NCCL_HOSTID values, so NCCL treats
 # them as two hosts and moves every byte through the network plugin. Checks

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Counts test cases from meson testlog.json files: every TAP line of a TAP
 test is one case; a test without TAP output counts as one case by its
 result. Prints the failures, then one line: N passed, N failed[, N skipped]."""

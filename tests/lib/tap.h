@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A minimal TAP producer for our test programs: every case prints one
  * "ok N - name" / "not ok N - name" line (or "# SKIP reason"), so the
  * runner can count cases across all programs. Header-only. */

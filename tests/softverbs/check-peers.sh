@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # softverbs' peer hosts cannot drift from their host.json: each is written
 # again by the shared generator and compared with the checked-in tree.
 #   check-peers.sh MKHOST_PY PEERS_DIR      (TAP)

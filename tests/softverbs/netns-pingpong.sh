@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # sv_rc_pingpong between two network-namespace hosts built from fixture
 # hosts, as two machines would run ibv_rc_pingpong: the server in host a,
 # the client in host b naming the server's address; the QP addresses go

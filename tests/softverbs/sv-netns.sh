@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds two network-namespace hosts from two fixture hosts, for softverbs.
 #
 #   sv-netns.sh up NAME FIXTURE_A FIXTURE_B   namespaces NAMEa and NAMEb

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* sv_rc_pingpong: an RC ping-pong over verbs, in the spirit of
  * ibv_rc_pingpong. Between two hosts: run it without a host on one side
  * (the server) and with the server's host name or address on the other;

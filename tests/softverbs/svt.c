@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the softverbs tests (see svt.h). */
 #include "svt.h"
 

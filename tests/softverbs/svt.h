@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the softverbs tests and sv_rc_pingpong: one RC
  * endpoint (device, PD, CQ, QP, one registered buffer), its address as the
  * peer needs it, the INIT/RTR/RTS steps with NCCL's attributes, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Where the fixture hosts are: $SV_FIXTURES, a ':'-separated list of
  * folders holding hosts (the shared tests/fixtures/hosts, then softverbs'
  * own fixtures/). libc only: t_abi uses it without linking the library. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs as the plugin sees it: dlopen by absolute path, symbols by
  * dlvsym with rdma-core's version nodes (compared with the real
  * libibverbs.so.1 when it is installed), verbs through ctx->ops, devices,

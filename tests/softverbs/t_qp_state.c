@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs QP state machine: the RC transitions and attribute masks of
  * ibv_modify_qp(3), posting in each state, the modify_qp fault hook, and
  * the object rules (EBUSY, EINVAL) around QPs. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs RC data path in one process: two devices of one fixture host
  * (mlx5_2 <-> mlx5_3 of roce-story5), loopback wire. Operations, ordering,
  * signaling, inline data, SGE lists, completion channels, threads. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs RC error paths in one process (mlx5_2 <-> mlx5_3 of roce-story5,
  * loopback wire): remote access and invalid request NAKs, RNR, local
  * protection and length errors, flushes, CQ overrun, lost peers, PSNs and

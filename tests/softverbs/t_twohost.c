@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs between two hosts: two processes, each its own fixture host.
  *
  *   t_twohost loopback   both in this network namespace, traffic over 127.0.0.1

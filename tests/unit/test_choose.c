@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* topo_choose on hosts built in memory: it reads nothing, so every rule is
  * table-tested here (plane rules, link layers, NCCL_IB_HCA checks, device
  * order, forced GIDs, recommendations). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* NCCL_IB_HCA / NCCL_SOCKET_IFNAME grammar (topo/filter.h), table-tested:
  * prefix versus '=', '^' and '^=', ':port', comma lists, the mlx5_1 versus
  * mlx5_10 prefix trap, and bad input. */

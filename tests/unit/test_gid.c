@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* GID scoring (topo/gid.h) on real-world GID tables, written as sysfs shows
  * them (gids/<i>, gid_attrs/types/<i>, gid_attrs/ndevs/<i>). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The words for RDMA completion errors and RTR failures (ib_diag.c): each
  * status maps to its likely cause, only the fields valid on error are
  * printed, and a flush names the first error when there was one. */

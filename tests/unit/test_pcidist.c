@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* PCI distance classes (topo/pcidist.h), NCCL's definitions: a PCIe switch
  * is one node, so two downstream ports of one switch are PIX. */
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RDMA transport, over RC queue pairs.
  *
  * Data protocol (receiver-driven, as NCCL's own IB transport):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RDMA comm lifetime, memory registration and the request pool. */
 #include <stdarg.h>
 #include <stdio.h>

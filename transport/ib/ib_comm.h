@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* An RDMA connection (see ib.h for the protocol), shared by ib_comm.c,
  * ib_send.c, ib_recv.c and ib_poll.c. A comm is driven by one thread at a
  * time (NCCL's contract), so nothing here is locked. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Before any queue pair leaves INIT: can these two ports talk at all? Each
  * side compares its own device with the peer's hello, so a cross-plane or
  * mismatched pair is named at once instead of after an RTR timeout. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Opening the RDMA ports the topology chose: one verbs context, protection
  * domain and async-event thread per port. A port that verbs cannot open or
  * sees otherwise than sysfs did is dropped with its reason. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The words for RDMA failures: what failed, between which GIDs on which
  * subnets and hosts, the likely cause, and the setting that fixes it. */
 #include <arpa/inet.h>

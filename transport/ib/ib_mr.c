@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Memory registration with a per-device cache: NCCL registers every buffer
  * of every connection, often the same pages again; a registration covering
  * the page-aligned range is reused (refcounted) instead of pinning twice. */

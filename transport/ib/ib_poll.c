@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Completions and test(). Besides the completion queue, a connection with
  * requests waiting looks at its control socket every CTRL_CHECK_NS: a peer
  * whose process died closes it, a peer that gave up writes its reason

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* RC queue pairs: creation and every state transition, each one logged with
  * its attributes, its duration and its result. */
 #include <arpa/inet.h>

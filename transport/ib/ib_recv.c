@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* irecv (post a receive for the immediate, then write clear-to-send entries
  * into the sender's FIFO) and iflush (an RDMA read on a queue pair
  * connected to itself, so GPU memory sees the data that landed). */

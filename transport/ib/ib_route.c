@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Does any route lead from a GID's netdev to the peer's GID address? RoCE
  * v2 resolves the destination through the source GID's netdev. With a
  * device given, the kernel treats a destination it has no route for as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* isend: wait for the receiver's clear-to-send entry, match it, post. */
 #include <arpa/inet.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RDMA setup stage of a connection, on its control socket after the
  * hello (see ib.h). Order: the connector checks compatibility, creates its
  * queue pairs and sends INFO first; the acceptor answers with as many queue

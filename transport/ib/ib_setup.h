@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RDMA setup stage's state, shared by ib_setup.c (the exchange),
  * ib_setup_res.c (queue pairs and memory) and ib_comm.c (which takes the
  * resources over). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The RDMA resources of one connection: a completion queue, the RC queue
  * pairs, and the memory the peer writes into (the sender's clear-to-send
  * FIFO; the receiver's completion records) or reads from (the receiver's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libibverbs, opened with dlopen behind one ops table (NCCL_DIAG_IBVERBS_LIB
  * names another library: tests name softverbs). The plugin never links
  * libibverbs: <infiniband/verbs.h> gives only the ABI's types, and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "transport/ib/ib_wire.h"
 
 #include <stdio.h>

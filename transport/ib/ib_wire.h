@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Records the two sides exchange on the control connection to set up the
  * RDMA path, after the hello:
  *   INFO   each side's queue pairs and the memory the other side writes to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TCP transport internals.
  *
  * A connection is one control socket plus N data sockets. Every message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* When one side gives up on a connection it tells the other why (an abort
  * frame on the control socket) and resets its data sockets, so the peer
  * fails at once with the real cause instead of blocking in a send whose

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* TCP comm lifetime, memory registration, the request pool and test. */
 #include <errno.h>
 #include <limits.h>

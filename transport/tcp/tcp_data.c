@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Data sockets: how a message is striped over them, their task rings, and
  * the helper threads that serve them. */
 #include <errno.h>

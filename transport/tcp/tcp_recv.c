@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* irecv and the control-socket receive side: headers are matched to posted
  * receives in posting order (NCCL's rule), checked (sequence, size against
  * capacity), and their payload is either copied in from the control socket

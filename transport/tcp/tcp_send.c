@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* isend and the control-socket send queue. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # all_reduce bus bandwidth: the plugin against NCCL's Socket transport, and
 # the table that compares them. Sourced by run.sh.

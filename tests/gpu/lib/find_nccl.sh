@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # Finding NCCL and the CUDA runtime on the GPU host, and building the rank
 # program there when it was not carried. Sourced by run.sh; sets

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # Matching NCCL's log lines (formats of NCCL 2.28.9, spec sections 1.2, 10)
 # and the assertions run.sh makes on each rank's log. Sourced by run.sh.

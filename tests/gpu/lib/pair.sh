@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # Running a pair of ranks and turning their TAP into run.sh's. Sourced by
 # run.sh; uses its $out, $bin and $op_timeout.

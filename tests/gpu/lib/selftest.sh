@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # run.sh --selftest: the runner's own logic, no GPU needed. The log matchers
 # against canned NCCL logs, the ABI mapping, the table, and whole runs of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # The correctness run over the plugin's IB device on softverbs, when it is
 # built and a fixture host has an RDMA device. Sourced by run.sh.

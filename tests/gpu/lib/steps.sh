@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # The steps of a run before the transfers: is there a GPU, which NCCL, does
 # the rank program run and does the plugin load. Sourced by run.sh; each

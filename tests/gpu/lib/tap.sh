@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # shellcheck shell=bash disable=SC2154 # globals that run.sh sets before sourcing this
 # TAP for run.sh: numbered cases, "# " detail lines and the closing plan.
 # Sourced by run.sh; uses its $tarball and $out.

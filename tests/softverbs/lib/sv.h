@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: private declarations shared by the library's files.
  *
  * The library stands in for libibverbs in tests. Objects handed to the

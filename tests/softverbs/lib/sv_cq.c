@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: completion queues.
  *
  * A CQ holds exactly the cqe entries asked for. A completion that finds it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: the device list, contexts and device attributes. */
 #include "sv.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: asynchronous events and completion channels.
  *
  * Both are pipes that carry the event itself (an ibv_async_event, or the CQ

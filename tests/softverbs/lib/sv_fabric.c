@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: where a port lives on the network.
  *
  * RoCE ports are reached through their GIDs' IP addresses. InfiniBand ports

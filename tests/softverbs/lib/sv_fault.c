@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: fault hooks, for what the network itself cannot produce.
  *
  *   SOFTVERBS_NODEV=ENOSYS               ibv_get_device_list fails (NULL, errno);

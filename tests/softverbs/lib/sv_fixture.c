@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: devices, ports and GID tables read from a fixture host's sysfs
  * tree (NCCL_DIAG_SYSFS_ROOT), the same files the plugin's topology code
  * reads, so both always agree. The format is tests/fixtures/README.md. */

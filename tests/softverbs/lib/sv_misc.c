@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: strings, fork support, ECE and the verbs softverbs declines. */
 #include "sv.h"
 

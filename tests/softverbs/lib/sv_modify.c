@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: ibv_modify_qp, the RC state machine.
  *
  * Transitions and attribute masks follow the RC table of ibv_modify_qp(3):

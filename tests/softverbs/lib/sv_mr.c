@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: protection domains and memory regions.
  *
  * A key (lkey == rkey, as on mlx5) is the MR's table index shifted left by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: does the kernel hold a resolved neighbour for a destination?
  *
  * Used when an RTR connect is still pending at its deadline: a valid

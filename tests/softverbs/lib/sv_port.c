@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: port attributes, GID and P_Key tables. */
 #include "sv.h"
 

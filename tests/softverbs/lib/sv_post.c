@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: ibv_post_send and ibv_post_recv (reached through ctx->ops).
  *
  * Checked at post time, as libibverbs providers do: the QP state (sends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: one progress thread per context.
  *
  * It owns the context's listeners and sockets (epoll, level-triggered),

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: QP objects, QP numbers and the error and reset paths.
  *
  * A QPN names where the QP can be reached: its upper 16 bits are the TCP

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: the requester side of an RC QP.
  *
  * WRs are sent in order and complete in order when the responder's

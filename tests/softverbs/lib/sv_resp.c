@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: the responder side of an RC QP.
  *
  * Requests are executed in PSN order while the QP is in RTR or RTS (before

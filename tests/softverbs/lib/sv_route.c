@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: path resolution at INIT->RTR, the way kernel RoCE resolves it.
  *
  * RoCE, net mode (the GID's interface exists in this namespace):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: small helpers (time, environment, parsing, logging). */
 #include "sv.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: the wire format and connection I/O.
  *
  * One TCP connection per direction of a QP pair: the requester connects at
