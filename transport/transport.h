@@ -49,7 +49,7 @@ struct transport_dev {
   void *ib; /* transport/ib's per-port state */
 };
 
-/* The host's network view, built once at init (plugin/devices.c). */
+/* The host's network view, built once at init (transport/host.c). */
 struct transport_host {
   struct netif_list ifs;
   struct netif_choice choice;

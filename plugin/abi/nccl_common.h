@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Types and constants shared by every version of the NCCL net plugin ABI.
- * Written from the ABI notes (spec/nccl-net-abi.md sections 2-3); the values
+ * Written from NCCL's ext-net ABI (its documented structs and constants); the values
  * are ABI, so each one is pinned by a static assert where it has a size. */
 #ifndef DIAG_ABI_NCCL_COMMON_H
 #define DIAG_ABI_NCCL_COMMON_H

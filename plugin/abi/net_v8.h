@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNet_v8_t (NCCL 2.19-2.23 bind it first; later versions still accept it).
- * Layout from spec/nccl-net-abi.md section 3, pinned by static asserts. */
+ * Layout from NCCL's ext-net v8 header, pinned by static asserts. */
 #ifndef DIAG_ABI_NET_V8_H
 #define DIAG_ABI_NET_V8_H
 

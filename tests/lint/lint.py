@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Structural rules of CONTRIBUTING.md that a machine can check, as TAP.
+
+usage: lint.py SOURCE_ROOT [CHECK ...]
+Checks: format, spdx, layers, paths, sizes (all when none is named).
+Each check is one TAP case; its diagnostics name every offending file and
+line, so a failure says what to change."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+PRODUCT = ('common', 'plugin', 'transport', 'topo', 'tools', 'bench')
+LAYER_ORDER = ['common', 'topo', 'transport', 'plugin']  # may include only lower or equal
+FUNC_MAX = 80
+FILE_MAX = 650  # "about 600": a file past this is split
+
+
+def tracked(root):
+    out = subprocess.run(['git', '-C', root, 'ls-files'], capture_output=True, text=True)
+    if out.returncode == 0 and out.stdout.strip():
+        return out.stdout.split('\n')[:-1]
+    files = []
+    for d, dirs, names in os.walk(root):
+        dirs[:] = [x for x in dirs if not x.startswith(('.', 'build'))]
+        files += [os.path.relpath(os.path.join(d, n), root) for n in names]
+    return files
+
+
+def sources(files, product_only=False):
+    res = [f for f in files if f.endswith(('.c', '.h')) and os.path.exists(f)]
+    if product_only:
+        res = [f for f in res if f.split('/')[0] in PRODUCT]
+    return res
+
+
+def check_format(root, files):
+    cf = shutil.which('clang-format')
+    if not cf:
+        return None, ['clang-format not installed']
+    srcs = sources(files)
+    bad = []
+    for i in range(0, len(srcs), 50):
+        r = subprocess.run([cf, '--dry-run', '--Werror'] + srcs[i:i + 50], cwd=root,
+                           capture_output=True, text=True)
+        for line in r.stderr.splitlines():
+            if ': error:' in line or ': warning:' in line:
+                bad.append(line.split(': ')[0])
+    bad = sorted(set(bad))
+    return not bad, [f'{b}: differs from .clang-format (clang-format -i {b.split(":")[0]})'
+                     for b in bad]
+
+
+def check_spdx(root, files):
+    bad = []
+    for f in files:
+        if not f.endswith(('.c', '.h', '.py', '.sh')) and os.path.basename(f) != 'meson.build':
+            continue
+        if f.startswith('tests/fixtures/hosts/'):
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            head = fh.read(300)
+        if 'SPDX-License-Identifier:' not in head:
+            bad.append(f'{f}: no SPDX-License-Identifier line at the top')
+    return not bad, bad
+
+
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def check_layers(root, files):
+    """Data flows one way: plugin -> transport -> topo, all on common/.
+    tools/ and bench/ see the plugin only through plugin/abi (they load the
+    .so as NCCL does)."""
+    bad = []
+    for f in sources(files, product_only=True):
+        top = f.split('/')[0]
+        with open(os.path.join(root, f), errors='replace') as fh:
+            for n, line in enumerate(fh, 1):
+                m = INCLUDE.match(line)
+                if not m:
+                    continue
+                inc = m.group(1)
+                itop = inc.split('/')[0]
+                why = None
+                if itop == 'plugin' and not inc.startswith('plugin/abi/') and top != 'plugin':
+                    why = 'only plugin/ itself includes plugin/*.h other than plugin/abi/*'
+                elif top == 'common' and itop in ('plugin', 'transport', 'topo'):
+                    why = 'common/ includes nothing from plugin/, transport/ or topo/'
+                elif top in LAYER_ORDER and itop in LAYER_ORDER and \
+                        LAYER_ORDER.index(itop) > LAYER_ORDER.index(top) and itop != 'plugin':
+                    why = f'{top}/ sits below {itop}/'
+                if why:
+                    bad.append(f'{f}:{n}: includes "{inc}": {why}')
+    return not bad, bad
+
+
+PATHLIKE = re.compile(r'(?<![\w./<$-])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-]+\.(?:c|h|md|py|sh|map|build))\b')
+COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
+
+
+def comment_texts(path, text):
+    if path.endswith(('.c', '.h')):
+        for m in COMMENT.finditer(text):
+            yield text.count('\n', 0, m.start()) + 1, m.group(0)
+    else:
+        for n, line in enumerate(text.split('\n'), 1):
+            i = line.find('#')
+            if i >= 0 and not line.lstrip().startswith('#!'):
+                yield n, line[i:]
+
+
+def check_paths(root, files):
+    """Every file a comment names exists: as a path from the top, from the
+    commenting file's folder, or (a bare name) in that folder."""
+    names = set(files)
+    basenames = {os.path.basename(f) for f in files}
+    bad = []
+    for f in files:
+        if f.startswith('tests/fixtures/hosts/'):
+            continue
+        if not (f.endswith(('.c', '.h', '.py', '.sh')) or os.path.basename(f) == 'meson.build'):
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = fh.read()
+        here = os.path.dirname(f)
+        for line, comment in comment_texts(f, text):
+            for m in PATHLIKE.finditer(comment):
+                p = m.group(1)
+                if p.startswith(('.', '/')) or '*' in p or p.count('.') > 1 and '/' not in p:
+                    continue
+                cands = [p, os.path.normpath(os.path.join(here, p))]
+                if any(c in names for c in cands):
+                    continue
+                if '/' not in p and p in basenames:  # a sibling module named by its file
+                    continue
+                # a name a system or another project owns (verbs.h, net.cc)
+                if '/' not in p and (p.endswith('.h') and p in SYSTEM_HEADERS):
+                    continue
+                if p.split('/')[0] in ('src', 'include', 'infiniband', 'linux', 'sys', 'ext-net',
+                                       'providers', 'libibverbs', 'prov', 'misc', 'transport.cc'):
+                    continue
+                bad.append(f'{f}:{line + comment[:m.start()].count(chr(10))}: names "{p}", '
+                           'which does not exist')
+    return not bad, bad
+
+
+SYSTEM_HEADERS = {'verbs.h', 'hwloc.h', 'nccl.h', 'net.h', 'err.h', 'common.h', 'pthread.h',
+                  'stdatomic.h', 'net_device.h', 'socket.h', 'poll.h', 'epoll.h'}
+
+FUNC_START = re.compile(r'^[A-Za-z_][^;()]*\b([A-Za-z_][A-Za-z0-9_]*)\s*\([^;]*$')
+
+
+def functions(text):
+    """Top-level function definitions of a clang-formatted file: a line at
+    column 0 that opens a signature, the body's '{' ending a line, and the
+    closing '}' alone at column 0."""
+    lines = text.split('\n')
+    i = 0
+    while i < len(lines):
+        m = FUNC_START.match(lines[i])
+        if not m or lines[i].startswith(('static const', 'typedef', '#', 'struct', 'enum')) and \
+                '(' not in lines[i].split('=')[0]:
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and not lines[j].rstrip().endswith('{') and ';' not in lines[j]:
+            j += 1
+        if j >= len(lines) or ';' in lines[j] and not lines[j].rstrip().endswith('{') or \
+                '=' in lines[i].split('(')[0]:
+            i += 1
+            continue
+        k = j + 1
+        while k < len(lines) and lines[k] != '}':
+            k += 1
+        if k < len(lines) and lines[k] == '}':
+            yield m.group(1), i + 1, k - i + 1
+            i = k + 1
+        else:
+            i += 1
+
+
+def check_sizes(root, files):
+    bad = []
+    for f in sources(files, product_only=True):
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = fh.read()
+        n = text.count('\n')
+        if n > FILE_MAX:
+            bad.append(f'{f}: {n} lines; split it by concern (at most about 600)')
+        if f.endswith('.c'):
+            for name, line, length in functions(text):
+                if length > FUNC_MAX:
+                    bad.append(f'{f}:{line}: {name}() is {length} lines (at most {FUNC_MAX})')
+    return not bad, bad
+
+
+CHECKS = {
+    'format': ('product and test code is formatted with .clang-format', check_format),
+    'spdx': ('every source file carries an SPDX license line', check_spdx),
+    'layers': ('includes follow the layers (common < topo < transport < plugin)', check_layers),
+    'paths': ('every file a comment names exists', check_paths),
+    'sizes': (f'product functions <= {FUNC_MAX} lines, files <= {FILE_MAX} lines', check_sizes),
+}
+
+
+def main():
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else '.')
+    os.chdir(root)
+    want = sys.argv[2:] or list(CHECKS)
+    files = tracked(root)
+    n = 0
+    for name in want:
+        desc, fn = CHECKS[name]
+        n += 1
+        ok, msgs = fn(root, files)
+        for m in msgs[:200]:
+            print(f'# {m}')
+        if ok is None:
+            print(f'ok {n} - {desc} # SKIP {msgs[0]}')
+        else:
+            print(f'{"ok" if ok else "not ok"} {n} - {desc}')
+    print(f'1..{n}')
+
+
+if __name__ == '__main__':
+    main()
