@@ -37,12 +37,14 @@ struct api_case {
   int transports; /* T_TCP, T_IB or both (0 = both) */
   int netns_only; /* needs the two-namespace-host placement */
   int one_host;   /* only in the one-host placement (it picks other fixture hosts) */
+  int soft_only;  /* softverbs only: fixture hosts, injected faults, or 2 GiB of memory */
 };
 
 /* Placement: namespaces for the receiver and sender (NULL = current). */
 extern const char *netns_recv, *netns_send;
 extern int abi_version;
 extern int transport_ib; /* the suite runs over RDMA devices (softverbs) */
+extern int real_verbs;   /* ... over the system's libibverbs and real devices */
 
 /* Environment for one side (KEY=VALUE), applied before the plugin loads. */
 void side_env_add(int role, const char *kv);
