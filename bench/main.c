@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/report.h"
+#include "tools/netload.h" /* the ABI versions --abi takes */
 
 static const char usage_text[] =
   "usage: nccl-net-bench [options]\n"
@@ -43,7 +44,7 @@ static const char usage_text[] =
   "                              (default 2; 0 = choose on the measured repetitions themselves)\n"
   "  --driver-idle-us N          experiment, not NCCL: the plugin's driving thread sleeps N us\n"
   "                              instead of sched_yield() when a pass made no progress\n"
-  "  --plugin PATH  --abi 8..11  --dev N  -v\n"
+  "  --plugin PATH  --abi 5..12  --dev N  -v\n"
   "Exit status: 0 measured and verified, 1 failed (bad data, errors), 77 skipped (said why).\n";
 
 static int parse_list(const char *s, uint64_t *out, int max, int sizes) {
@@ -149,7 +150,8 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--driver-idle-us")) o->idle_us = atoi(v), bad = o->idle_us < 0;
   else if (!strcmp(k, "--select-reps"))
     o->select_reps = atoi(v), bad = o->select_reps < 0 || o->select_reps > BENCH_MAX_REPS;
-  else if (!strcmp(k, "--abi")) o->abi = atoi(v), bad = o->abi < 8 || o->abi > 11;
+  else if (!strcmp(k, "--abi"))
+    o->abi = atoi(v), bad = o->abi < NETLOAD_ABI_MIN || o->abi > NETLOAD_ABI_MAX;
   else if (!strcmp(k, "--dev")) o->dev = atoi(v), bad = o->dev < 0;
   else return -1;
   return bad ? -1 : 0;

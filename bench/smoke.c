@@ -175,6 +175,58 @@ static void corrupted(void) {
   free(t);
 }
 
+/* Each table an older or newer NCCL binds moves verified data: v6 (NCCL
+ * 2.13-2.18), v7 (2.19), v12 (2.30). A table the bench cannot drive is a
+ * usage error. */
+static void abi_tables(void) {
+  static const char *const abis[] = {"6", "7", "12"};
+  for (int i = 0; i < 3; i++) {
+    char log[512], json[512], want[64], want_json[64], name[96];
+    snprintf(log, sizeof(log), "%s/abi%s.txt", dir, abis[i]);
+    snprintf(json, sizeof(json), "%s/abi%s.json", dir, abis[i]);
+    snprintf(want, sizeof(want), "ABI v%s \"diag\"", abis[i]);
+    snprintf(want_json, sizeof(want_json), "ABI v%s \\\"diag\\\"", abis[i]); /* escaped */
+    snprintf(name, sizeof(name), "--abi %s: the plugin through ncclNetPlugin_v%s, data verified",
+             abis[i], abis[i]);
+    const char *args[] = {"--abi",
+                          abis[i],
+                          "--modes",
+                          "uni",
+                          "--sizes",
+                          "8,64K,1M",
+                          "--reps",
+                          "1",
+                          "--target-bytes",
+                          "8M",
+                          "--no-baseline",
+                          "--max-msgs",
+                          "500",
+                          "--json",
+                          json,
+                          NULL};
+    tap_begin();
+    int rc = run(args, log, NULL);
+    char *t = slurp(log), *j = slurp(json);
+    int rows = j ? count(j, "\"mode\": ") : 0;
+    CHECK(rc == 0, "exit status %d", rc);
+    CHECK(t && strstr(t, want), "the table does not say %s", want);
+    CHECK(json_valid(j) && j && strstr(j, want_json), "%s parses and names %s", json, want);
+    CHECK(rows == 3 && count(j, "\"verified\": true") == rows, "%d of 3 rows verified",
+          j ? count(j, "\"verified\": true") : 0);
+    if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+    free(t), free(j);
+    tap_end(name);
+  }
+  tap_begin();
+  char log[512];
+  snprintf(log, sizeof(log), "%s/abi4.txt", dir);
+  const char *bad[] = {"--abi", "4", NULL}, *bad13[] = {"--abi", "13", NULL};
+  int rc4 = run(bad, log, NULL), rc13 = run(bad13, log, NULL);
+  CHECK(rc4 == 2 && rc13 == 2, "--abi 4: status %d, --abi 13: status %d; 2 (usage) expected", rc4,
+        rc13);
+  tap_end("--abi outside 5..12 is a usage error");
+}
+
 static void netns(void) {
   if (geteuid() != 0) {
     tap_skip("netns placement: two namespace hosts", "needs root");
@@ -265,6 +317,7 @@ int main(int argc, char **argv) {
   if (!dir) return 2;
   TAP_CASE("loopback: table, JSON, SVG, data verified", loopback);
   TAP_CASE("a damaged byte fails the run", corrupted);
+  abi_tables();
   netns();
   TAP_CASE("rdma functional check skips without a device", rdma_skip);
   rdma_softverbs();

@@ -41,20 +41,26 @@ static void set_nccl_logger(ncclDebugLogger_t logger) {
 }
 
 static struct diag_ctx default_ctx = {OBJ_CTX, 0, NCCL_NET_TRAFFIC_CLASS_UNDEF};
-static atomic_int live_ctxs; /* v11 communicators; the last one's finalize closes the census */
+static atomic_int live_ctxs; /* v11/v12 communicators; the last finalize closes the census */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static atomic_int bound_abi; /* the table of NCCL's first init call */
 
 static void init_once_fn(void) {
   knob_load(0);
   char nv[32];
+  int abi = atomic_load(&bound_abi);
   nccl_version_str(nccl_version_code(), nv, sizeof(nv));
-  INFO(LOG_INIT, "libnccl-net-diag %s (NCCL %s in this process)", DIAG_VERSION, nv);
+  if (abi)
+    INFO(LOG_INIT, "libnccl-net-diag %s (NCCL %s in this process, bound through ncclNetPlugin_v%d)",
+         DIAG_VERSION, nv, abi);
+  else INFO(LOG_INIT, "libnccl-net-diag %s (NCCL %s in this process)", DIAG_VERSION, nv);
   transport_host_init();
   const struct transport_host *h = transport_host();
   struct ev e;
   ev_begin(&e, "init");
   ev_str(&e, "plugin_version", DIAG_VERSION);
   ev_str(&e, "nccl_version", nv);
+  if (abi) ev_int(&e, "abi", abi);
   ev_int(&e, "devices", h->ndev);
   if (!h->ndev) ev_str(&e, "why_none", h->why_none);
   ev_end(&e);
@@ -74,7 +80,9 @@ static void init_once_fn(void) {
   INFO(LOG_INIT, "using%s", list);
 }
 
-ncclResult_t diag_init(ncclDebugLogger_t logger) {
+ncclResult_t diag_init(ncclDebugLogger_t logger, int abi) {
+  int none = 0;
+  atomic_compare_exchange_strong(&bound_abi, &none, abi);
   set_nccl_logger(logger);
   pthread_once(&init_once, init_once_fn);
   return ncclSuccess;
@@ -202,8 +210,9 @@ ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void 
   if (!check_obj("isend", send_comm, OBJ_SEND, "send comm")) return ncclInternalError;
   struct transport_comm *c = send_comm;
   if (size > DIAG_MAX_P2P_BYTES) {
-    WARN("isend of %zu bytes to %s: larger than the %llu bytes this plugin advertises "
-         "(maxP2pBytes)",
+    WARN("isend of %zu bytes to %s refused: larger than the %llu bytes this plugin takes in one "
+         "message (its maxP2pBytes, which NCCL also assumes for tables before v9). NCCL splits "
+         "transfers below it; a caller that does not must split this one",
          size, c->peer.desc, (unsigned long long)DIAG_MAX_P2P_BYTES);
     return ncclInternalError;
   }

@@ -14,7 +14,7 @@
 #define DIAG_MAX_P2P_BYTES (1ULL << 30)
 #define DIAG_MAX_COLL_BYTES (1ULL << 30)
 
-/* Per-communicator context (v11 init/finalize); v8-v10 use a shared one. */
+/* Per-communicator context (v11/v12 init/finalize); v5-v10 use a shared one. */
 struct diag_ctx {
   uint32_t obj;
   uint64_t comm_id;
@@ -38,9 +38,11 @@ struct diag_props {
   size_t max_coll_bytes;
 };
 
-/* Never fails (NCCL 2.28.9 crashes on a failed v8-v10 init): an unusable
- * host reports 0 devices, with one WARN saying why. */
-ncclResult_t diag_init(ncclDebugLogger_t logger);
+/* Never fails (NCCL 2.28.9 crashes on a failed v6-v10 init): an unusable
+ * host reports 0 devices, with one WARN saying why. abi is the version of
+ * the table whose init NCCL called: the first one is logged, since NCCL
+ * 2.12-2.23 do not say which table they bound. */
+ncclResult_t diag_init(ncclDebugLogger_t logger, int abi);
 struct diag_ctx *diag_ctx_new(uint64_t comm_id, int traffic_class);
 ncclResult_t diag_ctx_free(struct diag_ctx *ctx);
 
@@ -63,5 +65,16 @@ ncclResult_t diag_test(void *request, int *done, int *sizes);
 ncclResult_t diag_close_send(void *send_comm);
 ncclResult_t diag_close_recv(void *recv_comm);
 ncclResult_t diag_close_listen(void *listen_comm);
+
+/* The tables before v9 (v5-v8) carry message sizes as int, and v5-v7 the
+ * registration size too: these check what an int cannot carry (a negative
+ * value is what a larger size becomes when a caller truncates it) and refuse
+ * it with a WARN naming the size and the table's limit, then call the
+ * size_t API. abi names the table in that WARN. */
+ncclResult_t diag_isend_int(int abi, void *send_comm, void *data, int size, int tag, void *mhandle,
+                            void **request);
+ncclResult_t diag_irecv_int(int abi, void *recv_comm, int n, void **data, int *sizes, int *tags,
+                            void **mhandles, void **request);
+ncclResult_t diag_reg_mr_int(int abi, void *comm, void *data, int size, int type, void **mhandle);
 
 #endif

@@ -10,7 +10,7 @@
 
 static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   (void)prof;
-  return diag_init(logger);
+  return diag_init(logger, 10);
 }
 
 static ncclResult_t v10_get_properties(int dev, ncclNetProperties_v10_t *p) {

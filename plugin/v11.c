@@ -11,7 +11,7 @@
 static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *config,
                              ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   (void)prof;
-  diag_init(logger);
+  diag_init(logger, 11);
   if (ctx)
     *ctx = diag_ctx_new(comm_id, config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF);
   return ncclSuccess;

@@ -1,27 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ncclNetPlugin_v8: int sizes, no profiler, no per-comm context. */
-#include <limits.h>
+/* ncclNetPlugin_v8, for NCCL 2.20-2.23: int message sizes (size_t
+ * registrations), no profiler, no per-comm context. */
+#include <string.h>
 
-#include "common/log.h"
 #include "plugin/abi/net_v8.h"
 #include "plugin/api.h"
+#include "plugin/props_v6.h"
 
-static ncclResult_t v8_init(ncclDebugLogger_t logger) { return diag_init(logger); }
+static ncclResult_t v8_init(ncclDebugLogger_t logger) { return diag_init(logger, 8); }
 
 static ncclResult_t v8_get_properties(int dev, ncclNetProperties_v8_t *p) {
   struct diag_props d;
   ncclResult_t r = diag_get_properties(dev, &d);
   if (r != ncclSuccess) return r;
-  p->name = d.name;
-  p->pciPath = d.pci_path;
-  p->guid = d.guid;
-  p->ptrSupport = d.ptr_support;
+  memset(p, 0, sizeof(*p));
+  DIAG_FILL_PROPS_V6(p, d);
   p->regIsGlobal = d.reg_is_global;
-  p->speed = d.speed;
-  p->port = d.port;
-  p->latency = d.latency;
-  p->maxComms = d.max_comms;
-  p->maxRecvs = d.max_recvs;
   p->netDeviceType = NCCL_NET_DEVICE_HOST;
   p->netDeviceVersion = NCCL_NET_DEVICE_INVALID_VERSION;
   return ncclSuccess;
@@ -45,30 +39,12 @@ static ncclResult_t v8_accept(void *listen_comm, void **recv_comm,
 
 static ncclResult_t v8_isend(void *send_comm, void *data, int size, int tag, void *mhandle,
                              void **request) {
-  if (size < 0) {
-    *request = NULL;
-    WARN("isend: negative size %d", size);
-    return ncclInternalError;
-  }
-  return diag_isend(send_comm, data, (size_t)size, tag, mhandle, request);
+  return diag_isend_int(8, send_comm, data, size, tag, mhandle, request);
 }
 
 static ncclResult_t v8_irecv(void *recv_comm, int n, void **data, int *sizes, int *tags,
                              void **mhandles, void **request) {
-  size_t sz[NCCL_NET_MAX_REQUESTS];
-  *request = NULL;
-  if (n < 1 || n > NCCL_NET_MAX_REQUESTS) {
-    WARN("irecv: %d grouped receives", n);
-    return ncclInternalError;
-  }
-  for (int i = 0; i < n; i++) {
-    if (sizes[i] < 0) {
-      WARN("irecv: negative capacity %d", sizes[i]);
-      return ncclInternalError;
-    }
-    sz[i] = (size_t)sizes[i];
-  }
-  return diag_irecv(recv_comm, n, data, sz, tags, mhandles, request);
+  return diag_irecv_int(8, recv_comm, n, data, sizes, tags, mhandles, request);
 }
 
 __attribute__((visibility("default"))) const ncclNet_v8_t ncclNetPlugin_v8 = {

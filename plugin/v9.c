@@ -6,7 +6,7 @@
 #include "plugin/api.h"
 #include "plugin/props_v9.h"
 
-static ncclResult_t v9_init(ncclDebugLogger_t logger) { return diag_init(logger); }
+static ncclResult_t v9_init(ncclDebugLogger_t logger) { return diag_init(logger, 9); }
 
 static ncclResult_t v9_get_properties(int dev, ncclNetProperties_v9_t *p) {
   struct diag_props d;

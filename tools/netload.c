@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* Finding and opening the plugin, init, properties, connection setup. The
+ * data path is in netload_data.c. */
 #include "tools/netload.h"
 
 #include <dlfcn.h>
@@ -6,8 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "tools/netload_call.h"
 
 #define SO_NAME "libnccl-net-diag.so"
 
@@ -45,32 +48,48 @@ static void *find_plugin(const char *path, char *out, size_t cap, char *err, siz
   return try_open(SO_NAME, err, errlen);
 }
 
+static void set_table(struct netload *nl, int v, void *s) {
+  nl->version = v;
+  switch (v) {
+  case 5: nl->v5 = s; break;
+  case 6: nl->v6 = s; break;
+  case 7: nl->v7 = s; break;
+  case 8: nl->v8 = s; break;
+  case 9: nl->v9 = s; break;
+  case 10: nl->v10 = s; break;
+  case 11: nl->v11 = s; break;
+  default: nl->v12 = s; break;
+  }
+}
+
 int netload_open(struct netload *nl, const char *path, int version, char *err, size_t errlen) {
   memset(nl, 0, sizeof(*nl));
   if (err) err[0] = 0;
+  if (version && (version < NETLOAD_ABI_MIN || version > NETLOAD_ABI_MAX)) {
+    snprintf(err, errlen, "ABI v%d is not one this loader drives (v%d to v%d)", version,
+             NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
+    return -1;
+  }
   nl->dl = find_plugin(path, nl->path, sizeof(nl->path), err, errlen);
   if (!nl->dl) return -1;
-  for (int v = version ? version : 11; v >= 8; v--) {
+  for (int v = version ? version : NETLOAD_ABI_MAX; v >= NETLOAD_ABI_MIN; v--) {
     char sym[32];
     snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
     void *s = dlsym(nl->dl, sym);
-    if (!s) {
-      if (version) {
-        snprintf(err, errlen, "%s exports no %s", nl->path, sym);
-        dlclose(nl->dl);
-        return -1;
-      }
-      continue;
+    if (s) {
+      set_table(nl, v, s);
+      return 0;
     }
-    nl->version = v;
-    if (v == 8) nl->v8 = s;
-    if (v == 9) nl->v9 = s;
-    if (v == 10) nl->v10 = s;
-    if (v == 11) nl->v11 = s;
-    return 0;
+    if (version) {
+      snprintf(err, errlen, "%s exports no %s", nl->path, sym);
+      break;
+    }
   }
-  snprintf(err, errlen, "%s exports no ncclNetPlugin_v8..v11", nl->path);
+  if (!version)
+    snprintf(err, errlen, "%s exports no ncclNetPlugin_v%d..v%d", nl->path, NETLOAD_ABI_MIN,
+             NETLOAD_ABI_MAX);
   dlclose(nl->dl);
+  nl->dl = NULL;
   return -1;
 }
 
@@ -79,37 +98,35 @@ void netload_close(struct netload *nl) {
   nl->dl = NULL;
 }
 
-const char *netload_name(struct netload *nl) {
-  switch (nl->version) {
-  case 8: return nl->v8->name;
-  case 9: return nl->v9->name;
-  case 10: return nl->v10->name;
-  default: return nl->v11->name;
-  }
-}
+int netload_int_sizes(const struct netload *nl) { return nl->version <= 8; }
 
-/* Dispatch a call that has the same shape in every version. */
-#define NL_SAME(nl, call)                                                                          \
-  ((nl)->version == 8    ? (nl)->v8->call                                                          \
-   : (nl)->version == 9  ? (nl)->v9->call                                                          \
-   : (nl)->version == 10 ? (nl)->v10->call                                                         \
-                         : (nl)->v11->call)
+const char *netload_name(struct netload *nl) { return NL_SAME(nl, name); }
 
 ncclResult_t netload_init(struct netload *nl, ncclDebugLogger_t logger) {
+  nl->logger = logger;
   switch (nl->version) {
+  case 5: return nl->v5->init(logger);
+  case 6: return nl->v6->init(logger);
+  case 7: return nl->v7->init(logger);
   case 8: return nl->v8->init(logger);
   case 9: return nl->v9->init(logger);
   case 10: return nl->v10->init(logger, NULL);
-  default: {
+  case 11: {
     ncclNetCommConfig_v11_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
     return nl->v11->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, NULL);
+  }
+  default: {
+    ncclNetCommConfig_v12_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
+    return nl->v12->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, NULL);
   }
   }
 }
 
+/* Tables before v11 have no finalize: NCCL simply stops calling them. */
 ncclResult_t netload_finalize(struct netload *nl) {
-  if (nl->version != 11) return ncclSuccess;
-  ncclResult_t r = nl->v11->finalize(nl->ctx);
+  ncclResult_t r = ncclSuccess;
+  if (nl->version == 11) r = nl->v11->finalize(nl->ctx);
+  if (nl->version == 12) r = nl->v12->finalize(nl->ctx);
   nl->ctx = NULL;
   return r;
 }
@@ -127,156 +144,73 @@ ncclResult_t netload_devices(struct netload *nl, int *ndev) { return NL_SAME(nl,
     (p)->port = (s).port;                                                                          \
     (p)->max_comms = (s).maxComms;                                                                 \
     (p)->max_recvs = (s).maxRecvs;                                                                 \
-    (p)->device_type = (int)(s).netDeviceType;                                                     \
-    (p)->device_version = (s).netDeviceVersion;                                                    \
   } while (0)
 
-ncclResult_t netload_props(struct netload *nl, int dev, struct netload_props *p) {
-  memset(p, 0, sizeof(*p));
-  ncclResult_t r;
-  if (nl->version == 8) {
-    ncclNetProperties_v8_t s;
-    memset(&s, 0xa5, sizeof(s)); /* NCCL does not zero it either */
-    if ((r = nl->v8->getProperties(dev, &s))) return r;
-    COPY_COMMON(p, s);
-    p->vdevs = 1;
-    p->max_p2p_bytes = 1ULL << 30; /* what NCCL's v8 adapter assumes */
-    p->max_coll_bytes = 1ULL << 29;
+/* What the property struct of v9 and later adds. */
+#define COPY_V9(p, s)                                                                              \
+  do {                                                                                             \
+    (p)->device_type = (int)(s).netDeviceType;                                                     \
+    (p)->device_version = (s).netDeviceVersion;                                                    \
+    (p)->force_flush = (s).forceFlush;                                                             \
+    (p)->vdevs = (s).vProps.ndevs;                                                                 \
+    (p)->max_p2p_bytes = (s).maxP2pBytes;                                                          \
+    (p)->max_coll_bytes = (s).maxCollBytes;                                                        \
+  } while (0)
+
+/* v5-v8 say nothing about sizes or virtual devices: report what NCCL's
+ * adapters assume for them. */
+static void assume_limits(struct netload_props *p) {
+  p->vdevs = 1;
+  p->max_p2p_bytes = MAX_NET_SIZE;
+  p->max_coll_bytes = MAX_COLLNET_SIZE;
+  p->limits_assumed = 1;
+}
+
+/* NCCL does not zero the struct before getProperties: neither do we. */
+#define GET_PROPS(get, type, p, dev, s)                                                            \
+  type s;                                                                                          \
+  memset(&s, 0xa5, sizeof(s));                                                                     \
+  ncclResult_t r_ = (get)(dev, &s);                                                                \
+  if (r_) return r_;                                                                               \
+  COPY_COMMON(p, s)
+
+static ncclResult_t props_int_tables(struct netload *nl, int dev, struct netload_props *p) {
+  assume_limits(p);
+  if (nl->version == 5 || nl->version == 6) { /* one property layout */
+    GET_PROPS(nl->version == 5 ? nl->v5->getProperties : nl->v6->getProperties,
+              ncclNetProperties_v5_t, p, dev, s);
     return ncclSuccess;
   }
-  if (nl->version == 11) {
-    ncclNetProperties_v11_t s;
-    memset(&s, 0xa5, sizeof(s));
-    if ((r = nl->v11->getProperties(dev, &s))) return r;
-    COPY_COMMON(p, s);
-    p->force_flush = s.forceFlush;
-    p->vdevs = s.vProps.ndevs;
-    p->max_p2p_bytes = s.maxP2pBytes;
-    p->max_coll_bytes = s.maxCollBytes;
+  if (nl->version == 7) {
+    GET_PROPS(nl->v7->getProperties, ncclNetProperties_v7_t, p, dev, s);
+    p->device_type = (int)s.netDeviceType;
+    p->device_version = s.netDeviceVersion;
     return ncclSuccess;
   }
-  ncclNetProperties_v9_t s;
-  memset(&s, 0xa5, sizeof(s));
-  r = nl->version == 9 ? nl->v9->getProperties(dev, &s) : nl->v10->getProperties(dev, &s);
-  if (r) return r;
-  COPY_COMMON(p, s);
-  p->force_flush = s.forceFlush;
-  p->vdevs = s.vProps.ndevs;
-  p->max_p2p_bytes = s.maxP2pBytes;
-  p->max_coll_bytes = s.maxCollBytes;
+  GET_PROPS(nl->v8->getProperties, ncclNetProperties_v8_t, p, dev, s);
+  p->device_type = (int)s.netDeviceType;
+  p->device_version = s.netDeviceVersion;
   return ncclSuccess;
 }
 
-ncclResult_t netload_listen(struct netload *nl, int dev, void *handle, void **lc) {
-  if (nl->version == 11) return nl->v11->listen(nl->ctx, dev, handle, lc);
-  return nl->version == 8   ? nl->v8->listen(dev, handle, lc)
-         : nl->version == 9 ? nl->v9->listen(dev, handle, lc)
-                            : nl->v10->listen(dev, handle, lc);
-}
-
-ncclResult_t netload_connect(struct netload *nl, int dev, void *handle, void **sc) {
-  ncclNetDeviceHandle_v8_t *dh = NULL; /* NCCL's host path: a pointer to NULL */
-  switch (nl->version) {
-  case 8: return nl->v8->connect(dev, handle, sc, &dh);
-  case 9: return nl->v9->connect(dev, handle, sc, &dh);
-  case 10: {
-    ncclNetCommConfig_v10_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-    return nl->v10->connect(dev, &cfg, handle, sc, &dh);
+ncclResult_t netload_props(struct netload *nl, int dev, struct netload_props *p) {
+  memset(p, 0, sizeof(*p));
+  p->rail_id = p->plane_id = NCCL_NET_ID_UNDEF;
+  if (nl->version <= 8) return props_int_tables(nl, dev, p);
+  if (nl->version == 12) {
+    GET_PROPS(nl->v12->getProperties, ncclNetProperties_v12_t, p, dev, s);
+    COPY_V9(p, s);
+    p->rail_id = s.railId;
+    p->plane_id = s.planeId;
+    return ncclSuccess;
   }
-  default: return nl->v11->connect(nl->ctx, dev, handle, sc, &dh);
+  if (nl->version == 11) {
+    GET_PROPS(nl->v11->getProperties, ncclNetProperties_v11_t, p, dev, s);
+    COPY_V9(p, s);
+    return ncclSuccess;
   }
-}
-
-ncclResult_t netload_accept(struct netload *nl, void *lc, void **rc) {
-  ncclNetDeviceHandle_v8_t *dh = NULL;
-  return NL_SAME(nl, accept(lc, rc, &dh));
-}
-
-ncclResult_t netload_reg_mr(struct netload *nl, void *comm, void *data, size_t size, int type,
-                            void **mh) {
-  *mh = NULL; /* NCCL pre-zeroes the slot */
-  return NL_SAME(nl, regMr(comm, data, size, type, mh));
-}
-
-ncclResult_t netload_dereg_mr(struct netload *nl, void *comm, void *mh) {
-  return NL_SAME(nl, deregMr(comm, mh));
-}
-
-ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size, int tag, void *mh,
-                           void **req) {
-  *req = (void *)0xdead; /* stale value on entry, as NCCL may leave */
-  switch (nl->version) {
-  case 8:
-    if (size > (1ULL << 30)) return ncclInternalError; /* NCCL's v8 adapter rejects it */
-    return nl->v8->isend(sc, data, (int)size, tag, mh, req);
-  case 9: return nl->v9->isend(sc, data, size, tag, mh, req);
-  case 10: return nl->v10->isend(sc, data, size, tag, mh, NULL, req);
-  default: return nl->v11->isend(sc, data, size, tag, mh, NULL, req);
-  }
-}
-
-ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, size_t *sizes,
-                           int *tags, void **mh, void **req) {
-  switch (nl->version) {
-  case 8: {
-    int isz[NCCL_NET_MAX_REQUESTS];
-    for (int i = 0; i < n && i < NCCL_NET_MAX_REQUESTS; i++) {
-      if (sizes[i] > (1ULL << 30)) return ncclInternalError;
-      isz[i] = (int)sizes[i];
-    }
-    *req = NULL; /* v8 adapter clears the sentinel */
-    return nl->v8->irecv(rc, n, data, isz, tags, mh, req);
-  }
-  case 9:
-    *req = (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION; /* v9+ may see the sentinel */
-    return nl->v9->irecv(rc, n, data, sizes, tags, mh, req);
-  case 10:
-    *req = (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION;
-    return nl->v10->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-  default:
-    *req = (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION;
-    return nl->v11->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-  }
-}
-
-ncclResult_t netload_test(struct netload *nl, void *req, int *done, int *sizes) {
-  return NL_SAME(nl, test(req, done, sizes));
-}
-
-ncclResult_t netload_iflush(struct netload *nl, void *rc, int n, void **data, int *sizes, void **mh,
-                            void **req) {
-  *req = NULL; /* NCCL pre-sets NULL: NULL back means nothing to wait for */
-  return NL_SAME(nl, iflush(rc, n, data, sizes, mh, req));
-}
-
-ncclResult_t netload_close_send(struct netload *nl, void *sc) { return NL_SAME(nl, closeSend(sc)); }
-ncclResult_t netload_close_recv(struct netload *nl, void *rc) { return NL_SAME(nl, closeRecv(rc)); }
-ncclResult_t netload_close_listen(struct netload *nl, void *lc) {
-  return NL_SAME(nl, closeListen(lc));
-}
-
-static long long ms_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
-ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc,
-                                  int timeout_ms) {
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
-  void *lc = NULL;
-  ncclResult_t r = netload_listen(nl, dev, handle, &lc);
-  *sc = *rc = NULL;
-  if (r) return r;
-  long long end = ms_now() + timeout_ms;
-  while (!*sc || !*rc) {
-    if (!*sc && (r = netload_connect(nl, dev, handle, sc))) break;
-    if (!*rc && (r = netload_accept(nl, lc, rc))) break;
-    if (ms_now() > end) {
-      r = ncclSystemError;
-      break;
-    }
-  }
-  netload_close_listen(nl, lc);
-  return r;
+  GET_PROPS(nl->version == 9 ? nl->v9->getProperties : nl->v10->getProperties,
+            ncclNetProperties_v9_t, p, dev, s); /* v10 keeps the v9 layout */
+  COPY_V9(p, s);
+  return ncclSuccess;
 }

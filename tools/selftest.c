@@ -155,8 +155,10 @@ int cmd_selftest(int argc, char **argv) {
     else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
     else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
     else {
-      fprintf(stderr, "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi 8|9|10|11] "
-                      "[--plugin PATH] [-v]\n");
+      fprintf(stderr,
+              "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi %d..%d] "
+              "[--plugin PATH] [-v]\n",
+              NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
       return 2;
     }
   }
@@ -187,9 +189,13 @@ int cmd_selftest(int argc, char **argv) {
       fail = 1;
       continue;
     }
-    printf("  [%d] %s  %s  %d Mbps  pciPath %s  maxRecvs %d  maxP2pBytes %zu\n", d, p.name,
-           (p.ptr_support & NCCL_PTR_CUDA) ? "host+cuda" : "host", p.speed,
-           p.has_pci ? p.pci_path : "(virtual)", p.max_recvs, p.max_p2p_bytes);
+    printf("  [%d] %s  %s  %d Mbps  pciPath %s  maxRecvs %d  maxP2pBytes %zu  maxCollBytes %zu%s\n",
+           d, p.name, (p.ptr_support & NCCL_PTR_CUDA) ? "host+cuda" : "host", p.speed,
+           p.has_pci ? p.pci_path : "(virtual)", p.max_recvs, p.max_p2p_bytes, p.max_coll_bytes,
+           p.limits_assumed ? " (NCCL's values: this table has no size fields)" : "");
+    if (nl.version >= 12)
+      printf("      railId %d  planeId %d  (%d: unknown to this plugin)\n", p.rail_id, p.plane_id,
+             NCCL_NET_ID_UNDEF);
   }
   printf("transfers over loopback connections:\n");
   for (int d = 0; d < ndev; d++) {

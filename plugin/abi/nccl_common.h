@@ -60,9 +60,15 @@ typedef ncclResult_t (*ncclProfilerCallback_t)(void **eHandle, int type, void *p
 #define NCCL_PTR_CUDA 0x2
 #define NCCL_PTR_DMABUF 0x4
 #define NCCL_NET_MAX_REQUESTS 32
+/* What NCCL required in flight per comm before v7 (2.12-2.18); we still take 32. */
+#define NCCL_NET_MAX_REQUESTS_V6 8
 #define NCCL_NET_OPTIONAL_RECV_COMPLETION 0x1
 #define NCCL_NET_MAX_DEVS_PER_NIC 4
 #define NCCL_MAX_NET_SIZE_BYTES (1ULL << 40)
+/* Tables before v9 have no maxP2pBytes/maxCollBytes: NCCL (2.24 on) assumes
+ * these for them and refuses larger isend/irecv sizes in its adapters. */
+#define MAX_NET_SIZE (1ULL << 30)
+#define MAX_COLLNET_SIZE (1ULL << 29)
 #define NCCL_NET_TRAFFIC_CLASS_UNDEF (-1)
 
 typedef enum {
@@ -72,7 +78,7 @@ typedef enum {
 
 #define NCCL_NET_DEVICE_INVALID_VERSION 0x0
 
-/* Identical from v7 to v11; only used for device offload, which we never do. */
+/* Identical from v7 to v12; only used for device offload, which we never do. */
 typedef struct {
   ncclNetDeviceType netDeviceType;
   int netDeviceVersion;
@@ -81,9 +87,11 @@ typedef struct {
   int needsProxyProgress;
 } ncclNetDeviceHandle_v8_t;
 
+typedef ncclNetDeviceHandle_v8_t ncclNetDeviceHandle_v7_t;
 typedef ncclNetDeviceHandle_v8_t ncclNetDeviceHandle_v9_t;
 typedef ncclNetDeviceHandle_v8_t ncclNetDeviceHandle_v10_t;
 typedef ncclNetDeviceHandle_v8_t ncclNetDeviceHandle_v11_t;
+typedef ncclNetDeviceHandle_v8_t ncclNetDeviceHandle_v12_t;
 
 typedef struct {
   int ndevs;

@@ -38,6 +38,11 @@ void case_connector_dies(struct side *s);
 void case_ifname_grammar(struct side *s);
 void case_detour(struct side *s);
 
+void case_mixed_v6_v11(struct side *s);
+void case_mixed_v12_v5(struct side *s);
+void case_size_limits(struct side *s);
+void case_census_at_exit(struct side *s);
+
 void case_ib_qp_log(struct side *s);
 void case_ib_grouped(struct side *s);
 void case_ib_qps(struct side *s);

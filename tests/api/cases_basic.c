@@ -10,12 +10,18 @@
 
 #include "cases.h"
 
-/* Every slot the spec says must be NULL is NULL, and init never fails. */
+/* Every slot the spec says must be NULL is NULL, and init never fails.
+ * v5 and v6 have no device-offload slots at all; v5 has no regMrDmaBuf. */
 static void check_struct_slots(struct side *s) {
   struct netload *nl = &s->nl;
   CHECK(!strcmp(netload_name(nl), "diag"), "network name is \"%s\", NCCL_NET=diag needs \"diag\"",
         netload_name(nl));
   switch (nl->version) {
+  case 5: CHECK(nl->v5->regMr && nl->v5->deregMr && nl->v5->iflush, "v5 slots missing"); break;
+  case 6: CHECK(nl->v6->regMrDmaBuf && nl->v6->iflush, "v6 regMrDmaBuf/iflush missing"); break;
+  case 7:
+    CHECK(!nl->v7->getDeviceMr && !nl->v7->irecvConsumed, "v7 getDeviceMr/irecvConsumed not NULL");
+    break;
   case 8:
     CHECK(!nl->v8->getDeviceMr && !nl->v8->irecvConsumed, "v8 getDeviceMr/irecvConsumed not NULL");
     break;
@@ -27,11 +33,40 @@ static void check_struct_slots(struct side *s) {
     CHECK(!nl->v10->getDeviceMr && !nl->v10->irecvConsumed && !nl->v10->makeVDevice,
           "v10 getDeviceMr/irecvConsumed/makeVDevice not NULL");
     break;
-  default:
+  case 11:
     CHECK(!nl->v11->getDeviceMr && !nl->v11->irecvConsumed && !nl->v11->makeVDevice &&
             !nl->v11->setNetAttr && nl->v11->finalize,
           "v11 slots: getDeviceMr/irecvConsumed/makeVDevice/setNetAttr must be NULL, finalize set");
+    break;
+  default:
+    CHECK(!nl->v12->getDeviceMr && !nl->v12->irecvConsumed && !nl->v12->makeVDevice &&
+            !nl->v12->setNetAttr && nl->v12->finalize,
+          "v12 slots: getDeviceMr/irecvConsumed/makeVDevice/setNetAttr must be NULL, finalize set");
   }
+}
+
+/* The size limits each table reports: v5-v8 have no fields, so NCCL's
+ * assumption; v9 and later say what the plugin takes (1 GiB per message).
+ * v12's rail and plane ids are "unknown" (NCCL_NET_ID_UNDEF), and v5 cannot
+ * advertise dma-buf (it has no slot for it). */
+static void check_props_per_table(struct side *s, const struct netload_props *p) {
+  int v = s->nl.version;
+  if (v <= 8)
+    CHECK(p->limits_assumed && p->max_p2p_bytes == MAX_NET_SIZE &&
+            p->max_coll_bytes == MAX_COLLNET_SIZE,
+          "v%d: limits %zu/%zu, NCCL's %llu/%llu expected", v, p->max_p2p_bytes, p->max_coll_bytes,
+          MAX_NET_SIZE, MAX_COLLNET_SIZE);
+  else
+    CHECK(!p->limits_assumed && p->max_p2p_bytes == MAX_NET_SIZE &&
+            p->max_coll_bytes == MAX_NET_SIZE,
+          "v%d: maxP2pBytes %zu maxCollBytes %zu, 1 GiB each expected", v, p->max_p2p_bytes,
+          p->max_coll_bytes);
+  CHECK(p->rail_id == NCCL_NET_ID_UNDEF && p->plane_id == NCCL_NET_ID_UNDEF,
+        "v%d: railId %d planeId %d, NCCL_NET_ID_UNDEF expected", v, p->rail_id, p->plane_id);
+  if (v == 5) CHECK(!(p->ptr_support & NCCL_PTR_DMABUF), "v5 advertises dma-buf");
+  char want[64];
+  snprintf(want, sizeof(want), "bound through ncclNetPlugin_v%d)", v);
+  CHECK(log_find(NCCL_LOG_INFO, want), "no INFO line says \"%s\"", want);
 }
 
 void case_init_props(struct side *s) {
@@ -62,7 +97,8 @@ void case_init_props(struct side *s) {
     CHECK(p.device_type == 0 && p.device_version == 0, "device %s is not a host device", p.name);
     CHECK(p.max_p2p_bytes >= 1 && p.max_p2p_bytes <= (1ULL << 40), "maxP2pBytes %zu",
           p.max_p2p_bytes);
-    if (s->nl.version >= 9) CHECK(p.vdevs == 1, "vProps.ndevs %d", p.vdevs);
+    CHECK(p.vdevs == 1, "vProps.ndevs %d", p.vdevs);
+    check_props_per_table(s, &p);
   }
   CHECK(log_count(NCCL_LOG_WARN, "") == 0, "a healthy init logged a WARN: %s",
         log_find(NCCL_LOG_WARN, ""));
@@ -74,19 +110,25 @@ void case_init_props(struct side *s) {
   side_close(s);
 }
 
-/* v11: init is per communicator and returns a context; finalize takes NULL. */
+/* v11 and v12: init is per communicator and returns a context; finalize
+ * takes NULL. */
 void case_v11_context(struct side *s) {
   if (side_open(s)) return;
-  if (s->nl.version != 11) {
+  if (s->nl.version < 11) {
     side_close(s);
     return;
   }
   void *a = s->nl.ctx, *b = NULL;
-  ncclNetCommConfig_v11_t cfg = {5};
-  CHECK(s->nl.v11->init(&b, 42, &cfg, NULL, NULL) == 0, "second init failed");
+  ncclNetCommConfig_t cfg = {5};
+  int v12 = s->nl.version == 12;
+  CHECK((v12 ? s->nl.v12->init(&b, 42, &cfg, NULL, NULL)
+             : s->nl.v11->init(&b, 42, &cfg, NULL, NULL)) == 0,
+        "second init failed");
   CHECK(a && b && a != b, "contexts %p and %p are not distinct", a, b);
-  CHECK(s->nl.v11->finalize(NULL) == 0, "finalize(NULL) failed");
-  CHECK(s->nl.v11->finalize(b) == 0, "finalize of the second context failed");
+  CHECK((v12 ? s->nl.v12->finalize(NULL) : s->nl.v11->finalize(NULL)) == 0,
+        "finalize(NULL) failed");
+  CHECK((v12 ? s->nl.v12->finalize(b) : s->nl.v11->finalize(b)) == 0,
+        "finalize of the second context failed");
   side_close(s);
 }
 

@@ -19,7 +19,7 @@ enum { ROLE_RECV = 0, ROLE_SEND = 1, ROLE_SINGLE = 2 };
 struct side {
   int role;
   int ctl; /* socketpair to the other side (-1 for single cases) */
-  int abi; /* 8..11 */
+  int abi; /* the table this side binds: --abi, or the case's choice */
   struct netload nl;
   int loaded;
   int dev; /* device both sides use */
@@ -38,6 +38,7 @@ struct api_case {
   int netns_only; /* needs the two-namespace-host placement */
   int one_host;   /* only in the one-host placement (it picks other fixture hosts) */
   int soft_only;  /* softverbs only: fixture hosts, injected faults, or 2 GiB of memory */
+  int abi_only;   /* only in the run for this table (the case picks each side's table) */
 };
 
 /* Placement: namespaces for the receiver and sender (NULL = current). */

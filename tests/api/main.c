@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* api_suite: the conformance suite. Usage:
- *   api_suite [--abi 8|9|10|11] [--short] [--netns RECV_NS,SEND_NS] [--case SUBSTR]
- * --short runs the core cases only (used for the v9/v10 tables).
+ *   api_suite [--abi 5..12] [--short] [--netns RECV_NS,SEND_NS] [--case SUBSTR]
+ * --short runs the core cases only (for the tables that add little).
  * --verbs real: the RDMA cases run over the system's libibverbs and real
  * devices (tests/rxe), so cases that need softverbs' fixture hosts or its
  * fault hooks, or more memory than a small guest has, are left out. */
@@ -29,10 +29,18 @@ int ncclGetVersion(int *version) {
 #define NETNS .netns_only = 1
 #define ONE_HOST .one_host = 1
 #define SOFT_ONLY .soft_only = 1
+#define IN_V6_RUN .abi_only = 6
 
 static const struct api_case cases[] = {
   {"init, devices and properties", case_init_props, CORE, .timeout_s = 30},
-  {"v11 per-communicator context", case_v11_context, CORE, .timeout_s = 30},
+  {"per-communicator context (v11, v12)", case_v11_context, CORE, .timeout_s = 30},
+  {"sizes a table cannot carry are refused, never truncated", case_size_limits, CORE,
+   .timeout_s = 30},
+  {"closing census at exit, with or without finalize", case_census_at_exit, CORE, .timeout_s = 30},
+  {"v6 table (NCCL 2.14.3) receives from a v11 table (NCCL 2.28.9)", case_mixed_v6_v11, TWO,
+   IN_V6_RUN, .timeout_s = 60},
+  {"v12 table (NCCL 2.30.7) receives from a v5 table (NCCL 2.12.12)", case_mixed_v12_v5, TWO,
+   IN_V6_RUN, .timeout_s = 60},
   {"bad knob values are named", case_bad_knobs, .timeout_s = 30},
   {"no interface matches NCCL_SOCKET_IFNAME", case_no_device, TCP_ONLY, .timeout_s = 30},
   {"listen handle bounds and uniqueness", case_handle_bounds, .timeout_s = 30},
@@ -112,7 +120,7 @@ int main(int argc, char **argv) {
       netns_send = comma + 1;
     } else {
       fprintf(stderr,
-              "usage: %s [--abi 8|9|10|11] [--short] [--transport tcp|ib] [--verbs soft|real]\n"
+              "usage: %s [--abi 5..12] [--short] [--transport tcp|ib] [--verbs soft|real]\n"
               "       [--netns RECV,SEND]\n"
               "       [--env K=V] [--env-recv K=V] [--env-send K=V] [--case TEXT]\n",
               argv[0]);
@@ -138,6 +146,7 @@ int main(int argc, char **argv) {
     if (c->netns_only && !netns_recv) continue;
     if (c->one_host && netns_recv) continue;
     if (c->soft_only && real_verbs) continue;
+    if (c->abi_only && c->abi_only != abi_version) continue;
     if (c->needs_root && !is_root()) {
       tap_skip(name, "needs root");
       continue;

@@ -9,28 +9,41 @@ re_escape() { printf '%s' "$1" | sed 's/[][\.*^$+?(){}|/]/\\&/g'; }
 log_plugin_loaded() {
   grep -m1 -E "NCCL INFO Successfully loaded external network plugin .*$(re_escape "$2")[[:space:]]*\$" "$1"
 }
-# The ABI version NCCL bound for the plugin named $2 (empty when none).
+# The ABI version NCCL bound for the plugin named $2 (empty when none). NCCL
+# 2.12-2.23 log no "Loaded net plugin" line for the table they bind without
+# an adapter; the plugin's own INFO line ("bound through ncclNetPlugin_vN")
+# says it there.
 log_bound_abi() {
-  sed -n -E "s/.*NCCL INFO NET\/Plugin: Loaded net plugin $(re_escape "$2") \(v([0-9]+)\)[[:space:]]*\$/\1/p" "$1" |
-    head -n1
+  local v
+  v=$(sed -n -E "s/.*NCCL INFO NET\/Plugin: Loaded net plugin $(re_escape "$2") \(v([0-9]+)\)[[:space:]]*\$/\1/p" "$1" |
+    head -n1)
+  [ -n "$v" ] || v=$(sed -n -E 's/.*NCCL INFO NET\/diag libnccl-net-diag .*bound through ncclNetPlugin_v([0-9]+)\).*/\1/p' "$1" |
+    head -n1)
+  echo "$v"
 }
 # shellcheck disable=SC2317 # called through log_case
-log_bound_line() { grep -m1 -E "NCCL INFO NET/Plugin: Loaded net plugin $(re_escape "$2") \(v[0-9]+\)" "$1"; }
+log_bound_line() {
+  grep -m1 -E "NCCL INFO NET/Plugin: Loaded net plugin $(re_escape "$2") \(v[0-9]+\)" "$1" ||
+    grep -m1 -E "NCCL INFO NET/diag libnccl-net-diag .*bound through ncclNetPlugin_v[0-9]+\)" "$1"
+}
 # The communicator uses network $2 (NCCL's "Using network <name>").
 log_network() { grep -m1 -E "NCCL INFO Using network $(re_escape "$2")[[:space:]]*\$" "$1"; }
 # Connections go through NET/<name> ("Channel 00/0 : 0[0] -> 1[0] [send] via NET/diag/0").
 log_via_net() { grep -m1 -E "NCCL INFO Channel .* via NET/$(re_escape "$2")/[0-9]+" "$1"; }
 log_hostid() { grep -m1 -F "NCCL INFO NCCL_HOSTID set by environment to $2" "$1"; }
 
-# The ABI NCCL binds for a plugin exporting v8..v11 (spec 1.1): 2.28 and later
-# v11 (2.30 looks for v12 first, which we do not export), 2.26-2.27 v10,
-# 2.24-2.25 v9, older v8.
+# The ABI NCCL binds for a plugin exporting v5..v12 (README, "NCCL versions"):
+# the newest table each release looks for.
 expected_abi() {
   local major=$(($1 / 10000)) minor=$((($1 % 10000) / 100))
-  if [ "$major" -gt 2 ] || [ "$minor" -ge 28 ]; then echo 11
+  if [ "$major" -gt 2 ] || [ "$minor" -ge 30 ]; then echo 12
+  elif [ "$minor" -ge 28 ]; then echo 11
   elif [ "$minor" -ge 26 ]; then echo 10
   elif [ "$minor" -ge 24 ]; then echo 9
-  else echo 8; fi
+  elif [ "$minor" -ge 20 ]; then echo 8
+  elif [ "$minor" -ge 19 ]; then echo 7
+  elif [ "$minor" -ge 13 ]; then echo 6
+  else echo 5; fi
 }
 
 # One assertion on a log: passes when the matcher prints a line (quoted

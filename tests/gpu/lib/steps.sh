@@ -67,7 +67,7 @@ step_probe() {
   fi
   nccl_code=$(sed -n -E 's/.*\(code ([0-9]+)\).*/\1/p' <<<"$probe" | head -n1)
   abi=$(expected_abi "${nccl_code:-0}")
-  echo "# NCCL version code $nccl_code: a plugin exporting v8..v11 is bound through v$abi"
+  echo "# NCCL version code $nccl_code: a plugin exporting v5..v12 is bound through v$abi"
 }
 
 # A plugin that does not load as built would only make NCCL fall back.
