@@ -110,6 +110,7 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
       return err;
     }
   }
+  ib_compat_rtr_ok(s->dev, &s->peer, s->peer_desc);
   return 0;
 }
 
