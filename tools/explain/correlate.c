@@ -22,6 +22,21 @@ static struct corr_host *host_of(struct corr *c, const char *name, int *last) {
   return h;
 }
 
+static int by_name(const void *a, const void *b) {
+  return strverscmp(((const struct corr_host *)a)->name, ((const struct corr_host *)b)->name);
+}
+
+/* A per-QP line read before its host's device list names the device by
+ * NCCL's index only: name it now. */
+static void name_ports(struct corr_host *h) {
+  long v;
+  for (int i = 0; i < h->nports; i++) {
+    struct corr_port *p = &h->ports[i];
+    if (p->dev[0] == '#' && text_long(p->dev + 1, &v) && v < h->nib && v < CORR_IBDEVS_MAX)
+      scopy(p->dev, sizeof(p->dev), h->ib_names[v]);
+  }
+}
+
 int corr_build(const struct logset *ls, struct corr *c) {
   memset(c, 0, sizeof(*c));
   int last = -1;
@@ -32,6 +47,8 @@ int corr_build(const struct logset *ls, struct corr *c) {
     if (!h) return ENOMEM;
     corr_read_rec(h, r);
   }
+  for (int i = 0; i < c->nhosts; i++) name_ports(&c->hosts[i]);
+  if (c->nhosts) qsort(c->hosts, (size_t)c->nhosts, sizeof(c->hosts[0]), by_name);
   return 0;
 }
 

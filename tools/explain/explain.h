@@ -106,6 +106,8 @@ void finding_export(struct finding *f, const char *fmt, ...) __attribute__((form
  * names its host. */
 void finding_evidence(struct finding *f, const struct rec *r);
 void finding_host(struct finding *f, const char *host);
+/* Whether a line of this host is already among the finding's lines. */
+bool finding_covers_host(const struct finding *f, const char *host);
 /* Whether some finding already accounts for this line. */
 const struct finding *findings_covering(const struct findings *fs, const struct rec *r);
 void findings_sort(struct findings *fs);

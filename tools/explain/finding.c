@@ -64,6 +64,12 @@ void finding_host(struct finding *f, const char *host) {
   scopy(f->hosts[f->nhosts++], sizeof(f->hosts[0]), host);
 }
 
+bool finding_covers_host(const struct finding *f, const char *host) {
+  for (size_t i = 0; i < f->ncovered; i++)
+    if (!strcmp(f->covered[i]->host, host)) return true;
+  return false;
+}
+
 static void cover(struct finding *f, const struct rec *r) {
   for (size_t i = f->ncovered; i-- > 0 && i + 8 >= f->ncovered;)
     if (f->covered[i] == r) return;

@@ -60,10 +60,14 @@ static void text_finding(FILE *out, const struct logset *ls, int n, const struct
     fprintf(out, "          export %s\n", clean);
   }
   if (f->nhosts) {
-    fprintf(out, "   hosts: ");
-    for (int i = 0; i < f->nhosts; i++) fprintf(out, "%s%s", i ? ", " : "", f->hosts[i]);
-    if (f->nhosts_more) fprintf(out, " and %d more", f->nhosts_more);
-    fprintf(out, "\n");
+    char hosts[FINDING_HOSTS_MAX * (EXPLAIN_HOST_MAX + 2) + 32] = "";
+    for (int i = 0; i < f->nhosts; i++)
+      snprintf(hosts + strlen(hosts), sizeof(hosts) - strlen(hosts), "%s%s", i ? ", " : "",
+               f->hosts[i]);
+    if (f->nhosts_more)
+      snprintf(hosts + strlen(hosts), sizeof(hosts) - strlen(hosts), " and %d more",
+               f->nhosts_more);
+    wrap(out, "   hosts: ", 10, hosts);
   }
   fprintf(out, "   evidence:\n");
   size_t shown = all ? f->ncovered : (size_t)f->nev;

@@ -203,13 +203,6 @@ static struct finding *closed_finding(const struct explain_ctx *cx, const struct
   if (!ph) ph = corr_find(cx->corr, name);
   struct finding *f;
   const char *host = r->host[0] ? r->host : "a host";
-  if (ph && ph->first_warn && (f = covering(cx->out, ph->first_warn))) {
-    size_t n = strlen(f->cause);
-    if (!strstr(f->cause, "only saw"))
-      snprintf(f->cause + n, sizeof(f->cause) - n, "; %s only saw the connection closed by %s",
-               host, ph->name);
-    return f;
-  }
   if (ph && ph->first_warn) {
     if (!(f = finding_new(cx->out, "closed-by-peer", CONF_HIGH))) return NULL;
     finding_cause(f, "%s only saw its connection closed by %s; %s failed first: \"%.300s\"", host,
@@ -243,13 +236,41 @@ static struct finding *closed_finding(const struct explain_ctx *cx, const struct
   return f;
 }
 
+/* Closed connections whose peer's own error already has a finding join it;
+ * the note names the first host that only saw the close, and counts the rest. */
+struct joined {
+  struct finding *f;
+  const char *host, *peer;
+  int nhosts;
+};
+
+static bool join_peer_finding(const struct explain_ctx *cx, const struct rec *r, const char *peer,
+                              struct joined *js, int *njs) {
+  char ip[64], name[80];
+  text_ip_of(peer, ip, sizeof(ip));
+  text_token(peer, "<", name, sizeof(name));
+  const struct corr_host *ph = corr_find_addr(cx->corr, ip);
+  if (!ph) ph = corr_find(cx->corr, name);
+  struct finding *f = ph && ph->first_warn ? covering(cx->out, ph->first_warn) : NULL;
+  if (!f) return false;
+  int j = 0;
+  while (j < *njs && js[j].f != f) j++;
+  if (j == *njs && *njs < 16) js[(*njs)++] = (struct joined){f, r->host, ph->name, 0};
+  bool is_new_host = !finding_covers_host(f, r->host);
+  finding_evidence(f, r);
+  if (j < *njs && is_new_host) js[j].nhosts++;
+  return true;
+}
+
 void closed_build(const struct explain_ctx *cx, const struct hits *h) {
   struct finding *groups[16];
   char keys[16][80];
-  int ngroups = 0;
+  struct joined js[16];
+  int ngroups = 0, njs = 0;
   for (size_t i = 0; i < h->n; i++) {
     char peer[80], key[80];
     if (!closed_peer(h->v[i]->text, peer, sizeof(peer))) continue;
+    if (join_peer_finding(cx, h->v[i], peer, js, &njs)) continue;
     text_token(peer, "<", key, sizeof(key));
     int g = 0;
     while (g < ngroups && strcmp(keys[g], key)) g++;
@@ -258,5 +279,16 @@ void closed_build(const struct explain_ctx *cx, const struct hits *h) {
       snprintf(keys[ngroups++], sizeof(keys[0]), "%s", key);
     }
     if (g < ngroups) finding_evidence(groups[g], h->v[i]);
+  }
+  for (int j = 0; j < njs; j++) {
+    size_t n = strlen(js[j].f->cause);
+    if (js[j].nhosts > 1)
+      snprintf(js[j].f->cause + n, sizeof(js[j].f->cause) - n,
+               "; %s and %d more hosts only saw their connections closed by the side that failed",
+               js[j].host[0] ? js[j].host : "a host", js[j].nhosts - 1);
+    else
+      snprintf(js[j].f->cause + n, sizeof(js[j].f->cause) - n,
+               "; %s only saw the connection closed by %s", js[j].host[0] ? js[j].host : "a host",
+               js[j].peer);
   }
 }
