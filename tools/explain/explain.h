@@ -22,6 +22,7 @@ enum rec_level { REC_TEXT, REC_INFO, REC_WARN, REC_TRACE };
 /* One kept line. NCCL prints "host:pid:tid [N]": N is the CUDA device of
  * the thread (what users often call the local rank). */
 struct rec {
+  size_t idx; /* its index in the logset */
   int file, lineno;
   char host[EXPLAIN_HOST_MAX]; /* "" when neither the line nor its file names one */
   long pid, tid;
@@ -89,6 +90,7 @@ struct finding {
   const struct rec **covered; /* every line this finding accounts for */
   size_t ncovered, capcovered;
   int order; /* rule table index, for a stable sort */
+  struct findings *set;
 };
 
 /* Findings live at fixed addresses: a rule keeps pointers to its groups
@@ -96,6 +98,8 @@ struct finding {
 struct findings {
   struct finding **v;
   int n, cap;
+  struct finding **cover_of; /* by record index: the first finding that accounts for it */
+  size_t ncover_of;
 };
 
 struct finding *finding_new(struct findings *fs, const char *rule, enum confidence conf);
@@ -106,10 +110,10 @@ void finding_export(struct finding *f, const char *fmt, ...) __attribute__((form
  * names its host. */
 void finding_evidence(struct finding *f, const struct rec *r);
 void finding_host(struct finding *f, const char *host);
-/* Whether a line of this host is already among the finding's lines. */
-bool finding_covers_host(const struct finding *f, const char *host);
-/* Whether some finding already accounts for this line. */
-const struct finding *findings_covering(const struct findings *fs, const struct rec *r);
+/* The number of hosts among the finding's lines. */
+int finding_count_hosts(const struct finding *f);
+/* The finding that accounts for this line first, or NULL. */
+struct finding *findings_covering(const struct findings *fs, const struct rec *r);
 void findings_sort(struct findings *fs);
 void findings_free(struct findings *fs);
 

@@ -19,7 +19,7 @@ struct finding *finding_new(struct findings *fs, const char *rule, enum confiden
   struct finding *f = calloc(1, sizeof(*f));
   if (!f) return NULL;
   fs->v[fs->n++] = f;
-  f->rule = rule, f->conf = conf;
+  f->rule = rule, f->conf = conf, f->set = fs;
   return f;
 }
 
@@ -64,13 +64,21 @@ void finding_host(struct finding *f, const char *host) {
   scopy(f->hosts[f->nhosts++], sizeof(f->hosts[0]), host);
 }
 
-bool finding_covers_host(const struct finding *f, const char *host) {
-  for (size_t i = 0; i < f->ncovered; i++)
-    if (!strcmp(f->covered[i]->host, host)) return true;
-  return false;
+int finding_count_hosts(const struct finding *f) {
+  const char *seen[256];
+  int n = 0;
+  for (size_t i = 0; i < f->ncovered; i++) {
+    const char *h = f->covered[i]->host;
+    int k = 0;
+    while (k < n && strcmp(seen[k], h)) k++;
+    if (k == n && h[0] && n < 256) seen[n++] = h;
+  }
+  return n;
 }
 
 static void cover(struct finding *f, const struct rec *r) {
+  struct finding **first = f->set && r->idx < f->set->ncover_of ? &f->set->cover_of[r->idx] : NULL;
+  if (first && *first == f) return;
   for (size_t i = f->ncovered; i-- > 0 && i + 8 >= f->ncovered;)
     if (f->covered[i] == r) return;
   if (f->ncovered == f->capcovered) {
@@ -80,6 +88,7 @@ static void cover(struct finding *f, const struct rec *r) {
     f->covered = v, f->capcovered = cap;
   }
   f->covered[f->ncovered++] = r;
+  if (first && !*first) *first = f;
 }
 
 /* Quotes one line per host first, so the evidence shows how far a failure
@@ -97,11 +106,8 @@ void finding_evidence(struct finding *f, const struct rec *r) {
   else f->nev_more++;
 }
 
-const struct finding *findings_covering(const struct findings *fs, const struct rec *r) {
-  for (int i = 0; i < fs->n; i++)
-    for (size_t k = 0; k < fs->v[i]->ncovered; k++)
-      if (fs->v[i]->covered[k] == r) return fs->v[i];
-  return NULL;
+struct finding *findings_covering(const struct findings *fs, const struct rec *r) {
+  return r->idx < fs->ncover_of ? fs->cover_of[r->idx] : NULL;
 }
 
 static int by_confidence(const void *a, const void *b) {
@@ -122,5 +128,6 @@ void findings_free(struct findings *fs) {
     free(fs->v[i]);
   }
   free(fs->v);
+  free(fs->cover_of);
   memset(fs, 0, sizeof(*fs));
 }

@@ -49,7 +49,7 @@ static int add_line(struct logset *ls, int file, const char *line, size_t len) {
     free(copy);
     return 0;
   }
-  r->file = file, r->lineno = (int)lineno;
+  r->file = file, r->lineno = (int)lineno, r->idx = ls->nrecs;
   ls->bytes += len;
   ls->nrecs++;
   return 0;

@@ -78,6 +78,9 @@ static int hits_add(struct hits *h, const struct rec *r) {
 int explain_analyse(const struct logset *ls, struct corr *c, struct findings *fs) {
   memset(fs, 0, sizeof(*fs));
   int err = corr_build(ls, c);
+  fs->cover_of = calloc(ls->nrecs + 1, sizeof(*fs->cover_of));
+  fs->ncover_of = fs->cover_of ? ls->nrecs : 0;
+  if (!fs->cover_of) err = ENOMEM;
   struct hits *hits = calloc(explain_nrules, sizeof(*hits));
   if (!hits) err = ENOMEM;
   for (size_t i = 0; !err && i < ls->nrecs; i++)

@@ -299,13 +299,7 @@ static struct finding *rtr_finding(const struct explain_ctx *cx, const struct rt
 
 /* "(the same on 7 more hosts)": the failing hosts beyond the one named. */
 static void same_on_more(struct finding *f) {
-  int n = 0;
-  for (size_t i = 0; i < f->ncovered; i++) {
-    bool is_new = f->covered[i]->host[0] != 0;
-    for (size_t k = 0; k < i && is_new; k++)
-      is_new = strcmp(f->covered[k]->host, f->covered[i]->host);
-    n += is_new;
-  }
+  int n = finding_count_hosts(f);
   size_t len = strlen(f->cause);
   if (n > 1)
     snprintf(f->cause + len, sizeof(f->cause) - len, " (the same on %d more host%s)", n - 1,

@@ -186,14 +186,6 @@ bool closed_match(const struct rec *r) {
   return !r->is_diag && r->level != REC_INFO && closed_peer(r->text, peer, sizeof(peer));
 }
 
-/* The finding that already explains a line, to add what follows from it. */
-static struct finding *covering(struct findings *fs, const struct rec *r) {
-  for (int i = 0; i < fs->n; i++)
-    for (size_t k = 0; k < fs->v[i]->ncovered; k++)
-      if (fs->v[i]->covered[k] == r) return fs->v[i];
-  return NULL;
-}
-
 static struct finding *closed_finding(const struct explain_ctx *cx, const struct rec *r,
                                       const char *peer) {
   char ip[64], name[80];
@@ -241,6 +233,7 @@ static struct finding *closed_finding(const struct explain_ctx *cx, const struct
 struct joined {
   struct finding *f;
   const char *host, *peer;
+  const char *hosts[256]; /* the closing hosts, to count them */
   int nhosts;
 };
 
@@ -251,14 +244,19 @@ static bool join_peer_finding(const struct explain_ctx *cx, const struct rec *r,
   text_token(peer, "<", name, sizeof(name));
   const struct corr_host *ph = corr_find_addr(cx->corr, ip);
   if (!ph) ph = corr_find(cx->corr, name);
-  struct finding *f = ph && ph->first_warn ? covering(cx->out, ph->first_warn) : NULL;
+  struct finding *f = ph && ph->first_warn ? findings_covering(cx->out, ph->first_warn) : NULL;
   if (!f) return false;
   int j = 0;
   while (j < *njs && js[j].f != f) j++;
-  if (j == *njs && *njs < 16) js[(*njs)++] = (struct joined){f, r->host, ph->name, 0};
-  bool is_new_host = !finding_covers_host(f, r->host);
+  if (j == *njs && *njs < 16)
+    js[(*njs)++] = (struct joined){.f = f, .host = r->host, .peer = ph->name};
   finding_evidence(f, r);
-  if (j < *njs && is_new_host) js[j].nhosts++;
+  int k = 0;
+  while (j < *njs && k < js[j].nhosts && k < 256 && strcmp(js[j].hosts[k], r->host)) k++;
+  if (j < *njs && k == js[j].nhosts) {
+    if (k < 256) js[j].hosts[k] = r->host;
+    js[j].nhosts++;
+  }
   return true;
 }
 
