@@ -137,6 +137,42 @@ static void confirm_hint(struct finding *f, const struct rtr_case *c) {
     c->m.gid_index, c->rip, c->r->host[0] ? c->r->host : "this host");
 }
 
+/* Versions before 2.24 print no GIDs when a modify fails, but their per-QP
+ * lines do: a port of this host and the same device of another host on
+ * different subnets is the pair to name. */
+static struct finding *pair_from_qp_lines(const struct explain_ctx *cx, const struct rtr_case *c,
+                                          const char *tr) {
+  const struct corr_host *h = corr_find(cx->corr, c->r->host);
+  for (int i = 0; h && i < h->nports; i++) {
+    const struct corr_port *p = &h->ports[i];
+    if (!p->has_gid || (c->m.dev[0] && strcmp(p->dev, c->m.dev))) continue;
+    for (int k = 0; k < cx->corr->nhosts; k++) {
+      const struct corr_host *o = &cx->corr->hosts[k];
+      for (int j = 0; o != h && j < o->nports; j++) {
+        const struct corr_port *q = &o->ports[j];
+        if (!q->has_gid || strcmp(q->dev, p->dev) || log_gid_same_subnet(&p->gid, &q->gid))
+          continue;
+        char ls[64], rs[64];
+        log_gid_subnet(&p->gid, ls, sizeof(ls)), log_gid_subnet(&q->gid, rs, sizeof(rs));
+        struct finding *f = finding_new(cx->out, "rtr", CONF_MEDIUM);
+        if (!f) return NULL;
+        finding_cause(
+          f,
+          "%s timed out (ETIMEDOUT) on %s; this NCCL version prints no GIDs, but its per-QP lines show %s of %s on %s and %s of %s on %s: different subnets, which the kernel could not resolve from one to the other within about 1 s",
+          tr, c->r->host, p->dev, h->name, ls, q->dev, o->name, rs);
+        finding_fix(
+          f,
+          "use RDMA ports of one plane on every node (NCCL_IB_HCA), or route between %s and %s; confirm with ib_write_bw -d %s -x %d on %s and ib_write_bw -d %s -x %d <its address> on %s",
+          ls, rs, q->dev, q->gid_index, o->name, p->dev, p->gid_index, h->name);
+        finding_evidence(f, p->rec);
+        finding_evidence(f, q->rec);
+        return f;
+      }
+    }
+  }
+  return NULL;
+}
+
 static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_case *c) {
   struct finding *f;
   char tr[96];
@@ -178,6 +214,7 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
     confirm_hint(f, c);
     return f;
   default:
+    if ((f = pair_from_qp_lines(cx, c, tr))) return f;
     if (!(f = finding_new(cx->out, "rtr", CONF_LOW))) return NULL;
     finding_cause(
       f,
