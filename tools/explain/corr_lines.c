@@ -251,6 +251,9 @@ void corr_read_rec(struct corr_host *h, const struct rec *r) {
     }
   }
   if (corr_parse_env(t, a, sizeof(a), b, sizeof(b))) add_env(h, a, b, r);
+  /* this plugin's first line: "NET/diag libnccl-net-diag 0.1.0 (NCCL 2.28.9 in this process)" */
+  if (r->is_diag && !strncmp(t, "libnccl-net-diag ", 17))
+    text_token(t + 17, "", h->diag_version, sizeof(h->diag_version));
   if (!strncmp(t, "Using network ", 14)) {
     text_token(t + 14, "", h->network, sizeof(h->network));
     h->network_rec = r;

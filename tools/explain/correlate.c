@@ -2,6 +2,7 @@
 #include "tools/explain/correlate.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,13 @@ int corr_build(const struct logset *ls, struct corr *c) {
     if (!h) return ENOMEM;
     corr_read_rec(h, r);
   }
-  for (int i = 0; i < c->nhosts; i++) name_ports(&c->hosts[i]);
+  for (int i = 0; i < c->nhosts; i++) {
+    struct corr_host *h = &c->hosts[i];
+    name_ports(h);
+    if (h->plugin_rec)
+      snprintf(h->plugin_key, sizeof(h->plugin_key), "%s%s%s", h->plugin,
+               h->diag_version[0] ? " " : "", h->diag_version);
+  }
   if (c->nhosts) qsort(c->hosts, (size_t)c->nhosts, sizeof(c->hosts[0]), by_name);
   return 0;
 }

@@ -40,8 +40,10 @@ struct corr_host {
   const struct rec *version_rec;
   char version2[32]; /* a second version in the same host's lines */
   const struct rec *version2_rec;
-  char plugin[96];    /* "internal", or the external plugin's name */
-  char plugin_abi[8]; /* "v11" */
+  char plugin[96];       /* "internal", or the external plugin's name */
+  char plugin_abi[8];    /* "v11" */
+  char plugin_key[128];  /* what must agree: "diag 0.1.0", "Libfabric", "internal" */
+  char diag_version[32]; /* this plugin's version, from its own first line */
   const struct rec *plugin_rec;
   char network[48]; /* "IB", "Socket", a plugin name: "Using network X" */
   const struct rec *network_rec;

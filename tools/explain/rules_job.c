@@ -87,7 +87,9 @@ void version_build(const struct explain_ctx *cx, const struct hits *h) {
   free(is_odd);
 }
 
-static const char *plugin_of(const struct corr_host *h) { return h->plugin_rec ? h->plugin : NULL; }
+static const char *plugin_of(const struct corr_host *h) {
+  return h->plugin_rec ? h->plugin_key : NULL;
+}
 
 void plugin_build(const struct explain_ctx *cx, const struct hits *h) {
   (void)h;
