@@ -102,10 +102,13 @@ static const char *if_words[IF_COUNT] = {
 static void bootif_text(const struct explain_ctx *cx, struct finding *f, enum if_kind k,
                         const struct corr_host *h, const char *iface, const char *ip) {
   const char *good = rules_common_iface(cx->corr, h->name);
+  /* the Socket transport's extra interface: the host's own bootstrap one is good */
+  if (!good && h->boot_if[0] && strcmp(h->boot_if, iface) &&
+      if_kind(h->boot_if, h->boot_ip) == IF_OK)
+    good = h->boot_if;
   finding_cause(f, "%s uses %s (%s) for NCCL's sockets: %s", h->name, iface, ip, if_words[k]);
   if (good) {
-    finding_fix(f, "pin the interface the other hosts use on every node: NCCL_SOCKET_IFNAME=%s",
-                good);
+    finding_fix(f, "pin the interface the hosts share on every node: NCCL_SOCKET_IFNAME=%s", good);
     finding_export(f, "NCCL_SOCKET_IFNAME=%s", good);
   } else if (k == IF_IB_LL || k == IF_LINK_LOCAL) {
     finding_fix(
