@@ -16,7 +16,8 @@ void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
   uint8_t hdr[MSG_HDR_LEN];
   msg_hdr_encode(&h, hdr);
   struct iovec iov[2] = {{hdr, MSG_HDR_LEN}, {(void *)reason, len}};
-  sock_sendv(ctrl_fd, iov, 2);
+  size_t sent;
+  (void)sock_sendv(ctrl_fd, iov, 2, &sent); /* best effort: the peer may be gone */
   shutdown(ctrl_fd, SHUT_WR);
 }
 
@@ -27,10 +28,11 @@ int transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
   while (now_ns() < end) {
     struct pollfd p = {ctrl_fd, POLLIN, 0};
     if (poll(&p, 1, 20) <= 0) continue;
-    ssize_t n = sock_recv(ctrl_fd, buf + got, sizeof(buf) - got);
-    if (n == -EAGAIN) continue;
-    if (n < 0) break;
-    got += (size_t)n;
+    size_t n;
+    int err = sock_recv(ctrl_fd, buf + got, sizeof(buf) - got, &n);
+    if (err == EAGAIN) continue;
+    if (err) break;
+    got += n;
     struct msg_hdr h;
     char why[160];
     if (got < MSG_HDR_LEN) continue;

@@ -99,14 +99,15 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
   for (int i = 0; i < l->ninc;) {
     struct incoming *in = &l->inc[i];
     if (in->got < PREAMBLE_LEN) {
-      ssize_t n = sock_recv(in->fd, in->buf + in->got, PREAMBLE_LEN - in->got);
-      if (n > 0) in->got += (size_t)n;
-      if (n < 0 && n != -EAGAIN) {
+      size_t n;
+      int err = sock_recv(in->fd, in->buf + in->got, PREAMBLE_LEN - in->got, &n);
+      in->got += n;
+      if (err && err != EAGAIN) {
         char why[160];
-        if (n == -EPIPE)
+        if (err == EPIPE)
           snprintf(why, sizeof(why),
                    "it closed the connection after %zu bytes, before identifying itself", in->got);
-        else snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror((int)-n));
+        else snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror(err));
         listen_refuse(l, in->fd, in->peer, why);
         drop_incoming(l, i);
         continue;
@@ -132,17 +133,18 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
  * connection failed (already reset and logged). */
 static int read_some(struct listen_comm *l, size_t want) {
   while (l->in_off < want) {
-    ssize_t n = sock_recv(l->ctrl_fd, l->in + l->in_off, want - l->in_off);
-    if (n == -EAGAIN) return 0;
-    if (n < 0) {
+    size_t n;
+    int err = sock_recv(l->ctrl_fd, l->in + l->in_off, want - l->in_off, &n);
+    if (err == EAGAIN) return 0;
+    if (err) {
       char why[200];
       snprintf(why, sizeof(why), "it %s after %zu of the %zu bytes of its hello",
-               n == -EPIPE ? "closed the connection" : strerror((int)-n), l->in_off, want);
+               err == EPIPE ? "closed the connection" : strerror(err), l->in_off, want);
       listen_refuse(l, -1, l->ctrl_peer, why);
       listen_reset_conn(l);
       return -1;
     }
-    l->in_off += (size_t)n;
+    l->in_off += n;
   }
   return 1;
 }
@@ -243,16 +245,17 @@ static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **rec
   }
   if (l->stage == CS_SEND_HELLO) {
     while (l->out_off < l->out_len) {
-      ssize_t n = sock_send(l->ctrl_fd, l->out + l->out_off, l->out_len - l->out_off);
-      if (n == -EAGAIN) goto check_deadline;
-      if (n < 0) {
+      size_t n;
+      int err = sock_send(l->ctrl_fd, l->out + l->out_off, l->out_len - l->out_off, &n);
+      if (err == EAGAIN) goto check_deadline;
+      if (err) {
         WARN("peer %s broke the control connection to device %s while we answered its hello "
              "(%s); still waiting for a peer",
-             l->ctrl_peer, l->dev->name, strerror((int)-n));
+             l->ctrl_peer, l->dev->name, strerror(err));
         listen_reset_conn(l);
         return ncclSuccess;
       }
-      l->out_off += (size_t)n;
+      l->out_off += n;
     }
     struct transport_peer peer;
     transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);

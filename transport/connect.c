@@ -233,29 +233,31 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
 static int progress_hello(struct connecting *c, struct cand *k, int64_t now) {
   char why[240];
   while (k->out_off < k->out_len) {
-    ssize_t n = sock_send(k->fd, k->out + k->out_off, k->out_len - k->out_off);
-    if (n == -EAGAIN) break;
-    if (n < 0) {
-      snprintf(why, sizeof(why), "sending our hello failed: %s", strerror((int)-n));
-      attempt_failed(c, k, (int)-n, why);
+    size_t n;
+    int err = sock_send(k->fd, k->out + k->out_off, k->out_len - k->out_off, &n);
+    if (err == EAGAIN) break;
+    if (err) {
+      snprintf(why, sizeof(why), "sending our hello failed: %s", strerror(err));
+      attempt_failed(c, k, err, why);
       return 0;
     }
-    k->out_off += (size_t)n;
+    k->out_off += n;
   }
   size_t want = HELLO_HDR_LEN + (k->in_off >= HELLO_HDR_LEN ? k->body_len : 0);
   while (k->in_off < want) {
-    ssize_t n = sock_recv(k->fd, k->in + k->in_off, want - k->in_off);
-    if (n == -EAGAIN) break;
-    if (n < 0) {
+    size_t n;
+    int err = sock_recv(k->fd, k->in + k->in_off, want - k->in_off, &n);
+    if (err == EAGAIN) break;
+    if (err) {
       snprintf(why, sizeof(why),
                "the process listening there %s our handshake (it is not the listener this "
                "handle came from, or it refused us: see its log)",
-               n == -EPIPE ? "closed the connection during" : "broke");
+               err == EPIPE ? "closed the connection during" : "broke");
       attempt_failed(c, k, 0, why);
       k->st = CAND_DEAD;
       return 0;
     }
-    k->in_off += (size_t)n;
+    k->in_off += n;
     if (k->in_off == HELLO_HDR_LEN) {
       if (hello_decode_header(k->in, &k->body_len, &k->kind, why, sizeof(why)) != HELLO_OK) {
         attempt_failed(c, k, 0, why);

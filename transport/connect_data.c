@@ -55,10 +55,11 @@ ncclResult_t connect_data_sockets(struct connecting *c, int64_t now) {
       d->connected = 1;
     }
     while (d->off < PREAMBLE_LEN) {
-      ssize_t n = sock_send(d->fd, d->pre + d->off, PREAMBLE_LEN - d->off);
-      if (n == -EAGAIN) break;
-      if (n < 0) return data_fail(c, i, (int)-n, "introducing it");
-      d->off += (size_t)n;
+      size_t n;
+      int err = sock_send(d->fd, d->pre + d->off, PREAMBLE_LEN - d->off, &n);
+      if (err == EAGAIN) break;
+      if (err) return data_fail(c, i, err, "introducing it");
+      d->off += n;
     }
     if (d->off == PREAMBLE_LEN) c->data_done++;
   }

@@ -85,14 +85,15 @@ static void make_info(struct ib_setup *s) {
 /* 1 = sent, 0 = not yet, -1 = the control connection broke. */
 static int send_out(struct ib_setup *s) {
   while (s->out_off < s->out_len) {
-    ssize_t n = sock_send(s->ctrl_fd, s->out + s->out_off, s->out_len - s->out_off);
-    if (n == -EAGAIN) return 0;
-    if (n < 0) {
+    size_t n;
+    int err = sock_send(s->ctrl_fd, s->out + s->out_off, s->out_len - s->out_off, &n);
+    if (err == EAGAIN) return 0;
+    if (err) {
       WARN("RDMA setup with %s: the control connection broke: %s", s->peer_desc,
-           n == -EPIPE ? "the peer closed it" : strerror((int)-n));
+           err == EPIPE ? "the peer closed it" : strerror(err));
       return -1;
     }
-    s->out_off += (size_t)n;
+    s->out_off += n;
   }
   return 1;
 }
@@ -102,16 +103,17 @@ static int recv_rec(struct ib_setup *s, int type, struct ibrec *rec) {
   char why[200];
   size_t want = IBREC_HDR_LEN + (s->in_off >= IBREC_HDR_LEN ? s->in_body : 0);
   while (s->in_off < want) {
-    ssize_t n = sock_recv(s->ctrl_fd, s->in + s->in_off, want - s->in_off);
-    if (n == -EAGAIN) return 0;
-    if (n < 0) {
+    size_t n;
+    int err = sock_recv(s->ctrl_fd, s->in + s->in_off, want - s->in_off, &n);
+    if (err == EAGAIN) return 0;
+    if (err) {
       WARN("RDMA setup with %s: the control connection broke while waiting for its %s: %s",
            s->peer_desc, type == IBREC_INFO ? "queue pairs" : "result",
-           n == -EPIPE ? "the peer closed it (its process may have failed: see its log)"
-                       : strerror((int)-n));
+           err == EPIPE ? "the peer closed it (its process may have failed: see its log)"
+                        : strerror(err));
       return -1;
     }
-    s->in_off += (size_t)n;
+    s->in_off += n;
     if (s->in_off == IBREC_HDR_LEN) {
       if (ibrec_decode_header(s->in, &s->in_type, &s->in_body, why, sizeof(why))) goto bad;
       want = IBREC_HDR_LEN + s->in_body;

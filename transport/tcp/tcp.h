@@ -160,12 +160,13 @@ enum { SOCK_FREE = 0, SOCK_CALLER = 1, SOCK_HELPER = 2 };
 void tcp_push_message(struct tcp_comm *c, uint8_t *buf, size_t size, size_t chunk, uint32_t seq,
                       struct tcp_req *r);
 /* Moves bytes on one socket without blocking, stopping before a task
- * longer than max_task: how many, or -1 on a failed comm. A request whose
- * last byte it moves wakes idle waiters. */
-ssize_t tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task);
+ * longer than max_task, and adds how many to *moved: 0, or the errno that
+ * failed the comm (tcp_fail has logged it). A request whose last byte it
+ * moves wakes idle waiters. */
+int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, size_t *moved);
 /* The caller's share of the data sockets (see above): moves the stripes
- * it owns by size, wakes helpers for the rest. */
-ssize_t tcp_caller_progress(struct tcp_comm *c);
+ * it owns by size, wakes helpers for the rest. 0 or the comm's errno. */
+int tcp_caller_progress(struct tcp_comm *c, size_t *moved);
 int tcp_threads_start(struct tcp_comm *c);
 void tcp_threads_stop(struct tcp_comm *c);
 

@@ -179,9 +179,10 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   uint64_t before = c->moved;
   ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
   if (res != ncclSuccess) return tcp_failed(c);
-  ssize_t m = tcp_caller_progress(c);
-  if (m < 0) return tcp_failed(c);
-  c->moved += (uint64_t)m;
+  size_t m = 0;
+  int err = tcp_caller_progress(c, &m);
+  c->moved += m;
+  if (err) return tcp_failed(c);
   if (atomic_load(&c->failed)) return tcp_failed(c);
   if (!r->hdr_done || atomic_load(&r->pending) != 0) {
     if (c->moved != before) transport_idle_progress();

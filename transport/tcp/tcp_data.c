@@ -66,16 +66,16 @@ static size_t head_len(struct tcp_sock *s) {
 /* The caller moves the small stripes at the head of a socket; a large one
  * is the helper's, which it wakes. A helper that holds the socket rechecks
  * the ring after releasing it, so no task is left behind. */
-static ssize_t caller_sock(struct tcp_comm *c, struct tcp_sock *s) {
-  ssize_t m = 0;
+static int caller_sock(struct tcp_comm *c, struct tcp_sock *s, size_t *moved) {
+  int err = 0;
   int free_ = SOCK_FREE;
   if (head_len(s) <= c->caller_max &&
       atomic_compare_exchange_strong(&s->owner, &free_, SOCK_CALLER)) {
-    m = tcp_sock_progress(c, s, c->caller_max);
+    err = tcp_sock_progress(c, s, c->caller_max, moved);
     atomic_store(&s->owner, SOCK_FREE);
   }
-  if (m >= 0 && ring_busy(s) && head_len(s) > c->caller_max) wake(&c->threads[s->thread]);
-  return m;
+  if (!err && ring_busy(s) && head_len(s) > c->caller_max) wake(&c->threads[s->thread]);
+  return err;
 }
 
 /* A large head stripe is the helper's: wake it now. Small ones wait for the
@@ -101,45 +101,42 @@ void tcp_push_message(struct tcp_comm *c, uint8_t *buf, size_t size, size_t chun
   }
 }
 
-ssize_t tcp_caller_progress(struct tcp_comm *c) {
-  ssize_t moved = 0;
+int tcp_caller_progress(struct tcp_comm *c, size_t *moved) {
   for (int i = 0; i < c->nsocks; i++) {
     struct tcp_sock *s = &c->socks[i];
     if (!ring_busy(s)) continue;
-    ssize_t m = s->thread < 0 ? tcp_sock_progress(c, s, SIZE_MAX) : caller_sock(c, s);
-    if (m < 0) return -1;
-    moved += m;
+    int err = s->thread < 0 ? tcp_sock_progress(c, s, SIZE_MAX, moved) : caller_sock(c, s, moved);
+    if (err) return err;
   }
-  return moved;
+  return 0;
 }
 
-ssize_t tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task) {
+int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, size_t *moved) {
   unsigned head = atomic_load_explicit(&s->head, memory_order_relaxed);
-  ssize_t moved = 0;
   while (head != atomic_load_explicit(&s->tail, memory_order_acquire)) {
     struct tcp_task *t = &s->ring[head % TCP_RING];
-    if (t->len > max_task) return moved;
+    if (t->len > max_task) return 0;
     while (t->off < t->len) {
-      ssize_t n = c->send ? sock_send(s->fd, t->buf + t->off, t->len - t->off)
-                          : sock_recv(s->fd, t->buf + t->off, t->len - t->off);
-      if (n == -EAGAIN) return moved;
-      if (n < 0) {
-        int err = (int)-n;
+      size_t n;
+      int err = c->send ? sock_send(s->fd, t->buf + t->off, t->len - t->off, &n)
+                        : sock_recv(s->fd, t->buf + t->off, t->len - t->off, &n);
+      if (err == EAGAIN) return 0;
+      if (err) {
         tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
                  "data socket %d %s message %u: %s after %zu of its %zu bytes of this stripe; the "
                  "peer process died, closed the connection or the network dropped it",
                  s->index, c->send ? "sending" : "receiving", t->req->seq,
                  err == EPIPE ? "the peer closed the connection" : strerror(err), t->off, t->len);
-        return -1;
+        return err;
       }
-      t->off += (size_t)n;
-      moved += n;
-      if (atomic_fetch_sub(&t->req->pending, (long long)n) == n) transport_idle_wake();
+      t->off += n;
+      *moved += n;
+      if (atomic_fetch_sub(&t->req->pending, (long long)n) == (long long)n) transport_idle_wake();
     }
     head++;
     atomic_store_explicit(&s->head, head, memory_order_release);
   }
-  return moved;
+  return 0;
 }
 
 /* A helper receiving a large stripe sleeps until a good share of what is
@@ -177,7 +174,8 @@ static void *tcp_thread_main(void *arg) {
       int free_ = SOCK_FREE;
       /* The caller is moving it right now: it wakes us if bytes are left. */
       if (!atomic_compare_exchange_strong(&s->owner, &free_, SOCK_HELPER)) continue;
-      tcp_sock_progress(c, s, SIZE_MAX);
+      size_t moved = 0; /* the caller counts its own progress; helpers need not */
+      (void)tcp_sock_progress(c, s, SIZE_MAX, &moved); /* a failure is logged and published */
       atomic_store(&s->owner, SOCK_FREE);
       if (!c->send) set_lowat(c, s);
       if (head_len(s) > c->caller_max && !atomic_load(&c->failed)) {

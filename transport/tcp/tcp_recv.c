@@ -4,6 +4,7 @@
  * capacity), and their payload is either copied in from the control socket
  * or handed to the data sockets as stripes. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,49 +13,41 @@
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
-static ssize_t ctrl_read_once(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok);
-
 /* Bytes from the control socket: what is staged first, then the socket.
- * Returns bytes copied (may be 0), or -1 on a failed comm. */
-static ssize_t ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok) {
-  ssize_t r = ctrl_read_once(c, dst, want, direct_ok);
-  if (r > 0) c->moved += (uint64_t)r;
-  return r;
-}
-
-static ssize_t ctrl_read_once(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok) {
-  size_t got = 0;
+ * *got: bytes copied (may be 0). Returns 0, or the errno that failed the
+ * comm (logged). */
+static int ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, bool direct_ok, size_t *got) {
+  *got = 0;
   if (c->stage_off < c->stage_len) {
     size_t have = c->stage_len - c->stage_off;
-    got = have < want ? have : want;
-    memcpy(dst, c->stage + c->stage_off, got);
-    c->stage_off += got;
-    if (got == want) return (ssize_t)got;
+    *got = have < want ? have : want;
+    memcpy(dst, c->stage + c->stage_off, *got);
+    c->stage_off += *got;
+    if (*got == want) return 0;
   }
   /* Large payloads go straight to the user's buffer; headers and small
    * payloads through the stage, so one recv() can bring several. */
-  ssize_t n;
-  if (direct_ok && want - got >= 4096) {
-    n = sock_recv(c->ctrl_fd, dst + got, want - got);
-    if (n > 0) return (ssize_t)got + n;
+  size_t n;
+  int err;
+  if (direct_ok && want - *got >= 4096) {
+    err = sock_recv(c->ctrl_fd, dst + *got, want - *got, &n);
+    *got += n;
   } else {
-    n = sock_recv(c->ctrl_fd, c->stage, sizeof(c->stage));
-    if (n > 0) {
-      c->stage_off = 0;
-      c->stage_len = (size_t)n;
-      size_t more = (size_t)n < want - got ? (size_t)n : want - got;
-      memcpy(dst + got, c->stage, more);
-      c->stage_off = more;
-      return (ssize_t)(got + more);
-    }
+    err = sock_recv(c->ctrl_fd, c->stage, sizeof(c->stage), &n);
+    c->stage_off = 0;
+    c->stage_len = n;
+    size_t more = n < want - *got ? n : want - *got;
+    memcpy(dst + *got, c->stage, more);
+    c->stage_off = more;
+    *got += more;
   }
-  if (n == -EAGAIN) return (ssize_t)got;
-  int err = (int)-n;
+  c->moved += *got;
+  if (!err || err == EAGAIN) return 0;
   tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
            "receiving on the control socket (message %u): %s; the peer process died, closed the "
            "connection or the network dropped it",
            c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
-  return -1;
+  return err;
 }
 
 static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
@@ -112,9 +105,10 @@ static ncclResult_t peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
   size_t got = 0;
   int64_t end = now_ns() + 300000000LL;
   while (got < h->size && now_ns() < end) {
-    ssize_t n = ctrl_read(c, (uint8_t *)reason + got, h->size - got, 0);
-    if (n < 0) break;
-    got += (size_t)n;
+    size_t n;
+    int err = ctrl_read(c, (uint8_t *)reason + got, h->size - got, false, &n);
+    got += n;
+    if (err) break;
   }
   reason[got] = 0;
   return tcp_fail(c, ncclRemoteError, 0, "the sending side ended the connection: %s",
@@ -126,17 +120,19 @@ ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
     if (atomic_load(&c->failed)) return c->fail_code;
     if (c->cur) {
       struct tcp_req *r = c->cur;
-      ssize_t n = ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, 1);
-      if (n < 0) return c->fail_code;
-      r->inline_off += (size_t)n;
+      size_t n;
+      if (ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, true, &n))
+        return c->fail_code;
+      r->inline_off += n;
       if (r->inline_off < r->size) return ncclSuccess;
       r->hdr_done = 1;
       c->cur = NULL;
     }
     if (c->posted_count == 0) return ncclSuccess;
-    ssize_t n = ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, 0);
-    if (n < 0) return c->fail_code;
-    c->hdr_got += (size_t)n;
+    size_t n;
+    if (ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n))
+      return c->fail_code;
+    c->hdr_got += n;
     if (c->hdr_got < MSG_HDR_LEN) return ncclSuccess;
     c->hdr_got = 0;
     struct msg_hdr h;

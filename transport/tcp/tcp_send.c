@@ -30,19 +30,19 @@ ncclResult_t tcp_send_progress(struct tcp_comm *c) {
         iov[niov++].iov_len = o->total - off;
       }
     }
-    ssize_t n = sock_sendv(c->ctrl_fd, iov, niov);
-    if (n == -EAGAIN) return ncclSuccess;
-    if (n < 0) {
+    size_t n;
+    int err = sock_sendv(c->ctrl_fd, iov, niov, &n);
+    if (err == EAGAIN) return ncclSuccess;
+    if (err) {
       struct tcp_out *o = &c->out[c->out_head];
-      int err = (int)-n;
       return tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
                       "sending message %u (%zu bytes) on the control socket: %s; the peer process "
                       "died, closed the connection or the network dropped it",
                       o->req->seq, o->req->size,
                       err == EPIPE ? "the peer closed the connection" : strerror(err));
     }
-    c->moved += (uint64_t)n;
-    size_t left = (size_t)n;
+    c->moved += n;
+    size_t left = n;
     while (left && c->out_count) {
       struct tcp_out *o = &c->out[c->out_head];
       size_t take = o->total - o->off < left ? o->total - o->off : left;
