@@ -164,15 +164,14 @@ static void build_reply(struct listen_comm *l) {
     sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
   m->nsocks = l->peer_hello.nsocks;
   m->nthreads = (uint16_t)l->nthreads;
-  int len = hello_encode(m, l->out, sizeof(l->out));
-  l->out_len = len > 0 ? (size_t)len : 0;
+  (void)hello_encode(m, l->out, sizeof(l->out), &l->out_len);
   l->out_off = 0;
 }
 
 static int hello_received(struct listen_comm *l) {
   char why[200];
   struct hello *h = &l->peer_hello;
-  if (hello_decode_body(l->in + HELLO_HDR_LEN, l->body_len, h, why, sizeof(why)) != HELLO_OK) {
+  if (hello_decode_body(l->in + HELLO_HDR_LEN, l->body_len, h, why, sizeof(why))) {
     listen_refuse(l, -1, l->ctrl_peer, why);
     listen_reset_conn(l);
     return -1;
@@ -232,7 +231,7 @@ static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **rec
   char why[200];
   if (l->stage == CS_HELLO_HDR) {
     if (read_some(l, HELLO_HDR_LEN) <= 0) goto check_deadline;
-    if (hello_decode_header(l->in, &l->body_len, &l->kind, why, sizeof(why)) != HELLO_OK) {
+    if (hello_decode_header(l->in, &l->kind, &l->body_len, why, sizeof(why))) {
       listen_refuse(l, -1, l->ctrl_peer, why);
       listen_reset_conn(l);
       return ncclSuccess;

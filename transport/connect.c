@@ -205,8 +205,9 @@ static void build_hello(struct connecting *c, struct cand *k) {
   m->nthreads = c->h.nthreads;
   struct preamble p = {ROLE_CTRL, 0, c->h.nonce, c->connid};
   preamble_encode(&p, k->out);
-  int len = hello_encode(m, k->out + PREAMBLE_LEN, sizeof(k->out) - PREAMBLE_LEN);
-  k->out_len = PREAMBLE_LEN + (size_t)(len > 0 ? len : 0);
+  size_t len;
+  (void)hello_encode(m, k->out + PREAMBLE_LEN, sizeof(k->out) - PREAMBLE_LEN, &len);
+  k->out_len = PREAMBLE_LEN + len;
   k->out_off = 0;
   k->in_off = 0;
 }
@@ -259,7 +260,7 @@ static int progress_hello(struct connecting *c, struct cand *k, int64_t now) {
     }
     k->in_off += n;
     if (k->in_off == HELLO_HDR_LEN) {
-      if (hello_decode_header(k->in, &k->body_len, &k->kind, why, sizeof(why)) != HELLO_OK) {
+      if (hello_decode_header(k->in, &k->kind, &k->body_len, why, sizeof(why))) {
         attempt_failed(c, k, 0, why);
         k->st = CAND_DEAD;
         return 0;
@@ -277,7 +278,7 @@ static int progress_hello(struct connecting *c, struct cand *k, int64_t now) {
     return 0;
   }
   struct hello *p = &c->peer;
-  if (hello_decode_body(k->in + HELLO_HDR_LEN, k->body_len, p, why, sizeof(why)) != HELLO_OK) {
+  if (hello_decode_body(k->in + HELLO_HDR_LEN, k->body_len, p, why, sizeof(why))) {
     attempt_failed(c, k, 0, why);
     k->st = CAND_DEAD;
     return 0;

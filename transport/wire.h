@@ -5,6 +5,7 @@
 #ifndef DIAG_TRANSPORT_WIRE_H
 #define DIAG_TRANSPORT_WIRE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -76,9 +77,10 @@ static inline uint64_t r_u64(struct rbuf *r) {
     for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
   return v;
 }
+/* 0, or EPROTO when the buffer ends first. */
 static inline int r_bytes(struct rbuf *r, void *dst, size_t n) {
   const uint8_t *p = r_take(r, n);
-  if (!p) return -1;
+  if (!p) return EPROTO;
   memcpy(dst, p, n);
   return 0;
 }

@@ -22,8 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const char *p = r.reason; *p; p++)
     if (*p < 0x20 || *p > 0x7e) abort();
   static uint8_t out[IBREC_HDR_LEN + IBREC_MAX_BODY];
-  int n = ibrec_encode(&r, out, sizeof(out));
-  if (n < 0) abort();
+  size_t n;
+  if (ibrec_encode(&r, out, sizeof(out), &n)) abort();
   if (ibrec_decode_header(out, &type, &len, why, sizeof(why)) ||
       ibrec_decode_body(type, out + IBREC_HDR_LEN, len, &r2, why, sizeof(why)))
     abort();

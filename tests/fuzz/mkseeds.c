@@ -41,9 +41,10 @@ int main(int argc, char **argv) {
   m.nknobs = 1, strcpy(m.knobs[0].name, "NCCL_PROTO"), strcpy(m.knobs[0].value, "Simple");
   m.ib.present = 1, strcpy(m.ib.dev, "mlx5_2"), m.ib.port = 1, m.ib.gid_index = 3, m.ib.mtu = 4096;
   static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  int n = hello_encode(&m, out, sizeof(out));
+  size_t n;
+  if (hello_encode(&m, out, sizeof(out), &n)) return 1;
   snprintf(d, sizeof(d), "%s/hello", argv[1]);
-  put(d, "connect", out, (size_t)n);
+  put(d, "connect", out, n);
 
   uint8_t f[MSG_HDR_LEN];
   struct preamble p = {ROLE_DATA, 3, 7, 9};
@@ -61,11 +62,11 @@ int main(int argc, char **argv) {
     IBREC_INFO,       1, 2, {0x101, 0x102}, 0x7f0000001000ULL, 0x55, 0, 0, 4096, 0, 0, 8,
     IBREC_F_FALLBACK, ""};
   static uint8_t rb[IBREC_HDR_LEN + IBREC_MAX_BODY];
-  n = ibrec_encode(&r, rb, sizeof(rb));
+  if (ibrec_encode(&r, rb, sizeof(rb), &n)) return 1;
   snprintf(d, sizeof(d), "%s/ibrec", argv[1]);
-  put(d, "info", rb, (size_t)n);
+  put(d, "info", rb, n);
   struct ibrec st = {IBREC_STATUS, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, "RTR failed: no route"};
-  n = ibrec_encode(&st, rb, sizeof(rb));
-  put(d, "status", rb, (size_t)n);
+  if (ibrec_encode(&st, rb, sizeof(rb), &n)) return 1;
+  put(d, "status", rb, n);
   return 0;
 }

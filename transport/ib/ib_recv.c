@@ -50,7 +50,7 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   struct ib_qp *q = &c->qp[seq % (uint32_t)c->nqps];
   struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
   int err = ibv_post_recv(q->qp, &rwr, &rbad);
-  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)(n * sizeof(*e)), c->shadow_mr->lkey};
+  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * sizeof(*e)), c->shadow_mr->lkey};
   struct ibv_send_wr wr, *bad;
   memset(&wr, 0, sizeof(wr));
   wr.sg_list = &sge;

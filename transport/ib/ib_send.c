@@ -136,7 +136,7 @@ ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq) {
     last->imm_data = htonl((uint32_t)sl->req[0]->sizes[0]);
   } else {
     sge[nwr] = (struct ibv_sge){(uintptr_t)&c->sizes_out[slot * IB_MAX_RECVS],
-                                (uint32_t)(sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
+                                (uint32_t)((size_t)sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
     last->sg_list = &sge[nwr];
     last->num_sge = 1;
     last->wr.rdma.remote_addr = c->peer_cr_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(uint32_t);

@@ -77,8 +77,7 @@ static void make_info(struct ib_setup *s) {
     if (s->cr_mr) r->cr_addr = (uintptr_t)s->cr, r->cr_rkey = s->cr_mr->rkey;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
-  int n = ibrec_encode(r, s->out, sizeof(s->out));
-  s->out_len = n > 0 ? (size_t)n : 0;
+  (void)ibrec_encode(r, s->out, sizeof(s->out), &s->out_len);
   s->out_off = 0;
 }
 
@@ -149,8 +148,7 @@ static void make_status(struct ib_setup *s) {
     r->ok = 1;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
-  int n = ibrec_encode(r, s->out, sizeof(s->out));
-  s->out_len = n > 0 ? (size_t)n : 0;
+  (void)ibrec_encode(r, s->out, sizeof(s->out), &s->out_len);
   s->out_off = 0;
 }
 

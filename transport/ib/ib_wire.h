@@ -39,11 +39,13 @@ struct ibrec {
   char reason[IBREC_REASON_MAX];
 };
 
-/* Header + body; the total length, or -1 if it does not fit. */
-int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap);
-/* Header: 0 and the body length, or -1 with why. */
-int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char *why, int whylen);
+/* Header + body into out: 0 with the total length in *len, or EMSGSIZE
+ * when it does not fit (or names more queue pairs than a record carries). */
+int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap, size_t *len);
+/* Header: 0 with the record type and the body's length, or EPROTO with why. */
+int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char *why, size_t cap);
+/* Body of a record of that type: 0, or EPROTO with why. */
 int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r, char *why,
-                      int whylen);
+                      size_t cap);
 
 #endif

@@ -137,13 +137,13 @@ ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
     c->hdr_got = 0;
     struct msg_hdr h;
     char why[200] = "";
-    int bad = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
-    if (!bad && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
-    if (!bad && h.seq != c->next_seq) {
+    int err = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
+    if (!err && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
+    if (!err && h.seq != c->next_seq) {
       snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
-      bad = 1;
+      err = EPROTO;
     }
-    if (bad) {
+    if (err) {
       return tcp_fail(c, ncclSystemError, TCP_F_NOTIFY,
                       "corrupt message header on the control socket: %s. The byte stream is out "
                       "of step (another process writing to this socket, or memory corruption); "
