@@ -129,26 +129,6 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
   }
 }
 
-/* Reads into l->in up to want bytes: 1 = have them, 0 = not yet, -1 = the
- * connection failed (already reset and logged). */
-static int read_some(struct listen_comm *l, size_t want) {
-  while (l->in_off < want) {
-    size_t n;
-    int err = sock_recv(l->ctrl_fd, l->in + l->in_off, want - l->in_off, &n);
-    if (err == EAGAIN) return 0;
-    if (err) {
-      char why[200];
-      snprintf(why, sizeof(why), "it %s after %zu of the %zu bytes of its hello",
-               err == EPIPE ? "closed the connection" : strerror(err), l->in_off, want);
-      listen_refuse(l, -1, l->ctrl_peer, why);
-      listen_reset_conn(l);
-      return -1;
-    }
-    l->in_off += n;
-  }
-  return 1;
-}
-
 static void build_reply(struct listen_comm *l) {
   struct hello *m = &l->mine;
   hello_fill_local(m, HELLO_ACCEPT);
@@ -164,19 +144,20 @@ static void build_reply(struct listen_comm *l) {
     sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
   m->nsocks = l->peer_hello.nsocks;
   m->nthreads = (uint16_t)l->nthreads;
-  (void)hello_encode(m, l->out, sizeof(l->out), &l->out_len);
-  l->out_off = 0;
+  size_t len; /* our own record always fits */
+  (void)hello_encode(m, l->out_buf, sizeof(l->out_buf), &len);
+  record_writer_start(&l->out, l->out_buf, len);
 }
 
 static int hello_received(struct listen_comm *l) {
   char why[200];
   struct hello *h = &l->peer_hello;
-  if (hello_decode_body(l->in + HELLO_HDR_LEN, l->body_len, h, why, sizeof(why))) {
+  if (hello_decode_body(l->in.buf + HELLO_HDR_LEN, l->in.body_len, h, why, sizeof(why))) {
     listen_refuse(l, -1, l->ctrl_peer, why);
     listen_reset_conn(l);
     return -1;
   }
-  h->kind = l->kind;
+  h->kind = l->in.kind;
   if (h->nonce != l->nonce || h->connid != l->connid || h->kind != HELLO_CONNECT) {
     snprintf(why, sizeof(why), "its hello names another listen or connection");
     listen_refuse(l, -1, l->ctrl_peer, why);
@@ -227,34 +208,41 @@ static ncclResult_t finish_rdma(struct listen_comm *l, void **recv_comm) {
   return ncclSuccess;
 }
 
-static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **recv_comm) {
+/* The connector's hello: 1 = in and answered, 0 = not yet, -1 = the
+ * connection was refused (logged, and reset). */
+static int read_hello(struct listen_comm *l) {
   char why[200];
-  if (l->stage == CS_HELLO_HDR) {
-    if (read_some(l, HELLO_HDR_LEN) <= 0) goto check_deadline;
-    if (hello_decode_header(l->in, &l->kind, &l->body_len, why, sizeof(why))) {
-      listen_refuse(l, -1, l->ctrl_peer, why);
-      listen_reset_conn(l);
-      return ncclSuccess;
-    }
-    l->stage = CS_HELLO_BODY;
+  int err;
+  enum progress got = record_read(&l->in, l->ctrl_fd, &err, why, sizeof(why));
+  if (got == PROGRESS_PENDING) return 0;
+  if (got == PROGRESS_FAILED) {
+    if (err != EPROTO) /* else why names what is wrong with the header */
+      snprintf(why, sizeof(why), "it %s after %zu of the %zu bytes of its hello",
+               err == EPIPE ? "closed the connection" : strerror(err), l->in.got,
+               record_reader_want(&l->in));
+    listen_refuse(l, -1, l->ctrl_peer, why);
+    listen_reset_conn(l);
+    return -1;
   }
-  if (l->stage == CS_HELLO_BODY) {
-    if (read_some(l, HELLO_HDR_LEN + l->body_len) <= 0) goto check_deadline;
-    if (hello_received(l)) return ncclSuccess;
+  return hello_received(l) ? -1 : 1;
+}
+
+static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **recv_comm) {
+  if (l->stage == CS_HELLO_HDR || l->stage == CS_HELLO_BODY) {
+    int r = read_hello(l);
+    if (r < 0) return ncclSuccess;
+    if (r == 0) goto check_deadline;
   }
   if (l->stage == CS_SEND_HELLO) {
-    while (l->out_off < l->out_len) {
-      size_t n;
-      int err = sock_send(l->ctrl_fd, l->out + l->out_off, l->out_len - l->out_off, &n);
-      if (err == EAGAIN) goto check_deadline;
-      if (err) {
-        WARN("peer %s broke the control connection to device %s while we answered its hello "
-             "(%s); still waiting for a peer",
-             l->ctrl_peer, l->dev->name, strerror(err));
-        listen_reset_conn(l);
-        return ncclSuccess;
-      }
-      l->out_off += n;
+    int err;
+    enum progress sent = record_write(&l->out, l->ctrl_fd, &err);
+    if (sent == PROGRESS_PENDING) goto check_deadline;
+    if (sent == PROGRESS_FAILED) {
+      WARN("peer %s broke the control connection to device %s while we answered its hello "
+           "(%s); still waiting for a peer",
+           l->ctrl_peer, l->dev->name, strerror(err));
+      listen_reset_conn(l);
+      return ncclSuccess;
     }
     struct transport_peer peer;
     transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);

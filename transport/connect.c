@@ -172,7 +172,8 @@ static void attempt_failed(struct connecting *c, struct cand *k, int err, const 
   snprintf(k->last_why, sizeof(k->last_why), "%s", why);
   if (k->fd >= 0) close(k->fd);
   k->fd = -1;
-  k->in_off = k->out_len = k->out_off = 0;
+  record_writer_start(&k->out, k->out_buf, 0);
+  record_reader_reset(&k->in);
   k->failed_once = 1;
   char d[256];
   cand_desc(c, k, d, sizeof(d));
@@ -204,12 +205,11 @@ static void build_hello(struct connecting *c, struct cand *k) {
   m->nsocks = c->h.nsocks;
   m->nthreads = c->h.nthreads;
   struct preamble p = {ROLE_CTRL, 0, c->h.nonce, c->connid};
-  preamble_encode(&p, k->out);
-  size_t len;
-  (void)hello_encode(m, k->out + PREAMBLE_LEN, sizeof(k->out) - PREAMBLE_LEN, &len);
-  k->out_len = PREAMBLE_LEN + len;
-  k->out_off = 0;
-  k->in_off = 0;
+  preamble_encode(&p, k->out_buf);
+  size_t len; /* our own record always fits */
+  (void)hello_encode(m, k->out_buf + PREAMBLE_LEN, sizeof(k->out_buf) - PREAMBLE_LEN, &len);
+  record_writer_start(&k->out, k->out_buf, PREAMBLE_LEN + len);
+  record_reader_init(&k->in, k->in_buf, sizeof(k->in_buf), HELLO_HDR_LEN, hello_decode_header);
 }
 
 static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
@@ -230,66 +230,49 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
   }
 }
 
-/* 1 = this candidate won, 0 = not yet. */
-static int progress_hello(struct connecting *c, struct cand *k, int64_t now) {
+/* Whether this candidate's listener has answered our hello as the
+ * listener this handle came from. */
+static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
   char why[240];
-  while (k->out_off < k->out_len) {
-    size_t n;
-    int err = sock_send(k->fd, k->out + k->out_off, k->out_len - k->out_off, &n);
-    if (err == EAGAIN) break;
-    if (err) {
-      snprintf(why, sizeof(why), "sending our hello failed: %s", strerror(err));
-      attempt_failed(c, k, err, why);
-      return 0;
-    }
-    k->out_off += n;
+  int err;
+  if (record_write(&k->out, k->fd, &err) == PROGRESS_FAILED) {
+    snprintf(why, sizeof(why), "sending our hello failed: %s", strerror(err));
+    attempt_failed(c, k, err, why);
+    return false;
   }
-  size_t want = HELLO_HDR_LEN + (k->in_off >= HELLO_HDR_LEN ? k->body_len : 0);
-  while (k->in_off < want) {
-    size_t n;
-    int err = sock_recv(k->fd, k->in + k->in_off, want - k->in_off, &n);
-    if (err == EAGAIN) break;
-    if (err) {
+  enum progress got = record_read(&k->in, k->fd, &err, why, sizeof(why));
+  if (got == PROGRESS_FAILED) {
+    if (err != EPROTO) /* else why names what is wrong with the header */
       snprintf(why, sizeof(why),
                "the process listening there %s our handshake (it is not the listener this "
                "handle came from, or it refused us: see its log)",
                err == EPIPE ? "closed the connection during" : "broke");
-      attempt_failed(c, k, 0, why);
-      k->st = CAND_DEAD;
-      return 0;
-    }
-    k->in_off += n;
-    if (k->in_off == HELLO_HDR_LEN) {
-      if (hello_decode_header(k->in, &k->kind, &k->body_len, why, sizeof(why))) {
-        attempt_failed(c, k, 0, why);
-        k->st = CAND_DEAD;
-        return 0;
-      }
-      want = HELLO_HDR_LEN + k->body_len;
-    }
+    attempt_failed(c, k, 0, why);
+    k->st = CAND_DEAD;
+    return false;
   }
-  if (k->in_off < HELLO_HDR_LEN || k->in_off < HELLO_HDR_LEN + k->body_len) {
+  if (got == PROGRESS_PENDING) {
     if (now - k->attempt_start > c->handshake_ns) {
       snprintf(why, sizeof(why), "connected, but no answer to our hello in %lld ms",
                (long long)(c->handshake_ns / 1000000));
       attempt_failed(c, k, 0, why);
       k->st = CAND_DEAD;
     }
-    return 0;
+    return false;
   }
   struct hello *p = &c->peer;
-  if (hello_decode_body(k->in + HELLO_HDR_LEN, k->body_len, p, why, sizeof(why))) {
+  if (hello_decode_body(k->in.buf + HELLO_HDR_LEN, k->in.body_len, p, why, sizeof(why))) {
     attempt_failed(c, k, 0, why);
     k->st = CAND_DEAD;
-    return 0;
+    return false;
   }
-  p->kind = k->kind;
+  p->kind = k->in.kind;
   if (p->kind != HELLO_ACCEPT || p->nonce != c->h.nonce || p->connid != c->connid) {
     attempt_failed(c, k, 0, "the answer names another listen or connection");
     k->st = CAND_DEAD;
-    return 0;
+    return false;
   }
-  return 1;
+  return true;
 }
 
 /* Drives every candidate one step; returns the index that won, or -1. */

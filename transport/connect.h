@@ -11,6 +11,7 @@
 #include "transport/frame.h"
 #include "transport/handle.h"
 #include "transport/hello.h"
+#include "transport/record_io.h"
 #include "transport/transport.h"
 
 enum cand_state { CAND_IDLE, CAND_CONNECTING, CAND_HELLO, CAND_WAIT, CAND_DEAD };
@@ -29,12 +30,10 @@ struct cand {
   int last_err;
   char last_why[640];
   int64_t next_try, attempt_start;
-  uint8_t out[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t out_len, out_off;
-  uint8_t in[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t in_off;
-  uint32_t body_len;
-  int kind;
+  uint8_t out_buf[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_writer out; /* our preamble and hello */
+  uint8_t in_buf[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_reader in; /* the listener's hello */
 };
 
 struct data_sock {

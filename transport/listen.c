@@ -50,7 +50,8 @@ void listen_reset_conn(struct listen_comm *l) {
   if (l->ibs) ib_setup_free(l->ibs);
   l->ibs = NULL;
   l->stage = CS_NONE;
-  l->in_off = l->out_len = l->out_off = 0;
+  record_reader_init(&l->in, l->in_buf, sizeof(l->in_buf), HELLO_HDR_LEN, hello_decode_header);
+  record_writer_start(&l->out, l->out_buf, 0);
   l->ndata = l->data_have = 0;
 }
 
@@ -107,6 +108,7 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   l->obj = OBJ_LISTEN;
   l->dev = dev;
   l->ctrl_fd = -1;
+  listen_reset_conn(l);
   l->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
   transport_socket_shape(&l->nsocks, &l->nthreads);
   l->nonce = random_u64(l);

@@ -7,6 +7,7 @@
 
 #include "transport/frame.h"
 #include "transport/hello.h"
+#include "transport/record_io.h"
 #include "transport/transport.h"
 
 #define LISTEN_MAX_INCOMING 32
@@ -40,12 +41,10 @@ struct listen_comm {
   char ctrl_peer[80];
   uint64_t connid;
   int64_t conn_deadline;
-  uint8_t in[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t in_off;
-  uint32_t body_len;
-  int kind;
-  uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t out_len, out_off;
+  uint8_t in_buf[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_reader in; /* the connector's hello */
+  uint8_t out_buf[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_writer out; /* our answer */
   struct hello peer_hello, mine;
   struct ib_setup *ibs; /* the RDMA setup stage, when both sides have RDMA */
   int ndata;

@@ -36,6 +36,7 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, in
   s->traffic_class = traffic_class;
   s->stage = send_side ? IS_CHECK : IS_RECV_INFO;
   s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
+  record_reader_init(&s->in, s->in_buf, sizeof(s->in_buf), IBREC_HDR_LEN, ibrec_decode_header);
   return s;
 }
 
@@ -77,22 +78,20 @@ static void make_info(struct ib_setup *s) {
     if (s->cr_mr) r->cr_addr = (uintptr_t)s->cr, r->cr_rkey = s->cr_mr->rkey;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
-  (void)ibrec_encode(r, s->out, sizeof(s->out), &s->out_len);
-  s->out_off = 0;
+  size_t len; /* our own record always fits */
+  (void)ibrec_encode(r, s->out_buf, sizeof(s->out_buf), &len);
+  record_writer_start(&s->out, s->out_buf, len);
 }
 
 /* 1 = sent, 0 = not yet, -1 = the control connection broke. */
 static int send_out(struct ib_setup *s) {
-  while (s->out_off < s->out_len) {
-    size_t n;
-    int err = sock_send(s->ctrl_fd, s->out + s->out_off, s->out_len - s->out_off, &n);
-    if (err == EAGAIN) return 0;
-    if (err) {
-      WARN("RDMA setup with %s: the control connection broke: %s", s->peer_desc,
-           err == EPIPE ? "the peer closed it" : strerror(err));
-      return -1;
-    }
-    s->out_off += n;
+  int err;
+  enum progress sent = record_write(&s->out, s->ctrl_fd, &err);
+  if (sent == PROGRESS_PENDING) return 0;
+  if (sent == PROGRESS_FAILED) {
+    WARN("RDMA setup with %s: the control connection broke: %s", s->peer_desc,
+         err == EPIPE ? "the peer closed it" : strerror(err));
+    return -1;
   }
   return 1;
 }
@@ -100,30 +99,24 @@ static int send_out(struct ib_setup *s) {
 /* 1 = a record of the expected type is in rec, 0 = not yet, -1 = error. */
 static int recv_rec(struct ib_setup *s, int type, struct ibrec *rec) {
   char why[200];
-  size_t want = IBREC_HDR_LEN + (s->in_off >= IBREC_HDR_LEN ? s->in_body : 0);
-  while (s->in_off < want) {
-    size_t n;
-    int err = sock_recv(s->ctrl_fd, s->in + s->in_off, want - s->in_off, &n);
-    if (err == EAGAIN) return 0;
-    if (err) {
-      WARN("RDMA setup with %s: the control connection broke while waiting for its %s: %s",
-           s->peer_desc, type == IBREC_INFO ? "queue pairs" : "result",
-           err == EPIPE ? "the peer closed it (its process may have failed: see its log)"
-                        : strerror(err));
-      return -1;
-    }
-    s->in_off += n;
-    if (s->in_off == IBREC_HDR_LEN) {
-      if (ibrec_decode_header(s->in, &s->in_type, &s->in_body, why, sizeof(why))) goto bad;
-      want = IBREC_HDR_LEN + s->in_body;
-    }
+  int err;
+  enum progress got = record_read(&s->in, s->ctrl_fd, &err, why, sizeof(why));
+  if (got == PROGRESS_PENDING) return 0;
+  if (got == PROGRESS_FAILED && err != EPROTO) {
+    WARN("RDMA setup with %s: the control connection broke while waiting for its %s: %s",
+         s->peer_desc, type == IBREC_INFO ? "queue pairs" : "result",
+         err == EPIPE ? "the peer closed it (its process may have failed: see its log)"
+                      : strerror(err));
+    return -1;
   }
-  if (s->in_type != type) {
-    snprintf(why, sizeof(why), "expected a record of type %d, got %d", type, s->in_type);
+  if (got == PROGRESS_FAILED) goto bad; /* why names what is wrong with the header */
+  if (s->in.kind != type) {
+    snprintf(why, sizeof(why), "expected a record of type %d, got %d", type, s->in.kind);
     goto bad;
   }
-  if (ibrec_decode_body(type, s->in + IBREC_HDR_LEN, s->in_body, rec, why, sizeof(why))) goto bad;
-  s->in_off = 0;
+  if (ibrec_decode_body(type, s->in.buf + IBREC_HDR_LEN, s->in.body_len, rec, why, sizeof(why)))
+    goto bad;
+  record_reader_reset(&s->in);
   return 1;
 bad:
   WARN("RDMA setup with %s: malformed setup record: %s (a peer with another plugin version?)",
@@ -148,8 +141,9 @@ static void make_status(struct ib_setup *s) {
     r->ok = 1;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
-  (void)ibrec_encode(r, s->out, sizeof(s->out), &s->out_len);
-  s->out_off = 0;
+  size_t len; /* our own record always fits */
+  (void)ibrec_encode(r, s->out_buf, sizeof(s->out_buf), &len);
+  record_writer_start(&s->out, s->out_buf, len);
 }
 
 /* Both STATUS records are in: the same verdict on both sides. */

@@ -6,6 +6,7 @@
 #define DIAG_TRANSPORT_IB_SETUP_H
 
 #include "transport/ib/ib.h"
+#include "transport/record_io.h"
 
 enum ib_stage {
   IS_CHECK, /* compatibility, queue pairs to INIT, our INFO */
@@ -39,12 +40,10 @@ struct ib_setup {
   int sl, tc; /* the sender's choice */
   /* records */
   struct ibrec mine_info, peer_info, mine_status, peer_status;
-  uint8_t out[IBREC_HDR_LEN + IBREC_MAX_BODY];
-  size_t out_len, out_off;
-  uint8_t in[IBREC_HDR_LEN + IBREC_MAX_BODY];
-  size_t in_off;
-  uint32_t in_body;
-  int in_type;
+  uint8_t out_buf[IBREC_HDR_LEN + IBREC_MAX_BODY];
+  struct record_writer out; /* our INFO, then our STATUS */
+  uint8_t in_buf[IBREC_HDR_LEN + IBREC_MAX_BODY];
+  struct record_reader in; /* the peer's INFO, then its STATUS */
   char notes[512];
 };
 
