@@ -253,14 +253,14 @@ static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **rec
     if (l->ibs) l->conn_deadline = INT64_MAX;
   }
   if (l->stage == CS_RDMA) {
-    int r = ib_setup_progress(l->ibs);
-    if (r == 0) return ncclSuccess;
-    if (r < 0) {
+    enum ib_setup_result r = ib_setup_progress(l->ibs);
+    if (r == IB_SETUP_PENDING) return ncclSuccess;
+    if (r == IB_SETUP_FAILED) {
       listen_reset_conn(l);
       ev_count(C_CONN_FAILURES, 1);
       return ncclSystemError;
     }
-    if (r == 1) return finish_rdma(l, recv_comm);
+    if (r == IB_SETUP_RDMA_UP) return finish_rdma(l, recv_comm);
     ib_setup_free(l->ibs); /* fall back: wait for the TCP data sockets */
     l->ibs = NULL;
     l->stage = CS_DATA;

@@ -67,13 +67,13 @@ ncclResult_t connect_data_sockets(struct connecting *c, int64_t now) {
 }
 
 ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
-  int r = ib_setup_progress(c->ibs);
-  if (r == 0) return ncclSuccess;
-  if (r < 0) {
+  enum ib_setup_result r = ib_setup_progress(c->ibs);
+  if (r == IB_SETUP_PENDING) return ncclSuccess;
+  if (r == IB_SETUP_FAILED) {
     ev_count(C_CONN_FAILURES, 1);
     return ncclSystemError;
   }
-  if (r == 2) { /* fall back: the TCP data sockets come next */
+  if (r == IB_SETUP_FALL_BACK) { /* the TCP data sockets come next */
     ib_setup_free(c->ibs);
     c->ibs = NULL;
     return ncclSuccess;

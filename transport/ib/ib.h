@@ -164,9 +164,16 @@ struct ib_setup;
 struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class);
-/* 0 = in progress, 1 = RDMA ready, 2 = fall back to TCP, -1 = failed (WARN
- * logged). */
-int ib_setup_progress(struct ib_setup *s);
+/* What a step of RDMA setup returns: common/progress.h's meanings, with
+ * the two ways it can finish. */
+enum ib_setup_result {
+  IB_SETUP_PENDING,   /* call again: waiting for the peer or the socket */
+  IB_SETUP_RDMA_UP,   /* ib_comm_create takes it from here */
+  IB_SETUP_FALL_BACK, /* both sides agreed on TCP: the data sockets come next */
+  IB_SETUP_FAILED,    /* logged by the step that failed */
+};
+/* Runs the setup's stages as far as the control socket allows. */
+enum ib_setup_result ib_setup_progress(struct ib_setup *s);
 /* Builds the comm from a ready setup (takes ownership of it). */
 ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x,
                             struct transport_comm **out);

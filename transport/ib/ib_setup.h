@@ -8,15 +8,19 @@
 #include "transport/ib/ib.h"
 #include "transport/record_io.h"
 
+/* The machine's stages (ib_setup.c has their order on each side). */
 enum ib_stage {
-  IS_CHECK, /* compatibility, queue pairs to INIT, our INFO */
-  IS_SEND_INFO,
-  IS_RECV_INFO,
-  IS_CONNECT, /* RTR and RTS */
-  IS_SEND_STATUS,
-  IS_RECV_STATUS,
-  IS_DONE,
+  IB_STAGE_CHECK, /* compatibility, queue pairs to INIT, our INFO */
+  IB_STAGE_SEND_INFO,
+  IB_STAGE_RECV_INFO,
+  IB_STAGE_CONNECT, /* RTR and RTS, our STATUS */
+  IB_STAGE_SEND_STATUS,
+  IB_STAGE_RECV_STATUS,
+  IB_STAGE_DONE,
 };
+
+/* "waiting for the peer's queue pairs": for logs. */
+const char *ib_setup_stage_name(enum ib_stage stage);
 
 struct ib_setup {
   struct ib_dev *dev;
@@ -26,6 +30,7 @@ struct ib_setup {
   char peer_desc[160];
   int traffic_class;
   enum ib_stage stage;
+  enum ib_setup_result result; /* once done: the verdict both sides reached */
   int64_t deadline;
   /* resources, handed to the comm when the path is up */
   struct ibv_cq *cq;
@@ -46,6 +51,9 @@ struct ib_setup {
   struct record_reader in; /* the peer's INFO, then its STATUS */
   char notes[512];
 };
+
+/* The sender decides SL and traffic class (ib_setup_res.c). */
+void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
 
 /* ib_setup_res.c: 0, or an errno with the reason in why (WARN logged). */
 int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap);

@@ -81,7 +81,6 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
 
 /* The sender decides SL and traffic class (NCCL's rule): the knob, else
  * the communicator's traffic class, else 0. */
-void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
 void ib_choose_sl_tc(int traffic_class, int *sl, int *tc) {
   int ksl = (int)knob_int(K_IB_SL), ktc = (int)knob_int(K_IB_TC);
   int cls = traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF ? -1 : traffic_class;
