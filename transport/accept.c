@@ -182,7 +182,7 @@ static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
   memcpy(s.data_fds, l->data_fds, sizeof(s.data_fds));
   s.nthreads = l->nthreads;
   struct transport_comm *c = NULL;
-  ncclResult_t r = tcp_comm_create(&s, &c);
+  ncclResult_t r = tcp_comm_create(&s, &c) ? ncclSystemError : ncclSuccess; /* logged */
   /* The comm owns the sockets now, or closed them on failure. */
   l->ctrl_fd = -1;
   l->ndata = 0;
@@ -200,7 +200,7 @@ static ncclResult_t finish_rdma(struct listen_comm *l, void **recv_comm) {
   l->ibs = NULL;
   l->ctrl_fd = -1; /* the comm owns it now */
   struct transport_comm *c = NULL;
-  ncclResult_t r = ib_comm_create(ibs, &s, &c);
+  ncclResult_t r = ib_comm_create(ibs, &s, &c) ? ncclSystemError : ncclSuccess; /* logged */
   listen_reset_conn(l);
   if (r != ncclSuccess) return r;
   ev_count(C_RECV_COMMS, 1);

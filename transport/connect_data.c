@@ -83,9 +83,8 @@ ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
   struct transport_comm *comm = NULL;
   struct ib_setup *ibs = c->ibs;
   c->ibs = NULL;
-  c->ctrl_fd = -1; /* the comm owns it now */
-  ncclResult_t res = ib_comm_create(ibs, &s, &comm);
-  if (res != ncclSuccess) return res;
+  c->ctrl_fd = -1;                                            /* the comm owns it now */
+  if (ib_comm_create(ibs, &s, &comm)) return ncclSystemError; /* logged */
   ev_count(C_SEND_COMMS, 1);
   *send_comm = comm;
   return ncclSuccess;
@@ -103,8 +102,7 @@ ncclResult_t connect_finish(struct connecting *c, void **send_comm) {
   c->ctrl_fd = -1;
   s.nthreads = c->h.nthreads;
   struct transport_comm *comm = NULL;
-  ncclResult_t r = tcp_comm_create(&s, &comm);
-  if (r != ncclSuccess) return r;
+  if (tcp_comm_create(&s, &comm)) return ncclSystemError; /* logged */
   ev_count(C_SEND_COMMS, 1);
   *send_comm = comm;
   return ncclSuccess;

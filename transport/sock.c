@@ -129,24 +129,28 @@ bool sock_err_retryable(int err) {
   }
 }
 
-static int count_fds(void) {
+/* This process's open descriptors: 0 and the count, or the errno. */
+static int count_fds(int *n) {
   DIR *d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  int n = 0;
-  while (readdir(d)) n++;
+  if (!d) return errno;
+  *n = 0;
+  while (readdir(d)) (*n)++;
   closedir(d);
-  return n - 3; /* ".", ".." and the directory's own descriptor */
+  *n -= 3; /* ".", ".." and the directory's own descriptor */
+  return 0;
 }
 
 void sock_errno_advice(int err, char *buf, size_t cap) {
   if (err == EMFILE) {
     struct rlimit rl = {0};
     getrlimit(RLIMIT_NOFILE, &rl);
+    int nfds = -1; /* printed as is when /proc cannot tell */
+    (void)count_fds(&nfds);
     snprintf(buf, cap,
              "this process has %d file descriptors open and its limit (ulimit -n) is %llu "
              "(hard limit %llu): raise it (ulimit -n %llu, or --ulimit nofile= for containers) "
              "or use fewer sockets per connection (NCCL_NSOCKS_PERTHREAD, NCCL_SOCKET_NTHREADS)",
-             count_fds(), (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+             nfds, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
              (unsigned long long)rl.rlim_max);
   } else if (err == ENFILE) {
     snprintf(buf, cap,

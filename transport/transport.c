@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers every transport uses. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -46,4 +47,14 @@ void transport_socket_shape(int *nsocks, int *nthreads) {
   }
   *nsocks = total;
   *nthreads = th;
+}
+
+ncclResult_t transport_result(int err) {
+  switch (err) {
+  case 0: return ncclSuccess;
+  case ECONNRESET: return ncclRemoteError;
+  case EMSGSIZE:
+  case ENOMSG: return ncclInvalidUsage;
+  default: return ncclSystemError;
+  }
 }

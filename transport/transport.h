@@ -5,7 +5,14 @@
  *
  * Every object handed to NCCL starts with an object tag, checked on every
  * entry, so a comm used after close or passed to the wrong call is named in
- * a WARN instead of corrupting memory. */
+ * a WARN instead of corrupting memory.
+ *
+ * Errors: inside transport/ a function returns 0 or a positive errno, a
+ * step of a state machine an enum progress (or its own outcome enum), and
+ * the function that detects a failure logs it. ncclResult_t appears only at
+ * the ops boundary: the transport_comm_ops functions and transport_listen,
+ * _accept, _connect and _close_listen, which map errnos with
+ * transport_result(). */
 #ifndef DIAG_TRANSPORT_TRANSPORT_H
 #define DIAG_TRANSPORT_TRANSPORT_H
 
@@ -69,6 +76,18 @@ struct transport_peer {
   char desc[160];     /* "host-b (10.0.0.7<46417>, eth0)" */
 };
 
+/* The NCCL code for an errno, at the ops boundary. A failed comm keeps the
+ * errno its first failure was classed with:
+ *   ECONNRESET        the peer or the network ended the connection:
+ *                     ncclRemoteError
+ *   EMSGSIZE, ENOMSG  the ranks' calls disagree (a message larger than its
+ *                     receive, a send that matches no receive):
+ *                     ncclInvalidUsage
+ *   anything else     a failure on this side: ncclSystemError
+ * Connection setup fails with ncclSystemError, or ncclInvalidUsage for a
+ * handle that is not ours. */
+ncclResult_t transport_result(int err);
+
 struct transport_comm;
 
 struct transport_comm_ops {
@@ -114,8 +133,9 @@ struct transport_setup {
   struct hello mine;
 };
 
-/* TCP comm from a completed setup; takes ownership of the sockets. */
-ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
+/* TCP comm from a completed setup; takes ownership of the sockets (closes
+ * them on failure). 0 or an errno (logged). */
+int tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
 
 /* Connection setup (transport/listen.c, accept.c, connect.c). */
 ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, void **listen_comm);

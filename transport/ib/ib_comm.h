@@ -5,6 +5,8 @@
 #ifndef DIAG_TRANSPORT_IB_COMM_H
 #define DIAG_TRANSPORT_IB_COMM_H
 
+#include <stdbool.h>
+
 #include "transport/ib/ib.h"
 
 #define IB_SEND_REQS (IB_MAX_REQS * IB_MAX_RECVS) /* a sender may see 32 x maxRecvs */
@@ -77,14 +79,15 @@ struct ib_comm {
   char first_error[640];
   int64_t last_ctrl_check;
   int failed;
-  ncclResult_t fail_code;
+  int fail_err; /* the first failure's errno, classed as transport_result() expects */
 };
 
 struct ib_req *ib_req_get(struct ib_comm *c);
 void ib_req_put(struct ib_comm *c, struct ib_req *r);
-/* Logs once (WARN), tells the peer why on the control socket, and makes
- * every later call on the comm return code. */
-ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const char *fmt, ...)
+/* Fails the comm with err (see transport_result): logs once (WARN), tells
+ * the peer why on the control socket when notify is set, and makes every
+ * later call on the comm return the first failure. Returns the comm's errno. */
+int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
 ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
@@ -93,13 +96,15 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
                       void **mhandles, void **request);
 ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes, void **mhandles,
                        void **request);
-/* Sends that found their FIFO slot complete (all of a group): posted. */
-ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq);
-/* Drains the completion queue; 0 or the comm's failure. */
-ncclResult_t ib_poll(struct ib_comm *c);
+/* Sends that found their FIFO slot complete (all of a group): posted.
+ * These return 0 or the comm's errno once it failed. */
+int ib_post_slot(struct ib_comm *c, uint32_t seq);
+/* Drains the completion queue. */
+int ib_poll(struct ib_comm *c);
 ncclResult_t ib_test(void *request, int *done, int *sizes);
 /* Rate-limited look at the control socket: the peer died, or gave up. */
-ncclResult_t ib_check_peer(struct ib_comm *c);
+int ib_check_peer(struct ib_comm *c);
+/* The flush queue pair (connected to itself): 0 or an errno (logged). */
 int ib_flush_setup(struct ib_comm *c);
 
 #endif

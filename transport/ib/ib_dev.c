@@ -83,34 +83,37 @@ static int gpu_support(struct ib_dev *d) {
   return s;
 }
 
+/* 0, or an errno with why filled. */
 static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t cap) {
   const struct topo_dev *t = d->td;
   d->ctx = d->v->open_device(vd);
   if (!d->ctx) {
+    int err = errno ? errno : ENODEV;
     snprintf(why, cap,
              "cannot open %s: %s (in a container, pass its /dev/infiniband/uverbs* "
              "device, e.g. --device=/dev/infiniband)",
-             t->name, strerror(errno));
-    return -1;
+             t->name, strerror(err));
+    return err;
   }
   struct ibv_port_attr pa;
   int err = d->v->query_device(d->ctx, &d->attr);
   if (!err) err = verbs_query_port(d->v, d->ctx, (uint8_t)t->ib_port, &pa);
   if (err) {
     snprintf(why, cap, "cannot query %s: %s", d->label, strerror(err));
-    return -1;
+    return err;
   }
   if (pa.state != IBV_PORT_ACTIVE) {
     snprintf(why, cap, "%s is %s for verbs although sysfs said ACTIVE", d->label,
              pa.state == IBV_PORT_DOWN   ? "DOWN"
              : pa.state == IBV_PORT_INIT ? "INIT"
                                          : "not active");
-    return -1;
+    return ENETDOWN;
   }
   d->pd = d->v->alloc_pd(d->ctx);
   if (!d->pd) {
-    snprintf(why, cap, "cannot allocate a protection domain on %s: %s", t->name, strerror(errno));
-    return -1;
+    int err2 = errno ? errno : ENOMEM;
+    snprintf(why, cap, "cannot allocate a protection domain on %s: %s", t->name, strerror(err2));
+    return err2;
   }
   pthread_mutex_init(&d->lock, NULL);
   d->ptr_support = NCCL_PTR_HOST | gpu_support(d);
@@ -170,26 +173,28 @@ static void add_xp_dev(struct transport_host *host, const struct topo_choice *c,
   host->ndev++;
 }
 
+/* 0, or an errno (logged): no RDMA device then. */
 static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, int *n) {
   char why[600];
-  if (verbs_load(&st.v, why, sizeof(why))) {
+  int err = verbs_load(&st.v, why, sizeof(why));
+  if (err) {
     snprintf(st.why_none, sizeof(st.why_none), "%s", why);
     WARN("%d RDMA port%s chosen (%s...) but %s; using TCP", c->ndev, c->ndev == 1 ? " is" : "s are",
          c->dev[0].name, why);
-    return -1;
+    return err;
   }
   st.loaded = 1;
   errno = 0;
   *list = st.v.get_device_list(n);
   if (!*list || *n == 0) {
-    int err = errno;
+    err = errno;
     snprintf(st.why_none, sizeof(st.why_none),
              "%s lists no RDMA device (%s): the kernel has no RDMA support or no driver is "
              "loaded, although sysfs shows %s",
              st.v.lib, err ? strerror(err) : "empty list", c->dev[0].name);
     WARN("%s; using TCP", st.why_none);
     if (*list) st.v.free_device_list(*list);
-    return -1;
+    return ENODEV;
   }
   return 0;
 }

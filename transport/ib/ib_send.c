@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* isend: wait for the receiver's clear-to-send entry, match it, post. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,17 +13,20 @@ static uint32_t load_idx(const struct ib_cts *e) {
   return __atomic_load_n(&e->idx, __ATOMIC_ACQUIRE);
 }
 
-static int slot_ready(const struct ib_cts *e, uint32_t seq, int *n) {
+enum slot_state { SLOT_WAITING, SLOT_READY, SLOT_CORRUPT };
+
+static enum slot_state slot_state(const struct ib_cts *e, uint32_t seq, int *n) {
   uint32_t want = seq + 1;
-  if (load_idx(&e[0]) != want) return 0;
+  if (load_idx(&e[0]) != want) return SLOT_WAITING;
   int k = (int)e[0].nreqs;
-  if (k < 1 || k > IB_MAX_RECVS) return -1;
+  if (k < 1 || k > IB_MAX_RECVS) return SLOT_CORRUPT;
   for (int i = 1; i < k; i++)
-    if (load_idx(&e[i]) != want) return 0;
+    if (load_idx(&e[i]) != want) return SLOT_WAITING;
   *n = k;
-  return 1;
+  return SLOT_READY;
 }
 
+/* The index of the entry a send with this tag fills, or -1: none. */
 static int match_entry(struct ib_comm *c, struct ib_slot *sl, const struct ib_cts *e, int tag) {
   for (int i = 0; i < sl->n; i++)
     if (!sl->used[i] && e[i].tag == tag) return i;
@@ -42,7 +46,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   struct ib_comm *c = (struct ib_comm *)xc;
   struct ib_mh *mh = mhandle;
   *request = NULL;
-  if (c->failed) return c->fail_code;
+  if (c->failed) return transport_result(c->fail_err);
   if (size && (!mh || mh->obj != OBJ_MR || (uintptr_t)data < mh->addr ||
                (uintptr_t)data + size > mh->addr + mh->len)) {
     WARN("isend of %zu bytes to %s: buffer %p lies outside its registration (or the registration "
@@ -53,36 +57,39 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   uint32_t seq = c->send_seq;
   int slot = (int)(seq % IB_SLOTS), n = 0;
   struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  int ready = slot_ready(e, seq, &n);
-  if (ready < 0)
-    return ib_fail(c, ncclSystemError, 1,
-                   "clear-to-send slot %d announces %u receives (1 to %d allowed): the FIFO is "
-                   "corrupt or the peer is not a compatible libnccl-net-diag",
-                   slot, e[0].nreqs, IB_MAX_RECVS);
-  if (!ready) {
+  enum slot_state ready = slot_state(e, seq, &n);
+  if (ready == SLOT_CORRUPT)
+    return transport_result(
+      ib_fail(c, EPROTO, true,
+              "clear-to-send slot %d announces %u receives (1 to %d allowed): the FIFO is "
+              "corrupt or the peer is not a compatible libnccl-net-diag",
+              slot, e[0].nreqs, IB_MAX_RECVS));
+  if (ready == SLOT_WAITING) {
     /* NCCL calls again; meanwhile a receiver that died must not leave it
      * waiting for an entry that never comes. */
-    if (ib_poll(c) == ncclSuccess) ib_check_peer(c);
-    return c->failed ? c->fail_code : ncclSuccess;
+    if (!ib_poll(c)) ib_check_peer(c);
+    return transport_result(c->failed ? c->fail_err : 0);
   }
   struct ib_slot *sl = &c->slot[slot];
   if (sl->posted) { /* its previous use has not completed yet */
     ib_poll(c);
-    if (sl->posted) return c->failed ? c->fail_code : ncclSuccess;
+    if (sl->posted) return transport_result(c->failed ? c->fail_err : 0);
   }
   if (!sl->n) memset(sl, 0, sizeof(*sl)), sl->n = n;
   int i = match_entry(c, sl, e, tag);
   if (i < 0)
-    return ib_fail(c, ncclInvalidUsage, 1,
-                   "a send with tag %d matches none of the %d receives grouped in message %u: the "
-                   "ranks' send and receive calls do not pair up",
-                   tag, n, seq);
+    return transport_result(
+      ib_fail(c, ENOMSG, true,
+              "a send with tag %d matches none of the %d receives grouped in message %u: the "
+              "ranks' send and receive calls do not pair up",
+              tag, n, seq));
   if (size > e[i].size)
-    return ib_fail(c, ncclInvalidUsage, 1,
-                   "message %u to %s is %zu bytes but the posted receive holds %u bytes: the "
-                   "ranks disagree on message sizes. Check that NCCL versions, NCCL_PROTO, "
-                   "NCCL_ALGO and NCCL_BUFFSIZE match on every node",
-                   seq, c->base.peer.hello.host, size, e[i].size);
+    return transport_result(
+      ib_fail(c, EMSGSIZE, true,
+              "message %u to %s is %zu bytes but the posted receive holds %u bytes: the ranks "
+              "disagree on message sizes. Check that NCCL versions, NCCL_PROTO, NCCL_ALGO and "
+              "NCCL_BUFFSIZE match on every node",
+              seq, c->base.peer.hello.host, size, e[i].size));
   struct ib_req *r = ib_req_get(c);
   if (!r) {
     WARN("isend to %s: more than %d requests in flight on one connection (an API misuse)",
@@ -101,12 +108,12 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   *request = r;
   if (sl->matched < sl->n) return ncclSuccess; /* the rest of the group comes next */
   c->send_seq++;
-  return ib_post_slot(c, seq);
+  return transport_result(ib_post_slot(c, seq));
 }
 
 /* Posts the data writes of every send of the slot, then the one signaled
  * write-with-immediate that completes them all on the receiver. */
-ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq) {
+int ib_post_slot(struct ib_comm *c, uint32_t seq) {
   int slot = (int)(seq % IB_SLOTS);
   struct ib_slot *sl = &c->slot[slot];
   const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
@@ -147,7 +154,7 @@ ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq) {
   sl->posted = 1;
   int err = ibv_post_send(q->qp, wr, &bad);
   if (err)
-    return ib_fail(c, ncclSystemError, 1, "posting message %u on qp 0x%x failed: %s", seq,
-                   q->qp->qp_num, strerror(err));
-  return ncclSuccess;
+    return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
+                   strerror(err));
+  return 0;
 }

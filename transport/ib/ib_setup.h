@@ -55,7 +55,9 @@ struct ib_setup {
 /* The sender decides SL and traffic class (ib_setup_res.c). */
 void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
 
-/* ib_setup_res.c: 0, or an errno with the reason in why (WARN logged). */
+/* ib_setup_res.c: 0, or an errno with the cause and fix in why, which the
+ * setup reports in both sides' verdict (only a failed registration has
+ * logged its own detail). */
 int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap);
 int ib_res_connect(struct ib_setup *s, char *why, size_t cap);
 void ib_res_free(struct ib_setup *s);

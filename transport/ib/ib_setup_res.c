@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "common/knobs.h"
-#include "common/log.h"
 #include "transport/ib/ib_setup.h"
 
 #define CQ_DEPTH 1024
@@ -58,7 +57,6 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
     int err = errno ? errno : ENOMEM;
     snprintf(why, cap, "%s: creating a completion queue failed: %s%s", d->label, strerror(err),
              err == ENOMEM ? " (raise the locked-memory limit: ulimit -l unlimited)" : "");
-    WARN("%s", why);
     return err;
   }
   int err = make_memory(s, why, cap);
@@ -67,12 +65,12 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
   int recv_wr = cap_wr(d, s->send_side ? 1 : 2 * IB_MAX_REQS);
   int access = IBV_ACCESS_REMOTE_WRITE | (s->send_side ? 0 : IBV_ACCESS_REMOTE_READ);
   for (int i = 0; i < nqps; i++) {
-    err = ib_qp_create(&s->qp[i], d, s->cq, send_wr, recv_wr, s->peer_desc);
+    char detail[512];
+    err = ib_qp_create(&s->qp[i], d, s->cq, send_wr, recv_wr, s->peer_desc, detail, sizeof(detail));
     if (!err) s->nqps = i + 1;
-    if (!err) err = ib_qp_init(&s->qp[i], access);
+    if (!err) err = ib_qp_init(&s->qp[i], access, detail, sizeof(detail));
     if (err) {
-      snprintf(why, cap, "%s: queue pair %d of %d could not be created or moved to INIT: %s",
-               d->label, i, nqps, strerror(err));
+      snprintf(why, cap, "queue pair %d of %d: %s", i, nqps, detail);
       return err;
     }
   }
@@ -103,11 +101,8 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
   for (int i = 0; i < s->nqps; i++) {
     p.qpn = s->peer_info.qpn[i];
     int err = ib_qp_rtr(&s->qp[i], &p, &s->peer, why, cap);
-    if (!err) err = ib_qp_rts(&s->qp[i]);
-    if (err) {
-      if (!why[0]) snprintf(why, cap, "%s: RTR/RTS failed: %s", s->dev->label, strerror(err));
-      return err;
-    }
+    if (!err) err = ib_qp_rts(&s->qp[i], why, cap);
+    if (err) return err;
   }
   return 0;
 }

@@ -123,23 +123,27 @@ struct tcp_comm {
   size_t hdr_got;
   int warned_tag;
 
-  /* first error, set by whichever thread detects it (and logs it) */
+  /* first error, set by whichever thread detects it (and logs it): an
+   * errno classed as transport_result() expects */
   atomic_int failed;
-  ncclResult_t fail_code;
+  int fail_err;
   pthread_mutex_t err_lock;
 };
 
-/* tcp_comm.c. flags: TCP_F_NOTIFY tells the peer why and resets the data
- * sockets (failures we detect in the protocol); TCP_F_SOCKET marks a socket
- * error, for which the send side first looks for the peer's own notice. */
+/* tcp_comm.c. Fails the comm with err (see transport_result) and returns
+ * the comm's errno: the first failure wins, is logged once and is what
+ * every later call returns. flags: TCP_F_NOTIFY tells the peer why and
+ * resets the data sockets (failures we detect in the protocol);
+ * TCP_F_SOCKET marks a socket error, for which the send side first looks
+ * for the peer's own notice. */
 enum { TCP_F_NOTIFY = 1, TCP_F_SOCKET = 2 };
-ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const char *fmt, ...)
+int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
-/* What the driving thread returns once the comm failed: it first stops the
- * helper threads, so none still reads or writes a caller's buffer when the
- * caller, told of the failure, frees it. */
-ncclResult_t tcp_failed(struct tcp_comm *c);
+/* What the driving thread returns once the comm failed (the comm's errno):
+ * it first stops the helper threads, so none still reads or writes a
+ * caller's buffer when the caller, told of the failure, frees it. */
+int tcp_failed(struct tcp_comm *c);
 
 /* tcp_abort.c */
 void tcp_abort_peer(struct tcp_comm *c, const char *reason);
@@ -167,15 +171,17 @@ int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, s
 /* The caller's share of the data sockets (see above): moves the stripes
  * it owns by size, wakes helpers for the rest. 0 or the comm's errno. */
 int tcp_caller_progress(struct tcp_comm *c, size_t *moved);
+/* 0 or an errno (logged). */
 int tcp_threads_start(struct tcp_comm *c);
 void tcp_threads_stop(struct tcp_comm *c);
 
 /* tcp_send.c / tcp_recv.c */
 ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
                        void **request);
-ncclResult_t tcp_send_progress(struct tcp_comm *c);
+/* The control socket's queue: 0, or the comm's errno once it failed. */
+int tcp_send_progress(struct tcp_comm *c);
 ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                        void **mhandles, void **request);
-ncclResult_t tcp_recv_progress(struct tcp_comm *c);
+int tcp_recv_progress(struct tcp_comm *c);
 
 #endif

@@ -28,7 +28,7 @@ struct tcp_mr {
 /* The first failure wins and is logged once; later calls only return it.
  * The WARN goes out before the failure is published, so no caller can see
  * the error code before its explanation exists. */
-ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const char *fmt, ...) {
+int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...) {
   pthread_mutex_lock(&c->err_lock);
   if (!atomic_load(&c->failed)) {
     char msg[2048], reason[MSG_ABORT_MAX + 1];
@@ -39,7 +39,7 @@ ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const ch
     if ((flags & TCP_F_SOCKET) && c->send &&
         transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
       snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
-      code = ncclRemoteError;
+      err = ECONNRESET;
     }
     ev_count(C_DATA_ERRORS, 1);
     struct ev e;
@@ -52,11 +52,11 @@ ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const ch
     WARN("%s connection with %s on device %s: %s", c->send ? "send" : "receive", c->base.peer.desc,
          c->base.dev->name, msg);
     if (flags & TCP_F_NOTIFY) tcp_abort_peer(c, msg);
-    c->fail_code = code;
+    c->fail_err = err;
     atomic_store(&c->failed, 1);
   }
   pthread_mutex_unlock(&c->err_lock);
-  return c->fail_code;
+  return c->fail_err;
 }
 
 struct tcp_req *tcp_req_get(struct tcp_comm *c) {
@@ -129,12 +129,12 @@ int tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why,
   return 1;
 }
 
-ncclResult_t tcp_failed(struct tcp_comm *c) {
+int tcp_failed(struct tcp_comm *c) {
   if (!c->quiesced) {
     tcp_threads_stop(c);
     c->quiesced = 1;
   }
-  return c->fail_code;
+  return c->fail_err;
 }
 
 static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
@@ -174,16 +174,15 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_req *r = request;
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
-  if (atomic_load(&c->failed)) return tcp_failed(c);
+  if (atomic_load(&c->failed)) return transport_result(tcp_failed(c));
   transport_idle_note(c, NULL, 0); /* still driven by this thread */
   uint64_t before = c->moved;
-  ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
-  if (res != ncclSuccess) return tcp_failed(c);
+  int err = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
   size_t m = 0;
-  int err = tcp_caller_progress(c, &m);
+  if (!err) err = tcp_caller_progress(c, &m);
   c->moved += m;
-  if (err) return tcp_failed(c);
-  if (atomic_load(&c->failed)) return tcp_failed(c);
+  /* A helper thread may have failed the comm meanwhile. */
+  if (err || atomic_load(&c->failed)) return transport_result(tcp_failed(c));
   if (!r->hdr_done || atomic_load(&r->pending) != 0) {
     if (c->moved != before) transport_idle_progress();
     else if (transport_idle_should_wait()) idle_wait(c);
@@ -236,13 +235,13 @@ static const struct transport_comm_ops tcp_ops = {
   .close = tcp_close,
 };
 
-ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
+int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   struct tcp_comm *c = calloc(1, sizeof(*c));
   if (!c) {
     WARN("connection with %s on device %s: out of memory", s->peer.desc, s->dev->name);
     close(s->ctrl_fd);
     for (int i = 0; i < s->ndata; i++) close(s->data_fds[i]);
-    return ncclSystemError;
+    return ENOMEM;
   }
   c->base.obj = s->send_side ? OBJ_SEND : OBJ_RECV;
   c->base.ops = &tcp_ops;
@@ -271,12 +270,13 @@ ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **
   int64_t cm = knob_int(K_DIAG_CALLER_MAX);
   c->caller_max = cm >= 0 ? (size_t)cm : c->same_host ? (4u << 20) : (1u << 20);
   c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
-  if (tcp_threads_start(c)) {
+  int err = tcp_threads_start(c);
+  if (err) {
     tcp_threads_stop(c);
     close_fds(c);
     pthread_mutex_destroy(&c->err_lock);
     free(c);
-    return ncclSystemError;
+    return err;
   }
   ev_count(C_COMMS_TCP, 1);
   struct ev e;
@@ -295,5 +295,5 @@ ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **
        c->send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads,
        c->caller_max, c->same_host ? ", peer on this host" : "");
   *out = &c->base;
-  return ncclSuccess;
+  return 0;
 }

@@ -121,14 +121,14 @@ int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, s
       int err = c->send ? sock_send(s->fd, t->buf + t->off, t->len - t->off, &n)
                         : sock_recv(s->fd, t->buf + t->off, t->len - t->off, &n);
       if (err == EAGAIN) return 0;
-      if (err) {
-        tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
-                 "data socket %d %s message %u: %s after %zu of its %zu bytes of this stripe; the "
-                 "peer process died, closed the connection or the network dropped it",
-                 s->index, c->send ? "sending" : "receiving", t->req->seq,
-                 err == EPIPE ? "the peer closed the connection" : strerror(err), t->off, t->len);
-        return err;
-      }
+      if (err)
+        return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
+                        "data socket %d %s message %u: %s after %zu of its %zu bytes of this "
+                        "stripe; the peer process died, closed the connection or the network "
+                        "dropped it",
+                        s->index, c->send ? "sending" : "receiving", t->req->seq,
+                        err == EPIPE ? "the peer closed the connection" : strerror(err), t->off,
+                        t->len);
       t->off += n;
       *moved += n;
       if (atomic_fetch_sub(&t->req->pending, (long long)n) == (long long)n) transport_idle_wake();
@@ -222,9 +222,10 @@ int tcp_threads_start(struct tcp_comm *c) {
     first += t->count;
     t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (t->efd < 0) {
+      int err = errno;
       WARN("connection with %s: cannot create an eventfd for helper thread %d: %s",
-           c->base.peer.desc, i, strerror(errno));
-      return -1;
+           c->base.peer.desc, i, strerror(err));
+      return err;
     }
     int err = pthread_create(&t->tid, NULL, tcp_thread_main, t);
     if (err) {
@@ -233,7 +234,7 @@ int tcp_threads_start(struct tcp_comm *c) {
            c->base.peer.desc, i, c->nthreads, strerror(err));
       close(t->efd);
       t->efd = -1;
-      return -1;
+      return err;
     }
     t->started = 1;
     char name[16];

@@ -43,17 +43,16 @@ static int ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, bool direct_
   }
   c->moved += *got;
   if (!err || err == EAGAIN) return 0;
-  tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
-           "receiving on the control socket (message %u): %s; the peer process died, closed the "
-           "connection or the network dropped it",
-           c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
-  return err;
+  return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
+                  "receiving on the control socket (message %u): %s; the peer process died, "
+                  "closed the connection or the network dropped it",
+                  c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
 }
 
-static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
+static int truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
   char diff[1200];
   int nd = hello_diff(&c->base.mine, &c->base.peer.hello, diff, sizeof(diff));
-  return tcp_fail(c, ncclInvalidUsage, TCP_F_NOTIFY,
+  return tcp_fail(c, EMSGSIZE, TCP_F_NOTIFY,
                   "message %u from %s is %llu bytes but the posted receive holds %zu bytes: the "
                   "ranks disagree on message sizes. %s%s",
                   h->seq, c->base.peer.hello.host, (unsigned long long)h->size, r->cap,
@@ -63,7 +62,7 @@ static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struc
                   nd ? diff : "");
 }
 
-static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
+static int start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   struct tcp_req *r = c->posted[c->posted_head];
   c->posted_head = (c->posted_head + 1) % TCP_MAX_REQS;
   c->posted_count--;
@@ -82,11 +81,11 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
     r->inline_off = 0;
     if (r->size == 0) r->hdr_done = 1;
     else c->cur = r;
-    return ncclSuccess;
+    return 0;
   }
   int ns = tcp_nstripes(r->size, h->chunk);
   if (c->nsocks == 0 || ns > c->nsocks) {
-    return tcp_fail(c, ncclSystemError, TCP_F_NOTIFY,
+    return tcp_fail(c, EPROTO, TCP_F_NOTIFY,
                     "message %u: the peer striped %llu bytes into %d pieces of %u bytes for %d "
                     "data sockets; the byte stream is corrupt or the peer is not a compatible "
                     "libnccl-net-diag",
@@ -95,12 +94,12 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   atomic_store(&r->pending, (long long)r->size);
   r->hdr_done = 1; /* before the push: a stripe moved at once may complete it */
   tcp_push_message(c, r->data, r->size, h->chunk, h->seq, r);
-  return ncclSuccess;
+  return 0;
 }
 
 /* The sender ended the connection and said why: read its reason (bounded
  * wait; it follows the header) and fail with it. */
-static ncclResult_t peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
+static int peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
   char reason[MSG_ABORT_MAX + 1] = "";
   size_t got = 0;
   int64_t end = now_ns() + 300000000LL;
@@ -111,47 +110,47 @@ static ncclResult_t peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
     if (err) break;
   }
   reason[got] = 0;
-  return tcp_fail(c, ncclRemoteError, 0, "the sending side ended the connection: %s",
+  return tcp_fail(c, ECONNRESET, 0, "the sending side ended the connection: %s",
                   got ? reason : "(no reason received)");
 }
 
-ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
+int tcp_recv_progress(struct tcp_comm *c) {
   for (;;) {
-    if (atomic_load(&c->failed)) return c->fail_code;
+    if (atomic_load(&c->failed)) return c->fail_err;
     if (c->cur) {
       struct tcp_req *r = c->cur;
       size_t n;
-      if (ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, true, &n))
-        return c->fail_code;
+      int err = ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, true, &n);
+      if (err) return err;
       r->inline_off += n;
-      if (r->inline_off < r->size) return ncclSuccess;
+      if (r->inline_off < r->size) return 0;
       r->hdr_done = 1;
       c->cur = NULL;
     }
-    if (c->posted_count == 0) return ncclSuccess;
+    if (c->posted_count == 0) return 0;
     size_t n;
-    if (ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n))
-      return c->fail_code;
+    int err = ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n);
+    if (err) return err;
     c->hdr_got += n;
-    if (c->hdr_got < MSG_HDR_LEN) return ncclSuccess;
+    if (c->hdr_got < MSG_HDR_LEN) return 0;
     c->hdr_got = 0;
     struct msg_hdr h;
     char why[200] = "";
-    int err = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
+    err = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
     if (!err && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
     if (!err && h.seq != c->next_seq) {
       snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
       err = EPROTO;
     }
     if (err) {
-      return tcp_fail(c, ncclSystemError, TCP_F_NOTIFY,
+      return tcp_fail(c, EPROTO, TCP_F_NOTIFY,
                       "corrupt message header on the control socket: %s. The byte stream is out "
                       "of step (another process writing to this socket, or memory corruption); "
                       "the connection cannot continue",
                       why);
     }
-    ncclResult_t r = start_message(c, &h);
-    if (r != ncclSuccess) return r;
+    err = start_message(c, &h);
+    if (err) return err;
   }
 }
 
@@ -159,7 +158,7 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
                        void **mhandles, void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->failed)) return tcp_failed(c);
+  if (atomic_load(&c->failed)) return transport_result(tcp_failed(c));
   if (n != 1) {
     WARN("irecv from %s with %d grouped receives: this TCP device reports maxRecvs=1 (an API "
          "misuse)",
@@ -186,5 +185,5 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
   c->posted_count++;
   transport_idle_note(c, &(struct pollfd){c->ctrl_fd, POLLIN, 0}, 1);
   *request = r;
-  return tcp_recv_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
+  return tcp_recv_progress(c) ? transport_result(tcp_failed(c)) : ncclSuccess;
 }

@@ -13,7 +13,7 @@
 
 /* Writes as much of the queue as the socket takes, in one sendmsg for many
  * small messages. */
-ncclResult_t tcp_send_progress(struct tcp_comm *c) {
+int tcp_send_progress(struct tcp_comm *c) {
   while (c->out_count) {
     struct iovec iov[MAX_IOV];
     int niov = 0;
@@ -32,10 +32,10 @@ ncclResult_t tcp_send_progress(struct tcp_comm *c) {
     }
     size_t n;
     int err = sock_sendv(c->ctrl_fd, iov, niov, &n);
-    if (err == EAGAIN) return ncclSuccess;
+    if (err == EAGAIN) return 0;
     if (err) {
       struct tcp_out *o = &c->out[c->out_head];
-      return tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
+      return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
                       "sending message %u (%zu bytes) on the control socket: %s; the peer process "
                       "died, closed the connection or the network dropped it",
                       o->req->seq, o->req->size,
@@ -55,14 +55,14 @@ ncclResult_t tcp_send_progress(struct tcp_comm *c) {
       }
     }
   }
-  return ncclSuccess;
+  return 0;
 }
 
 ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
                        void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->failed)) return tcp_failed(c);
+  if (atomic_load(&c->failed)) return transport_result(tcp_failed(c));
   char why[200];
   if (!tcp_mr_covers(mh, data, size, why, sizeof(why))) {
     WARN("isend of %zu bytes to %s: %s", size, xc->peer.desc, why);
@@ -96,5 +96,5 @@ ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int t
   c->out_count++;
   if (!is_inline) tcp_push_message(c, data, size, chunk, r->seq, r);
   *request = r;
-  return tcp_send_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
+  return tcp_send_progress(c) ? transport_result(tcp_failed(c)) : ncclSuccess;
 }
