@@ -49,10 +49,10 @@ void listen_reset_conn(struct listen_comm *l) {
   l->ctrl_fd = -1;
   if (l->ibs) ib_setup_free(l->ibs);
   l->ibs = NULL;
-  l->stage = CS_NONE;
+  l->stage = ACCEPT_IDLE;
   record_reader_init(&l->in, l->in_buf, sizeof(l->in_buf), HELLO_HDR_LEN, hello_decode_header);
   record_writer_start(&l->out, l->out_buf, 0);
-  l->ndata = l->data_have = 0;
+  l->ndata = l->ndata_arrived = 0;
 }
 
 static uint64_t random_u64(const void *salt) {
@@ -159,7 +159,7 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
 
 ncclResult_t transport_close_listen(void *listen_comm) {
   struct listen_comm *l = listen_comm;
-  for (int i = 0; i < l->ninc; i++) close(l->inc[i].fd);
+  for (int i = 0; i < l->nincoming; i++) close(l->incoming[i].fd);
   listen_reset_conn(l);
   close(l->fd);
   l->obj = OBJ_DEAD;
