@@ -70,6 +70,8 @@ static void connecting_free(struct connecting *c) {
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
   if (c->ibs) ib_setup_free(c->ibs);
   c->obj = OBJ_DEAD;
+  free(c->cands);
+  free(c->data_socks);
   free(c);
 }
 
@@ -129,8 +131,13 @@ static bool peer_handle_ok(const struct transport_dev *dev, const void *handle, 
 static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
                           const struct handle *h, struct connecting **out) {
   struct connecting *c = calloc(1, sizeof(*c));
-  if (!c) {
+  if (c) {
+    c->cands = calloc((size_t)h->ncand, sizeof(*c->cands));
+    c->data_socks = calloc((size_t)h->nsocks, sizeof(*c->data_socks));
+  }
+  if (!c || !c->cands || (h->nsocks && !c->data_socks)) {
     WARN("connect on device %s: out of memory", dev->name);
+    if (c) free(c->cands), free(c->data_socks), free(c);
     return ENOMEM;
   }
   c->obj = OBJ_CONNECTING;
@@ -154,7 +161,7 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
     sockaddr_str((struct sockaddr *)&k->ss, k->str, sizeof(k->str));
   }
   order_candidates(c);
-  for (int i = 0; i < TRANSPORT_MAX_DATA_SOCKS; i++) c->data_socks[i].fd = -1;
+  for (int i = 0; i < h->nsocks; i++) c->data_socks[i].fd = -1;
   *out = c;
   return 0;
 }

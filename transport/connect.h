@@ -84,15 +84,15 @@ struct connecting {
   int64_t start, deadline, handshake_ns;
   enum connect_stage stage;
   int ncands;
-  struct cand cands[HANDLE_MAX_CAND];
+  struct cand *cands;              /* the handle's ncands addresses */
   int cand_order[HANDLE_MAX_CAND]; /* local subnets first */
   const struct cand *winner;       /* from CONNECT_RDMA on */
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;
-  struct ib_setup *ibs; /* CONNECT_RDMA */
-  int ndata;
-  struct data_sock data_socks[TRANSPORT_MAX_DATA_SOCKS];
+  struct ib_setup *ibs;         /* CONNECT_RDMA */
+  int ndata;                    /* from CONNECT_DATA_SOCKETS on: the listener's count */
+  struct data_sock *data_socks; /* room for the listener's count */
 };
 
 /* connect_data.c. The RDMA stage: on IB_SETUP_RDMA_UP *send_comm is the

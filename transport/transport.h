@@ -48,8 +48,8 @@ struct transport_dev {
   int is_ib;
   int netif; /* index into the host's netif list */
   char ifname[IF_NAMESIZE];
-  struct ipaddr addr;      /* the interface address we listen on */
-  char pci_path[PATH_MAX]; /* "" when virtual */
+  struct ipaddr addr;   /* the interface address we listen on */
+  const char *pci_path; /* "" when virtual; the host owns the string */
   uint64_t guid;
   int speed_mbps;
   int port;
@@ -60,14 +60,20 @@ struct transport_dev {
 struct transport_host {
   struct netif_list ifs;
   struct netif_choice choice;
-  int ndev;
-  struct transport_dev dev[TRANSPORT_MAX_DEVS];
-  char why_none[1024]; /* when ndev == 0: why, and what to set */
+  int ndev, cap_devs;
+  struct transport_dev *devs; /* ndev of them, allocated for what the host has */
+  char why_none[1024];        /* when ndev == 0: why, and what to set */
 };
 
 const struct transport_host *transport_host(void);
 /* Builds it (once per process; later calls return at once). */
 void transport_host_init(void);
+/* While building: room for n devices (at most TRANSPORT_MAX_DEVS), in
+ * place of an empty device list. 0 or ENOMEM (logged). */
+int transport_host_reserve(struct transport_host *h, int n);
+/* While building: the next device, zeroed, with its index and PCI path
+ * set; NULL when the reserved room is used up. */
+struct transport_dev *transport_host_add_dev(struct transport_host *h, const char *pci_path);
 
 /* The other side of a connection, for every message about it. */
 struct transport_peer {

@@ -73,7 +73,7 @@ struct ib_state {
   int loaded;
   char why_none[1024]; /* no RDMA device: why, and what to do */
   int ndev;
-  struct ib_dev dev[TRANSPORT_MAX_DEVS];
+  struct ib_dev *devs; /* the ports opened, room for every chosen one */
 };
 
 const struct ib_state *ib_state(void);

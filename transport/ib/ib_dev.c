@@ -152,15 +152,13 @@ static uint64_t parse_guid(const char *s) {
 static void add_xp_dev(struct transport_host *host, const struct topo_choice *c, int i,
                        struct ib_dev *d) {
   const struct topo_dev *t = &c->dev[i];
-  struct transport_dev *x = &host->dev[host->ndev];
-  memset(x, 0, sizeof(*x));
-  x->index = host->ndev;
+  struct transport_dev *x = transport_host_add_dev(host, t->pci_path);
+  if (!x) return; /* room was reserved for every chosen port */
   dev_name(c, i, x->name, sizeof(x->name));
   x->is_ib = 1;
   x->ib = d;
-  scopy(x->pci_path, sizeof(x->pci_path), t->pci_path ? t->pci_path : "");
   x->guid = parse_guid(t->guid);
-  if (!x->guid) x->guid = (uint64_t)host->ndev;
+  if (!x->guid) x->guid = (uint64_t)x->index;
   x->speed_mbps = t->speed_mbps > 0 ? t->speed_mbps : 10000;
   x->port = t->ib_port + t->real_port;
   /* Control connections (and a fall back to TCP) use the socket interfaces. */
@@ -170,7 +168,6 @@ static void add_xp_dev(struct transport_host *host, const struct topo_choice *c,
     scopy(x->ifname, sizeof(x->ifname), n->name);
     x->addr = n->addr[host->choice.primary[0]];
   }
-  host->ndev++;
 }
 
 /* 0, or an errno (logged): no RDMA device then. */
@@ -208,8 +205,17 @@ int ib_host_init(struct transport_host *host) {
   struct ibv_device **list = NULL;
   int n = 0;
   if (load_verbs(c, &list, &n)) return 0;
-  for (int i = 0; i < c->ndev && host->ndev < TRANSPORT_MAX_DEVS; i++) {
-    struct ib_dev *d = &st.dev[st.ndev];
+  int cap = c->ndev < TRANSPORT_MAX_DEVS ? c->ndev : TRANSPORT_MAX_DEVS;
+  st.devs = calloc((size_t)cap, sizeof(*st.devs));
+  if (!st.devs || transport_host_reserve(host, cap)) {
+    snprintf(st.why_none, sizeof(st.why_none), "out of memory for %d RDMA ports", cap);
+    st.v.free_device_list(list);
+    free(st.devs);
+    st.devs = NULL;
+    return 0;
+  }
+  for (int i = 0; i < c->ndev && st.ndev < cap; i++) {
+    struct ib_dev *d = &st.devs[st.ndev];
     memset(d, 0, sizeof(*d));
     d->td = &c->dev[i];
     d->v = &st.v;

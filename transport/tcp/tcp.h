@@ -34,8 +34,7 @@
 
 #define TCP_MAX_REQS NCCL_NET_MAX_REQUESTS
 #define TCP_RING 64 /* tasks per data socket: >= TCP_MAX_REQS stripes */
-#define TCP_CTRL_STAGE 16384
-#define TCP_MAX_THREADS 16
+#define TCP_CTRL_READAHEAD 16384
 
 struct tcp_comm;
 
@@ -94,9 +93,9 @@ struct tcp_comm {
   int send;
   int ctrl_fd;
   int nsocks, nthreads;
-  int same_host; /* both ends on this host (see tcp_comm_create) */
-  struct tcp_sock socks[TRANSPORT_MAX_DATA_SOCKS];
-  struct tcp_thread threads[TCP_MAX_THREADS];
+  int same_host;              /* both ends on this host (see tcp_comm_create) */
+  struct tcp_sock *socks;     /* nsocks of them, each with its task ring */
+  struct tcp_thread *threads; /* nthreads of them */
   atomic_int stop;
   uint64_t moved; /* bytes the driving thread moved: progress for the idle wait */
   int quiesced;   /* helpers stopped after a failure */
@@ -117,8 +116,8 @@ struct tcp_comm {
   struct tcp_req *posted[TCP_MAX_REQS]; /* awaiting their header */
   int posted_head, posted_count;
   struct tcp_req *cur; /* inline payload being read */
-  uint8_t stage[TCP_CTRL_STAGE];
-  size_t stage_off, stage_len;
+  uint8_t *readahead;  /* TCP_CTRL_READAHEAD bytes read from the control socket */
+  size_t readahead_off, readahead_len;
   uint8_t hdr_buf[MSG_HDR_LEN];
   size_t hdr_got;
   int warned_tag;

@@ -205,14 +205,21 @@ static void close_fds(struct tcp_comm *c) {
   c->ctrl_fd = -1;
 }
 
+static void comm_free(struct tcp_comm *c) {
+  pthread_mutex_destroy(&c->err_lock);
+  c->base.obj = OBJ_DEAD;
+  free(c->socks);
+  free(c->threads);
+  free(c->readahead);
+  free(c);
+}
+
 static ncclResult_t tcp_close(struct transport_comm *xc) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   tcp_threads_stop(c);
   transport_idle_forget(c); /* this thread's wait set; another's entries expire */
   close_fds(c);
-  pthread_mutex_destroy(&c->err_lock);
-  c->base.obj = OBJ_DEAD;
-  free(c);
+  comm_free(c);
   return ncclSuccess;
 }
 
@@ -235,12 +242,32 @@ static const struct transport_comm_ops tcp_ops = {
   .close = tcp_close,
 };
 
+/* The comm's arrays, sized by what it has: its sockets (each with its task
+ * ring), its helper threads, and on the receive side the control socket's
+ * read-ahead. 0 or ENOMEM. */
+static int comm_alloc(struct tcp_comm *c) {
+  c->socks = calloc((size_t)c->nsocks, sizeof(*c->socks));
+  c->threads = calloc((size_t)c->nthreads, sizeof(*c->threads));
+  c->readahead = c->send ? NULL : malloc(TCP_CTRL_READAHEAD);
+  if ((c->nsocks && !c->socks) || (c->nthreads && !c->threads) || (!c->send && !c->readahead))
+    return ENOMEM;
+  for (int i = 0; i < c->nthreads; i++) c->threads[i].efd = -1;
+  return 0;
+}
+
 int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   struct tcp_comm *c = calloc(1, sizeof(*c));
-  if (!c) {
+  if (c) {
+    c->send = s->send_side;
+    c->nsocks = s->ndata;
+    c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
+    pthread_mutex_init(&c->err_lock, NULL);
+  }
+  if (!c || comm_alloc(c)) {
     WARN("connection with %s on device %s: out of memory", s->peer.desc, s->dev->name);
     close(s->ctrl_fd);
     for (int i = 0; i < s->ndata; i++) close(s->data_fds[i]);
+    if (c) comm_free(c);
     return ENOMEM;
   }
   c->base.obj = s->send_side ? OBJ_SEND : OBJ_RECV;
@@ -249,12 +276,8 @@ int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   c->base.peer = s->peer;
   c->base.mine = s->mine;
   c->base.max_recvs = 1;
-  c->send = s->send_side;
   c->ctrl_fd = s->ctrl_fd;
-  c->nsocks = s->ndata;
-  c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
   c->same_host = sock_same_host(s->ctrl_fd);
-  pthread_mutex_init(&c->err_lock, NULL);
   for (int i = 0; i < c->nsocks; i++) {
     c->socks[i].fd = s->data_fds[i];
     c->socks[i].index = i;
@@ -274,8 +297,7 @@ int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   if (err) {
     tcp_threads_stop(c);
     close_fds(c);
-    pthread_mutex_destroy(&c->err_lock);
-    free(c);
+    comm_free(c);
     return err;
   }
   ev_count(C_COMMS_TCP, 1);

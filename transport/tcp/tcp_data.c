@@ -211,7 +211,6 @@ static void *tcp_thread_main(void *arg) {
 
 int tcp_threads_start(struct tcp_comm *c) {
   if (!c->nthreads) return 0;
-  for (int i = 0; i < c->nthreads; i++) c->threads[i].efd = -1;
   int per = c->nsocks / c->nthreads, extra = c->nsocks % c->nthreads, first = 0;
   for (int i = 0; i < c->nthreads; i++) {
     struct tcp_thread *t = &c->threads[i];

@@ -13,32 +13,32 @@
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
-/* Bytes from the control socket: what is staged first, then the socket.
+/* Bytes from the control socket: what was read ahead first, then the socket.
  * *got: bytes copied (may be 0). Returns 0, or the errno that failed the
  * comm (logged). */
 static int ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, bool direct_ok, size_t *got) {
   *got = 0;
-  if (c->stage_off < c->stage_len) {
-    size_t have = c->stage_len - c->stage_off;
+  if (c->readahead_off < c->readahead_len) {
+    size_t have = c->readahead_len - c->readahead_off;
     *got = have < want ? have : want;
-    memcpy(dst, c->stage + c->stage_off, *got);
-    c->stage_off += *got;
+    memcpy(dst, c->readahead + c->readahead_off, *got);
+    c->readahead_off += *got;
     if (*got == want) return 0;
   }
   /* Large payloads go straight to the user's buffer; headers and small
-   * payloads through the stage, so one recv() can bring several. */
+   * payloads through the read-ahead buffer, so one recv() can bring several. */
   size_t n;
   int err;
   if (direct_ok && want - *got >= 4096) {
     err = sock_recv(c->ctrl_fd, dst + *got, want - *got, &n);
     *got += n;
   } else {
-    err = sock_recv(c->ctrl_fd, c->stage, sizeof(c->stage), &n);
-    c->stage_off = 0;
-    c->stage_len = n;
+    err = sock_recv(c->ctrl_fd, c->readahead, TCP_CTRL_READAHEAD, &n);
+    c->readahead_off = 0;
+    c->readahead_len = n;
     size_t more = n < want - *got ? n : want - *got;
-    memcpy(dst + *got, c->stage, more);
-    c->stage_off = more;
+    memcpy(dst + *got, c->readahead, more);
+    c->readahead_off = more;
     *got += more;
   }
   c->moved += *got;
