@@ -21,7 +21,7 @@ void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
   shutdown(ctrl_fd, SHUT_WR);
 }
 
-int transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
+bool transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
   uint8_t buf[MSG_HDR_LEN + MSG_ABORT_MAX];
   size_t got = 0;
   int64_t end = now_ns() + (int64_t)wait_ms * 1000000;
@@ -36,12 +36,12 @@ int transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
     struct msg_hdr h;
     char why[160];
     if (got < MSG_HDR_LEN) continue;
-    if (msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT)) return 0;
+    if (msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT)) return false;
     if (got < MSG_HDR_LEN + h.size) continue;
     size_t len = h.size < cap - 1 ? h.size : cap - 1;
     memcpy(reason, buf + MSG_HDR_LEN, len);
     reason[len] = 0;
-    return 1;
+    return true;
   }
-  return 0;
+  return false;
 }

@@ -132,7 +132,7 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
                           const struct handle *h, struct connecting **out) {
   struct connecting *c = calloc(1, sizeof(*c));
   if (c) {
-    c->cands = calloc((size_t)h->ncand, sizeof(*c->cands));
+    c->cands = calloc((size_t)h->ncands, sizeof(*c->cands));
     c->data_socks = calloc((size_t)h->nsocks, sizeof(*c->data_socks));
   }
   if (!c || !c->cands || (h->nsocks && !c->data_socks)) {
@@ -152,10 +152,10 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
   c->start = now_ns();
   c->deadline = c->start + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
   c->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
-  c->ncands = h->ncand;
-  for (int i = 0; i < h->ncand; i++) {
+  c->ncands = h->ncands;
+  for (int i = 0; i < h->ncands; i++) {
     struct cand *k = &c->cands[i];
-    k->hc = h->cand[i];
+    k->hc = h->cands[i];
     k->fd = -1;
     k->sl = ipaddr_to_sockaddr(&k->hc.addr, k->hc.port, &k->ss);
     sockaddr_str((struct sockaddr *)&k->ss, k->str, sizeof(k->str));

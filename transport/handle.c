@@ -30,8 +30,8 @@ int handle_encode(const struct handle *h, uint8_t out[NCCL_NET_HANDLE_MAXSIZE]) 
   w_bytes(&w, host, HANDLE_HOST_LEN);
 
   int n = 0;
-  for (int i = 0; i < h->ncand && i < HANDLE_MAX_CAND; i++) {
-    const struct handle_cand *c = &h->cand[i];
+  for (int i = 0; i < h->ncands && i < HANDLE_MAX_CAND; i++) {
+    const struct handle_cand *c = &h->cands[i];
     size_t alen = c->addr.family == AF_INET ? 4 : 16;
     size_t iflen = strnlen(c->ifname, HANDLE_IFNAME_LEN - 1);
     size_t need = 1 + 1 + 2 + alen + 1 + iflen;
@@ -89,11 +89,11 @@ enum handle_err handle_decode(const uint8_t in[NCCL_NET_HANDLE_MAXSIZE], struct 
     return HANDLE_CORRUPT;
   }
   for (int i = 0; i < ncand; i++) {
-    struct handle_cand *c = &h->cand[i];
+    struct handle_cand *c = &h->cands[i];
     uint8_t fam = r_u8(&r);
     uint8_t prefix = r_u8(&r);
     c->port = r_u16(&r);
-    if (r.short_read) goto corrupt;
+    if (r.is_short) goto corrupt;
     if (fam != 4 && fam != 6) {
       snprintf(why, cap, "candidate %d has address family %u", i, fam);
       return HANDLE_CORRUPT;
@@ -119,7 +119,7 @@ enum handle_err handle_decode(const uint8_t in[NCCL_NET_HANDLE_MAXSIZE], struct 
       return HANDLE_CORRUPT;
     }
   }
-  h->ncand = ncand;
+  h->ncands = ncand;
   return HANDLE_OK;
 corrupt:
   snprintf(why, cap, "the handle ends inside its address list");

@@ -37,8 +37,8 @@ struct handle {
   uint32_t dev;     /* listener's device index */
   uint64_t nonce;
   char host[HANDLE_HOST_LEN];
-  int ncand;
-  struct handle_cand cand[HANDLE_MAX_CAND];
+  int ncands;
+  struct handle_cand cands[HANDLE_MAX_CAND];
 };
 
 /* Writes all 128 bytes (zeroing the unused tail); candidates that do not fit

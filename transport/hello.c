@@ -52,7 +52,7 @@ static const char *const info_knobs[] = {
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
   if (len > 0xffff) {
-    w->overflow = 1;
+    w->has_overflow = true;
     return;
   }
   w_u16(w, type);
@@ -101,7 +101,7 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   w_u16(&t, (uint16_t)ib->pkey_index);
   w_bytes(&t, netdev, 16);
   w_bytes(&t, subnet, 48);
-  w_u8(&t, (uint8_t)(ib->off_plane ? 1 : 0));
+  w_u8(&t, (uint8_t)(ib->is_off_plane ? 1 : 0));
   w_tlv(w, T_IB, b, t.len);
 }
 
@@ -123,8 +123,8 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   w_tlv_u32(&w, T_SOCKS, (uint32_t)h->nsocks | ((uint32_t)h->nthreads << 16));
   for (int i = 0; i < h->nknobs; i++) w_tlv_knob(&w, T_KNOB, &h->knobs[i]);
   for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
-  if (h->ib.present) w_ib(&w, &h->ib);
-  if (w.overflow) return EMSGSIZE;
+  if (h->ib.is_present) w_ib(&w, &h->ib);
+  if (w.has_overflow) return EMSGSIZE;
   struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
   w_u32(&hw, HELLO_MAGIC);
   w_u16(&hw, HELLO_VERSION);
@@ -190,9 +190,9 @@ static int parse_ib(const uint8_t *v, size_t len, struct hello_ib *ib) {
   if (nd) wire_clean_str(ib->netdev, sizeof(ib->netdev), nd, strnlen((const char *)nd, 15));
   const uint8_t *sn = r_take(&r, 48);
   if (sn) wire_clean_str(ib->subnet, sizeof(ib->subnet), sn, strnlen((const char *)sn, 47));
-  ib->off_plane = r_u8(&r) & 1;
-  if (r.short_read) return EPROTO;
-  ib->present = 1;
+  ib->is_off_plane = r_u8(&r) & 1;
+  if (r.is_short) return EPROTO;
+  ib->is_present = true;
   return 0;
 }
 
@@ -226,7 +226,7 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
     case T_ADDR: wire_clean_str(h->addr, sizeof(h->addr), v, tlen); break;
     case T_NONCE:
       h->nonce = r_u64(&f);
-      have_nonce = !f.short_read;
+      have_nonce = !f.is_short;
       break;
     case T_CONNID: h->connid = r_u64(&f); break;
     case T_SOCKS: {
@@ -250,7 +250,7 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
       break;
     default: break; /* a newer peer's field: skipped */
     }
-    if (f.short_read) {
+    if (f.is_short) {
       snprintf(why, cap, "hello field %u is %u bytes, too short for its type", type, tlen);
       return EPROTO;
     }

@@ -7,6 +7,7 @@
 #ifndef DIAG_TRANSPORT_HELLO_H
 #define DIAG_TRANSPORT_HELLO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +26,7 @@ struct hello_knob {
 
 /* The RDMA identity of a side's device; present only on RDMA devices. */
 struct hello_ib {
-  int present;
+  bool is_present;
   char dev[32];
   int port;
   int link_layer; /* 1 InfiniBand, 2 Ethernet (RoCE) */
@@ -37,7 +38,7 @@ struct hello_ib {
   int pkey_index;
   char netdev[16];
   char subnet[48];
-  int off_plane; /* the sender's own layout sets this device apart */
+  bool is_off_plane; /* the sender's own layout sets this device apart */
 };
 
 struct hello {

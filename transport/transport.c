@@ -17,12 +17,12 @@ void transport_peer_describe(struct transport_peer *p, const struct hello *h, co
            h->ifname[0] ? ", " : "", h->ifname);
 }
 
-void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side,
+void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, bool is_send,
                           int ctrl_fd, const struct hello *mine, const struct hello *peer,
                           const char *peer_addr) {
   memset(s, 0, sizeof(*s));
   s->dev = dev;
-  s->send_side = send_side;
+  s->is_send = is_send;
   s->ctrl_fd = ctrl_fd;
   s->mine = *mine;
   transport_peer_describe(&s->peer, peer, peer_addr);

@@ -3,21 +3,33 @@
  * the API dispatches through, and the hand-off from connection setup (a
  * control socket plus data sockets, and both hello records) to a transport.
  *
+ * Connection setup is three non-blocking state machines, each with an enum
+ * of named stages and a *_stage_name() for its logs:
+ *   connect     connect.h: the listener's addresses, then RDMA setup or
+ *               the data sockets
+ *   accept      listen.h: the connector's hello and our answer, then RDMA
+ *               setup or the data sockets
+ *   RDMA setup  ib/ib_setup.h: INFO and STATUS records on the control
+ *               socket; pending, RDMA up, fall back to TCP, or failed
+ * The hello and the RDMA setup records are framed records, read and
+ * written by record_io.h.
+ *
  * Every object handed to NCCL starts with an object tag, checked on every
  * entry, so a comm used after close or passed to the wrong call is named in
  * a WARN instead of corrupting memory.
  *
- * Errors: inside transport/ a function returns 0 or a positive errno, a
- * step of a state machine an enum progress (or its own outcome enum), and
- * the function that detects a failure logs it. ncclResult_t appears only at
- * the ops boundary: the transport_comm_ops functions and transport_listen,
- * _accept, _connect and _close_listen, which map errnos with
- * transport_result(). */
+ * Errors: inside transport/ a function returns 0 or a positive errno (a
+ * why-buffer, char *why and size_t cap, carries the words), a step of a
+ * state machine an enum progress (common/progress.h) or its own outcome
+ * enum, and the function that detects a failure logs it once.
+ * ncclResult_t appears only at the ops boundary: the transport_comm_ops
+ * functions and transport_listen, _accept, _connect and _close_listen,
+ * which map errnos with transport_result(). */
 #ifndef DIAG_TRANSPORT_TRANSPORT_H
 #define DIAG_TRANSPORT_TRANSPORT_H
 
-#include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "plugin/abi/nccl_common.h"
@@ -45,7 +57,7 @@ enum transport_obj {
 struct transport_dev {
   int index;
   char name[64];
-  int is_ib;
+  bool is_ib;
   int netif; /* index into the host's netif list */
   char ifname[IF_NAMESIZE];
   struct ipaddr addr;   /* the interface address we listen on */
@@ -130,7 +142,7 @@ struct transport_req {
 /* What connection setup hands a transport: sockets it now owns. */
 struct transport_setup {
   const struct transport_dev *dev;
-  int send_side;
+  bool is_send;
   int ctrl_fd;
   int ndata;
   int data_fds[TRANSPORT_MAX_DATA_SOCKS];
@@ -139,20 +151,20 @@ struct transport_setup {
   struct hello mine;
 };
 
-/* TCP comm from a completed setup; takes ownership of the sockets (closes
- * them on failure). 0 or an errno (logged). */
+/* TCP comm from a completed setup (tcp/tcp_comm.c); takes ownership of the
+ * sockets (closes them on failure). 0 or an errno (logged). */
 int tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
 
-/* Connection setup (transport/listen.c, accept.c, connect.c). */
+/* Connection setup, the ops boundary: listen.c, accept.c and connect.c. */
 ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, void **listen_comm);
 ncclResult_t transport_accept(void *listen_comm, void **recv_comm);
 ncclResult_t transport_close_listen(void *listen_comm);
 ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_class, void *handle,
                                void **send_comm);
 
-/* The hand-off every finished setup builds: sockets stay as given (ndata 0,
- * nthreads 0) for the caller to add. */
-void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side,
+/* transport.c. The hand-off every finished setup builds: sockets stay as
+ * given (ndata 0, nthreads 0) for the caller to add. */
+void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, bool is_send,
                           int ctrl_fd, const struct hello *mine, const struct hello *peer,
                           const char *peer_addr);
 

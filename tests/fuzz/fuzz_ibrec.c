@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ibrec_decode_body(type, out + IBREC_HDR_LEN, len, &r2, why, sizeof(why)))
     abort();
   if (r2.nqps != r.nqps || r2.fifo_addr != r.fifo_addr || r2.cr_rkey != r.cr_rkey ||
-      strcmp(r2.reason, r.reason) || r2.ok != r.ok || memcmp(r2.qpn, r.qpn, sizeof(r.qpn)))
+      strcmp(r2.reason, r.reason) || r2.is_ok != r.is_ok || memcmp(r2.qpns, r.qpns, sizeof(r.qpns)))
     abort();
   return 0;
 }

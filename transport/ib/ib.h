@@ -63,14 +63,14 @@ struct ib_dev {
   struct ib_mr_entry *mrs;
   int nmr, cap_mr;
   pthread_t async_tid;
-  int async_started;
+  bool is_async_started;
   char label[80]; /* "mlx5_2 port 1" */
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
 struct ib_state {
   struct verbs_ops v;
-  int loaded;
+  bool is_loaded;
   char why_none[1024]; /* no RDMA device: why, and what to do */
   int ndev;
   struct ib_dev *devs; /* the ports opened, room for every chosen one */
@@ -124,8 +124,8 @@ struct ib_qp {
 
 struct ib_path { /* what RTR needs about the remote side */
   uint32_t qpn;
-  int mtu;       /* path MTU, bytes (min of both sides) */
-  int is_global; /* GRH: RoCE, or IB across subnets */
+  int mtu;        /* path MTU, bytes (min of both sides) */
+  bool is_global; /* GRH: RoCE, or IB across subnets */
   uint8_t dgid[16];
   int sgid_index;
   int dlid;
@@ -144,7 +144,7 @@ int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer
 int ib_qp_rts(struct ib_qp *q, char *why, size_t cap);
 void ib_qp_destroy(struct ib_qp *q);
 
-/* ---- pre-RTR checks and diagnoses (ib_compat.c, ib_diag.c) ---- */
+/* ---- pre-RTR checks (ib_compat.c, ib_route.c) and diagnoses (ib_diag.c) ---- */
 
 /* Whether the local device and the peer's (from its hello) can talk:
  * 0 = yes (notes may carry a warning, e.g. an MTU mismatch), EHOSTUNREACH
@@ -172,7 +172,7 @@ struct ib_setup;
 
 /* Starts the RDMA setup stage of a connection whose hello exchange is done;
  * NULL when either side has no RDMA device (then the connection is TCP). */
-struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, int ctrl_fd,
+struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class);
 /* What a step of RDMA setup returns: common/progress.h's meanings, with

@@ -16,7 +16,7 @@
 #include "transport/sock.h"
 
 struct ib_req *ib_req_get(struct ib_comm *c) {
-  int cap = c->send ? IB_SEND_REQS : IB_MAX_REQS;
+  int cap = c->is_send ? IB_SEND_REQS : IB_MAX_REQS;
   for (int i = 0; i < cap; i++) {
     struct ib_req *r = &c->reqs[i];
     if (r->base.obj == OBJ_REQ) continue;
@@ -36,7 +36,7 @@ void ib_req_put(struct ib_comm *c, struct ib_req *r) {
 }
 
 int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...) {
-  if (c->failed) return c->fail_err;
+  if (c->is_failed) return c->fail_err;
   char msg[3000];
   va_list ap;
   va_start(ap, fmt);
@@ -48,13 +48,13 @@ int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...) {
   ev_str(&e, "transport", "ib");
   ev_str(&e, "device", c->dev->td->name);
   ev_str(&e, "peer", c->base.peer.desc);
-  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "direction", c->is_send ? "send" : "recv");
   ev_str(&e, "error", msg);
   ev_end(&e);
-  WARN("%s connection with %s on %s (RDMA): %s", c->send ? "send" : "receive", c->base.peer.desc,
+  WARN("%s connection with %s on %s (RDMA): %s", c->is_send ? "send" : "receive", c->base.peer.desc,
        c->dev->label, msg);
   if (notify) transport_send_abort(c->ctrl_fd, 0, msg);
-  c->failed = 1;
+  c->is_failed = true;
   c->fail_err = err;
   return err;
 }
@@ -92,7 +92,7 @@ static ncclResult_t ib_dereg_mr(struct transport_comm *xc, void *mhandle) {
 static ncclResult_t ib_close(struct transport_comm *xc) {
   struct ib_comm *c = (struct ib_comm *)xc;
   const struct verbs_ops *v = c->dev->v;
-  for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qp[i]);
+  for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qps[i]);
   ib_qp_destroy(&c->flush_qp);
   if (c->cq) v->destroy_cq(c->cq);
   struct ibv_mr *mrs[] = {c->fifo_mr, c->sizes_mr, c->shadow_mr, c->cr_mr, c->flush_mr};
@@ -125,7 +125,7 @@ static const struct transport_comm_ops ib_ops = {
 static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   c->cq = s->cq;
   c->nqps = s->nqps;
-  memcpy(c->qp, s->qp, sizeof(c->qp));
+  memcpy(c->qps, s->qps, sizeof(c->qps));
   c->fifo = s->fifo;
   c->fifo_mr = s->fifo_mr;
   c->shadow = s->shadow;
@@ -151,19 +151,19 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
     close(x->ctrl_fd);
     return ENOMEM;
   }
-  c->base.obj = x->send_side ? OBJ_SEND : OBJ_RECV;
+  c->base.obj = x->is_send ? OBJ_SEND : OBJ_RECV;
   c->base.ops = &ib_ops;
   c->base.dev = x->dev;
   c->base.peer = x->peer;
   c->base.mine = x->mine;
   c->base.max_recvs = IB_MAX_RECVS;
-  c->send = x->send_side;
+  c->is_send = x->is_send;
   c->dev = s->dev;
   c->ctrl_fd = x->ctrl_fd;
   take_resources(c, s);
   ib_setup_free(s);
   int err = 0;
-  if (c->send) {
+  if (c->is_send) {
     c->sizes_out = calloc(IB_SLOTS * IB_MAX_RECVS, sizeof(uint32_t));
     c->sizes_mr = c->sizes_out
                     ? ib_mr_plain(c->dev, c->sizes_out, IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
@@ -182,14 +182,14 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   struct ev e;
   ev_begin(&e, "connection");
   ev_str(&e, "transport", "ib");
-  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "direction", c->is_send ? "send" : "recv");
   ev_str(&e, "device", c->dev->td->name);
   ev_str(&e, "peer", x->peer.desc);
   ev_int(&e, "qps", c->nqps);
   ev_end(&e);
   INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s",
-       c->send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps, c->nqps == 1 ? "" : "s",
-       c->flush_on ? ", flush queue pair" : "");
+       c->is_send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps,
+       c->nqps == 1 ? "" : "s", c->has_flush ? ", flush queue pair" : "");
   *out = &c->base;
   return 0;
 }

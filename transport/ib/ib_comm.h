@@ -17,34 +17,34 @@ enum { WR_DATA = 1, WR_RECV = 2, WR_CTS = 3, WR_FLUSH = 4 };
 
 struct ib_req {
   struct transport_req base;
-  int send;
-  int done;
+  bool is_send;
+  bool is_done;
   uint32_t seq; /* FIFO slot sequence */
   int n;        /* receive: buffers; send: 1 */
   int sizes[IB_MAX_RECVS];
   int64_t posted_ns;
-  int stall_warned;
+  bool has_warned_stall;
 };
 
 /* The sends matched to one FIFO slot so far (a grouped receive needs all
  * of them before anything is posted). */
 struct ib_slot {
   int n, matched;
-  int used[IB_MAX_RECVS];
-  struct ib_req *req[IB_MAX_RECVS];
-  void *data[IB_MAX_RECVS];
-  uint32_t lkey[IB_MAX_RECVS];
-  int posted;
+  bool is_used[IB_MAX_RECVS];
+  struct ib_req *reqs[IB_MAX_RECVS];
+  void *bufs[IB_MAX_RECVS];
+  uint32_t lkeys[IB_MAX_RECVS];
+  bool is_posted;
 };
 
 struct ib_comm {
   struct transport_comm base;
-  int send;
+  bool is_send;
   struct ib_dev *dev;
   int ctrl_fd;
   struct ibv_cq *cq;
   int nqps;
-  struct ib_qp qp[IB_MAX_QPS];
+  struct ib_qp qps[IB_MAX_QPS];
   /* send side */
   struct ib_cts *fifo;
   struct ibv_mr *fifo_mr;
@@ -53,7 +53,7 @@ struct ib_comm {
   uint32_t *sizes_out; /* grouped sizes, written into the peer's records */
   struct ibv_mr *sizes_mr;
   uint32_t send_seq;
-  struct ib_slot slot[IB_SLOTS];
+  struct ib_slot slots[IB_SLOTS];
   /* receive side */
   struct ib_cts *shadow;
   struct ibv_mr *shadow_mr;
@@ -62,23 +62,23 @@ struct ib_comm {
   uint64_t peer_fifo_addr;
   uint32_t peer_fifo_rkey;
   uint32_t recv_seq;
-  struct ib_req *slot_req[IB_SLOTS];
+  struct ib_req *slot_reqs[IB_SLOTS];
   int cts_count;
   /* flush (GPU memory): a queue pair connected to itself */
-  int flush_on;
+  bool has_flush;
   struct ib_qp flush_qp;
   uint32_t *flush_buf;
   struct ibv_mr *flush_mr;
-  struct ib_req *flush_req[IB_SLOTS];
+  struct ib_req *flush_reqs[IB_SLOTS];
   uint32_t flush_seq;
   /* requests and state */
   struct ib_req reqs[IB_SEND_REQS];
   int inflight;
-  int warned_tag;
-  int any_success; /* a completion succeeded: errors after it are not path errors */
+  bool has_warned_tag;
+  bool has_success; /* a completion succeeded: errors after it are not path errors */
   char first_error[640];
   int64_t last_ctrl_check;
-  int failed;
+  bool is_failed;
   int fail_err; /* the first failure's errno, classed as transport_result() expects */
 };
 

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,7 +13,7 @@
 
 #include "transport/ib/ib.h"
 
-static int is_v4_mapped(const uint8_t *g) {
+static bool is_v4_mapped(const uint8_t *g) {
   static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   return !memcmp(g, pfx, 12);
 }

@@ -119,14 +119,14 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
   d->ptr_support = NCCL_PTR_HOST | gpu_support(d);
   if (pthread_create(&d->async_tid, NULL, async_main, d) == 0) {
     pthread_detach(d->async_tid);
-    d->async_started = 1;
+    d->is_async_started = true;
   }
   return 0;
 }
 
 static void close_port(struct ib_dev *d) {
   if (d->pd) d->v->dealloc_pd(d->pd);
-  if (d->ctx && !d->async_started) d->v->close_device(d->ctx);
+  if (d->ctx && !d->is_async_started) d->v->close_device(d->ctx);
   d->pd = NULL;
 }
 
@@ -155,7 +155,7 @@ static void add_xp_dev(struct transport_host *host, const struct topo_choice *c,
   struct transport_dev *x = transport_host_add_dev(host, t->pci_path);
   if (!x) return; /* room was reserved for every chosen port */
   dev_name(c, i, x->name, sizeof(x->name));
-  x->is_ib = 1;
+  x->is_ib = true;
   x->ib = d;
   x->guid = parse_guid(t->guid);
   if (!x->guid) x->guid = (uint64_t)x->index;
@@ -180,7 +180,7 @@ static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, in
          c->dev[0].name, why);
     return err;
   }
-  st.loaded = 1;
+  st.is_loaded = true;
   errno = 0;
   *list = st.v.get_device_list(n);
   if (!*list || *n == 0) {
@@ -250,7 +250,7 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   const struct topo_dev *t = d->td;
   struct hello_ib *b = &h->ib;
   snprintf(h->transport, sizeof(h->transport), "ib");
-  b->present = 1;
+  b->is_present = true;
   scopy(b->dev, sizeof(b->dev), t->name);
   b->port = t->ib_port;
   b->link_layer = t->ll == TOPO_LL_IB ? 1 : 2;
@@ -262,5 +262,5 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   b->pkey_index = (int)knob_int(K_IB_PKEY);
   scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");
   if (t->subnet.family) ipaddr_subnet_str(&t->subnet, b->subnet, sizeof(b->subnet));
-  b->off_plane = t->off_plane;
+  b->is_off_plane = t->off_plane;
 }

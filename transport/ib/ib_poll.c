@@ -24,7 +24,7 @@ static int peer_gave_up(struct ib_comm *c) {
   char reason[MSG_ABORT_MAX + 1];
   if (transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 200))
     return ib_fail(c, ECONNRESET, false, "the %s side ended the connection: %s",
-                   c->send ? "receiving" : "sending", reason);
+                   c->is_send ? "receiving" : "sending", reason);
   return 0;
 }
 
@@ -34,13 +34,13 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   if (peer_gave_up(c)) return c->fail_err;
   char diag[2400];
   ib_diag_wc(c->dev, &c->base.peer.hello, wc, what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
-             !c->any_success, c->first_error, diag, sizeof(diag));
+             !c->has_success, c->first_error, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   return ib_fail(c, ECONNRESET, true, "%s", diag);
 }
 
 static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
-  struct ib_req *r = c->slot_req[slot];
+  struct ib_req *r = c->slot_reqs[slot];
   uint32_t imm = ntohl(wc->imm_data);
   if (!r || !(wc->wc_flags & IBV_WC_WITH_IMM))
     return ib_fail(c, EPROTO, true,
@@ -69,29 +69,29 @@ static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
                      r->seq, sz, e[i].size);
     r->sizes[i] = (int)sz;
   }
-  r->done = 1;
-  c->slot_req[slot] = NULL;
+  r->is_done = true;
+  c->slot_reqs[slot] = NULL;
   return 0;
 }
 
 static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
   int kind = (int)(wc->wr_id >> 32), slot = (int)(uint32_t)wc->wr_id;
   if (wc->status != IBV_WC_SUCCESS) return wc_error(c, wc, kind);
-  c->any_success = 1;
+  c->has_success = true;
   if (slot < 0 || slot >= IB_SLOTS) return 0;
   switch (kind) {
   case WR_DATA: {
-    struct ib_slot *sl = &c->slot[slot];
+    struct ib_slot *sl = &c->slots[slot];
     for (int i = 0; i < sl->n; i++)
-      if (sl->req[i]) sl->req[i]->done = 1;
-    sl->posted = 0;
+      if (sl->reqs[i]) sl->reqs[i]->is_done = true;
+    sl->is_posted = false;
     sl->n = 0;
     return 0;
   }
   case WR_RECV: return recv_done(c, wc, slot);
   case WR_FLUSH:
-    if (c->flush_req[slot]) c->flush_req[slot]->done = 1;
-    c->flush_req[slot] = NULL;
+    if (c->flush_reqs[slot]) c->flush_reqs[slot]->is_done = true;
+    c->flush_reqs[slot] = NULL;
     return 0;
   default: return 0;
   }
@@ -129,11 +129,11 @@ int ib_check_peer(struct ib_comm *c) {
 
 static void check_stall(struct ib_comm *c, struct ib_req *r) {
   int64_t limit = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
-  if (!limit || r->stall_warned || now_ns() - r->posted_ns < limit) return;
-  r->stall_warned = 1;
+  if (!limit || r->has_warned_stall || now_ns() - r->posted_ns < limit) return;
+  r->has_warned_stall = true;
   WARN("%s of message %u with %s on %s has made no progress for %lld s. The peer may not have "
        "reached this operation yet, or it is hung or unreachable",
-       r->send ? "send" : "receive", r->seq, c->base.peer.desc, c->dev->label,
+       r->is_send ? "send" : "receive", r->seq, c->base.peer.desc, c->dev->label,
        (long long)((now_ns() - r->posted_ns) / 1000000000LL));
 }
 
@@ -141,9 +141,9 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
   struct ib_req *r = request;
   struct ib_comm *c = (struct ib_comm *)r->base.comm;
   *done = 0;
-  if (c->failed) return transport_result(c->fail_err);
-  if (!r->done && ib_poll(c)) return transport_result(c->fail_err);
-  if (!r->done) {
+  if (c->is_failed) return transport_result(c->fail_err);
+  if (!r->is_done && ib_poll(c)) return transport_result(c->fail_err);
+  if (!r->is_done) {
     if (ib_check_peer(c)) return transport_result(c->fail_err);
     check_stall(c, r);
     return ncclSuccess;
@@ -153,7 +153,7 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
     if (sizes) sizes[i] = r->sizes[i];
     bytes += r->sizes[i];
   }
-  ev_count(r->send ? C_BYTES_SENT : C_BYTES_RECV, bytes);
+  ev_count(r->is_send ? C_BYTES_SENT : C_BYTES_RECV, bytes);
   ib_req_put(c, r);
   *done = 1;
   return ncclSuccess;

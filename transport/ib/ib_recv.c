@@ -14,10 +14,10 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
                       void **mhandles, void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
-  if (c->failed) return transport_result(c->fail_err);
+  if (c->is_failed) return transport_result(c->fail_err);
   uint32_t seq = c->recv_seq;
   int slot = (int)(seq % IB_SLOTS);
-  if (c->slot_req[slot]) {
+  if (c->slot_reqs[slot]) {
     WARN("irecv from %s: more than %d receives in flight on one connection (an API misuse)",
          xc->peer.desc, IB_MAX_REQS);
     return ncclInternalError;
@@ -48,7 +48,7 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   }
   r->seq = seq;
   r->n = n;
-  struct ib_qp *q = &c->qp[seq % (uint32_t)c->nqps];
+  struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
   int err = ibv_post_recv(q->qp, &rwr, &rbad);
   struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * sizeof(*e)), c->shadow_mr->lkey};
@@ -70,7 +70,7 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
     return transport_result(ib_fail(c, err, true, "posting receive %u on qp 0x%x failed: %s", seq,
                                     q->qp->qp_num, strerror(err)));
   }
-  c->slot_req[slot] = r;
+  c->slot_reqs[slot] = r;
   c->recv_seq++;
   *request = r;
   return ncclSuccess;
@@ -109,7 +109,7 @@ int ib_flush_setup(struct ib_comm *c) {
          c->base.peer.desc, c->dev->label, why);
     return err;
   }
-  c->flush_on = 1;
+  c->has_flush = true;
   return 0;
 }
 
@@ -117,15 +117,15 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
                        void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
-  if (c->failed) return transport_result(c->fail_err);
-  if (!c->flush_on) return ncclSuccess; /* host memory: nothing to flush */
+  if (c->is_failed) return transport_result(c->fail_err);
+  if (!c->has_flush) return ncclSuccess; /* host memory: nothing to flush */
   int last = -1;
   for (int i = 0; i < n; i++)
     if (sizes && sizes[i] > 0) last = i;
   if (last < 0) return ncclSuccess;
   struct ib_mh *mh = mhandles[last];
   int slot = (int)(c->flush_seq % IB_SLOTS);
-  if (c->flush_req[slot]) {
+  if (c->flush_reqs[slot]) {
     WARN("iflush on the connection with %s: too many flushes in flight", xc->peer.desc);
     return ncclInternalError;
   }
@@ -148,7 +148,7 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
       ib_fail(c, err, false, "posting a flush read failed: %s", strerror(err)));
   }
   r->n = 0;
-  c->flush_req[slot] = r;
+  c->flush_reqs[slot] = r;
   c->flush_seq++;
   *request = r;
   return ncclSuccess;

@@ -29,13 +29,14 @@ static enum slot_state slot_state(const struct ib_cts *e, uint32_t seq, int *n) 
 /* The index of the entry a send with this tag fills, or -1: none. */
 static int match_entry(struct ib_comm *c, struct ib_slot *sl, const struct ib_cts *e, int tag) {
   for (int i = 0; i < sl->n; i++)
-    if (!sl->used[i] && e[i].tag == tag) return i;
-  if (sl->n == 1 && !sl->used[0]) {
+    if (!sl->is_used[i] && e[i].tag == tag) return i;
+  if (sl->n == 1 && !sl->is_used[0]) {
     /* NCCL pairs n == 1 receives by order; a differing tag is odd, not fatal. */
-    if (!c->warned_tag++)
+    if (!c->has_warned_tag)
       WARN("send connection with %s: a send with tag %d meets a receive posted with tag %d; the "
            "data is delivered in order, but the ranks' send/receive calls may not pair up",
            c->base.peer.desc, tag, e[0].tag);
+    c->has_warned_tag = true;
     return 0;
   }
   return -1;
@@ -46,7 +47,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   struct ib_comm *c = (struct ib_comm *)xc;
   struct ib_mh *mh = mhandle;
   *request = NULL;
-  if (c->failed) return transport_result(c->fail_err);
+  if (c->is_failed) return transport_result(c->fail_err);
   if (size && (!mh || mh->obj != OBJ_MR || (uintptr_t)data < mh->addr ||
                (uintptr_t)data + size > mh->addr + mh->len)) {
     WARN("isend of %zu bytes to %s: buffer %p lies outside its registration (or the registration "
@@ -68,12 +69,12 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
     /* NCCL calls again; meanwhile a receiver that died must not leave it
      * waiting for an entry that never comes. */
     if (!ib_poll(c)) ib_check_peer(c);
-    return transport_result(c->failed ? c->fail_err : 0);
+    return transport_result(c->is_failed ? c->fail_err : 0);
   }
-  struct ib_slot *sl = &c->slot[slot];
-  if (sl->posted) { /* its previous use has not completed yet */
+  struct ib_slot *sl = &c->slots[slot];
+  if (sl->is_posted) { /* its previous use has not completed yet */
     ib_poll(c);
-    if (sl->posted) return transport_result(c->failed ? c->fail_err : 0);
+    if (sl->is_posted) return transport_result(c->is_failed ? c->fail_err : 0);
   }
   if (!sl->n) memset(sl, 0, sizeof(*sl)), sl->n = n;
   int i = match_entry(c, sl, e, tag);
@@ -96,14 +97,14 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
          xc->peer.desc, IB_SEND_REQS);
     return ncclInternalError;
   }
-  r->send = 1;
+  r->is_send = true;
   r->seq = seq;
   r->n = 1;
   r->sizes[0] = (int)size;
-  sl->used[i] = 1;
-  sl->req[i] = r;
-  sl->data[i] = data;
-  sl->lkey[i] = mh ? mh->mr->lkey : 0;
+  sl->is_used[i] = true;
+  sl->reqs[i] = r;
+  sl->bufs[i] = data;
+  sl->lkeys[i] = mh ? mh->mr->lkey : 0;
   sl->matched++;
   *request = r;
   if (sl->matched < sl->n) return ncclSuccess; /* the rest of the group comes next */
@@ -115,18 +116,18 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
  * write-with-immediate that completes them all on the receiver. */
 int ib_post_slot(struct ib_comm *c, uint32_t seq) {
   int slot = (int)(seq % IB_SLOTS);
-  struct ib_slot *sl = &c->slot[slot];
+  struct ib_slot *sl = &c->slots[slot];
   const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  struct ib_qp *q = &c->qp[seq % (uint32_t)c->nqps];
+  struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_sge sge[IB_MAX_RECVS + 1];
   struct ibv_send_wr wr[IB_MAX_RECVS + 1], *bad = NULL;
   int nwr = 0;
   memset(wr, 0, sizeof(wr));
   for (int i = 0; i < sl->n; i++) {
-    uint32_t sz = (uint32_t)sl->req[i]->sizes[0];
+    uint32_t sz = (uint32_t)sl->reqs[i]->sizes[0];
     c->sizes_out[slot * IB_MAX_RECVS + i] = sz;
     if (!sz) continue;
-    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->data[i], sz, sl->lkey[i]};
+    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i], sz, sl->lkeys[i]};
     wr[nwr].sg_list = &sge[nwr];
     wr[nwr].num_sge = 1;
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
@@ -140,7 +141,7 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
   last->send_flags = IBV_SEND_SIGNALED;
   last->wr_id = WR_ID(WR_DATA, slot);
   if (sl->n == 1) {
-    last->imm_data = htonl((uint32_t)sl->req[0]->sizes[0]);
+    last->imm_data = htonl((uint32_t)sl->reqs[0]->sizes[0]);
   } else {
     sge[nwr] = (struct ibv_sge){(uintptr_t)&c->sizes_out[slot * IB_MAX_RECVS],
                                 (uint32_t)((size_t)sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
@@ -151,7 +152,7 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
     last->imm_data = htonl((uint32_t)sl->n);
   }
   last->next = NULL;
-  sl->posted = 1;
+  sl->is_posted = true;
   int err = ibv_post_send(q->qp, wr, &bad);
   if (err)
     return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,

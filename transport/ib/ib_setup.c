@@ -24,22 +24,22 @@
 #include "transport/report.h"
 #include "transport/sock.h"
 
-static int local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLBACK_OFF; }
+static bool local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLBACK_OFF; }
 
-struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, int ctrl_fd,
+struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class) {
-  if (!dev->is_ib || !dev->ib || !peer->ib.present) return NULL;
+  if (!dev->is_ib || !dev->ib || !peer->ib.is_present) return NULL;
   struct ib_setup *s = calloc(1, sizeof(*s));
   if (!s) return NULL;
   s->dev = dev->ib;
-  s->send_side = send_side;
+  s->is_send = is_send;
   s->ctrl_fd = ctrl_fd;
   s->mine = *mine;
   s->peer = *peer;
   snprintf(s->peer_desc, sizeof(s->peer_desc), "%s", peer_desc);
   s->traffic_class = traffic_class;
-  s->stage = send_side ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
+  s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
   record_reader_init(&s->in, s->in_buf, sizeof(s->in_buf), IBREC_HDR_LEN, ibrec_decode_header);
   return s;
@@ -58,21 +58,21 @@ static void make_info(struct ib_setup *s) {
   memset(r, 0, sizeof(*r));
   r->type = IBREC_INFO;
   r->flags = local_fallback_ok() ? IBREC_F_FALLBACK : 0;
-  int nqps = s->send_side ? (int)knob_int(K_IB_QPS_PER_CONNECTION) : s->peer_info.nqps;
+  int nqps = s->is_send ? (int)knob_int(K_IB_QPS_PER_CONNECTION) : s->peer_info.nqps;
   if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
   if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) ==
         0 &&
-      (s->send_side || s->peer_info.ok) && ib_res_create(s, nqps, why, sizeof(why)) == 0) {
-    r->ok = 1;
+      (s->is_send || s->peer_info.is_ok) && ib_res_create(s, nqps, why, sizeof(why)) == 0) {
+    r->is_ok = true;
     r->nqps = s->nqps;
-    for (int i = 0; i < s->nqps; i++) r->qpn[i] = s->qp[i].qp->qp_num;
-  } else if (!s->send_side && !s->peer_info.ok && !why[0]) {
+    for (int i = 0; i < s->nqps; i++) r->qpns[i] = s->qps[i].qp->qp_num;
+  } else if (!s->is_send && !s->peer_info.is_ok && !why[0]) {
     snprintf(why, sizeof(why), "the peer could not set up its side: %s", s->peer_info.reason);
   }
   if (s->notes[0]) WARN("connection with %s: %s", s->peer_desc, s->notes);
   r->mtu = (uint32_t)s->dev->td->mtu;
   r->max_recvs = IB_MAX_RECVS;
-  if (s->send_side) {
+  if (s->is_send) {
     ib_choose_sl_tc(s->traffic_class, &s->sl, &s->tc);
     r->sl = (uint8_t)s->sl;
     r->tc = (uint8_t)s->tc;
@@ -129,15 +129,15 @@ static void make_status(struct ib_setup *s) {
   memset(r, 0, sizeof(*r));
   r->type = IBREC_STATUS;
   r->flags = s->mine_info.flags;
-  if (!s->mine_info.ok) {
+  if (!s->mine_info.is_ok) {
     snprintf(why, sizeof(why), "%s", s->mine_info.reason);
-  } else if (!s->peer_info.ok) {
+  } else if (!s->peer_info.is_ok) {
     snprintf(why, sizeof(why), "%s", s->peer_info.reason);
   } else if (s->peer_info.nqps != s->nqps) {
     snprintf(why, sizeof(why), "the peer has %d queue pairs, this side %d", s->peer_info.nqps,
              s->nqps);
   } else if (ib_res_connect(s, why, sizeof(why)) == 0) {
-    r->ok = 1;
+    r->is_ok = true;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
   size_t len; /* our own record always fits */
@@ -147,9 +147,9 @@ static void make_status(struct ib_setup *s) {
 
 /* Both STATUS records are in: the same verdict on both sides. */
 static enum ib_setup_result decide(struct ib_setup *s) {
-  if (s->mine_status.ok && s->peer_status.ok) return IB_SETUP_RDMA_UP;
-  const char *reason = !s->mine_status.ok ? s->mine_status.reason : s->peer_status.reason;
-  const char *where = !s->mine_status.ok ? "" : " (reported by the peer)";
+  if (s->mine_status.is_ok && s->peer_status.is_ok) return IB_SETUP_RDMA_UP;
+  const char *reason = !s->mine_status.is_ok ? s->mine_status.reason : s->peer_status.reason;
+  const char *where = !s->mine_status.is_ok ? "" : " (reported by the peer)";
   int fallback =
     (s->mine_status.flags & IBREC_F_FALLBACK) && (s->peer_status.flags & IBREC_F_FALLBACK);
   ev_count(fallback ? C_FALLBACKS : C_CONN_FAILURES, 1);
@@ -209,11 +209,11 @@ static enum progress step(struct ib_setup *s) {
     break;
   case IB_STAGE_SEND_INFO:
     p = send_record(s);
-    if (p == PROGRESS_DONE) enter(s, s->send_side ? IB_STAGE_RECV_INFO : IB_STAGE_CONNECT);
+    if (p == PROGRESS_DONE) enter(s, s->is_send ? IB_STAGE_RECV_INFO : IB_STAGE_CONNECT);
     break;
   case IB_STAGE_RECV_INFO:
     p = recv_record(s, IBREC_INFO, &s->peer_info);
-    if (p == PROGRESS_DONE) enter(s, s->send_side ? IB_STAGE_CONNECT : IB_STAGE_CHECK);
+    if (p == PROGRESS_DONE) enter(s, s->is_send ? IB_STAGE_CONNECT : IB_STAGE_CHECK);
     break;
   case IB_STAGE_CONNECT:
     make_status(s);

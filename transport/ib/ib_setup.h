@@ -24,7 +24,7 @@ const char *ib_setup_stage_name(enum ib_stage stage);
 
 struct ib_setup {
   struct ib_dev *dev;
-  int send_side;
+  bool is_send;
   int ctrl_fd;
   struct hello mine, peer;
   char peer_desc[160];
@@ -35,7 +35,7 @@ struct ib_setup {
   /* resources, handed to the comm when the path is up */
   struct ibv_cq *cq;
   int nqps;
-  struct ib_qp qp[IB_MAX_QPS];
+  struct ib_qp qps[IB_MAX_QPS];
   struct ib_cts *fifo; /* send side: written by the receiver */
   struct ibv_mr *fifo_mr;
   struct ib_cts *shadow; /* receive side: the entries it writes */

@@ -12,7 +12,7 @@ int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap, size_t *len) {
   if (cap < IBREC_HDR_LEN || r->nqps < 0 || r->nqps > IBREC_MAX_QPS) return EMSGSIZE;
   struct wbuf w = {out + IBREC_HDR_LEN, cap - IBREC_HDR_LEN, 0, 0};
   size_t rlen = strnlen(r->reason, IBREC_REASON_MAX - 1);
-  w_u8(&w, (uint8_t)r->ok);
+  w_u8(&w, (uint8_t)r->is_ok);
   w_u8(&w, (uint8_t)r->nqps);
   w_u8(&w, r->sl);
   w_u8(&w, r->tc);
@@ -24,9 +24,9 @@ int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap, size_t *len) {
   w_u32(&w, r->fifo_rkey);
   w_u64(&w, r->cr_addr);
   w_u32(&w, r->cr_rkey);
-  for (int i = 0; i < r->nqps; i++) w_u32(&w, r->qpn[i]);
+  for (int i = 0; i < r->nqps; i++) w_u32(&w, r->qpns[i]);
   w_bytes(&w, r->reason, rlen);
-  if (w.overflow) return EMSGSIZE;
+  if (w.has_overflow) return EMSGSIZE;
   struct wbuf h = {out, IBREC_HDR_LEN, 0, 0};
   w_u32(&h, IBREC_MAGIC);
   w_u8(&h, IBREC_VERSION);
@@ -71,7 +71,8 @@ int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r
   struct rbuf r = {body, len, 0, 0};
   memset(rec, 0, sizeof(*rec));
   rec->type = type;
-  rec->ok = r_u8(&r);
+  uint8_t ok = r_u8(&r);
+  rec->is_ok = ok == 1;
   rec->nqps = r_u8(&r);
   rec->sl = r_u8(&r);
   rec->tc = r_u8(&r);
@@ -83,21 +84,21 @@ int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r
   rec->fifo_rkey = r_u32(&r);
   rec->cr_addr = r_u64(&r);
   rec->cr_rkey = r_u32(&r);
-  if (rec->ok > 1 || rec->nqps > IBREC_MAX_QPS || rlen >= IBREC_REASON_MAX || rec->max_recvs > 8) {
+  if (ok > 1 || rec->nqps > IBREC_MAX_QPS || rlen >= IBREC_REASON_MAX || rec->max_recvs > 8) {
     snprintf(why, cap,
              "RDMA setup record out of range (ok %d, %d queue pairs, reason of %u "
              "bytes, maxRecvs %u)",
-             rec->ok, rec->nqps, rlen, rec->max_recvs);
+             ok, rec->nqps, rlen, rec->max_recvs);
     return EPROTO;
   }
-  for (int i = 0; i < rec->nqps; i++) rec->qpn[i] = r_u32(&r) & 0xffffff;
+  for (int i = 0; i < rec->nqps; i++) rec->qpns[i] = r_u32(&r) & 0xffffff;
   const uint8_t *reason = r_take(&r, rlen);
-  if (r.short_read || !reason) {
+  if (r.is_short || !reason) {
     snprintf(why, cap, "RDMA setup record ends early (%zu bytes)", len);
     return EPROTO;
   }
   wire_clean_str(rec->reason, sizeof(rec->reason), reason, rlen);
-  if (type == IBREC_INFO && rec->ok && rec->nqps == 0) {
+  if (type == IBREC_INFO && rec->is_ok && rec->nqps == 0) {
     snprintf(why, cap, "RDMA setup record says ok with no queue pairs");
     return EPROTO;
   }

@@ -10,6 +10,7 @@
 #ifndef DIAG_TRANSPORT_IB_WIRE_H
 #define DIAG_TRANSPORT_IB_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,9 +26,9 @@ enum { IBREC_F_FALLBACK = 1 }; /* NCCL_DIAG_FALLBACK=auto on this side */
 
 struct ibrec {
   int type;
-  int ok;
+  bool is_ok;
   int nqps;
-  uint32_t qpn[IBREC_MAX_QPS];
+  uint32_t qpns[IBREC_MAX_QPS];
   uint64_t fifo_addr; /* send side: its CTS FIFO, written by the receiver */
   uint32_t fifo_rkey;
   uint64_t cr_addr; /* receive side: its completion records, written by the sender */

@@ -70,8 +70,8 @@ static int start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   if (h->size > r->cap) return truncated(c, h, r);
   r->size = (size_t)h->size;
   r->seq = h->seq;
-  if (h->tag != r->tag && !c->warned_tag) {
-    c->warned_tag = 1;
+  if (h->tag != r->tag && !c->has_warned_tag) {
+    c->has_warned_tag = true;
     WARN("receive connection with %s: message %u carries tag %d but the posted receive expects "
          "tag %d; the data is delivered in posting order, but the ranks' send/receive calls may "
          "not pair up",
@@ -79,7 +79,7 @@ static int start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   }
   if (h->flags & MSG_F_INLINE) {
     r->inline_off = 0;
-    if (r->size == 0) r->hdr_done = 1;
+    if (r->size == 0) r->is_hdr_done = true;
     else c->cur = r;
     return 0;
   }
@@ -92,7 +92,7 @@ static int start_message(struct tcp_comm *c, const struct msg_hdr *h) {
                     h->seq, (unsigned long long)h->size, ns, h->chunk, c->nsocks);
   }
   atomic_store(&r->pending, (long long)r->size);
-  r->hdr_done = 1; /* before the push: a stripe moved at once may complete it */
+  r->is_hdr_done = true; /* before the push: a stripe moved at once may complete it */
   tcp_push_message(c, r->data, r->size, h->chunk, h->seq, r);
   return 0;
 }
@@ -116,7 +116,7 @@ static int peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
 
 int tcp_recv_progress(struct tcp_comm *c) {
   for (;;) {
-    if (atomic_load(&c->failed)) return c->fail_err;
+    if (atomic_load(&c->is_failed)) return c->fail_err;
     if (c->cur) {
       struct tcp_req *r = c->cur;
       size_t n;
@@ -124,7 +124,7 @@ int tcp_recv_progress(struct tcp_comm *c) {
       if (err) return err;
       r->inline_off += n;
       if (r->inline_off < r->size) return 0;
-      r->hdr_done = 1;
+      r->is_hdr_done = true;
       c->cur = NULL;
     }
     if (c->posted_count == 0) return 0;
@@ -158,7 +158,7 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
                        void **mhandles, void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->failed)) return transport_result(tcp_failed(c));
+  if (atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
   if (n != 1) {
     WARN("irecv from %s with %d grouped receives: this TCP device reports maxRecvs=1 (an API "
          "misuse)",
@@ -177,7 +177,7 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
          xc->peer.desc, TCP_MAX_REQS);
     return ncclInternalError;
   }
-  r->send = 0;
+  r->is_send = false;
   r->data = data[0];
   r->cap = sizes[0];
   r->tag = tags ? tags[0] : 0;
