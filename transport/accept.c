@@ -1,6 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* accept: the listener's state machine (stages in listen.h). Each call
- * takes the sockets that arrived, reads their preambles, then runs the
+/* accept: the listener's state machine. The stages, in order (listen.h has
+ * the details):
+ *   waiting for a peer -> reading the peer's hello -> answering it ->
+ *   setting up RDMA (both sides have RDMA devices) or waiting for data
+ *   sockets -> the comm, and waiting for a peer again
+ * A fall back from RDMA to TCP goes on to the data sockets. Each call takes
+ * the sockets that arrived, reads their preambles, then runs the
  * connection's stages until one has to wait, checks the connection's
  * deadline (in this one place), and returns; NCCL calls again until a
  * receive comm comes out. */

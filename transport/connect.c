@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* connect: the connector's state machine (stages in connect.h), whose state
- * lives behind a token in the handle's connector-private bytes (NCCL passes
- * the same handle buffer on every retry). Each call runs stages until one
- * has to wait, and returns. The first stage tries the listener's candidate
- * addresses -- those on a local subnet first, each next one after a short
- * stagger -- records every failed attempt with its errno, and completes the
- * first one whose listener answers our hello with the right nonce. When that
- * is not the address we preferred, the user hears which one failed, which
- * one worked, and what NCCL_SOCKET_IFNAME would avoid the detour. */
+/* connect: the connector's state machine, whose state lives behind a token
+ * in the handle's connector-private bytes (NCCL passes the same handle
+ * buffer on every retry). Each call runs stages until one has to wait, and
+ * returns. The stages, in order (connect.h has the details):
+ *   trying the listener's addresses -> setting up RDMA (both sides have RDMA
+ *   devices) or opening data sockets -> done
+ * A fall back from RDMA to TCP goes on to the data sockets. The first stage
+ * tries the listener's candidate addresses -- those on a local subnet
+ * first, each next one after a short stagger -- records every failed
+ * attempt with its errno, and completes the first one whose listener
+ * answers our hello with the right nonce. When that is not the address we
+ * preferred, the user hears which one failed, which one worked, and what
+ * NCCL_SOCKET_IFNAME would avoid the detour. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>

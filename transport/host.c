@@ -77,7 +77,8 @@ static void log_choice(struct transport_host *h) {
  * devices; without any, one line says why and the TCP interfaces are used. */
 static int add_rdma_devices(struct transport_host *h) {
   int n = ib_host_init(h);
-  if (!n) INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", ib_state()->why_none);
+  if (!n && !ib_state()->has_warned_none)
+    INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", ib_state()->why_none);
   return n;
 }
 

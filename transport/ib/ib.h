@@ -71,7 +71,8 @@ struct ib_dev {
 struct ib_state {
   struct verbs_ops v;
   bool is_loaded;
-  char why_none[1024]; /* no RDMA device: why, and what to do */
+  char why_none[1024];  /* no RDMA device: why, and what to do */
+  bool has_warned_none; /* a WARN has said why_none already */
   int ndev;
   struct ib_dev *devs; /* the ports opened, room for every chosen one */
 };

@@ -178,6 +178,7 @@ static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, in
     snprintf(st.why_none, sizeof(st.why_none), "%s", why);
     WARN("%d RDMA port%s chosen (%s...) but %s; using TCP", c->ndev, c->ndev == 1 ? " is" : "s are",
          c->dev[0].name, why);
+    st.has_warned_none = true;
     return err;
   }
   st.is_loaded = true;
@@ -190,6 +191,7 @@ static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, in
              "loaded, although sysfs shows %s",
              st.v.lib, err ? strerror(err) : "empty list", c->dev[0].name);
     WARN("%s; using TCP", st.why_none);
+    st.has_warned_none = true;
     if (*list) st.v.free_device_list(*list);
     return ENODEV;
   }
@@ -209,6 +211,8 @@ int ib_host_init(struct transport_host *host) {
   st.devs = calloc((size_t)cap, sizeof(*st.devs));
   if (!st.devs || transport_host_reserve(host, cap)) {
     snprintf(st.why_none, sizeof(st.why_none), "out of memory for %d RDMA ports", cap);
+    WARN("%s; using TCP", st.why_none);
+    st.has_warned_none = true;
     st.v.free_device_list(list);
     free(st.devs);
     st.devs = NULL;

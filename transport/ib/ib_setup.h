@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The RDMA setup stage's state, shared by ib_setup.c (the exchange),
- * ib_setup_res.c (queue pairs and memory) and ib_comm.c (which takes the
- * resources over). */
+/* The RDMA setup of one connection: a non-blocking state machine on the
+ * control socket (its stages, below, run in the order ib_setup.c gives for
+ * each side; ib_setup_stage_name() words them), returning enum
+ * ib_setup_result (ib.h): pending, RDMA up, fall back to TCP, or failed.
+ * Its state is shared by ib_setup.c (the machine and the exchange of INFO
+ * and STATUS records, through record_io.h), ib_setup_res.c (queue pairs and
+ * memory) and ib_comm.c (which takes the resources over). */
 #ifndef DIAG_TRANSPORT_IB_SETUP_H
 #define DIAG_TRANSPORT_IB_SETUP_H
 
