@@ -191,7 +191,7 @@ static bool hello_received(struct listen_comm *l) {
 /* The TCP comm from the control and data sockets: 0 or an errno (logged). */
 static int finish(struct listen_comm *l, void **recv_comm) {
   struct transport_setup s;
-  transport_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
+  transport_setup_init(&s, l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   s.ndata = l->ndata;
   memcpy(s.data_fds, l->data_fds, sizeof(s.data_fds));
   s.nthreads = l->nthreads;
@@ -210,7 +210,7 @@ static int finish(struct listen_comm *l, void **recv_comm) {
 /* The RDMA comm from the finished setup: 0 or an errno (logged). */
 static int finish_rdma(struct listen_comm *l, void **recv_comm) {
   struct transport_setup s;
-  transport_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
+  transport_setup_init(&s, l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   struct ib_setup *ibs = l->ibs;
   l->ibs = NULL;
   l->ctrl_fd = -1; /* the comm owns it now */
@@ -275,7 +275,7 @@ static enum progress step_answer(struct listen_comm *l) {
   }
   struct transport_peer peer;
   transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
-  l->ibs = ib_setup_new(l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,
+  l->ibs = ib_setup_new(l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,
                         NCCL_NET_TRAFFIC_CLASS_UNDEF);
   /* RTR may wait for neighbour resolution: the setup has its own bound. */
   if (l->ibs) l->conn_deadline = INT64_MAX;

@@ -422,7 +422,7 @@ static enum progress step_candidates(struct connecting *c, int64_t now) {
   report_hello(&c->mine, &c->peer, peer.desc, "connect");
   report_detour(c, k);
   c->ndata = c->h.nsocks;
-  c->ibs = ib_setup_new(c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
+  c->ibs = ib_setup_new(c->dev, true, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
   enter(c, c->ibs ? CONNECT_RDMA : CONNECT_DATA_SOCKETS);
   return PROGRESS_DONE;
 }

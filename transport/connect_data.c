@@ -90,7 +90,7 @@ enum ib_setup_result connect_rdma(struct connecting *c, void **send_comm) {
     return r;
   }
   struct transport_setup s;
-  transport_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
+  transport_setup_init(&s, c->dev, true, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   struct transport_comm *comm = NULL;
   struct ib_setup *ibs = c->ibs;
   c->ibs = NULL;
@@ -103,7 +103,7 @@ enum ib_setup_result connect_rdma(struct connecting *c, void **send_comm) {
 
 int connect_finish(struct connecting *c, void **send_comm) {
   struct transport_setup s;
-  transport_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
+  transport_setup_init(&s, c->dev, true, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   s.ndata = c->ndata;
   for (int i = 0; i < c->ndata; i++) {
     s.data_fds[i] = c->data_socks[i].fd;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers every transport uses. */
 #include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,8 +40,8 @@ void transport_socket_shape(int *nsocks, int *nthreads) {
   if (per < 1) per = 1;
   int total = (th ? th : 1) * per;
   if (total > TRANSPORT_MAX_DATA_SOCKS) {
-    static int warned;
-    if (!warned++)
+    static atomic_bool has_warned; /* once per process */
+    if (!atomic_exchange(&has_warned, true))
       WARN("NCCL_SOCKET_NTHREADS=%d x NCCL_NSOCKS_PERTHREAD=%d is %d sockets per connection, "
            "more than the %d allowed; using %d",
            th, per, total, TRANSPORT_MAX_DATA_SOCKS, TRANSPORT_MAX_DATA_SOCKS);
