@@ -110,17 +110,21 @@ static enum progress recv_record(struct ib_setup *s, int type, struct ibrec *rec
                       : strerror(err));
     return got;
   }
-  if (got == PROGRESS_DONE && s->in.kind != type)
+  bool is_good = got == PROGRESS_DONE; /* else why names what is wrong with the header */
+  if (is_good && s->in.kind != type) {
     snprintf(why, sizeof(why), "expected a record of type %d, got %d", type, s->in.kind);
-  else if (got == PROGRESS_DONE && !ibrec_decode_body(type, s->in.buf + IBREC_HDR_LEN,
-                                                      s->in.body_len, rec, why, sizeof(why))) {
-    record_reader_reset(&s->in);
-    return PROGRESS_DONE;
+    is_good = false;
   }
-  /* why names what is wrong with the header, the type or the body */
-  WARN("RDMA setup with %s: malformed setup record: %s (a peer with another plugin version?)",
-       s->peer_desc, why);
-  return PROGRESS_FAILED;
+  if (is_good &&
+      ibrec_decode_body(type, s->in.buf + IBREC_HDR_LEN, s->in.body_len, rec, why, sizeof(why)))
+    is_good = false;
+  if (!is_good) {
+    WARN("RDMA setup with %s: malformed setup record: %s (a peer with another plugin version?)",
+         s->peer_desc, why);
+    return PROGRESS_FAILED;
+  }
+  record_reader_reset(&s->in);
+  return PROGRESS_DONE;
 }
 
 static void make_status(struct ib_setup *s) {
