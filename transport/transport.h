@@ -36,6 +36,7 @@
 #include "topo/addr.h"
 #include "topo/netif.h"
 #include "transport/hello.h"
+#include "transport/liveness.h"
 
 #define TRANSPORT_MAX_DEVS 64
 #define TRANSPORT_MAX_DATA_SOCKS 64
@@ -132,6 +133,7 @@ struct transport_comm {
   struct transport_peer peer;
   struct hello mine;
   int max_recvs;
+  struct liveness_peer *live; /* the peer process's liveness (transport/liveness.h), or NULL */
 };
 
 struct transport_req {
