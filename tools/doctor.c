@@ -132,7 +132,8 @@ static int run(struct doctor *d, int json) {
     free(c);
     return 1;
   }
-  topo_choose(h, NULL, c);
+  topo_decide(h, NULL, c);
+  if (tool_verbose) topo_report(h, c); /* -v: the lines the plugin logs */
   d->h = h;
   d->c = c;
   d->exit_status = c->errors ? 1 : 0;

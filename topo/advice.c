@@ -70,7 +70,7 @@ static size_t apart_list(const struct topo_host *h, const struct topo_choice *c,
   return o;
 }
 
-/* Compares with the automatic choice: what topo_decide chooses without
+/* Compares with the automatic choice: what the port passes choose without
  * NCCL_IB_HCA. */
 static void advise_hca(const struct topo_host *h, struct topo_choice *c) {
   const char *cur = c->prefs.hca_filter;
@@ -80,8 +80,7 @@ static void advise_hca(const struct topo_host *h, struct topo_choice *c) {
     if (!(tmp = calloc(1, sizeof(*tmp)))) return;
     tmp->prefs = c->prefs;
     tmp->prefs.hca_filter = NULL;
-    tmp->quiet = 1;
-    topo_decide(h, tmp);
+    topo_decide_ports(h, tmp);
     ref = tmp;
   }
   char apart[400];

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GPUs (from hwloc, or sysfs when hwloc is not used) and, per GPU, the
- * nearest chosen RDMA devices. */
+/* GPUs (from hwloc, or sysfs when hwloc is not used), their distance to
+ * every port and, per GPU, the nearest chosen RDMA devices. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/events.h"
-#include "common/log.h"
 #include "common/strutil.h"
 #include "topo/internal.h"
 #include "topo/sysfs.h"
@@ -65,52 +63,34 @@ int gpu_discover_sysfs(struct topo_host *h) {
   return n < 0 ? n : 0;
 }
 
-static void log_gpu(const struct topo_host *h, const struct topo_choice *c, int g) {
-  const struct topo_gpu_choice *gc = &c->gc[g];
-  char list[512] = "";
-  size_t o = 0;
-  for (int k = 0; k < gc->nnear && o < sizeof(list); k++) {
-    const struct topo_dev *d = &c->dev[gc->near[k]];
-    char sub[64] = "";
-    if (d->subnet.family) ipaddr_subnet_str(&d->subnet, sub, sizeof(sub));
-    o = topo_cat(list, sizeof(list), o, "%s%s:%d (%s%s%s)", k ? ", " : "", d->name, d->ib_port,
-                 d->netdev[0] ? d->netdev : "no netdev", sub[0] ? " " : "", sub);
-  }
-  INFO(LOG_NET, "%s %s: nearest RDMA device%s %s at %s", h->gpu[g].name, h->gpu[g].busid,
-       gc->nnear > 1 ? "s" : "", gc->nnear ? list : "(none)", pci_class_name(gc->cls));
-  struct ev e;
-  ev_begin(&e, "topo_gpu");
-  ev_str(&e, "gpu", h->gpu[g].name);
-  ev_str(&e, "busid", h->gpu[g].busid);
-  ev_str(&e, "class", pci_class_name(gc->cls));
-  ev_str(&e, "nearest", list);
-  ev_end(&e);
-}
-
-/* Distance of every port to every GPU, each port's nearest GPU, and each
- * GPU's nearest chosen devices (all those at the best class). */
-void gpu_choose(const struct topo_host *h, struct topo_choice *c) {
+/* Pass 5: distance of every port to every GPU, and each port's nearest
+ * GPU (the plane rules and the main interface read them). */
+void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c) {
   for (int p = 0; p < h->nport; p++) {
     c->pc[p].gpu_class = PC_UNKNOWN;
     c->pc[p].gpu_near = -1;
   }
   for (int g = 0; g < h->ngpu; g++) {
     struct topo_gpu_choice *gc = &c->gc[g];
-    gc->cls = PC_UNKNOWN;
-    gc->nnear = 0;
     for (int p = 0; p < h->nport; p++) {
       enum pci_class k = pci_classify(&h->gpu[g].chain, &h->hca[h->port[p].hca].chain);
       gc->to_port[p] = k;
       if (k < c->pc[p].gpu_class) c->pc[p].gpu_class = k, c->pc[p].gpu_near = g;
     }
+  }
+}
+
+/* Pass 10, once the devices are ordered: each GPU's nearest chosen
+ * devices (all those at the best class). */
+void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c) {
+  for (int g = 0; g < h->ngpu; g++) {
+    struct topo_gpu_choice *gc = &c->gc[g];
+    gc->cls = PC_UNKNOWN;
+    gc->nnear = 0;
     for (int d = 0; d < c->ndev; d++) {
       enum pci_class k = gc->to_port[c->dev[d].port];
       if (k < gc->cls) gc->cls = k, gc->nnear = 0;
       if (k == gc->cls && k != PC_UNKNOWN) gc->near[gc->nnear++] = d;
     }
   }
-}
-
-void gpu_log_all(const struct topo_host *h, const struct topo_choice *c) {
-  for (int g = 0; g < h->ngpu; g++) log_gpu(h, c, g);
 }

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/strutil.h"
 #include "topo/filter.h"
 #include "topo/internal.h"
@@ -84,24 +83,24 @@ static void check_entries(const struct topo_host *h, struct topo_choice *c, cons
                  "NCCL_IB_HCA entry '%s' only matches ports that are not ACTIVE: %s", f->e[e].name,
                  list);
     } else if (other && !f->exact) {
-      if (!c->quiet)
-        WARN("NCCL_IB_HCA=%s: entry '%s' is a prefix and also %s %s; write '%s=%s' to name exact "
-             "devices",
-             text, f->e[e].name, f->exclude ? "excludes" : "selects", list, f->exclude ? "^" : "",
-             f->e[e].name);
-      topo_issue(c, TOPO_WARNING,
-                 "NCCL_IB_HCA entry '%s' is a prefix: it %s %s; write '%s=%s...' for exact names",
-                 f->e[e].name, f->exclude ? "excludes" : "selects", list, f->exclude ? "^" : "",
-                 f->e[e].name);
+      struct topo_issue *is =
+        topo_issue(c, TOPO_WARNING,
+                   "NCCL_IB_HCA entry '%s' is a prefix: it %s %s; write '%s=%s...' for exact names",
+                   f->e[e].name, f->exclude ? "excludes" : "selects", list, f->exclude ? "^" : "",
+                   f->e[e].name);
+      topo_issue_warn(is,
+                      "NCCL_IB_HCA=%s: entry '%s' is a prefix and also %s %s; write '%s=%s' to "
+                      "name exact devices",
+                      text, f->e[e].name, f->exclude ? "excludes" : "selects", list,
+                      f->exclude ? "^" : "", f->e[e].name);
     }
   }
   if (!nnone) return;
-  if (!c->quiet)
-    WARN("NCCL_IB_HCA=%s: %s %s %s no RDMA port; this host has %s", text,
-         nnone == 1 ? "entry" : "entries", none, nnone == 1 ? "matches" : "match", have);
-  topo_issue(c, f->exclude ? TOPO_WARNING : TOPO_ERROR,
-             "NCCL_IB_HCA=%s: %s %s %s no RDMA port; this host has %s", text,
-             nnone == 1 ? "entry" : "entries", none, nnone == 1 ? "matches" : "match", have);
+  struct topo_issue *is =
+    topo_issue(c, f->exclude ? TOPO_WARNING : TOPO_ERROR,
+               "NCCL_IB_HCA=%s: %s %s %s no RDMA port; this host has %s", text,
+               nnone == 1 ? "entry" : "entries", none, nnone == 1 ? "matches" : "match", have);
+  if (is) topo_issue_warn(is, "%s", is->text);
 }
 
 /* Applies the filter to port p; returns 1 when selected. */
@@ -118,23 +117,10 @@ static int filter_port(const struct topo_host *h, struct topo_choice *c, struct 
   return sel;
 }
 
-void hca_screen(const struct topo_host *h, struct topo_choice *c) {
-  const char *text = c->prefs.hca_filter;
-  struct filt f;
-  char why[256];
-  int have_filter = text && *text;
-  if (have_filter && filt_parse(text, &f, why, sizeof(why))) {
-    if (!c->quiet)
-      WARN("NCCL_IB_HCA=\"%s\" is not valid: %s; accepted: [^][=]name[:port][,name[:port]...] "
-           "(e.g. =mlx5_2:1,mlx5_3:1 or ^mlx5_bond_0); ignoring it",
-           text, why);
-    topo_issue(c, TOPO_ERROR, "NCCL_IB_HCA=\"%s\" is not valid (%s) and is ignored", text, why);
-    have_filter = 0;
-  }
+void hca_pass_state(const struct topo_host *h, struct topo_choice *c) {
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port *pt = &h->port[p];
     struct topo_port_choice *pc = &c->pc[p];
-    int sel = !have_filter || filter_port(h, c, &f, p);
     if (c->prefs.ib_disable) {
       pc->verdict = TV_DISABLED;
       snprintf(pc->why, sizeof(pc->why), "RDMA disabled by NCCL_IB_DISABLE=1");
@@ -144,13 +130,36 @@ void hca_screen(const struct topo_host *h, struct topo_choice *c) {
     } else if (pt->ll == TOPO_LL_UNKNOWN) {
       pc->verdict = TV_STATE;
       snprintf(pc->why, sizeof(pc->why), "link layer is neither InfiniBand nor Ethernet");
-    } else if (!sel) {
+    }
+  }
+}
+
+void hca_pass_filter(const struct topo_host *h, struct topo_choice *c) {
+  const char *text = c->prefs.hca_filter;
+  if (!text || !*text) return;
+  struct filt f;
+  char why[256];
+  if (filt_parse(text, &f, why, sizeof(why))) {
+    struct topo_issue *is =
+      topo_issue(c, TOPO_ERROR, "NCCL_IB_HCA=\"%s\" is not valid (%s) and is ignored", text, why);
+    topo_issue_warn(is,
+                    "NCCL_IB_HCA=\"%s\" is not valid: %s; accepted: "
+                    "[^][=]name[:port][,name[:port]...] (e.g. =mlx5_2:1,mlx5_3:1 or ^mlx5_bond_0); "
+                    "ignoring it",
+                    text, why);
+    return;
+  }
+  /* Every port, usable or not: the rail and plane fields and an exact
+   * name count for every port the user named. */
+  for (int p = 0; p < h->nport; p++) {
+    struct topo_port_choice *pc = &c->pc[p];
+    if (!filter_port(h, c, &f, p) && pc->verdict == TV_CHOSEN) {
       pc->verdict = TV_FILTER;
       snprintf(pc->why, sizeof(pc->why), "%s NCCL_IB_HCA=%s", f.exclude ? "excluded by" : "not in",
                text);
     }
   }
-  if (have_filter) check_entries(h, c, &f, text);
+  check_entries(h, c, &f, text);
 }
 
 /* NCCL's topology key: the PCI path with the function digit zeroed and, as

@@ -29,33 +29,36 @@ int gpu_discover_sysfs(struct topo_host *h);
 void gpu_add(struct topo_host *h, const struct topo_gpu *g);
 int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
 
-/* topo/choose.c: every decision but the advice, with c->prefs and c->quiet
- * set (advice.c runs it again without NCCL_IB_HCA, quietly, to compare). */
-void topo_decide(const struct topo_host *h, struct topo_choice *c);
-/* helpers shared with plane.c and advice.c. */
-void topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...)
+/* topo/decide.c: the passes up to the device order and the GPUs' nearest
+ * devices, with c->prefs set (advice.c runs them again without
+ * NCCL_IB_HCA, to compare). */
+void topo_decide_ports(const struct topo_host *h, struct topo_choice *c);
+/* Records a problem for the report (NULL once the list is full); errors
+ * are counted either way. */
+struct topo_issue *topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
+/* The WARN line topo_report logs for issue i (none unless set). */
+void topo_issue_warn(struct topo_issue *i, const char *fmt, ...)
+  __attribute__((format(printf, 2, 3)));
 
 /* topo/plane.c: which interface carries bootstrap, and the plane rules. */
 void plane_main_interface(const struct topo_host *h, struct topo_choice *c);
 void plane_apply(const struct topo_host *h, struct topo_choice *c);
 
-/* topo/hca.c: state and NCCL_IB_HCA per port; device order. */
-void hca_screen(const struct topo_host *h, struct topo_choice *c);
+/* topo/hca.c: port state and NCCL_IB_DISABLE; NCCL_IB_HCA; device order. */
+void hca_pass_state(const struct topo_host *h, struct topo_choice *c);
+void hca_pass_filter(const struct topo_host *h, struct topo_choice *c);
 void hca_order(const struct topo_host *h, struct topo_choice *c);
 /* Whether an NCCL_IB_HCA text selects exactly the chosen devices. */
 int hca_filter_selects_chosen(const struct topo_host *h, const struct topo_choice *c,
                               const char *text);
 
-/* topo/gpu.c: every port's distance to every GPU and its nearest GPU; each
- * GPU's nearest chosen devices (run again once devices are ordered). */
-void gpu_choose(const struct topo_host *h, struct topo_choice *c);
-void gpu_log_all(const struct topo_host *h, const struct topo_choice *c);
+/* topo/gpu.c: every port's distance to every GPU and its nearest GPU;
+ * then, with the devices ordered, each GPU's nearest devices. */
+void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c);
+void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c);
 
 /* topo/advice.c: recommended settings. */
 void advice_build(const struct topo_host *h, struct topo_choice *c);
-
-/* The ports' GID picks (topo/choose.c). */
-void gid_choose_all(const struct topo_host *h, struct topo_choice *c);
 
 #endif

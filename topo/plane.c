@@ -34,10 +34,8 @@
  * decided; chosen merely by interface order (no GPU known), the rule is not
  * applied and a warning asks for NCCL_SOCKET_IFNAME. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "common/log.h"
 #include "common/strutil.h"
 #include "topo/internal.h"
 
@@ -116,8 +114,14 @@ void plane_main_interface(const struct topo_host *h, struct topo_choice *c) {
   pick_main(h, c, a, pre);
 }
 
-struct planes {
-  char why[TOPO_MAX_PORTS][3][640]; /* per port, per rule; "" = rule not hit */
+/* Which rules set each port apart, and what their reasons share; the
+ * reasons themselves are written once per port, when settled. */
+enum { RULE_MAIN = 1, RULE_GPU = 2, RULE_LL = 4 };
+struct plane_marks {
+  unsigned char rules[TOPO_MAX_PORTS]; /* RULE_* bits */
+  char others[400];                    /* rule 1: the ports of the other plane, their subnets */
+  enum topo_ll keep;                   /* rule 3: the link layer kept */
+  int nkeep;                           /* and how many ports have it */
 };
 
 /* Rule 1: whether port p is on the bootstrap interface's network, and how. */
@@ -174,18 +178,18 @@ static void others_desc(const struct topo_host *h, const struct topo_choice *c, 
 }
 
 /* Rule 1, over the ports rule 2 left. */
-static void rule_main(const struct topo_host *h, struct topo_choice *c, struct planes *pl) {
+static void rule_main(const struct topo_host *h, struct topo_choice *c, struct plane_marks *pm) {
   if (c->main_if < 0) return;
-  char how[TOPO_MAX_PORTS][200], others[400];
+  char how[200];
   int skip[TOPO_MAX_PORTS] = {0}, nmain = 0, nother = 0;
   for (int p = 0; p < h->nport; p++) {
     if (!plane_candidate(&c->pc[p])) continue;
-    if ((skip[p] = on_main(h, c, p, how[p], sizeof(how[p])))) nmain++;
-    else if (pl->why[p][1][0]) skip[p] = 2;
+    if ((skip[p] = on_main(h, c, p, how, sizeof(how)))) nmain++;
+    else if (pm->rules[p] & RULE_GPU) skip[p] = 2;
     else nother++;
   }
   if (!nmain || !nother) return;
-  others_desc(h, c, skip, others, sizeof(others));
+  others_desc(h, c, skip, pm->others, sizeof(pm->others));
   const char *mname = h->ifs.ifs[c->main_if].name;
   if (!c->main_confident) {
     topo_issue(c, TOPO_WARNING,
@@ -193,18 +197,15 @@ static void rule_main(const struct topo_host *h, struct topo_choice *c, struct p
                "network of %s; nothing says which is the main network (%s only comes first in "
                "interface order, and no GPU tells the rails apart); set NCCL_SOCKET_IFNAME to the "
                "main network's interface so the ports on it can be set apart",
-               others, nmain, nmain == 1 ? "" : "s", mname, mname);
+               pm->others, nmain, nmain == 1 ? "" : "s", mname, mname);
     return;
   }
   for (int p = 0; p < h->nport; p++)
-    if (skip[p] == 1)
-      snprintf(pl->why[p][0], sizeof(pl->why[p][0]),
-               "other plane: %s, the main network (%s carries sockets and bootstrap), while %s "
-               "form a separate RDMA plane; a QP between the planes times out at RTR",
-               how[p], mname, others);
+    if (skip[p] == 1) pm->rules[p] |= RULE_MAIN;
 }
 
-static void rule_gpu(const struct topo_host *h, const struct topo_choice *c, struct planes *pl) {
+static void rule_gpu(const struct topo_host *h, const struct topo_choice *c,
+                     struct plane_marks *pm) {
   if (!h->ngpu) return;
   for (int g = 0; g < h->ngpu; g++) {
     int near = 0;
@@ -215,19 +216,15 @@ static void rule_gpu(const struct topo_host *h, const struct topo_choice *c, str
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port_choice *pc = &c->pc[p];
     if (!plane_candidate(pc) || pc->gpu_class <= PC_PXB || pc->gpu_class == PC_UNKNOWN) continue;
-    snprintf(pl->why[p][1], sizeof(pl->why[p][1]),
-             "storage or management NIC: the nearest GPU, %s, is %s from it (no shared PCIe "
-             "switch), while every GPU has an RDMA port on its own PCIe switch; NCCL would also "
-             "route GPU traffic through it",
-             h->gpu[pc->gpu_near].name, pci_class_name(pc->gpu_class));
+    pm->rules[p] |= RULE_GPU;
   }
 }
 
 static enum topo_ll keep_ll(const struct topo_host *h, const struct topo_choice *c,
-                            const struct planes *pl) {
+                            const struct plane_marks *pm) {
   int n[3] = {0}, near[3] = {0};
   for (int p = 0; p < h->nport; p++) {
-    if (!plane_candidate(&c->pc[p]) || pl->why[p][0][0] || pl->why[p][1][0]) continue;
+    if (!plane_candidate(&c->pc[p]) || (pm->rules[p] & (RULE_MAIN | RULE_GPU))) continue;
     n[h->port[p].ll]++;
     near[h->port[p].ll] += c->pc[p].gpu_class <= PC_PXB;
   }
@@ -237,38 +234,60 @@ static enum topo_ll keep_ll(const struct topo_host *h, const struct topo_choice 
   return near[TOPO_LL_ETH] > near[TOPO_LL_IB] ? TOPO_LL_ETH : TOPO_LL_IB;
 }
 
-static void rule_ll(const struct topo_host *h, const struct topo_choice *c, struct planes *pl) {
-  enum topo_ll keep = keep_ll(h, c, pl);
-  int nkeep = 0;
-  for (int p = 0; p < h->nport; p++) nkeep += plane_candidate(&c->pc[p]) && h->port[p].ll == keep;
-  for (int p = 0; p < h->nport; p++) {
-    if (!plane_candidate(&c->pc[p]) || h->port[p].ll == keep) continue;
-    snprintf(pl->why[p][2], sizeof(pl->why[p][2]),
-             "link layer %s differs from the %d %s port%s kept; NCCL cannot connect an "
-             "InfiniBand port to a RoCE port",
-             topo_ll_name(h->port[p].ll), nkeep, topo_ll_name(keep), nkeep == 1 ? "" : "s");
-  }
+static void rule_ll(const struct topo_host *h, const struct topo_choice *c,
+                    struct plane_marks *pm) {
+  pm->keep = keep_ll(h, c, pm);
+  pm->nkeep = 0;
+  for (int p = 0; p < h->nport; p++)
+    pm->nkeep += plane_candidate(&c->pc[p]) && h->port[p].ll == pm->keep;
+  for (int p = 0; p < h->nport; p++)
+    if (plane_candidate(&c->pc[p]) && h->port[p].ll != pm->keep) pm->rules[p] |= RULE_LL;
 }
 
-static void settle(const struct topo_host *h, struct topo_choice *c, const struct planes *pl,
+/* The reasons of every rule that sets port p apart, "; also " between. */
+static size_t apart_why(const struct topo_host *h, const struct topo_choice *c,
+                        const struct plane_marks *pm, int p, char *why, size_t cap) {
+  const struct topo_port_choice *pc = &c->pc[p];
+  size_t o = 0;
+  why[0] = 0;
+  if (pm->rules[p] & RULE_MAIN) {
+    char how[200];
+    on_main(h, c, p, how, sizeof(how));
+    o = topo_cat(why, cap, o,
+                 "other plane: %s, the main network (%s carries sockets and bootstrap), while %s "
+                 "form a separate RDMA plane; a QP between the planes times out at RTR",
+                 how, h->ifs.ifs[c->main_if].name, pm->others);
+  }
+  if (pm->rules[p] & RULE_GPU)
+    o = topo_cat(why, cap, o,
+                 "%sstorage or management NIC: the nearest GPU, %s, is %s from it (no shared PCIe "
+                 "switch), while every GPU has an RDMA port on its own PCIe switch; NCCL would "
+                 "also route GPU traffic through it",
+                 o ? "; also " : "", h->gpu[pc->gpu_near].name, pci_class_name(pc->gpu_class));
+  if (pm->rules[p] & RULE_LL)
+    o = topo_cat(why, cap, o,
+                 "%slink layer %s differs from the %d %s port%s kept; NCCL cannot connect an "
+                 "InfiniBand port to a RoCE port",
+                 o ? "; also " : "", topo_ll_name(h->port[p].ll), pm->nkeep, topo_ll_name(pm->keep),
+                 pm->nkeep == 1 ? "" : "s");
+  return o;
+}
+
+static void settle(const struct topo_host *h, struct topo_choice *c, const struct plane_marks *pm,
                    int p) {
   struct topo_port_choice *pc = &c->pc[p];
-  char all[sizeof(pc->why)] = "";
-  size_t o = 0;
-  for (int r = 0; r < 3; r++)
-    if (pl->why[p][r][0] && o < sizeof(all))
-      o = topo_cat(all, sizeof(all), o, "%s%s", o ? "; also " : "", pl->why[p][r]);
-  if (!o) return;
-  char label[80];
-  topo_port_label(h, p, label, sizeof(label));
+  char all[sizeof(pc->why)];
+  if (!apart_why(h, c, pm, p, all, sizeof(all))) return;
   pc->off_plane = 1;
   if (pc->verdict == TV_FILTER) return; /* not used anyway; the mark is for diagnoses */
   if (pc->user_selected) {
-    int breaks = pl->why[p][0][0] || pl->why[p][2][0];
-    if (!c->quiet)
-      WARN("NCCL_IB_HCA selects %s, which this host's layout sets apart: %s", label, all);
-    topo_issue(c, breaks ? TOPO_ERROR : TOPO_WARNING,
-               "NCCL_IB_HCA selects %s, which this host's layout sets apart: %s", label, all);
+    char label[80];
+    topo_port_label(h, p, label, sizeof(label));
+    int breaks = (pm->rules[p] & (RULE_MAIN | RULE_LL)) != 0;
+    struct topo_issue *is =
+      topo_issue(c, breaks ? TOPO_ERROR : TOPO_WARNING,
+                 "NCCL_IB_HCA selects %s, which this host's layout sets apart: %s", label, all);
+    if (is) topo_issue_warn(is, "%s", is->text);
     return;
   }
   pc->verdict = TV_PLANE;
@@ -276,14 +295,10 @@ static void settle(const struct topo_host *h, struct topo_choice *c, const struc
 }
 
 void plane_apply(const struct topo_host *h, struct topo_choice *c) {
-  struct planes *pl = calloc(1, sizeof(*pl));
-  if (!pl) {
-    WARN("out of memory: the plane rules are skipped, every usable RDMA port is kept");
-    return;
-  }
-  rule_gpu(h, c, pl);
-  rule_main(h, c, pl);
-  rule_ll(h, c, pl);
-  for (int p = 0; p < h->nport; p++) settle(h, c, pl, p);
-  free(pl);
+  struct plane_marks pm;
+  memset(&pm, 0, sizeof(pm));
+  rule_gpu(h, c, &pm);
+  rule_main(h, c, &pm);
+  rule_ll(h, c, &pm);
+  for (int p = 0; p < h->nport; p++) settle(h, c, &pm, p);
 }

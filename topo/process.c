@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The plugin's topology, discovered and chosen once per process. */
+/* The plugin's topology, discovered, decided and reported once per process. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +30,8 @@ static void build(void) {
              "the host's interfaces could not be listed (see the warning above)");
     goto free_both;
   }
-  topo_choose(h, NULL, c);
+  topo_decide(h, NULL, c);
+  topo_report(h, c);
   proc_host = h;
   proc_choice = c;
   return;

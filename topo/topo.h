@@ -3,13 +3,14 @@
  * interfaces) and how NCCL should use it, with the reason for every choice
  * and every rejected candidate.
  *
- * Two steps, both callable outside a training job (nccl-net-diag doctor
+ * Three steps, all callable outside a training job (nccl-net-diag doctor
  * runs exactly what the plugin runs):
  *
  *   struct topo_host *h = calloc(1, sizeof(*h));
  *   struct topo_choice *c = calloc(1, sizeof(*c));
  *   topo_discover(h, 0);           reads sysfs, interfaces and hwloc
- *   topo_choose(h, NULL, c);       pure: knobs (or given prefs) -> choice
+ *   topo_decide(h, NULL, c);       pure: knobs (or given prefs) -> choice
+ *   topo_report(h, c);             the plugin's log lines and events
  *   for (int i = 0; i < c->ndev; i++) use c->dev[i] (NCCL device order)
  *
  * The plugin itself uses the process-wide result of topo_process(), built
@@ -20,18 +21,29 @@
  * every missing or unreadable file (a container with a partly mapped GID
  * table answers EINVAL) and records it in notes.
  *
- * How ports are chosen (each step records why a port was set apart):
- *  1. the port is ACTIVE and its link layer is InfiniBand or Ethernet;
- *  2. NCCL_IB_HCA selects it (NCCL's grammar, topo/filter.h);
- *  3. a GID is usable (topo/gid.h): IB index 0 (1 with a routable FLID);
- *     RoCE by score or NCCL_IB_GID_INDEX;
- *  4. plane rules (topo/plane.c, NCCL_DIAG_PLANES=auto): a RoCE port on the
+ * topo_decide runs these passes, in this order; each records why a port was
+ * set apart and the problems it finds (topo/decide.c):
+ *  1. sockets: NCCL_SOCKET_IFNAME, exactly as NCCL applies it (first: the
+ *     main interface and the advice read it);
+ *  2. ports: a port is used only when ACTIVE with an InfiniBand or Ethernet
+ *     link layer, and NCCL_IB_DISABLE is not set (topo/hca.c);
+ *  3. filter: NCCL_IB_HCA selects it (NCCL's grammar, topo/filter.h);
+ *  4. GIDs: a GID is usable (topo/gid.h): IB index 0 (1 with a routable
+ *     FLID); RoCE by score or NCCL_IB_GID_INDEX;
+ *  5. GPU distances: every port to every GPU (topo/gpu.c);
+ *  6. main interface: the one that carries bootstrap (topo/plane.c);
+ *  7. planes (topo/plane.c, NCCL_DIAG_PLANES=auto): a RoCE port on the
  *     bootstrap interface's subnet is set apart when other ports form a
  *     separate RDMA plane; a port far from every GPU is set apart when every
  *     GPU has a port on its own PCIe switch; a minority link layer is set
  *     apart (NCCL cannot connect InfiniBand to RoCE);
- *  5. the rest, sorted by PCI bus id then port (NCCL_IB_DEVICE_PCI_ORDER),
- *     are the devices, at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS). */
+ *  8. forced GIDs: the problem of an NCCL_IB_GID_INDEX on the ports kept;
+ *  9. devices: the rest, sorted by PCI bus id then port
+ *     (NCCL_IB_DEVICE_PCI_ORDER), at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS);
+ * 10. GPUs: each GPU's nearest devices;
+ * 11. why none: with no device, why, in one line;
+ * 12. recommendations: the settings to export, and notes on NCCL's own
+ *     choices (topo/advice.c). */
 #ifndef DIAG_TOPO_TOPO_H
 #define DIAG_TOPO_TOPO_H
 
@@ -234,7 +246,8 @@ enum topo_sev { TOPO_NOTE, TOPO_WARNING, TOPO_ERROR };
 
 struct topo_issue {
   enum topo_sev sev;
-  char text[1024];
+  char text[1024]; /* as a report lists it */
+  char warn[1024]; /* the plugin's WARN line for it, with the fix; "" when it logs none */
 };
 
 /* A recommended environment setting. status: "add" (unset now), "change"
@@ -248,7 +261,6 @@ struct topo_rec {
 
 struct topo_choice {
   struct topo_prefs prefs;
-  int quiet;                /* a what-if run: no logs, no events */
   struct netif_choice sock; /* NCCL_SOCKET_IFNAME, exactly as NCCL chooses */
   int main_if;              /* index into host ifs: the bootstrap interface, -1 none */
   int main_confident;       /* chosen by the user, the default route or GPU locality, not
@@ -267,13 +279,16 @@ struct topo_choice {
   struct topo_rec rec[TOPO_MAX_RECS];
 };
 
-/* Decides everything; p NULL = the knobs. Logs each decision (INFO, WARN for
- * misconfiguration) and emits one event per decision. Reads no file; always 0
- * (what cannot be used is in the verdicts, issues and why_none). */
-int topo_choose(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c);
+/* Decides everything; p NULL = the knobs. Reads no file, logs nothing and
+ * emits no event; always 0 (what cannot be used is in the verdicts, issues
+ * and why_none). */
+int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c);
+/* Logs each decision (INFO; WARN for each misconfiguration, with its fix)
+ * and emits one event per decision, as the plugin does once per process. */
+void topo_report(const struct topo_host *h, const struct topo_choice *c);
 
-/* The plugin's view, built once per process (discover + choose with the
- * knobs). Never NULL; on failure ndev is 0 and why_none says why. */
+/* The plugin's view, built once per process (discover, decide, report with
+ * the knobs). Never NULL; on failure ndev is 0 and why_none says why. */
 const struct topo_choice *topo_process(const struct topo_host **host);
 
 /* ------------------------------------------------------------- helpers */

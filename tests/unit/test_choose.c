@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* topo_choose on hosts built in memory: it reads nothing, so every rule is
+/* topo_decide on hosts built in memory: it reads nothing, so every rule is
  * table-tested here (plane rules, link layers, NCCL_IB_HCA checks, device
  * order, forced GIDs, recommendations). */
 #include <arpa/inet.h>
@@ -96,6 +96,8 @@ static void add_gpu(const char *path, int numa) {
   pci_chain_from_path(&g->chain, path, numa);
 }
 
+static void decide(void) { topo_decide(&H, &P, &C); }
+
 static const struct topo_rec *rec(const char *name) {
   for (int i = 0; i < C.nrec; i++)
     if (!strcmp(C.rec[i].name, name)) return &C.rec[i];
@@ -129,7 +131,7 @@ static void story5(int with_gpus) {
 
 static void test_story5(void) {
   story5(1);
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && !strcmp(C.dev[0].name, "mlx5_2") && !strcmp(C.dev[1].name, "mlx5_3"),
         "devices: %d", C.ndev);
   CHECK(C.dev[0].gid_index == 3 && C.dev[1].gid_index == 3, "GID 3 on each");
@@ -148,20 +150,20 @@ static void test_story5(void) {
 static void test_story5_without_gpus(void) {
   /* Nothing tells the main network apart: no guess, a warning instead. */
   story5(0);
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 3, "every port kept: %d", C.ndev);
   CHECK(!C.main_confident, "main chosen by order only");
   CHECK(issue_has(TOPO_WARNING, "several networks"), "warns about the planes");
   /* Naming the main interface makes the rule apply. */
   P.socket_ifname = "=bond0";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && C.pc[2].verdict == TV_PLANE, "with NCCL_SOCKET_IFNAME=bond0: %d", C.ndev);
 }
 
 static void test_user_override(void) {
   story5(1);
   P.hca_filter = "=mlx5_2,mlx5_3,mlx5_bond_0";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 3, "the named bond is kept: %d", C.ndev);
   CHECK(C.errors && issue_has(TOPO_ERROR, "NCCL_IB_HCA selects mlx5_bond_0:1"),
         "an error says why");
@@ -169,29 +171,29 @@ static void test_user_override(void) {
   CHECK(r && !strcmp(r->value, "=mlx5_2,mlx5_3") && !strcmp(r->status, "change"), "%s %s",
         r ? r->value : "-", r ? r->status : "-");
   P.hca_filter = "^=mlx5_bond_0";
-  topo_choose(&H, &P, &C);
+  decide();
   r = rec("NCCL_IB_HCA");
   CHECK(C.ndev == 2 && r && !strcmp(r->status, "keep"), "an exclude list that agrees is kept");
   P.hca_filter = NULL;
   P.planes = 0;
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 3 && !rec("NCCL_IB_HCA"), "NCCL_DIAG_PLANES=off keeps every port");
 }
 
 static void test_filter_checks(void) {
   story5(1);
   P.hca_filter = "mlx5_8,mlx5_4,mlx5_2";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.errors && issue_has(TOPO_ERROR, "'mlx5_8', 'mlx5_4' match no RDMA port"),
         "unmatched entries are errors");
   CHECK(issue_has(TOPO_ERROR, "this host has mlx5_2:1"), "the error lists what exists");
   CHECK(C.pc[1].verdict == TV_FILTER, "mlx5_3 filtered: %s", C.pc[1].why);
   P.hca_filter = "^mlx5_9";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(!C.errors && issue_has(TOPO_WARNING, "'mlx5_9' matches no RDMA port"),
         "an unmatched exclude entry only warns");
   P.hca_filter = "mlx5_2:x";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.errors && issue_has(TOPO_ERROR, "is not valid"), "bad grammar is an error");
 }
 
@@ -201,10 +203,10 @@ static void test_prefix_trap(void) {
   add_port("mlx5_10", "/sys/devices/pci0000:cb/0000:cb:01.0/0000:ce:00.0", 1, NULL, NULL);
   add_if("eno1", "10.3.0.5/24");
   P.hca_filter = "mlx5_1";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && issue_has(TOPO_WARNING, "'mlx5_1' is a prefix"), "the trap is named");
   P.hca_filter = "=mlx5_1";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 1 && !C.nissue, "=mlx5_1 is exact");
 }
 
@@ -214,7 +216,7 @@ static void test_link_layers(void) {
   add_port("mlx5_1", "/sys/devices/pci0000:27/0000:27:01.0/0000:29:00.0", 0, "ens1", "10.20.0.2");
   add_port("mlx5_3", "/sys/devices/pci0000:3d/0000:3d:01.0/0000:40:00.0", 0, NULL, NULL);
   add_if("eno1", "10.3.0.5/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && C.pc[1].verdict == TV_PLANE && strstr(C.pc[1].why, "link layer RoCE"),
         "the RoCE minority is set apart: %s", C.pc[1].why);
   CHECK(C.dev[0].ll == TOPO_LL_IB && C.dev[0].subnet.family == 0, "IB devices carry no subnet");
@@ -227,7 +229,7 @@ static void test_roce_with_lid(void) {
                    "10.5.0.7");
   H.port[p].lid = 5;
   add_if("ens2f0", "10.5.0.7/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 1 && C.dev[0].ll == TOPO_LL_ETH && C.dev[0].gid_index == 3,
         "RoCE with a LID stays RoCE, GID 3: ll %d gid %d", C.ndev ? (int)C.dev[0].ll : -1,
         C.ndev ? C.dev[0].gid_index : -1);
@@ -240,7 +242,7 @@ static void test_order(void) {
   add_port("mlx5_2", "/sys/devices/pci0000:27/0000:27:01.0/0000:29:00.1", 0, "e2", "10.1.2.5");
   add_port("mlx5_1", "/sys/devices/pci0000:27/0000:27:01.0/0000:29:00.0", 0, "e1", "10.1.1.5");
   add_if("eno1", "10.3.0.5/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 3, "%d devices", C.ndev);
   CHECK(!strcmp(C.dev[0].name, "mlx5_1") && !strcmp(C.dev[1].name, "mlx5_2") &&
           !strcmp(C.dev[2].name, "mlx5_7"),
@@ -253,7 +255,7 @@ static void test_order(void) {
 static void test_forced_gid(void) {
   story5(1);
   P.gid_index = 1;
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && C.dev[0].gid_index == 1, "the forced index is honoured");
   CHECK(C.errors && issue_has(TOPO_ERROR, "link-local"), "and is an error");
   const struct topo_rec *r = rec("NCCL_IB_GID_INDEX");
@@ -268,11 +270,11 @@ static void test_no_rdma_and_sockets(void) {
   add_if("lo", "127.0.0.1/8");
   H.ifs.ifs[0].loopback = 1;
   add_if("enp0s1", "10.0.2.15/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 0 && strstr(C.why_none, "does not exist"), "why: %s", C.why_none);
   CHECK(!C.errors && !C.nrec, "a VM with one interface needs nothing");
   P.socket_ifname = "eth0";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.errors && issue_has(TOPO_ERROR, "enp0s1 (10.0.2.15/24)"), "the error names enp0s1");
   const struct topo_rec *r = rec("NCCL_SOCKET_IFNAME");
   CHECK(r && !strcmp(r->value, "=enp0s1") && !strcmp(r->status, "change"), "%s",
@@ -283,7 +285,7 @@ static void test_unusable_ports(void) {
   reset();
   add_port("mlx5_0", "/sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0", 0, "ens3", NULL);
   add_if("eno1", "10.3.0.5/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 0 && C.pc[0].verdict == TV_GID, "link-local only: refused");
   const struct topo_rec *r = rec("NCCL_IB_DISABLE");
   CHECK(r && !strcmp(r->value, "1"), "NCCL_IB_DISABLE=1 keeps NCCL's own transport away");
@@ -292,7 +294,7 @@ static void test_unusable_ports(void) {
   strcpy(H.port[0].state_txt, "DOWN");
   strcpy(H.port[0].phys_txt, "Disabled");
   H.port[0].phys_state = 3;
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.pc[0].verdict == TV_STATE && strstr(C.pc[0].why, "state DOWN (physical Disabled)"), "%s",
         C.pc[0].why);
 }
