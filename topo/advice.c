@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/strutil.h"
@@ -40,29 +39,76 @@ static void rec_why(struct topo_rec *r, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* The automatic choice, what the passes choose without NCCL_IB_HCA: the
+ * NCCL_IB_HCA advice compares with it. */
+struct auto_choice {
+  enum topo_verdict verdicts[TOPO_MAX_PORTS];
+  int ndev;
+  int dev_ports[TOPO_MAX_DEVS]; /* in NCCL order */
+};
+
+/* A port's automatic verdict follows from its own: the filter is an input
+ * of no other pass (the GID pick and the plane rules judge the ports it
+ * leaves out too), and only a port the filter names exactly is kept off
+ * its plane. */
+static enum topo_verdict auto_verdict(const struct topo_port_choice *pc) {
+  if (pc->verdict != TV_CHOSEN && pc->verdict != TV_FILTER && pc->verdict != TV_LIMIT)
+    return pc->verdict;
+  if (pc->gid.index < 0) return TV_GID;
+  return pc->off_plane ? TV_PLANE : TV_CHOSEN;
+}
+
+static void auto_choose(const struct topo_host *h, const struct topo_choice *c,
+                        struct auto_choice *a) {
+  int ports[TOPO_MAX_PORTS], n = 0;
+  for (int p = 0; p < h->nport; p++)
+    if ((a->verdicts[p] = auto_verdict(&c->pc[p])) == TV_CHOSEN) ports[n++] = p;
+  hca_sort_ports(h, ports, n);
+  a->ndev = 0;
+  for (int i = 0; i < n; i++) {
+    if (a->ndev == TOPO_MAX_DEVS) a->verdicts[ports[i]] = TV_LIMIT;
+    else a->dev_ports[a->ndev++] = ports[i];
+  }
+}
+
+/* Whether an NCCL_IB_HCA text selects exactly the automatic devices. */
+static int selects_auto(const struct topo_host *h, const struct auto_choice *a, const char *text) {
+  struct filt f;
+  char why[128];
+  if (!text || filt_parse(text, &f, why, sizeof(why))) return 0;
+  for (int p = 0; p < h->nport; p++) {
+    /* Ports set apart count: the text must leave them out. */
+    enum topo_verdict v = a->verdicts[p];
+    if (v != TV_CHOSEN && v != TV_PLANE) continue;
+    if (filt_select(&f, h->hca[h->port[p].hca].name, h->port[p].num) != (v == TV_CHOSEN)) return 0;
+  }
+  return 1;
+}
+
 /* "=mlx5_2,mlx5_3" with ":port" for devices not chosen on every port. */
-static void hca_value(const struct topo_host *h, const struct topo_choice *c, char *buf,
+static void hca_value(const struct topo_host *h, const struct auto_choice *a, char *buf,
                       size_t cap) {
   size_t o = (size_t)snprintf(buf, cap, "=");
-  for (int d = 0; d < c->ndev && o < cap; d++) {
-    const struct topo_hca *hca = &h->hca[c->dev[d].hca];
+  for (int d = 0; d < a->ndev && o < cap; d++) {
+    const struct topo_port *pt = &h->port[a->dev_ports[d]];
+    const struct topo_hca *hca = &h->hca[pt->hca];
     int all = 1;
     for (int p = hca->first_port; p < hca->first_port + hca->nports; p++)
-      all &= c->pc[p].verdict == TV_CHOSEN || c->pc[p].verdict == TV_STATE;
-    if (all && d && c->dev[d - 1].hca == c->dev[d].hca) continue;
+      all &= a->verdicts[p] == TV_CHOSEN || a->verdicts[p] == TV_STATE;
+    if (all && d && h->port[a->dev_ports[d - 1]].hca == pt->hca) continue;
     o = topo_cat(buf, cap, o, "%s%s", d ? "," : "", hca->name);
-    if (!all) o = topo_cat(buf, cap, o, ":%d", c->dev[d].ib_port);
+    if (!all) o = topo_cat(buf, cap, o, ":%d", pt->num);
   }
 }
 
 /* "mlx5_bond_0" (":port" when the device has several ports) of each port
  * the plane rules set apart. */
-static size_t apart_list(const struct topo_host *h, const struct topo_choice *c, char *buf,
+static size_t apart_list(const struct topo_host *h, const struct auto_choice *a, char *buf,
                          size_t cap) {
   size_t o = 0;
   buf[0] = 0;
   for (int p = 0; p < h->nport && o < cap; p++) {
-    if (c->pc[p].verdict != TV_PLANE) continue;
+    if (a->verdicts[p] != TV_PLANE) continue;
     const struct topo_hca *hca = &h->hca[h->port[p].hca];
     o = topo_cat(buf, cap, o, "%s%s", o ? "," : "", hca->name);
     if (hca->nports > 1 && o < cap) o = topo_cat(buf, cap, o, ":%d", h->port[p].num);
@@ -70,37 +116,25 @@ static size_t apart_list(const struct topo_host *h, const struct topo_choice *c,
   return o;
 }
 
-/* Compares with the automatic choice: what the port passes choose without
- * NCCL_IB_HCA. */
 static void advise_hca(const struct topo_host *h, struct topo_choice *c) {
   const char *cur = c->prefs.hca_filter;
-  const struct topo_choice *ref = c;
-  struct topo_choice *tmp = NULL;
-  if (cur && *cur) {
-    if (!(tmp = calloc(1, sizeof(*tmp)))) return;
-    tmp->prefs = c->prefs;
-    tmp->prefs.hca_filter = NULL;
-    topo_decide_ports(h, tmp);
-    ref = tmp;
-  }
+  struct auto_choice a;
+  auto_choose(h, c, &a);
   char apart[400];
-  size_t o = apart_list(h, ref, apart, sizeof(apart));
-  int cur_ok = cur && *cur && hca_filter_selects_chosen(h, ref, cur);
+  size_t o = apart_list(h, &a, apart, sizeof(apart));
+  int cur_ok = cur && *cur && selects_auto(h, &a, cur);
   struct topo_rec *r = NULL;
-  if (ref->ndev && (o || (cur && *cur && !cur_ok))) r = rec_add(c, "NCCL_IB_HCA", cur, cur_ok);
-  if (r) {
-    hca_value(h, ref, r->value, sizeof(r->value));
-    if (o)
-      rec_why(r,
-              "uses only the ports chosen above and sets apart %s (see why above); this plugin "
-              "does so itself, the setting makes NCCL's built-in IB transport and every node "
-              "agree (NCCL_IB_HCA=^=%s excludes instead)",
-              apart, apart);
-    else
-      rec_why(r, "the current NCCL_IB_HCA=%s does not select the usable ports; this list does",
-              cur);
-  }
-  free(tmp);
+  if (a.ndev && (o || (cur && *cur && !cur_ok))) r = rec_add(c, "NCCL_IB_HCA", cur, cur_ok);
+  if (!r) return;
+  hca_value(h, &a, r->value, sizeof(r->value));
+  if (o)
+    rec_why(r,
+            "uses only the ports chosen above and sets apart %s (see why above); this plugin "
+            "does so itself, the setting makes NCCL's built-in IB transport and every node "
+            "agree (NCCL_IB_HCA=^=%s excludes instead)",
+            apart, apart);
+  else
+    rec_why(r, "the current NCCL_IB_HCA=%s does not select the usable ports; this list does", cur);
 }
 
 static int auto_socket_candidates(const struct topo_host *h, const struct topo_choice *c) {

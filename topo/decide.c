@@ -142,7 +142,10 @@ static void pass_why_none(const struct topo_host *h, struct topo_choice *c) {
   if (!h->nport) snprintf(c->why_none + o, sizeof(c->why_none) - o, " the devices have no ports");
 }
 
-void topo_decide_ports(const struct topo_host *h, struct topo_choice *c) {
+int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c) {
+  memset(c, 0, sizeof(*c));
+  if (p) c->prefs = *p;
+  else topo_prefs_from_knobs(&c->prefs);
   c->nport = h->nport;
   for (int i = 0; i < h->nport; i++) {
     c->pc[i].dev = c->pc[i].rail = c->pc[i].plane = -1;
@@ -158,13 +161,6 @@ void topo_decide_ports(const struct topo_host *h, struct topo_choice *c) {
   pass_forced_gids(h, c);
   hca_order(h, c);
   gpu_pass_nearest(h, c);
-}
-
-int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c) {
-  memset(c, 0, sizeof(*c));
-  if (p) c->prefs = *p;
-  else topo_prefs_from_knobs(&c->prefs);
-  topo_decide_ports(h, c);
   pass_why_none(h, c);
   advice_build(h, c);
   return 0;

@@ -221,11 +221,15 @@ static void fill_dev(const struct topo_host *h, struct topo_choice *c, int p, in
   pc->dev = d;
 }
 
+void hca_sort_ports(const struct topo_host *h, int *ports, int n) {
+  qsort_r(ports, (size_t)n, sizeof(int), dev_cmp, (void *)h);
+}
+
 void hca_order(const struct topo_host *h, struct topo_choice *c) {
   int idx[TOPO_MAX_PORTS], n = 0;
   for (int p = 0; p < h->nport; p++)
     if (c->pc[p].verdict == TV_CHOSEN) idx[n++] = p;
-  qsort_r(idx, (size_t)n, sizeof(int), dev_cmp, (void *)h);
+  hca_sort_ports(h, idx, n);
   c->ndev = 0;
   for (int i = 0; i < n; i++) {
     struct topo_port_choice *pc = &c->pc[idx[i]];
@@ -236,18 +240,4 @@ void hca_order(const struct topo_host *h, struct topo_choice *c) {
     }
     fill_dev(h, c, idx[i], c->ndev++);
   }
-}
-
-int hca_filter_selects_chosen(const struct topo_host *h, const struct topo_choice *c,
-                              const char *text) {
-  struct filt f;
-  char why[128];
-  if (!text || filt_parse(text, &f, why, sizeof(why))) return 0;
-  for (int p = 0; p < h->nport; p++) {
-    enum topo_verdict v = c->pc[p].verdict;
-    /* Ports the current filter left out count when they would work. */
-    if (v != TV_CHOSEN && v != TV_PLANE && (v != TV_FILTER || c->pc[p].gid.index < 0)) continue;
-    if (filt_select(&f, h->hca[h->port[p].hca].name, h->port[p].num) != (v == TV_CHOSEN)) return 0;
-  }
-  return 1;
 }

@@ -29,10 +29,6 @@ int gpu_discover_sysfs(struct topo_host *h);
 void gpu_add(struct topo_host *h, const struct topo_gpu *g);
 int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
 
-/* topo/decide.c: the passes up to the device order and the GPUs' nearest
- * devices, with c->prefs set (advice.c runs them again without
- * NCCL_IB_HCA, to compare). */
-void topo_decide_ports(const struct topo_host *h, struct topo_choice *c);
 /* Records a problem for the report (NULL once the list is full); errors
  * are counted either way. */
 struct topo_issue *topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...)
@@ -49,9 +45,8 @@ void plane_apply(const struct topo_host *h, struct topo_choice *c);
 void hca_pass_state(const struct topo_host *h, struct topo_choice *c);
 void hca_pass_filter(const struct topo_host *h, struct topo_choice *c);
 void hca_order(const struct topo_host *h, struct topo_choice *c);
-/* Whether an NCCL_IB_HCA text selects exactly the chosen devices. */
-int hca_filter_selects_chosen(const struct topo_host *h, const struct topo_choice *c,
-                              const char *text);
+/* Sorts port indices into NCCL's device order. */
+void hca_sort_ports(const struct topo_host *h, int *ports, int n);
 
 /* topo/gpu.c: every port's distance to every GPU and its nearest GPU;
  * then, with the devices ordered, each GPU's nearest devices. */
