@@ -116,31 +116,28 @@ static void usage(FILE *f) {
 }
 
 static int run(struct doctor *d, int json) {
-  struct topo_host *h = calloc(1, sizeof(*h));
-  struct topo_choice *c = calloc(1, sizeof(*c));
-  if (!h || !c) {
-    fprintf(stderr, "nccl-net-diag doctor: out of memory\n");
-    free(h);
-    free(c);
-    return 1;
-  }
-  int r = topo_discover(h, TOPO_WANT_GPUS);
+  struct topo_host h;
+  struct topo_choice c;
+  int r = topo_discover(&h, TOPO_WANT_GPUS);
   if (r) {
-    fprintf(stderr, "nccl-net-diag doctor: the host's interfaces could not be listed: %s\n",
-            strerror(-r));
-    free(h);
-    free(c);
+    fprintf(stderr, "nccl-net-diag doctor: this host's topology could not be discovered: %s\n",
+            strerror(r));
+    topo_host_free(&h);
     return 1;
   }
-  topo_decide(h, NULL, c);
-  if (tool_verbose) topo_report(h, c); /* -v: the lines the plugin logs */
-  d->h = h;
-  d->c = c;
-  d->exit_status = c->errors ? 1 : 0;
+  if (topo_decide(&h, NULL, &c)) {
+    fprintf(stderr, "nccl-net-diag doctor: %s\n", c.why_none);
+    topo_host_free(&h);
+    return 1;
+  }
+  if (tool_verbose) topo_report(&h, &c); /* -v: the lines the plugin logs */
+  d->h = &h;
+  d->c = &c;
+  d->exit_status = c.errors ? 1 : 0;
   if (json) doctor_print_json(stdout, d);
   else doctor_print_text(stdout, d);
-  free(h);
-  free(c);
+  topo_choice_free(&c);
+  topo_host_free(&h);
   return d->exit_status;
 }
 

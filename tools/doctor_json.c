@@ -307,6 +307,15 @@ static void put_advice(struct jw *w, const struct doctor *d) {
     jw_str(w, "text", c->issue[i].text);
     jw_close(w, '}');
   }
+  if (c->nissue_lost) {
+    char text[96];
+    snprintf(text, sizeof(text), "%d more problems could not be recorded: out of memory",
+             c->nissue_lost);
+    jw_open(w, NULL, '{');
+    jw_str(w, "severity", "error");
+    jw_str(w, "text", text);
+    jw_close(w, '}');
+  }
   jw_close(w, ']');
   jw_int(w, "errors", c->errors);
   jw_open(w, "recommendations", '[');

@@ -263,6 +263,9 @@ static void print_issues(FILE *f, const struct doctor *d) {
     }
     if (s == TOPO_NOTE) break;
   }
+  if (c->nissue_lost)
+    fprintf(f, "  %d more problem%s could not be recorded: out of memory\n", c->nissue_lost,
+            c->nissue_lost == 1 ? "" : "s");
 }
 
 static void print_recs(FILE *f, const struct doctor *d) {

@@ -3,8 +3,11 @@
  * every decision with its reason, in the pass order topo/topo.h lists. It
  * logs nothing and emits no event (topo/report.c does), so doctor and the
  * plugin run the very same decisions. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -29,22 +32,29 @@ void topo_prefs_from_knobs(struct topo_prefs *p) {
 
 struct topo_issue *topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...) {
   if (sev == TOPO_ERROR) c->errors++;
-  if (c->nissue == TOPO_MAX_ISSUES) return NULL;
-  struct topo_issue *i = &c->issue[c->nissue++];
-  i->sev = sev;
-  i->warn[0] = 0;
+  struct topo_issue *grown = topo_grow(c->issue, c->nissue, sizeof(*grown));
+  if (grown) c->issue = grown;
+  char *text = NULL;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(i->text, sizeof(i->text), fmt, ap);
+  if (vasprintf(&text, fmt, ap) < 0) text = NULL;
   va_end(ap);
+  if (!grown || !text) {
+    free(text);
+    c->nissue_lost++;
+    return NULL;
+  }
+  struct topo_issue *i = &c->issue[c->nissue++];
+  i->sev = sev;
+  i->text = text;
   return i;
 }
 
-void topo_issue_warn(struct topo_issue *i, const char *fmt, ...) {
+void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...) {
   if (!i) return;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(i->warn, sizeof(i->warn), fmt, ap);
+  if (vasprintf(&i->warn, fmt, ap) < 0) i->warn = NULL, c->nissue_lost++;
   va_end(ap);
 }
 
@@ -64,7 +74,7 @@ static void range_prefs(struct topo_choice *c, struct gid_prefs *g) {
   if (!strchr(text, '/') || ipaddr_parse(&g->range, text)) {
     is = topo_issue(c, TOPO_WARNING, "NCCL_IB_ADDR_RANGE=\"%s\" is not a CIDR range and is ignored",
                     text);
-    topo_issue_warn(is,
+    topo_issue_warn(c, is,
                     "NCCL_IB_ADDR_RANGE=\"%s\" is not valid; accepted: an address range in CIDR "
                     "form such as 10.1.0.0/16 or fd00::/64; ignoring it",
                     text);
@@ -73,7 +83,7 @@ static void range_prefs(struct topo_choice *c, struct gid_prefs *g) {
                     "NCCL_IB_ADDR_RANGE=%s does not match NCCL_IB_ADDR_FAMILY=%s and is ignored",
                     text, fam);
     topo_issue_warn(
-      is, "NCCL_IB_ADDR_RANGE=%s is not an %s range (NCCL_IB_ADDR_FAMILY=%s); ignoring it", text,
+      c, is, "NCCL_IB_ADDR_RANGE=%s is not an %s range (NCCL_IB_ADDR_FAMILY=%s); ignoring it", text,
       g->family == AF_INET ? "IPv4" : "IPv6", fam);
   } else {
     g->have_range = 1;
@@ -120,7 +130,7 @@ static void pass_forced_gids(const struct topo_host *h, struct topo_choice *c) {
     topo_port_label(h, p, label, sizeof(label));
     struct topo_issue *is = topo_issue(c, pc->gid.severity == 2 ? TOPO_ERROR : TOPO_WARNING,
                                        "%s: %s", label, pc->gid.note);
-    topo_issue_warn(is, "device %s port %d: %s", h->hca[h->port[p].hca].name, h->port[p].num,
+    topo_issue_warn(c, is, "device %s port %d: %s", h->hca[h->port[p].hca].name, h->port[p].num,
                     pc->gid.note);
   }
 }
@@ -142,10 +152,63 @@ static void pass_why_none(const struct topo_host *h, struct topo_choice *c) {
   if (!h->nport) snprintf(c->why_none + o, sizeof(c->why_none) - o, " the devices have no ports");
 }
 
+/* Hands out n bytes of the block at *off, aligned for anything. */
+static size_t carve(size_t *off, size_t n) {
+  size_t at = *off;
+  *off += (n + _Alignof(max_align_t) - 1) / _Alignof(max_align_t) * _Alignof(max_align_t);
+  return at;
+}
+
+/* The arrays sized by the host, in one zeroed block: a choice per port
+ * (each with room for a verdict on every populated GID), room for a device
+ * per port, a choice per GPU with its distance to every port and room for
+ * every device. 0 or ENOMEM. */
+static int choice_alloc(const struct topo_host *h, struct topo_choice *c) {
+  size_t nport = (size_t)h->nport, ngpu = (size_t)h->ngpu, ngid = 0, off = 0;
+  size_t ndev = nport < TOPO_MAX_DEVS ? nport : TOPO_MAX_DEVS;
+  for (int p = 0; p < h->nport; p++) ngid += (size_t)h->port[p].ngid;
+  size_t at_pc = carve(&off, nport * sizeof(*c->pc));
+  size_t at_dev = carve(&off, ndev * sizeof(*c->dev));
+  size_t at_gc = carve(&off, ngpu * sizeof(*c->gc));
+  size_t at_rej = carve(&off, ngid * sizeof(*c->pc->gid.rej));
+  size_t at_class = carve(&off, ngpu * nport * sizeof(*c->gc->to_port));
+  size_t at_near = carve(&off, ngpu * ndev * sizeof(*c->gc->near));
+  if (!off) return 0;
+  char *block = calloc(1, off);
+  if (!block) {
+    snprintf(c->why_none, sizeof(c->why_none), "out of memory for the topology choice (%zu bytes)",
+             off);
+    return ENOMEM;
+  }
+  c->block = block;
+  c->pc = (struct topo_port_choice *)(block + at_pc);
+  c->dev = (struct topo_dev *)(block + at_dev);
+  c->gc = (struct topo_gpu_choice *)(block + at_gc);
+  struct topo_gid_reject *rej = (struct topo_gid_reject *)(block + at_rej);
+  for (int p = 0; p < h->nport; rej += h->port[p++].ngid) c->pc[p].gid.rej = rej;
+  for (size_t g = 0; g < ngpu; g++) {
+    c->gc[g].to_port = (enum pci_class *)(block + at_class) + g * nport;
+    c->gc[g].near = (int *)(block + at_near) + g * ndev;
+  }
+  return 0;
+}
+
+void topo_choice_free(struct topo_choice *c) {
+  for (int i = 0; i < c->nissue; i++) {
+    free(c->issue[i].text);
+    free(c->issue[i].warn);
+  }
+  free(c->issue);
+  free(c->block);
+  memset(c, 0, sizeof(*c));
+}
+
 int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c) {
   memset(c, 0, sizeof(*c));
   if (p) c->prefs = *p;
   else topo_prefs_from_knobs(&c->prefs);
+  c->main_if = -1;
+  if (choice_alloc(h, c)) return ENOMEM;
   c->nport = h->nport;
   for (int i = 0; i < h->nport; i++) {
     c->pc[i].dev = c->pc[i].rail = c->pc[i].plane = -1;

@@ -60,10 +60,12 @@ int gid_in_range(const uint8_t raw[16], const struct ipaddr *range) {
 
 static const char *family_name(int f) { return f == AF_INET ? "AF_INET" : "AF_INET6"; }
 
-static void add_reject(struct gid_pick *out, int index, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
-static void add_reject(struct gid_pick *out, int index, const char *fmt, ...) {
-  if (out->nrej == TOPO_MAX_GIDS) return;
+/* out->rej has room for one verdict per entry of the table (n): no entry
+ * is rejected twice. */
+static void add_reject(struct gid_pick *out, int n, int index, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+static void add_reject(struct gid_pick *out, int n, int index, const char *fmt, ...) {
+  if (out->nrej == n || !out->rej) return;
   struct topo_gid_reject *r = &out->rej[out->nrej++];
   r->index = index;
   va_list ap;
@@ -121,17 +123,17 @@ static int pick_auto(const struct topo_gid *tbl, int n, const struct gid_prefs *
     char why[200], hint[64];
     int s = judge(&tbl[i], p, why, sizeof(why), hint, sizeof(hint));
     if (!s) {
-      add_reject(out, tbl[i].index, "%s", why);
+      add_reject(out, n, tbl[i].index, "%s", why);
       if (hint[0] && !out->hint[0]) scopy(out->hint, sizeof(out->hint), hint);
       continue;
     }
     if (s > best_score) {
       if (best >= 0)
-        add_reject(out, tbl[best].index, "score %d, below index %d's %d", best_score, tbl[i].index,
-                   s);
+        add_reject(out, n, tbl[best].index, "score %d, below index %d's %d", best_score,
+                   tbl[i].index, s);
       best = i, best_score = s;
     } else {
-      add_reject(out, tbl[i].index, "score %d, not above index %d's %d", s, tbl[best].index,
+      add_reject(out, n, tbl[i].index, "score %d, not above index %d's %d", s, tbl[best].index,
                  best_score);
     }
   }
@@ -204,9 +206,16 @@ static int check_forced(const struct topo_gid *tbl, int n, int tbl_len, const st
   return 1;
 }
 
+/* Clears a pick, keeping the caller's room for rejected entries. */
+static void pick_reset(struct gid_pick *out) {
+  struct topo_gid_reject *rej = out->rej;
+  memset(out, 0, sizeof(*out));
+  out->rej = rej;
+}
+
 int gid_pick_roce(const struct topo_gid *tbl, int n, int tbl_len, const struct gid_prefs *p,
                   struct gid_pick *out) {
-  memset(out, 0, sizeof(*out));
+  pick_reset(out);
   out->auto_index = pick_auto(tbl, n, p, out);
   out->nccl_index = gid_nccl_auto(tbl, n, tbl_len, p);
   out->index = out->auto_index;
@@ -224,7 +233,7 @@ int gid_pick_roce(const struct topo_gid *tbl, int n, int tbl_len, const struct g
 static int has_flid(const uint8_t raw[16]) { return raw[4] || raw[5]; }
 
 int gid_pick_ib(const struct topo_gid *tbl, int n, int forced, struct gid_pick *out) {
-  memset(out, 0, sizeof(*out));
+  pick_reset(out);
   const struct topo_gid *g0 = find(tbl, n, 0), *g1 = find(tbl, n, 1);
   out->index = g1 && has_flid(g1->raw) ? 1 : g0 ? 0 : -1;
   out->auto_index = out->nccl_index = out->index < 0 ? 0 : out->index;
@@ -235,7 +244,7 @@ int gid_pick_ib(const struct topo_gid *tbl, int n, int forced, struct gid_pick *
   }
   for (int i = 0; i < n; i++)
     if (tbl[i].index != out->index)
-      add_reject(out, tbl[i].index, "InfiniBand uses GID %d%s", out->index,
+      add_reject(out, n, tbl[i].index, "InfiniBand uses GID %d%s", out->index,
                  out->index ? " (routable FLID)" : "");
   if (forced >= 0) {
     out->severity = 0;

@@ -55,8 +55,9 @@ void gid_to_ipaddr(const uint8_t raw[16], struct ipaddr *a);
 int gid_in_range(const uint8_t raw[16], const struct ipaddr *range);
 
 /* Chooses for a RoCE port. tbl: the populated entries, tbl_len: the table's
- * length (a forced index at or past it is missing). Fills *out; returns the
- * chosen index or -1. */
+ * length (a forced index at or past it is missing). Fills *out, whose rej
+ * must have room for n entries (NULL: the rejected entries' reasons are not
+ * kept); returns the chosen index or -1. */
 int gid_pick_roce(const struct topo_gid *tbl, int n, int tbl_len, const struct gid_prefs *p,
                   struct gid_pick *out);
 int gid_pick_ib(const struct topo_gid *tbl, int n, int forced, struct gid_pick *out);

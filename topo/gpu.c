@@ -17,25 +17,29 @@ int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id) {
   return vendor == NVIDIA_VENDOR && (class_id == 0x0300 || class_id == 0x0302);
 }
 
-void gpu_add(struct topo_host *h, const struct topo_gpu *g) {
+int gpu_add(struct topo_host *h, const struct topo_gpu *g) {
   if (h->ngpu == TOPO_MAX_GPUS) {
     topo_note(h, "more than %d GPUs; %s and later are not considered", TOPO_MAX_GPUS, g->busid);
-    return;
+    return 0;
   }
+  struct topo_gpu *grown = topo_grow(h->gpu, h->ngpu, sizeof(*grown));
+  if (!grown) return ENOMEM;
+  h->gpu = grown;
   int at = h->ngpu;
   while (at > 0 && pci_busid_cmp(h->gpu[at - 1].busid, g->busid) > 0) at--;
   memmove(&h->gpu[at + 1], &h->gpu[at], (size_t)(h->ngpu - at) * sizeof(*g));
   h->gpu[at] = *g;
   h->ngpu++;
   for (int i = 0; i < h->ngpu; i++) snprintf(h->gpu[i].name, sizeof(h->gpu[i].name), "GPU%d", i);
+  return 0;
 }
 
-static void sysfs_gpu(struct topo_host *h, const char *bdf) {
+static int sysfs_gpu(struct topo_host *h, const char *bdf) {
   long vendor = 0, cls = 0, device = 0;
   if (sysfs_read_long(&vendor, "bus/pci/devices/%s/vendor", bdf) ||
       sysfs_read_long(&cls, "bus/pci/devices/%s/class", bdf) ||
       !gpu_is_nvidia_gpu((unsigned)vendor, (unsigned)(cls >> 8)))
-    return;
+    return 0;
   struct topo_gpu g;
   memset(&g, 0, sizeof(g));
   scopy(g.busid, sizeof(g.busid), bdf);
@@ -48,19 +52,19 @@ static void sysfs_gpu(struct topo_host *h, const char *bdf) {
   char path[PATH_MAX];
   if (sysfs_realpath(path, sizeof(path), "bus/pci/devices/%s", bdf) == 0)
     pci_chain_from_path(&g.chain, path, g.numa);
-  gpu_add(h, &g);
+  return gpu_add(h, &g);
 }
 
 int gpu_discover_sysfs(struct topo_host *h) {
   enum { MAX_PCI = 1024 };
   char(*names)[SYSFS_NAME_MAX] = malloc(MAX_PCI * SYSFS_NAME_MAX);
-  if (!names) return -ENOMEM;
-  int n = sysfs_list(names, MAX_PCI, "bus/pci/devices");
+  if (!names) return ENOMEM;
+  int n = sysfs_list(names, MAX_PCI, "bus/pci/devices"), err = 0;
   if (n < 0)
     topo_note(h, "cannot list %s/bus/pci/devices: %s; GPUs unknown", h->sysfs_root, strerror(-n));
-  for (int i = 0; i < n; i++) sysfs_gpu(h, names[i]);
+  for (int i = 0; i < n && !err; i++) err = sysfs_gpu(h, names[i]);
   free(names);
-  return n < 0 ? n : 0;
+  return err;
 }
 
 /* Pass 5: distance of every port to every GPU, and each port's nearest

@@ -88,7 +88,7 @@ static void check_entries(const struct topo_host *h, struct topo_choice *c, cons
                    "NCCL_IB_HCA entry '%s' is a prefix: it %s %s; write '%s=%s...' for exact names",
                    f->e[e].name, f->exclude ? "excludes" : "selects", list, f->exclude ? "^" : "",
                    f->e[e].name);
-      topo_issue_warn(is,
+      topo_issue_warn(c, is,
                       "NCCL_IB_HCA=%s: entry '%s' is a prefix and also %s %s; write '%s=%s' to "
                       "name exact devices",
                       text, f->e[e].name, f->exclude ? "excludes" : "selects", list,
@@ -100,7 +100,7 @@ static void check_entries(const struct topo_host *h, struct topo_choice *c, cons
     topo_issue(c, f->exclude ? TOPO_WARNING : TOPO_ERROR,
                "NCCL_IB_HCA=%s: %s %s %s no RDMA port; this host has %s", text,
                nnone == 1 ? "entry" : "entries", none, nnone == 1 ? "matches" : "match", have);
-  if (is) topo_issue_warn(is, "%s", is->text);
+  if (is) topo_issue_warn(c, is, "%s", is->text);
 }
 
 /* Applies the filter to port p; returns 1 when selected. */
@@ -142,7 +142,7 @@ void hca_pass_filter(const struct topo_host *h, struct topo_choice *c) {
   if (filt_parse(text, &f, why, sizeof(why))) {
     struct topo_issue *is =
       topo_issue(c, TOPO_ERROR, "NCCL_IB_HCA=\"%s\" is not valid (%s) and is ignored", text, why);
-    topo_issue_warn(is,
+    topo_issue_warn(c, is,
                     "NCCL_IB_HCA=\"%s\" is not valid: %s; accepted: "
                     "[^][=]name[:port][,name[:port]...] (e.g. =mlx5_2:1,mlx5_3:1 or ^mlx5_bond_0); "
                     "ignoring it",

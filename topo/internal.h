@@ -7,35 +7,40 @@
 
 #include "topo/topo.h"
 
+/* array (n elements of size bytes) grown by one zeroed element; NULL when
+ * out of memory, array then unchanged. */
+void *topo_grow(void *array, int n, size_t size);
+
 /* Records a tolerated problem of discovery (an unreadable file, a missing
  * entry) for the report. Also logged at INFO (NET). */
 void topo_note(struct topo_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* topo/rdma.c: RDMA devices, ports and GID tables. 0 or -errno (nothing
- * fatal: a host without RDMA gets h->no_rdma). */
+/* topo/rdma.c: RDMA devices, ports and GID tables. 0 or ENOMEM (nothing
+ * else is fatal: a host without RDMA gets h->no_rdma). */
 int rdma_discover(struct topo_host *h);
 /* Facts from the interface list: netdev state, MTU, address prefixes. */
 void rdma_annotate(struct topo_host *h);
 
 /* topo/hwloc.c: GPUs and the PCI chains of the RDMA devices from hwloc.
- * 0 when hwloc was used; otherwise a negative errno and why says why
- * (not installed, disabled, no XML beside a fixture root, ...). */
+ * 0 when hwloc was used; ENOMEM; otherwise an errno and why says why hwloc
+ * is not used (not installed, disabled, no XML beside a fixture root, ...). */
 int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap);
 
 /* topo/gpu.c: GPUs from sysfs (vendor 0x10de, display/3D class), the
- * fallback when hwloc is not used. */
+ * fallback when hwloc is not used. 0 or ENOMEM. */
 int gpu_discover_sysfs(struct topo_host *h);
-/* Adds a GPU, keeping the list in PCI bus order; names them GPU0... */
-void gpu_add(struct topo_host *h, const struct topo_gpu *g);
+/* Adds a GPU, keeping the list in PCI bus order; names them GPU0...
+ * 0 or ENOMEM. */
+int gpu_add(struct topo_host *h, const struct topo_gpu *g);
 int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
 
-/* Records a problem for the report (NULL once the list is full); errors
- * are counted either way. */
+/* Records a problem for the report (NULL, and counted in nissue_lost, when
+ * memory runs out); errors are counted either way. */
 struct topo_issue *topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 /* The WARN line topo_report logs for issue i (none unless set). */
-void topo_issue_warn(struct topo_issue *i, const char *fmt, ...)
-  __attribute__((format(printf, 2, 3)));
+void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 
 /* topo/plane.c: which interface carries bootstrap, and the plane rules. */
 void plane_main_interface(const struct topo_host *h, struct topo_choice *c);

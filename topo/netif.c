@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,10 +15,19 @@
 #include "topo/strbuf.h"
 #include "topo/sysfs.h"
 
-static struct netif *get_or_add(struct netif_list *l, const char *name) {
+/* The interface called name, added when new; NULL past NETIF_MAX (*err 0)
+ * or out of memory (*err ENOMEM). */
+static struct netif *get_or_add(struct netif_list *l, const char *name, int *err) {
+  *err = 0;
   for (int i = 0; i < l->n; i++)
     if (!strcmp(l->ifs[i].name, name)) return &l->ifs[i];
   if (l->n == NETIF_MAX) return NULL;
+  struct netif *grown = realloc(l->ifs, (size_t)(l->n + 1) * sizeof(*grown));
+  if (!grown) {
+    *err = ENOMEM;
+    return NULL;
+  }
+  l->ifs = grown;
   struct netif *n = &l->ifs[l->n++];
   memset(n, 0, sizeof(*n));
   snprintf(n->name, sizeof(n->name), "%s", name);
@@ -29,15 +39,20 @@ static void add_addr(struct netif *n, const struct ipaddr *a) {
   if (n->naddr < NETIF_ADDR_MAX) n->addr[n->naddr++] = *a;
 }
 
+static void warn_no_memory(void) {
+  WARN("cannot list network interfaces: out of memory for the list (%d interfaces)", NETIF_MAX);
+}
+
 static int discover_live(struct netif_list *l) {
   struct ifaddrs *ifa = NULL;
   if (getifaddrs(&ifa) != 0) {
     int err = errno;
     WARN("cannot list network interfaces: getifaddrs failed: %s", strerror(err));
-    return -err;
+    return err;
   }
+  int err = 0;
   for (struct ifaddrs *p = ifa; p; p = p->ifa_next) {
-    struct netif *n = get_or_add(l, p->ifa_name);
+    struct netif *n = get_or_add(l, p->ifa_name, &err);
     if (!n) break;
     n->up = !!(p->ifa_flags & IFF_UP);
     n->running = !!(p->ifa_flags & IFF_RUNNING);
@@ -46,6 +61,10 @@ static int discover_live(struct netif_list *l) {
     if (p->ifa_addr && ipaddr_from_sockaddr(&a, p->ifa_addr, p->ifa_netmask) == 0) add_addr(n, &a);
   }
   freeifaddrs(ifa);
+  if (err) {
+    warn_no_memory();
+    return err;
+  }
   snprintf(l->source, sizeof(l->source), "live");
   return 0;
 }
@@ -55,15 +74,15 @@ int netif_load_file(struct netif_list *l, const char *path) {
   if (!f) {
     int err = errno;
     WARN("cannot read the interface file %s: %s", path, strerror(err));
-    return -err;
+    return err;
   }
   char line[1024];
-  int lineno = 0;
+  int lineno = 0, err = 0;
   while (fgets(line, sizeof(line), f)) {
     lineno++;
     char *save = NULL, *tok = strtok_r(line, " \t\n", &save);
     if (!tok || tok[0] == '#') continue;
-    struct netif *n = get_or_add(l, tok);
+    struct netif *n = get_or_add(l, tok, &err);
     if (!n) break;
     char *state = strtok_r(NULL, " \t\n", &save);
     if (state && !strcmp(state, "up")) n->up = n->running = 1;
@@ -79,6 +98,10 @@ int netif_load_file(struct netif_list *l, const char *path) {
     }
   }
   fclose(f);
+  if (err) {
+    warn_no_memory();
+    return err;
+  }
   snprintf(l->source, sizeof(l->source), "%s", path);
   return 0;
 }
@@ -114,6 +137,12 @@ int netif_discover(struct netif_list *l) {
   }
   if (r == 0) netif_add_sysfs(l);
   return r;
+}
+
+void netif_list_free(struct netif_list *l) {
+  free(l->ifs);
+  l->ifs = NULL;
+  l->n = 0;
 }
 
 enum skip_class { SK_NONE, SK_DOCKER, SK_VETH, SK_VIRBR, SK_LINKLOCAL, SK_LOOPBACK, SK_CLASSES };

@@ -27,12 +27,14 @@ struct netif {
 
 struct netif_list {
   int n;
-  struct netif ifs[NETIF_MAX];
+  struct netif *ifs;     /* n of them, at most NETIF_MAX */
   char source[PATH_MAX]; /* "live" or the file read */
 };
 
-/* 0, or a negative errno with a WARN already logged. */
+/* Fills *l (its previous content is ignored): 0, or an errno with a WARN
+ * already logged. The list owns memory: netif_list_free() releases it. */
 int netif_discover(struct netif_list *l);
+void netif_list_free(struct netif_list *l);
 /* Parse an ifaddrs file ("<if> up|down|nocarrier [addr/prefix]..." lines). */
 int netif_load_file(struct netif_list *l, const char *path);
 /* Fill mtu/speed/pci/numa from sysfs for every interface. */

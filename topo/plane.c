@@ -287,7 +287,7 @@ static void settle(const struct topo_host *h, struct topo_choice *c, const struc
     struct topo_issue *is =
       topo_issue(c, breaks ? TOPO_ERROR : TOPO_WARNING,
                  "NCCL_IB_HCA selects %s, which this host's layout sets apart: %s", label, all);
-    if (is) topo_issue_warn(is, "%s", is->text);
+    if (is) topo_issue_warn(c, is, "%s", is->text);
     return;
   }
   pc->verdict = TV_PLANE;

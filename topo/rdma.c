@@ -83,7 +83,7 @@ static void read_gid_attrs(struct topo_host *h, const struct port_ctx *p, struct
             err == EINVAL ? ": an entry this network namespace does not map; tolerated" : "");
 }
 
-static void read_gids(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt) {
+static int read_gids(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt) {
   for (int i = 0; i < GID_TBL_SCAN_MAX; i++) {
     char rel[32], buf[80];
     snprintf(rel, sizeof(rel), "gids/%d", i);
@@ -100,8 +100,10 @@ static void read_gids(struct topo_host *h, const struct port_ctx *p, struct topo
       pt->gid_truncated = 1;
       continue;
     }
+    struct topo_gid *grown = topo_grow(pt->gid, pt->ngid, sizeof(*grown));
+    if (!grown) return ENOMEM;
+    pt->gid = grown;
     struct topo_gid *g = &pt->gid[pt->ngid++];
-    memset(g, 0, sizeof(*g));
     g->index = i;
     memcpy(g->raw, raw, 16);
     g->ndev_up = -1;
@@ -111,6 +113,7 @@ static void read_gids(struct topo_host *h, const struct port_ctx *p, struct topo
   if (pt->gid_truncated)
     topo_note(h, "%s port %d has more than %d populated GIDs; the rest are not considered", p->dev,
               p->num, TOPO_MAX_GIDS);
+  return 0;
 }
 
 /* The port's netdev: the one behind its GIDs (what show_gids and RoCE use),
@@ -134,14 +137,16 @@ static void find_netdev(const struct port_ctx *p, struct topo_port *pt) {
   }
 }
 
-static void read_port(struct topo_host *h, int hca, int num) {
+static int read_port(struct topo_host *h, int hca, int num) {
   if (h->nport == TOPO_MAX_PORTS) {
     topo_note(h, "more than %d RDMA ports; %s port %d and later are not considered", TOPO_MAX_PORTS,
               h->hca[hca].name, num);
-    return;
+    return 0;
   }
+  struct topo_port *grown = topo_grow(h->port, h->nport, sizeof(*grown));
+  if (!grown) return ENOMEM;
+  h->port = grown;
   struct topo_port *pt = &h->port[h->nport++];
-  memset(pt, 0, sizeof(*pt));
   pt->hca = hca;
   pt->num = num;
   pt->netdev_up = -1;
@@ -162,13 +167,14 @@ static void read_port(struct topo_host *h, int hca, int num) {
   pt->sm_lid = (int)port_long(&p, "sm_lid", 0);
   pt->lmc = (int)port_long(&p, "lid_mask_count", 0);
   pt->active_mtu = (int)port_long(&p, "x-diag-active_mtu", 0);
-  read_gids(h, &p, pt);
+  if (read_gids(h, &p, pt)) return ENOMEM;
   find_netdev(&p, pt);
+  return 0;
 }
 
-static void read_hca(struct topo_host *h, const char *name) {
+/* Device h->hca[h->nhca] (allocated, zeroed) and its ports. */
+static int read_hca(struct topo_host *h, const char *name) {
   struct topo_hca *d = &h->hca[h->nhca];
-  memset(d, 0, sizeof(*d));
   scopy(d->name, sizeof(d->name), name);
   d->numa = -1;
   int r = sysfs_realpath(d->pci_path, sizeof(d->pci_path), "class/infiniband/%s/device", name);
@@ -191,9 +197,11 @@ static void read_hca(struct topo_host *h, const char *name) {
   char ports[16][SYSFS_NAME_MAX];
   int n = sysfs_list(ports, 16, "class/infiniband/%s/ports", name);
   if (n < 0) topo_note(h, "%s: cannot list its ports: %s", name, strerror(-n));
-  for (int i = 0; i < n; i++) read_port(h, h->nhca, atoi(ports[i]));
+  int err = 0;
+  for (int i = 0; i < n && !err; i++) err = read_port(h, h->nhca, atoi(ports[i]));
   d->nports = h->nport - d->first_port;
   h->nhca++;
+  return err;
 }
 
 int rdma_discover(struct topo_host *h) {
@@ -215,8 +223,10 @@ int rdma_discover(struct topo_host *h) {
     n = TOPO_MAX_HCAS;
   }
   h->rdma_present = 1;
-  for (int i = 0; i < n; i++) read_hca(h, names[i]);
-  return 0;
+  if (!(h->hca = calloc((size_t)n, sizeof(*h->hca)))) return ENOMEM;
+  int err = 0;
+  for (int i = 0; i < n && !err; i++) err = read_hca(h, names[i]);
+  return err;
 }
 
 static const struct netif *netif_named(const struct netif_list *l, const char *name) {

@@ -90,7 +90,10 @@ static void report_choice(const struct topo_host *h, const struct topo_choice *c
 
 void topo_report(const struct topo_host *h, const struct topo_choice *c) {
   for (int i = 0; i < c->nissue; i++)
-    if (c->issue[i].warn[0]) WARN("%s", c->issue[i].warn);
+    if (c->issue[i].warn) WARN("%s", c->issue[i].warn);
+  if (c->nissue_lost)
+    WARN("%d problem%s of this host's RDMA setup could not be recorded: out of memory",
+         c->nissue_lost, c->nissue_lost == 1 ? "" : "s");
   if (c->ndev) {
     char list[768];
     dev_list(c, list, sizeof(list));

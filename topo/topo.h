@@ -6,12 +6,16 @@
  * Three steps, all callable outside a training job (nccl-net-diag doctor
  * runs exactly what the plugin runs):
  *
- *   struct topo_host *h = calloc(1, sizeof(*h));
- *   struct topo_choice *c = calloc(1, sizeof(*c));
- *   topo_discover(h, 0);           reads sysfs, interfaces and hwloc
- *   topo_decide(h, NULL, c);       pure: knobs (or given prefs) -> choice
- *   topo_report(h, c);             the plugin's log lines and events
- *   for (int i = 0; i < c->ndev; i++) use c->dev[i] (NCCL device order)
+ *   struct topo_host h;
+ *   struct topo_choice c;
+ *   topo_discover(&h, 0);          reads sysfs, interfaces and hwloc
+ *   topo_decide(&h, NULL, &c);     pure: knobs (or given prefs) -> choice
+ *   topo_report(&h, &c);           the plugin's log lines and events
+ *   for (int i = 0; i < c.ndev; i++) use c.dev[i] (NCCL device order)
+ *   topo_choice_free(&c), topo_host_free(&h);
+ *
+ * Both are small (the arrays are sized by what the host has), so callers
+ * may keep them on the stack.
  *
  * The plugin itself uses the process-wide result of topo_process(), built
  * once (pthread_once) and read-only afterwards, so any thread may read it:
@@ -56,14 +60,16 @@
 #include "topo/pcidist.h"
 #include "topo/strbuf.h"
 
+/* What discovery considers at most (the arrays are sized by what the host
+ * has); past these, a note says what was left out. */
 #define TOPO_MAX_HCAS 32
 #define TOPO_MAX_PORTS 64
-#define TOPO_MAX_DEVS 32
 #define TOPO_MAX_GIDS 32 /* populated entries kept per port */
 #define TOPO_MAX_GPUS 16
 #define TOPO_MAX_NOTES 48
 #define TOPO_NOTE_MAX 256
-#define TOPO_MAX_ISSUES 32
+/* NCCL's MAX_IB_DEVS: the devices NCCL takes at most. */
+#define TOPO_MAX_DEVS 32
 #define TOPO_MAX_RECS 6
 
 enum topo_ll { TOPO_LL_UNKNOWN, TOPO_LL_IB, TOPO_LL_ETH };
@@ -103,7 +109,7 @@ struct topo_port {
   int gid_tbl_len;                 /* entries in the table, populated or not */
   int ngid;                        /* populated entries kept in gid[] */
   int gid_truncated;
-  struct topo_gid gid[TOPO_MAX_GIDS];
+  struct topo_gid *gid; /* ngid of them */
 };
 
 struct topo_hca {
@@ -132,25 +138,28 @@ struct topo_host {
   int rdma_present;  /* class/infiniband lists a device */
   char no_rdma[256]; /* when not: why, for one INFO line */
   int nhca;
-  struct topo_hca hca[TOPO_MAX_HCAS];
+  struct topo_hca *hca; /* nhca of them */
   int nport;
-  struct topo_port port[TOPO_MAX_PORTS];
-  int gpus_known; /* GPU discovery ran */
+  struct topo_port *port; /* nport of them, each device's ports together */
+  int gpus_known;         /* GPU discovery ran */
   int ngpu;
-  struct topo_gpu gpu[TOPO_MAX_GPUS];
+  struct topo_gpu *gpu; /* ngpu of them, in PCI bus order */
   char pci_source[320]; /* "hwloc 2.9.0 (XML ...)" or "sysfs PCI paths (...)" */
   int hwloc_used;
   struct netif_list ifs;
   char default_route_if[IF_NAMESIZE]; /* live hosts only, "" unknown */
   int nnote;                          /* unreadable or missing entries, tolerated */
-  char note[TOPO_MAX_NOTES][TOPO_NOTE_MAX];
+  char **note;                        /* nnote of them */
 };
 
 enum { TOPO_WANT_GPUS = 1 }; /* discover GPUs even on a host without RDMA */
 
-/* 0, or a negative errno when nothing could be discovered (the interface
- * list failed; WARN logged). Missing RDMA or GPUs is not an error. */
+/* Fills *h (its previous content is ignored). 0, or an errno when nothing
+ * could be discovered (the interface list failed, or memory ran out; WARN
+ * logged); release with topo_host_free() either way. Missing RDMA or GPUs
+ * is not an error. */
 int topo_discover(struct topo_host *h, int flags);
+void topo_host_free(struct topo_host *h);
 
 /* ---------------------------------------------------------------- choice */
 
@@ -195,7 +204,7 @@ struct gid_pick {
   char note[480]; /* refusal reason, or the forced index's problem */
   char hint[96];  /* a knob setting that would make a GID usable */
   int nrej;
-  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct topo_gid_reject *rej; /* the caller's room for one per populated entry */
 };
 
 struct topo_port_choice {
@@ -238,16 +247,16 @@ struct topo_dev {
 struct topo_gpu_choice {
   enum pci_class cls; /* nearest class to a chosen device, PC_UNKNOWN none */
   int nnear;
-  int near[TOPO_MAX_DEVS];                /* indices into topo_choice.dev at that class */
-  enum pci_class to_port[TOPO_MAX_PORTS]; /* class to every port */
+  int *near;               /* indices into topo_choice.dev at that class */
+  enum pci_class *to_port; /* class to every port */
 };
 
 enum topo_sev { TOPO_NOTE, TOPO_WARNING, TOPO_ERROR };
 
 struct topo_issue {
   enum topo_sev sev;
-  char text[1024]; /* as a report lists it */
-  char warn[1024]; /* the plugin's WARN line for it, with the fix; "" when it logs none */
+  char *text; /* as a report lists it */
+  char *warn; /* the plugin's WARN line for it, with the fix; NULL when it logs none */
 };
 
 /* A recommended environment setting. status: "add" (unset now), "change"
@@ -267,22 +276,26 @@ struct topo_choice {
                                merely by interface order: plane rule 1 may use it */
   char main_why[256];
   int nport;
-  struct topo_port_choice pc[TOPO_MAX_PORTS];
+  struct topo_port_choice *pc; /* one per host port */
   int ndev;
-  struct topo_dev dev[TOPO_MAX_DEVS];
-  char why_none[768]; /* ndev == 0: why, in one line */
-  struct topo_gpu_choice gc[TOPO_MAX_GPUS];
+  struct topo_dev *dev;       /* room for every port, at most TOPO_MAX_DEVS */
+  char why_none[768];         /* ndev == 0: why, in one line */
+  struct topo_gpu_choice *gc; /* one per host GPU */
   int nissue;
-  struct topo_issue issue[TOPO_MAX_ISSUES];
-  int errors; /* issues of TOPO_ERROR: a multi-node run will break */
+  struct topo_issue *issue;
+  int nissue_lost; /* problems not recorded: out of memory */
+  int errors;      /* issues of TOPO_ERROR: a multi-node run will break */
   int nrec;
   struct topo_rec rec[TOPO_MAX_RECS];
+  void *block; /* the arrays above that are sized by the host, in one allocation */
 };
 
-/* Decides everything; p NULL = the knobs. Reads no file, logs nothing and
- * emits no event; always 0 (what cannot be used is in the verdicts, issues
- * and why_none). */
+/* Decides everything into *c (its previous content is ignored); p NULL = the
+ * knobs. Reads no file, logs nothing and emits no event. 0, or ENOMEM with
+ * why_none saying so; what cannot be used is in the verdicts, issues and
+ * why_none. c points into h: release c with topo_choice_free() first. */
 int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c);
+void topo_choice_free(struct topo_choice *c);
 /* Logs each decision (INFO; WARN for each misconfiguration, with its fix)
  * and emits one event per decision, as the plugin does once per process. */
 void topo_report(const struct topo_host *h, const struct topo_choice *c);

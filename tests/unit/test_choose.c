@@ -13,9 +13,21 @@
 static struct topo_host H;
 static struct topo_choice C;
 static struct topo_prefs P;
+/* What H's arrays point at: hosts here are small and built in place. */
+static struct topo_hca hcas[8];
+static struct topo_port ports[8];
+static struct topo_gid gids[8][8];
+static struct topo_gpu gpus[8];
+static struct netif ifs[8];
 
 static void reset(void) {
   memset(&H, 0, sizeof(H));
+  memset(hcas, 0, sizeof(hcas));
+  memset(gpus, 0, sizeof(gpus));
+  H.hca = hcas;
+  H.port = ports;
+  H.gpu = gpus;
+  H.ifs.ifs = ifs;
   strcpy(H.sysfs_root, "/fixture/sysfs");
   strcpy(H.ifs.source, "test");
   H.rdma_present = 1;
@@ -62,6 +74,7 @@ static int add_port(const char *name, const char *path, int numa, const char *ne
   d->nports = 1;
   struct topo_port *pt = &H.port[H.nport];
   memset(pt, 0, sizeof(*pt));
+  pt->gid = gids[H.nport];
   pt->hca = H.nhca++;
   pt->num = 1;
   pt->state = 4;
@@ -96,7 +109,10 @@ static void add_gpu(const char *path, int numa) {
   pci_chain_from_path(&g->chain, path, numa);
 }
 
-static void decide(void) { topo_decide(&H, &P, &C); }
+static void decide(void) {
+  topo_choice_free(&C);
+  topo_decide(&H, &P, &C);
+}
 
 static const struct topo_rec *rec(const char *name) {
   for (int i = 0; i < C.nrec; i++)
@@ -312,5 +328,6 @@ int main(void) {
   TAP_CASE("forced link-local GID: honoured, an error, advice", test_forced_gid);
   TAP_CASE("no RDMA; NCCL_SOCKET_IFNAME matching nothing", test_no_rdma_and_sockets);
   TAP_CASE("ports that are up but unusable, ports that are down", test_unusable_ports);
+  topo_choice_free(&C);
   return tap_done();
 }

@@ -53,7 +53,8 @@ static const struct ent standard[] = {
 
 static void test_standard(void) {
   struct topo_gid t[4];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   int n = load(standard, 4, t);
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == 3, "chose %d", p.index);
   CHECK(strstr(reject_of(&p, 0), "link-local"), "0: %s", reject_of(&p, 0));
@@ -72,7 +73,8 @@ static void test_link_local_only(void) {
     {1, LL("0e42:a1ff:fe9b:4480"), "RoCE v2", "ens3f0np0", 1, 64},
   };
   struct topo_gid t[2];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   int n = load(e, 2, t);
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == -1, "chose %d", p.index);
   CHECK(strstr(p.note, "only link-local") && strstr(p.note, "IPv4 address"), "note: %s", p.note);
@@ -88,7 +90,8 @@ static const struct ent v6only[] = {
 
 static void test_ipv6_only(void) {
   struct topo_gid t[4];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   int n = load(v6only, 4, t);
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == -1, "AF_INET chose %d", p.index);
   CHECK(strstr(p.note, "NCCL_IB_ADDR_FAMILY=AF_INET6"), "refusal names the fix: %s", p.note);
@@ -112,7 +115,8 @@ static void test_mixed(void) {
     {5, V4("0a01:0205"), "RoCE v2", "xgbe2", 1, 24},
   };
   struct topo_gid t[6];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   int n = load(e, 6, t);
   t[2].ndev_is_port = t[3].ndev_is_port = 0; /* the VLAN */
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == 5, "the port's own v2 GID wins: %d", p.index);
@@ -148,7 +152,8 @@ static const struct ent container[] = {
 
 static void test_container(void) {
   struct topo_gid t[8];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   int n = load(container, 8, t);
   CHECK(gid_pick_roce(t, n, 8, &v4_v2, &p) == 7, "chose %d", p.index);
   CHECK(strstr(reject_of(&p, 3), "unreadable") && strstr(reject_of(&p, 3), "Invalid argument"),
@@ -161,7 +166,8 @@ static void test_container(void) {
 
 static void test_netdev_down(void) {
   struct topo_gid t[4];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   int n = load(standard, 4, t);
   t[3].ndev_up = 0;
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == -1, "chose %d", p.index);
@@ -182,7 +188,8 @@ static void test_forced(void) {
   int n = load(standard, 4, t);
   for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
     struct gid_prefs f = v4_v2;
-    struct gid_pick p;
+    struct topo_gid_reject rej[TOPO_MAX_GIDS];
+    struct gid_pick p = {.rej = rej};
     f.forced = rows[r].index;
     CHECK(gid_pick_roce(t, n, 8, &f, &p) == rows[r].index, "forced %d honoured: %d", rows[r].index,
           p.index);
@@ -193,7 +200,8 @@ static void test_forced(void) {
   }
   /* Forced at an IPv6 GID with the default AF_INET: a warning. */
   struct gid_prefs f = v4_v2;
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   f.forced = 3;
   n = load(v6only, 4, t);
   gid_pick_roce(t, n, 8, &f, &p);
@@ -206,7 +214,8 @@ static void test_ib(void) {
     {1, "fe80:0000:0003:0000:946d:ae03:0070:1a20", "IB/RoCE v1", "", -1, -1},
   };
   struct topo_gid t[2];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rej = rej};
   int n = load(e, 1, t);
   CHECK(gid_pick_ib(t, n, -1, &p) == 0, "IB uses 0: %d", p.index);
   CHECK(gid_pick_ib(t, n, 3, &p) == 0 && strstr(p.note, "ignored"), "forced index ignored: %s",
