@@ -26,14 +26,14 @@ void topo_prefs_from_knobs(struct topo_prefs *p) {
   p->socket_ifname = knob_str(K_SOCKET_IFNAME);
   int fam = knob_enum(K_SOCKET_FAMILY);
   p->socket_family = fam == 0 ? AF_INET : fam == 1 ? AF_INET6 : AF_UNSPEC;
-  p->planes = knob_enum(K_DIAG_PLANES) != PLANES_OFF;
-  p->ib_disable = (int)knob_int(K_IB_DISABLE);
+  p->is_planes_auto = knob_enum(K_DIAG_PLANES) != PLANES_OFF;
+  p->is_ib_disabled = knob_int(K_IB_DISABLE) != 0;
 }
 
-struct topo_issue *topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...) {
-  if (sev == TOPO_ERROR) c->errors++;
-  struct topo_issue *grown = topo_grow(c->issue, c->nissue, sizeof(*grown));
-  if (grown) c->issue = grown;
+struct topo_issue *topo_issue(struct topo_choice *c, enum topo_severity sev, const char *fmt, ...) {
+  if (sev == TOPO_ERROR) c->nerror++;
+  struct topo_issue *grown = topo_grow(c->issues, c->nissue, sizeof(*grown));
+  if (grown) c->issues = grown;
   char *text = NULL;
   va_list ap;
   va_start(ap, fmt);
@@ -44,8 +44,8 @@ struct topo_issue *topo_issue(struct topo_choice *c, enum topo_sev sev, const ch
     c->nissue_lost++;
     return NULL;
   }
-  struct topo_issue *i = &c->issue[c->nissue++];
-  i->sev = sev;
+  struct topo_issue *i = &c->issues[c->nissue++];
+  i->severity = sev;
   i->text = text;
   return i;
 }
@@ -86,16 +86,16 @@ static void range_prefs(struct topo_choice *c, struct gid_prefs *g) {
       c, is, "NCCL_IB_ADDR_RANGE=%s is not an %s range (NCCL_IB_ADDR_FAMILY=%s); ignoring it", text,
       g->family == AF_INET ? "IPv4" : "IPv6", fam);
   } else {
-    g->have_range = 1;
+    g->has_range = true;
   }
 }
 
 static void set_addr(const struct topo_port *pt, struct topo_port_choice *pc) {
   for (int k = 0; k < pt->ngid; k++) {
-    if (pt->gid[k].index != pc->gid.index || pt->ll != TOPO_LL_ETH) continue;
-    gid_to_ipaddr(pt->gid[k].raw, &pc->addr);
-    pc->addr.prefix = pt->gid[k].prefix;
-    pc->has_addr = 1;
+    if (pt->gids[k].index != pc->gid.index || pt->ll != TOPO_LL_ETH) continue;
+    gid_to_ipaddr(pt->gids[k].raw, &pc->addr);
+    pc->addr.prefix = pt->gids[k].prefix;
+    pc->has_addr = true;
   }
 }
 
@@ -106,12 +106,12 @@ static void pass_gids(const struct topo_host *h, struct topo_choice *c) {
   struct gid_prefs g = {c->prefs.addr_family, c->prefs.roce_version, 0, {0}, c->prefs.gid_index};
   range_prefs(c, &g);
   for (int p = 0; p < h->nport; p++) {
-    const struct topo_port *pt = &h->port[p];
+    const struct topo_port *pt = &h->ports[p];
     struct topo_port_choice *pc = &c->pc[p];
     pc->gid.index = -1;
     if (pc->verdict != TV_CHOSEN && pc->verdict != TV_FILTER) continue;
-    if (pt->ll == TOPO_LL_IB) gid_pick_ib(pt->gid, pt->ngid, g.forced, &pc->gid);
-    else gid_pick_roce(pt->gid, pt->ngid, pt->gid_tbl_len, &g, &pc->gid);
+    if (pt->ll == TOPO_LL_IB) gid_pick_ib(pt->gids, pt->ngid, g.forced_index, &pc->gid);
+    else gid_pick_roce(pt->gids, pt->ngid, pt->gid_tbl_len, &g, &pc->gid);
     set_addr(pt, pc);
     if (pc->verdict == TV_CHOSEN && pc->gid.index < 0) {
       pc->verdict = TV_GID;
@@ -130,7 +130,7 @@ static void pass_forced_gids(const struct topo_host *h, struct topo_choice *c) {
     topo_port_label(h, p, label, sizeof(label));
     struct topo_issue *is = topo_issue(c, pc->gid.severity == 2 ? TOPO_ERROR : TOPO_WARNING,
                                        "%s: %s", label, pc->gid.note);
-    topo_issue_warn(c, is, "device %s port %d: %s", h->hca[h->port[p].hca].name, h->port[p].num,
+    topo_issue_warn(c, is, "device %s port %d: %s", h->hcas[h->ports[p].hca].name, h->ports[p].num,
                     pc->gid.note);
   }
 }
@@ -138,8 +138,8 @@ static void pass_forced_gids(const struct topo_host *h, struct topo_choice *c) {
 /* Pass 11, why none: with no device, the one line that says why. */
 static void pass_why_none(const struct topo_host *h, struct topo_choice *c) {
   if (c->ndev) return;
-  if (!h->rdma_present) {
-    snprintf(c->why_none, sizeof(c->why_none), "%s", h->no_rdma);
+  if (!h->has_rdma) {
+    snprintf(c->why_none, sizeof(c->why_none), "%s", h->why_no_rdma);
     return;
   }
   size_t o = (size_t)snprintf(c->why_none, sizeof(c->why_none), "no usable RDMA port:");
@@ -166,13 +166,13 @@ static size_t carve(size_t *off, size_t n) {
 static int choice_alloc(const struct topo_host *h, struct topo_choice *c) {
   size_t nport = (size_t)h->nport, ngpu = (size_t)h->ngpu, ngid = 0, off = 0;
   size_t ndev = nport < TOPO_MAX_DEVS ? nport : TOPO_MAX_DEVS;
-  for (int p = 0; p < h->nport; p++) ngid += (size_t)h->port[p].ngid;
+  for (int p = 0; p < h->nport; p++) ngid += (size_t)h->ports[p].ngid;
   size_t at_pc = carve(&off, nport * sizeof(*c->pc));
   size_t at_dev = carve(&off, ndev * sizeof(*c->dev));
-  size_t at_gc = carve(&off, ngpu * sizeof(*c->gc));
-  size_t at_rej = carve(&off, ngid * sizeof(*c->pc->gid.rej));
-  size_t at_class = carve(&off, ngpu * nport * sizeof(*c->gc->to_port));
-  size_t at_near = carve(&off, ngpu * ndev * sizeof(*c->gc->near));
+  size_t at_gc = carve(&off, ngpu * sizeof(*c->gpu_choices));
+  size_t at_rej = carve(&off, ngid * sizeof(*c->pc->gid.rejects));
+  size_t at_class = carve(&off, ngpu * nport * sizeof(*c->gpu_choices->port_classes));
+  size_t at_near = carve(&off, ngpu * ndev * sizeof(*c->gpu_choices->nearest));
   if (!off) return 0;
   char *block = calloc(1, off);
   if (!block) {
@@ -183,22 +183,22 @@ static int choice_alloc(const struct topo_host *h, struct topo_choice *c) {
   c->block = block;
   c->pc = (struct topo_port_choice *)(block + at_pc);
   c->dev = (struct topo_dev *)(block + at_dev);
-  c->gc = (struct topo_gpu_choice *)(block + at_gc);
+  c->gpu_choices = (struct topo_gpu_choice *)(block + at_gc);
   struct topo_gid_reject *rej = (struct topo_gid_reject *)(block + at_rej);
-  for (int p = 0; p < h->nport; rej += h->port[p++].ngid) c->pc[p].gid.rej = rej;
+  for (int p = 0; p < h->nport; rej += h->ports[p++].ngid) c->pc[p].gid.rejects = rej;
   for (size_t g = 0; g < ngpu; g++) {
-    c->gc[g].to_port = (enum pci_class *)(block + at_class) + g * nport;
-    c->gc[g].near = (int *)(block + at_near) + g * ndev;
+    c->gpu_choices[g].port_classes = (enum pci_class *)(block + at_class) + g * nport;
+    c->gpu_choices[g].nearest = (int *)(block + at_near) + g * ndev;
   }
   return 0;
 }
 
 void topo_choice_free(struct topo_choice *c) {
   for (int i = 0; i < c->nissue; i++) {
-    free(c->issue[i].text);
-    free(c->issue[i].warn);
+    free(c->issues[i].text);
+    free(c->issues[i].warn);
   }
-  free(c->issue);
+  free(c->issues);
   free(c->block);
   memset(c, 0, sizeof(*c));
 }
@@ -220,7 +220,7 @@ int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct to
   pass_gids(h, c);
   gpu_pass_distances(h, c);
   plane_main_interface(h, c);
-  if (c->prefs.planes) plane_apply(h, c);
+  if (c->prefs.is_planes_auto) plane_apply(h, c);
   pass_forced_gids(h, c);
   hca_order(h, c);
   gpu_pass_nearest(h, c);

@@ -26,10 +26,10 @@ void topo_note(struct topo_host *h, const char *fmt, ...) {
   INFO(LOG_NET, "%s", text);
   if (h->nnote == TOPO_MAX_NOTES) return;
   /* Out of memory, the note is only logged: it is something tolerated. */
-  char **grown = topo_grow(h->note, h->nnote, sizeof(*grown));
+  char **grown = topo_grow(h->notes, h->nnote, sizeof(*grown));
   if (!grown) return;
-  h->note = grown;
-  if ((h->note[h->nnote] = strdup(text))) h->nnote++;
+  h->notes = grown;
+  if ((h->notes[h->nnote] = strdup(text))) h->nnote++;
 }
 
 /* The interface of the IPv4 default route, from /proc/net/route: a hint for
@@ -55,7 +55,7 @@ static void read_default_route(struct topo_host *h) {
 static int pci_source(struct topo_host *h) {
   static atomic_int said;
   char why[320];
-  h->gpus_known = 1;
+  h->has_gpu_list = true;
   int r = topo_hwloc_discover(h, why, sizeof(why));
   if (r == 0 || r == ENOMEM) return r;
   snprintf(h->pci_source, sizeof(h->pci_source), "sysfs PCI paths, as NCCL reads them (%s)", why);
@@ -72,19 +72,19 @@ int topo_discover(struct topo_host *h, int flags) {
   if (!strcmp(h->ifs.source, "live")) read_default_route(h);
   r = rdma_discover(h);
   if (!r) rdma_annotate(h);
-  if (!r && (h->rdma_present || (flags & TOPO_WANT_GPUS))) r = pci_source(h);
+  if (!r && (h->has_rdma || (flags & TOPO_WANT_GPUS))) r = pci_source(h);
   else if (!r) snprintf(h->pci_source, sizeof(h->pci_source), "not read: no RDMA device to place");
   if (r) WARN("cannot discover this host's topology under %s: %s", h->sysfs_root, strerror(r));
   return r;
 }
 
 void topo_host_free(struct topo_host *h) {
-  for (int p = 0; p < h->nport; p++) free(h->port[p].gid);
-  for (int i = 0; i < h->nnote; i++) free(h->note[i]);
-  free(h->hca);
-  free(h->port);
-  free(h->gpu);
-  free(h->note);
+  for (int p = 0; p < h->nport; p++) free(h->ports[p].gids);
+  for (int i = 0; i < h->nnote; i++) free(h->notes[i]);
+  free(h->hcas);
+  free(h->ports);
+  free(h->gpus);
+  free(h->notes);
   netif_list_free(&h->ifs);
   memset(h, 0, sizeof(*h));
 }
@@ -106,5 +106,5 @@ const char *gid_type_name(enum gid_type t, enum topo_ll ll) {
 }
 
 void topo_port_label(const struct topo_host *h, int port, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s:%d", h->hca[h->port[port].hca].name, h->port[port].num);
+  snprintf(buf, cap, "%s:%d", h->hcas[h->ports[port].hca].name, h->ports[port].num);
 }

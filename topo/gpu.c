@@ -12,7 +12,7 @@
 
 #define NVIDIA_VENDOR 0x10de
 
-int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id) {
+bool gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id) {
   /* 0x0300 VGA compatible, 0x0302 3D controller (H100, A100 SXM) */
   return vendor == NVIDIA_VENDOR && (class_id == 0x0300 || class_id == 0x0302);
 }
@@ -22,15 +22,15 @@ int gpu_add(struct topo_host *h, const struct topo_gpu *g) {
     topo_note(h, "more than %d GPUs; %s and later are not considered", TOPO_MAX_GPUS, g->busid);
     return 0;
   }
-  struct topo_gpu *grown = topo_grow(h->gpu, h->ngpu, sizeof(*grown));
+  struct topo_gpu *grown = topo_grow(h->gpus, h->ngpu, sizeof(*grown));
   if (!grown) return ENOMEM;
-  h->gpu = grown;
+  h->gpus = grown;
   int at = h->ngpu;
-  while (at > 0 && pci_busid_cmp(h->gpu[at - 1].busid, g->busid) > 0) at--;
-  memmove(&h->gpu[at + 1], &h->gpu[at], (size_t)(h->ngpu - at) * sizeof(*g));
-  h->gpu[at] = *g;
+  while (at > 0 && pci_busid_cmp(h->gpus[at - 1].busid, g->busid) > 0) at--;
+  memmove(&h->gpus[at + 1], &h->gpus[at], (size_t)(h->ngpu - at) * sizeof(*g));
+  h->gpus[at] = *g;
   h->ngpu++;
-  for (int i = 0; i < h->ngpu; i++) snprintf(h->gpu[i].name, sizeof(h->gpu[i].name), "GPU%d", i);
+  for (int i = 0; i < h->ngpu; i++) snprintf(h->gpus[i].name, sizeof(h->gpus[i].name), "GPU%d", i);
   return 0;
 }
 
@@ -59,9 +59,10 @@ int gpu_discover_sysfs(struct topo_host *h) {
   enum { MAX_PCI = 1024 };
   char(*names)[SYSFS_NAME_MAX] = malloc(MAX_PCI * SYSFS_NAME_MAX);
   if (!names) return ENOMEM;
-  int n = sysfs_list(names, MAX_PCI, "bus/pci/devices"), err = 0;
-  if (n < 0)
-    topo_note(h, "cannot list %s/bus/pci/devices: %s; GPUs unknown", h->sysfs_root, strerror(-n));
+  int n, err = sysfs_list(names, MAX_PCI, &n, "bus/pci/devices");
+  if (err)
+    topo_note(h, "cannot list %s/bus/pci/devices: %s; GPUs unknown", h->sysfs_root, strerror(err));
+  err = 0;
   for (int i = 0; i < n && !err; i++) err = sysfs_gpu(h, names[i]);
   free(names);
   return err;
@@ -71,15 +72,15 @@ int gpu_discover_sysfs(struct topo_host *h) {
  * GPU (the plane rules and the main interface read them). */
 void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c) {
   for (int p = 0; p < h->nport; p++) {
-    c->pc[p].gpu_class = PC_UNKNOWN;
-    c->pc[p].gpu_near = -1;
+    c->pc[p].gpu_class = PCI_CLASS_UNKNOWN;
+    c->pc[p].nearest_gpu = -1;
   }
   for (int g = 0; g < h->ngpu; g++) {
-    struct topo_gpu_choice *gc = &c->gc[g];
+    struct topo_gpu_choice *gc = &c->gpu_choices[g];
     for (int p = 0; p < h->nport; p++) {
-      enum pci_class k = pci_classify(&h->gpu[g].chain, &h->hca[h->port[p].hca].chain);
-      gc->to_port[p] = k;
-      if (k < c->pc[p].gpu_class) c->pc[p].gpu_class = k, c->pc[p].gpu_near = g;
+      enum pci_class k = pci_classify(&h->gpus[g].chain, &h->hcas[h->ports[p].hca].chain);
+      gc->port_classes[p] = k;
+      if (k < c->pc[p].gpu_class) c->pc[p].gpu_class = k, c->pc[p].nearest_gpu = g;
     }
   }
 }
@@ -88,13 +89,13 @@ void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c) {
  * devices (all those at the best class). */
 void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c) {
   for (int g = 0; g < h->ngpu; g++) {
-    struct topo_gpu_choice *gc = &c->gc[g];
-    gc->cls = PC_UNKNOWN;
-    gc->nnear = 0;
+    struct topo_gpu_choice *gc = &c->gpu_choices[g];
+    gc->nearest_class = PCI_CLASS_UNKNOWN;
+    gc->nnearest = 0;
     for (int d = 0; d < c->ndev; d++) {
-      enum pci_class k = gc->to_port[c->dev[d].port];
-      if (k < gc->cls) gc->cls = k, gc->nnear = 0;
-      if (k == gc->cls && k != PC_UNKNOWN) gc->near[gc->nnear++] = d;
+      enum pci_class k = gc->port_classes[c->dev[d].port];
+      if (k < gc->nearest_class) gc->nearest_class = k, gc->nnearest = 0;
+      if (k == gc->nearest_class && k != PCI_CLASS_UNKNOWN) gc->nearest[gc->nnearest++] = d;
     }
   }
 }

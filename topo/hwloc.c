@@ -91,22 +91,22 @@ static void hwloc_view_close(struct hwloc_view *w) {
   if (w->lib) dlclose(w->lib);
 }
 
-/* Which XML to read, "" for hwloc's own choice; -1 when none fits. */
-static int pick_xml(const struct topo_host *h, char *xml, size_t cap, char *why, size_t wcap) {
+/* Which XML to read, "" for hwloc's own choice; ENOENT when none fits. */
+static int pick_xml(const struct topo_host *h, char *xml, size_t xml_cap, char *why, size_t cap) {
   const char *env = getenv("HWLOC_XMLFILE");
   xml[0] = 0;
   if (env && *env) {
-    scopy(xml, cap, env);
+    scopy(xml, xml_cap, env);
     return 0;
   }
   if (!strcmp(h->sysfs_root, "/sys")) return 0;
-  snprintf(xml, cap, "%s/../topo.xml", h->sysfs_root);
+  snprintf(xml, xml_cap, "%s/../topo.xml", h->sysfs_root);
   if (access(xml, R_OK) == 0) return 0;
-  snprintf(why, wcap,
+  snprintf(why, cap,
            "the sysfs root %s is not this machine's and neither HWLOC_XMLFILE nor a topo.xml "
            "beside it describes it",
            h->sysfs_root);
-  return -1;
+  return ENOENT;
 }
 
 static void busid_of(const struct hwloc_pcidev_attr_s *p, char *buf, size_t cap) {
@@ -131,17 +131,17 @@ static void chain_of(const struct hwloc_view *w, hwloc_obj_t o, struct pci_chain
                o->attr->bridge.downstream.pci.secondary_bus);
     }
   }
-  for (int i = 0; i < n; i++) scopy(c->bdf[i], PCI_BUSID_LEN, rev[n - 1 - i]);
-  c->n = n;
+  for (int i = 0; i < n; i++) scopy(c->bdfs[i], PCI_BUSID_LEN, rev[n - 1 - i]);
+  c->nbdf = n;
   if (o && o->nodeset) c->numa = w->bitmap_first(o->nodeset);
   if (o && o->cpuset) w->list_snprintf(cpus, cap, o->cpuset);
 }
 
-static int same_chain(const struct pci_chain *a, const struct pci_chain *b) {
-  if (a->n != b->n || strcasecmp(a->root, b->root)) return 0;
-  for (int i = 0; i < a->n; i++)
-    if (strcasecmp(a->bdf[i], b->bdf[i])) return 0;
-  return 1;
+static bool is_same_chain(const struct pci_chain *a, const struct pci_chain *b) {
+  if (a->nbdf != b->nbdf || strcasecmp(a->root, b->root)) return false;
+  for (int i = 0; i < a->nbdf; i++)
+    if (strcasecmp(a->bdfs[i], b->bdfs[i])) return false;
+  return true;
 }
 
 /* A GPU, or what hwloc knows of an RDMA device; 0 or ENOMEM. */
@@ -156,14 +156,14 @@ static int take_pcidev(const struct hwloc_view *w, struct topo_host *h, hwloc_ob
     return gpu_add(h, &g);
   }
   for (int i = 0; i < h->nhca; i++) {
-    struct topo_hca *d = &h->hca[i];
+    struct topo_hca *d = &h->hcas[i];
     if (strcasecmp(d->busid, g.busid)) continue;
-    if (d->chain.n && !same_chain(&d->chain, &g.chain))
+    if (d->chain.nbdf && !is_same_chain(&d->chain, &g.chain))
       topo_note(h,
                 "%s: hwloc places %s elsewhere in the PCI tree than sysfs does; distances "
                 "follow sysfs, as NCCL's do",
                 d->name, d->busid);
-    if (!d->chain.n) d->chain = g.chain;
+    if (!d->chain.nbdf) d->chain = g.chain;
     if (d->numa < 0) d->numa = d->chain.numa = g.numa;
     if (!d->cpus[0]) scopy(d->cpus, sizeof(d->cpus), g.cpus);
   }
@@ -200,7 +200,7 @@ int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap) {
     snprintf(h->pci_source, sizeof(h->pci_source),
              "hwloc (API %u.%u) from %s%s; distances as NCCL computes them", v >> 16,
              (v >> 8) & 0xff, xml[0] ? "XML " : "this machine", xml);
-    h->hwloc_used = 1;
+    h->is_hwloc_used = true;
   }
   hwloc_view_close(&w);
   return r;

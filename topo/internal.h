@@ -16,7 +16,7 @@ void *topo_grow(void *array, int n, size_t size);
 void topo_note(struct topo_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* topo/rdma.c: RDMA devices, ports and GID tables. 0 or ENOMEM (nothing
- * else is fatal: a host without RDMA gets h->no_rdma). */
+ * else is fatal: a host without RDMA gets h->why_no_rdma). */
 int rdma_discover(struct topo_host *h);
 /* Facts from the interface list: netdev state, MTU, address prefixes. */
 void rdma_annotate(struct topo_host *h);
@@ -32,11 +32,11 @@ int gpu_discover_sysfs(struct topo_host *h);
 /* Adds a GPU, keeping the list in PCI bus order; names them GPU0...
  * 0 or ENOMEM. */
 int gpu_add(struct topo_host *h, const struct topo_gpu *g);
-int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
+bool gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
 
 /* Records a problem for the report (NULL, and counted in nissue_lost, when
  * memory runs out); errors are counted either way. */
-struct topo_issue *topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...)
+struct topo_issue *topo_issue(struct topo_choice *c, enum topo_severity sev, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 /* The WARN line topo_report logs for issue i (none unless set). */
 void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...)

@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 
 #include "topo/addr.h"
 
@@ -45,8 +46,8 @@ struct netif_choice {
   int idx[NETIF_CHOSEN_MAX];     /* chosen interfaces, in preference order */
   int primary[NETIF_CHOSEN_MAX]; /* index into addr[] of each one's address */
   char why[NETIF_MAX][96];       /* "" when chosen, else why not */
-  int fallback;                  /* auto choice had to use a normally skipped interface */
-  int filtered;                  /* NCCL_SOCKET_IFNAME was given */
+  bool is_fallback;              /* auto choice had to use a normally skipped interface */
+  bool is_filtered;              /* NCCL_SOCKET_IFNAME was given */
   char error[1024];              /* set when nothing is usable: what and how to fix */
 };
 

@@ -42,18 +42,19 @@
 /* The layout decides the planes, not NCCL_IB_HCA: a usable port the filter
  * left out still counts, so a port the user forces is known to be off its
  * host's plane. */
-static int plane_candidate(const struct topo_port_choice *pc) {
+static bool is_plane_candidate(const struct topo_port_choice *pc) {
   return pc->verdict == TV_CHOSEN || (pc->verdict == TV_FILTER && pc->gid.index >= 0);
 }
 
-static int is_rail(const struct topo_host *h, const struct topo_choice *c, const char *ifname) {
+static bool is_rail(const struct topo_host *h, const struct topo_choice *c, const char *ifname) {
   for (int p = 0; p < h->nport; p++) {
-    const struct topo_port *pt = &h->port[p];
-    if (!plane_candidate(&c->pc[p]) || pt->ll != TOPO_LL_ETH || c->pc[p].gpu_class > PC_PXB)
+    const struct topo_port *pt = &h->ports[p];
+    if (!is_plane_candidate(&c->pc[p]) || pt->ll != TOPO_LL_ETH ||
+        c->pc[p].gpu_class > PCI_CLASS_PXB)
       continue;
-    if (!strcmp(pt->netdev, ifname) || !strcmp(pt->netdev_master, ifname)) return 1;
+    if (!strcmp(pt->netdev, ifname) || !strcmp(pt->netdev_master, ifname)) return true;
   }
-  return 0;
+  return false;
 }
 
 static void pick_main(const struct topo_host *h, struct topo_choice *c,
@@ -63,7 +64,7 @@ static void pick_main(const struct topo_host *h, struct topo_choice *c,
     const char *name = h->ifs.ifs[a->idx[j]].name;
     if (!strcmp(name, h->default_route_if) && !is_rail(h, c, name)) {
       c->main_if = a->idx[j];
-      c->main_confident = 1;
+      c->is_main_confident = true;
       snprintf(c->main_why, sizeof(c->main_why), "%sit holds the default route", pre);
       return;
     }
@@ -75,7 +76,7 @@ static void pick_main(const struct topo_host *h, struct topo_choice *c,
       continue;
     }
     c->main_if = a->idx[j];
-    c->main_confident = h->ngpu > 0; /* rails are known, so this one is not a rail */
+    c->is_main_confident = h->ngpu > 0; /* rails are known, so this one is not a rail */
     if (rail)
       snprintf(c->main_why, sizeof(c->main_why),
                "%sthe first usable interface that is not an RDMA rail beside a GPU (%s is one)",
@@ -92,9 +93,9 @@ static void pick_main(const struct topo_host *h, struct topo_choice *c,
 
 void plane_main_interface(const struct topo_host *h, struct topo_choice *c) {
   c->main_if = -1;
-  if (c->sock.n > 0 && c->sock.filtered) {
+  if (c->sock.n > 0 && c->sock.is_filtered) {
     c->main_if = c->sock.idx[0];
-    c->main_confident = 1;
+    c->is_main_confident = true;
     snprintf(c->main_why, sizeof(c->main_why), "the first interface NCCL_SOCKET_IFNAME=%s selects",
              c->prefs.socket_ifname);
     return;
@@ -102,7 +103,7 @@ void plane_main_interface(const struct topo_host *h, struct topo_choice *c) {
   struct netif_choice autoc;
   const struct netif_choice *a = &c->sock;
   const char *pre = "";
-  if (c->sock.filtered) {
+  if (c->sock.is_filtered) {
     netif_choose(&h->ifs, NULL, c->prefs.socket_family, &autoc);
     a = &autoc;
     pre = "NCCL_SOCKET_IFNAME matches nothing usable; without it: ";
@@ -125,12 +126,12 @@ struct plane_marks {
 };
 
 /* Rule 1: whether port p is on the bootstrap interface's network, and how. */
-static int on_main(const struct topo_host *h, const struct topo_choice *c, int p, char *how,
-                   size_t cap) {
+static bool is_on_main(const struct topo_host *h, const struct topo_choice *c, int p, char *how,
+                       size_t cap) {
   const struct netif *m = &h->ifs.ifs[c->main_if];
-  const struct topo_port *pt = &h->port[p];
+  const struct topo_port *pt = &h->ports[p];
   const struct topo_port_choice *pc = &c->pc[p];
-  if (pt->ll != TOPO_LL_ETH) return 0;
+  if (pt->ll != TOPO_LL_ETH) return false;
   char own[64] = "";
   if (pc->has_addr && pc->addr.prefix >= 0) {
     own[0] = ' ', own[1] = '(';
@@ -139,11 +140,11 @@ static int on_main(const struct topo_host *h, const struct topo_choice *c, int p
   }
   if (!strcmp(pt->netdev, m->name)) {
     snprintf(how, cap, "its netdev is %s%s", m->name, own);
-    return 1;
+    return true;
   }
   if (!strcmp(pt->netdev_master, m->name)) {
     snprintf(how, cap, "its netdev %s is enslaved to %s%s", pt->netdev, m->name, own);
-    return 1;
+    return true;
   }
   for (int k = 0; pc->has_addr && k < m->naddr; k++) {
     const struct ipaddr *a = &m->addr[k];
@@ -152,9 +153,9 @@ static int on_main(const struct topo_host *h, const struct topo_choice *c, int p
     ipaddr_str(&pc->addr, ip, sizeof(ip));
     ipaddr_subnet_str(a, sub, sizeof(sub));
     snprintf(how, cap, "its GID address %s is on %s, the subnet of %s", ip, sub, m->name);
-    return 1;
+    return true;
   }
-  return 0;
+  return false;
 }
 
 /* "mlx5_2:1, mlx5_3:1 (10.1.2.0/24, 10.1.3.0/24)": the ports of the other
@@ -165,10 +166,10 @@ static void others_desc(const struct topo_host *h, const struct topo_choice *c, 
   size_t o = 0, so = 0;
   buf[0] = 0;
   for (int p = 0; p < h->nport; p++) {
-    if (!plane_candidate(&c->pc[p]) || skip[p]) continue;
+    if (!is_plane_candidate(&c->pc[p]) || skip[p]) continue;
     if (o < cap)
-      o = topo_cat(buf, cap, o, "%s%s:%d", o ? ", " : "", h->hca[h->port[p].hca].name,
-                   h->port[p].num);
+      o = topo_cat(buf, cap, o, "%s%s:%d", o ? ", " : "", h->hcas[h->ports[p].hca].name,
+                   h->ports[p].num);
     char sub[64] = "InfiniBand";
     if (c->pc[p].has_addr) ipaddr_subnet_str(&c->pc[p].addr, sub, sizeof(sub));
     if (!strstr(subs, sub) && so < sizeof(subs))
@@ -183,15 +184,15 @@ static void rule_main(const struct topo_host *h, struct topo_choice *c, struct p
   char how[200];
   int skip[TOPO_MAX_PORTS] = {0}, nmain = 0, nother = 0;
   for (int p = 0; p < h->nport; p++) {
-    if (!plane_candidate(&c->pc[p])) continue;
-    if ((skip[p] = on_main(h, c, p, how, sizeof(how)))) nmain++;
+    if (!is_plane_candidate(&c->pc[p])) continue;
+    if ((skip[p] = is_on_main(h, c, p, how, sizeof(how)))) nmain++;
     else if (pm->rules[p] & RULE_GPU) skip[p] = 2;
     else nother++;
   }
   if (!nmain || !nother) return;
   others_desc(h, c, skip, pm->others, sizeof(pm->others));
   const char *mname = h->ifs.ifs[c->main_if].name;
-  if (!c->main_confident) {
+  if (!c->is_main_confident) {
     topo_issue(c, TOPO_WARNING,
                "the RDMA ports are on several networks: %s, and %d port%s on the "
                "network of %s; nothing says which is the main network (%s only comes first in "
@@ -208,14 +209,16 @@ static void rule_gpu(const struct topo_host *h, const struct topo_choice *c,
                      struct plane_marks *pm) {
   if (!h->ngpu) return;
   for (int g = 0; g < h->ngpu; g++) {
-    int near = 0;
-    for (int p = 0; p < h->nport && !near; p++)
-      near = plane_candidate(&c->pc[p]) && c->gc[g].to_port[p] <= PC_PXB;
-    if (!near) return; /* some GPU relies on a farther port */
+    bool is_near = false;
+    for (int p = 0; p < h->nport && !is_near; p++)
+      is_near = is_plane_candidate(&c->pc[p]) && c->gpu_choices[g].port_classes[p] <= PCI_CLASS_PXB;
+    if (!is_near) return; /* some GPU relies on a farther port */
   }
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port_choice *pc = &c->pc[p];
-    if (!plane_candidate(pc) || pc->gpu_class <= PC_PXB || pc->gpu_class == PC_UNKNOWN) continue;
+    if (!is_plane_candidate(pc) || pc->gpu_class <= PCI_CLASS_PXB ||
+        pc->gpu_class == PCI_CLASS_UNKNOWN)
+      continue;
     pm->rules[p] |= RULE_GPU;
   }
 }
@@ -224,9 +227,9 @@ static enum topo_ll keep_ll(const struct topo_host *h, const struct topo_choice 
                             const struct plane_marks *pm) {
   int n[3] = {0}, near[3] = {0};
   for (int p = 0; p < h->nport; p++) {
-    if (!plane_candidate(&c->pc[p]) || (pm->rules[p] & (RULE_MAIN | RULE_GPU))) continue;
-    n[h->port[p].ll]++;
-    near[h->port[p].ll] += c->pc[p].gpu_class <= PC_PXB;
+    if (!is_plane_candidate(&c->pc[p]) || (pm->rules[p] & (RULE_MAIN | RULE_GPU))) continue;
+    n[h->ports[p].ll]++;
+    near[h->ports[p].ll] += c->pc[p].gpu_class <= PCI_CLASS_PXB;
   }
   if (!n[TOPO_LL_IB] || !n[TOPO_LL_ETH]) return n[TOPO_LL_IB] ? TOPO_LL_IB : TOPO_LL_ETH;
   if (n[TOPO_LL_IB] != n[TOPO_LL_ETH])
@@ -239,9 +242,9 @@ static void rule_ll(const struct topo_host *h, const struct topo_choice *c,
   pm->keep = keep_ll(h, c, pm);
   pm->nkeep = 0;
   for (int p = 0; p < h->nport; p++)
-    pm->nkeep += plane_candidate(&c->pc[p]) && h->port[p].ll == pm->keep;
+    pm->nkeep += is_plane_candidate(&c->pc[p]) && h->ports[p].ll == pm->keep;
   for (int p = 0; p < h->nport; p++)
-    if (plane_candidate(&c->pc[p]) && h->port[p].ll != pm->keep) pm->rules[p] |= RULE_LL;
+    if (is_plane_candidate(&c->pc[p]) && h->ports[p].ll != pm->keep) pm->rules[p] |= RULE_LL;
 }
 
 /* The reasons of every rule that sets port p apart, "; also " between. */
@@ -252,7 +255,7 @@ static size_t apart_why(const struct topo_host *h, const struct topo_choice *c,
   why[0] = 0;
   if (pm->rules[p] & RULE_MAIN) {
     char how[200];
-    on_main(h, c, p, how, sizeof(how));
+    is_on_main(h, c, p, how, sizeof(how));
     o = topo_cat(why, cap, o,
                  "other plane: %s, the main network (%s carries sockets and bootstrap), while %s "
                  "form a separate RDMA plane; a QP between the planes times out at RTR",
@@ -263,13 +266,13 @@ static size_t apart_why(const struct topo_host *h, const struct topo_choice *c,
                  "%sstorage or management NIC: the nearest GPU, %s, is %s from it (no shared PCIe "
                  "switch), while every GPU has an RDMA port on its own PCIe switch; NCCL would "
                  "also route GPU traffic through it",
-                 o ? "; also " : "", h->gpu[pc->gpu_near].name, pci_class_name(pc->gpu_class));
+                 o ? "; also " : "", h->gpus[pc->nearest_gpu].name, pci_class_name(pc->gpu_class));
   if (pm->rules[p] & RULE_LL)
     o = topo_cat(why, cap, o,
                  "%slink layer %s differs from the %d %s port%s kept; NCCL cannot connect an "
                  "InfiniBand port to a RoCE port",
-                 o ? "; also " : "", topo_ll_name(h->port[p].ll), pm->nkeep, topo_ll_name(pm->keep),
-                 pm->nkeep == 1 ? "" : "s");
+                 o ? "; also " : "", topo_ll_name(h->ports[p].ll), pm->nkeep,
+                 topo_ll_name(pm->keep), pm->nkeep == 1 ? "" : "s");
   return o;
 }
 
@@ -278,14 +281,14 @@ static void settle(const struct topo_host *h, struct topo_choice *c, const struc
   struct topo_port_choice *pc = &c->pc[p];
   char all[sizeof(pc->why)];
   if (!apart_why(h, c, pm, p, all, sizeof(all))) return;
-  pc->off_plane = 1;
+  pc->is_off_plane = true;
   if (pc->verdict == TV_FILTER) return; /* not used anyway; the mark is for diagnoses */
-  if (pc->user_selected) {
+  if (pc->is_user_selected) {
     char label[80];
     topo_port_label(h, p, label, sizeof(label));
-    int breaks = (pm->rules[p] & (RULE_MAIN | RULE_LL)) != 0;
+    bool breaks_runs = (pm->rules[p] & (RULE_MAIN | RULE_LL)) != 0;
     struct topo_issue *is =
-      topo_issue(c, breaks ? TOPO_ERROR : TOPO_WARNING,
+      topo_issue(c, breaks_runs ? TOPO_ERROR : TOPO_WARNING,
                  "NCCL_IB_HCA selects %s, which this host's layout sets apart: %s", label, all);
     if (is) topo_issue_warn(c, is, "%s", is->text);
     return;

@@ -10,7 +10,7 @@
 
 static struct topo_host proc_host;
 static struct topo_choice proc_choice; /* why_none alone when RDMA is off or discovery failed */
-static int proc_ok;
+static bool is_proc_built;             /* proc_host and proc_choice hold a decision */
 static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
 
 static void build(void) {
@@ -33,11 +33,11 @@ static void build(void) {
     return;
   }
   topo_report(&proc_host, &proc_choice);
-  proc_ok = 1;
+  is_proc_built = true;
 }
 
 const struct topo_choice *topo_process(const struct topo_host **host) {
   pthread_once(&proc_once, build);
-  if (host) *host = proc_ok ? &proc_host : NULL;
+  if (host) *host = is_proc_built ? &proc_host : NULL;
   return &proc_choice;
 }

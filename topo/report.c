@@ -12,12 +12,12 @@
 #include "topo/internal.h"
 
 static void report_port(const struct topo_host *h, const struct topo_choice *c, int p) {
-  const struct topo_port *pt = &h->port[p];
+  const struct topo_port *pt = &h->ports[p];
   const struct topo_port_choice *pc = &c->pc[p];
-  const char *dev = h->hca[pt->hca].name;
+  const char *dev = h->hcas[pt->hca].name;
   char gid[64] = "", sub[64] = "";
   for (int k = 0; k < pt->ngid; k++)
-    if (pt->gid[k].index == pc->gid.index) gid_str(pt->gid[k].raw, gid, sizeof(gid));
+    if (pt->gids[k].index == pc->gid.index) gid_str(pt->gids[k].raw, gid, sizeof(gid));
   if (pc->has_addr && pc->addr.prefix >= 0) ipaddr_subnet_str(&pc->addr, sub, sizeof(sub));
   if (pc->verdict == TV_CHOSEN)
     INFO(LOG_NET, "device %s port %d: chosen as [%d], %s, GID %d %s, netdev %s%s%s", dev, pt->num,
@@ -40,23 +40,24 @@ static void report_port(const struct topo_host *h, const struct topo_choice *c, 
 }
 
 static void report_gpu(const struct topo_host *h, const struct topo_choice *c, int g) {
-  const struct topo_gpu_choice *gc = &c->gc[g];
+  const struct topo_gpu_choice *gc = &c->gpu_choices[g];
   char list[512] = "";
   size_t o = 0;
-  for (int k = 0; k < gc->nnear && o < sizeof(list); k++) {
-    const struct topo_dev *d = &c->dev[gc->near[k]];
+  for (int k = 0; k < gc->nnearest && o < sizeof(list); k++) {
+    const struct topo_dev *d = &c->dev[gc->nearest[k]];
     char sub[64] = "";
     if (d->subnet.family) ipaddr_subnet_str(&d->subnet, sub, sizeof(sub));
     o = topo_cat(list, sizeof(list), o, "%s%s:%d (%s%s%s)", k ? ", " : "", d->name, d->ib_port,
                  d->netdev[0] ? d->netdev : "no netdev", sub[0] ? " " : "", sub);
   }
-  INFO(LOG_NET, "%s %s: nearest RDMA device%s %s at %s", h->gpu[g].name, h->gpu[g].busid,
-       gc->nnear > 1 ? "s" : "", gc->nnear ? list : "(none)", pci_class_name(gc->cls));
+  INFO(LOG_NET, "%s %s: nearest RDMA device%s %s at %s", h->gpus[g].name, h->gpus[g].busid,
+       gc->nnearest > 1 ? "s" : "", gc->nnearest ? list : "(none)",
+       pci_class_name(gc->nearest_class));
   struct ev e;
   ev_begin(&e, "topo_gpu");
-  ev_str(&e, "gpu", h->gpu[g].name);
-  ev_str(&e, "busid", h->gpu[g].busid);
-  ev_str(&e, "class", pci_class_name(gc->cls));
+  ev_str(&e, "gpu", h->gpus[g].name);
+  ev_str(&e, "busid", h->gpus[g].busid);
+  ev_str(&e, "class", pci_class_name(gc->nearest_class));
   ev_str(&e, "nearest", list);
   ev_end(&e);
 }
@@ -84,13 +85,13 @@ static void report_choice(const struct topo_host *h, const struct topo_choice *c
   ev_str(&e, "main_interface", c->main_if >= 0 ? h->ifs.ifs[c->main_if].name : "");
   ev_str(&e, "main_why", c->main_why);
   ev_str(&e, "pci_source", h->pci_source);
-  ev_int(&e, "errors", c->errors);
+  ev_int(&e, "errors", c->nerror);
   ev_end(&e);
 }
 
 void topo_report(const struct topo_host *h, const struct topo_choice *c) {
   for (int i = 0; i < c->nissue; i++)
-    if (c->issue[i].warn) WARN("%s", c->issue[i].warn);
+    if (c->issues[i].warn) WARN("%s", c->issues[i].warn);
   if (c->nissue_lost)
     WARN("%d problem%s of this host's RDMA setup could not be recorded: out of memory",
          c->nissue_lost, c->nissue_lost == 1 ? "" : "s");

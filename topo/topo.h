@@ -21,7 +21,7 @@
  * once (pthread_once) and read-only afterwards, so any thread may read it:
  * the IB transport takes c->dev[] as its device list (name, ib_port,
  * gid_index, gid, netdev, subnet, mtu, ll, pci_path, numa, speed_mbps, lid,
- * guid, real_port) and c->pc[] / c->gc[] for messages. Discovery tolerates
+ * guid, real_port) and c->pc[] for messages. Discovery tolerates
  * every missing or unreadable file (a container with a partly mapped GID
  * table answers EINVAL) and records it in notes.
  *
@@ -53,6 +53,7 @@
 
 #include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "topo/addr.h"
@@ -70,7 +71,7 @@
 #define TOPO_NOTE_MAX 256
 /* NCCL's MAX_IB_DEVS: the devices NCCL takes at most. */
 #define TOPO_MAX_DEVS 32
-#define TOPO_MAX_RECS 6
+#define TOPO_MAX_SETTINGS 6
 
 enum topo_ll { TOPO_LL_UNKNOWN, TOPO_LL_IB, TOPO_LL_ETH };
 
@@ -81,22 +82,22 @@ struct topo_gid {
   int index;
   uint8_t raw[16];
   enum gid_type type;
-  int type_err;           /* errno reading the type (EINVAL in containers), 0 = read */
-  char ndev[IF_NAMESIZE]; /* "" when none or unreadable */
-  int ndev_err;
+  int type_errno;           /* reading the type (EINVAL in containers), 0 = read */
+  char netdev[IF_NAMESIZE]; /* gid_attrs/ndevs: "" when none or unreadable */
+  int netdev_errno;
   /* Facts from the interface list, filled by discovery, used by scoring: */
-  int ndev_up;      /* 1 up, 0 down or no carrier, -1 unknown */
-  int prefix;       /* prefix of the interface address equal to this GID, -1 unknown */
-  int ndev_is_port; /* ndev is the port's own netdev (not a VLAN or macvlan on it) */
+  int netdev_up;       /* 1 up, 0 down or no carrier, -1 unknown */
+  int prefix;          /* prefix of the interface address equal to this GID, -1 unknown */
+  bool is_port_netdev; /* the port's own netdev (not a VLAN or macvlan on it) */
 };
 
 struct topo_port {
-  int hca;   /* index into topo_host.hca */
+  int hca;   /* index into topo_host.hcas */
   int num;   /* port number, from 1 */
   int state; /* 4 = ACTIVE */
-  char state_txt[24];
+  char state_text[24];
   int phys_state; /* 5 = LinkUp */
-  char phys_txt[24];
+  char phys_state_text[24];
   enum topo_ll ll;
   char rate[48];  /* "100 Gb/sec (4X EDR)" */
   int speed_mbps; /* 0 unknown */
@@ -107,9 +108,9 @@ struct topo_port {
   char netdev_master[IF_NAMESIZE]; /* bond or team the netdev is enslaved to */
   int netdev_up;                   /* 1, 0, -1 unknown */
   int gid_tbl_len;                 /* entries in the table, populated or not */
-  int ngid;                        /* populated entries kept in gid[] */
-  int gid_truncated;
-  struct topo_gid *gid; /* ngid of them */
+  int ngid;                        /* populated entries kept in gids[] */
+  bool has_more_gids;              /* than TOPO_MAX_GIDS: the rest are not considered */
+  struct topo_gid *gids;           /* ngid of them */
 };
 
 struct topo_hca {
@@ -121,7 +122,7 @@ struct topo_hca {
   char node_guid[24], sys_image_guid[24];
   char fw_ver[32], hca_type[32], board_id[32];
   struct pci_chain chain;
-  int first_port, nports; /* range in topo_host.port */
+  int first_port, nports; /* range in topo_host.ports */
 };
 
 struct topo_gpu {
@@ -135,21 +136,21 @@ struct topo_gpu {
 
 struct topo_host {
   char sysfs_root[PATH_MAX];
-  int rdma_present;  /* class/infiniband lists a device */
-  char no_rdma[256]; /* when not: why, for one INFO line */
+  bool has_rdma;         /* class/infiniband lists a device */
+  char why_no_rdma[256]; /* when not: why, for one INFO line */
   int nhca;
-  struct topo_hca *hca; /* nhca of them */
+  struct topo_hca *hcas; /* nhca of them */
   int nport;
-  struct topo_port *port; /* nport of them, each device's ports together */
-  int gpus_known;         /* GPU discovery ran */
+  struct topo_port *ports; /* nport of them, each device's ports together */
+  bool has_gpu_list;       /* GPU discovery ran: no GPU in it means none */
   int ngpu;
-  struct topo_gpu *gpu; /* ngpu of them, in PCI bus order */
-  char pci_source[320]; /* "hwloc 2.9.0 (XML ...)" or "sysfs PCI paths (...)" */
-  int hwloc_used;
+  struct topo_gpu *gpus; /* ngpu of them, in PCI bus order */
+  char pci_source[320];  /* "hwloc 2.9.0 (XML ...)" or "sysfs PCI paths (...)" */
+  bool is_hwloc_used;
   struct netif_list ifs;
   char default_route_if[IF_NAMESIZE]; /* live hosts only, "" unknown */
   int nnote;                          /* unreadable or missing entries, tolerated */
-  char **note;                        /* nnote of them */
+  char **notes;                       /* nnote of them */
 };
 
 enum { TOPO_WANT_GPUS = 1 }; /* discover GPUs even on a host without RDMA */
@@ -171,8 +172,8 @@ struct topo_prefs {
   int roce_version;          /* NCCL_IB_ROCE_VERSION_NUM: 1 or 2 */
   const char *socket_ifname; /* NCCL_SOCKET_IFNAME, NULL = automatic */
   int socket_family;         /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC */
-  int planes;                /* NCCL_DIAG_PLANES: 1 auto, 0 off */
-  int ib_disable;            /* NCCL_IB_DISABLE */
+  bool is_planes_auto;       /* NCCL_DIAG_PLANES=auto (not off) */
+  bool is_ib_disabled;       /* NCCL_IB_DISABLE=1 */
 };
 /* The prefs the knob table holds now. */
 void topo_prefs_from_knobs(struct topo_prefs *p);
@@ -197,34 +198,34 @@ struct topo_gid_reject {
 struct gid_pick {
   int index;
   int score;
-  int forced;     /* index came from NCCL_IB_GID_INDEX */
+  bool is_forced; /* index came from NCCL_IB_GID_INDEX */
   int auto_index; /* what the automatic choice picks, -1 none */
   int nccl_index; /* what NCCL's built-in IB transport picks */
   int severity;   /* of note: 0 none, 1 warning, 2 error */
   char note[480]; /* refusal reason, or the forced index's problem */
   char hint[96];  /* a knob setting that would make a GID usable */
-  int nrej;
-  struct topo_gid_reject *rej; /* the caller's room for one per populated entry */
+  int nreject;
+  struct topo_gid_reject *rejects; /* the caller's room for one per populated entry */
 };
 
 struct topo_port_choice {
   enum topo_verdict verdict;
-  char why[1280];    /* "" when chosen */
-  int user_selected; /* an include-list NCCL_IB_HCA entry named it */
-  int off_plane;     /* the plane rules set it apart (kept only if the user named it) */
-  int rail, plane;   /* NCCL_IB_HCA 3rd/4th fields, -1 none */
+  char why[1280];        /* "" when chosen */
+  bool is_user_selected; /* an include-list NCCL_IB_HCA entry named it */
+  bool is_off_plane;     /* the plane rules set it apart (kept only if the user named it) */
+  int rail, plane;       /* NCCL_IB_HCA 3rd/4th fields, -1 none */
   struct gid_pick gid;
   struct ipaddr addr; /* the chosen GID's address, prefix when known */
-  int has_addr;
+  bool has_addr;
   int dev;                  /* index into topo_choice.dev, -1 */
-  enum pci_class gpu_class; /* distance to the nearest GPU, PC_UNKNOWN none */
-  int gpu_near;             /* index of that GPU, -1 */
+  enum pci_class gpu_class; /* distance to the nearest GPU, PCI_CLASS_UNKNOWN none */
+  int nearest_gpu;          /* index of that GPU, -1 */
 };
 
 /* One device for NCCL: what the IB transport needs, in NCCL device order. */
 struct topo_dev {
-  int port;         /* index into topo_host.port */
-  int hca;          /* index into topo_host.hca */
+  int port;         /* index into topo_host.ports */
+  int hca;          /* index into topo_host.hcas */
   const char *name; /* the RDMA device, points into the host */
   int ib_port;      /* the verbs port number */
   int real_port;    /* earlier devices on the same PCI device (NCCL's realPort) */
@@ -245,23 +246,23 @@ struct topo_dev {
 };
 
 struct topo_gpu_choice {
-  enum pci_class cls; /* nearest class to a chosen device, PC_UNKNOWN none */
-  int nnear;
-  int *near;               /* indices into topo_choice.dev at that class */
-  enum pci_class *to_port; /* class to every port */
+  enum pci_class nearest_class; /* to a chosen device, PCI_CLASS_UNKNOWN none */
+  int nnearest;
+  int *nearest;                 /* indices into topo_choice.dev at that class */
+  enum pci_class *port_classes; /* to every port */
 };
 
-enum topo_sev { TOPO_NOTE, TOPO_WARNING, TOPO_ERROR };
+enum topo_severity { TOPO_NOTE, TOPO_WARNING, TOPO_ERROR };
 
 struct topo_issue {
-  enum topo_sev sev;
+  enum topo_severity severity;
   char *text; /* as a report lists it */
   char *warn; /* the plugin's WARN line for it, with the fix; NULL when it logs none */
 };
 
 /* A recommended environment setting. status: "add" (unset now), "change"
  * (set to something that selects otherwise), "keep" (already right). */
-struct topo_rec {
+struct topo_setting {
   char name[40];
   char value[400];
   char status[8];
@@ -272,21 +273,21 @@ struct topo_choice {
   struct topo_prefs prefs;
   struct netif_choice sock; /* NCCL_SOCKET_IFNAME, exactly as NCCL chooses */
   int main_if;              /* index into host ifs: the bootstrap interface, -1 none */
-  int main_confident;       /* chosen by the user, the default route or GPU locality, not
+  bool is_main_confident;   /* chosen by the user, the default route or GPU locality, not
                                merely by interface order: plane rule 1 may use it */
   char main_why[256];
   int nport;
   struct topo_port_choice *pc; /* one per host port */
   int ndev;
-  struct topo_dev *dev;       /* room for every port, at most TOPO_MAX_DEVS */
-  char why_none[768];         /* ndev == 0: why, in one line */
-  struct topo_gpu_choice *gc; /* one per host GPU */
+  struct topo_dev *dev;                /* room for every port, at most TOPO_MAX_DEVS */
+  char why_none[768];                  /* ndev == 0: why, in one line */
+  struct topo_gpu_choice *gpu_choices; /* one per host GPU */
   int nissue;
-  struct topo_issue *issue;
+  struct topo_issue *issues;
   int nissue_lost; /* problems not recorded: out of memory */
-  int errors;      /* issues of TOPO_ERROR: a multi-node run will break */
-  int nrec;
-  struct topo_rec rec[TOPO_MAX_RECS];
+  int nerror;      /* issues of TOPO_ERROR: a multi-node run will break */
+  int nsetting;
+  struct topo_setting settings[TOPO_MAX_SETTINGS]; /* recommended */
   void *block; /* the arrays above that are sized by the host, in one allocation */
 };
 
