@@ -59,6 +59,22 @@ const char *doctor_gid_verdict(const struct doctor *d, int port, int index) {
   return pc->verdict == TV_STATE || pc->verdict == TV_DISABLED ? "port not used" : "not chosen";
 }
 
+int doctor_env_differences(const struct doctor *d, struct doctor_difference *diffs) {
+  int n = 0;
+  for (int i = 0; i < d->self.nvar; i++) {
+    const struct doctor_var *v = &d->self.vars[i];
+    const char *pid1 = doctor_env_get(&d->pid1, v->name);
+    if (!pid1 || strcmp(pid1, v->value))
+      diffs[n++] = (struct doctor_difference){v->name, v->value, pid1};
+  }
+  for (int i = 0; i < d->pid1.nvar; i++) {
+    const struct doctor_var *v = &d->pid1.vars[i];
+    if (!doctor_env_get(&d->self, v->name))
+      diffs[n++] = (struct doctor_difference){v->name, NULL, v->value};
+  }
+  return n;
+}
+
 static void env_add(struct doctor_env *e, const char *entry) {
   const char *eq = strchr(entry, '=');
   if (strncmp(entry, "NCCL_", 5) || !eq || e->nvar == DOCTOR_MAX_VARS) return;
@@ -105,14 +121,15 @@ static void apply_pid1(const struct doctor_env *pid1) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccl-net-diag doctor [--json] [--pid1] [--pid1-environ FILE] [-v]\n"
-             "  inspect this host (NCCL_DIAG_SYSFS_ROOT and HWLOC_XMLFILE name a fixture host):\n"
+             "  inspect this host (or another one from a copy of its sysfs: NCCL_DIAG_SYSFS_ROOT\n"
+             "  and HWLOC_XMLFILE name it):\n"
              "  RDMA ports and GIDs, GPU-to-NIC distances, socket interfaces, NCCL_* settings of\n"
              "  this process and of PID 1, and the exports to use\n"
              "  --json               the same content as one JSON document\n"
              "  --pid1               evaluate with PID 1's NCCL_* values (what a job started by\n"
              "                       PID 1 sees) instead of this shell's\n"
              "  --pid1-environ FILE  read PID 1's environment from FILE (default /proc/1/environ)\n"
-             "  -v                   the plugin's INFO lines on stderr\n"
+             "  -v                   the plugin's log lines (INFO, WARN) on stderr\n"
              "exit status: 0 usable, 1 something will break a multi-node run, 2 usage\n");
 }
 

@@ -37,6 +37,17 @@ struct doctor {
 /* The value of name in e, or NULL. */
 const char *doctor_env_get(const struct doctor_env *e, const char *name);
 
+/* A variable this process and PID 1 do not agree on; NULL = unset there. */
+struct doctor_difference {
+  const char *name;
+  const char *process;
+  const char *pid1;
+};
+/* Fills diffs (room for 2 * DOCTOR_MAX_VARS): first this process's
+ * variables that PID 1 lacks or sets otherwise, in this process's order,
+ * then those only PID 1 sets. Returns how many. */
+int doctor_env_differences(const struct doctor *d, struct doctor_difference *diffs);
+
 void doctor_print_text(FILE *f, const struct doctor *d);
 void doctor_print_json(FILE *f, const struct doctor *d);
 

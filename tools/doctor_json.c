@@ -276,19 +276,16 @@ static void put_env(struct json_writer *w, const struct doctor *d) {
   json_str(w, "pid1_source", d->pid1_src);
   json_str(w, "pid1_error", d->pid1_why);
   json_open(w, "differences", '[');
-  for (int pass = 0; d->has_pid1 && pass < 2; pass++) {
-    const struct doctor_env *a = pass ? &d->pid1 : &d->self, *b = pass ? &d->self : &d->pid1;
-    for (int i = 0; i < a->nvar; i++) {
-      const char *other = doctor_env_get(b, a->vars[i].name);
-      if ((pass && other) || (other && !strcmp(other, a->vars[i].value))) continue;
-      json_open(w, NULL, '{');
-      json_str(w, "name", a->vars[i].name);
-      if (pass) json_null(w, "process");
-      else json_str(w, "process", a->vars[i].value);
-      if (!pass && !other) json_null(w, "pid1");
-      else json_str(w, "pid1", pass ? a->vars[i].value : other);
-      json_close(w, '}');
-    }
+  struct doctor_difference diffs[2 * DOCTOR_MAX_VARS];
+  int ndiff = d->has_pid1 ? doctor_env_differences(d, diffs) : 0;
+  for (int i = 0; i < ndiff; i++) {
+    json_open(w, NULL, '{');
+    json_str(w, "name", diffs[i].name);
+    if (diffs[i].process) json_str(w, "process", diffs[i].process);
+    else json_null(w, "process");
+    if (diffs[i].pid1) json_str(w, "pid1", diffs[i].pid1);
+    else json_null(w, "pid1");
+    json_close(w, '}');
   }
   json_close(w, ']');
   json_str(w, "evaluated_with", d->is_pid1_applied ? "pid1" : "process");

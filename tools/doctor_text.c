@@ -135,7 +135,7 @@ static void print_matrix_legend(FILE *f, const struct doctor *d) {
   }
   fprintf(f, "\n  PIX one PCIe switch, PXB several switches, PHB one host bridge, NODE two host "
              "bridges of one\n  NUMA node (NCCL calls it PHB), SYS across NUMA nodes: NCCL's "
-             "definitions (topo/pcidist.h)\n");
+             "definitions\n");
 }
 
 static void print_gpus(FILE *f, const struct doctor *d) {
@@ -217,34 +217,37 @@ static void print_ifaces(FILE *f, const struct doctor *d) {
   if (c->sock.error[0]) wrapped(f, "  problem: ", 4, c->sock.error);
 }
 
+/* "  this process: NCCL_A=1 NCCL_B=x" or "...: none". */
+static void print_vars(FILE *f, const char *label, const struct doctor_env *e) {
+  fprintf(f, "  %s:", label);
+  for (int i = 0; i < e->nvar; i++) fprintf(f, " %s=%s", e->vars[i].name, e->vars[i].value);
+  if (!e->nvar) fprintf(f, " none");
+  fprintf(f, "\n");
+}
+
+/* A value in quotes, or "unset". */
+static void print_value(FILE *f, const char *value) {
+  if (value) fprintf(f, "\"%s\"", value);
+  else fprintf(f, "unset");
+}
+
 static void print_env(FILE *f, const struct doctor *d) {
-  fprintf(f, "\nNCCL_* variables\n  this process:");
-  for (int i = 0; i < d->self.nvar; i++)
-    fprintf(f, " %s=%s", d->self.vars[i].name, d->self.vars[i].value);
-  fprintf(f, "%s\n", d->self.nvar ? "" : " none");
+  fprintf(f, "\nNCCL_* variables\n");
+  print_vars(f, "this process", &d->self);
   if (!d->has_pid1) {
     wrapped(f, "  PID 1: ", 4, d->pid1_why);
   } else {
-    fprintf(f, "  PID 1 (%s):", d->pid1_src);
-    for (int i = 0; i < d->pid1.nvar; i++)
-      fprintf(f, " %s=%s", d->pid1.vars[i].name, d->pid1.vars[i].value);
-    fprintf(f, "%s\n", d->pid1.nvar ? "" : " none");
-    int ndiff = 0;
-    for (int pass = 0; pass < 2; pass++) {
-      const struct doctor_env *a = pass ? &d->pid1 : &d->self, *b = pass ? &d->self : &d->pid1;
-      for (int i = 0; i < a->nvar; i++) {
-        const char *other = doctor_env_get(b, a->vars[i].name);
-        if (pass && other) continue; /* reported in the first pass */
-        if (other && !strcmp(other, a->vars[i].value)) continue;
-        fprintf(f, "  differs: %s: this process %s%s%s, PID 1 %s%s%s\n", a->vars[i].name,
-                pass ? "unset" : "\"", pass ? "" : a->vars[i].value, pass ? "" : "\"",
-                pass || other ? "\"" : "unset",
-                pass    ? a->vars[i].value
-                : other ? other
-                        : "",
-                pass || other ? "\"" : "");
-        ndiff++;
-      }
+    char label[300];
+    snprintf(label, sizeof(label), "PID 1 (%s)", d->pid1_src);
+    print_vars(f, label, &d->pid1);
+    struct doctor_difference diffs[2 * DOCTOR_MAX_VARS];
+    int ndiff = doctor_env_differences(d, diffs);
+    for (int i = 0; i < ndiff; i++) {
+      fprintf(f, "  differs: %s: this process ", diffs[i].name);
+      print_value(f, diffs[i].process);
+      fprintf(f, ", PID 1 ");
+      print_value(f, diffs[i].pid1);
+      fprintf(f, "\n");
     }
     if (ndiff && !d->is_pid1_applied)
       fprintf(f, "  a job started by PID 1 sees PID 1's values: rerun with --pid1 to check them\n");

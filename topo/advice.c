@@ -169,8 +169,9 @@ static void advise_socket(const struct topo_host *h, struct topo_choice *c) {
   else
     setting_why(r,
                 "%s is the main interface (%s); pinning it exactly makes every node bootstrap "
-                "over the same network whatever order its %d candidate interfaces come in (field "
-                "story 1)",
+                "over the same network whatever order its %d candidate interfaces come in (a node "
+                "that picks another one advertises an address its peers may not reach, and "
+                "their connections to it time out)",
                 name, c->main_why, ncand);
 }
 

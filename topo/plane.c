@@ -6,17 +6,18 @@
  * default it still pairs devices across rails when the search finds it
  * faster. Either way every chosen port must reach the ports of every other
  * node that NCCL may pair it with. A host often has ports on networks that
- * do not reach each other (field story 5: mlx5_bond_0 on the main network
- * next to bond0, mlx5_2..5 on an RDMA-only fabric; a QP from mlx5_4 to a
- * peer's mlx5_bond_0 timed out at RTR). We cannot probe peers here, so we
- * set apart ports by three rules that need no peer, each with its reason:
+ * do not reach each other (a RoCE host with mlx5_bond_0 on the main network
+ * next to bond0 and mlx5_2..5 on an RDMA-only fabric: a QP from mlx5_4 to a
+ * peer's mlx5_bond_0 times out at RTR; the roce-story5 fixture host). We
+ * cannot probe peers here, so we set apart ports by three rules that need
+ * no peer, each with its reason:
  *
  *  1. main network: a RoCE port whose netdev is, or is enslaved to, the
  *     bootstrap interface, or whose GID lies in that interface's subnet, is
  *     set apart when usable ports exist off that subnet (not counting those
  *     rule 2 sets apart, so it is evaluated second): those form a
- *     separate RDMA plane (one subnet, or one subnet per rail as in story 5,
- *     routed among themselves by the fabric), and the main network is the
+ *     separate RDMA plane (one subnet, or one subnet per rail as on that
+ *     host, routed among themselves by the fabric), and the main network is the
  *     storage/management plane, which such fabrics do not route to.
  *  2. GPU locality: when every GPU has a usable port on its own PCIe switch
  *     (PIX or PXB), a port that is PHB or farther from every GPU is a storage
