@@ -280,7 +280,7 @@ static void note_builtin(const struct topo_host *h, struct topo_choice *c) {
   }
 }
 
-void advice_build(const struct topo_host *h, struct topo_choice *c) {
+void advice_pass_settings(const struct topo_host *h, struct topo_choice *c) {
   advise_hca(h, c);
   advise_socket(h, c);
   advise_gid(h, c);

@@ -214,17 +214,19 @@ int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct to
     c->pc[i].dev = c->pc[i].rail = c->pc[i].plane = -1;
     c->pc[i].verdict = TV_CHOSEN;
   }
-  pass_sockets(h, c);
-  hca_pass_state(h, c);
-  hca_pass_filter(h, c);
-  pass_gids(h, c);
-  gpu_pass_distances(h, c);
-  plane_main_interface(h, c);
-  if (c->prefs.is_planes_auto) plane_apply(h, c);
-  pass_forced_gids(h, c);
-  hca_order(h, c);
-  gpu_pass_nearest(h, c);
-  pass_why_none(h, c);
-  advice_build(h, c);
+  /* The order topo/topo.h documents; each pass reads what the ones before
+   * it decided. */
+  pass_sockets(h, c);                                  /*  1 */
+  hca_pass_ports(h, c);                                /*  2 */
+  hca_pass_filter(h, c);                               /*  3 */
+  pass_gids(h, c);                                     /*  4 */
+  gpu_pass_distances(h, c);                            /*  5 */
+  plane_pass_main_interface(h, c);                     /*  6 */
+  if (c->prefs.is_planes_auto) plane_pass_rules(h, c); /*  7 */
+  pass_forced_gids(h, c);                              /*  8 */
+  hca_pass_devices(h, c);                              /*  9 */
+  gpu_pass_nearest(h, c);                              /* 10 */
+  pass_why_none(h, c);                                 /* 11 */
+  advice_pass_settings(h, c);                          /* 12 */
   return 0;
 }

@@ -118,7 +118,7 @@ static bool filter_port(const struct topo_host *h, struct topo_choice *c, struct
   return is_selected;
 }
 
-void hca_pass_state(const struct topo_host *h, struct topo_choice *c) {
+void hca_pass_ports(const struct topo_host *h, struct topo_choice *c) {
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port *pt = &h->ports[p];
     struct topo_port_choice *pc = &c->pc[p];
@@ -226,7 +226,7 @@ void hca_sort_ports(const struct topo_host *h, int *ports, int n) {
   qsort_r(ports, (size_t)n, sizeof(int), dev_cmp, (void *)h);
 }
 
-void hca_order(const struct topo_host *h, struct topo_choice *c) {
+void hca_pass_devices(const struct topo_host *h, struct topo_choice *c) {
   int idx[TOPO_MAX_PORTS], n = 0;
   for (int p = 0; p < h->nport; p++)
     if (c->pc[p].verdict == TV_CHOSEN) idx[n++] = p;

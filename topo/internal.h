@@ -43,13 +43,13 @@ void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fm
   __attribute__((format(printf, 3, 4)));
 
 /* topo/plane.c: which interface carries bootstrap, and the plane rules. */
-void plane_main_interface(const struct topo_host *h, struct topo_choice *c);
-void plane_apply(const struct topo_host *h, struct topo_choice *c);
+void plane_pass_main_interface(const struct topo_host *h, struct topo_choice *c);
+void plane_pass_rules(const struct topo_host *h, struct topo_choice *c);
 
 /* topo/hca.c: port state and NCCL_IB_DISABLE; NCCL_IB_HCA; device order. */
-void hca_pass_state(const struct topo_host *h, struct topo_choice *c);
+void hca_pass_ports(const struct topo_host *h, struct topo_choice *c);
 void hca_pass_filter(const struct topo_host *h, struct topo_choice *c);
-void hca_order(const struct topo_host *h, struct topo_choice *c);
+void hca_pass_devices(const struct topo_host *h, struct topo_choice *c);
 /* Sorts port indices into NCCL's device order. */
 void hca_sort_ports(const struct topo_host *h, int *ports, int n);
 
@@ -59,6 +59,6 @@ void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c);
 void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c);
 
 /* topo/advice.c: recommended settings. */
-void advice_build(const struct topo_host *h, struct topo_choice *c);
+void advice_pass_settings(const struct topo_host *h, struct topo_choice *c);
 
 #endif

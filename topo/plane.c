@@ -92,7 +92,7 @@ static void pick_main(const struct topo_host *h, struct topo_choice *c,
            "%sNCCL's automatic choice; every candidate is an RDMA rail", pre);
 }
 
-void plane_main_interface(const struct topo_host *h, struct topo_choice *c) {
+void plane_pass_main_interface(const struct topo_host *h, struct topo_choice *c) {
   c->main_if = -1;
   if (c->sock.n > 0 && c->sock.is_filtered) {
     c->main_if = c->sock.idx[0];
@@ -298,7 +298,7 @@ static void settle(const struct topo_host *h, struct topo_choice *c, const struc
   scopy(pc->why, sizeof(pc->why), all);
 }
 
-void plane_apply(const struct topo_host *h, struct topo_choice *c) {
+void plane_pass_rules(const struct topo_host *h, struct topo_choice *c) {
   struct plane_marks pm;
   memset(&pm, 0, sizeof(pm));
   rule_gpu(h, c, &pm);

@@ -25,29 +25,35 @@
  * every missing or unreadable file (a container with a partly mapped GID
  * table answers EINVAL) and records it in notes.
  *
- * topo_decide runs these passes, in this order; each records why a port was
- * set apart and the problems it finds (topo/decide.c):
- *  1. sockets: NCCL_SOCKET_IFNAME, exactly as NCCL applies it (first: the
- *     main interface and the advice read it);
- *  2. ports: a port is used only when ACTIVE with an InfiniBand or Ethernet
- *     link layer, and NCCL_IB_DISABLE is not set (topo/hca.c);
- *  3. filter: NCCL_IB_HCA selects it (NCCL's grammar, topo/filter.h);
- *  4. GIDs: a GID is usable (topo/gid.h): IB index 0 (1 with a routable
- *     FLID); RoCE by score or NCCL_IB_GID_INDEX;
- *  5. GPU distances: every port to every GPU (topo/gpu.c);
- *  6. main interface: the one that carries bootstrap (topo/plane.c);
- *  7. planes (topo/plane.c, NCCL_DIAG_PLANES=auto): a RoCE port on the
+ * topo_decide runs these passes, in this order (topo/decide.c); each reads
+ * what the ones before it decided, records why a port was set apart and
+ * the problems it finds:
+ *  1. sockets (pass_sockets): NCCL_SOCKET_IFNAME, exactly as NCCL applies
+ *     it; first, because the main interface and the advice read it;
+ *  2. ports (hca_pass_ports, topo/hca.c): a port is used only when ACTIVE
+ *     with an InfiniBand or Ethernet link layer, and NCCL_IB_DISABLE is
+ *     not set;
+ *  3. filter (hca_pass_filter): NCCL_IB_HCA selects it (NCCL's grammar,
+ *     topo/filter.h);
+ *  4. GIDs (pass_gids): a GID is usable (topo/gid.h): IB index 0 (1 with a
+ *     routable FLID); RoCE by score or NCCL_IB_GID_INDEX;
+ *  5. GPU distances (gpu_pass_distances, topo/gpu.c): every port to every
+ *     GPU;
+ *  6. main interface (plane_pass_main_interface, topo/plane.c): the one
+ *     that carries bootstrap;
+ *  7. planes (plane_pass_rules, NCCL_DIAG_PLANES=auto): a RoCE port on the
  *     bootstrap interface's subnet is set apart when other ports form a
  *     separate RDMA plane; a port far from every GPU is set apart when every
  *     GPU has a port on its own PCIe switch; a minority link layer is set
  *     apart (NCCL cannot connect InfiniBand to RoCE);
- *  8. forced GIDs: the problem of an NCCL_IB_GID_INDEX on the ports kept;
- *  9. devices: the rest, sorted by PCI bus id then port
+ *  8. forced GIDs (pass_forced_gids): the problem of an NCCL_IB_GID_INDEX
+ *     on the ports kept;
+ *  9. devices (hca_pass_devices): the rest, sorted by PCI bus id then port
  *     (NCCL_IB_DEVICE_PCI_ORDER), at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS);
- * 10. GPUs: each GPU's nearest devices;
- * 11. why none: with no device, why, in one line;
- * 12. recommendations: the settings to export, and notes on NCCL's own
- *     choices (topo/advice.c). */
+ * 10. GPUs (gpu_pass_nearest): each GPU's nearest devices;
+ * 11. why none (pass_why_none): with no device, why, in one line;
+ * 12. settings (advice_pass_settings, topo/advice.c): what to export, and
+ *     notes where NCCL's own choice would differ. */
 #ifndef DIAG_TOPO_TOPO_H
 #define DIAG_TOPO_TOPO_H
 
