@@ -34,8 +34,8 @@ int gpu_discover_sysfs(struct topo_host *h);
 int gpu_add(struct topo_host *h, const struct topo_gpu *g);
 bool gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
 
-/* Records a problem for the report (NULL, and counted in nissue_lost, when
- * memory runs out); errors are counted either way. */
+/* topo/decide.c: records a problem for the report (NULL, and counted in
+ * nissue_lost, when memory runs out); errors are counted either way. */
 struct topo_issue *topo_issue(struct topo_choice *c, enum topo_severity sev, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 /* The WARN line topo_report logs for issue i (none unless set). */

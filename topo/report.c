@@ -101,7 +101,7 @@ void topo_report(const struct topo_host *h, const struct topo_choice *c) {
     INFO(LOG_INIT, "RDMA ports for NCCL: %s; main interface %s (%s)", list,
          c->main_if >= 0 ? h->ifs.ifs[c->main_if].name : "none", c->main_why);
   }
-  for (int p = 0; p < h->nport; p++) report_port(h, c, p);
-  for (int g = 0; g < h->ngpu; g++) report_gpu(h, c, g);
+  for (int p = 0; p < c->nport; p++) report_port(h, c, p);
+  for (int g = 0; c->gpu_choices && g < h->ngpu; g++) report_gpu(h, c, g);
   report_choice(h, c);
 }
