@@ -6,6 +6,8 @@
  * whose subnets differ is only named as a risk: the kernel may still reach
  * the peer, and RTR decides. */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,12 +19,14 @@
  * route it looks for the address on the netdev's own segment, so RTR works
  * when the peer shares the L2 segment and answers ARP, and times out after
  * about 1 s otherwise (measured on Linux 6.1, tests/rxe). A risk to name,
- * not a failure to claim: RTR settles it. 1 = such a pair. */
-static int cross_subnet(const struct ib_dev *d, const struct hello *peer, char *out, size_t cap) {
+ * not a failure to claim: RTR settles it. */
+static bool is_cross_subnet(const struct ib_dev *d, const struct hello *peer, char *out,
+                            size_t cap) {
   const struct topo_dev *t = d->td;
   const struct hello_ib *r = &peer->ib;
-  int gw = 0;
-  if (t->ll == TOPO_LL_IB || ib_route_through(t->netdev, r->gid, &gw) != 0) return 0;
+  bool gw;
+  if (t->ll == TOPO_LL_IB || ib_route_through(t->netdev, r->gid, &gw) != IB_ROUTE_NONE)
+    return false;
   char lg[INET6_ADDRSTRLEN], rg[INET6_ADDRSTRLEN], sn[64];
   const uint8_t *g = ib_dev_gid(d, sn, sizeof(sn));
   inet_ntop(AF_INET6, g, lg, sizeof(lg));
@@ -33,7 +37,7 @@ static int cross_subnet(const struct ib_dev *d, const struct hello *peer, char *
            "unless the fabric routes or bridges the subnets (RTR will tell)",
            r->gid_index, rg, peer->host, r->dev, r->subnet[0] ? r->subnet : "another subnet",
            t->gid_index, lg, d->label, sn[0] ? sn : "its subnet", t->netdev, t->netdev);
-  return 1;
+  return true;
 }
 
 static void add_note(char *notes, size_t ncap, const char *text) {
@@ -43,7 +47,7 @@ static void add_note(char *notes, size_t ncap, const char *text) {
 
 void ib_compat_rtr_ok(const struct ib_dev *d, const struct hello *peer, const char *peer_desc) {
   char risk[512];
-  if (!cross_subnet(d, peer, risk, sizeof(risk))) return;
+  if (!is_cross_subnet(d, peer, risk, sizeof(risk))) return;
   INFO(LOG_NET,
        "connection with %s: RTR succeeded on %s although the remote GID is on %s and no route "
        "leads there from %s: the peer answered on that segment (one L2 segment for both "
@@ -64,7 +68,7 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
              "ports of one link layer on every node with NCCL_IB_HCA",
              d->label, local_ll == 1 ? "InfiniBand" : "RoCE", peer->host, r->dev, r->port,
              r->link_layer == 1 ? "InfiniBand" : "RoCE");
-    return -1;
+    return EHOSTUNREACH;
   }
   if (local_ll == 2 && r->gid_type && t->gid_type && r->gid_type != (int)t->gid_type) {
     snprintf(why, cap,
@@ -73,17 +77,17 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
              "NCCL_IB_GID_INDEX=-1) on every node",
              d->label, t->gid_type == GID_TYPE_V2 ? 2 : 1, t->gid_index, peer->host, r->dev,
              r->gid_type, r->gid_index);
-    return -1;
+    return EHOSTUNREACH;
   }
   if (local_ll == 1 && !r->lid) {
     snprintf(why, cap,
              "%s's %s port %d has LID 0: no subnet manager has configured it (start opensm, or "
              "check the fabric's SM)",
              peer->host, r->dev, r->port);
-    return -1;
+    return EHOSTUNREACH;
   }
   char text[512];
-  if (local_ll == 2 && cross_subnet(d, peer, text, sizeof(text))) add_note(notes, ncap, text);
+  if (local_ll == 2 && is_cross_subnet(d, peer, text, sizeof(text))) add_note(notes, ncap, text);
   if (r->mtu && t->mtu && r->mtu != t->mtu) {
     snprintf(text, sizeof(text),
              "MTU %d on %s, %d on %s's %s: the connection uses %d; give both ports the same MTU "
