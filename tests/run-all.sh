@@ -4,8 +4,9 @@
 #   N passed, N failed[, N skipped]
 # Four builds: the normal one (all suites), ASan+UBSan (unit and api suites),
 # ThreadSanitizer (the api suite on the v11 table, TCP and RDMA), and a clang one for the
-# libFuzzer targets (bounded runs).
-# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1.
+# libFuzzer targets (bounded runs). Last, the rxe suite of the normal build alone: its
+# QEMU guests use both CPUs (tests/rxe).
+# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1, SKIP_RXE=1.
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -28,12 +29,16 @@ run_suites() { # dir, meson test args...
   rm -f "$dir/meson-logs/testlog.json"
   meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes "${JOBS:-2}" "$@" \
     | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):' || true
-  [ -f "$dir/meson-logs/testlog.json" ] && logs+=("$dir/meson-logs/testlog.json")
+  # One copy per run: a build folder may run twice (the rxe suite after the rest).
+  local copy=$dir/meson-logs/testlog-${#logs[@]}.json
+  [ -f "$dir/meson-logs/testlog.json" ] && cp "$dir/meson-logs/testlog.json" "$copy" && logs+=("$copy")
 }
 
 step "build (gcc, debugoptimized)"
+main_ok=0
 if build build; then
-  run_suites build
+  run_suites build --no-suite rxe
+  main_ok=1
 else
   echo "main build failed"; status=1; broken+=(--broken build)
 fi
@@ -65,6 +70,11 @@ if [ "${SKIP_FUZZ:-0}" != 1 ] && command -v clang >/dev/null; then
   else
     echo "fuzz build failed"; status=1; broken+=(--broken build-fuzz)
   fi
+fi
+
+if [ "${SKIP_RXE:-0}" != 1 ] && [ $main_ok = 1 ]; then
+  step "the real RDMA stack: soft-RoCE in QEMU (rxe suite, alone)"
+  run_suites build --suite rxe --num-processes 1
 fi
 
 step "summary"

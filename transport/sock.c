@@ -178,6 +178,7 @@ const char *errno_name(int err) {
   case EBUSY: return "EBUSY";
   case EEXIST: return "EEXIST";
   case ENODEV: return "ENODEV";
+  case ENODATA: return "ENODATA"; /* RTR with an emptied GID entry */
   case EINVAL: return "EINVAL";
   case ENFILE: return "ENFILE";
   case EMFILE: return "EMFILE";

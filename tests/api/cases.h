@@ -13,6 +13,7 @@ void case_handle_bounds(struct side *s);
 void case_reload(struct side *s);
 
 void case_sizes(struct side *s);
+void case_sizes_64m(struct side *s);
 void case_sizes_1g(struct side *s);
 void case_capacity(struct side *s);
 void case_truncation(struct side *s);

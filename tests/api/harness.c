@@ -18,6 +18,7 @@
 const char *netns_recv, *netns_send;
 int abi_version = 11;
 int transport_ib;
+int real_verbs;
 
 #define MAX_SIDE_ENV 16
 static const char *side_env[2][MAX_SIDE_ENV];

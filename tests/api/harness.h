@@ -37,6 +37,7 @@ struct api_case {
   int transports; /* T_TCP, T_IB or both (0 = both) */
   int netns_only; /* needs the two-namespace-host placement */
   int one_host;   /* only in the one-host placement (it picks other fixture hosts) */
+  int soft_only;  /* softverbs only: fixture hosts, injected faults, or 2 GiB of memory */
   int abi_only;   /* only in the run for this table (the case picks each side's table) */
 };
 
@@ -44,6 +45,7 @@ struct api_case {
 extern const char *netns_recv, *netns_send;
 extern int abi_version;
 extern int transport_ib; /* the suite runs over RDMA devices (softverbs) */
+extern int real_verbs;   /* ... over the system's libibverbs and real devices */
 
 /* Environment for one side (KEY=VALUE), applied before the plugin loads. */
 void side_env_add(int role, const char *kv);

@@ -272,6 +272,7 @@ struct rtr_args {
   const char *dev, *dgid;
   int gid;
   int timeout_ms;
+  const char *change; /* run in host A after the device is open, before RTR */
 };
 
 static struct result rtr_child(int peer, void *arg) {
@@ -286,6 +287,7 @@ static struct result rtr_child(int peer, void *arg) {
   setenv("SOFTVERBS_RTR_TIMEOUT_MS", env, 1);
   inet_pton(AF_INET6, a->dgid, there.gid.raw);
   if (svt_open(&e, a->dev, a->gid, 4096, access_all) || svt_init(&e, &qo)) return r;
+  if (a->change && system(a->change)) return r;
   double t0 = svt_now();
   r.err = svt_rtr(&e, &there, &qo);
   r.secs = svt_now() - t0;
@@ -297,20 +299,61 @@ static struct result rtr_child(int peer, void *arg) {
   return r;
 }
 
-static void rtr_case(const char *dgid, int want, double min_s, double max_s) {
-  struct rtr_args a = {.dev = "mlx5_2", .dgid = dgid, .gid = 3, .timeout_ms = 1000};
+static void rtr_case_changed(const char *change, const char *dgid, int want, double min_s,
+                             double max_s) {
+  struct rtr_args a = {.dev = "mlx5_2", .dgid = dgid, .gid = 3, .timeout_ms = 1000, change};
   struct result r[2];
   run_pair(rtr_child, &a, NULL, NULL, r);
   CHECK(r[0].err == want, "rtr to %s: %d (%s), want %d (%s)", dgid, r[0].err, strerror(r[0].err),
         want, strerror(want));
   CHECK(r[0].secs >= min_s && r[0].secs <= max_s, "after %.3f s, want %.1f..%.1f s", r[0].secs,
         min_s, max_s);
-  CHECK(r[0].status == IBV_QPS_INIT, "qp state %d after the failed RTR, want INIT", r[0].status);
+  CHECK(r[0].status == (want ? IBV_QPS_INIT : IBV_QPS_RTR), "qp state %d after RTR, want %s",
+        r[0].status, want ? "INIT" : "RTR");
   tap_diag("rtr from mlx5_2 (xgbe2, 10.1.2.5) to %s: %s after %.3f s", dgid, strerror(r[0].err),
            r[0].secs);
 }
 
-static void case_rtr_no_route(void) { rtr_case("::ffff:10.9.9.9", ENETUNREACH, 0, 0.5); }
+static void rtr_case(const char *dgid, int want, double min_s, double max_s) {
+  rtr_case_changed(NULL, dgid, want, min_s, max_s);
+}
+
+/* The kernel (6.1, measured with rdma_rxe in tests/rxe) resolves the remote
+ * GID on the source GID's netdev even with no route: ARP nobody answers,
+ * ETIMEDOUT after its 1 s resolve timeout, never ENETUNREACH. */
+static void case_rtr_no_route(void) { rtr_case("::ffff:10.9.9.9", ETIMEDOUT, 0.9, 1.8); }
+
+/* Breaks something under an open device (in host A), then RTR; undo after. */
+static void rtr_case_with(const char *change, const char *undo, const char *dgid, int want,
+                          double min_s, double max_s) {
+  char cmd[600];
+  rtr_case_changed(change, dgid, want, min_s, max_s);
+  snprintf(cmd, sizeof cmd, "ip netns exec %s sh -c '%s' >/dev/null 2>&1", hosts[0].ns, undo);
+  CHECK(!system(cmd), "%s failed", cmd);
+}
+
+/* Only the source GID's own netdev down fails at once, with ENETUNREACH. */
+static void case_rtr_netdev_down(void) {
+  rtr_case_with("ip link set xgbe2 down", "ip link set xgbe2 up", "::ffff:10.1.2.6", ENETUNREACH, 0,
+                0.5);
+}
+
+/* The address behind the source GID removed: the kernel empties the entry. */
+static void case_rtr_gid_removed(void) {
+  rtr_case_with("ip addr del 10.1.2.5/24 dev xgbe2", "ip addr add 10.1.2.5/24 dev xgbe2",
+                "::ffff:10.1.2.6", ENODATA, 0, 0.5);
+}
+
+/* A remote GID on another subnet but on the same L2 segment, whose owner
+ * answers ARP: the kernel finds it on-link and RTR succeeds. */
+static void case_rtr_cross_subnet_l2(void) {
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "ip -n %s addr add 10.1.9.6/24 dev xgbe2", hosts[1].ns);
+  CHECK(!system(cmd), "%s failed", cmd);
+  rtr_case("::ffff:10.1.9.6", 0, 0, 1.8);
+  snprintf(cmd, sizeof cmd, "ip -n %s addr del 10.1.9.6/24 dev xgbe2", hosts[1].ns);
+  CHECK(!system(cmd), "%s failed", cmd);
+}
 static void case_rtr_no_neighbour(void) { rtr_case("::ffff:10.1.2.77", ETIMEDOUT, 0.9, 1.8); }
 /* Field story 5: a GID on the RDMA plane towards a bond0 (storage plane) GID. */
 static void case_rtr_cross_plane(void) { rtr_case("::ffff:10.0.0.6", ETIMEDOUT, 0.9, 1.8); }
@@ -344,7 +387,13 @@ int main(int argc, char **argv) {
     {"killed peer, NCCL's timeout 20 / retry 7 scaled by 0.01", case_killed_peer_nccl, false,
      false},
     {"blackholed peer (nft drop): RETRY_EXC_ERR in bound", case_blackholed_peer, true, false, true},
-    {"rtr to a GID with no route: ENETUNREACH", case_rtr_no_route, true, false},
+    {"rtr to a GID with no route: ETIMEDOUT after about 1 s, as the kernel", case_rtr_no_route,
+     true, false},
+    {"rtr with the source GID's netdev down: ENETUNREACH at once", case_rtr_netdev_down, true,
+     false},
+    {"rtr with the source GID's address removed: ENODATA", case_rtr_gid_removed, true, false},
+    {"rtr to another subnet on the same L2, ARP answered: succeeds", case_rtr_cross_subnet_l2, true,
+     false},
     {"rtr to an on-link GID nobody answers: ETIMEDOUT in bound", case_rtr_no_neighbour, true,
      false},
     {"rtr across planes (story 5, other host): ETIMEDOUT", case_rtr_cross_plane, true, false},

@@ -126,6 +126,46 @@ static void rtr_link_local_and_einval(void) {
         t);
 }
 
+/* What the Linux kernel answers at RTR on RoCE (measured on soft-RoCE,
+ * tests/rxe), each with its own cause. */
+static void rtr_kernel_errnos(void) {
+  char t[3000];
+  setup();
+  ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
+  const char *subnet = strstr(t, "different subnets"), *down = strstr(t, "is down"),
+             *arp = strstr(t, "rp_filter=1 or arp_ignore=2");
+  CHECK(strstr(t, "not resolvable from this GID's netdev xgbe4"), "ETIMEDOUT: resolution: %s", t);
+  CHECK(subnet && down && arp && subnet < down && down < arp,
+        "ETIMEDOUT: the causes in order (subnet or route, the peer's port down, ARP filtered): %s",
+        t);
+  ib_diag_rtr(&dev, &peer, ENETUNREACH, t, sizeof(t));
+  CHECK(strstr(t, "ENETUNREACH") && strstr(t, "netdev xgbe4 is down") &&
+          strstr(t, "ip link set xgbe4 up") && !strstr(t, "rp_filter"),
+        "ENETUNREACH: this GID's netdev is down: %s", t);
+  ib_diag_rtr(&dev, &peer, ENODATA, t, sizeof(t));
+  CHECK(strstr(t, "ENODATA") && strstr(t, "GID entry 3 of mlx5_4 port 1 was removed") &&
+          strstr(t, "changed or was deleted"),
+        "ENODATA: the GID entry was removed: %s", t);
+  memset(peer.ib.gid, 0, 16);
+  ib_diag_rtr(&dev, &peer, EINVAL, t, sizeof(t));
+  CHECK(strstr(t, "remote GID is all zero"), "EINVAL with a zero remote GID: %s", t);
+}
+
+/* soft-RoCE completes the writes in flight with LOC_QP_OP_ERR when the
+ * netdev under the port goes down; the port event explains it. */
+static void wc_after_port_down(void) {
+  char t[2400];
+  setup();
+  diag(IBV_WC_LOC_QP_OP_ERR, 0, "", t, sizeof(t));
+  CHECK(strstr(t, "could not send") && !strstr(t, "went down during"), "without an event: %s", t);
+  dev.port_down = 1;
+  diag(IBV_WC_LOC_QP_OP_ERR, 1, "", t, sizeof(t));
+  CHECK(strstr(t, "mlx5_4 port 1 went down during the transfer") && strstr(t, "xgbe4") &&
+          !strstr(t, "first RDMA write after RTR"),
+        "after a port error event: %s", t);
+  dev.port_down = 0;
+}
+
 int main(void) {
   TAP_CASE("RETRY_EXC_ERR on the first write: the path, both GIDs, how to confirm", retry_first);
   TAP_CASE("RETRY_EXC_ERR later: the peer stopped answering", retry_later);
@@ -133,5 +173,7 @@ int main(void) {
   TAP_CASE("WR_FLUSH_ERR names the first error", flush_names_first);
   TAP_CASE("RTR timeout: both GIDs, subnets, hosts and the plane fix", rtr_timeout);
   TAP_CASE("RTR: link-local GID and EINVAL", rtr_link_local_and_einval);
+  TAP_CASE("RTR: ETIMEDOUT, ENETUNREACH, ENODATA as the kernel means them", rtr_kernel_errnos);
+  TAP_CASE("completion error after a port went down: the port named", wc_after_port_down);
   return tap_done();
 }

@@ -65,6 +65,13 @@ struct ib_dev {
   pthread_t async_tid;
   bool is_async_started;
   char label[80]; /* "mlx5_2 port 1" */
+  /* The chosen GID entry as the kernel holds it now, re-read for every new
+   * connection (under lock): the address behind it may have changed since
+   * the topology was read. Unset while it still equals td->gid. */
+  bool has_gid_now;
+  uint8_t gid_now[16];
+  char subnet_now[64];
+  int port_down; /* a port error was seen and no port active since (atomic) */
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
@@ -85,6 +92,9 @@ int ib_host_init(struct transport_host *host);
 int ib_ptr_support(const struct transport_dev *x);
 /* The RDMA identity of an RDMA device, for the hello (no-op for TCP). */
 void ib_fill_hello(const struct transport_dev *x, struct hello *h);
+/* The local GID and its subnet ("10.0.0.0/24", or "" unknown) as the last
+ * hello announced them: a GID whose address changed is re-read there. */
+const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap);
 
 /* ---- memory registration (ib_mr.c) ---- */
 struct ib_mr_entry {
@@ -148,11 +158,14 @@ void ib_qp_destroy(struct ib_qp *q);
 /* ---- pre-RTR checks (ib_compat.c, ib_route.c) and diagnoses (ib_diag.c) ---- */
 
 /* Whether the local device and the peer's (from its hello) can talk:
- * 0 = yes (notes may carry a warning, e.g. an MTU mismatch), EHOSTUNREACH
- * = no, with the cause and the fix in why. The route check asks the kernel for a route
- * from the local GID's netdev to the remote GID's address, as RoCE does. */
+ * 0 = yes (notes may carry a warning: an MTU mismatch, or a remote GID on a
+ * subnet no route of the GID's netdev leads to, which RTR will settle),
+ * EHOSTUNREACH = no, with the cause and the fix in why. */
 int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
                     char *why, size_t cap, char *notes, size_t ncap);
+/* After every queue pair of a connection reached RTR: withdraws the subnet
+ * warning of ib_compat_check when there was one (the kernel found the peer). */
+void ib_compat_rtr_ok(const struct ib_dev *d, const struct hello *peer, const char *peer_desc);
 /* Whether the routing table has a route through netdev to the remote GID's
  * address (a connected subnet, or *via_gateway), none (the peer would be
  * sought on-link there), or this namespace cannot tell. */

@@ -1,58 +1,58 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Before any queue pair leaves INIT: can these two ports talk at all? Each
- * side compares its own device with the peer's hello, so a cross-plane or
- * mismatched pair is named at once instead of after an RTR timeout. */
+ * side compares its own device with the peer's hello, so a pair that can
+ * never work (InfiniBand against RoCE, RoCE v1 against v2, an IB port
+ * without a LID) is named at once instead of after an RTR timeout. A pair
+ * whose subnets differ is only named as a risk: the kernel may still reach
+ * the peer, and RTR decides. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <net/if.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include "common/log.h"
 #include "transport/ib/ib.h"
 
-static bool is_v4_mapped(const uint8_t *g) {
-  static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  return !memcmp(g, pfx, 12);
+/* The remote GID on a subnet no route of the local GID's netdev leads to.
+ * The kernel's RoCE address resolution is bound to that netdev: with no
+ * route it looks for the address on the netdev's own segment, so RTR works
+ * when the peer shares the L2 segment and answers ARP, and times out after
+ * about 1 s otherwise (measured on Linux 6.1, tests/rxe). A risk to name,
+ * not a failure to claim: RTR settles it. */
+static bool is_cross_subnet(const struct ib_dev *d, const struct hello *peer, char *out,
+                            size_t cap) {
+  const struct topo_dev *t = d->td;
+  const struct hello_ib *r = &peer->ib;
+  bool gw;
+  if (t->ll == TOPO_LL_IB || ib_route_through(t->netdev, r->gid, &gw) != IB_ROUTE_NONE)
+    return false;
+  char lg[INET6_ADDRSTRLEN], rg[INET6_ADDRSTRLEN], sn[64];
+  const uint8_t *g = ib_dev_gid(d, sn, sizeof(sn));
+  inet_ntop(AF_INET6, g, lg, sizeof(lg));
+  inet_ntop(AF_INET6, r->gid, rg, sizeof(rg));
+  snprintf(out, cap,
+           "remote GID %d %s of %s's %s is on %s, local GID %d %s of %s on %s, and no route "
+           "leads from %s to it: RoCE then looks for it on %s's own segment, so RTR may fail "
+           "unless the fabric routes or bridges the subnets (RTR will tell)",
+           r->gid_index, rg, peer->host, r->dev, r->subnet[0] ? r->subnet : "another subnet",
+           t->gid_index, lg, d->label, sn[0] ? sn : "its subnet", t->netdev, t->netdev);
+  return true;
 }
 
-/* Asks the kernel for a route from the GID's netdev to the remote GID's
- * address, as RoCE's address resolution does: the route must leave through
- * that netdev. 0, ENETUNREACH (no such route), or another errno (cannot
- * tell here, e.g. binding to a device needs privileges). */
-static int route_check(const struct topo_dev *t, const uint8_t *rgid) {
-  struct sockaddr_storage src = {0}, dst = {0};
-  socklen_t len;
-  int fam = is_v4_mapped(t->gid) && is_v4_mapped(rgid) ? AF_INET : AF_INET6;
-  if (fam == AF_INET) {
-    struct sockaddr_in *s = (struct sockaddr_in *)&src, *d = (struct sockaddr_in *)&dst;
-    s->sin_family = d->sin_family = AF_INET;
-    memcpy(&s->sin_addr, t->gid + 12, 4);
-    memcpy(&d->sin_addr, rgid + 12, 4);
-    d->sin_port = htons(4791); /* RoCE v2 */
-    len = sizeof(*s);
-  } else {
-    struct sockaddr_in6 *s = (struct sockaddr_in6 *)&src, *d = (struct sockaddr_in6 *)&dst;
-    s->sin6_family = d->sin6_family = AF_INET6;
-    memcpy(&s->sin6_addr, t->gid, 16);
-    memcpy(&d->sin6_addr, rgid, 16);
-    d->sin6_port = htons(4791);
-    if (t->gid[0] == 0xfe) s->sin6_scope_id = d->sin6_scope_id = if_nametoindex(t->netdev);
-    len = sizeof(*s);
-  }
-  int fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
-  int err = 0;
-  /* Binding to the netdev fails unprivileged, or when it is in another
-   * namespace; binding to the GID's address, when the address is not here. */
-  if ((t->netdev[0] &&
-       setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, t->netdev, (socklen_t)strlen(t->netdev) + 1)) ||
-      bind(fd, (struct sockaddr *)&src, len) || connect(fd, (struct sockaddr *)&dst, len))
-    err = errno;
-  close(fd);
-  return err;
+static void add_note(char *notes, size_t ncap, const char *text) {
+  size_t len = strlen(notes);
+  if (len < ncap) snprintf(notes + len, ncap - len, "%s%s", len ? "; " : "", text);
+}
+
+void ib_compat_rtr_ok(const struct ib_dev *d, const struct hello *peer, const char *peer_desc) {
+  char risk[512];
+  if (!is_cross_subnet(d, peer, risk, sizeof(risk))) return;
+  INFO(LOG_NET,
+       "connection with %s: RTR succeeded on %s although the remote GID is on %s and no route "
+       "leads there from %s: the peer answered on that segment (one L2 segment for both "
+       "subnets, or a router answering for it), so the subnet warning does not apply to it",
+       peer_desc, d->label, peer->ib.subnet[0] ? peer->ib.subnet : "another subnet", d->td->netdev);
 }
 
 int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
@@ -86,16 +86,14 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
              peer->host, r->dev, r->port);
     return EHOSTUNREACH;
   }
-  bool gw;
-  enum ib_route route = local_ll == 2 ? ib_route_through(t->netdev, r->gid, &gw) : IB_ROUTE_UNKNOWN;
-  if (local_ll == 2 && (route == IB_ROUTE_NONE || route_check(t, r->gid) == ENETUNREACH)) {
-    ib_diag_rtr(d, peer, ENETUNREACH, why, cap);
-    return EHOSTUNREACH;
-  }
-  if (r->mtu && t->mtu && r->mtu != t->mtu)
-    snprintf(notes, ncap,
+  char text[512];
+  if (local_ll == 2 && is_cross_subnet(d, peer, text, sizeof(text))) add_note(notes, ncap, text);
+  if (r->mtu && t->mtu && r->mtu != t->mtu) {
+    snprintf(text, sizeof(text),
              "MTU %d on %s, %d on %s's %s: the connection uses %d; give both ports the same MTU "
              "(ip link set <netdev> mtu, or the switch/SM configuration)",
              t->mtu, d->label, r->mtu, peer->host, r->dev, r->mtu < t->mtu ? r->mtu : t->mtu);
+    add_note(notes, ncap, text);
+  }
   return 0;
 }

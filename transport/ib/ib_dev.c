@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Opening the RDMA ports the topology chose: one verbs context, protection
  * domain and async-event thread per port. A port that verbs cannot open or
- * sees otherwise than sysfs did is dropped with its reason. */
+ * sees otherwise than sysfs did is dropped with its reason. Each new
+ * connection re-reads the port's chosen GID entry (ib_fill_hello). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,8 @@ static void *async_main(void *arg) {
   struct ibv_async_event ev;
   while (d->v->get_async_event(d->ctx, &ev) == 0) {
     const char *what = d->v->event_type_str(ev.event_type);
+    if (ev.event_type == IBV_EVENT_PORT_ERR || ev.event_type == IBV_EVENT_PORT_ACTIVE)
+      __atomic_store_n(&d->port_down, ev.event_type == IBV_EVENT_PORT_ERR, __ATOMIC_RELEASE);
     switch (ev.event_type) {
     case IBV_EVENT_PORT_ACTIVE:
     case IBV_EVENT_PORT_ERR:
@@ -34,7 +39,8 @@ static void *async_main(void *arg) {
     case IBV_EVENT_CLIENT_REREGISTER:
       WARN("device %s port %d: %s%s", d->td->name, ev.element.port_num, what,
            ev.event_type == IBV_EVENT_GID_CHANGE
-             ? " (the GID table changed: new connections re-read it, existing ones keep their GID)"
+             ? " (the GID table changed: new connections re-read their GID entry, existing ones "
+               "keep the GID they started with)"
            : ev.event_type == IBV_EVENT_PORT_ERR ? " (the link went down: connections on this port "
                                                    "will fail with retry errors)"
                                                  : "");
@@ -248,23 +254,83 @@ int ib_ptr_support(const struct transport_dev *x) {
   return x->is_ib && x->ib ? ((const struct ib_dev *)x->ib)->ptr_support : NCCL_PTR_HOST;
 }
 
+/* The subnet of the interface address a GID carries, from the interfaces. */
+static void gid_subnet(const char *netdev, const uint8_t *gid, char *buf, size_t cap) {
+  static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  bool is_v4 = !memcmp(gid, v4pfx, 12);
+  struct ifaddrs *list = NULL;
+  buf[0] = 0;
+  if (!netdev || getifaddrs(&list)) return;
+  for (struct ifaddrs *i = list; i; i = i->ifa_next) {
+    struct ipaddr a;
+    if (!i->ifa_addr || strcmp(i->ifa_name, netdev) ||
+        ipaddr_from_sockaddr(&a, i->ifa_addr, i->ifa_netmask))
+      continue;
+    if (is_v4 ? a.family == AF_INET && !memcmp(a.bytes, gid + 12, 4)
+              : a.family == AF_INET6 && !memcmp(a.bytes, gid, 16)) {
+      ipaddr_subnet_str(&a, buf, cap);
+      break;
+    }
+  }
+  freeifaddrs(list);
+}
+
+/* Re-reads the chosen RoCE GID entry. A changed value (the address was
+ * replaced) is taken, said once; an emptied entry is left to RTR, which
+ * then fails with ENODATA and says so (ib_diag.c). */
+static void refresh_gid(struct ib_dev *d) {
+  const struct topo_dev *t = d->td;
+  static const uint8_t zero[16];
+  union ibv_gid g;
+  if (t->ll == TOPO_LL_IB || !d->ctx ||
+      d->v->query_gid(d->ctx, (uint8_t)t->ib_port, t->gid_index, &g) || !memcmp(g.raw, zero, 16))
+    return;
+  pthread_mutex_lock(&d->lock);
+  const uint8_t *before = d->has_gid_now ? d->gid_now : t->gid;
+  if (memcmp(before, g.raw, 16)) {
+    char was[INET6_ADDRSTRLEN], now[INET6_ADDRSTRLEN];
+    inet_ntop(AF_INET6, before, was, sizeof(was));
+    inet_ntop(AF_INET6, g.raw, now, sizeof(now));
+    d->has_gid_now = memcmp(g.raw, t->gid, 16) != 0;
+    memcpy(d->gid_now, g.raw, 16);
+    gid_subnet(t->netdev, g.raw, d->subnet_now, sizeof(d->subnet_now));
+    WARN("device %s: GID %d changed from %s to %s (the address on %s changed): new connections "
+         "use %s; connections made before keep %s and fail if it is gone",
+         d->label, t->gid_index, was, now, t->netdev ? t->netdev : "its netdev", now, was);
+  }
+  pthread_mutex_unlock(&d->lock);
+}
+
+const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap) {
+  const struct topo_dev *t = d->td;
+  if (d->has_gid_now) {
+    snprintf(subnet, cap, "%s", d->subnet_now);
+    return d->gid_now;
+  }
+  subnet[0] = 0;
+  if (t->subnet.family) ipaddr_subnet_str(&t->subnet, subnet, cap);
+  return t->gid;
+}
+
 void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   if (!x->is_ib || !x->ib) return;
-  const struct ib_dev *d = x->ib;
+  struct ib_dev *d = x->ib;
   const struct topo_dev *t = d->td;
   struct hello_ib *b = &h->ib;
+  refresh_gid(d);
   snprintf(h->transport, sizeof(h->transport), "ib");
   b->is_present = true;
   scopy(b->dev, sizeof(b->dev), t->name);
   b->port = t->ib_port;
   b->link_layer = t->ll == TOPO_LL_IB ? 1 : 2;
   b->gid_index = t->gid_index;
-  memcpy(b->gid, t->gid, 16);
+  pthread_mutex_lock(&d->lock);
+  memcpy(b->gid, ib_dev_gid(d, b->subnet, sizeof(b->subnet)), 16);
+  pthread_mutex_unlock(&d->lock);
   b->gid_type = t->ll == TOPO_LL_IB ? 0 : t->gid_type == GID_TYPE_V2 ? 2 : 1;
   b->mtu = t->mtu;
   b->lid = t->lid;
   b->pkey_index = (int)knob_int(K_IB_PKEY);
   scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");
-  if (t->subnet.family) ipaddr_subnet_str(&t->subnet, b->subnet, sizeof(b->subnet));
   b->is_off_plane = t->off_plane;
 }

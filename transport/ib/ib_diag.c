@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "transport/ib/ib.h"
 #include "transport/sock.h"
@@ -35,15 +36,18 @@ static void gid_text(const uint8_t *g, char *buf, size_t cap) {
   snprintf(buf, cap, "%s", t);
 }
 
-/* "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24) of mlx5_4 port 1" */
+/* "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24) of mlx5_4 port 1
+ * on host-a": with the host, so the text reads right on the peer too. */
 static void local_side(struct out *o, const struct ib_dev *d) {
   const struct topo_dev *t = d->td;
-  char g[64], sn[64] = "no subnet";
-  gid_text(t->gid, g, sizeof(g));
-  if (t->subnet.family) ipaddr_subnet_str(&t->subnet, sn, sizeof(sn));
-  put(o, "local GID %d %s (%s, %s, %s) of %s", t->gid_index, g, gid_type_name(t->gid_type, t->ll),
-      t->netdev[0] ? t->netdev : "no netdev", sn, d->label);
-  if (gid_link_local(t->gid)) put(o, " [link-local: it only reaches the same L2 segment]");
+  char g[64], sn[64], host[256] = "this host";
+  const uint8_t *gid = ib_dev_gid(d, sn, sizeof(sn));
+  gid_text(gid, g, sizeof(g));
+  if (gethostname(host, sizeof(host) - 1)) snprintf(host, sizeof(host), "this host");
+  put(o, "local GID %d %s (%s, %s, %s) of %s on %s", t->gid_index, g,
+      gid_type_name(t->gid_type, t->ll), t->netdev[0] ? t->netdev : "no netdev",
+      sn[0] ? sn : "no subnet", d->label, host);
+  if (gid_link_local(gid)) put(o, " [link-local: it only reaches the same L2 segment]");
 }
 
 static void remote_side(struct out *o, const struct hello *peer) {
@@ -103,10 +107,62 @@ static void plane_advice(struct out *o, const struct ib_dev *d, const struct hel
            "the IPv4-mapped RoCE v2 GID");
 }
 
+/* RTR on RoCE, as the Linux kernel answers it (6.1, measured on soft-RoCE):
+ * the remote GID is resolved on the local GID's netdev, on-link when no
+ * route leads there, within 1 s. */
+static void roce_rtr_causes(struct out *o, const struct ib_dev *d, const struct hello *peer,
+                            int err) {
+  const char *nd = d->td->netdev;
+  switch (err) {
+  case ETIMEDOUT:
+  case EHOSTUNREACH:
+    put(o,
+        ". The remote GID is not resolvable from this GID's netdev %s (no ARP/ND answer within "
+        "the kernel's 1 s). Likely causes, in order: the two GIDs are on different subnets and "
+        "nothing routes or bridges between them (wrong subnet, or no route); %s's port or its "
+        "netdev %s is down; %s filters ARP from this subnet (rp_filter=1 or arp_ignore=2 on %s)",
+        nd, peer->host, peer->ib.netdev[0] ? peer->ib.netdev : "netdev", peer->host,
+        peer->ib.netdev[0] ? peer->ib.netdev : "its netdev");
+    plane_advice(o, d, peer);
+    put(o,
+        ". Confirm with: ib_write_bw -d %s -x %d on %s, then ib_write_bw -d %s -x %d %s on this "
+        "host",
+        peer->ib.dev, peer->ib.gid_index, peer->host, d->td->name, d->td->gid_index, peer->host);
+    break;
+  case ENETUNREACH:
+    put(o,
+        ". This GID's netdev %s is down: bring it up (ip link set %s up) or choose another "
+        "port with NCCL_IB_HCA",
+        nd, nd);
+    break;
+  case ENODATA:
+    put(o,
+        ". GID entry %d of %s was removed (its address on %s changed or was deleted): new "
+        "connections re-read the entry; restore the address, or unset NCCL_IB_GID_INDEX so "
+        "that the plugin picks an entry that exists",
+        d->td->gid_index, d->label, nd);
+    break;
+  case EINVAL:
+  case ENODEV: {
+    static const uint8_t zero[16];
+    if (!memcmp(peer->ib.gid, zero, 16)) {
+      put(o, ". The remote GID is all zero: %s's port has no address on its GID entry %d",
+          peer->host, peer->ib.gid_index);
+      break;
+    }
+    put(o, ". The device refused the address: usually a GID index that is empty or wrong in "
+           "this namespace (a hard-coded NCCL_IB_GID_INDEX), or an MTU/P_Key the port does not "
+           "take: set NCCL_IB_GID_INDEX=-1 (automatic) and check 'nccl-net-diag doctor'");
+    break;
+  }
+  default: plane_advice(o, d, peer);
+  }
+}
+
 void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *buf, size_t cap) {
   struct out o = {buf, cap, 0};
   buf[0] = 0;
-  put(&o, "%s (%s) from ", strerror(err), errno_name(err));
+  put(&o, "RTR failed with %s (%s) from ", strerror(err), errno_name(err));
   local_side(&o, d);
   put(&o, " to ");
   remote_side(&o, peer);
@@ -115,34 +171,7 @@ void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char
     if (!peer->ib.lid) put(&o, " (LID 0: no subnet manager configured the peer's port)");
     return;
   }
-  switch (err) {
-  case ENETUNREACH:
-    put(&o,
-        ". No route leads from %s to the remote address: RoCE would look for it on %s's own "
-        "segment and RTR would time out",
-        d->td->netdev, d->td->netdev);
-    plane_advice(&o, d, peer);
-    break;
-  case ETIMEDOUT:
-  case EHOSTUNREACH:
-    put(&o,
-        ". The remote address did not answer neighbour resolution through %s: it is not on "
-        "that network segment, or the path drops it",
-        d->td->netdev);
-    plane_advice(&o, d, peer);
-    put(&o,
-        ". Confirm with: ib_write_bw -d %s -x %d on one side and ib_write_bw -d %s -x %d %s on "
-        "the other",
-        peer->ib.dev, peer->ib.gid_index, d->td->name, d->td->gid_index, peer->host);
-    break;
-  case EINVAL:
-  case ENODEV:
-    put(&o, ". The device refused the address: usually a GID index that is empty or wrong in "
-            "this namespace (a hard-coded NCCL_IB_GID_INDEX), or an MTU/P_Key the port does not "
-            "take: set NCCL_IB_GID_INDEX=-1 (automatic) and check 'nccl-net-diag doctor'");
-    break;
-  default: plane_advice(&o, d, peer);
-  }
+  roce_rtr_causes(&o, d, peer, err);
 }
 
 static const char *wc_causes(enum ibv_wc_status s, int first_after_rtr) {
@@ -150,8 +179,9 @@ static const char *wc_causes(enum ibv_wc_status s, int first_after_rtr) {
   case IBV_WC_RETRY_EXC_ERR:
     return first_after_rtr
              ? "the first RDMA write after RTR was never acknowledged: the path between the two "
-               "GIDs does not carry RoCE/IB traffic (routing, a GID on the wrong subnet, PFC/ECN "
-               "or a switch ACL dropping it)"
+               "GIDs does not carry RoCE/IB traffic both ways (routing, a GID on the wrong "
+               "subnet, the peer's rp_filter dropping packets from this subnet, PFC/ECN or a "
+               "switch ACL dropping it)"
              : "the peer stopped acknowledging: it died, its port went down, or the fabric drops "
                "packets (NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT bounds the wait)";
   case IBV_WC_RNR_RETRY_EXC_ERR: return "the peer had no receive posted for too long";
@@ -166,6 +196,9 @@ static const char *wc_causes(enum ibv_wc_status s, int first_after_rtr) {
   case IBV_WC_REM_INV_REQ_ERR:
     return "a message larger than the receive buffer or the MTU the path allows";
   case IBV_WC_WR_FLUSH_ERR: return "the queue pair was already in the error state";
+  case IBV_WC_LOC_QP_OP_ERR:
+    return "the local queue pair could not send it: its port or netdev went down, or no route "
+           "leads to the peer from the GID's netdev (soft-RoCE reports both this way)";
   default: return "a transport or device error";
   }
 }
@@ -176,9 +209,16 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
   struct out o = {buf, cap, 0};
   buf[0] = 0;
   /* On error only wr_id, status, qp_num and vendor_err are valid. */
-  put(&o, "%s completed with %s (%d), qp 0x%x, vendor_err 0x%x: %s", what,
-      verbs_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err,
-      wc_causes(wc->status, first_after_rtr));
+  put(&o, "%s completed with %s (%d), qp 0x%x, vendor_err 0x%x: ", what,
+      verbs_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err);
+  /* A port that went down explains any error that follows it. */
+  int port_down = __atomic_load_n(&d->port_down, __ATOMIC_ACQUIRE);
+  if (port_down && wc->status != IBV_WC_WR_FLUSH_ERR)
+    put(&o,
+        "%s went down during the transfer (a port error event; check its netdev %s and its "
+        "link), so ",
+        d->label, d->td->netdev[0] ? d->td->netdev : "netdev");
+  put(&o, "%s", wc_causes(wc->status, first_after_rtr && !port_down));
   if (wc->status == IBV_WC_WR_FLUSH_ERR)
     put(&o,
         first_error && first_error[0] ? "; the first error was: %s"

@@ -29,13 +29,24 @@ static int peer_gave_up(struct ib_comm *c) {
 }
 
 static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
-  static const char *const what[] = {"?", "the RDMA write of a message", "a receive",
+  /* An error completes unsignaled WRs too: every WR carries its kind. */
+  static const char *const what[] = {"a work request", "the RDMA write of a message", "a receive",
                                      "a clear-to-send write", "a flush read"};
   if (peer_gave_up(c)) return c->fail_err;
   char diag[2400];
   ib_diag_wc(c->dev, &c->base.peer.hello, wc, what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
              !c->has_success, c->first_error, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
+  /* A peer process that died took its registrations along: on a real
+   * kernel its last writes fail with REM_ACCESS_ERR, which names an rkey
+   * problem that is not there. Its closed control connection says why
+   * (peer_gave_up waited long enough for it to close). */
+  char b;
+  if (recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+    return ib_fail(c, ECONNRESET, true,
+                   "the peer's control connection closed while requests were in flight: its "
+                   "process died or it closed this connection (here %s)",
+                   diag);
   return ib_fail(c, ECONNRESET, true, "%s", diag);
 }
 

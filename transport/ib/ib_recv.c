@@ -59,11 +59,10 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   wr.opcode = IBV_WR_RDMA_WRITE;
   wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(*e);
   wr.wr.rdma.rkey = c->peer_fifo_rkey;
-  /* Unsignaled writes leave the send queue only behind a signaled one. */
-  if (++c->cts_count % IB_CTS_SIGNAL_EVERY == 0) {
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr_id = WR_ID(WR_CTS, slot);
-  }
+  /* Unsignaled writes leave the send queue only behind a signaled one. An
+   * unsignaled write still completes when it fails: its wr_id names it. */
+  wr.wr_id = WR_ID(WR_CTS, slot);
+  if (++c->cts_count % IB_CTS_SIGNAL_EVERY == 0) wr.send_flags = IBV_SEND_SIGNALED;
   if (!err) err = ibv_post_send(q->qp, &wr, &bad);
   if (err) {
     ib_req_put(c, r);

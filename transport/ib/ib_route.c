@@ -3,9 +3,11 @@
  * v2 resolves the destination through the source GID's netdev. With a
  * device given, the kernel treats a destination it has no route for as
  * on-link and sends ARP/ND for it there: between two planes (field story 5)
- * that never answers, and RTR times out. So a route lookup that merely
- * succeeds proves nothing; this reads the namespace's routing table for a
- * route through that netdev. */
+ * nobody answers and RTR times out after 1 s, while a peer on another
+ * subnet of the same L2 segment answers and RTR succeeds (Linux 6.1). So a
+ * route lookup that merely succeeds proves nothing, and no route is a risk,
+ * not a verdict (ib_compat.c); this reads the namespace's routing table for
+ * a route through that netdev. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>

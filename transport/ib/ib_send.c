@@ -133,6 +133,7 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
     wr[nwr].wr.rdma.remote_addr = e[i].addr;
     wr[nwr].wr.rdma.rkey = e[i].rkey;
+    wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled: seen only if it fails */
     wr[nwr].next = &wr[nwr + 1];
     nwr++;
   }

@@ -136,7 +136,7 @@ static void make_status(struct ib_setup *s) {
   if (!s->mine_info.is_ok) {
     snprintf(why, sizeof(why), "%s", s->mine_info.reason);
   } else if (!s->peer_info.is_ok) {
-    snprintf(why, sizeof(why), "%s", s->peer_info.reason);
+    snprintf(why, sizeof(why), "%s (reported by the peer)", s->peer_info.reason);
   } else if (s->peer_info.nqps != s->nqps) {
     snprintf(why, sizeof(why), "the peer has %d queue pairs, this side %d", s->peer_info.nqps,
              s->nqps);

@@ -105,6 +105,7 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
     if (!err) err = ib_qp_rts(&s->qps[i], why, cap);
     if (err) return err;
   }
+  ib_compat_rtr_ok(s->dev, &s->peer, s->peer_desc);
   return 0;
 }
 

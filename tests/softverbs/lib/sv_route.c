@@ -1,22 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: path resolution at INIT->RTR, the way kernel RoCE resolves it.
  *
- * RoCE, net mode (the GID's interface exists in this namespace):
- *  1. the source GID's address must be configured here, else ENODEV (the GID
- *     is not present in this namespace);
- *  2. a route lookup from that address to the remote GID's address: no route
- *     gives ENETUNREACH at once (kernel RoCE, which pins the GID's netdev,
- *     would try the neighbour on-link and time out instead: simplified);
- *  3. the neighbour: a TCP connect from the GID's interface (SO_BINDTODEVICE)
- *     to the remote QP's listener. A neighbour that never answers ARP/ND
- *     ends in ETIMEDOUT, after the kernel's own neighbour failure or after
- *     SOFTVERBS_RTR_TIMEOUT_MS (default 2000), whichever comes first. A
- *     refused connection means the neighbour answered: RTR succeeds and the
- *     QP's traffic later times out (IBV_WC_RETRY_EXC_ERR), as on RoCE.
- *     A connect still pending at the deadline with a valid neighbour entry
- *     (the peer is blackholed, not absent) also succeeds, and the progress
- *     thread keeps connecting.
- * RoCE on a DOWN port fails with ENETUNREACH (its netdev is down).
+ * RoCE, net mode (the GID's interface exists in this namespace), as the
+ * Linux 6.1 kernel does it (measured with rdma_rxe, tests/rxe):
+ *  1. the source GID's address must be configured here, else ENODATA (the
+ *     kernel drops a GID entry whose address is removed, and RTR with that
+ *     index fails with ENODATA);
+ *  2. the neighbour: a TCP connect from the GID's interface (SO_BINDTODEVICE)
+ *     to the remote QP's listener. Bound to a device, the kernel's route
+ *     lookup treats a destination it has no route for as on-link and sends
+ *     ARP/ND there, exactly as RoCE's address resolution does: so "no route"
+ *     is no error of its own, and a cross-subnet peer on the same L2
+ *     segment that answers ARP is reached. A neighbour that never answers
+ *     ends in ETIMEDOUT after SOFTVERBS_RTR_TIMEOUT_MS (default 1000, the
+ *     kernel's address-resolution timeout) or the kernel's own neighbour
+ *     failure, whichever comes first. Only a netdev that is down fails at
+ *     once, with ENETUNREACH. A refused connection means the neighbour
+ *     answered: RTR succeeds and the QP's traffic later times out
+ *     (IBV_WC_RETRY_EXC_ERR), as on RoCE. A connect still pending at the
+ *     deadline with a valid neighbour entry (the peer is blackholed, or its
+ *     replies take no route back) also succeeds, and the progress thread
+ *     keeps connecting.
+ * RoCE on a port reported DOWN (SOFTVERBS_PORT_DOWN: its netdev is down)
+ * fails with ENETUNREACH.
  * InfiniBand, and loopback mode: RTR never fails for reachability (IB's
  * modify_qp does not resolve anything); an unknown LID or a refused
  * connection only means the traffic will time out. */
@@ -46,7 +52,7 @@ static void set_scope(struct sockaddr_storage *ss, int ifindex) {
 }
 
 static int rtr_timeout_ms(void) {
-  return (int)sv_env_long("SOFTVERBS_RTR_TIMEOUT_MS", 2000, 1, 600000);
+  return (int)sv_env_long("SOFTVERBS_RTR_TIMEOUT_MS", 1000, 1, 600000);
 }
 
 /* Connects a non-blocking socket, waiting up to timeout_ms. 0: connected;
@@ -119,26 +125,14 @@ static int ib_path(struct sv_qp *qp, struct sv_port *p, const struct ibv_qp_attr
   return 0;
 }
 
-/* A UDP connect is a route lookup: it fails at once when there is none. */
-static int route_check(const struct sockaddr_storage *src, const struct sockaddr_storage *dst) {
-  int fd = socket(dst->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return errno;
-  int err = 0;
-  if (bind(fd, (const struct sockaddr *)src, addr_len(src)))
-    err = errno == EADDRNOTAVAIL ? ENODEV : errno;
-  else if (connect(fd, (const struct sockaddr *)dst, addr_len(dst))) err = errno;
-  close(fd);
-  return err;
-}
-
 static int neighbour(const char *ndev, int ifindex, const struct sockaddr_storage *src,
                      const struct sockaddr_storage *dst, struct sv_path *path) {
   int fd = stream_socket(dst->ss_family);
   if (fd < 0) return errno;
   int err = 0;
-  if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ndev, (socklen_t)strlen(ndev) + 1) ||
-      bind(fd, (const struct sockaddr *)src, addr_len(src)))
-    err = errno;
+  if (setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, ndev, (socklen_t)strlen(ndev) + 1)) err = errno;
+  else if (bind(fd, (const struct sockaddr *)src, addr_len(src)))
+    err = errno == EADDRNOTAVAIL ? ENODATA : errno; /* the GID's address is gone */
   if (!err) err = connect_wait(fd, dst, rtr_timeout_ms());
   bool pending = err == EINPROGRESS;
   if (pending) err = sv_nl_neigh_valid(ifindex, dst) ? 0 : ETIMEDOUT;
@@ -161,6 +155,7 @@ static int roce_path(struct sv_qp *qp, struct sv_port *p, const struct ibv_qp_at
                      struct sv_path *path) {
   const struct sv_gid *sg = &p->gids[a->ah_attr.grh.sgid_index];
   struct sockaddr_storage src, dst;
+  if (sv_gid_is_zero(&sg->gid)) return ENODATA; /* an empty entry, as the kernel answers */
   if (sv_port_is_down(qp->ctx->dev, p)) return ENETUNREACH;
   if (!sv_gid_to_addr(&a->ah_attr.grh.dgid, &dst)) return EINVAL;
   if (!qp->ctx->net[p->num]) loopback_addr(&dst);
@@ -170,13 +165,11 @@ static int roce_path(struct sv_qp *qp, struct sv_port *p, const struct ibv_qp_at
     return 0;
   }
   int ifindex = sg->ndev[0] ? (int)if_nametoindex(sg->ndev) : 0;
-  if (!ifindex) return ENODEV;
+  if (!ifindex) return ENODATA; /* the GID's netdev is gone, and its entry with it */
   if (!sv_gid_to_addr(&sg->gid, &src) || src.ss_family != dst.ss_family) return EINVAL;
   set_scope(&src, ifindex);
   set_scope(&dst, ifindex);
-  int err = route_check(&src, &dst);
-  if (!err) err = neighbour(sg->ndev, ifindex, &src, &dst, path);
-  return err;
+  return neighbour(sg->ndev, ifindex, &src, &dst, path);
 }
 
 int sv_route_resolve(struct sv_qp *qp, const struct ibv_qp_attr *a, struct sv_path *path) {

@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: Apache-2.0
+# The failure scenarios that one kernel shows (sourced by g-one.sh after
+# its setup): each breaks one thing under rxe0 (the listener) or rxe1 (the
+# connector) and checks the diagnosis on both sides, that neither hangs, and
+# how the connection ends (TCP with the data verified under
+# NCCL_DIAG_FALLBACK=auto, a clean failure under off).
+tap=$RXE_OUT/30-scenarios.tap
+ctl="NCCL_SOCKET_IFNAME==ctl0"
+A="$ctl NCCL_IB_HCA==rxe0"
+B="$ctl NCCL_IB_HCA==rxe1"
+zero=0000:0000:0000:0000:0000:0000:0000:0000
+
+# Puts rxe0/rxe1's addresses and routes back as two_rxe made them (removing
+# an address also removes the routes that use it as their source).
+restore() {
+  ip link set veth0 up
+  ip link set veth1 up
+  ip addr replace 10.0.0.1/24 dev veth0
+  ip addr replace 10.0.0.2/24 dev veth1
+  ip route replace 10.0.0.2 dev veth0 src 10.0.0.1 table 100
+  ip route replace 10.0.0.1 dev veth1 src 10.0.0.2 table 101
+  sysctl -qw net.ipv4.conf.veth1.arp_ignore=0
+  ip neigh flush dev veth0
+  ip neigh flush dev veth1
+  local d i
+  for d in rxe0 rxe1; do
+    for i in $(seq 100); do
+      [ "$(sysread /sys/class/infiniband/$d/ports/1/state)" = "4: ACTIVE" ] && break
+      sleep 0.05
+    done
+  done
+  wait_gid rxe0 1 && wait_gid rxe1 1
+}
+
+rdma_ok() { # both sides on RDMA with their data verified
+  expect both result "path RDMA"
+  expect both result "data verified"
+}
+tcp_ok() {
+  expect both result "path TCP"
+  expect both result "data verified"
+}
+
+# 1. The healthy pair: RDMA between rxe0 and rxe1, the data checked.
+pair healthy "$A" "$B"
+rdma_ok
+expect listen info "rxe0" "RDMA, 1 queue pair"
+expect connect info "rxe1" "RDMA, 1 queue pair"
+verdict "healthy pair: RDMA between rxe0 and rxe1, data verified"
+
+# 2. Cross-subnet on one L2 segment: rxe1 uses a GID on 10.9.0.0/24, rxe0 is
+# on 10.0.0.0/24 and has no route there. The kernel looks the address up on
+# veth0's own segment, veth1 answers the ARP, and RTR succeeds.
+ip addr add 10.9.0.2/24 dev veth1 && wait_gid rxe1 2
+pair cross_subnet_l2 "$A" "$B NCCL_IB_GID_INDEX=2"
+rdma_ok
+expect listen warn "::ffff:10.9.0.2" "may fail unless the fabric routes or bridges the subnets"
+expect listen info "RTR succeeded"
+verdict "cross-subnet pair on one L2 segment: named as a risk, RTR succeeds, RDMA"
+
+# 3. The same with ARP filtered on rxe1's side (arp_ignore=2: answer only a
+# sender on the target's subnet): rxe0's RTR times out after about 1 s,
+# rxe1's succeeds. Both sides name the cause; TCP carries the data.
+sysctl -qw net.ipv4.conf.veth1.arp_ignore=2
+ip neigh flush dev veth0
+pair cross_subnet_filtered "$A NCCL_DIAG_FALLBACK=auto" "$B NCCL_IB_GID_INDEX=2 NCCL_DIAG_FALLBACK=auto"
+tcp_ok
+expect both warn "ETIMEDOUT" "not resolvable from this GID's netdev" "rp_filter"
+verdict "cross-subnet pair, ARP filtered on one side: RTR ETIMEDOUT named on both sides, TCP"
+ip neigh flush dev veth0
+pair cross_subnet_filtered_off "$A NCCL_DIAG_FALLBACK=off" "$B NCCL_IB_GID_INDEX=2 NCCL_DIAG_FALLBACK=off"
+expect both result "connect failed"
+# A long WARN reaches NCCL's logger in pieces: the cause and the policy
+# may sit in two of them.
+expect both warn "ETIMEDOUT"
+expect both warn "NCCL_DIAG_FALLBACK=off"
+verdict "cross-subnet pair, ARP filtered, fallback off: a clean failure on both sides"
+ip addr del 10.9.0.2/24 dev veth1
+restore
+
+# 4. The local GID's netdev goes down after the plugin read its devices:
+# RTR on rxe0 fails at once with ENETUNREACH (rxe1, whose veth lost its
+# carrier, times out).
+HOOK="ip link set veth0 down" pair netdev_down "$A" "$B"
+tcp_ok
+expect listen warn "ENETUNREACH" "veth0" "is down"
+expect connect warn "rxe0"
+verdict "the local GID's netdev down: ENETUNREACH named on both sides, TCP"
+restore
+
+# 5. The address behind rxe0's GID 1 removed: the entry is empty, RTR gives
+# ENODATA.
+HOOK="ip addr del 10.0.0.1/24 dev veth0; wait_gid rxe0 1 $zero" pair gid_removed "$A" "$B"
+tcp_ok
+expect listen warn "ENODATA" "removed"
+expect connect warn "rxe0"
+verdict "the GID's address removed: ENODATA named on both sides, TCP"
+restore
+
+# 6. The address replaced (10.0.0.1 -> 10.0.0.11): GID 1 of rxe0 holds the
+# new address; the plugin must use it, not the value it read at start.
+ip route replace 10.0.0.11 dev veth1 src 10.0.0.2 table 101
+ip rule add pref 12 iif lo to 10.0.0.11 lookup 101
+HOOK="ip addr del 10.0.0.1/24 dev veth0; ip addr add 10.0.0.11/24 dev veth0;
+  ip route replace 10.0.0.2 dev veth0 src 10.0.0.11 table 100; wait_gid rxe0 1 0000:0000:0000:0000:0000:ffff:0a00:000b" \
+  pair gid_changed "$A" "$B"
+rdma_ok
+expect listen warn "GID 1" "::ffff:10.0.0.11" "changed"
+verdict "the GID's address replaced: the change noticed, the new GID used, RDMA"
+ip addr del 10.0.0.11/24 dev veth0
+ip rule del pref 12
+restore
+
+# 7. NCCL_IB_GID_INDEX forced to the link-local entry on both sides.
+pair link_local "$A NCCL_IB_GID_INDEX=0" "$B NCCL_IB_GID_INDEX=0"
+expect both warn "link-local"
+expect both result "data verified"
+verdict "NCCL_IB_GID_INDEX at the link-local entry: named on both sides, data verified"
+
+# 8. rxe1's netdev goes down in the middle of a transfer: the port event is
+# logged with device and port, the requests in flight end with a named
+# error, neither side hangs. Then the port comes back and a new connection
+# is RDMA again.
+rm -rf /tmp/scen-port_down_mid
+(
+  for i in $(seq 400); do [ -f /tmp/scen-port_down_mid/moving ] && break; sleep 0.05; done
+  sleep 1
+  ip link set veth1 down
+) &
+pair port_down_mid "$A NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=3" "$B NCCL_IB_TIMEOUT=14 NCCL_IB_RETRY_CNT=3" \
+  --seconds 8 --size 262144
+wait
+expect both result "data failed"
+expect both warn "port 1" "port error"
+expect connect warn "rxe1 port 1 went down during the transfer"
+verdict "a port down mid-transfer: the event named with device and port, requests end named, no hang"
+restore
+pair port_up_again "$A" "$B"
+rdma_ok
+verdict "the port up again: a new connection is RDMA"
