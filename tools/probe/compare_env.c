@@ -109,6 +109,24 @@ static void env_fix(const struct cmp_groups *gs, const char *name, char *fix, si
              gs->g[major].nhost, gs->g[major].nhost == 1 ? "" : "s");
 }
 
+/* A setting that names hardware: what each node's own layout recommends. */
+static void per_host_fix(const struct probe_run *r, const char *name, char *fix, size_t cap) {
+  size_t o = 0;
+  fix[0] = 0;
+  for (int k = 0; k < r->world && o < cap; k++) {
+    const struct probe_facts *f = &r->facts[k];
+    for (int i = 0; cmp_host_first(r, k) && i < f->nrec && o < cap; i++)
+      if (!strcmp(f->recs[i].name, name) && strcmp(f->recs[i].status, "keep"))
+        o += (size_t)snprintf(fix + o, cap - o, "on %s: export %s=%s\n", f->host, name,
+                              f->recs[i].value);
+  }
+  if (o < cap)
+    snprintf(fix + o, cap - o,
+             "make %s select the same network on every node (nccl-net-diag "
+             "doctor on a node recommends its value)",
+             name);
+}
+
 static void compare_var(struct probe_run *r, const char *name, enum env_class cls) {
   struct cmp_groups gs = {0};
   for (int k = 0; k < r->world; k++)
@@ -117,7 +135,8 @@ static void compare_var(struct probe_run *r, const char *name, enum env_class cl
     char desc[1500], hosts[512], fix[2000];
     cmp_describe(&gs, "unset", desc, sizeof(desc));
     cmp_minority_hosts(&gs, hosts, sizeof(hosts));
-    env_fix(&gs, name, fix, sizeof(fix));
+    if (cls == EC_PER_HOST) per_host_fix(r, name, fix, sizeof(fix));
+    else env_fix(&gs, name, fix, sizeof(fix));
     const char *why = cls == EC_MUST_AGREE ? "every rank must use the same value, or the job "
                                              "fails or hangs"
                       : cls == EC_PER_HOST

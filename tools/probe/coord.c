@@ -101,7 +101,7 @@ void coord_rank_lost(struct coord *c, int rank, const char *why) {
   scopy(rs->why, sizeof(rs->why), why);
   char host[PROBE_HOST_MAX + 16];
   probe_rank_host(c->run, rank, host, sizeof(host));
-  fprintf(stderr, "nccl-net-diag probe: host %s (rank %d) is gone after %.1f s: %s\n", host, rank,
+  fprintf(stderr, "nccl-net-diag probe: %s (rank %d) is gone after %.1f s: %s\n", host, rank,
           rs->dead_at_s, why);
   steps_rank_dead(c, rank);
 }

@@ -55,10 +55,11 @@ static struct probe_pair *new_pair(struct probe_run *r) {
 }
 
 static void describe(struct coord *c, struct probe_pair *p, int src, int dst, int dev) {
-  const struct probe_facts *f = &c->run->facts[src];
+  const struct probe_facts *f = &c->run->facts[src], *g = &c->run->facts[dst];
   p->src = src, p->dst = dst, p->dev = dev;
   scopy(p->transport, sizeof(p->transport), f->transport);
   if (dev < f->ndev) scopy(p->dev_name, sizeof(p->dev_name), f->devs[dev].name);
+  if (dev < g->ndev) scopy(p->dst_dev_name, sizeof(p->dst_dev_name), g->devs[dev].name);
 }
 
 /* Both directions of a pair's device that is not run, and why. */
@@ -81,7 +82,7 @@ static void blocked(struct coord *c, int a, int b, char *why, size_t cap) {
     const struct probe_facts *f = &c->run->facts[k];
     probe_rank_host(c->run, k, h, sizeof(h));
     if (c->run->ranks[k].dead)
-      snprintf(why, cap, "not tested: host %s (rank %d) was gone: %s", h, k, c->run->ranks[k].why);
+      snprintf(why, cap, "not tested: %s (rank %d) was gone: %s", h, k, c->run->ranks[k].why);
     else if (!f->ndev)
       snprintf(why, cap, "not tested: host %s offers no network device through the plugin: %s", h,
                f->no_dev);
@@ -224,7 +225,7 @@ void steps_on_result(struct coord *c, int rank, const struct wire_result *r) {
 
 void steps_rank_dead(struct coord *c, int rank) {
   char why[512], h[PROBE_HOST_MAX + 16];
-  snprintf(why, sizeof(why), "host %s (rank %d) stopped during this pair's test: %s",
+  snprintf(why, sizeof(why), "%s (rank %d) stopped during this pair's test: %s",
            probe_rank_host(c->run, rank, h, sizeof(h)), rank, c->run->ranks[rank].why);
   for (int i = 0; i < c->nsteps; i++) {
     struct coord_step *s = &c->steps[i];
@@ -241,7 +242,7 @@ void steps_tick(struct coord *c) {
       char why[256], h[PROBE_HOST_MAX + 16];
       int late = s->have[0] ? s->b : s->a;
       snprintf(why, sizeof(why),
-               "host %s (rank %d) did not report this pair's result in time "
+               "%s (rank %d) did not report this pair's result in time "
                "(it hangs, or the transfer stalled)",
                probe_rank_host(c->run, late, h, sizeof(h)), late);
       step_abort(c, s, why);

@@ -140,7 +140,8 @@ const char *probe_env_get(const struct probe_env *e, const char *name);
 struct probe_pair {
   int src, dst; /* ranks */
   int dev;
-  char dev_name[64];
+  char dev_name[64];     /* the device on src */
+  char dst_dev_name[64]; /* the device it connects to on dst */
   char transport[8];
   int tested; /* 0: not run (a host was gone, had no device, or time ran out) */
   int ok;

@@ -129,7 +129,9 @@ static void read_pending(struct coord *c, int i) {
              IDENTIFY_NS / 1000000000);
   else if (r == RDV_CLOSED)
     snprintf(why, sizeof(why), "it closed the connection before identifying itself");
-  refuse(c, conn, r == RDV_ERROR, why);
+  /* Only a probe (of another release) reads our refusal; others just go. */
+  int ours = conn->hdr_got >= 4 && !memcmp(conn->hdr, "NDPR", 4);
+  refuse(c, conn, r == RDV_ERROR && ours, why);
   c->pending[i] = c->pending[--c->npending];
   c->pending_deadline[i] = c->pending_deadline[c->npending];
 }

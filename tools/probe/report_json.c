@@ -135,6 +135,7 @@ static void pair_json(struct json *j, const struct probe_run *r, const struct pr
   json_str(j, "dst_host", probe_rank_host(r, p->dst, h, sizeof(h)));
   json_int(j, "device", p->dev);
   json_str(j, "device_name", p->dev_name[0] ? p->dev_name : NULL);
+  json_str(j, "dst_device_name", p->dst_dev_name[0] ? p->dst_dev_name : NULL);
   json_str(j, "transport", p->transport);
   json_bool(j, "tested", p->tested);
   json_bool(j, "ok", p->ok);

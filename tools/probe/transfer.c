@@ -44,7 +44,7 @@ static int must_stop(struct xfer *x, int64_t *next_check) {
   if (now < *next_check) return 0;
   *next_check = now + STOP_CHECK_NS;
   if (now > x->deadline_ns) {
-    fail(x, "did not finish in the time rank 0 allowed for this pair");
+    fail(x, "the test with %s did not finish in the time rank 0 allowed for it", x->peer);
     return 1;
   }
   char why[512];
@@ -60,8 +60,9 @@ static uint64_t pattern(uint64_t seed, size_t word) {
   return v ^ (v >> 31);
 }
 
-int xfer_init(struct xfer *x, struct netload *nl, int dev, size_t chunk) {
+int xfer_init(struct xfer *x, struct netload *nl, int dev, size_t chunk, const char *peer) {
   memset(x, 0, sizeof(*x));
+  snprintf(x->peer, sizeof(x->peer), "%s", peer);
   x->nl = nl;
   x->dev = dev;
   x->chunk = chunk < 64 ? 64 : (chunk + 7) & ~(size_t)7;
@@ -103,12 +104,12 @@ int xfer_connect(struct xfer *x, void *peer_handle) {
     ncclResult_t r = ncclSuccess;
     if (!x->sc) r = netload_connect(x->nl, x->dev, peer_handle, &x->sc);
     if (r != ncclSuccess) {
-      fail(x, "connecting to the peer failed with %s", nccl_result_name(r));
+      fail(x, "connecting to %s failed with %s", x->peer, nccl_result_name(r));
       return EIO;
     }
     if (!x->rc) r = netload_accept(x->nl, x->lc, &x->rc);
     if (r != ncclSuccess) {
-      fail(x, "accepting the peer's connection failed with %s", nccl_result_name(r));
+      fail(x, "accepting the connection of %s failed with %s", x->peer, nccl_result_name(r));
       return EIO;
     }
     if ((!x->sc || !x->rc) && must_stop(x, &next)) return ETIMEDOUT;
@@ -122,7 +123,7 @@ static int wait_req(struct xfer *x, void *req, int *size, const char *what, int6
   while (!done) {
     ncclResult_t r = netload_test(x->nl, req, &done, size);
     if (r != ncclSuccess) {
-      fail(x, "%s failed with %s", what, nccl_result_name(r));
+      fail(x, "%s %s failed with %s", what, x->peer, nccl_result_name(r));
       return EIO;
     }
     if (!done && must_stop(x, next)) return ETIMEDOUT;
@@ -144,7 +145,8 @@ static int post(struct xfer *x, int send, int slot, size_t size, void **req, int
       r = netload_irecv(x->nl, x->rc, 1, (void **)&x->rbuf[slot], &cap, &tag, &x->rmh[slot], req);
     }
     if (r != ncclSuccess) {
-      fail(x, "posting a %s failed with %s", send ? "send" : "receive", nccl_result_name(r));
+      fail(x, "posting a %s %s failed with %s", send ? "send to" : "receive from", x->peer,
+           nccl_result_name(r));
       return EIO;
     }
     if (!*req && must_stop(x, next)) return ETIMEDOUT;
@@ -181,7 +183,7 @@ int xfer_send_stream(struct xfer *x, uint64_t bytes, uint64_t seed) {
       continue;
     }
     int size = 0;
-    if (wait_req(x, req[completed % XFER_INFLIGHT], &size, "a send", &next)) return EIO;
+    if (wait_req(x, req[completed % XFER_INFLIGHT], &size, "a send to", &next)) return EIO;
     completed++;
   }
   return 0;
@@ -221,7 +223,7 @@ int xfer_recv_stream(struct xfer *x, uint64_t bytes, uint64_t seed, uint64_t *ns
       continue;
     }
     int slot = (int)(completed % XFER_INFLIGHT), size = 0;
-    if (wait_req(x, req[slot], &size, "a receive", &next)) return EIO;
+    if (wait_req(x, req[slot], &size, "a receive from", &next)) return EIO;
     if (verify(x, slot, completed, size)) return EIO;
     completed++;
   }
@@ -238,7 +240,7 @@ static int one_way(struct xfer *x, int send, int64_t *next) {
   void *req;
   int size = 0;
   if (post(x, send, 0, PING_BYTES, &req, next)) return EIO;
-  return wait_req(x, req, &size, send ? "a ping" : "a ping's receive", next);
+  return wait_req(x, req, &size, send ? "a ping to" : "a ping from", next);
 }
 
 int xfer_pingpong(struct xfer *x, int first, int pings, uint64_t *rtt_ns) {

@@ -31,11 +31,12 @@ struct xfer {
   xfer_stop_fn stop;
   void *stop_arg;
   int64_t deadline_ns;
+  char peer[80];    /* the peer host, for messages */
   char error[1024]; /* what failed, for the result */
 };
 
 /* Buffers for messages of up to chunk bytes; 0 or ENOMEM. */
-int xfer_init(struct xfer *x, struct netload *nl, int dev, size_t chunk);
+int xfer_init(struct xfer *x, struct netload *nl, int dev, size_t chunk, const char *peer);
 /* listen: the handle to send to the peer. */
 int xfer_listen(struct xfer *x, void *handle);
 /* Connects to the peer's handle while accepting its connection. */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "tools/probe/verdict.h"
 
-#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,16 +37,17 @@ void verdict_direction(const struct probe_run *r, struct probe_pair *p, const ch
   char src[PROBE_HOST_MAX + 16], dst[PROBE_HOST_MAX + 16];
   probe_rank_host(r, p->src, src, sizeof(src));
   probe_rank_host(r, p->dst, dst, sizeof(dst));
+  /* Rank 0's reason, then the plugin's own diagnosis, then what each side saw. */
   size_t o = 0, cap = sizeof(p->error);
   if (fail && fail[0]) o = addf(p->error, cap, o, "%s", fail);
-  if (have_rx && rx->error[0])
-    o = addf(p->error, cap, o, "%son %s: %s", o ? "\n" : "", dst, rx->error);
-  if (have_tx && tx->error[0])
-    o = addf(p->error, cap, o, "%son %s: %s", o ? "\n" : "", src, tx->error);
-  if (have_rx && rx->warns[0])
-    o = addf(p->error, cap, o, "%sthe plugin on %s: %s", o ? "\n" : "", dst, rx->warns);
   if (have_tx && tx->warns[0])
     o = addf(p->error, cap, o, "%sthe plugin on %s: %s", o ? "\n" : "", src, tx->warns);
+  if (have_rx && rx->warns[0])
+    o = addf(p->error, cap, o, "%sthe plugin on %s: %s", o ? "\n" : "", dst, rx->warns);
+  if (have_tx && tx->error[0])
+    o = addf(p->error, cap, o, "%son %s: %s", o ? "\n" : "", src, tx->error);
+  if (have_rx && rx->error[0])
+    o = addf(p->error, cap, o, "%son %s: %s", o ? "\n" : "", dst, rx->error);
   if (!o) scopy(p->error, cap, "the data did not arrive and neither side said why");
   verdict_cause(p);
 }
@@ -130,44 +130,70 @@ static void judge_slow(struct probe_run *r) {
   }
 }
 
-/* The fix named in the plugin's diagnosis ("...; set NCCL_IB_HCA=^x"),
- * else what to look at. */
-static void pair_fix(const char *error, const char *s, const char *d, char *fix, size_t cap) {
-  const char *at = strstr(error, "NCCL_");
-  if (at) {
-    size_t n = 0;
-    while (at[n] && !isspace((unsigned char)at[n]) && at[n] != ';' && at[n] != ')') n++;
-    if (memchr(at, '=', n)) {
-      while (n && (at[n - 1] == '.' || at[n - 1] == ',')) n--;
-      snprintf(fix, cap,
-               "export %.*s on the host named in the cause, as the plugin's diagnosis "
-               "says; then rerun the probe",
-               (int)n, at);
-      return;
-    }
+/* The fix the plugin's diagnosis names ("exclude it with NCCL_IB_HCA=^x on
+ * every node"): a setting right after "with", "set" or "export". */
+static size_t diagnosis_fix(const char *error, char *fix, size_t cap) {
+  static const char *const lead[] = {"with NCCL_", "set NCCL_", "export NCCL_"};
+  for (size_t i = 0; i < sizeof(lead) / sizeof(lead[0]); i++) {
+    const char *at = strstr(error, lead[i]);
+    if (!at) continue;
+    at += strlen(lead[i]) - strlen("NCCL_");
+    size_t n = strcspn(at, " ;)\n");
+    while (n && (at[n - 1] == '.' || at[n - 1] == ',')) n--;
+    if (!memchr(at, '=', n)) continue;
+    return (size_t)snprintf(fix, cap, "export %.*s%s (the plugin's own diagnosis)", (int)n, at,
+                            !strncmp(at + n, " on every node", 14) ? " on every node" : "");
   }
-  snprintf(fix, cap,
-           "run nccl-net-diag doctor on %s and %s, and check the path between them "
-           "(ib_write_bw for RDMA, iperf3 for TCP)",
-           s, d);
+  return 0;
+}
+
+/* The plugin's fix, then each host's recommended settings, else where to look. */
+static void pair_fix(const struct probe_run *r, const struct probe_pair *p, char *fix, size_t cap) {
+  size_t o = diagnosis_fix(p->error, fix, cap);
+  for (int side = 0; side < 2 && o < cap; side++) {
+    const struct probe_facts *f = &r->facts[side ? p->dst : p->src];
+    for (int i = 0; i < f->nrec && o < cap; i++)
+      if (strcmp(f->recs[i].status, "keep"))
+        o = addf(fix, cap, o, "%son %s: export %s=%s (from its layout)", o ? "\n" : "", f->host,
+                 f->recs[i].name, f->recs[i].value);
+  }
+  if (!o)
+    snprintf(fix, cap,
+             "run nccl-net-diag doctor on %s and %s, and check the path between them "
+             "(ib_write_bw for RDMA, iperf3 for TCP)",
+             r->facts[p->src].host, r->facts[p->dst].host);
+}
+
+/* The other direction of p, when it failed too. */
+static int reverse_failed(const struct probe_run *r, const struct probe_pair *p) {
+  for (int i = 0; i < r->npair; i++) {
+    const struct probe_pair *q = &r->pairs[i];
+    if (q->src == p->dst && q->dst == p->src && q->dev == p->dev) return q->tested && !q->ok;
+  }
+  return 0;
 }
 
 static void judge_pairs(struct probe_run *r) {
   int shown = 0, more = 0;
   for (int i = 0; i < r->npair; i++) {
     const struct probe_pair *p = &r->pairs[i];
-    if (!p->tested || p->ok) continue; /* untested pairs: their host's problem says why */
+    /* Untested pairs and pairs of a host that died: that host's problem says why. */
+    if (!p->tested || p->ok || !strcmp(p->cause, "host gone")) continue;
+    int both = reverse_failed(r, p);
+    if (both && p->src > p->dst) continue; /* told with the other direction */
     if (shown == PAIR_PROBLEMS_MAX) {
       more++;
       continue;
     }
-    char s[PROBE_HOST_MAX + 16], d[PROBE_HOST_MAX + 16], hosts[200], fix[600];
+    char s[PROBE_HOST_MAX + 16], d[PROBE_HOST_MAX + 16], hosts[200], fix[1500];
     probe_rank_host(r, p->src, s, sizeof(s));
     probe_rank_host(r, p->dst, d, sizeof(d));
     snprintf(hosts, sizeof(hosts), "%s,%s", s, d);
-    pair_fix(p->error, s, d, fix, sizeof(fix));
-    probe_add_problem(r, SEV_ERROR, hosts, fix, "%s -> %s on device %s (%s) failed: %s", s, d,
-                      p->dev_name, p->transport, p->error);
+    pair_fix(r, p, fix, sizeof(fix));
+    probe_add_problem(
+      r, SEV_ERROR, hosts, fix, "%s %s %s on device %d (%s on %s, %s on %s; %s) failed%s: %s", s,
+      both ? "<->" : "->", d, p->dev, p->dev_name, s, p->dst_dev_name[0] ? p->dst_dev_name : "?", d,
+      p->transport, both ? " both ways" : "", p->error);
     shown++;
   }
   if (more) probe_add_problem(r, SEV_ERROR, "", "see the pairs list", "%d more failed pairs", more);
@@ -188,7 +214,7 @@ static void judge_ranks(struct probe_run *r) {
       probe_add_problem(r, SEV_ERROR, h,
                         "look at that rank's output and the node's kernel log (a crash, the "
                         "out-of-memory killer, a reboot); then rerun the probe",
-                        "host %s (rank %d) stopped %.1f s into the probe: %s", h, k, s->dead_at_s,
+                        "%s (rank %d) stopped %.1f s into the probe: %s", h, k, s->dead_at_s,
                         s->why);
   }
   for (int i = 0; i < r->nrefusal && i < 5; i++) {

@@ -111,7 +111,7 @@ static void run_task(struct worker *w, const struct wire_task *t) {
   uint64_t mark = capture_mark();
   size_t chunk = t->bytes < XFER_CHUNK_MAX ? (size_t)t->bytes : XFER_CHUNK_MAX;
   struct wire_handle mine = {.step = t->step, .len = WIRE_HANDLE_MAX};
-  int r = xfer_init(&x, &w->fx->nl, t->dev, chunk);
+  int r = xfer_init(&x, &w->fx->nl, t->dev, chunk, t->peer_host);
   x.stop = task_stop;
   x.stop_arg = &tc;
   x.deadline_ns = xfer_now_ns() + (int64_t)t->timeout_ms * 1000000;
