@@ -73,6 +73,15 @@ static void t_torchrun(void) {
         "--rendezvous overrides: %s:%d", l.host, l.port);
   CHECK(launch(env, "fd00::1:4000", &l, why) == EINVAL && strstr(why, "--rendezvous"),
         "an IPv6 address needs brackets: %s", why);
+  static const char *const agent[] = {"RANK=0",
+                                      "WORLD_SIZE=2",
+                                      "MASTER_ADDR=n0",
+                                      "MASTER_PORT=29500",
+                                      "TORCHELASTIC_USE_AGENT_STORE=True",
+                                      NULL};
+  CHECK(launch(agent, NULL, &l, why) == 0 && l.port == 29501 && strstr(l.host_from, "torchrun"),
+        "torchrun's agent holds MASTER_PORT: the probe takes the next, %d (%s)", l.port,
+        l.host_from);
 }
 
 static void t_mpi(void) {

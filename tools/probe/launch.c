@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "common/strutil.h"
 #include "tools/probe/probe.h"
@@ -115,10 +116,16 @@ static int rendezvous(struct probe_launch *l, const struct launcher *x, const ch
       return EINVAL;
     }
   }
+  /* torchrun's agent keeps its own store on MASTER_PORT and tells its
+   * workers so: the port above it is ours. */
+  const char *agent = get("TORCHELASTIC_USE_AGENT_STORE", arg);
+  int shifted = agent && !strcasecmp(agent, "true") && l->port < 65535;
+  l->port += shifted;
   const char *ma = get("MASTER_ADDR", arg);
   if (ma && *ma) {
     scopy(l->host, sizeof(l->host), ma);
-    scopy(l->host_from, sizeof(l->host_from), "MASTER_ADDR");
+    scopy(l->host_from, sizeof(l->host_from),
+          shifted ? "MASTER_ADDR, MASTER_PORT+1: torchrun's store has MASTER_PORT" : "MASTER_ADDR");
     return 0;
   }
   return default_host(l, x, get, arg, why, cap);

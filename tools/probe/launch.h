@@ -6,7 +6,9 @@
  *   MPICH, Intel MPI  PMI_RANK, PMI_SIZE (MPI_LOCALRANKID)
  *   Slurm      SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID; the rendezvous
  *              host is the first node of SLURM_STEP_NODELIST
- * MASTER_ADDR / MASTER_PORT and --rendezvous override the host and port. */
+ * MASTER_ADDR / MASTER_PORT and --rendezvous override the host and port.
+ * Under torchrun, whose agent holds its own store on MASTER_PORT
+ * (TORCHELASTIC_USE_AGENT_STORE=True), the rendezvous is MASTER_PORT+1. */
 #ifndef DIAG_TOOLS_PROBE_LAUNCH_H
 #define DIAG_TOOLS_PROBE_LAUNCH_H
 
@@ -17,7 +19,7 @@ struct probe_launch {
   char launcher[32];           /* "torchrun", "Open MPI", "MPI (PMI)", "Slurm" */
   char host[256];              /* rendezvous host */
   int port;
-  char host_from[64]; /* where host came from, for messages */
+  char host_from[96]; /* where host came from, for messages */
   char job[128];      /* job id both sides must share, "" none */
 };
 
