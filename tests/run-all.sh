@@ -42,7 +42,7 @@ if [ "${SKIP_ASAN:-0}" != 1 ]; then
   step "build with AddressSanitizer + UndefinedBehaviorSanitizer"
   if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=disabled; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      run_suites build-asan --suite unit --suite api
+      run_suites build-asan --suite unit --suite api --suite explain
   else
     echo "sanitizer build failed"; status=1; broken+=(--broken build-asan)
   fi

@@ -20,6 +20,7 @@ size_t tool_parse_size(const char *s);
 int cmd_selftest(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
+int cmd_explain(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 
 #endif

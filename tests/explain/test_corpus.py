@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs the built `nccl-net-diag explain` on every case of the log corpus
+and checks, for each one, the exit status, that --json parses, that each
+expected finding is there with its rule, confidence, cause, fix, export
+lines and hosts, that no unexpected rule fires, and what the text report
+says. Then the command's own edges: stdin, unreadable input, usage. TAP.
+
+A case is a folder of logs (*.log, read in name order) and an expect.json:
+  {"about": "...", "exit": 0|1, "count": N (optional, findings exactly),
+   "findings": [{"rule", "confidence", "cause": [substrings], "fix": [...],
+                 "exports": [...], "hosts": [...]}],
+   "absent": [rules that must not fire], "text": [substrings of the text
+   report], "stdin": true (feed the first log through '-')}
+Usage: test_corpus.py NCCL_NET_DIAG CORPUS_DIR"""
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures'))
+from taplib import case, done  # noqa: E402
+
+TOOL = None
+
+
+def explain(args, stdin=None):
+    p = subprocess.run([TOOL, 'explain'] + args, input=stdin, capture_output=True, timeout=60)
+    return p.returncode, p.stdout.decode('utf-8', 'replace'), p.stderr.decode('utf-8', 'replace')
+
+
+def matches(f, want):
+    """Why finding f is not the expected one ('' when it is)."""
+    if f.get('rule') != want['rule']:
+        return 'rule'
+    if 'confidence' in want and f.get('confidence') != want['confidence']:
+        return f"confidence {f.get('confidence')}, want {want['confidence']}"
+    for key in ('cause', 'fix'):
+        for s in want.get(key, []):
+            if s not in f.get(key, ''):
+                return f'{key} lacks "{s}"'
+    for s in want.get('exports', []):
+        if s not in f.get('exports', []):
+            return f'exports lack "{s}"'
+    for h in want.get('hosts', []):
+        if h not in f.get('hosts', []):
+            return f'hosts lack "{h}"'
+    return ''
+
+
+def check_findings(name, doc, exp):
+    for want in exp.get('findings', []):
+        why = [matches(f, want) for f in doc]
+        ok = '' in why
+        near = [w for w in why if w != 'rule']
+        case(ok, f"{name}: {want['rule']} ({want.get('confidence', 'any')}) with its cause and fix",
+             near[0] + '\n' + json.dumps(doc, indent=1)[:3000] if near else
+             json.dumps(doc, indent=1)[:3000])
+    if 'count' in exp:
+        case(len(doc) == exp['count'], f"{name}: {exp['count']} finding(s)",
+             [(f['rule'], f['confidence'], f['cause'][:160]) for f in doc])
+    for rule in exp.get('absent', []):
+        case(all(f['rule'] != rule for f in doc), f'{name}: no {rule} finding',
+             [f['cause'] for f in doc if f['rule'] == rule])
+    bad = [f['rule'] for f in doc if not (f.get('cause') and f.get('fix') and f.get('evidence')
+                                          and f.get('confidence') in ('high', 'medium', 'low'))]
+    case(not bad, f'{name}: every finding has a cause, a fix, evidence and a confidence', bad)
+    low = [f['rule'] for f in doc
+           if f['confidence'] == 'low' and not f['cause'].startswith('no confident cause')]
+    case(not low, f'{name}: low-confidence findings say "no confident cause"', low)
+
+
+def run_case(path):
+    name = os.path.basename(path)
+    with open(os.path.join(path, 'expect.json')) as fh:
+        exp = json.load(fh)
+    logs = sorted(glob.glob(os.path.join(path, '*.log')))
+    if exp.get('stdin'):
+        with open(logs[0], 'rb') as fh:
+            data = fh.read()
+        rc, out, err = explain(['--json', '-'], data)
+        trc, text, _ = explain(['-'], data)
+    else:
+        rc, out, err = explain(['--json'] + logs)
+        trc, text, _ = explain(logs)
+    case(rc == exp['exit'] and trc == rc, f"{name}: exit {exp['exit']}", (rc, trc, err[-500:]))
+    try:
+        doc = json.loads(out)
+        ok = isinstance(doc, list)
+    except ValueError as e:
+        doc, ok = [], False
+        err = f'{e}: {out[:1000]}'
+    case(ok, f'{name}: --json is a JSON array', err)
+    check_findings(name, doc, exp)
+    for s in exp.get('text', []):
+        case(s in text, f'{name}: the text report says "{s}"', text[-2000:])
+    if exp['exit'] == 0:
+        case('no problem found' in text, f'{name}: the text report says nothing was found', text)
+
+
+def edges():
+    rc, out, err = explain(['/nonexistent/nccl.log'])
+    case(rc == 2 and 'cannot read' in err, 'a missing file: exit 2 naming it', (rc, err))
+    with tempfile.TemporaryDirectory() as d:
+        rc, out, err = explain([d])
+        case(rc == 2 and 'Is a directory' in err, 'a directory: exit 2', (rc, err))
+        junk = os.path.join(d, 'junk.log')
+        with open(junk, 'wb') as fh:
+            fh.write(bytes(range(256)) * 64 + b'\nNCCL WARN \x1b[31m\xff\xfe broken\n')
+        rc, out, err = explain(['--json', junk])
+        try:
+            json.loads(out)
+            ok = rc in (0, 1)
+        except ValueError:
+            ok = False
+        case(ok, 'binary garbage: no crash, --json still parses', (rc, out[:300], err[:300]))
+        rc, text, err = explain([junk])
+        case('\x1b' not in text, 'control bytes of a log never reach the terminal', repr(text[:300]))
+    rc, out, err = explain([])
+    case(rc == 2 and 'usage' in err, 'no file: usage, exit 2', (rc, err))
+    rc, out, err = explain(['--bogus', 'x.log'])
+    case(rc == 2, 'an unknown option: exit 2', (rc, err))
+    rc, out, err = explain(['--rules'])
+    case(rc == 0 and 'rtr' in out and 'completion' in out, '--rules lists the signatures', out)
+    rc, out, err = explain(['-'], b'')
+    case(rc == 0 and 'no NCCL log lines' in out, 'empty stdin: nothing found, exit 0', (rc, out))
+
+
+def main():
+    global TOOL
+    TOOL = sys.argv[1]
+    corpus = sys.argv[2]
+    for path in sorted(glob.glob(os.path.join(corpus, '*', 'expect.json'))):
+        run_case(os.path.dirname(path))
+    edges()
+    return done()
+
+
+if __name__ == '__main__':
+    sys.exit(main())

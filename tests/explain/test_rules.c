@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The rule table: every rule has an id, a signature and a builder; every
+ * rule that matches lines has lines it must and must not match here; and
+ * small logs run through the whole engine give the finding, confidence and
+ * cause the knowledge base promises (the corpus in tests/explain/corpus
+ * does the same through the CLI with realistic logs). */
+#include <string.h>
+
+#include "tap.h"
+#include "tests/explain/test_explain.h"
+#include "tools/explain/rules.h"
+
+static void table(void) {
+  for (size_t i = 0; i < explain_nrules; i++) {
+    const struct rule *r = &explain_rules[i];
+    CHECK(r->id && r->id[0] && r->signature && r->signature[0] && r->build, "rule %zu", i);
+    for (size_t k = 0; k < i; k++) CHECK(strcmp(explain_rules[k].id, r->id), "%s twice", r->id);
+    CHECK(explain_rule(r->id) == r, "lookup %s", r->id);
+  }
+  CHECK(!explain_rule("no-such-rule"), "unknown id");
+}
+
+struct match_case {
+  const char *rule, *line;
+  bool is_match;
+};
+
+static const struct match_case matches[] = {
+  {"plugin-diagnosis", "h:1:2 [0] NET/diag WARN no usable network device", true},
+  {"plugin-diagnosis", "h:1:2 [0] NCCL INFO NET/diag using [0]lo", false},
+  {"resources",
+   "h:1:2 [0] misc/socket.cc:725 NCCL WARN ncclSocketInit: Socket creation failed : Too many open files",
+   true},
+  {"resources",
+   "h:1:2 [3] proxy.cc:1490 NCCL WARN [Service thread] Accept failed Resource temporarily unavailable",
+   true},
+  {"resources", "h:1:2 [0] NCCL INFO Call to recv returned Resource temporarily unavailable",
+   false},
+  {"ifname", "h:1:2 [0] bootstrap.cc:63 NCCL WARN Bootstrap : no socket interface found", true},
+  {"ifname", "h:1:2 [0] transport/net_ib.cc:159 NCCL WARN NET/IB : No IP interface found.", true},
+  {"ifname", "h:1:2 [0] NCCL INFO NET/Socket : Using [0]eth0:1.2.3.4<0>", false},
+  {"addr-family",
+   "h:1:2 [0] misc/socket.cc:484 NCCL WARN ncclSocketInit: connecting to address  with family 59936 is neither AF_INET(2) nor AF_INET6(10)",
+   true},
+  {"addr-family", "h:1:2 [0] NCCL INFO NCCL_SOCKET_FAMILY set by environment to AF_INET", false},
+  {"ib-fallback",
+   "h:1:2 [0] transport/net_ib.cc:588 NCCL WARN NET/IB : Unable to open device mlx5_0", true},
+  {"ib-fallback", "h:1:2 [0] NCCL INFO NET/IB : No device found.", true},
+  {"ib-fallback", "h:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB", false},
+  {"gid-index",
+   "h:1:2 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 4471 mtu 5 GID 0 (80FE/7A1B03FEFF9F59BA)", true},
+  {"gid-index", "h:1:2 [0] NCCL INFO NET/IB: Dev 0 Port 1 qpn 4471 mtu 5 GID 3 (0/504010AFFFF0000)",
+   false},
+  {"gid-index", "h:1:2 [0] NCCL INFO NCCL_IB_GID_INDEX set by environment to 3.", true},
+  {"rtr",
+   "h:1:2 [0] misc/ibvwrap.cc:198 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out errno 110",
+   true},
+  {"rtr", "h:1:2 [0] NET/diag WARN device mlx5_0 qp 0x1: Call to ibv_modify_qp failed with 110",
+   false},
+  {"async-event",
+   "h:1:2 [0] transport/net_ib.cc:102 NCCL WARN NET/IB : mlx5_2:1 Got async event : port error",
+   true},
+  {"async-event", "h:1:2 [0] NCCL INFO NET/IB : mlx5_2:1 Got async event : port active", false},
+  {"completion",
+   "h:1:2 [0] transport/net_ib.cc:1198 NCCL WARN NET/IB : Got completion from peer 1.2.3.4<5> with error 12, opcode 0, len 0, vendor err 129",
+   true},
+  {"completion",
+   "h:1:2 [0] 1.5 ncclIbTest:33 NCCL TRACE Got completion from peer 1.2.3.4<5> with status=0 opcode=0 len=8 wr_id=1",
+   false},
+  {"gdr-disabled", "h:1:2 [0] NCCL INFO NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'",
+   true},
+  {"gdr-disabled",
+   "h:1:2 [0] NCCL INFO GPU Direct RDMA Disabled for GPU 0 / HCA 3 (distance 6 > 5)", false},
+  {"gdr-disabled", "h:1:2 [0] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'",
+   false},
+  {"truncated",
+   "h:1:2 [0] transport/net_socket.cc:485 NCCL WARN NET/Socket : peer 1.2.3.4<5> message truncated : receiving 8 bytes instead of 4.",
+   true},
+  {"truncated", "h:1:2 [0] NCCL INFO truncated nothing", false},
+  {"connect",
+   "h:1:2 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to 1.2.3.4<5> failed : Software caused connection abort",
+   true},
+  {"connect", "h:1:2 [0] NCCL INFO Connected to proxy localRank 0 -> connection 0x1", false},
+  {"closed-by-peer",
+   "h:1:2 [0] misc/socket.cc:64 NCCL WARN socketProgress: Connection closed by remote peer node-a<53244>",
+   true},
+  {"closed-by-peer", "h:1:2 [0] NCCL INFO [Service thread] Connection closed by localRank 1",
+   false},
+  {"watchdog-timeout",
+   "[rank1]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST)",
+   true},
+  {"watchdog-timeout", "[rank1]: Watchdog thread started", false},
+  {"unexplained-warn", "h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 'out of memory'", true},
+  {"unexplained-warn",
+   "torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error", true},
+  {"unexplained-warn", "h:1:2 [0] NCCL INFO Init COMPLETE", false},
+};
+
+static void match_table(void) {
+  for (size_t i = 0; i < sizeof(matches) / sizeof(matches[0]); i++) {
+    const struct match_case *c = &matches[i];
+    const struct rule *r = explain_rule(c->rule);
+    char buf[512];
+    struct rec rec;
+    snprintf(buf, sizeof(buf), "%s", c->line);
+    explain_parse_line(buf, &rec);
+    CHECK(r && r->match && r->match(&rec) == c->is_match, "%s %s: %s", c->rule,
+          c->is_match ? "misses" : "matches", c->line);
+  }
+  for (size_t k = 0; k < explain_nrules; k++) {
+    bool has_pos = false, has_neg = false;
+    for (size_t i = 0; i < sizeof(matches) / sizeof(matches[0]); i++)
+      if (!strcmp(matches[i].rule, explain_rules[k].id))
+        has_pos |= matches[i].is_match, has_neg |= !matches[i].is_match;
+    CHECK(!explain_rules[k].match || (has_pos && has_neg), "rule %s has no match cases",
+          explain_rules[k].id);
+  }
+}
+
+struct engine_case {
+  const char *name;
+  const char *logs[3]; /* one string per file */
+  const char *rule;    /* NULL: no finding */
+  enum confidence conf;
+  const char *cause, *fix;
+};
+
+#define RTR(err, l, r)                                                                             \
+  "x:1:2 [0] misc/ibvwrap.cc:1 NCCL WARN Call to ibv_modify_qp failed with " err                   \
+  ", on dev mlx5_1:1, curr state INIT, next state RTR, local GID index 3, local GID " l            \
+  ", remote GID " r "\n"
+#define USING                                                                                      \
+  "x:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE; OOB eth0:10.0.0.1<0>\n"
+#define QP0                                                                                        \
+  "x:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1 mtu 5 GID 3 (0/100000AFFFF0000) fifoRkey=0x1\n"
+
+static const struct engine_case engine_cases[] = {
+  {"cross-rail: another local port is on the remote subnet",
+   {USING QP0 RTR("110 Connection timed out", "::ffff:10.1.1.1", "::ffff:10.0.0.9")},
+   "rtr",
+   CONF_HIGH,
+   "reaches 10.0.0.0/24 through mlx5_0, not through mlx5_1",
+   "NCCL_CROSS_NIC=0"},
+  {"cross-subnet: no local port on the remote subnet",
+   {USING RTR("110 Connection timed out", "::ffff:10.1.1.1", "::ffff:10.7.0.9")},
+   "rtr",
+   CONF_MEDIUM,
+   "different subnets",
+   "NCCL_IB_HCA"},
+  {"same subnet: no confident cause",
+   {USING RTR("110 Connection timed out", "::ffff:10.1.1.1", "::ffff:10.1.1.9")},
+   "rtr",
+   CONF_LOW,
+   "no confident cause",
+   "ip neigh show 10.1.1.9"},
+  {"remote link-local",
+   {RTR("110 Connection timed out", "::ffff:10.1.1.1", "fe80::1")},
+   "rtr",
+   CONF_HIGH,
+   "is link-local",
+   "NCCL_IB_GID_INDEX=-1"},
+  {"local link-local is the GID rule's",
+   {RTR("110 Connection timed out", "fe80::2", "::ffff:10.1.1.9")},
+   "gid-index",
+   CONF_MEDIUM,
+   "link-local GID fe80::2",
+   "NCCL_IB_ADDR_FAMILY"},
+  {"remote all-zero GID",
+   {RTR("22 Invalid argument", "::ffff:10.1.1.1", "::")},
+   "rtr",
+   CONF_HIGH,
+   "all-zero GID",
+   "show_gids"},
+  {"retries only, the job was killed",
+   {"x:1:2 [0] NCCL INFO Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_1:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.1.1.1, remote GID ::ffff:10.7.0.9, retrying 4/35 after 400 msec of sleep\n"},
+   "rtr",
+   CONF_MEDIUM,
+   "different subnets",
+   "route between"},
+  {"version skew names the odd host",
+   {"a:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n",
+    "b:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n",
+    "c:1:1 [0] NCCL INFO NCCL version 2.18.1+cuda12.1\n"},
+   "version-skew",
+   CONF_HIGH,
+   "c runs a different NCCL version",
+   "one NCCL version"},
+  {"same version, other CUDA builds: nothing",
+   {"a:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n",
+    "b:1:1 [0] NCCL INFO NCCL version 2.19.3+cuda11.8\n"},
+   NULL,
+   CONF_LOW,
+   NULL,
+   NULL},
+  {"one host on loopback alone is a single-node run",
+   {"a:1:1 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"},
+   NULL,
+   CONF_LOW,
+   NULL,
+   NULL},
+  {"a WARN no rule knows, and nothing else",
+   {"a:1:1 [0] x.cc:1 NCCL WARN something new\n"},
+   "unexplained-warn",
+   CONF_LOW,
+   "no confident cause: NCCL warned \"something new\"",
+   "nccl-net-diag doctor"},
+  {"closed by a peer whose error has a finding: one finding",
+   {"a:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\na:1:1 [0] x.cc:1 NCCL WARN ncclSocketInit: Socket creation failed : Too many open files\n",
+    "b:1:1 [0] x.cc:1 NCCL WARN socketProgress: Connection closed by remote peer 10.0.0.1<55>\n"},
+   "resources",
+   CONF_HIGH,
+   "b only saw the connection closed by a",
+   "ulimit -n"},
+};
+
+static void run_engine_case(const struct engine_case *c) {
+  struct logset ls = {0};
+  for (int i = 0; i < 3 && c->logs[i]; i++) {
+    char name[16];
+    snprintf(name, sizeof(name), "f%d.log", i);
+    CHECK(!logset_read_buffer(&ls, name, c->logs[i], strlen(c->logs[i])), "%s: read", c->name);
+  }
+  logset_finish(&ls);
+  struct corr corr;
+  struct findings fs;
+  CHECK(!explain_analyse(&ls, &corr, &fs), "%s: analyse", c->name);
+  if (!c->rule)
+    CHECK(fs.n == 0, "%s: %d findings, first %s", c->name, fs.n, fs.n ? fs.v[0]->cause : "");
+  else {
+    CHECK(fs.n == 1, "%s: %d findings", c->name, fs.n);
+    const struct finding *f = fs.n ? fs.v[0] : NULL;
+    CHECK(f && !strcmp(f->rule, c->rule) && f->conf == c->conf, "%s: %s/%d", c->name,
+          f ? f->rule : "-", f ? (int)f->conf : -1);
+    CHECK(f && strstr(f->cause, c->cause), "%s: cause '%s'", c->name, f ? f->cause : "");
+    CHECK(f && strstr(f->fix, c->fix), "%s: fix '%s'", c->name, f ? f->fix : "");
+  }
+  findings_free(&fs);
+  corr_free(&corr);
+  logset_free(&ls);
+}
+
+static void engine(void) {
+  for (size_t i = 0; i < sizeof(engine_cases) / sizeof(engine_cases[0]); i++)
+    run_engine_case(&engine_cases[i]);
+}
+
+static void split(void) {
+  struct corr c = {0};
+  struct corr_host hosts[4] = {{.name = "a"}, {.name = "b"}, {.name = "c"}, {.name = "d"}};
+  c.hosts = hosts, c.nhosts = 4;
+  const char *v[4] = {"1", "1", NULL, "2"};
+  bool odd[4];
+  char buf[256];
+  CHECK(corr_split(&c, v, odd, buf, sizeof(buf)) == 2 && !odd[0] && !odd[2] && odd[3],
+        "majority: %s", buf);
+  CHECK(!strcmp(buf, "1 on a, b; 2 on d"), "text: %s", buf);
+  const char *tie[4] = {"1", "2", NULL, NULL};
+  CHECK(corr_split(&c, tie, odd, buf, sizeof(buf)) == 2 && !odd[0] && !odd[1],
+        "a tie names no odd host");
+  const char *same[4] = {"1", "1", "1", NULL};
+  CHECK(corr_split(&c, same, odd, buf, sizeof(buf)) == 1, "agreement");
+}
+
+int main(void) {
+  TAP_CASE("the rule table: ids, signatures, builders", table);
+  TAP_CASE("each rule's lines: what it must and must not match", match_table);
+  TAP_CASE("small logs through the engine: finding, confidence, cause, fix", engine);
+  TAP_CASE("splitting hosts by a value: majority, tie, agreement", split);
+  readers_cases();
+  return tap_done();
+}

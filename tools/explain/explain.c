@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nccl-net-diag explain FILE...: the command. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/explain/correlate.h"
+#include "tools/explain/explain.h"
+#include "tools/explain/rules.h"
+#include "tools/tool.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: nccl-net-diag explain [--json] [-v] FILE... ('-' reads stdin)\n"
+          "  Reads NCCL logs (NCCL_DEBUG=INFO or WARN output, NCCL_DEBUG_FILE files, whole job\n"
+          "  logs with tracebacks; one file per rank or host, or all in one) from NCCL 2.12 to\n"
+          "  2.30, IB or Socket transport or this plugin, and names each failure's cause and fix\n"
+          "  with the lines that show it. Reading all hosts' logs together lets it name the host\n"
+          "  that differs and the side that failed first.\n"
+          "  --json   the findings as a JSON array of {rule, confidence, cause, fix, exports,\n"
+          "           hosts, evidence}\n"
+          "  -v       quote every line of evidence\n"
+          "  --rules  list the failure signatures it knows\n"
+          "Exit status: 0 nothing found, 1 findings, 2 unreadable input or bad usage.\n");
+}
+
+static void list_rules(void) {
+  for (size_t i = 0; i < explain_nrules; i++)
+    printf("%-18s %s\n", explain_rules[i].id, explain_rules[i].signature);
+}
+
+int cmd_explain(int argc, char **argv) {
+  bool is_json = false, all = false;
+  int nfiles = 0;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 0;
+    if (!strcmp(argv[i], "--rules")) return list_rules(), 0;
+    if (!strcmp(argv[i], "--json")) is_json = true;
+    else if (!strcmp(argv[i], "-v")) all = true;
+    else if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "nccl-net-diag explain: unknown option '%s'\n", argv[i]);
+      return usage(stderr), 2;
+    } else nfiles++;
+  }
+  if (!nfiles) return usage(stderr), 2;
+  struct logset ls = {0};
+  char why[512];
+  for (int i = 1; i < argc; i++) {
+    if (argv[i][0] == '-' && argv[i][1]) continue;
+    if (logset_read_path(&ls, argv[i], why, sizeof(why))) {
+      fprintf(stderr, "nccl-net-diag explain: %s\n", why);
+      logset_free(&ls);
+      return 2;
+    }
+  }
+  logset_finish(&ls);
+  struct corr c;
+  struct findings fs;
+  int err = explain_analyse(&ls, &c, &fs);
+  if (err) fprintf(stderr, "nccl-net-diag explain: %s\n", strerror(err));
+  else if (is_json) report_json(stdout, &ls, &c, &fs);
+  else report_text(stdout, &ls, &c, &fs, all);
+  int rc = err ? 2 : fs.n ? 1 : 0;
+  findings_free(&fs);
+  corr_free(&c);
+  logset_free(&ls);
+  return rc;
+}

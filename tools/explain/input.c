@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Reading log files into records: one file per rank or host, or one whole
+ * job log. Lines without an NCCL prefix that no rule could use are dropped,
+ * so a training log of millions of lines keeps only its NCCL part. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/strutil.h"
+#include "tools/explain/explain.h"
+
+/* Past this much kept text the rest is counted but not kept. */
+#define LOGSET_BYTES_MAX ((size_t)512 << 20)
+
+static int add_file(struct logset *ls, const char *name) {
+  struct logfile *v = realloc(ls->files, (size_t)(ls->nfiles + 1) * sizeof(*v));
+  if (!v) return -1;
+  ls->files = v;
+  struct logfile *f = &v[ls->nfiles];
+  memset(f, 0, sizeof(*f));
+  f->name = strdup(name);
+  if (!f->name) return -1;
+  return ls->nfiles++;
+}
+
+static int add_line(struct logset *ls, int file, const char *line, size_t len) {
+  long lineno = ++ls->files[file].nlines;
+  if (len >= EXPLAIN_LINE_MAX) len = EXPLAIN_LINE_MAX - 1;
+  while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
+  if (!len || ls->is_capped) return 0;
+  if (ls->bytes + len > LOGSET_BYTES_MAX) {
+    ls->is_capped = true;
+    return 0;
+  }
+  if (ls->nrecs == ls->cap) {
+    size_t cap = ls->cap ? 2 * ls->cap : 1024;
+    struct rec *v = realloc(ls->recs, cap * sizeof(*v));
+    if (!v) return ENOMEM;
+    ls->recs = v, ls->cap = cap;
+  }
+  char *copy = malloc(len + 1);
+  if (!copy) return ENOMEM;
+  memcpy(copy, line, len);
+  copy[len] = 0;
+  struct rec *r = &ls->recs[ls->nrecs];
+  explain_parse_line(copy, r);
+  if (!explain_rec_relevant(r)) {
+    free(copy);
+    return 0;
+  }
+  r->file = file, r->lineno = (int)lineno, r->idx = ls->nrecs;
+  ls->bytes += len;
+  ls->nrecs++;
+  return 0;
+}
+
+static int read_stream(struct logset *ls, int file, FILE *f) {
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  int err = 0;
+  errno = 0;
+  while (!err && (n = getline(&line, &cap, f)) >= 0) {
+    if (n && line[n - 1] == '\n') n--;
+    err = add_line(ls, file, line, (size_t)n);
+  }
+  if (!err && ferror(f)) err = errno ? errno : EIO;
+  free(line);
+  return err;
+}
+
+int logset_read_path(struct logset *ls, const char *path, char *why, size_t cap) {
+  bool is_stdin = !strcmp(path, "-");
+  FILE *f = is_stdin ? stdin : fopen(path, "r");
+  int err = 0;
+  struct stat st;
+  if (!f) err = errno;
+  else if (fstat(fileno(f), &st)) err = errno;
+  else if (S_ISDIR(st.st_mode)) err = EISDIR;
+  int file = err ? -1 : add_file(ls, is_stdin ? "stdin" : path);
+  if (!err && file < 0) err = ENOMEM;
+  if (!err) err = read_stream(ls, file, f);
+  if (f && !is_stdin) fclose(f);
+  if (err) snprintf(why, cap, "cannot read %s: %s", is_stdin ? "stdin" : path, strerror(err));
+  return err;
+}
+
+int logset_read_buffer(struct logset *ls, const char *name, const char *data, size_t len) {
+  int file = add_file(ls, name);
+  if (file < 0) return ENOMEM;
+  int err = 0;
+  while (len && !err) {
+    const char *nl = memchr(data, '\n', len);
+    size_t n = nl ? (size_t)(nl - data) : len;
+    err = add_line(ls, file, data, n);
+    data += n + (nl ? 1 : 0);
+    len -= n + (nl ? 1 : 0);
+  }
+  return err;
+}
+
+void logset_finish(struct logset *ls) {
+  /* 0: no host seen in the file, 1: one host, 2: several */
+  int *state = calloc((size_t)ls->nfiles + 1, sizeof(int));
+  if (!state) return;
+  for (size_t i = 0; i < ls->nrecs; i++) {
+    const struct rec *r = &ls->recs[i];
+    struct logfile *f = &ls->files[r->file];
+    if (!r->host[0] || state[r->file] == 2) continue;
+    if (!state[r->file]) scopy(f->host, sizeof(f->host), r->host), state[r->file] = 1;
+    else if (strcmp(f->host, r->host)) state[r->file] = 2, f->host[0] = 0;
+  }
+  for (size_t i = 0; i < ls->nrecs; i++) {
+    struct rec *r = &ls->recs[i];
+    if (!r->host[0] && state[r->file] == 1)
+      scopy(r->host, sizeof(r->host), ls->files[r->file].host);
+  }
+  free(state);
+}
+
+void logset_free(struct logset *ls) {
+  for (size_t i = 0; i < ls->nrecs; i++) free(ls->recs[i].raw);
+  for (int f = 0; f < ls->nfiles; f++) free(ls->files[f].name);
+  free(ls->recs);
+  free(ls->files);
+  memset(ls, 0, sizeof(*ls));
+}
+
+void rec_where(const struct logset *ls, const struct rec *r, char *buf, size_t cap) {
+  const char *name = r->file >= 0 && r->file < ls->nfiles ? ls->files[r->file].name : "?";
+  snprintf(buf, cap, "%s:%d", name, r->lineno);
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Findings as text (what a user of a 16-node job reads: the cause, the fix
+ * with its export lines, the hosts, the lines that show it) and as JSON (an
+ * array of {rule, confidence, cause, fix, exports, hosts, evidence}). Log
+ * lines are untrusted: control bytes never reach the terminal, and the JSON
+ * stays valid UTF-8. */
+#include <string.h>
+
+#include "common/strutil.h"
+#include "tools/explain/correlate.h"
+#include "tools/explain/explain.h"
+
+static const char *conf_name(enum confidence c) {
+  return c == CONF_HIGH ? "high" : c == CONF_MEDIUM ? "medium" : "low";
+}
+
+/* Words wrapped at 100 columns; continuation lines indented. */
+static void wrap(FILE *out, const char *lead, int indent, const char *text) {
+  char clean[2400];
+  text_clean(text, clean, sizeof(clean));
+  int col = fprintf(out, "%s", lead);
+  const char *p = clean;
+  while (*p) {
+    size_t n = strcspn(p, " ");
+    if (col > indent && col + (int)n + 1 > 100) col = fprintf(out, "\n%*s", indent, "") - 1;
+    else if (col > indent) col += fprintf(out, " ");
+    col += fprintf(out, "%.*s", (int)n, p);
+    p += n;
+    while (*p == ' ') p++;
+  }
+  fprintf(out, "\n");
+}
+
+static void text_summary(FILE *out, const struct logset *ls, const struct corr *c) {
+  long lines = 0;
+  for (int i = 0; i < ls->nfiles; i++) lines += ls->files[i].nlines;
+  fprintf(out, "nccl-net-diag explain: %d file%s, %ld lines, %d host%s", ls->nfiles,
+          ls->nfiles == 1 ? "" : "s", lines, c->nhosts, c->nhosts == 1 ? "" : "s");
+  for (int i = 0; i < c->nhosts && i < 8; i++)
+    fprintf(out, "%s%s", i ? ", " : " (", c->hosts[i].name);
+  if (c->nhosts > 8) fprintf(out, " and %d more", c->nhosts - 8);
+  fprintf(out, "%s\n", c->nhosts ? ")" : "");
+  if (ls->is_capped)
+    fprintf(out,
+            "note: the input is larger than this tool keeps in memory; its end was not read\n");
+}
+
+static void text_finding(FILE *out, const struct logset *ls, int n, const struct finding *f,
+                         bool all) {
+  char lead[64], where[300], clean[600];
+  snprintf(lead, sizeof(lead), "%d. [%s]", n,
+           f->conf == CONF_LOW ? "no confident cause" : conf_name(f->conf));
+  const char *cause = f->cause;
+  if (f->conf == CONF_LOW && !strncmp(cause, "no confident cause: ", 20)) cause += 20;
+  fprintf(out, "\n%s\n", lead);
+  wrap(out, f->conf == CONF_LOW ? "   known: " : "   cause: ", 10, cause);
+  wrap(out, f->conf == CONF_LOW ? "   next:  " : "   fix:   ", 10, f->fix);
+  for (int i = 0; i < f->nexports; i++) {
+    text_clean(f->exports[i], clean, sizeof(clean));
+    fprintf(out, "          export %s\n", clean);
+  }
+  if (f->nhosts) {
+    char hosts[FINDING_HOSTS_MAX * (EXPLAIN_HOST_MAX + 2) + 32] = "";
+    for (int i = 0; i < f->nhosts; i++)
+      snprintf(hosts + strlen(hosts), sizeof(hosts) - strlen(hosts), "%s%s", i ? ", " : "",
+               f->hosts[i]);
+    if (f->nhosts_more)
+      snprintf(hosts + strlen(hosts), sizeof(hosts) - strlen(hosts), " and %d more",
+               f->nhosts_more);
+    wrap(out, "   hosts: ", 10, hosts);
+  }
+  fprintf(out, "   evidence:\n");
+  size_t shown = all ? f->ncovered : (size_t)f->nev;
+  for (size_t i = 0; i < shown; i++) {
+    const struct rec *r = all ? f->covered[i] : f->ev[i];
+    rec_where(ls, r, where, sizeof(where));
+    text_clean(r->raw, clean, sizeof(clean));
+    fprintf(out, "     %s: %s\n", where, clean);
+  }
+  if (!all && f->nev_more)
+    fprintf(out, "     (and %ld more line%s; -v quotes them all)\n", f->nev_more,
+            f->nev_more == 1 ? "" : "s");
+}
+
+void report_text(FILE *out, const struct logset *ls, const struct corr *c,
+                 const struct findings *fs, bool all_evidence) {
+  text_summary(out, ls, c);
+  if (!fs->n) {
+    bool has_nccl = false;
+    for (size_t i = 0; i < ls->nrecs && !has_nccl; i++) has_nccl = ls->recs[i].has_prefix;
+    if (has_nccl) fprintf(out, "no problem found in these logs\n");
+    else
+      fprintf(
+        out,
+        "no problem found, but the input has no NCCL log lines: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and explain that log\n");
+    return;
+  }
+  int nconf = 0;
+  for (int i = 0; i < fs->n; i++) nconf += fs->v[i]->conf != CONF_LOW;
+  fprintf(out, "%d finding%s", fs->n, fs->n == 1 ? "" : "s");
+  if (nconf < fs->n)
+    fprintf(out, " (%d with no confident cause: what is known and what to run next)",
+            fs->n - nconf);
+  fprintf(out, "\n");
+  for (int i = 0; i < fs->n; i++) text_finding(out, ls, i + 1, fs->v[i], all_evidence);
+}
+
+/* --- JSON --------------------------------------------------------------- */
+
+/* Lines quoted per finding; the rest are counted in more_evidence. */
+#define JSON_EVIDENCE_MAX 50
+
+static void json_str(FILE *out, const char *s) {
+  fputc('"', out);
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n = text_utf8_len(p);
+    if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
+    else if (*p < 0x20 || *p == 0x7f) fprintf(out, "\\u%04x", *p);
+    else if (n) fwrite(p, 1, (size_t)n, out);
+    else fprintf(out, "\\ufffd");
+    p += n ? n : 1;
+  }
+  fputc('"', out);
+}
+
+static void json_finding(FILE *out, const struct logset *ls, const struct finding *f) {
+  fprintf(out, "  {\"rule\": ");
+  json_str(out, f->rule);
+  fprintf(out, ", \"confidence\": \"%s\", \"confident\": %s,\n   \"cause\": ", conf_name(f->conf),
+          f->conf == CONF_LOW ? "false" : "true");
+  json_str(out, f->cause);
+  fprintf(out, ",\n   \"fix\": ");
+  json_str(out, f->fix);
+  fprintf(out, ",\n   \"exports\": [");
+  char buf[200];
+  for (int i = 0; i < f->nexports; i++) {
+    snprintf(buf, sizeof(buf), "export %s", f->exports[i]);
+    fprintf(out, "%s", i ? ", " : "");
+    json_str(out, buf);
+  }
+  fprintf(out, "],\n   \"hosts\": [");
+  for (int i = 0; i < f->nhosts; i++) {
+    fprintf(out, "%s", i ? ", " : "");
+    json_str(out, f->hosts[i]);
+  }
+  fprintf(out, "],\n   \"evidence\": [");
+  size_t n = f->ncovered < JSON_EVIDENCE_MAX ? f->ncovered : JSON_EVIDENCE_MAX;
+  for (size_t i = 0; i < n; i++) {
+    const struct rec *r = f->covered[i];
+    fprintf(out, "%s\n     {\"file\": ", i ? "," : "");
+    json_str(out, r->file >= 0 && r->file < ls->nfiles ? ls->files[r->file].name : "?");
+    fprintf(out, ", \"line\": %d, \"host\": ", r->lineno);
+    json_str(out, r->host);
+    fprintf(out, ", \"text\": ");
+    json_str(out, r->raw);
+    fprintf(out, "}");
+  }
+  fprintf(out, "],\n   \"more_evidence\": %zu}", f->ncovered - n);
+}
+
+void report_json(FILE *out, const struct logset *ls, const struct corr *c,
+                 const struct findings *fs) {
+  (void)c;
+  fprintf(out, "[");
+  for (int i = 0; i < fs->n; i++) {
+    fprintf(out, "%s\n", i ? "," : "");
+    json_finding(out, ls, fs->v[i]);
+  }
+  fprintf(out, "%s]\n", fs->n ? "\n" : "");
+}

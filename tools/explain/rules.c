@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The rule table and the engine that runs it. */
+#include "tools/explain/rules.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const struct rule explain_rules[] = {
+  /* what the plugin itself already diagnosed */
+  {"plugin-diagnosis", "a NET/diag WARN of this plugin (it names cause and fix itself)", diag_match,
+   diag_build},
+  /* hosts that differ from the rest: often the root of the errors below */
+  {"version-skew", "different \"NCCL version\" lines across hosts", NULL, version_build},
+  {"plugin-skew", "different NET/Plugin outcomes across hosts", NULL, plugin_build},
+  {"settings-skew", "NCCL settings that must agree, set differently across hosts", NULL,
+   settings_build},
+  {"resources", "file descriptors exhausted, EAGAIN on accept", resource_match, resource_build},
+  {"ifname", "NCCL_SOCKET_IFNAME naming no interface on a host (no socket interface found)",
+   ifname_match, ifname_build},
+  {"addr-family", "connecting to an address of family N (neither AF_INET nor AF_INET6)",
+   family_match, family_build},
+  {"bootstrap-iface", "bootstrap on loopback, link-local, docker, veth or link-local-only ib*",
+   NULL, bootif_build},
+  {"ib-fallback", "NET/IB found no device and NCCL fell back to sockets", ibfallback_match,
+   ibfallback_build},
+  {"gid-index", "a link-local or RoCE v1 GID chosen or forced", gid_match, gid_build},
+  {"rtr", "ibv_modify_qp failing (ETIMEDOUT, ENETUNREACH, ENODEV, EINVAL, ENODATA)", rtr_match,
+   rtr_build},
+  {"mtu-mismatch", "ports of different MTUs on the two sides", NULL, mtu_build},
+  {"async-event", "port errors and fatal async events", async_match, async_build},
+  {"completion", "completions with error (status 12, 5, 4, 10, 13, ...)", wc_match, wc_build},
+  {"device-set", "different RDMA device sets across hosts", NULL, devset_build},
+  {"gdr-disabled", "GPU Direct RDMA disabled on every HCA (no peer memory)", gdr_match, gdr_build},
+  {"truncated", "message truncated: receiving N bytes instead of M", truncated_match,
+   truncated_build},
+  {"connect", "connect refused, timed out, unreachable or aborted", connect_match, connect_build},
+  {"closed-by-peer", "connection closed by the remote peer (the peer failed first)", closed_match,
+   closed_build},
+  {"watchdog-timeout", "a PyTorch watchdog timeout with no NCCL error (a hang)", watchdog_match,
+   watchdog_build},
+  {"unexplained-warn", "NCCL WARN lines no rule explains", unknown_match, unknown_build},
+};
+
+const size_t explain_nrules = sizeof(explain_rules) / sizeof(explain_rules[0]);
+
+const struct rule *explain_rule(const char *id) {
+  for (size_t i = 0; i < explain_nrules; i++)
+    if (!strcmp(explain_rules[i].id, id)) return &explain_rules[i];
+  return NULL;
+}
+
+bool rules_consequence(const struct explain_ctx *cx, const char *rule, const struct rec *r,
+                       const char *note) {
+  for (int i = 0; i < cx->out->n; i++) {
+    struct finding *f = cx->out->v[i];
+    if (strcmp(f->rule, rule)) continue;
+    size_t n = strlen(f->cause);
+    if (note && !strstr(f->cause, note)) snprintf(f->cause + n, sizeof(f->cause) - n, "; %s", note);
+    finding_evidence(f, r);
+    return true;
+  }
+  return false;
+}
+
+static int hits_add(struct hits *h, const struct rec *r) {
+  if (h->n == h->cap) {
+    size_t cap = h->cap ? 2 * h->cap : 16;
+    const struct rec **v = realloc(h->v, cap * sizeof(*v));
+    if (!v) return ENOMEM;
+    h->v = v, h->cap = cap;
+  }
+  h->v[h->n++] = r;
+  return 0;
+}
+
+int explain_analyse(const struct logset *ls, struct corr *c, struct findings *fs) {
+  memset(fs, 0, sizeof(*fs));
+  int err = corr_build(ls, c);
+  fs->cover_of = calloc(ls->nrecs + 1, sizeof(*fs->cover_of));
+  fs->ncover_of = fs->cover_of ? ls->nrecs : 0;
+  if (!fs->cover_of) err = ENOMEM;
+  struct hits *hits = calloc(explain_nrules, sizeof(*hits));
+  if (!hits) err = ENOMEM;
+  for (size_t i = 0; !err && i < ls->nrecs; i++)
+    for (size_t k = 0; !err && k < explain_nrules; k++)
+      if (explain_rules[k].match && explain_rules[k].match(&ls->recs[i]))
+        err = hits_add(&hits[k], &ls->recs[i]);
+  struct explain_ctx cx = {ls, c, fs};
+  for (size_t k = 0; !err && k < explain_nrules; k++) {
+    if (explain_rules[k].match && !hits[k].n) continue;
+    int before = fs->n;
+    explain_rules[k].build(&cx, &hits[k]);
+    for (int i = before; i < fs->n; i++) fs->v[i]->order = (int)k;
+  }
+  for (size_t k = 0; hits && k < explain_nrules; k++) free(hits[k].v);
+  free(hits);
+  if (!err) findings_sort(fs);
+  return err;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Async events from the HCA: "NET/IB : mlx5_0:1 Got async event : port
+ * error" (up to 2.22), "... Got non-fatal async event: port error(10)" and
+ * "... async fatal event ...: <what>" (2.23+). */
+#include <string.h>
+
+#include "tools/explain/rules.h"
+
+enum async_kind { AK_PORT, AK_ACCESS, AK_GID, AK_FATAL, AK_OTHER, AK_COUNT };
+
+static bool async_event(const struct rec *r, enum async_kind *kind, char *dev, size_t cap) {
+  const char *t = r->text;
+  if (r->is_diag || r->level != REC_WARN || !strstr(t, "async")) return false;
+  if (!strstr(t, "async event") && !strstr(t, "async fatal event")) return false;
+  text_token(text_after(t, "NET/IB : "), "", dev, cap);
+  *kind = strstr(t, "port error")               ? AK_PORT
+          : strstr(t, "local access violation") ? AK_ACCESS
+          : strstr(t, "GID table")              ? AK_GID
+          : strstr(t, "fatal")                  ? AK_FATAL
+                                                : AK_OTHER;
+  return true;
+}
+
+bool async_match(const struct rec *r) {
+  enum async_kind k;
+  char dev[32];
+  return async_event(r, &k, dev, sizeof(dev));
+}
+
+static struct finding *async_finding(const struct explain_ctx *cx, enum async_kind k,
+                                     const struct rec *r, const char *dev) {
+  static const enum confidence confs[AK_COUNT] = {CONF_HIGH, CONF_MEDIUM, CONF_MEDIUM, CONF_HIGH,
+                                                  CONF_LOW};
+  struct finding *f = finding_new(cx->out, "async-event", confs[k]);
+  if (!f) return NULL;
+  const char *host = r->host[0] ? r->host : "this host";
+  switch (k) {
+  case AK_PORT:
+    finding_cause(
+      f,
+      "RDMA port %s on %s went down during the job (the link flapped: cable, transceiver or switch port)",
+      dev, host);
+    finding_fix(
+      f,
+      "check the link on %s (ibstat or ibv_devinfo, dmesg, the switch port's error counters) and replace or reseat what flaps",
+      host);
+    break;
+  case AK_ACCESS:
+    finding_cause(
+      f,
+      "a queue pair on %s %s hit a local access violation: the peer sent more than the receive side allows, most often because the two ports run different MTUs",
+      dev, host);
+    finding_fix(
+      f,
+      "give every RDMA port the same MTU (netdev and switch for RoCE, the partition MTU for InfiniBand) and use the same NCCL everywhere");
+    break;
+  case AK_GID:
+    finding_cause(
+      f,
+      "the GID table of %s on %s changed during the job (an address was added to or removed from its netdev): queue pairs keep the GID they started with",
+      dev, host);
+    finding_fix(
+      f,
+      "keep the RoCE netdev's addresses stable while jobs run (DHCP renewals, network managers); restart the job after the change");
+    break;
+  case AK_FATAL:
+    finding_cause(f,
+                  "%s on %s reported a fatal device or queue error: the HCA or its firmware failed",
+                  dev, host);
+    finding_fix(
+      f,
+      "check dmesg and the device's health on %s (mlxlink, firmware version); reset or replace the HCA",
+      host);
+    break;
+  default:
+    finding_cause(f, "no confident cause: %s on %s reported an async event: \"%.200s\"", dev, host,
+                  r->text);
+    finding_fix(f, "check dmesg and ibstat on %s", host);
+  }
+  return f;
+}
+
+void async_build(const struct explain_ctx *cx, const struct hits *h) {
+  struct finding *groups[AK_COUNT] = {0};
+  for (size_t i = 0; i < h->n; i++) {
+    enum async_kind k;
+    char dev[32];
+    if (!async_event(h->v[i], &k, dev, sizeof(dev))) continue;
+    if (k == AK_ACCESS &&
+        rules_consequence(cx, "mtu-mismatch", h->v[i],
+                          "it shows as local access violations (a QP async event)"))
+      continue;
+    if (!groups[k] && !(groups[k] = async_finding(cx, k, h->v[i], dev))) return;
+    finding_evidence(groups[k], h->v[i]);
+  }
+}

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the plugin already diagnosed, hangs without an NCCL error, and the
+ * WARN lines no rule explains. */
+#include <string.h>
+
+#include "tools/explain/rules.h"
+
+bool diag_match(const struct rec *r) { return r->is_diag && r->level == REC_WARN; }
+
+/* The same diagnosis from many ranks differs only in numbers (qp numbers,
+ * ports, sizes): compare with digits folded. */
+static void fold(const char *t, char *out, size_t cap) {
+  size_t o = 0;
+  for (; *t && o + 1 < cap && o < 160; t++) {
+    bool is_num = (*t >= '0' && *t <= '9') ||
+                  (o && out[o - 1] == '#' && ((*t >= 'a' && *t <= 'f') || *t == 'x'));
+    if (is_num && o && out[o - 1] == '#') continue;
+    out[o++] = is_num ? '#' : *t;
+  }
+  out[o] = 0;
+}
+
+/* The plugin's message carries its fix after the cause: the sentences that
+ * tell what to set or do, and every NCCL_X=value it names. */
+static const char *diag_fix(struct finding *f, const char *t) {
+  static const char *const verbs[] = {"set ",    "use ", "exclude ", "install ",
+                                      "export ", "run ", "give ",    "pass "};
+  const char *best = NULL;
+  for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+    for (const char *p = t; (p = strcasestr(p, verbs[i])); p++)
+      if (p == t || (p - t >= 2 && p[-1] == ' ' && strchr(".:;", p[-2]))) { /* a clause's verb */
+        if (!best || p < best) best = p;
+        break;
+      }
+  finding_fix(f, "%s", best ? best : "as the plugin's message says (quoted as evidence)");
+  for (const char *p = best ? best : t; (p = strstr(p, "NCCL_"));) {
+    char tok[160];
+    size_t n = text_token(p, ",;)'\"", tok, sizeof(tok));
+    const char *eq = strchr(tok, '=');
+    /* "(NCCL_DIAG_FALLBACK=auto)" describes; "with NCCL_IB_HCA=^x" prescribes */
+    if (eq && eq[1] && !strchr(tok, '<') && p > t && p[-1] != '(') finding_export(f, "%s", tok);
+    p += n ? n : 1;
+  }
+  return best;
+}
+
+void diag_build(const struct explain_ctx *cx, const struct hits *h) {
+  struct finding *groups[32];
+  char keys[32][168];
+  int ngroups = 0;
+  for (size_t i = 0; i < h->n; i++) {
+    char key[168];
+    fold(h->v[i]->text, key, sizeof(key));
+    int g = 0;
+    while (g < ngroups && strcmp(keys[g], key)) g++;
+    if (g == ngroups && ngroups < 32) {
+      struct finding *f = finding_new(cx->out, "plugin-diagnosis", CONF_HIGH);
+      if (!(groups[g] = f)) return;
+      const char *t = h->v[i]->text, *fix = diag_fix(f, t);
+      int n = fix ? (int)(fix - t) : (int)strlen(t); /* the cause: the message before its fix */
+      while (n > 0 && strchr(" .:;", t[n - 1])) n--;
+      finding_cause(f, "libnccl-net-diag diagnosed on %s: %.*s",
+                    h->v[i]->host[0] ? h->v[i]->host : "a host", n > 1000 ? 1000 : n, t);
+      snprintf(keys[ngroups++], sizeof(keys[0]), "%s", key);
+    }
+    if (g < ngroups) finding_evidence(groups[g], h->v[i]);
+  }
+}
+
+/* --- hangs --------------------------------------------------------------- */
+
+bool watchdog_match(const struct rec *r) {
+  return strstr(r->text, "Watchdog caught collective operation timeout") != NULL;
+}
+
+static bool has_nccl_warn(const struct logset *ls) {
+  for (size_t i = 0; i < ls->nrecs; i++)
+    if (ls->recs[i].level == REC_WARN) return true;
+  return false;
+}
+
+void watchdog_build(const struct explain_ctx *cx, const struct hits *h) {
+  if (has_nccl_warn(cx->ls)) return; /* the failure NCCL saw is the other rules' */
+  struct finding *f = finding_new(cx->out, "watchdog-timeout", CONF_LOW);
+  if (!f) return;
+  char ops[600] = "";
+  for (size_t i = 0; i < h->n && strlen(ops) < 480; i++) {
+    char op[64] = "?", seq[24] = "?", tmo[24] = "?";
+    long rank = -1;
+    const char *t = h->v[i]->text, *p;
+    text_token(text_after(t, "OpType="), ",)", op, sizeof(op));
+    text_token(text_after(t, "SeqNum="), ",)", seq, sizeof(seq));
+    text_token(text_after(t, "Timeout(ms)="), ",)", tmo, sizeof(tmo));
+    if (!(p = text_after(t, "[Rank "))) p = text_after(t, " Rank ");
+    text_long(p, &rank);
+    char one[160];
+    snprintf(one, sizeof(one), "rank %ld: %s SeqNum=%s after %s ms", rank, op, seq, tmo);
+    if (!strstr(ops, one))
+      snprintf(ops + strlen(ops), sizeof(ops) - strlen(ops), "%s%s", ops[0] ? "; " : "", one);
+    finding_evidence(f, h->v[i]);
+  }
+  finding_cause(
+    f,
+    "no confident cause: collectives timed out in PyTorch's watchdog (%s) and NCCL logged no error: a hang (a rank that never joined the collective, a deadlock above NCCL, or a stalled network NCCL did not report), not a failure NCCL saw",
+    ops);
+  finding_fix(
+    f,
+    "collect next: NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET on every rank, TORCH_NCCL_DUMP_ON_TIMEOUT=1 (which rank did not join), py-spy dump --pid <pid> on every rank while it hangs, and ncclras on a node (NCCL 2.24+)");
+  finding_export(f, "NCCL_DEBUG=INFO");
+  finding_export(f, "NCCL_DEBUG_SUBSYS=INIT,NET");
+  finding_export(f, "TORCH_NCCL_DUMP_ON_TIMEOUT=1");
+}
+
+/* --- what no rule explains ------------------------------------------------ */
+
+bool unknown_match(const struct rec *r) {
+  const char *t = r->text;
+  if (r->level == REC_WARN) return true;
+  return r->level == REC_TEXT &&
+         (strstr(t, "unhandled system error") || strstr(t, "ncclSystemError") ||
+          strstr(t, "ncclInternalError") || strstr(t, "ncclRemoteError") ||
+          strstr(t, "unhandled cuda error") || strstr(t, "NCCL error in"));
+}
+
+void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
+  if (cx->out->n) return; /* other findings explain the job; these follow from them */
+  bool has_warn = false;
+  for (size_t i = 0; i < h->n; i++) has_warn |= h->v[i]->level == REC_WARN;
+  struct finding *f = finding_new(cx->out, "unexplained-warn", CONF_LOW);
+  if (!f) return;
+  const struct rec *first = NULL;
+  for (size_t i = 0; i < h->n; i++)
+    if (!has_warn || h->v[i]->level == REC_WARN) {
+      first = first ? first : h->v[i];
+      finding_evidence(f, h->v[i]);
+    }
+  if (has_warn) {
+    finding_cause(
+      f, "no confident cause: NCCL warned \"%.300s\" and no rule of this tool recognises it",
+      first->text);
+    finding_fix(
+      f,
+      "run nccl-net-diag doctor on the hosts named; collect every rank's log with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and explain them together");
+  } else {
+    finding_cause(
+      f, "no confident cause: NCCL failed (\"%.300s\") but the log has no NCCL lines that say why",
+      first->text);
+    finding_fix(
+      f,
+      "rerun with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET (NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p for one file per process) and explain those logs");
+  }
+  finding_export(f, "NCCL_DEBUG=INFO");
+  finding_export(f, "NCCL_DEBUG_SUBSYS=INIT,NET");
+}
