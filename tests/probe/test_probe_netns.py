@@ -19,7 +19,9 @@ import time
 import probelib as pl
 
 BIN, NCCL_NEW, NCCL_OLD = sys.argv[1:4]
-PORT = 20000 + os.getpid() % 20000
+# Below the ephemeral range (32768 and up), where earlier connections of
+# these namespaces could still hold a port.
+PORT = 12000 + os.getpid() % 8000
 
 
 def new_run(hosts, world, port_offset, tmp):

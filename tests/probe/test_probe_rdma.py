@@ -17,7 +17,7 @@ import sys
 import probelib as pl
 
 BIN, SOFTVERBS, SVNETNS, HOST_A, HOST_B = sys.argv[1:6]
-PORT = 20000 + (os.getpid() * 7) % 20000
+PORT = 20000 + (os.getpid() * 7) % 8000  # below the ephemeral range
 
 
 def run_pair(name, hca_a, hca_b, offset, tmp):

@@ -77,8 +77,14 @@ int coord_listen(struct coord *c, const struct probe_opts *o, const struct probe
   }
   for (int r = 0; r < l->world; r++) c->conns[r].fd = -1;
   raise_fd_limit(l->world);
-  int e = listen_on(AF_INET6, l->port, &c->lfd[0]);
-  if (e == EAFNOSUPPORT || e == EADDRNOTAVAIL) e = listen_on(AF_INET, l->port, &c->lfd[0]);
+  int e;
+  /* A probe that just ended may still hold the port for a moment. */
+  for (int64_t until = c->t0 + (total / 4 < 10 * NS ? total / 4 : 10 * NS);;) {
+    e = listen_on(AF_INET6, l->port, &c->lfd[0]);
+    if (e == EAFNOSUPPORT || e == EADDRNOTAVAIL) e = listen_on(AF_INET, l->port, &c->lfd[0]);
+    if (e != EADDRINUSE || coord_now_ns() > until) break;
+    usleep(200000);
+  }
   if (e) {
     snprintf(c->listen_why, sizeof(c->listen_why),
              "rank 0 cannot serve the rendezvous on port %d: %s%s", l->port, strerror(e),
