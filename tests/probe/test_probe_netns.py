@@ -8,7 +8,7 @@ usage: test_probe_netns.py NCCL_NET_DIAG LIBNCCL_22809 LIBNCCL_21903
 Cases: a clean run on 4 and on 16 hosts; one host with NCCL_SOCKET_IFNAME
 naming no interface and another with a different NCCL_PROTO; a host with
 another NCCL release; a rank killed mid-probe; strangers at the
-rendezvous; usage errors. Each asserts the exit status of every rank and,
+rendezvous; a slow link; usage errors. Each asserts the exit status of every rank and,
 in rank 0's JSON, the host, the cause and the fix."""
 import os
 import shutil
@@ -106,6 +106,31 @@ def killed_rank(hosts, tmp):
             f'wall {run.wall:.1f} {bad}')
 
 
+def slow_link(hosts, tmp):
+    """host3 sends at 100 Mbit/s (a token bucket on its eth0): its pairs out are
+    flagged after a second measurement; the ones into it are not."""
+    tc = ['ip', 'netns', 'exec', hosts.ns(3), 'tc', 'qdisc']
+    r = subprocess.run(tc + ['add', 'dev', 'eth0', 'root', 'tbf', 'rate', '100mbit', 'burst',
+                             '32kb', 'latency', '100ms'], capture_output=True, text=True)
+    if r.returncode:
+        pl.case(True, f'a slow link is flagged # SKIP no tc tbf here: {r.stderr.strip()}')
+        return
+    try:
+        run = new_run(hosts, 4, 6, tmp).start(['--bytes', '8M', '--timeout', '120']).finish(180)
+    finally:
+        subprocess.run(tc + ['del', 'dev', 'eth0', 'root'], capture_output=True)
+    rep = run.report()
+    out = [p for p in rep['pairs'] if p['src'] == 3]
+    into = [p for p in rep['pairs'] if p['dst'] == 3]
+    hits = pl.problems_about(rep, 'host3 ->', 'far below the median', 'best of two runs')
+    pl.case(run.rc[0] == 1 and all(p['ok'] and p['slow'] and p['retested'] for p in out) and
+            not any(p['slow'] for p in into) and len(hits) == 3 and
+            all(p['severity'] == 'warning' and 'host3' in p['hosts'] for p in hits),
+            'a 100 Mbit/s link out of host3: its 3 pairs out are flagged slow after a retest, '
+            'the pairs into it are not',
+            f'exit {run.rc} out {out} into {into} {hits}\n' + run.logs([0]))
+
+
 def strangers(hosts, tmp):
     """A port scanner and a probe of another job knock at rank 0's port."""
     run = new_run(hosts, 2, 5, tmp).start(['--bytes', '1M', '--timeout', '60'], ranks=[0])
@@ -158,7 +183,7 @@ def main():
         if err:
             pl.case(False, 'build 16 namespace hosts on a bridge', err)
             return pl.done()
-        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str'):
+        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str', 'slow'):
             os.makedirs(os.path.join(tmp, sub))
         clean(hosts, 4, [], 0, os.path.join(tmp, 'c4'), 'clean, 4 hosts')
         run, rep = clean(hosts, 16, ['--bytes', '1M'], 1, os.path.join(tmp, 'c16'),
@@ -169,6 +194,7 @@ def main():
         nccl_versions(hosts, os.path.join(tmp, 'ver'))
         killed_rank(hosts, os.path.join(tmp, 'kill'))
         strangers(hosts, os.path.join(tmp, 'str'))
+        slow_link(hosts, os.path.join(tmp, 'slow'))
     finally:
         hosts.down()
         shutil.rmtree(tmp, ignore_errors=True)

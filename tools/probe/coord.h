@@ -51,6 +51,7 @@ struct coord {
   int64_t t0, arrival_deadline, end_deadline;
   struct sched sched;
   int round;
+  int retest;               /* the rounds now run are the retests of slow-looking pairs */
   struct coord_step *steps; /* one per pair of the current round */
   int nsteps;
   uint32_t next_id;

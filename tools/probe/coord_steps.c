@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The pair rounds at rank 0: which hosts, which pairs, and each pair's
  * steps (one per device), from the task to both results. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,44 +125,99 @@ static void step_start(struct coord *c, struct coord_step *s, int dev) {
 static void round_start(struct coord *c) {
   struct sched *sc = &c->sched;
   int from = sc->round_start[c->round], to = sc->round_start[c->round + 1];
-  fprintf(stderr, "nccl-net-diag probe: round %d of %d: %d pair%s\n", c->round + 1, sc->nround,
-          to - from, to - from == 1 ? "" : "s");
+  fprintf(stderr, "nccl-net-diag probe: %s %d of %d: %d pair%s\n",
+          c->retest ? "retest round" : "round", c->round + 1, sc->nround, to - from,
+          to - from == 1 ? "" : "s");
   c->nsteps = 0;
   for (int i = from; i < to; i++) {
     int a = c->run->host_rank[sc->pairs[i].a], b = c->run->host_rank[sc->pairs[i].b];
     char why[800];
     blocked(c, a, b, why, sizeof(why));
     if (why[0]) {
-      not_tested(c, a, b, 0, why);
+      if (!c->retest) not_tested(c, a, b, 0, why);
       continue;
     }
     struct coord_step *s = &c->steps[c->nsteps++];
     memset(s, 0, sizeof(*s));
     s->pair = i, s->a = a, s->b = b;
     int na = c->run->facts[a].ndev, nb = c->run->facts[b].ndev;
-    s->ndev = na < nb ? na : nb;
-    step_start(c, s, 0);
+    s->ndev = c->retest ? sc->pairs[i].tag + 1 : na < nb ? na : nb;
+    step_start(c, s, c->retest ? sc->pairs[i].tag : 0);
   }
 }
 
-void steps_plan(struct coord *c) {
-  pick_hosts(c);
-  if (plan_schedule(c)) {
-    fprintf(stderr, "nccl-net-diag probe: out of memory planning the pairs\n");
-    c->stage = CS_END;
-    return;
-  }
+/* Room for the largest round of c->sched; 0 or ENOMEM. */
+static int alloc_steps(struct coord *c) {
   int most = 0;
   for (int r = 0; r < c->sched.nround; r++)
     if (c->sched.round_start[r + 1] - c->sched.round_start[r] > most)
       most = c->sched.round_start[r + 1] - c->sched.round_start[r];
+  free(c->steps);
   c->steps = calloc((size_t)(most ? most : 1), sizeof(*c->steps));
+  c->nsteps = 0;
   c->round = -1;
+  return c->steps ? 0 : ENOMEM;
+}
+
+void steps_plan(struct coord *c) {
+  pick_hosts(c);
+  if (plan_schedule(c) || alloc_steps(c)) {
+    fprintf(stderr, "nccl-net-diag probe: out of memory planning the pairs\n");
+    c->stage = CS_END;
+  }
+}
+
+static int host_index(const struct coord *c, int rank) {
+  for (int h = 0; h < c->run->nhost; h++)
+    if (c->run->host_rank[h] == rank) return h;
+  return -1;
+}
+
+/* A pair far below its kind's median may have met a busy moment: it runs
+ * again, in rounds of its own, and keeps its better result; only a pair
+ * slow both times is reported. 1 when retests were scheduled. */
+static int retest_plan(struct coord *c) {
+  int n = verdict_mark_slow(c->run), count = 0;
+  struct sched_pair *list = n ? calloc((size_t)n, sizeof(*list)) : NULL;
+  for (int i = 0; list && i < c->run->npair; i++) {
+    const struct probe_pair *p = &c->run->pairs[i];
+    int a = host_index(c, p->src), b = host_index(c, p->dst), seen = 0;
+    if (!p->slow || a < 0 || b < 0) continue;
+    struct sched_pair x = {a < b ? a : b, a < b ? b : a, p->dev};
+    for (int k = 0; k < count; k++) seen |= !memcmp(&list[k], &x, sizeof(x));
+    if (!seen) list[count++] = x;
+  }
+  sched_free(&c->sched);
+  int ok = count && !sched_rounds(c->run->nhost, list, count, &c->sched) && !alloc_steps(c);
+  free(list);
+  if (ok)
+    fprintf(stderr, "nccl-net-diag probe: %d pair%s looked slow: measuring again\n", count,
+            count == 1 ? "" : "s");
+  return ok;
 }
 
 /* Records both directions of a finished step, then starts the next device
  * (go_on), or lists the devices left as not tested. */
+/* A retest keeps the better of the two measurements of each direction. */
+static void retest_finish(struct coord *c, struct coord_step *s) {
+  for (int dir = 0; dir < 2; dir++) {
+    struct probe_pair again = {0}, *p = NULL;
+    describe(c, &again, dir ? s->b : s->a, dir ? s->a : s->b, s->dev);
+    verdict_direction(c->run, &again, s->fail, &s->res[!dir], s->have[!dir], &s->res[dir],
+                      s->have[dir], s->res[0].lat_ns);
+    for (int i = 0; i < c->run->npair && !p; i++) {
+      struct probe_pair *q = &c->run->pairs[i];
+      if (q->src == again.src && q->dst == again.dst && q->dev == again.dev) p = q;
+    }
+    if (!p) continue;
+    p->retested = 1;
+    if (again.ok && again.gbps > p->gbps) p->gbps = again.gbps;
+  }
+  s->active = 0;
+}
+
 static void step_finish(struct coord *c, struct coord_step *s, int go_on) {
+  if (c->retest) return retest_finish(c, s);
   for (int dir = 0; dir < 2; dir++) {
     struct probe_pair *p = new_pair(c->run);
     if (!p) break;
@@ -251,7 +307,7 @@ void steps_tick(struct coord *c) {
   }
   if (busy) return;
   if (c->round + 1 >= c->sched.nround) {
-    c->stage = CS_END;
+    if (c->retest || !(c->retest = retest_plan(c))) c->stage = CS_END;
     return;
   }
   c->round++;
@@ -261,7 +317,7 @@ void steps_tick(struct coord *c) {
 void steps_finish_all(struct coord *c, const char *why) {
   for (int i = 0; i < c->nsteps; i++)
     if (c->steps[i].active) step_abort(c, &c->steps[i], why);
-  if (c->stage != CS_PAIRS) return;
+  if (c->stage != CS_PAIRS || c->retest) return;
   char text[300];
   snprintf(text, sizeof(text), "not tested: %s", why);
   for (int r = c->round + 1; r < c->sched.nround; r++)

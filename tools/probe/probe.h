@@ -145,7 +145,8 @@ struct probe_pair {
   char transport[8];
   int tested; /* 0: not run (a host was gone, had no device, or time ran out) */
   int ok;
-  int slow;
+  int slow;     /* far below the median of its kind, measured twice */
+  int retested; /* measured again because the first run looked slow */
   double gbps, lat_us;
   char cause[32];   /* short, for the matrix */
   char error[2048]; /* the cause in full: the plugin's own diagnosis where it gave one */

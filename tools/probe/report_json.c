@@ -142,6 +142,7 @@ static void pair_json(struct json *j, const struct probe_run *r, const struct pr
   if (p->ok) json_num(j, "gbps", p->gbps, 3), json_num(j, "lat_us", p->lat_us, 1);
   else json_null(j, "gbps"), json_null(j, "lat_us");
   json_bool(j, "slow", p->slow);
+  json_bool(j, "retested", p->retested);
   json_str(j, "cause", p->ok ? NULL : p->cause);
   json_str(j, "error", p->ok ? NULL : p->error);
   json_close_obj(j);

@@ -23,9 +23,10 @@ static int sched_alloc(struct sched *s, int npair, int nround) {
   return 0;
 }
 
-static void add(struct sched *s, int x, int y) {
+static void add(struct sched *s, int x, int y, int tag) {
   s->pairs[s->npair].a = x < y ? x : y;
   s->pairs[s->npair].b = x < y ? y : x;
+  s->pairs[s->npair].tag = tag;
   s->npair++;
 }
 
@@ -37,17 +38,15 @@ int sched_all(int n, struct sched *s) {
   if (sched_alloc(s, n * (n - 1) / 2, rounds)) return ENOMEM;
   for (int r = 0; r < rounds; r++) {
     s->round_start[r] = s->npair;
-    if (m - 1 < n) add(s, m - 1, r);
-    for (int k = 1; k < m / 2; k++) add(s, (r + k) % (m - 1), (r - k + (m - 1)) % (m - 1));
+    if (m - 1 < n) add(s, m - 1, r, 0);
+    for (int k = 1; k < m / 2; k++) add(s, (r + k) % (m - 1), (r - k + (m - 1)) % (m - 1), 0);
   }
   s->nround = rounds;
   s->round_start[rounds] = s->npair;
   return 0;
 }
 
-/* Splits an unordered list of pairs into rounds of disjoint pairs, first
- * fit in list order. */
-static int into_rounds(struct sched *s, int n, const struct sched_pair *list, int count) {
+int sched_rounds(int n, const struct sched_pair *list, int count, struct sched *s) {
   char *busy = calloc((size_t)(n ? n : 1), 1), *taken = calloc((size_t)(count ? count : 1), 1);
   if (!busy || !taken || sched_alloc(s, count, count)) {
     free(busy);
@@ -61,7 +60,7 @@ static int into_rounds(struct sched *s, int n, const struct sched_pair *list, in
       if (taken[i] || busy[list[i].a] || busy[list[i].b]) continue;
       busy[list[i].a] = busy[list[i].b] = 1;
       taken[i] = 1;
-      add(s, list[i].a, list[i].b);
+      add(s, list[i].a, list[i].b, list[i].tag);
       left--;
     }
   }
@@ -73,15 +72,15 @@ static int into_rounds(struct sched *s, int n, const struct sched_pair *list, in
 
 static int ring_list(int n, struct sched_pair *list) {
   int count = 0;
-  for (int i = 0; i + 1 < n; i++) list[count++] = (struct sched_pair){i, i + 1};
-  if (n > 2) list[count++] = (struct sched_pair){0, n - 1};
+  for (int i = 0; i + 1 < n; i++) list[count++] = (struct sched_pair){i, i + 1, 0};
+  if (n > 2) list[count++] = (struct sched_pair){0, n - 1, 0};
   return count;
 }
 
 int sched_ring(int n, struct sched *s) {
   struct sched_pair *list = calloc((size_t)(n ? n : 1), sizeof(*list));
   if (!list) return ENOMEM;
-  int r = into_rounds(s, n, list, ring_list(n, list));
+  int r = sched_rounds(n, list, ring_list(n, list), s);
   free(list);
   return r;
 }
@@ -129,9 +128,10 @@ int sched_sample(int n, int extra, unsigned seed, struct sched *s) {
     int a = (int)(next_random(&state) % (uint64_t)n), b = (int)(next_random(&state) % (uint64_t)n);
     if (a == b) continue;
     if (a > b) a ^= b, b ^= a, a ^= b;
-    if (pairset_add(&set, (uint64_t)a * (uint64_t)n + b)) list[count++] = (struct sched_pair){a, b};
+    if (pairset_add(&set, (uint64_t)a * (uint64_t)n + b))
+      list[count++] = (struct sched_pair){a, b, 0};
   }
-  int r = into_rounds(s, n, list, count);
+  int r = sched_rounds(n, list, count, s);
   free(list);
   free(set.keys);
   return r;

@@ -13,6 +13,7 @@
 
 struct sched_pair {
   int a, b; /* a < b */
+  int tag;  /* the caller's, kept through sched_rounds (a device to retest) */
 };
 
 struct sched {
@@ -26,6 +27,8 @@ struct sched {
 int sched_all(int n, struct sched *s);
 int sched_ring(int n, struct sched *s);
 int sched_sample(int n, int extra, unsigned seed, struct sched *s);
+/* Any list of pairs (a < b, repeats allowed) into rounds, first fit. */
+int sched_rounds(int n, const struct sched_pair *list, int count, struct sched *s);
 void sched_free(struct sched *s);
 
 #endif

@@ -105,28 +105,42 @@ static double median_of(const struct probe_run *r, const char *transport) {
   return m;
 }
 
-static void judge_slow(struct probe_run *r) {
-  if (r->opts->bytes < SLOW_MIN_BYTES) return;
-  static const char *const kinds[] = {"RDMA", "TCP"};
+static const char *const kinds[] = {"RDMA", "TCP"};
+
+int verdict_mark_slow(struct probe_run *r) {
+  int n = 0;
+  for (int i = 0; i < r->npair; i++) r->pairs[i].slow = 0;
+  if (r->opts->bytes < SLOW_MIN_BYTES) return 0;
   for (int k = 0; k < 2; k++) {
     double med = median_of(r, kinds[k]);
     for (int i = 0; med > 0 && i < r->npair; i++) {
       struct probe_pair *p = &r->pairs[i];
-      if (!p->ok || strcmp(p->transport, kinds[k]) || p->gbps >= med * r->opts->slow_ratio)
-        continue;
-      p->slow = 1;
-      char s[PROBE_HOST_MAX + 16], d[PROBE_HOST_MAX + 16], hosts[200];
-      probe_rank_host(r, p->src, s, sizeof(s));
-      probe_rank_host(r, p->dst, d, sizeof(d));
-      snprintf(hosts, sizeof(hosts), "%s,%s", s, d);
-      probe_add_problem(r, SEV_WARNING, hosts,
-                        "check both ends' link (speed and error counters: ethtool -S, ibstat, "
-                        "perfquery), the cable and switch port, and congestion settings (PFC, "
-                        "ECN); then rerun the probe",
-                        "%s -> %s on device %s (%s) moves %.2f GB/s, far below the median %.2f "
-                        "GB/s of the %s pairs",
-                        s, d, p->dev_name, p->transport, p->gbps, med, kinds[k]);
+      if (p->ok && !strcmp(p->transport, kinds[k]) && p->gbps < med * r->opts->slow_ratio)
+        p->slow = 1, n++;
     }
+  }
+  return n;
+}
+
+/* Pairs that were slow on the first run and again on the retest. */
+static void judge_slow(struct probe_run *r) {
+  verdict_mark_slow(r);
+  for (int i = 0; i < r->npair; i++) {
+    struct probe_pair *p = &r->pairs[i];
+    if (!p->slow) continue;
+    char s[PROBE_HOST_MAX + 16], d[PROBE_HOST_MAX + 16], hosts[200];
+    probe_rank_host(r, p->src, s, sizeof(s));
+    probe_rank_host(r, p->dst, d, sizeof(d));
+    snprintf(hosts, sizeof(hosts), "%s,%s", s, d);
+    probe_add_problem(r, SEV_WARNING, hosts,
+                      "check both ends' link (speed and error counters: ethtool -S, ibstat, "
+                      "perfquery), the cable and switch port, and congestion settings (PFC, ECN); "
+                      "then rerun the probe",
+                      "%s -> %s on device %s (%s) moves %.2f GB/s%s, far below the median %.2f "
+                      "GB/s of the %s pairs",
+                      s, d, p->dev_name, p->transport, p->gbps,
+                      p->retested ? " at best of two runs" : "", median_of(r, p->transport),
+                      p->transport);
   }
 }
 

@@ -17,5 +17,8 @@ void verdict_direction(const struct probe_run *r, struct probe_pair *p, const ch
                        int have_tx, uint64_t lat_ns);
 /* The short cause for the matrix, from p->error. */
 void verdict_cause(struct probe_pair *p);
+/* Sets slow on every passing pair far below the median of its transport
+ * (with enough pairs and bytes to tell); returns how many. */
+int verdict_mark_slow(struct probe_run *r);
 
 #endif
