@@ -8,7 +8,8 @@ usage: test_probe_netns.py NCCL_NET_DIAG LIBNCCL_22809 LIBNCCL_21903
 Cases: a clean run on 4 and on 16 hosts; one host with NCCL_SOCKET_IFNAME
 naming no interface and another with a different NCCL_PROTO; a host with
 another NCCL release; a rank killed mid-probe; strangers at the
-rendezvous; a slow link; usage errors. Each asserts the exit status of every rank and,
+rendezvous; a rank that never starts; two ranks per host; a slow link;
+usage errors, and an unwritable --json. Each asserts the exit status of every rank and,
 in rank 0's JSON, the host, the cause and the fix."""
 import os
 import shutil
@@ -106,6 +107,39 @@ def killed_rank(hosts, tmp):
             f'wall {run.wall:.1f} {bad}')
 
 
+def never_arrives(hosts, tmp):
+    """Rank 3 never starts; later a lone rank waits for a rank 0 that never starts."""
+    run = new_run(hosts, 4, 7, tmp).start(['--bytes', '1M', '--timeout', '15'], ranks=[0, 1, 2])
+    run.procs = run.procs[:3]
+    run.finish(40)
+    rep = run.report()
+    hits = pl.problems_about(rep, 'rank 3 never reached', 'MASTER_PORT', host='rank 3')
+    pl.case(run.rc == [1, 0, 0] and run.wall < 15 and rep['hosts'][3]['state'] == 'never arrived'
+            and hits and len([p for p in rep['pairs'] if p['ok']]) == 6,
+            f'a rank that never starts: named, the other 3 hosts tested, ends within --timeout 15 '
+            f'({run.wall:.1f} s)', f'exit {run.rc} {hits}\n' + run.logs([0]))
+    lone = new_run(hosts, 2, 8, tmp).start(['--timeout', '5'], ranks=[1])
+    lone.procs = lone.procs[1:]
+    lone.finish(40)
+    err = open(lone.log(1, 'err')).read()
+    pl.case(lone.rc == [1] and 'did not answer' in err and 'MASTER_ADDR' in err,
+            f'rank 0 never starts: the other rank gives up ({lone.wall:.1f} s) and says where it '
+            'looked', err)
+
+
+def two_ranks_per_host(hosts, tmp):
+    """torchrun --nproc-per-node 2 on two hosts: one rank per host tests the pairs."""
+    env = {r: {'LOCAL_RANK': str(r % 2)} for r in range(4)}
+    run = pl.Run(BIN, 4, PORT + 9, [hosts.ns(r // 2) for r in range(4)],
+                 [f'host{r // 2}' for r in range(4)], hosts.addr(0), tmp)
+    run.start(['--bytes', '1M'], env).finish(60)
+    rep = run.report()
+    pl.case(run.rc == [0] * 4 and rep['host_count'] == 2 and len(rep['hosts']) == 4 and
+            {(p['src'], p['dst']) for p in rep['pairs'] if p['ok']} == {(0, 2), (2, 0)},
+            'two ranks per host: all four report, local rank 0 of each host tests the pair',
+            f'exit {run.rc} {rep["pairs"]}\n' + run.logs([0]))
+
+
 def slow_link(hosts, tmp):
     """host3 sends at 100 Mbit/s (a token bucket on its eth0): its pairs out are
     flagged after a second measurement; the ones into it are not."""
@@ -168,6 +202,10 @@ def usage_errors():
     r = subprocess.run([BIN, 'probe', '--pairs', 'some'], capture_output=True, text=True,
                        env=dict(env, RANK='0', WORLD_SIZE='1'))
     pl.case(r.returncode == 2 and '--pairs' in r.stderr, 'a bad option: exit 2', r.stderr)
+    r = subprocess.run([BIN, 'probe', '--json', '/nonexistent/dir/p.json'], capture_output=True,
+                       text=True, env=dict(env, RANK='0', WORLD_SIZE='1'))
+    pl.case(r.returncode == 2 and '/nonexistent/dir/p.json' in r.stderr,
+            'an unwritable --json: exit 2 at once', r.stderr)
 
 
 def main():
@@ -183,7 +221,7 @@ def main():
         if err:
             pl.case(False, 'build 16 namespace hosts on a bridge', err)
             return pl.done()
-        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str', 'slow'):
+        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str', 'slow', 'never', 'two'):
             os.makedirs(os.path.join(tmp, sub))
         clean(hosts, 4, [], 0, os.path.join(tmp, 'c4'), 'clean, 4 hosts')
         run, rep = clean(hosts, 16, ['--bytes', '1M'], 1, os.path.join(tmp, 'c16'),
@@ -194,6 +232,8 @@ def main():
         nccl_versions(hosts, os.path.join(tmp, 'ver'))
         killed_rank(hosts, os.path.join(tmp, 'kill'))
         strangers(hosts, os.path.join(tmp, 'str'))
+        never_arrives(hosts, os.path.join(tmp, 'never'))
+        two_ranks_per_host(hosts, os.path.join(tmp, 'two'))
         slow_link(hosts, os.path.join(tmp, 'slow'))
     finally:
         hosts.down()

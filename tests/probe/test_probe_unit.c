@@ -133,6 +133,9 @@ static void t_missing(void) {
     CHECK(strstr(why, names[i]), "the message names %s: %s", names[i], why);
   static const char *const half[] = {"RANK=0", "MASTER_ADDR=x", NULL};
   CHECK(launch(half, NULL, &l, why) == EINVAL && strstr(why, "WORLD_SIZE=(unset)"), "%s", why);
+  static const char *const alone[] = {"RANK=0", "WORLD_SIZE=1", NULL};
+  CHECK(launch(alone, NULL, &l, why) == 0 && !strcmp(l.host, "127.0.0.1"),
+        "a world of one needs no MASTER_ADDR: %s", why);
   static const char *const over[] = {"RANK=4", "WORLD_SIZE=4", "MASTER_ADDR=x", NULL};
   CHECK(launch(over, NULL, &l, why) == EINVAL, "rank 4 of 4");
   static const char *const port[] = {"RANK=0", "WORLD_SIZE=1", "MASTER_ADDR=x", "MASTER_PORT=http",

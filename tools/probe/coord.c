@@ -146,11 +146,20 @@ void coord_on_message(struct coord *c, int rank, int type, const uint8_t *body, 
   coord_rank_lost(c, rank, why);
 }
 
+/* Every rank reported or died, or the wait is over: the pairs start. */
 static void arrival_tick(struct coord *c) {
-  int64_t now = coord_now_ns();
-  if (c->nreported < c->l->world && now < c->arrival_deadline) return;
-  fprintf(stderr, "nccl-net-diag probe: %d of %d ranks reported in %.1f s\n", c->nreported,
-          c->l->world, coord_elapsed_s(c));
+  int waiting = 0;
+  for (int r = 0; r < c->l->world; r++) waiting += !c->reported[r] && !c->run->ranks[r].dead;
+  if (waiting && coord_now_ns() < c->arrival_deadline) return;
+  char missing[200] = "";
+  size_t o = 0;
+  for (int r = 0, shown = 0; r < c->l->world && o < sizeof(missing); r++)
+    if (!c->reported[r] && shown++ < 8)
+      o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? ", " : "; missing: rank ",
+                            r);
+  c->run->arrival_s = coord_elapsed_s(c);
+  fprintf(stderr, "nccl-net-diag probe: %d of %d ranks reported in %.1f s%s%s\n", c->nreported,
+          c->l->world, c->run->arrival_s, missing, c->l->world - c->nreported > 8 ? ", ..." : "");
   c->stage = CS_PAIRS;
   steps_plan(c);
 }

@@ -84,7 +84,7 @@ static int default_host(struct probe_launch *l, const struct launcher *x, probe_
   }
   /* All ranks on this node (mpirun -np N on one machine): rank 0 is here. */
   int local_size = x->local_size ? int_of(get(x->local_size, arg)) : -1;
-  if (local_size == l->world) {
+  if (local_size == l->world || l->world == 1) {
     scopy(l->host, sizeof(l->host), "127.0.0.1");
     scopy(l->host_from, sizeof(l->host_from), "this node (every rank runs here)");
     return 0;

@@ -196,6 +196,16 @@ int cmd_probe(int argc, char **argv) {
   snprintf(run.launcher, sizeof(run.launcher), "%s", l.launcher);
   snprintf(run.rendezvous, sizeof(run.rendezvous), "%s:%d (%s)", l.host, l.port, l.host_from);
   snprintf(run.job, sizeof(run.job), "%s", l.job);
+  if (l.rank == 0 && o.json_path) {
+    /* Found out now, not after the whole probe. */
+    FILE *f = fopen(o.json_path, "w");
+    if (!f) {
+      fprintf(stderr, "nccl-net-diag probe: --json %s cannot be written: %s\n", o.json_path,
+              strerror(errno));
+      return 2;
+    }
+    fclose(f);
+  }
   if (l.rank == 0) {
     run.facts = calloc((size_t)l.world, sizeof(*run.facts));
     run.ranks = calloc((size_t)l.world, sizeof(*run.ranks));

@@ -194,6 +194,7 @@ struct probe_run {
   int nrefusal;
   struct probe_refusal *refusals;
   double elapsed_s;
+  double arrival_s; /* how long rank 0 waited for the ranks */
   int timed_out;
 };
 

@@ -223,7 +223,9 @@ static void judge_ranks(struct probe_run *r) {
                         "check that this rank started (its launcher's log), that MASTER_ADDR and "
                         "MASTER_PORT are the same on every rank, and that no firewall blocks the "
                         "port; then rerun the probe",
-                        "rank %d never reached rank 0's rendezvous at %s", k, r->rendezvous);
+                        "rank %d never reached rank 0's rendezvous at %s in the %.0f s rank 0 "
+                        "waited",
+                        k, r->rendezvous, r->arrival_s);
     else if (s->dead)
       probe_add_problem(r, SEV_ERROR, h,
                         "look at that rank's output and the node's kernel log (a crash, the "
