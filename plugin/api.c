@@ -71,7 +71,7 @@ static void init_once_fn(void) {
   char list[1024];
   size_t o = 0;
   for (int i = 0; i < h->ndev && o < sizeof(list); i++) {
-    const struct transport_dev *d = &h->dev[i];
+    const struct transport_dev *d = &h->devs[i];
     char a[64];
     ipaddr_str(&d->addr, a, sizeof(a));
     o += (size_t)snprintf(list + o, sizeof(list) - o, " [%d]%s:%s/%s", i, d->name, a,
@@ -116,7 +116,7 @@ static const struct transport_dev *get_dev(const char *fn, int dev) {
     WARN("%s: device %d does not exist (this plugin has %d devices)", fn, dev, h->ndev);
     return NULL;
   }
-  return &h->dev[dev];
+  return &h->devs[dev];
 }
 
 ncclResult_t diag_devices(int *ndev) {

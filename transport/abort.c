@@ -16,30 +16,32 @@ void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
   uint8_t hdr[MSG_HDR_LEN];
   msg_hdr_encode(&h, hdr);
   struct iovec iov[2] = {{hdr, MSG_HDR_LEN}, {(void *)reason, len}};
-  sock_sendv(ctrl_fd, iov, 2);
+  size_t sent;
+  (void)sock_sendv(ctrl_fd, iov, 2, &sent); /* best effort: the peer may be gone */
   shutdown(ctrl_fd, SHUT_WR);
 }
 
-int transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
+bool transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
   uint8_t buf[MSG_HDR_LEN + MSG_ABORT_MAX];
   size_t got = 0;
   int64_t end = now_ns() + (int64_t)wait_ms * 1000000;
   while (now_ns() < end) {
     struct pollfd p = {ctrl_fd, POLLIN, 0};
     if (poll(&p, 1, 20) <= 0) continue;
-    ssize_t n = sock_recv(ctrl_fd, buf + got, sizeof(buf) - got);
-    if (n == -EAGAIN) continue;
-    if (n < 0) break;
-    got += (size_t)n;
+    size_t n;
+    int err = sock_recv(ctrl_fd, buf + got, sizeof(buf) - got, &n);
+    if (err == EAGAIN) continue;
+    if (err) break;
+    got += n;
     struct msg_hdr h;
     char why[160];
     if (got < MSG_HDR_LEN) continue;
-    if (msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT)) return 0;
+    if (msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT)) return false;
     if (got < MSG_HDR_LEN + h.size) continue;
     size_t len = h.size < cap - 1 ? h.size : cap - 1;
     memcpy(reason, buf + MSG_HDR_LEN, len);
     reason[len] = 0;
-    return 1;
+    return true;
   }
-  return 0;
+  return false;
 }

@@ -5,13 +5,14 @@
 #ifndef DIAG_TRANSPORT_ABORT_H
 #define DIAG_TRANSPORT_ABORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Best effort: one non-blocking write of the frame; then no more writes. */
 void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason);
-/* Waits up to wait_ms for the peer's notice: 1 with the reason, 0 none
- * (the socket closed, or something else arrived). */
-int transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms);
+/* Waits up to wait_ms for the peer's notice: whether one came (its reason
+ * in reason), or none (the socket closed, or something else arrived). */
+bool transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms);
 
 #endif

@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* accept: see listen.h. Each call does a bounded amount of non-blocking
- * work and returns; NCCL calls again until a recv comm comes out. */
+/* accept: the listener's state machine. The stages, in order (listen.h has
+ * the details):
+ *   waiting for a peer -> reading the peer's hello -> answering it ->
+ *   setting up RDMA (both sides have RDMA devices) or waiting for data
+ *   sockets -> the comm, and waiting for a peer again
+ * A fall back from RDMA to TCP goes on to the data sockets. Each call takes
+ * the sockets that arrived, reads their preambles, then runs the
+ * connection's stages until one has to wait, checks the connection's
+ * deadline (in this one place), and returns; NCCL calls again until a
+ * receive comm comes out. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,52 +24,56 @@
 #include "transport/report.h"
 #include "transport/sock.h"
 
-static void drop_incoming(struct listen_comm *l, int i) { l->inc[i] = l->inc[--l->ninc]; }
+static void drop_incoming(struct listen_comm *l, int i) {
+  l->incoming[i] = l->incoming[--l->nincoming];
+}
 
-static int accept_errno_transient(int err) {
+/* accept(2) errors that concern one connection, not the listener. */
+static bool accept_errno_transient(int err) {
   return err == EINTR || err == ECONNABORTED || err == EPROTO || err == ENETDOWN ||
          err == ENOPROTOOPT || err == EHOSTDOWN || err == ENONET || err == EHOSTUNREACH ||
          err == EOPNOTSUPP || err == ENETUNREACH || err == EPERM;
 }
 
-static ncclResult_t accept_new(struct listen_comm *l, int64_t now) {
+/* Takes what the listening socket has: 0, or an errno (logged). */
+static int accept_new(struct listen_comm *l, int64_t now) {
   for (int loops = 0; loops < 256; loops++) {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       int err = errno;
-      if (err == EAGAIN || err == EWOULDBLOCK) return ncclSuccess;
+      if (err == EAGAIN || err == EWOULDBLOCK) return 0;
       if (accept_errno_transient(err)) continue;
       char advice[400];
       sock_errno_advice(err, advice, sizeof(advice));
       WARN("accept on device %s port %u failed: %s%s%s", l->dev->name, l->port, strerror(err),
            advice[0] ? "; " : "", advice);
-      return ncclSystemError;
+      return err;
     }
     sock_tune(fd);
     char peer[80];
     sockaddr_str((struct sockaddr *)&ss, peer, sizeof(peer));
-    if (l->ninc == LISTEN_MAX_INCOMING) {
+    if (l->nincoming == LISTEN_MAX_INCOMING) {
       listen_refuse(l, fd, peer, "too many connections are waiting to identify themselves");
       continue;
     }
-    struct incoming *in = &l->inc[l->ninc++];
+    struct incoming *in = &l->incoming[l->nincoming++];
     memset(in, 0, sizeof(*in));
     in->fd = fd;
     in->deadline = now + l->handshake_ns;
     snprintf(in->peer, sizeof(in->peer), "%s", peer);
   }
-  return ncclSuccess;
+  return 0;
 }
 
-/* Returns 1 when the socket was consumed (attached or refused). */
-static int place_socket(struct listen_comm *l, struct incoming *in, int64_t now) {
+/* Whether the socket was consumed (attached or refused); false: it waits. */
+static bool place_socket(struct listen_comm *l, struct incoming *in, int64_t now) {
   char why[200];
   struct preamble p;
   if (preamble_decode(in->buf, &p, why, sizeof(why))) {
     listen_refuse(l, in->fd, in->peer, why);
-    return 1;
+    return true;
   }
   if (p.nonce != l->nonce) {
     snprintf(why, sizeof(why),
@@ -69,44 +81,45 @@ static int place_socket(struct listen_comm *l, struct incoming *in, int64_t now)
              "connection meant for another listen)",
              (unsigned long long)p.nonce, (unsigned long long)l->nonce);
     listen_refuse(l, in->fd, in->peer, why);
-    return 1;
+    return true;
   }
   if (p.role == ROLE_CTRL) {
     /* The same connector trying another of our addresses in parallel: it
      * waits here, and takes over if the first attempt breaks. */
-    if (l->stage != CS_NONE) return 0;
+    if (l->stage != ACCEPT_IDLE) return false;
     l->ctrl_fd = in->fd;
     l->connid = p.connid;
-    l->stage = CS_HELLO_HDR;
+    l->stage = ACCEPT_HELLO;
     l->conn_deadline = now + l->handshake_ns;
     snprintf(l->ctrl_peer, sizeof(l->ctrl_peer), "%s", in->peer);
-    return 1;
+    return true;
   }
-  if (l->stage != CS_NONE && p.connid == l->connid && l->stage != CS_DATA) return 0; /* early */
-  if (l->stage == CS_DATA && p.connid == l->connid && p.index < l->ndata &&
-      l->data_fds[p.index] < 0) {
+  bool ours = l->stage != ACCEPT_IDLE && p.connid == l->connid;
+  if (ours && l->stage != ACCEPT_DATA_SOCKETS) return false; /* early: it waits */
+  if (ours && p.index < l->ndata && l->data_fds[p.index] < 0) {
     l->data_fds[p.index] = in->fd;
-    l->data_have++;
-    return 1;
+    l->ndata_arrived++;
+    return true;
   }
   snprintf(why, sizeof(why), "data socket %u of connection 0x%016llx, which is not in setup here",
            p.index, (unsigned long long)p.connid);
   listen_refuse(l, in->fd, in->peer, why);
-  return 1;
+  return true;
 }
 
 static void identify_incoming(struct listen_comm *l, int64_t now) {
-  for (int i = 0; i < l->ninc;) {
-    struct incoming *in = &l->inc[i];
+  for (int i = 0; i < l->nincoming;) {
+    struct incoming *in = &l->incoming[i];
     if (in->got < PREAMBLE_LEN) {
-      ssize_t n = sock_recv(in->fd, in->buf + in->got, PREAMBLE_LEN - in->got);
-      if (n > 0) in->got += (size_t)n;
-      if (n < 0 && n != -EAGAIN) {
+      size_t n;
+      int err = sock_recv(in->fd, in->buf + in->got, PREAMBLE_LEN - in->got, &n);
+      in->got += n;
+      if (err && err != EAGAIN) {
         char why[160];
-        if (n == -EPIPE)
+        if (err == EPIPE)
           snprintf(why, sizeof(why),
                    "it closed the connection after %zu bytes, before identifying itself", in->got);
-        else snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror((int)-n));
+        else snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror(err));
         listen_refuse(l, in->fd, in->peer, why);
         drop_incoming(l, i);
         continue;
@@ -128,25 +141,6 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
   }
 }
 
-/* Reads into l->in up to want bytes: 1 = have them, 0 = not yet, -1 = the
- * connection failed (already reset and logged). */
-static int read_some(struct listen_comm *l, size_t want) {
-  while (l->in_off < want) {
-    ssize_t n = sock_recv(l->ctrl_fd, l->in + l->in_off, want - l->in_off);
-    if (n == -EAGAIN) return 0;
-    if (n < 0) {
-      char why[200];
-      snprintf(why, sizeof(why), "it %s after %zu of the %zu bytes of its hello",
-               n == -EPIPE ? "closed the connection" : strerror((int)-n), l->in_off, want);
-      listen_refuse(l, -1, l->ctrl_peer, why);
-      listen_reset_conn(l);
-      return -1;
-    }
-    l->in_off += (size_t)n;
-  }
-  return 1;
-}
-
 static void build_reply(struct listen_comm *l) {
   struct hello *m = &l->mine;
   hello_fill_local(m, HELLO_ACCEPT);
@@ -162,25 +156,27 @@ static void build_reply(struct listen_comm *l) {
     sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
   m->nsocks = l->peer_hello.nsocks;
   m->nthreads = (uint16_t)l->nthreads;
-  int len = hello_encode(m, l->out, sizeof(l->out));
-  l->out_len = len > 0 ? (size_t)len : 0;
-  l->out_off = 0;
+  size_t len; /* our own record always fits */
+  (void)hello_encode(m, l->out_buf, sizeof(l->out_buf), &len);
+  record_writer_start(&l->out, l->out_buf, len);
 }
 
-static int hello_received(struct listen_comm *l) {
+/* The connector's hello is in: whether it is the one we wait for (else
+ * the connection was refused and reset). */
+static bool hello_received(struct listen_comm *l) {
   char why[200];
   struct hello *h = &l->peer_hello;
-  if (hello_decode_body(l->in + HELLO_HDR_LEN, l->body_len, h, why, sizeof(why)) != HELLO_OK) {
+  if (hello_decode_body(l->in.buf + HELLO_HDR_LEN, l->in.body_len, h, why, sizeof(why))) {
     listen_refuse(l, -1, l->ctrl_peer, why);
     listen_reset_conn(l);
-    return -1;
+    return false;
   }
-  h->kind = l->kind;
+  h->kind = l->in.kind;
   if (h->nonce != l->nonce || h->connid != l->connid || h->kind != HELLO_CONNECT) {
     snprintf(why, sizeof(why), "its hello names another listen or connection");
     listen_refuse(l, -1, l->ctrl_peer, why);
     listen_reset_conn(l);
-    return -1;
+    return false;
   }
   build_reply(l);
   struct transport_peer peer;
@@ -188,120 +184,167 @@ static int hello_received(struct listen_comm *l) {
   report_hello(&l->mine, h, peer.desc, "accept");
   l->ndata = h->nsocks;
   for (int i = 0; i < TRANSPORT_MAX_DATA_SOCKS; i++) l->data_fds[i] = -1;
-  l->data_have = 0;
-  l->stage = CS_SEND_HELLO;
-  return 0;
+  l->ndata_arrived = 0;
+  return true;
 }
 
-static ncclResult_t finish(struct listen_comm *l, void **recv_comm) {
+/* The TCP comm from the control and data sockets: 0 or an errno (logged). */
+static int finish(struct listen_comm *l, void **recv_comm) {
   struct transport_setup s;
-  transport_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
+  transport_setup_init(&s, l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   s.ndata = l->ndata;
   memcpy(s.data_fds, l->data_fds, sizeof(s.data_fds));
   s.nthreads = l->nthreads;
   struct transport_comm *c = NULL;
-  ncclResult_t r = tcp_comm_create(&s, &c);
+  int err = tcp_comm_create(&s, &c);
   /* The comm owns the sockets now, or closed them on failure. */
   l->ctrl_fd = -1;
   l->ndata = 0;
   listen_reset_conn(l);
-  if (r != ncclSuccess) return r;
+  if (err) return err; /* logged */
   ev_count(C_RECV_COMMS, 1);
   *recv_comm = c;
-  return ncclSuccess;
+  return 0;
 }
 
-static ncclResult_t finish_rdma(struct listen_comm *l, void **recv_comm) {
+/* The RDMA comm from the finished setup: 0 or an errno (logged). */
+static int finish_rdma(struct listen_comm *l, void **recv_comm) {
   struct transport_setup s;
-  transport_setup_init(&s, l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
+  transport_setup_init(&s, l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
   struct ib_setup *ibs = l->ibs;
   l->ibs = NULL;
   l->ctrl_fd = -1; /* the comm owns it now */
   struct transport_comm *c = NULL;
-  ncclResult_t r = ib_comm_create(ibs, &s, &c);
+  int err = ib_comm_create(ibs, &s, &c);
   listen_reset_conn(l);
-  if (r != ncclSuccess) return r;
+  if (err) return err; /* logged */
   ev_count(C_RECV_COMMS, 1);
   *recv_comm = c;
-  return ncclSuccess;
+  return 0;
 }
 
-static ncclResult_t progress_conn(struct listen_comm *l, int64_t now, void **recv_comm) {
+const char *accept_stage_name(enum accept_stage stage) {
+  switch (stage) {
+  case ACCEPT_IDLE: return "waiting for a peer";
+  case ACCEPT_HELLO: return "reading the peer's hello";
+  case ACCEPT_ANSWER: return "answering the peer's hello";
+  case ACCEPT_RDMA: return "setting up RDMA";
+  case ACCEPT_DATA_SOCKETS: return "waiting for data sockets";
+  }
+  return "in an unknown stage";
+}
+
+static void enter(struct listen_comm *l, enum accept_stage next) {
+  TRACE(LOG_NET, "accept from %s on device %s: %s, then %s", l->ctrl_peer, l->dev->name,
+        accept_stage_name(l->stage), accept_stage_name(next));
+  l->stage = next;
+}
+
+/* ACCEPT_HELLO. A connection that breaks the protocol is refused and reset:
+ * PROGRESS_PENDING then, with the machine idle. */
+static enum progress step_hello(struct listen_comm *l) {
   char why[200];
-  if (l->stage == CS_HELLO_HDR) {
-    if (read_some(l, HELLO_HDR_LEN) <= 0) goto check_deadline;
-    if (hello_decode_header(l->in, &l->body_len, &l->kind, why, sizeof(why)) != HELLO_OK) {
-      listen_refuse(l, -1, l->ctrl_peer, why);
-      listen_reset_conn(l);
-      return ncclSuccess;
-    }
-    l->stage = CS_HELLO_BODY;
+  int err;
+  enum progress got = record_read(&l->in, l->ctrl_fd, &err, why, sizeof(why));
+  if (got == PROGRESS_PENDING) return got;
+  if (got == PROGRESS_FAILED) {
+    if (err != EPROTO) /* else why names what is wrong with the header */
+      snprintf(why, sizeof(why), "it %s after %zu of the %zu bytes of its hello",
+               err == EPIPE ? "closed the connection" : strerror(err), l->in.got,
+               record_reader_want(&l->in));
+    listen_refuse(l, -1, l->ctrl_peer, why);
+    listen_reset_conn(l);
+    return PROGRESS_PENDING;
   }
-  if (l->stage == CS_HELLO_BODY) {
-    if (read_some(l, HELLO_HDR_LEN + l->body_len) <= 0) goto check_deadline;
-    if (hello_received(l)) return ncclSuccess;
+  if (!hello_received(l)) return PROGRESS_PENDING; /* refused */
+  enter(l, ACCEPT_ANSWER);
+  return PROGRESS_DONE;
+}
+
+/* ACCEPT_ANSWER: our hello out, then RDMA setup or the data sockets. */
+static enum progress step_answer(struct listen_comm *l) {
+  int err;
+  enum progress sent = record_write(&l->out, l->ctrl_fd, &err);
+  if (sent == PROGRESS_PENDING) return sent;
+  if (sent == PROGRESS_FAILED) {
+    WARN("peer %s broke the control connection to device %s while we answered its hello "
+         "(%s); still waiting for a peer",
+         l->ctrl_peer, l->dev->name, strerror(err));
+    listen_reset_conn(l);
+    return PROGRESS_PENDING;
   }
-  if (l->stage == CS_SEND_HELLO) {
-    while (l->out_off < l->out_len) {
-      ssize_t n = sock_send(l->ctrl_fd, l->out + l->out_off, l->out_len - l->out_off);
-      if (n == -EAGAIN) goto check_deadline;
-      if (n < 0) {
-        WARN("peer %s broke the control connection to device %s while we answered its hello "
-             "(%s); still waiting for a peer",
-             l->ctrl_peer, l->dev->name, strerror((int)-n));
-        listen_reset_conn(l);
-        return ncclSuccess;
-      }
-      l->out_off += (size_t)n;
-    }
-    struct transport_peer peer;
-    transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
-    l->ibs = ib_setup_new(l->dev, 0, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,
-                          NCCL_NET_TRAFFIC_CLASS_UNDEF);
-    l->stage = l->ibs ? CS_RDMA : CS_DATA;
-    /* RTR may wait for neighbour resolution: the setup has its own bound. */
-    if (l->ibs) l->conn_deadline = INT64_MAX;
+  struct transport_peer peer;
+  transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
+  l->ibs = ib_setup_new(l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,
+                        NCCL_NET_TRAFFIC_CLASS_UNDEF);
+  /* RTR may wait for neighbour resolution: the setup has its own bound. */
+  if (l->ibs) l->conn_deadline = INT64_MAX;
+  enter(l, l->ibs ? ACCEPT_RDMA : ACCEPT_DATA_SOCKETS);
+  return PROGRESS_DONE;
+}
+
+/* ACCEPT_RDMA: PROGRESS_FAILED when the connection fails (logged). */
+static enum progress step_rdma(struct listen_comm *l, int64_t now, void **recv_comm) {
+  switch (ib_setup_progress(l->ibs)) {
+  case IB_SETUP_PENDING: return PROGRESS_PENDING;
+  case IB_SETUP_FAILED:
+    listen_reset_conn(l);
+    ev_count(C_CONN_FAILURES, 1);
+    return PROGRESS_FAILED;
+  case IB_SETUP_RDMA_UP: return finish_rdma(l, recv_comm) ? PROGRESS_FAILED : PROGRESS_DONE;
+  case IB_SETUP_FALL_BACK: break;
   }
-  if (l->stage == CS_RDMA) {
-    int r = ib_setup_progress(l->ibs);
-    if (r == 0) return ncclSuccess;
-    if (r < 0) {
-      listen_reset_conn(l);
-      ev_count(C_CONN_FAILURES, 1);
-      return ncclSystemError;
-    }
-    if (r == 1) return finish_rdma(l, recv_comm);
-    ib_setup_free(l->ibs); /* fall back: wait for the TCP data sockets */
-    l->ibs = NULL;
-    l->stage = CS_DATA;
-    l->conn_deadline = now + l->handshake_ns;
+  ib_setup_free(l->ibs); /* wait for the TCP data sockets */
+  l->ibs = NULL;
+  l->conn_deadline = now + l->handshake_ns;
+  enter(l, ACCEPT_DATA_SOCKETS);
+  return PROGRESS_DONE;
+}
+
+/* Runs the current stage: PROGRESS_DONE when it finished (the machine has
+ * moved on, or built the comm and is idle again). */
+static enum progress step(struct listen_comm *l, int64_t now, void **recv_comm) {
+  switch (l->stage) {
+  case ACCEPT_IDLE: return PROGRESS_PENDING;
+  case ACCEPT_HELLO: return step_hello(l);
+  case ACCEPT_ANSWER: return step_answer(l);
+  case ACCEPT_RDMA: return step_rdma(l, now, recv_comm);
+  case ACCEPT_DATA_SOCKETS:
+    if (l->ndata_arrived < l->ndata) return PROGRESS_PENDING;
+    return finish(l, recv_comm) ? PROGRESS_FAILED : PROGRESS_DONE;
   }
-  if (l->stage == CS_DATA && l->data_have == l->ndata) return finish(l, recv_comm);
-check_deadline:
-  if (l->stage != CS_NONE && now > l->conn_deadline) {
+  return PROGRESS_FAILED;
+}
+
+/* The connection in setup, as far as it goes: PROGRESS_DONE with
+ * *recv_comm set, PROGRESS_FAILED when it failed (logged). The one place
+ * the connection's deadline is checked. */
+static enum progress progress_conn(struct listen_comm *l, int64_t now, void **recv_comm) {
+  enum progress p = PROGRESS_DONE;
+  while (l->stage != ACCEPT_IDLE && !*recv_comm && p == PROGRESS_DONE) p = step(l, now, recv_comm);
+  if (p == PROGRESS_FAILED || *recv_comm) return p;
+  if (l->stage != ACCEPT_IDLE && now > l->conn_deadline) {
     WARN("peer %s started a connection to device %s but did not finish its setup in %lld ms "
-         "(%d of %d data sockets arrived); dropped it and still waiting for a peer. The peer "
-         "process may have died or stalled",
-         l->ctrl_peer, l->dev->name, (long long)(l->handshake_ns / 1000000), l->data_have,
-         l->ndata);
+         "(stopped while this side was %s; %d of %d data sockets arrived); dropped it and still "
+         "waiting for a peer. The peer process may have died or stalled",
+         l->ctrl_peer, l->dev->name, (long long)(l->handshake_ns / 1000000),
+         accept_stage_name(l->stage), l->ndata_arrived, l->ndata);
     listen_reset_conn(l);
   }
-  return ncclSuccess;
+  return PROGRESS_PENDING;
 }
 
 ncclResult_t transport_accept(void *listen_comm, void **recv_comm) {
   struct listen_comm *l = listen_comm;
   *recv_comm = NULL;
   int64_t now = now_ns();
-  ncclResult_t r = accept_new(l, now);
-  if (r != ncclSuccess) return r;
+  if (accept_new(l, now)) return ncclSystemError; /* logged */
   identify_incoming(l, now);
-  if (l->stage == CS_NONE) return ncclSuccess;
-  r = progress_conn(l, now, recv_comm);
+  enum progress p = progress_conn(l, now, recv_comm);
   /* Data sockets that arrived while the hello was still going out. */
-  if (l->stage == CS_DATA && !*recv_comm) {
+  if (p == PROGRESS_PENDING && l->stage == ACCEPT_DATA_SOCKETS) {
     identify_incoming(l, now);
-    if (l->data_have == l->ndata) r = progress_conn(l, now, recv_comm);
+    p = progress_conn(l, now, recv_comm);
   }
-  return r;
+  return p == PROGRESS_FAILED ? ncclSystemError : ncclSuccess;
 }

@@ -1,9 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* connect: a non-blocking state machine whose state lives behind a token in
- * the handle's connector-private bytes (NCCL passes the same handle buffer
- * on every retry). It tries the listener's candidate addresses -- those on
- * a local subnet first, each next one after a short stagger -- records every
- * failed attempt with its errno, and completes the first one whose listener
+/* connect: the connector's state machine, whose state lives behind a token
+ * in the handle's connector-private bytes (NCCL passes the same handle
+ * buffer on every retry). Each call runs stages until one has to wait, and
+ * returns. The stages, in order (connect.h has the details):
+ *   trying the listener's addresses -> setting up RDMA (both sides have RDMA
+ *   devices) or opening data sockets -> done
+ * A fall back from RDMA to TCP goes on to the data sockets. The first stage
+ * tries the listener's candidate addresses -- those on a local subnet
+ * first, each next one after a short stagger -- records every failed
+ * attempt with its errno, and completes the first one whose listener
  * answers our hello with the right nonce. When that is not the address we
  * preferred, the user hears which one failed, which one worked, and what
  * NCCL_SOCKET_IFNAME would avoid the detour. */
@@ -62,13 +67,15 @@ static void set_token(void *handle, uint64_t token) {
 }
 
 static void connecting_free(struct connecting *c) {
-  for (int i = 0; i < c->ncand; i++)
-    if (c->c[i].fd >= 0) close(c->c[i].fd);
+  for (int i = 0; i < c->ncands; i++)
+    if (c->cands[i].fd >= 0) close(c->cands[i].fd);
   for (int i = 0; i < c->ndata; i++)
-    if (c->data[i].fd >= 0) close(c->data[i].fd);
+    if (c->data_socks[i].fd >= 0) close(c->data_socks[i].fd);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
   if (c->ibs) ib_setup_free(c->ibs);
   c->obj = OBJ_DEAD;
+  free(c->cands);
+  free(c->data_socks);
   free(c);
 }
 
@@ -76,8 +83,8 @@ static void order_candidates(struct connecting *c) {
   const struct transport_host *host = transport_host();
   int n = 0;
   for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < c->ncand; i++) {
-      struct cand *k = &c->c[i];
+    for (int i = 0; i < c->ncands; i++) {
+      struct cand *k = &c->cands[i];
       if (pass == 0) {
         int ai;
         const struct netif *ni = netif_on_subnet(&host->ifs, &k->hc.addr, &ai);
@@ -95,70 +102,79 @@ static void order_candidates(struct connecting *c) {
               }
             }
         }
-        k->local = ni != NULL;
+        k->is_local = ni != NULL;
         if (ni) snprintf(k->local_if, sizeof(k->local_if), "%s", ni->name);
       }
-      if (k->local == (pass == 0)) c->order[n++] = i;
+      if (k->is_local == (pass == 0)) c->cand_order[n++] = i;
     }
 }
 
-static ncclResult_t connecting_new(const struct transport_dev *dev, int tc, void *handle,
-                                   struct connecting **out) {
+/* Whether the peer's handle is one of ours that this build speaks; a WARN
+ * says what is wrong with it when not. */
+static bool peer_handle_ok(const struct transport_dev *dev, const void *handle, struct handle *h) {
   char why[200];
-  struct handle h;
-  enum handle_err he = handle_decode(handle, &h, why, sizeof(why));
-  if (he != HANDLE_OK) {
-    if (he == HANDLE_BAD_MAGIC)
-      WARN("connect on device %s: the handle from the peer is not a libnccl-net-diag handle (%s). "
-           "The peer runs another net plugin or another NCCL (is NCCL_NET_PLUGIN / NCCL_NET the "
-           "same on every node?), or the handle was corrupted on the way",
-           dev->name, why);
-    else if (he == HANDLE_BAD_VERSION)
-      WARN("connect on device %s: %s. Install the same libnccl-net-diag on every node", dev->name,
-           why);
-    else
-      WARN("connect on device %s: the peer's handle is malformed: %s. The peer may run another "
-           "plugin version, or the handle was corrupted on the way",
-           dev->name, why);
-    ev_count(C_CONN_FAILURES, 1);
-    return ncclInvalidUsage;
-  }
+  enum handle_err he = handle_decode(handle, h, why, sizeof(why));
+  if (he == HANDLE_OK) return true;
+  if (he == HANDLE_BAD_MAGIC)
+    WARN("connect on device %s: the handle from the peer is not a libnccl-net-diag handle (%s). "
+         "The peer runs another net plugin or another NCCL (is NCCL_NET_PLUGIN / NCCL_NET the "
+         "same on every node?), or the handle was corrupted on the way",
+         dev->name, why);
+  else if (he == HANDLE_BAD_VERSION)
+    WARN("connect on device %s: %s. Install the same libnccl-net-diag on every node", dev->name,
+         why);
+  else
+    WARN("connect on device %s: the peer's handle is malformed: %s. The peer may run another "
+         "plugin version, or the handle was corrupted on the way",
+         dev->name, why);
+  ev_count(C_CONN_FAILURES, 1);
+  return false;
+}
+
+/* A new connect for the decoded handle h: 0 or ENOMEM (logged). */
+static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
+                          const struct handle *h, struct connecting **out) {
   struct connecting *c = calloc(1, sizeof(*c));
-  if (!c) {
+  if (c) {
+    c->cands = calloc((size_t)h->ncands, sizeof(*c->cands));
+    c->data_socks = calloc((size_t)h->nsocks, sizeof(*c->data_socks));
+  }
+  if (!c || !c->cands || (h->nsocks && !c->data_socks)) {
     WARN("connect on device %s: out of memory", dev->name);
-    return ncclSystemError;
+    if (c) free(c->cands), free(c->data_socks), free(c);
+    return ENOMEM;
   }
   c->obj = OBJ_CONNECTING;
   c->handle = handle;
   c->dev = dev;
   c->traffic_class = tc;
-  c->h = h;
+  c->h = *h;
   c->ctrl_fd = -1;
-  c->won = -1;
+  c->stage = CONNECT_CANDIDATES;
   if (getrandom(&c->connid, sizeof(c->connid), GRND_NONBLOCK) != sizeof(c->connid))
     c->connid = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)c << 8);
   c->start = now_ns();
   c->deadline = c->start + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
   c->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
-  c->ncand = h.ncand;
-  for (int i = 0; i < h.ncand; i++) {
-    struct cand *k = &c->c[i];
-    k->hc = h.cand[i];
+  c->ncands = h->ncands;
+  for (int i = 0; i < h->ncands; i++) {
+    struct cand *k = &c->cands[i];
+    k->hc = h->cands[i];
     k->fd = -1;
     k->sl = ipaddr_to_sockaddr(&k->hc.addr, k->hc.port, &k->ss);
     sockaddr_str((struct sockaddr *)&k->ss, k->str, sizeof(k->str));
   }
   order_candidates(c);
-  for (int i = 0; i < TRANSPORT_MAX_DATA_SOCKS; i++) c->data[i].fd = -1;
+  for (int i = 0; i < h->nsocks; i++) c->data_socks[i].fd = -1;
   *out = c;
-  return ncclSuccess;
+  return 0;
 }
 
 /* "10.0.0.7<46417> (eth1 on host-b, no local interface on its subnet)" */
 static void cand_desc(const struct connecting *c, const struct cand *k, char *buf, size_t cap) {
   char cidr[64];
   ipaddr_subnet_str(&k->hc.addr, cidr, sizeof(cidr));
-  if (k->local)
+  if (k->is_local)
     snprintf(buf, cap, "%s (%s on %s, subnet %s, local %s)", k->str, k->hc.ifname, c->h.host, cidr,
              k->local_if);
   else
@@ -166,14 +182,15 @@ static void cand_desc(const struct connecting *c, const struct cand *k, char *bu
              k->hc.ifname, c->h.host, cidr);
 }
 
+/* err: the attempt's errno, when a retryable one may be tried again; 0
+ * when the listener there refused us (the candidate is dead). */
 static void attempt_failed(struct connecting *c, struct cand *k, int err, const char *why) {
   int64_t now = now_ns();
-  k->last_err = err;
   snprintf(k->last_why, sizeof(k->last_why), "%s", why);
   if (k->fd >= 0) close(k->fd);
   k->fd = -1;
-  k->in_off = k->out_len = k->out_off = 0;
-  k->failed_once = 1;
+  record_writer_start(&k->out, k->out_buf, 0);
+  record_reader_reset(&k->in);
   char d[256];
   cand_desc(c, k, d, sizeof(d));
   INFO(LOG_NET, "connect for device %s: attempt %d to %s failed after %lld ms: %s", c->dev->name,
@@ -181,10 +198,10 @@ static void attempt_failed(struct connecting *c, struct cand *k, int err, const 
   if (err && sock_err_retryable(err)) {
     int64_t backoff = 100000000LL * k->attempts;
     if (backoff > 1000000000LL) backoff = 1000000000LL;
-    k->st = CAND_WAIT;
+    k->stage = CAND_WAIT;
     k->next_try = now + backoff;
   } else {
-    k->st = CAND_DEAD;
+    k->stage = CAND_DEAD;
   }
 }
 
@@ -196,7 +213,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
   snprintf(m->transport, sizeof(m->transport), "tcp");
   snprintf(m->dev, sizeof(m->dev), "%s", c->dev->name);
   ib_fill_hello(c->dev, m);
-  snprintf(m->ifname, sizeof(m->ifname), "%s", k->local ? k->local_if : c->dev->ifname);
+  snprintf(m->ifname, sizeof(m->ifname), "%s", k->is_local ? k->local_if : c->dev->ifname);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
   if (getsockname(k->fd, (struct sockaddr *)&ss, &sl) == 0)
@@ -204,11 +221,11 @@ static void build_hello(struct connecting *c, struct cand *k) {
   m->nsocks = c->h.nsocks;
   m->nthreads = c->h.nthreads;
   struct preamble p = {ROLE_CTRL, 0, c->h.nonce, c->connid};
-  preamble_encode(&p, k->out);
-  int len = hello_encode(m, k->out + PREAMBLE_LEN, sizeof(k->out) - PREAMBLE_LEN);
-  k->out_len = PREAMBLE_LEN + (size_t)(len > 0 ? len : 0);
-  k->out_off = 0;
-  k->in_off = 0;
+  preamble_encode(&p, k->out_buf);
+  size_t len; /* our own record always fits */
+  (void)hello_encode(m, k->out_buf + PREAMBLE_LEN, sizeof(k->out_buf) - PREAMBLE_LEN, &len);
+  record_writer_start(&k->out, k->out_buf, PREAMBLE_LEN + len);
+  record_reader_init(&k->in, k->in_buf, sizeof(k->in_buf), HELLO_HDR_LEN, hello_decode_header);
 }
 
 static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
@@ -216,10 +233,10 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
   k->attempt_start = now;
   int err = sock_connect_start((struct sockaddr *)&k->ss, k->sl, &k->fd);
   if (err == 0) {
-    k->st = CAND_HELLO;
+    k->stage = CAND_HELLO;
     build_hello(c, k);
   } else if (err == EINPROGRESS) {
-    k->st = CAND_CONNECTING;
+    k->stage = CAND_CONNECTING;
   } else {
     char why[600], advice[400];
     sock_errno_advice(err, advice, sizeof(advice));
@@ -229,81 +246,66 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
   }
 }
 
-/* 1 = this candidate won, 0 = not yet. */
-static int progress_hello(struct connecting *c, struct cand *k, int64_t now) {
+/* Whether this candidate's listener has answered our hello as the
+ * listener this handle came from. */
+static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
   char why[240];
-  while (k->out_off < k->out_len) {
-    ssize_t n = sock_send(k->fd, k->out + k->out_off, k->out_len - k->out_off);
-    if (n == -EAGAIN) break;
-    if (n < 0) {
-      snprintf(why, sizeof(why), "sending our hello failed: %s", strerror((int)-n));
-      attempt_failed(c, k, (int)-n, why);
-      return 0;
-    }
-    k->out_off += (size_t)n;
+  int err;
+  if (record_write(&k->out, k->fd, &err) == PROGRESS_FAILED) {
+    snprintf(why, sizeof(why), "sending our hello failed: %s", strerror(err));
+    attempt_failed(c, k, err, why);
+    return false;
   }
-  size_t want = HELLO_HDR_LEN + (k->in_off >= HELLO_HDR_LEN ? k->body_len : 0);
-  while (k->in_off < want) {
-    ssize_t n = sock_recv(k->fd, k->in + k->in_off, want - k->in_off);
-    if (n == -EAGAIN) break;
-    if (n < 0) {
+  enum progress got = record_read(&k->in, k->fd, &err, why, sizeof(why));
+  if (got == PROGRESS_FAILED) {
+    if (err != EPROTO) /* else why names what is wrong with the header */
       snprintf(why, sizeof(why),
                "the process listening there %s our handshake (it is not the listener this "
                "handle came from, or it refused us: see its log)",
-               n == -EPIPE ? "closed the connection during" : "broke");
-      attempt_failed(c, k, 0, why);
-      k->st = CAND_DEAD;
-      return 0;
-    }
-    k->in_off += (size_t)n;
-    if (k->in_off == HELLO_HDR_LEN) {
-      if (hello_decode_header(k->in, &k->body_len, &k->kind, why, sizeof(why)) != HELLO_OK) {
-        attempt_failed(c, k, 0, why);
-        k->st = CAND_DEAD;
-        return 0;
-      }
-      want = HELLO_HDR_LEN + k->body_len;
-    }
+               err == EPIPE ? "closed the connection during" : "broke");
+    attempt_failed(c, k, 0, why);
+    k->stage = CAND_DEAD;
+    return false;
   }
-  if (k->in_off < HELLO_HDR_LEN || k->in_off < HELLO_HDR_LEN + k->body_len) {
+  if (got == PROGRESS_PENDING) {
     if (now - k->attempt_start > c->handshake_ns) {
       snprintf(why, sizeof(why), "connected, but no answer to our hello in %lld ms",
                (long long)(c->handshake_ns / 1000000));
       attempt_failed(c, k, 0, why);
-      k->st = CAND_DEAD;
+      k->stage = CAND_DEAD;
     }
-    return 0;
+    return false;
   }
   struct hello *p = &c->peer;
-  if (hello_decode_body(k->in + HELLO_HDR_LEN, k->body_len, p, why, sizeof(why)) != HELLO_OK) {
+  if (hello_decode_body(k->in.buf + HELLO_HDR_LEN, k->in.body_len, p, why, sizeof(why))) {
     attempt_failed(c, k, 0, why);
-    k->st = CAND_DEAD;
-    return 0;
+    k->stage = CAND_DEAD;
+    return false;
   }
-  p->kind = k->kind;
+  p->kind = k->in.kind;
   if (p->kind != HELLO_ACCEPT || p->nonce != c->h.nonce || p->connid != c->connid) {
     attempt_failed(c, k, 0, "the answer names another listen or connection");
-    k->st = CAND_DEAD;
-    return 0;
+    k->stage = CAND_DEAD;
+    return false;
   }
-  return 1;
+  return true;
 }
 
-/* Drives every candidate one step; returns the index that won, or -1. */
-static int progress_candidates(struct connecting *c, int64_t now) {
-  int earlier_active = 0;
-  for (int o = 0; o < c->ncand; o++) {
-    struct cand *k = &c->c[c->order[o]];
-    if (k->st == CAND_IDLE || (k->st == CAND_WAIT && now >= k->next_try)) {
+/* Drives every candidate one step; returns the one that won, if any. */
+static struct cand *progress_candidates(struct connecting *c, int64_t now) {
+  bool earlier_active = false;
+  for (int o = 0; o < c->ncands; o++) {
+    struct cand *k = &c->cands[c->cand_order[o]];
+    if (k->stage == CAND_IDLE || (k->stage == CAND_WAIT && now >= k->next_try)) {
       /* The next candidate starts after a stagger, or at once when all the
        * earlier ones have failed. */
-      int may_start = k->st == CAND_WAIT || !earlier_active || now >= c->start + o * STAGGER_NS;
+      bool may_start = k->stage == CAND_WAIT || !earlier_active || now >= c->start + o * STAGGER_NS;
       if (may_start) start_attempt(c, k, now);
     }
-    if (k->st == CAND_CONNECTING) {
+    if (k->stage == CAND_CONNECTING) {
       int err = sock_connect_done(k->fd);
       if (err == 0) {
-        k->st = CAND_HELLO;
+        k->stage = CAND_HELLO;
         build_hello(c, k);
       } else if (err != EINPROGRESS) {
         char why[160];
@@ -311,26 +313,26 @@ static int progress_candidates(struct connecting *c, int64_t now) {
         attempt_failed(c, k, err, why);
       }
     }
-    if (k->st == CAND_HELLO && progress_hello(c, k, now)) return c->order[o];
-    if (k->st == CAND_CONNECTING || k->st == CAND_HELLO) earlier_active = 1;
+    if (k->stage == CAND_HELLO && progress_hello(c, k, now)) return k;
+    if (k->stage == CAND_CONNECTING || k->stage == CAND_HELLO) earlier_active = true;
   }
-  return -1;
+  return NULL;
 }
 
 /* Every address we preferred over the one that worked, with what happened
  * to it: failed (with its errno), or still unanswered when a later one won. */
-static void report_detour(struct connecting *c, struct cand *won) {
+static void report_detour(struct connecting *c, const struct cand *won) {
   char failed[1400];
   size_t o = 0;
   int nfail = 0;
   int64_t now = now_ns();
-  for (int o2 = 0; o2 < c->ncand; o2++) {
-    struct cand *k = &c->c[c->order[o2]];
+  for (int o2 = 0; o2 < c->ncands; o2++) {
+    const struct cand *k = &c->cands[c->cand_order[o2]];
     if (k == won) break;
     if (!k->attempts) continue;
     char d[256], what[700];
     cand_desc(c, k, d, sizeof(d));
-    if (k->st == CAND_CONNECTING || k->st == CAND_HELLO)
+    if (k->stage == CAND_CONNECTING || k->stage == CAND_HELLO)
       snprintf(what, sizeof(what), "no answer after %lld ms (%d attempt%s)",
                (long long)((now - k->attempt_start) / 1000000), k->attempts,
                k->attempts == 1 ? "" : "s");
@@ -358,11 +360,11 @@ static void report_detour(struct connecting *c, struct cand *won) {
          c->peer.host, c->dev->name, wd, failed, won->hc.ifname, c->peer.host, peer_if);
 }
 
-static ncclResult_t fail_unreachable(struct connecting *c) {
+static void fail_unreachable(struct connecting *c) {
   char tried[2000], have[700];
   size_t o = 0;
-  for (int o2 = 0; o2 < c->ncand; o2++) {
-    struct cand *k = &c->c[c->order[o2]];
+  for (int o2 = 0; o2 < c->ncands; o2++) {
+    const struct cand *k = &c->cands[c->cand_order[o2]];
     char d[256];
     cand_desc(c, k, d, sizeof(d));
     if (o < sizeof(tried))
@@ -382,7 +384,72 @@ static ncclResult_t fail_unreachable(struct connecting *c) {
        "This host has %s. Check that the peer process is alive, that NCCL_SOCKET_IFNAME selects a "
        "network both nodes share, and that no firewall drops TCP between them",
        c->h.host, c->dev->name, (long long)((c->deadline - c->start) / 1000000), tried, have);
-  return ncclSystemError;
+}
+
+const char *connect_stage_name(enum connect_stage stage) {
+  switch (stage) {
+  case CONNECT_CANDIDATES: return "trying the listener's addresses";
+  case CONNECT_RDMA: return "setting up RDMA";
+  case CONNECT_DATA_SOCKETS: return "opening data sockets";
+  case CONNECT_DONE: return "done";
+  }
+  return "in an unknown stage";
+}
+
+static void enter(struct connecting *c, enum connect_stage next) {
+  TRACE(LOG_NET, "connect to %s for device %s: %s, then %s", c->h.host, c->dev->name,
+        connect_stage_name(c->stage), connect_stage_name(next));
+  c->stage = next;
+}
+
+/* CONNECT_CANDIDATES: PROGRESS_DONE once a listener answered our hello;
+ * its socket is the control socket and the machine has moved on. */
+static enum progress step_candidates(struct connecting *c, int64_t now) {
+  struct cand *k = progress_candidates(c, now);
+  if (!k) {
+    if (now <= c->deadline) return PROGRESS_PENDING;
+    fail_unreachable(c);
+    return PROGRESS_FAILED;
+  }
+  c->winner = k;
+  c->ctrl_fd = k->fd;
+  k->fd = -1;
+  snprintf(c->peer_addr, sizeof(c->peer_addr), "%s", k->str);
+  for (int i = 0; i < c->ncands; i++)
+    if (c->cands[i].fd >= 0) close(c->cands[i].fd), c->cands[i].fd = -1;
+  struct transport_peer peer;
+  transport_peer_describe(&peer, &c->peer, c->peer_addr);
+  report_hello(&c->mine, &c->peer, peer.desc, "connect");
+  report_detour(c, k);
+  c->ndata = c->h.nsocks;
+  c->ibs = ib_setup_new(c->dev, true, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
+  enter(c, c->ibs ? CONNECT_RDMA : CONNECT_DATA_SOCKETS);
+  return PROGRESS_DONE;
+}
+
+/* Runs the current stage: PROGRESS_DONE when it finished (the machine has
+ * moved on; at CONNECT_DONE *send_comm is set). */
+static enum progress step(struct connecting *c, int64_t now, void **send_comm) {
+  enum progress p = PROGRESS_DONE;
+  switch (c->stage) {
+  case CONNECT_CANDIDATES: return step_candidates(c, now);
+  case CONNECT_RDMA:
+    switch (connect_rdma(c, send_comm)) {
+    case IB_SETUP_PENDING: return PROGRESS_PENDING;
+    case IB_SETUP_FAILED: return PROGRESS_FAILED;
+    case IB_SETUP_RDMA_UP: enter(c, CONNECT_DONE); break;
+    case IB_SETUP_FALL_BACK: enter(c, CONNECT_DATA_SOCKETS); break;
+    }
+    return PROGRESS_DONE;
+  case CONNECT_DATA_SOCKETS:
+    p = connect_data_sockets(c, now);
+    if (p != PROGRESS_DONE) return p;
+    if (connect_finish(c, send_comm)) return PROGRESS_FAILED;
+    enter(c, CONNECT_DONE);
+    return PROGRESS_DONE;
+  case CONNECT_DONE: return PROGRESS_DONE;
+  }
+  return p;
 }
 
 ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_class, void *handle,
@@ -392,51 +459,18 @@ ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_clas
   memcpy(&token, (uint8_t *)handle + HANDLE_STATE_OFF, sizeof(token));
   struct connecting *c = token ? registry_find(handle, token) : NULL;
   if (!c) {
-    ncclResult_t r = connecting_new(dev, traffic_class, handle, &c);
-    if (r != ncclSuccess) return r;
+    struct handle h;
+    if (!peer_handle_ok(dev, handle, &h)) return ncclInvalidUsage;
+    if (connecting_new(dev, traffic_class, handle, &h, &c)) return ncclSystemError;
     registry_add(c);
     set_token(handle, (uint64_t)(uintptr_t)c);
   }
   int64_t now = now_ns();
-  ncclResult_t r = ncclSuccess;
-  if (c->won < 0) {
-    int w = progress_candidates(c, now);
-    if (w >= 0) {
-      struct cand *k = &c->c[w];
-      c->won = w;
-      c->ctrl_fd = k->fd;
-      k->fd = -1;
-      snprintf(c->peer_addr, sizeof(c->peer_addr), "%s", k->str);
-      for (int i = 0; i < c->ncand; i++)
-        if (c->c[i].fd >= 0) close(c->c[i].fd), c->c[i].fd = -1;
-      struct transport_peer peer;
-      transport_peer_describe(&peer, &c->peer, c->peer_addr);
-      report_hello(&c->mine, &c->peer, peer.desc, "connect");
-      report_detour(c, k);
-      c->ndata = c->h.nsocks;
-      c->ibs = ib_setup_new(c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
-    } else if (now > c->deadline) {
-      r = fail_unreachable(c);
-      goto out_free;
-    }
-  }
-  if (c->won >= 0 && c->ibs) {
-    r = connect_rdma(c, send_comm);
-    if (r != ncclSuccess || *send_comm) goto out_free;
-    if (c->ibs) return ncclSuccess; /* still setting up */
-  }
-  if (c->won >= 0) {
-    r = connect_data_sockets(c, now);
-    if (r != ncclSuccess) goto out_free;
-    if (c->data_done == c->ndata) {
-      r = connect_finish(c, send_comm);
-      goto out_free;
-    }
-  }
-  return ncclSuccess;
-out_free:
+  enum progress p = PROGRESS_DONE;
+  while (c->stage != CONNECT_DONE && p == PROGRESS_DONE) p = step(c, now, send_comm);
+  if (p == PROGRESS_PENDING) return ncclSuccess;
   registry_del(c);
   set_token(handle, 0);
   connecting_free(c);
-  return r;
+  return p == PROGRESS_FAILED ? ncclSystemError : ncclSuccess; /* logged where it failed */
 }

@@ -1,45 +1,72 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The connector's state, shared by connect.c (candidates, hello) and
- * connect_data.c (data sockets, hand-off to the transport). */
+/* The connector: a non-blocking state machine, shared by connect.c (the
+ * machine, the listener's candidate addresses and the hello) and
+ * connect_data.c (the RDMA stage, the data sockets, the hand-off to a
+ * transport). Its stages, in order (connect_stage_name() words them):
+ *   CONNECT_CANDIDATES    try the listener's addresses and send a hello on
+ *                         each that answers; the first whose listener
+ *                         answers with this handle's nonce wins, and its
+ *                         socket becomes the control socket
+ *   CONNECT_RDMA          only when both sides have RDMA devices: RDMA
+ *                         setup on the control socket (ib/ib_setup.c); up
+ *                         ends the machine, a fall back goes on to
+ *   CONNECT_DATA_SOCKETS  the listener's number of TCP data sockets to the
+ *                         address that won, each introduced by a preamble
+ *   CONNECT_DONE          the comm is built
+ * Each candidate address has its own small machine (enum cand_stage). */
 #ifndef DIAG_TRANSPORT_CONNECT_H
 #define DIAG_TRANSPORT_CONNECT_H
 
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/progress.h"
 #include "transport/frame.h"
 #include "transport/handle.h"
 #include "transport/hello.h"
+#include "transport/ib/ib.h"
+#include "transport/record_io.h"
 #include "transport/transport.h"
 
-enum cand_state { CAND_IDLE, CAND_CONNECTING, CAND_HELLO, CAND_WAIT, CAND_DEAD };
+enum connect_stage {
+  CONNECT_CANDIDATES,
+  CONNECT_RDMA,
+  CONNECT_DATA_SOCKETS,
+  CONNECT_DONE,
+};
+
+/* "trying the listener's addresses": for logs. */
+const char *connect_stage_name(enum connect_stage stage);
+
+/* One of the listener's addresses: idle (not tried yet) -> connecting (a
+ * TCP connect in flight) -> hello (ours out, the listener's in) -> the
+ * winner; a failed attempt waits (a retryable errno: try again after a
+ * backoff) or is dead. */
+enum cand_stage { CAND_IDLE, CAND_CONNECTING, CAND_HELLO, CAND_WAIT, CAND_DEAD };
 
 struct cand {
   struct handle_cand hc;
   struct sockaddr_storage ss;
   socklen_t sl;
   char str[80];
-  int local; /* a local interface shares its subnet */
+  bool is_local; /* a local interface shares its subnet */
   char local_if[IF_NAMESIZE];
   int fd;
-  enum cand_state st;
+  enum cand_stage stage;
   int attempts;
-  int failed_once;
-  int last_err;
   char last_why[640];
   int64_t next_try, attempt_start;
-  uint8_t out[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t out_len, out_off;
-  uint8_t in[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t in_off;
-  uint32_t body_len;
-  int kind;
+  uint8_t out_buf[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_writer out; /* our preamble and hello */
+  uint8_t in_buf[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_reader in; /* the listener's hello */
 };
 
 struct data_sock {
-  int fd;
-  int connected;
+  int fd; /* -1: not open (yet, or again after a failed connect) */
+  bool is_connected;
   size_t off; /* preamble bytes written */
   uint8_t pre[PREAMBLE_LEN];
   int attempts;
@@ -55,23 +82,25 @@ struct connecting {
   struct handle h;
   uint64_t connid;
   int64_t start, deadline, handshake_ns;
-  int ncand;
-  struct cand c[HANDLE_MAX_CAND];
-  int order[HANDLE_MAX_CAND];
-  int won;
+  enum connect_stage stage;
+  int ncands;
+  struct cand *cands;              /* the handle's ncands addresses */
+  int cand_order[HANDLE_MAX_CAND]; /* local subnets first */
+  const struct cand *winner;       /* from CONNECT_RDMA on */
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;
-  struct ib_setup *ibs; /* the RDMA setup stage, when both sides have RDMA */
-  int ndata, data_done;
-  struct data_sock data[TRANSPORT_MAX_DATA_SOCKS];
+  struct ib_setup *ibs;         /* CONNECT_RDMA */
+  int ndata;                    /* from CONNECT_DATA_SOCKETS on: the listener's count */
+  struct data_sock *data_socks; /* room for the listener's count */
 };
 
-ncclResult_t connect_data_sockets(struct connecting *c, int64_t now);
-ncclResult_t connect_finish(struct connecting *c, void **send_comm);
-/* After the hello: the RDMA stage. 0 = go on to TCP data sockets (or wait:
- * *send_comm NULL and c->ibs set), else an error; *send_comm set when the
- * RDMA connection is up. */
-ncclResult_t connect_rdma(struct connecting *c, void **send_comm);
+/* connect_data.c. The RDMA stage: on IB_SETUP_RDMA_UP *send_comm is the
+ * RDMA comm; IB_SETUP_FAILED is logged (a failed comm creation too). */
+enum ib_setup_result connect_rdma(struct connecting *c, void **send_comm);
+/* PROGRESS_DONE once every data socket is connected and introduced. */
+enum progress connect_data_sockets(struct connecting *c, int64_t now);
+/* The TCP comm from the control and data sockets: 0 or an errno (logged). */
+int connect_finish(struct connecting *c, void **send_comm);
 
 #endif

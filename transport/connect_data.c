@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The connector's last steps: open the data sockets the listener asked for
- * (to the address that won), each introduced by a preamble, then hand the
- * sockets to the transport. */
+/* The connector's stages after the hello (see connect.h): the RDMA setup
+ * when both sides have RDMA devices, else (or after a fall back) the data
+ * sockets the listener asked for, to the address that won, each introduced
+ * by a preamble; then the hand-off of the sockets to a transport. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,101 +11,111 @@
 #include "common/events.h"
 #include "common/log.h"
 #include "transport/connect.h"
-#include "transport/ib/ib.h"
 #include "transport/sock.h"
 
-static ncclResult_t data_fail(struct connecting *c, int i, int err, const char *what) {
+static void data_fail(struct connecting *c, int i, int err, const char *what) {
   char advice[400];
   sock_errno_advice(err, advice, sizeof(advice));
   ev_count(C_CONN_FAILURES, 1);
   WARN("connect to %s for device %s: data socket %d of %d to %s: %s failed: %s%s%s", c->peer.host,
        c->dev->name, i, c->ndata, c->peer_addr, what, strerror(err), advice[0] ? "; " : "", advice);
-  return ncclSystemError;
 }
 
-ncclResult_t connect_data_sockets(struct connecting *c, int64_t now) {
-  const struct cand *won = &c->c[c->won];
+/* A failed connect: retried after a short backoff while the error is
+ * retryable and the deadline is ahead; false when the connect fails. */
+static bool retry_later(struct connecting *c, int i, int err, int64_t now) {
+  if (!sock_err_retryable(err) || now > c->deadline) {
+    data_fail(c, i, err, "connect");
+    return false;
+  }
+  c->data_socks[i].next_try = now + 10000000LL * c->data_socks[i].attempts;
+  return true;
+}
+
+/* One data socket as far as it goes: PROGRESS_DONE once it is connected
+ * and introduced. */
+static enum progress data_sock_step(struct connecting *c, int i, int64_t now) {
+  struct data_sock *d = &c->data_socks[i];
+  if (d->fd < 0) {
+    if (now < d->next_try) return PROGRESS_PENDING;
+    d->attempts++;
+    int err = sock_connect_start((const struct sockaddr *)&c->winner->ss, c->winner->sl, &d->fd);
+    if (err == 0) d->is_connected = true;
+    else if (err != EINPROGRESS)
+      return retry_later(c, i, err, now) ? PROGRESS_PENDING : PROGRESS_FAILED;
+    struct preamble p = {ROLE_DATA, (uint16_t)i, c->h.nonce, c->connid};
+    preamble_encode(&p, d->pre);
+    d->off = 0;
+  }
+  if (!d->is_connected) {
+    int err = sock_connect_done(d->fd);
+    if (err == EINPROGRESS) return PROGRESS_PENDING;
+    if (err) {
+      close(d->fd);
+      d->fd = -1;
+      return retry_later(c, i, err, now) ? PROGRESS_PENDING : PROGRESS_FAILED;
+    }
+    d->is_connected = true;
+  }
+  while (d->off < PREAMBLE_LEN) {
+    size_t n;
+    int err = sock_send(d->fd, d->pre + d->off, PREAMBLE_LEN - d->off, &n);
+    if (err == EAGAIN) return PROGRESS_PENDING;
+    if (err) {
+      data_fail(c, i, err, "introducing it");
+      return PROGRESS_FAILED;
+    }
+    d->off += n;
+  }
+  return PROGRESS_DONE;
+}
+
+enum progress connect_data_sockets(struct connecting *c, int64_t now) {
+  int ready = 0;
   for (int i = 0; i < c->ndata; i++) {
-    struct data_sock *d = &c->data[i];
-    if (d->connected && d->off == PREAMBLE_LEN) continue;
-    if (d->fd < 0) {
-      if (now < d->next_try) continue;
-      d->attempts++;
-      int err = sock_connect_start((const struct sockaddr *)&won->ss, won->sl, &d->fd);
-      if (err == 0) {
-        d->connected = 1;
-      } else if (err != EINPROGRESS) {
-        if (!sock_err_retryable(err) || now > c->deadline) return data_fail(c, i, err, "connect");
-        d->next_try = now + 10000000LL * d->attempts;
-        continue;
-      }
-      struct preamble p = {ROLE_DATA, (uint16_t)i, c->h.nonce, c->connid};
-      preamble_encode(&p, d->pre);
-      d->off = 0;
-    }
-    if (!d->connected) {
-      int err = sock_connect_done(d->fd);
-      if (err == EINPROGRESS) continue;
-      if (err) {
-        close(d->fd);
-        d->fd = -1;
-        if (!sock_err_retryable(err) || now > c->deadline) return data_fail(c, i, err, "connect");
-        d->next_try = now + 10000000LL * d->attempts;
-        continue;
-      }
-      d->connected = 1;
-    }
-    while (d->off < PREAMBLE_LEN) {
-      ssize_t n = sock_send(d->fd, d->pre + d->off, PREAMBLE_LEN - d->off);
-      if (n == -EAGAIN) break;
-      if (n < 0) return data_fail(c, i, (int)-n, "introducing it");
-      d->off += (size_t)n;
-    }
-    if (d->off == PREAMBLE_LEN) c->data_done++;
+    enum progress p = data_sock_step(c, i, now);
+    if (p == PROGRESS_FAILED) return p;
+    ready += p == PROGRESS_DONE;
   }
-  return ncclSuccess;
+  return ready == c->ndata ? PROGRESS_DONE : PROGRESS_PENDING;
 }
 
-ncclResult_t connect_rdma(struct connecting *c, void **send_comm) {
-  int r = ib_setup_progress(c->ibs);
-  if (r == 0) return ncclSuccess;
-  if (r < 0) {
-    ev_count(C_CONN_FAILURES, 1);
-    return ncclSystemError;
-  }
-  if (r == 2) { /* fall back: the TCP data sockets come next */
+enum ib_setup_result connect_rdma(struct connecting *c, void **send_comm) {
+  enum ib_setup_result r = ib_setup_progress(c->ibs);
+  if (r == IB_SETUP_FAILED) ev_count(C_CONN_FAILURES, 1);
+  if (r == IB_SETUP_FAILED || r == IB_SETUP_PENDING) return r;
+  if (r == IB_SETUP_FALL_BACK) { /* the TCP data sockets come next */
     ib_setup_free(c->ibs);
     c->ibs = NULL;
-    return ncclSuccess;
+    return r;
   }
   struct transport_setup s;
-  transport_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
+  transport_setup_init(&s, c->dev, true, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   struct transport_comm *comm = NULL;
   struct ib_setup *ibs = c->ibs;
   c->ibs = NULL;
-  c->ctrl_fd = -1; /* the comm owns it now */
-  ncclResult_t res = ib_comm_create(ibs, &s, &comm);
-  if (res != ncclSuccess) return res;
+  c->ctrl_fd = -1;                                            /* the comm owns it now */
+  if (ib_comm_create(ibs, &s, &comm)) return IB_SETUP_FAILED; /* logged */
   ev_count(C_SEND_COMMS, 1);
   *send_comm = comm;
-  return ncclSuccess;
+  return r;
 }
 
-ncclResult_t connect_finish(struct connecting *c, void **send_comm) {
+int connect_finish(struct connecting *c, void **send_comm) {
   struct transport_setup s;
-  transport_setup_init(&s, c->dev, 1, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
+  transport_setup_init(&s, c->dev, true, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   s.ndata = c->ndata;
   for (int i = 0; i < c->ndata; i++) {
-    s.data_fds[i] = c->data[i].fd;
-    c->data[i].fd = -1;
+    s.data_fds[i] = c->data_socks[i].fd;
+    c->data_socks[i].fd = -1;
   }
   c->ndata = 0;
   c->ctrl_fd = -1;
   s.nthreads = c->h.nthreads;
   struct transport_comm *comm = NULL;
-  ncclResult_t r = tcp_comm_create(&s, &comm);
-  if (r != ncclSuccess) return r;
+  int err = tcp_comm_create(&s, &comm);
+  if (err) return err; /* logged */
   ev_count(C_SEND_COMMS, 1);
   *send_comm = comm;
-  return ncclSuccess;
+  return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "transport/frame.h"
 
+#include <errno.h>
 #include <stdio.h>
 
 #include "transport/handle.h"
@@ -16,7 +17,7 @@ void preamble_encode(const struct preamble *p, uint8_t out[PREAMBLE_LEN]) {
   w_u64(&w, p->connid);
 }
 
-int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *why, int whylen) {
+int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *why, size_t cap) {
   struct rbuf r = {in, PREAMBLE_LEN, 0, 0};
   uint32_t magic = r_u32(&r);
   uint8_t version = r_u8(&r);
@@ -25,20 +26,20 @@ int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *wh
   p->nonce = r_u64(&r);
   p->connid = r_u64(&r);
   if (magic != DIAG_MAGIC) {
-    snprintf(why, whylen, "first bytes 0x%08x are not our magic 0x%08x", magic, DIAG_MAGIC);
-    return -1;
+    snprintf(why, cap, "first bytes 0x%08x are not our magic 0x%08x", magic, DIAG_MAGIC);
+    return EPROTO;
   }
   if (version != PREAMBLE_VERSION) {
-    snprintf(why, whylen, "preamble version %u, this build speaks %u", version, PREAMBLE_VERSION);
-    return -1;
+    snprintf(why, cap, "preamble version %u, this build speaks %u", version, PREAMBLE_VERSION);
+    return EPROTO;
   }
   if (p->role != ROLE_CTRL && p->role != ROLE_DATA) {
-    snprintf(why, whylen, "socket role %u is neither control (1) nor data (2)", p->role);
-    return -1;
+    snprintf(why, cap, "socket role %u is neither control (1) nor data (2)", p->role);
+    return EPROTO;
   }
   if (p->role == ROLE_DATA && p->index >= 64) {
-    snprintf(why, whylen, "data socket index %u is beyond 63", p->index);
-    return -1;
+    snprintf(why, cap, "data socket index %u is beyond 63", p->index);
+    return EPROTO;
   }
   return 0;
 }
@@ -54,7 +55,7 @@ void msg_hdr_encode(const struct msg_hdr *h, uint8_t out[MSG_HDR_LEN]) {
   w_u64(&w, h->size);
 }
 
-int msg_hdr_decode(const uint8_t in[MSG_HDR_LEN], struct msg_hdr *h, char *why, int whylen) {
+int msg_hdr_decode(const uint8_t in[MSG_HDR_LEN], struct msg_hdr *h, char *why, size_t cap) {
   struct rbuf r = {in, MSG_HDR_LEN, 0, 0};
   uint16_t mark = r_u16(&r);
   h->flags = r_u8(&r);
@@ -64,23 +65,23 @@ int msg_hdr_decode(const uint8_t in[MSG_HDR_LEN], struct msg_hdr *h, char *why, 
   h->chunk = r_u32(&r);
   h->size = r_u64(&r);
   if (mark != MSG_MARK || pad != 0 || (h->flags & ~(MSG_F_INLINE | MSG_F_ABORT))) {
-    snprintf(why, whylen, "message header starts with 0x%04x/%02x/%02x, not a header", mark,
-             h->flags, pad);
-    return -1;
+    snprintf(why, cap, "message header starts with 0x%04x/%02x/%02x, not a header", mark, h->flags,
+             pad);
+    return EPROTO;
   }
   if ((h->flags & MSG_F_ABORT) && h->size > MSG_ABORT_MAX) {
-    snprintf(why, whylen, "abort notice of %llu bytes (at most %d)", (unsigned long long)h->size,
+    snprintf(why, cap, "abort notice of %llu bytes (at most %d)", (unsigned long long)h->size,
              MSG_ABORT_MAX);
-    return -1;
+    return EPROTO;
   }
   if (!(h->flags & (MSG_F_INLINE | MSG_F_ABORT)) && h->chunk == 0 && h->size) {
-    snprintf(why, whylen, "striped message of %llu bytes with a zero stripe size",
+    snprintf(why, cap, "striped message of %llu bytes with a zero stripe size",
              (unsigned long long)h->size);
-    return -1;
+    return EPROTO;
   }
   if (h->size > (1ULL << 40)) {
-    snprintf(why, whylen, "message size %llu is beyond 2^40", (unsigned long long)h->size);
-    return -1;
+    snprintf(why, cap, "message size %llu is beyond 2^40", (unsigned long long)h->size);
+    return EPROTO;
   }
   return 0;
 }

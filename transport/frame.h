@@ -23,8 +23,9 @@ struct preamble {
 };
 
 void preamble_encode(const struct preamble *p, uint8_t out[PREAMBLE_LEN]);
-/* 0, or -1 with why ("magic 0x... is not ours"). Does not check the nonce. */
-int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *why, int whylen);
+/* 0, or EPROTO with why ("magic 0x... is not ours"). Does not check the
+ * nonce. */
+int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *why, size_t cap);
 
 #define MSG_HDR_LEN 24
 #define MSG_MARK 0xd1a6
@@ -42,8 +43,8 @@ struct msg_hdr {
 };
 
 void msg_hdr_encode(const struct msg_hdr *h, uint8_t out[MSG_HDR_LEN]);
-/* Validates mark, flags and chunk; expected_seq is checked by the caller so
- * it can name both numbers. */
-int msg_hdr_decode(const uint8_t in[MSG_HDR_LEN], struct msg_hdr *h, char *why, int whylen);
+/* Validates mark, flags and chunk: 0, or EPROTO with why. The sequence
+ * number is checked by the caller, so it can name both numbers. */
+int msg_hdr_decode(const uint8_t in[MSG_HDR_LEN], struct msg_hdr *h, char *why, size_t cap);
 
 #endif

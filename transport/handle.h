@@ -8,6 +8,7 @@
 #ifndef DIAG_TRANSPORT_HANDLE_H
 #define DIAG_TRANSPORT_HANDLE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "plugin/abi/nccl_common.h"
@@ -36,8 +37,8 @@ struct handle {
   uint32_t dev;     /* listener's device index */
   uint64_t nonce;
   char host[HANDLE_HOST_LEN];
-  int ncand;
-  struct handle_cand cand[HANDLE_MAX_CAND];
+  int ncands;
+  struct handle_cand cands[HANDLE_MAX_CAND];
 };
 
 /* Writes all 128 bytes (zeroing the unused tail); candidates that do not fit
@@ -53,6 +54,6 @@ enum handle_err {
 
 /* Decodes and validates; on error why says what was wrong. */
 enum handle_err handle_decode(const uint8_t in[NCCL_NET_HANDLE_MAXSIZE], struct handle *h,
-                              char *why, int whylen);
+                              char *why, size_t cap);
 
 #endif

@@ -2,6 +2,7 @@
 #include "transport/hello.h"
 #include "common/strutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ static const char *const info_knobs[] = {
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
   if (len > 0xffff) {
-    w->overflow = 1;
+    w->has_overflow = true;
     return;
   }
   w_u16(w, type);
@@ -100,12 +101,13 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   w_u16(&t, (uint16_t)ib->pkey_index);
   w_bytes(&t, netdev, 16);
   w_bytes(&t, subnet, 48);
-  w_u8(&t, (uint8_t)(ib->off_plane ? 1 : 0));
+  w_u8(&t, (uint8_t)(ib->is_off_plane ? 1 : 0));
   w_tlv(w, T_IB, b, t.len);
 }
 
-int hello_encode(const struct hello *h, uint8_t *out, size_t cap) {
-  if (cap < HELLO_HDR_LEN) return -1;
+int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
+  *len = 0;
+  if (cap < HELLO_HDR_LEN) return EMSGSIZE;
   struct wbuf w = {out + HELLO_HDR_LEN, cap - HELLO_HDR_LEN, 0, 0};
   if (w.cap > HELLO_MAX_BODY) w.cap = HELLO_MAX_BODY;
   w_tlv_str(&w, T_PLUGIN_VERSION, h->plugin_version);
@@ -121,50 +123,49 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap) {
   w_tlv_u32(&w, T_SOCKS, (uint32_t)h->nsocks | ((uint32_t)h->nthreads << 16));
   for (int i = 0; i < h->nknobs; i++) w_tlv_knob(&w, T_KNOB, &h->knobs[i]);
   for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
-  if (h->ib.present) w_ib(&w, &h->ib);
-  if (w.overflow) return -1;
+  if (h->ib.is_present) w_ib(&w, &h->ib);
+  if (w.has_overflow) return EMSGSIZE;
   struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
   w_u32(&hw, HELLO_MAGIC);
   w_u16(&hw, HELLO_VERSION);
   w_u16(&hw, (uint16_t)h->kind);
   w_u32(&hw, (uint32_t)w.len);
-  return (int)(HELLO_HDR_LEN + w.len);
+  *len = HELLO_HDR_LEN + w.len;
+  return 0;
 }
 
-enum hello_err hello_decode_header(const uint8_t *hdr, uint32_t *body_len, int *kind, char *why,
-                                   int whylen) {
+int hello_decode_header(const uint8_t *hdr, int *kind, uint32_t *body_len, char *why, size_t cap) {
   struct rbuf r = {hdr, HELLO_HDR_LEN, 0, 0};
   uint32_t magic = r_u32(&r);
   uint16_t version = r_u16(&r);
   uint16_t k = r_u16(&r);
   uint32_t len = r_u32(&r);
   if (magic != HELLO_MAGIC) {
-    snprintf(why, whylen, "hello magic 0x%08x is not ours (0x%08x)", magic, HELLO_MAGIC);
-    return HELLO_BAD_MAGIC;
+    snprintf(why, cap, "hello magic 0x%08x is not ours (0x%08x)", magic, HELLO_MAGIC);
+    return EPROTO;
   }
   if (version != HELLO_VERSION) {
-    snprintf(why, whylen, "hello protocol version %u, this build speaks %u", version,
-             HELLO_VERSION);
-    return HELLO_BAD_VERSION;
+    snprintf(why, cap, "hello protocol version %u, this build speaks %u", version, HELLO_VERSION);
+    return EPROTO;
   }
   if (len > HELLO_MAX_BODY) {
-    snprintf(why, whylen, "hello of %u bytes is longer than the %u allowed", len, HELLO_MAX_BODY);
-    return HELLO_TOO_LONG;
+    snprintf(why, cap, "hello of %u bytes is longer than the %u allowed", len, HELLO_MAX_BODY);
+    return EPROTO;
   }
   if (k != HELLO_CONNECT && k != HELLO_ACCEPT) {
-    snprintf(why, whylen, "hello kind %u is neither connect (1) nor accept (2)", k);
-    return HELLO_CORRUPT;
+    snprintf(why, cap, "hello kind %u is neither connect (1) nor accept (2)", k);
+    return EPROTO;
   }
   *body_len = len;
   *kind = k;
-  return HELLO_OK;
+  return 0;
 }
 
 static int parse_knob(const uint8_t *v, size_t len, struct hello_knob *k) {
   char buf[sizeof(k->name) + sizeof(k->value) + 2];
   wire_clean_str(buf, sizeof(buf), v, len);
   char *eq = strchr(buf, '=');
-  if (!eq || eq == buf) return -1;
+  if (!eq || eq == buf) return EPROTO;
   *eq = 0;
   snprintf(k->name, sizeof(k->name), "%s", buf);
   snprintf(k->value, sizeof(k->value), "%s", eq + 1);
@@ -172,7 +173,7 @@ static int parse_knob(const uint8_t *v, size_t len, struct hello_knob *k) {
 }
 
 static int parse_ib(const uint8_t *v, size_t len, struct hello_ib *ib) {
-  if (len < IB_BLOCK_LEN) return -1;
+  if (len < IB_BLOCK_LEN) return EPROTO;
   struct rbuf r = {v, len, 0, 0};
   memset(ib, 0, sizeof(*ib));
   const uint8_t *dev = r_take(&r, 32);
@@ -189,14 +190,13 @@ static int parse_ib(const uint8_t *v, size_t len, struct hello_ib *ib) {
   if (nd) wire_clean_str(ib->netdev, sizeof(ib->netdev), nd, strnlen((const char *)nd, 15));
   const uint8_t *sn = r_take(&r, 48);
   if (sn) wire_clean_str(ib->subnet, sizeof(ib->subnet), sn, strnlen((const char *)sn, 47));
-  ib->off_plane = r_u8(&r) & 1;
-  if (r.short_read) return -1;
-  ib->present = 1;
+  ib->is_off_plane = r_u8(&r) & 1;
+  if (r.is_short) return EPROTO;
+  ib->is_present = true;
   return 0;
 }
 
-enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why,
-                                 int whylen) {
+int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why, size_t cap) {
   memset(h, 0, sizeof(*h));
   struct rbuf r = {body, len, 0, 0};
   int have_nonce = 0, have_host = 0, have_version = 0;
@@ -205,9 +205,8 @@ enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *
     uint16_t tlen = r_u16(&r);
     const uint8_t *v = r_take(&r, tlen);
     if (!v) {
-      snprintf(why, whylen, "hello field %u of %u bytes runs past the end of the record", type,
-               tlen);
-      return HELLO_CORRUPT;
+      snprintf(why, cap, "hello field %u of %u bytes runs past the end of the record", type, tlen);
+      return EPROTO;
     }
     struct rbuf f = {v, tlen, 0, 0};
     switch (type) {
@@ -227,7 +226,7 @@ enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *
     case T_ADDR: wire_clean_str(h->addr, sizeof(h->addr), v, tlen); break;
     case T_NONCE:
       h->nonce = r_u64(&f);
-      have_nonce = !f.short_read;
+      have_nonce = !f.is_short;
       break;
     case T_CONNID: h->connid = r_u64(&f); break;
     case T_SOCKS: {
@@ -245,31 +244,30 @@ enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *
     }
     case T_IB:
       if (parse_ib(v, tlen, &h->ib)) {
-        snprintf(why, whylen, "hello RDMA block of %u bytes is shorter than %d", tlen,
-                 IB_BLOCK_LEN);
-        return HELLO_CORRUPT;
+        snprintf(why, cap, "hello RDMA block of %u bytes is shorter than %d", tlen, IB_BLOCK_LEN);
+        return EPROTO;
       }
       break;
     default: break; /* a newer peer's field: skipped */
     }
-    if (f.short_read) {
-      snprintf(why, whylen, "hello field %u is %u bytes, too short for its type", type, tlen);
-      return HELLO_CORRUPT;
+    if (f.is_short) {
+      snprintf(why, cap, "hello field %u is %u bytes, too short for its type", type, tlen);
+      return EPROTO;
     }
   }
   if (!have_nonce || !have_host || !have_version) {
-    snprintf(why, whylen, "hello lacks its %s field",
+    snprintf(why, cap, "hello lacks its %s field",
              !have_nonce  ? "nonce"
              : !have_host ? "host"
                           : "plugin version");
-    return HELLO_CORRUPT;
+    return EPROTO;
   }
   if (h->nsocks > 64 || h->nthreads > 16) {
-    snprintf(why, whylen, "hello asks for %u sockets and %u threads (at most 64 and 16)", h->nsocks,
+    snprintf(why, cap, "hello asks for %u sockets and %u threads (at most 64 and 16)", h->nsocks,
              h->nthreads);
-    return HELLO_CORRUPT;
+    return EPROTO;
   }
-  return HELLO_OK;
+  return 0;
 }
 
 static void fill_knobs(struct hello_knob *arr, int *n, const char *const *names) {

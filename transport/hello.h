@@ -7,6 +7,7 @@
 #ifndef DIAG_TRANSPORT_HELLO_H
 #define DIAG_TRANSPORT_HELLO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,7 +26,7 @@ struct hello_knob {
 
 /* The RDMA identity of a side's device; present only on RDMA devices. */
 struct hello_ib {
-  int present;
+  bool is_present;
   char dev[32];
   int port;
   int link_layer; /* 1 InfiniBand, 2 Ethernet (RoCE) */
@@ -37,7 +38,7 @@ struct hello_ib {
   int pkey_index;
   char netdev[16];
   char subnet[48];
-  int off_plane; /* the sender's own layout sets this device apart */
+  bool is_off_plane; /* the sender's own layout sets this device apart */
 };
 
 struct hello {
@@ -60,17 +61,15 @@ struct hello {
   struct hello_ib ib;
 };
 
-/* Encodes header + body; returns the total length, or -1 if it does not fit. */
-int hello_encode(const struct hello *h, uint8_t *out, size_t cap);
+/* Encodes header + body into out: 0 with the total length in *len, or
+ * EMSGSIZE when it does not fit. */
+int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len);
 
-enum hello_err { HELLO_OK = 0, HELLO_BAD_MAGIC, HELLO_BAD_VERSION, HELLO_TOO_LONG, HELLO_CORRUPT };
-
-/* Reads the 12-byte header: body length and record kind. */
-enum hello_err hello_decode_header(const uint8_t *hdr, uint32_t *body_len, int *kind, char *why,
-                                   int whylen);
-/* Decodes the body whose length the header gave. */
-enum hello_err hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why,
-                                 int whylen);
+/* Reads the 12-byte header: 0 with the record kind and the body's length,
+ * or EPROTO with why. */
+int hello_decode_header(const uint8_t *hdr, int *kind, uint32_t *body_len, char *why, size_t cap);
+/* Decodes the body whose length the header gave: 0, or EPROTO with why. */
+int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why, size_t cap);
 
 /* Fills the fields every hello carries: versions, host, pid, knobs. */
 void hello_fill_local(struct hello *h, int kind);

@@ -2,8 +2,10 @@
 /* The host's network view and the device list NCCL sees, built once at
  * init: one device per usable RDMA port (added by the IB transport), or,
  * when there is none, one per chosen TCP interface. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,20 +22,41 @@ static pthread_once_t host_once = PTHREAD_ONCE_INIT;
 
 const struct transport_host *transport_host(void) { return &host; }
 
+int transport_host_reserve(struct transport_host *h, int n) {
+  if (n > TRANSPORT_MAX_DEVS) n = TRANSPORT_MAX_DEVS;
+  free(h->devs);
+  h->ndev = h->cap_devs = 0;
+  h->devs = calloc((size_t)n, sizeof(*h->devs));
+  if (n && !h->devs) {
+    WARN("out of memory for the list of %d network devices", n);
+    return ENOMEM;
+  }
+  h->cap_devs = n;
+  return 0;
+}
+
+struct transport_dev *transport_host_add_dev(struct transport_host *h, const char *pci_path) {
+  if (h->ndev == h->cap_devs) return NULL;
+  struct transport_dev *d = &h->devs[h->ndev];
+  memset(d, 0, sizeof(*d));
+  d->index = h->ndev++;
+  d->pci_path = pci_path && pci_path[0] ? strdup(pci_path) : NULL;
+  if (!d->pci_path) d->pci_path = ""; /* virtual (or no memory for its path: shown as virtual) */
+  return d;
+}
+
 static void add_tcp_devices(struct transport_host *h) {
-  for (int j = 0; j < h->choice.n && h->ndev < TRANSPORT_MAX_DEVS; j++) {
+  if (transport_host_reserve(h, h->choice.n)) return;
+  for (int j = 0; j < h->choice.n; j++) {
     const struct netif *n = &h->ifs.ifs[h->choice.idx[j]];
-    struct transport_dev *d = &h->dev[h->ndev];
-    memset(d, 0, sizeof(*d));
-    d->index = h->ndev;
+    struct transport_dev *d = transport_host_add_dev(h, n->pci_path);
+    if (!d) break;
     scopy(d->name, sizeof(d->name), n->name);
     d->netif = h->choice.idx[j];
     scopy(d->ifname, sizeof(d->ifname), n->name);
     d->addr = n->addr[h->choice.primary[j]];
-    scopy(d->pci_path, sizeof(d->pci_path), n->pci_path);
-    d->guid = (uint64_t)h->ndev;
+    d->guid = (uint64_t)d->index;
     d->speed_mbps = n->speed_mbps > 0 ? n->speed_mbps : 10000;
-    h->ndev++;
   }
 }
 
@@ -54,7 +77,8 @@ static void log_choice(struct transport_host *h) {
  * devices; without any, one line says why and the TCP interfaces are used. */
 static int add_rdma_devices(struct transport_host *h) {
   int n = ib_host_init(h);
-  if (!n) INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", ib_state()->why_none);
+  if (!n && !ib_state()->has_warned_none)
+    INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", ib_state()->why_none);
   return n;
 }
 

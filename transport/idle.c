@@ -29,8 +29,8 @@ static atomic_int waiters;
 static pthread_once_t wake_once = PTHREAD_ONCE_INIT;
 static int64_t spin_ns, wait_ns;
 static _Thread_local int64_t last_progress;
-static _Thread_local struct wait_entry set[MAX_WAIT_FDS];
-static _Thread_local int nset;
+static _Thread_local struct wait_entry wait_entries[MAX_WAIT_FDS];
+static _Thread_local int nwait_entries;
 
 static void wake_init(void) {
   wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -40,9 +40,9 @@ static void wake_init(void) {
 
 void transport_idle_progress(void) { last_progress = now_ns(); }
 
-int transport_idle_should_wait(void) {
+bool transport_idle_should_wait(void) {
   pthread_once(&wake_once, wake_init);
-  if (!wait_ns || wake_fd < 0) return 0;
+  if (!wait_ns || wake_fd < 0) return false;
   int64_t now = now_ns();
   if (!last_progress) last_progress = now;
   return now - last_progress > spin_ns;
@@ -53,22 +53,22 @@ int transport_idle_should_wait(void) {
 static void set_update(const void *owner, const struct pollfd *fds, int n, int replace) {
   int64_t now = now_ns();
   int k = 0;
-  for (int i = 0; i < nset; i++) {
-    if (set[i].owner == owner) {
+  for (int i = 0; i < nwait_entries; i++) {
+    if (wait_entries[i].owner == owner) {
       if (replace) continue;
-      set[i].seen = now;
+      wait_entries[i].seen = now;
     }
-    if (now - set[i].seen < ENTRY_TTL_NS) set[k++] = set[i];
+    if (now - wait_entries[i].seen < ENTRY_TTL_NS) wait_entries[k++] = wait_entries[i];
   }
   for (int i = 0; i < n && k < MAX_WAIT_FDS - 1; i++) {
     if (fds[i].fd < 0 || !fds[i].events) continue;
     int have = 0;
     for (int j = 0; j < k && !have; j++)
-      have =
-        set[j].owner == owner && set[j].pfd.fd == fds[i].fd && set[j].pfd.events == fds[i].events;
-    if (!have) set[k++] = (struct wait_entry){owner, now, {fds[i].fd, fds[i].events, 0}};
+      have = wait_entries[j].owner == owner && wait_entries[j].pfd.fd == fds[i].fd &&
+             wait_entries[j].pfd.events == fds[i].events;
+    if (!have) wait_entries[k++] = (struct wait_entry){owner, now, {fds[i].fd, fds[i].events, 0}};
   }
-  nset = k;
+  nwait_entries = k;
 }
 
 void transport_idle_note(const void *owner, const struct pollfd *fds, int n) {
@@ -79,7 +79,7 @@ void transport_idle_wait(const void *owner, const struct pollfd *fds, int n) {
   struct pollfd all[MAX_WAIT_FDS];
   set_update(owner, fds, n, 1);
   int k = 0;
-  for (; k < nset; k++) all[k] = set[k].pfd;
+  for (; k < nwait_entries; k++) all[k] = wait_entries[k].pfd;
   all[k] = (struct pollfd){wake_fd, POLLIN, 0};
   struct timespec ts = {0, (long)wait_ns};
   atomic_fetch_add(&waiters, 1);

@@ -13,11 +13,12 @@
 #define DIAG_TRANSPORT_IDLE_H
 
 #include <poll.h>
+#include <stdbool.h>
 
 /* This thread made progress (a request completed, bytes moved). */
 void transport_idle_progress(void);
 /* Whether this thread has spun long enough without progress to wait. */
-int transport_idle_should_wait(void);
+bool transport_idle_should_wait(void);
 /* Makes fds owner's entries in this thread's wait set, then waits until
  * a socket of the set is ready, a helper signals a completion, or the
  * bound passes. */

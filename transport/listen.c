@@ -49,9 +49,10 @@ void listen_reset_conn(struct listen_comm *l) {
   l->ctrl_fd = -1;
   if (l->ibs) ib_setup_free(l->ibs);
   l->ibs = NULL;
-  l->stage = CS_NONE;
-  l->in_off = l->out_len = l->out_off = 0;
-  l->ndata = l->data_have = 0;
+  l->stage = ACCEPT_IDLE;
+  record_reader_init(&l->in, l->in_buf, sizeof(l->in_buf), HELLO_HDR_LEN, hello_decode_header);
+  record_writer_start(&l->out, l->out_buf, 0);
+  l->ndata = l->ndata_arrived = 0;
 }
 
 static uint64_t random_u64(const void *salt) {
@@ -70,12 +71,12 @@ static void add_candidates(struct handle *h, const struct transport_dev *dev, in
       const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];
       int own = !strcmp(n->name, dev->ifname);
       if (own != (pass == 0)) continue;
-      for (int k = 0; k < n->naddr && h->ncand < HANDLE_MAX_CAND; k++) {
+      for (int k = 0; k < n->naddr && h->ncands < HANDLE_MAX_CAND; k++) {
         const struct ipaddr *a = &n->addr[k];
         if (family == AF_INET && a->family != AF_INET) continue;
         if (ipaddr_is_link_local(a) && a->family == AF_INET6) continue; /* needs a scope */
         if (ipaddr_is_loopback(a) && !n->loopback) continue;
-        struct handle_cand *c = &h->cand[h->ncand++];
+        struct handle_cand *c = &h->cands[h->ncands++];
         c->addr = *a;
         c->port = port;
         snprintf(c->ifname, HANDLE_IFNAME_LEN, "%s", n->name);
@@ -107,6 +108,7 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   l->obj = OBJ_LISTEN;
   l->dev = dev;
   l->ctrl_fd = -1;
+  listen_reset_conn(l);
   l->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
   transport_socket_shape(&l->nsocks, &l->nthreads);
   l->nonce = random_u64(l);
@@ -138,16 +140,16 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   hn[strcspn(hn, ".")] = 0;
   snprintf(h.host, sizeof(h.host), "%.*s", HANDLE_HOST_LEN - 1, hn);
   add_candidates(&h, dev, family, l->port);
-  if (h.ncand == 0) { /* the device's own address, whatever it is */
-    h.cand[0].addr = dev->addr;
-    h.cand[0].port = l->port;
-    snprintf(h.cand[0].ifname, HANDLE_IFNAME_LEN, "%s", dev->ifname);
-    h.ncand = 1;
+  if (h.ncands == 0) { /* the device's own address, whatever it is */
+    h.cands[0].addr = dev->addr;
+    h.cands[0].port = l->port;
+    snprintf(h.cands[0].ifname, HANDLE_IFNAME_LEN, "%s", dev->ifname);
+    h.ncands = 1;
   }
   int encoded = handle_encode(&h, handle);
-  if (encoded < h.ncand)
+  if (encoded < h.ncands)
     INFO(LOG_NET, "listen on device %s: %d of %d candidate addresses fit in the handle", dev->name,
-         encoded, h.ncand);
+         encoded, h.ncands);
   ev_count(C_LISTENS, 1);
   INFO(LOG_NET, "listening for device %s on port %u (%d addresses, nonce 0x%016llx)", dev->name,
        l->port, encoded, (unsigned long long)l->nonce);
@@ -157,7 +159,7 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
 
 ncclResult_t transport_close_listen(void *listen_comm) {
   struct listen_comm *l = listen_comm;
-  for (int i = 0; i < l->ninc; i++) close(l->inc[i].fd);
+  for (int i = 0; i < l->nincoming; i++) close(l->incoming[i].fd);
   listen_reset_conn(l);
   close(l->fd);
   l->obj = OBJ_DEAD;

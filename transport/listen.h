@@ -1,5 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The listen comm, shared by listen.c (listen, closeListen) and accept.c. */
+/* The listen comm, shared by listen.c (listen, closeListen) and accept.c.
+ *
+ * accept is a non-blocking state machine for one connection at a time
+ * (accept_stage_name() words its stages):
+ *   ACCEPT_IDLE          no connection in setup: sockets that arrive are
+ *                        held until their first 24 bytes (the preamble)
+ *                        name this listen's nonce; a control socket starts
+ *   ACCEPT_HELLO         the connector's hello, read and checked
+ *   ACCEPT_ANSWER        our hello, sent back
+ *   ACCEPT_RDMA          only when both sides have RDMA devices: RDMA
+ *                        setup on the control socket (ib/ib_setup.c); up
+ *                        ends the machine, a fall back goes on to
+ *   ACCEPT_DATA_SOCKETS  the connector's data sockets, each attached by its
+ *                        preamble as it arrives
+ * then the comm is built and the machine is idle again. A connection that
+ * breaks the protocol is refused (a WARN naming the remote) and the
+ * listener keeps waiting for the real peer; one that stalls past its
+ * deadline (NCCL_DIAG_HANDSHAKE_TIMEOUT_MS; RDMA setup has its own) is
+ * dropped. */
 #ifndef DIAG_TRANSPORT_LISTEN_H
 #define DIAG_TRANSPORT_LISTEN_H
 
@@ -7,6 +25,7 @@
 
 #include "transport/frame.h"
 #include "transport/hello.h"
+#include "transport/record_io.h"
 #include "transport/transport.h"
 
 #define LISTEN_MAX_INCOMING 32
@@ -20,7 +39,16 @@ struct incoming {
   int64_t deadline;
 };
 
-enum conn_stage { CS_NONE, CS_HELLO_HDR, CS_HELLO_BODY, CS_SEND_HELLO, CS_RDMA, CS_DATA };
+enum accept_stage {
+  ACCEPT_IDLE,
+  ACCEPT_HELLO,
+  ACCEPT_ANSWER,
+  ACCEPT_RDMA,
+  ACCEPT_DATA_SOCKETS,
+};
+
+/* "reading the peer's hello": for logs. */
+const char *accept_stage_name(enum accept_stage stage);
 
 struct listen_comm {
   uint32_t obj;
@@ -30,30 +58,30 @@ struct listen_comm {
   uint64_t nonce;
   int64_t handshake_ns;
   int nthreads, nsocks;
-  int ninc;
-  struct incoming inc[LISTEN_MAX_INCOMING];
+  int nincoming;
+  struct incoming incoming[LISTEN_MAX_INCOMING];
   int refusals;
   /* The one connection being assembled (the socket that presented our
    * nonce as a control socket). */
-  enum conn_stage stage;
+  enum accept_stage stage;
   int ctrl_fd;
   char ctrl_peer[80];
   uint64_t connid;
   int64_t conn_deadline;
-  uint8_t in[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t in_off;
-  uint32_t body_len;
-  int kind;
-  uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  size_t out_len, out_off;
+  uint8_t in_buf[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_reader in; /* the connector's hello */
+  uint8_t out_buf[HELLO_HDR_LEN + HELLO_MAX_BODY];
+  struct record_writer out; /* our answer */
   struct hello peer_hello, mine;
-  struct ib_setup *ibs; /* the RDMA setup stage, when both sides have RDMA */
-  int ndata;
+  struct ib_setup *ibs; /* ACCEPT_RDMA */
+  int ndata, ndata_arrived;
   int data_fds[TRANSPORT_MAX_DATA_SOCKS];
-  int data_have;
 };
 
+/* Counts and logs a refused connection (the first few as WARNs) and closes
+ * fd (when >= 0). */
 void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why);
+/* Drops the connection in setup, if any: the machine is idle again. */
 void listen_reset_conn(struct listen_comm *l);
 
 #endif

@@ -23,12 +23,12 @@ static uint64_t hash_str(const char *s) {
   return h ? h : 1;
 }
 
-int report_first(const char *key) {
+bool report_first(const char *key) {
   uint64_t h = hash_str(key);
-  int first = 1;
+  bool first = true;
   pthread_mutex_lock(&report_lock);
   for (int i = 0; i < nseen; i++)
-    if (seen[i] == h) first = 0;
+    if (seen[i] == h) first = false;
   if (first) seen[nseen++ % REPORT_SLOTS] = h;
   if (nseen > REPORT_SLOTS) nseen = REPORT_SLOTS;
   pthread_mutex_unlock(&report_lock);

@@ -5,10 +5,12 @@
 #ifndef DIAG_TRANSPORT_REPORT_H
 #define DIAG_TRANSPORT_REPORT_H
 
+#include <stdbool.h>
+
 #include "transport/hello.h"
 
-/* 1 the first time key is seen in this process. */
-int report_first(const char *key);
+/* Whether key is seen for the first time in this process. */
+bool report_first(const char *key);
 
 /* Logs the handshake (INFO + event) and, when the records differ, one WARN
  * naming both hosts and each differing field. Returns the difference count. */

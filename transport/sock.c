@@ -82,36 +82,37 @@ int sock_connect_done(int fd) {
   return err;
 }
 
-ssize_t sock_send(int fd, const void *buf, size_t len) {
-  ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n >= 0) return n;
+/* EWOULDBLOCK and EINTR both mean "nothing moved, call again". */
+static int step_result(ssize_t n, size_t *moved) {
+  if (n >= 0) {
+    *moved = (size_t)n;
+    return 0;
+  }
   int err = errno;
-  if (err == EWOULDBLOCK || err == EINTR) return -EAGAIN;
-  return -err;
+  *moved = 0;
+  return err == EWOULDBLOCK || err == EINTR ? EAGAIN : err;
 }
 
-ssize_t sock_sendv(int fd, const struct iovec *iov, int iovcnt) {
+int sock_send(int fd, const void *buf, size_t len, size_t *moved) {
+  return step_result(send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT), moved);
+}
+
+int sock_sendv(int fd, const struct iovec *iov, int iovcnt, size_t *moved) {
   struct msghdr m = {0};
   m.msg_iov = (struct iovec *)iov;
   m.msg_iovlen = (size_t)iovcnt;
-  ssize_t n = sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-  if (n >= 0) return n;
-  int err = errno;
-  if (err == EWOULDBLOCK || err == EINTR) return -EAGAIN;
-  return -err;
+  return step_result(sendmsg(fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT), moved);
 }
 
-ssize_t sock_recv(int fd, void *buf, size_t len) {
+int sock_recv(int fd, void *buf, size_t len, size_t *moved) {
+  *moved = 0;
   if (len == 0) return 0;
   ssize_t n = recv(fd, buf, len, MSG_DONTWAIT);
-  if (n > 0) return n;
-  if (n == 0) return -EPIPE;
-  int err = errno;
-  if (err == EWOULDBLOCK || err == EINTR) return -EAGAIN;
-  return -err;
+  if (n == 0) return EPIPE; /* end of stream: the peer closed its side */
+  return step_result(n, moved);
 }
 
-int sock_err_retryable(int err) {
+bool sock_err_retryable(int err) {
   switch (err) {
   case ECONNREFUSED:
   case ETIMEDOUT:
@@ -123,29 +124,33 @@ int sock_err_retryable(int err) {
   case EINTR:
   case EPIPE:
   case ENETDOWN:
-  case EHOSTDOWN: return 1;
-  default: return 0;
+  case EHOSTDOWN: return true;
+  default: return false;
   }
 }
 
-static int count_fds(void) {
+/* This process's open descriptors: 0 and the count, or the errno. */
+static int count_fds(int *n) {
   DIR *d = opendir("/proc/self/fd");
-  if (!d) return -1;
-  int n = 0;
-  while (readdir(d)) n++;
+  if (!d) return errno;
+  *n = 0;
+  while (readdir(d)) (*n)++;
   closedir(d);
-  return n - 3; /* ".", ".." and the directory's own descriptor */
+  *n -= 3; /* ".", ".." and the directory's own descriptor */
+  return 0;
 }
 
 void sock_errno_advice(int err, char *buf, size_t cap) {
   if (err == EMFILE) {
     struct rlimit rl = {0};
     getrlimit(RLIMIT_NOFILE, &rl);
+    int nfds = -1; /* printed as is when /proc cannot tell */
+    (void)count_fds(&nfds);
     snprintf(buf, cap,
              "this process has %d file descriptors open and its limit (ulimit -n) is %llu "
              "(hard limit %llu): raise it (ulimit -n %llu, or --ulimit nofile= for containers) "
              "or use fewer sockets per connection (NCCL_NSOCKS_PERTHREAD, NCCL_SOCKET_NTHREADS)",
-             count_fds(), (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
+             nfds, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
              (unsigned long long)rl.rlim_max);
   } else if (err == ENFILE) {
     snprintf(buf, cap,
@@ -200,7 +205,7 @@ const char *errno_name(int err) {
   }
 }
 
-int sock_same_host(int fd) {
+bool sock_same_host(int fd) {
   struct sockaddr_storage me, peer;
   socklen_t ml = sizeof(me), pl = sizeof(peer);
   struct ipaddr a, b;
@@ -208,6 +213,6 @@ int sock_same_host(int fd) {
       getpeername(fd, (struct sockaddr *)&peer, &pl) ||
       ipaddr_from_sockaddr(&a, (struct sockaddr *)&me, NULL) ||
       ipaddr_from_sockaddr(&b, (struct sockaddr *)&peer, NULL))
-    return 0;
+    return false;
   return ipaddr_is_loopback(&b) || (a.family == b.family && !memcmp(a.bytes, b.bytes, 16));
 }

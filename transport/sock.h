@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Socket helpers: everything non-blocking and close-on-exec, TCP_NODELAY on,
- * SIGPIPE never raised. Functions return 0 or a positive errno. */
+ * SIGPIPE never raised. Functions return 0 or a positive errno and log
+ * nothing: the caller knows which peer and which stage a socket serves, and
+ * names them when it logs the failure. */
 #ifndef DIAG_TRANSPORT_SOCK_H
 #define DIAG_TRANSPORT_SOCK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -19,23 +22,24 @@ int sock_connect_start(const struct sockaddr *addr, socklen_t len, int *fd);
 /* 0 = connected, EINPROGRESS = not yet, else the connect's errno. */
 int sock_connect_done(int fd);
 void sock_tune(int fd);
-/* 1 when a connected socket's two ends are on this host (a loopback
+/* Whether a connected socket's two ends are on this host (a loopback
  * address, or the same address at both ends): the kernel then moves its
  * bytes by copying through the loopback device, never a NIC. */
-int sock_same_host(int fd);
+bool sock_same_host(int fd);
 
-/* One non-blocking step. Returns bytes moved (>= 0), or -errno; EAGAIN means
- * no progress. For recv, 0 bytes with len > 0 means the peer closed:
- * returned as -EPIPE so callers handle one "closed" case. */
-ssize_t sock_send(int fd, const void *buf, size_t len);
-ssize_t sock_sendv(int fd, const struct iovec *iov, int iovcnt);
-ssize_t sock_recv(int fd, void *buf, size_t len);
+/* One non-blocking step on a connected socket, its byte count in *moved
+ * (always set). Returns 0 (bytes moved; at least one when len > 0), EAGAIN
+ * (nothing moved now: call again), EPIPE (the peer closed the connection:
+ * end of stream for recv, the kernel's EPIPE for send), or the errno. */
+int sock_send(int fd, const void *buf, size_t len, size_t *moved);
+int sock_sendv(int fd, const struct iovec *iov, int iovcnt, size_t *moved);
+int sock_recv(int fd, void *buf, size_t len, size_t *moved);
 
 /* A sentence about an errno from socket()/accept(): for EMFILE/ENFILE it
  * names the current descriptor count and limit and what to raise. */
 void sock_errno_advice(int err, char *buf, size_t cap);
 /* Whether a connect error is worth retrying (refused, unreachable, ...). */
-int sock_err_retryable(int err);
+bool sock_err_retryable(int err);
 
 /* "ECONNREFUSED" etc. for log lines. */
 const char *errno_name(int err);

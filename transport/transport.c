@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Small helpers every transport uses. */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,12 +19,12 @@ void transport_peer_describe(struct transport_peer *p, const struct hello *h, co
            h->ifname[0] ? ", " : "", h->ifname);
 }
 
-void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side,
+void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, bool is_send,
                           int ctrl_fd, const struct hello *mine, const struct hello *peer,
                           const char *peer_addr) {
   memset(s, 0, sizeof(*s));
   s->dev = dev;
-  s->send_side = send_side;
+  s->is_send = is_send;
   s->ctrl_fd = ctrl_fd;
   s->mine = *mine;
   transport_peer_describe(&s->peer, peer, peer_addr);
@@ -37,8 +40,8 @@ void transport_socket_shape(int *nsocks, int *nthreads) {
   if (per < 1) per = 1;
   int total = (th ? th : 1) * per;
   if (total > TRANSPORT_MAX_DATA_SOCKS) {
-    static int warned;
-    if (!warned++)
+    static atomic_bool has_warned; /* once per process */
+    if (!atomic_exchange(&has_warned, true))
       WARN("NCCL_SOCKET_NTHREADS=%d x NCCL_NSOCKS_PERTHREAD=%d is %d sockets per connection, "
            "more than the %d allowed; using %d",
            th, per, total, TRANSPORT_MAX_DATA_SOCKS, TRANSPORT_MAX_DATA_SOCKS);
@@ -46,4 +49,14 @@ void transport_socket_shape(int *nsocks, int *nthreads) {
   }
   *nsocks = total;
   *nthreads = th;
+}
+
+ncclResult_t transport_result(int err) {
+  switch (err) {
+  case 0: return ncclSuccess;
+  case ECONNRESET: return ncclRemoteError;
+  case EMSGSIZE:
+  case ENOMSG: return ncclInvalidUsage;
+  default: return ncclSystemError;
+  }
 }

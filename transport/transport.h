@@ -3,20 +3,40 @@
  * the API dispatches through, and the hand-off from connection setup (a
  * control socket plus data sockets, and both hello records) to a transport.
  *
+ * Connection setup is three non-blocking state machines, each with an enum
+ * of named stages and a *_stage_name() for its logs:
+ *   connect     connect.h: the listener's addresses, then RDMA setup or
+ *               the data sockets
+ *   accept      listen.h: the connector's hello and our answer, then RDMA
+ *               setup or the data sockets
+ *   RDMA setup  ib/ib_setup.h: INFO and STATUS records on the control
+ *               socket; pending, RDMA up, fall back to TCP, or failed
+ * The hello and the RDMA setup records are framed records, read and
+ * written by record_io.h.
+ *
  * Every object handed to NCCL starts with an object tag, checked on every
  * entry, so a comm used after close or passed to the wrong call is named in
- * a WARN instead of corrupting memory. */
+ * a WARN instead of corrupting memory.
+ *
+ * Errors: inside transport/ a function returns 0 or a positive errno (a
+ * why-buffer, char *why and size_t cap, carries the words), a step of a
+ * state machine an enum progress (common/progress.h) or its own outcome
+ * enum, and the function that detects a failure logs it once.
+ * ncclResult_t appears only at the ops boundary: the transport_comm_ops
+ * functions and transport_listen, _accept, _connect and _close_listen,
+ * which map errnos with transport_result(). */
 #ifndef DIAG_TRANSPORT_TRANSPORT_H
 #define DIAG_TRANSPORT_TRANSPORT_H
 
-#include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "plugin/abi/nccl_common.h"
 #include "topo/addr.h"
 #include "topo/netif.h"
 #include "transport/hello.h"
+#include "transport/liveness.h"
 
 #define TRANSPORT_MAX_DEVS 64
 #define TRANSPORT_MAX_DATA_SOCKS 64
@@ -38,11 +58,11 @@ enum transport_obj {
 struct transport_dev {
   int index;
   char name[64];
-  int is_ib;
+  bool is_ib;
   int netif; /* index into the host's netif list */
   char ifname[IF_NAMESIZE];
-  struct ipaddr addr;      /* the interface address we listen on */
-  char pci_path[PATH_MAX]; /* "" when virtual */
+  struct ipaddr addr;   /* the interface address we listen on */
+  const char *pci_path; /* "" when virtual; the host owns the string */
   uint64_t guid;
   int speed_mbps;
   int port;
@@ -53,14 +73,20 @@ struct transport_dev {
 struct transport_host {
   struct netif_list ifs;
   struct netif_choice choice;
-  int ndev;
-  struct transport_dev dev[TRANSPORT_MAX_DEVS];
-  char why_none[1024]; /* when ndev == 0: why, and what to set */
+  int ndev, cap_devs;
+  struct transport_dev *devs; /* ndev of them, allocated for what the host has */
+  char why_none[1024];        /* when ndev == 0: why, and what to set */
 };
 
 const struct transport_host *transport_host(void);
 /* Builds it (once per process; later calls return at once). */
 void transport_host_init(void);
+/* While building: room for n devices (at most TRANSPORT_MAX_DEVS), in
+ * place of an empty device list. 0 or ENOMEM (logged). */
+int transport_host_reserve(struct transport_host *h, int n);
+/* While building: the next device, zeroed, with its index and PCI path
+ * set; NULL when the reserved room is used up. */
+struct transport_dev *transport_host_add_dev(struct transport_host *h, const char *pci_path);
 
 /* The other side of a connection, for every message about it. */
 struct transport_peer {
@@ -68,6 +94,18 @@ struct transport_peer {
   char addr[80];      /* "10.0.0.7<46417>" */
   char desc[160];     /* "host-b (10.0.0.7<46417>, eth0)" */
 };
+
+/* The NCCL code for an errno, at the ops boundary. A failed comm keeps the
+ * errno its first failure was classed with:
+ *   ECONNRESET        the peer or the network ended the connection:
+ *                     ncclRemoteError
+ *   EMSGSIZE, ENOMSG  the ranks' calls disagree (a message larger than its
+ *                     receive, a send that matches no receive):
+ *                     ncclInvalidUsage
+ *   anything else     a failure on this side: ncclSystemError
+ * Connection setup fails with ncclSystemError, or ncclInvalidUsage for a
+ * handle that is not ours. */
+ncclResult_t transport_result(int err);
 
 struct transport_comm;
 
@@ -95,6 +133,7 @@ struct transport_comm {
   struct transport_peer peer;
   struct hello mine;
   int max_recvs;
+  struct liveness_peer *live; /* the peer process's liveness (transport/liveness.h), or NULL */
 };
 
 struct transport_req {
@@ -105,7 +144,7 @@ struct transport_req {
 /* What connection setup hands a transport: sockets it now owns. */
 struct transport_setup {
   const struct transport_dev *dev;
-  int send_side;
+  bool is_send;
   int ctrl_fd;
   int ndata;
   int data_fds[TRANSPORT_MAX_DATA_SOCKS];
@@ -114,19 +153,20 @@ struct transport_setup {
   struct hello mine;
 };
 
-/* TCP comm from a completed setup; takes ownership of the sockets. */
-ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
+/* TCP comm from a completed setup (tcp/tcp_comm.c); takes ownership of the
+ * sockets (closes them on failure). 0 or an errno (logged). */
+int tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
 
-/* Connection setup (transport/listen.c, accept.c, connect.c). */
+/* Connection setup, the ops boundary: listen.c, accept.c and connect.c. */
 ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, void **listen_comm);
 ncclResult_t transport_accept(void *listen_comm, void **recv_comm);
 ncclResult_t transport_close_listen(void *listen_comm);
 ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_class, void *handle,
                                void **send_comm);
 
-/* The hand-off every finished setup builds: sockets stay as given (ndata 0,
- * nthreads 0) for the caller to add. */
-void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, int send_side,
+/* transport.c. The hand-off every finished setup builds: sockets stay as
+ * given (ndata 0, nthreads 0) for the caller to add. */
+void transport_setup_init(struct transport_setup *s, const struct transport_dev *dev, bool is_send,
                           int ctrl_fd, const struct hello *mine, const struct hello *peer,
                           const char *peer_addr);
 

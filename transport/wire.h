@@ -5,6 +5,8 @@
 #ifndef DIAG_TRANSPORT_WIRE_H
 #define DIAG_TRANSPORT_WIRE_H
 
+#include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,18 +14,18 @@
 struct wbuf {
   uint8_t *p;
   size_t cap, len;
-  int overflow;
+  bool has_overflow;
 };
 
 struct rbuf {
   const uint8_t *p;
   size_t len, off;
-  int short_read;
+  bool is_short;
 };
 
 static inline void w_bytes(struct wbuf *w, const void *src, size_t n) {
   if (w->len + n > w->cap) {
-    w->overflow = 1;
+    w->has_overflow = true;
     return;
   }
   memcpy(w->p + w->len, src, n);
@@ -46,8 +48,8 @@ static inline void w_u64(struct wbuf *w, uint64_t v) {
 }
 
 static inline const uint8_t *r_take(struct rbuf *r, size_t n) {
-  if (r->short_read || r->len - r->off < n) {
-    r->short_read = 1;
+  if (r->is_short || r->len - r->off < n) {
+    r->is_short = true;
     return NULL;
   }
   const uint8_t *p = r->p + r->off;
@@ -76,9 +78,10 @@ static inline uint64_t r_u64(struct rbuf *r) {
     for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
   return v;
 }
+/* 0, or EPROTO when the buffer ends first. */
 static inline int r_bytes(struct rbuf *r, void *dst, size_t n) {
   const uint8_t *p = r_take(r, n);
-  if (!p) return -1;
+  if (!p) return EPROTO;
   memcpy(dst, p, n);
   return 0;
 }

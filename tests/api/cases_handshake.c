@@ -25,8 +25,8 @@ void case_handle_format(struct side *s) {
   char why[200];
   CHECK(handle_decode(h, &d, why, sizeof(why)) == HANDLE_OK, "the handle does not decode: %s", why);
   CHECK(d.nonce != 0, "nonce is zero");
-  CHECK(d.ncand >= 1 && d.cand[0].port != 0, "%d candidates, first port %u", d.ncand,
-        d.cand[0].port);
+  CHECK(d.ncands >= 1 && d.cands[0].port != 0, "%d candidates, first port %u", d.ncands,
+        d.cands[0].port);
   for (int i = HANDLE_STATE_OFF; i < HANDLE_STATE_OFF + 8; i++)
     CHECK(h[i] == 0, "connector-private byte %d is not zero on the wire", i);
   netload_close_listen(&s->nl, lc);
@@ -71,7 +71,7 @@ void case_hello_mismatch(struct side *s) {
 
 static int raw_connect(const struct handle *h) {
   struct sockaddr_storage ss;
-  socklen_t sl = ipaddr_to_sockaddr(&h->cand[0].addr, h->cand[0].port, &ss);
+  socklen_t sl = ipaddr_to_sockaddr(&h->cands[0].addr, h->cands[0].port, &ss);
   int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect(fd, (struct sockaddr *)&ss, sl)) {
     printf("#   raw connect: %s\n", strerror(errno));
@@ -284,9 +284,10 @@ void case_connector_dies(struct side *s) {
     uint8_t out[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
     struct preamble p = {ROLE_CTRL, 0, h.nonce, 99};
     preamble_encode(&p, out);
-    int n = hello_encode(&me, out + PREAMBLE_LEN, sizeof(out) - PREAMBLE_LEN);
+    size_t n;
+    (void)hello_encode(&me, out + PREAMBLE_LEN, sizeof(out) - PREAMBLE_LEN, &n); /* it fits */
     int fd = raw_connect(&h);
-    if (fd >= 0) raw_send(fd, out, PREAMBLE_LEN + (size_t)n);
+    if (fd >= 0) raw_send(fd, out, PREAMBLE_LEN + n);
     usleep(100000);
     if (fd >= 0) close(fd); /* "dies" before its data sockets */
     usleep(1500000);

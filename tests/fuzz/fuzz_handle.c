@@ -17,11 +17,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t out[NCCL_NET_HANDLE_MAXSIZE];
   int n = handle_encode(&h, out);
   if (handle_decode(out, &h2, why, sizeof(why)) != HANDLE_OK) abort();
-  if (h2.nonce != h.nonce || h2.ncand != n || n != h.ncand) abort();
+  if (h2.nonce != h.nonce || h2.ncands != n || n != h.ncands) abort();
   for (int i = 0; i < n; i++)
-    if (h2.cand[i].port != h.cand[i].port ||
-        memcmp(&h2.cand[i].addr, &h.cand[i].addr, sizeof(h.cand[i].addr)) ||
-        strcmp(h2.cand[i].ifname, h.cand[i].ifname))
+    if (h2.cands[i].port != h.cands[i].port ||
+        memcmp(&h2.cands[i].addr, &h.cands[i].addr, sizeof(h.cands[i].addr)) ||
+        strcmp(h2.cands[i].ifname, h.cands[i].ifname))
       abort();
   return 0;
 }

@@ -19,18 +19,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint32_t len;
   int kind;
   char why[256];
-  if (hello_decode_header(data, &len, &kind, why, sizeof(why)) != HELLO_OK) return 0;
+  if (hello_decode_header(data, &kind, &len, why, sizeof(why))) return 0;
   if (len > size - HELLO_HDR_LEN) len = (uint32_t)(size - HELLO_HDR_LEN);
   struct hello h, h2;
-  if (hello_decode_body(data + HELLO_HDR_LEN, len, &h, why, sizeof(why)) != HELLO_OK) return 0;
+  if (hello_decode_body(data + HELLO_HDR_LEN, len, &h, why, sizeof(why))) return 0;
   printable(h.host), printable(h.dev), printable(h.addr), printable(h.plugin_version);
   for (int i = 0; i < h.nknobs; i++) printable(h.knobs[i].name), printable(h.knobs[i].value);
   h.kind = kind;
   static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  int n = hello_encode(&h, out, sizeof(out));
-  if (n < 0) return 0; /* a record at the size limit may grow by canonical re-encoding */
-  if (hello_decode_header(out, &len, &kind, why, sizeof(why)) != HELLO_OK) abort();
-  if (hello_decode_body(out + HELLO_HDR_LEN, len, &h2, why, sizeof(why)) != HELLO_OK) abort();
+  size_t n;
+  if (hello_encode(&h, out, sizeof(out), &n))
+    return 0; /* a record at the size limit may grow
+                by canonical re-encoding */
+  if (hello_decode_header(out, &kind, &len, why, sizeof(why))) abort();
+  if (hello_decode_body(out + HELLO_HDR_LEN, len, &h2, why, sizeof(why))) abort();
   if (h2.nonce != h.nonce || strcmp(h2.host, h.host) || h2.nknobs != h.nknobs || kind != h.kind)
     abort();
   char diff[4096];

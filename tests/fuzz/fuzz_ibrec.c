@@ -22,13 +22,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   for (const char *p = r.reason; *p; p++)
     if (*p < 0x20 || *p > 0x7e) abort();
   static uint8_t out[IBREC_HDR_LEN + IBREC_MAX_BODY];
-  int n = ibrec_encode(&r, out, sizeof(out));
-  if (n < 0) abort();
+  size_t n;
+  if (ibrec_encode(&r, out, sizeof(out), &n)) abort();
   if (ibrec_decode_header(out, &type, &len, why, sizeof(why)) ||
       ibrec_decode_body(type, out + IBREC_HDR_LEN, len, &r2, why, sizeof(why)))
     abort();
   if (r2.nqps != r.nqps || r2.fifo_addr != r.fifo_addr || r2.cr_rkey != r.cr_rkey ||
-      strcmp(r2.reason, r.reason) || r2.ok != r.ok || memcmp(r2.qpn, r.qpn, sizeof(r.qpn)))
+      strcmp(r2.reason, r.reason) || r2.is_ok != r.is_ok || memcmp(r2.qpns, r.qpns, sizeof(r.qpns)))
     abort();
   return 0;
 }

@@ -24,11 +24,11 @@ int main(int argc, char **argv) {
   struct handle h = {0};
   h.version = HANDLE_VERSION, h.nonce = 0x1122334455667788ULL, h.nsocks = 2, h.nthreads = 2;
   strcpy(h.host, "host-a");
-  ipaddr_parse(&h.cand[0].addr, "10.0.0.5/24"), h.cand[0].port = 4000,
-                                                strcpy(h.cand[0].ifname, "bond0");
-  ipaddr_parse(&h.cand[1].addr, "fd00::5/64"), h.cand[1].port = 4000,
-                                               strcpy(h.cand[1].ifname, "eth1");
-  h.ncand = 2;
+  ipaddr_parse(&h.cands[0].addr, "10.0.0.5/24"), h.cands[0].port = 4000,
+                                                 strcpy(h.cands[0].ifname, "bond0");
+  ipaddr_parse(&h.cands[1].addr, "fd00::5/64"), h.cands[1].port = 4000,
+                                                strcpy(h.cands[1].ifname, "eth1");
+  h.ncands = 2;
   uint8_t hb[NCCL_NET_HANDLE_MAXSIZE];
   handle_encode(&h, hb);
   snprintf(d, sizeof(d), "%s/handle", argv[1]);
@@ -39,11 +39,13 @@ int main(int argc, char **argv) {
   m.nonce = 7, m.connid = 9, m.nsocks = 2;
   strcpy(m.host, "host-a"), strcpy(m.dev, "eth0"), strcpy(m.transport, "tcp");
   m.nknobs = 1, strcpy(m.knobs[0].name, "NCCL_PROTO"), strcpy(m.knobs[0].value, "Simple");
-  m.ib.present = 1, strcpy(m.ib.dev, "mlx5_2"), m.ib.port = 1, m.ib.gid_index = 3, m.ib.mtu = 4096;
+  m.ib.is_present = 1, strcpy(m.ib.dev, "mlx5_2"), m.ib.port = 1, m.ib.gid_index = 3,
+  m.ib.mtu = 4096;
   static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
-  int n = hello_encode(&m, out, sizeof(out));
+  size_t n;
+  if (hello_encode(&m, out, sizeof(out), &n)) return 1;
   snprintf(d, sizeof(d), "%s/hello", argv[1]);
-  put(d, "connect", out, (size_t)n);
+  put(d, "connect", out, n);
 
   uint8_t f[MSG_HDR_LEN];
   struct preamble p = {ROLE_DATA, 3, 7, 9};
@@ -61,11 +63,11 @@ int main(int argc, char **argv) {
     IBREC_INFO,       1, 2, {0x101, 0x102}, 0x7f0000001000ULL, 0x55, 0, 0, 4096, 0, 0, 8,
     IBREC_F_FALLBACK, ""};
   static uint8_t rb[IBREC_HDR_LEN + IBREC_MAX_BODY];
-  n = ibrec_encode(&r, rb, sizeof(rb));
+  if (ibrec_encode(&r, rb, sizeof(rb), &n)) return 1;
   snprintf(d, sizeof(d), "%s/ibrec", argv[1]);
-  put(d, "info", rb, (size_t)n);
+  put(d, "info", rb, n);
   struct ibrec st = {IBREC_STATUS, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, "RTR failed: no route"};
-  n = ibrec_encode(&st, rb, sizeof(rb));
-  put(d, "status", rb, (size_t)n);
+  if (ibrec_encode(&st, rb, sizeof(rb), &n)) return 1;
+  put(d, "status", rb, n);
   return 0;
 }

@@ -30,7 +30,7 @@ static void setup(void) {
   snprintf(dev.label, sizeof(dev.label), "mlx5_4 port 1");
   memset(&peer, 0, sizeof(peer));
   snprintf(peer.host, sizeof(peer.host), "host-b");
-  peer.ib.present = 1;
+  peer.ib.is_present = 1;
   snprintf(peer.ib.dev, sizeof(peer.ib.dev), "mlx5_bond_0");
   peer.ib.port = 1;
   peer.ib.gid_index = 3;
@@ -107,7 +107,7 @@ static void rtr_timeout(void) {
         "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 port 1 on host-b"),
     "both sides with index, netdev, subnet and host: %s", t);
   CHECK(strstr(t, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix: %s", t);
-  peer.ib.off_plane = 1;
+  peer.ib.is_off_plane = 1;
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
   CHECK(strstr(t, "host-b's layout sets its mlx5_bond_0 apart"), "the peer's own plane verdict: %s",
         t);

@@ -23,6 +23,7 @@
 #define DIAG_TRANSPORT_IB_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "topo/topo.h"
@@ -62,17 +63,18 @@ struct ib_dev {
   struct ib_mr_entry *mrs;
   int nmr, cap_mr;
   pthread_t async_tid;
-  int async_started;
+  bool is_async_started;
   char label[80]; /* "mlx5_2 port 1" */
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
 struct ib_state {
   struct verbs_ops v;
-  int loaded;
-  char why_none[1024]; /* no RDMA device: why, and what to do */
+  bool is_loaded;
+  char why_none[1024];  /* no RDMA device: why, and what to do */
+  bool has_warned_none; /* a WARN has said why_none already */
   int ndev;
-  struct ib_dev dev[TRANSPORT_MAX_DEVS];
+  struct ib_dev *devs; /* the ports opened, room for every chosen one */
 };
 
 const struct ib_state *ib_state(void);
@@ -100,9 +102,16 @@ struct ib_mh {
   size_t len;
 };
 
-ncclResult_t ib_mr_reg(struct ib_dev *d, void *data, size_t size, int type, int dmabuf_fd,
-                       uint64_t offset, struct ib_mh **out);
-ncclResult_t ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh);
+/* Whether the device can register memory of this NCCL_PTR_* type (a WARN
+ * says why not). */
+bool ib_mr_type_ok(const struct ib_dev *d, int type);
+/* Registers the caller's buffer (a dma-buf when dmabuf_fd >= 0): 0, or an
+ * errno (logged). */
+int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t offset,
+              struct ib_mh **out);
+/* mh is a live registration of d: 0, or the errno of the deregistration
+ * (logged). */
+int ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh);
 /* Registers an internal buffer outside the cache (FIFO, records). */
 struct ibv_mr *ib_mr_plain(struct ib_dev *d, void *p, size_t len, int access, const char *what);
 
@@ -116,36 +125,39 @@ struct ib_qp {
 
 struct ib_path { /* what RTR needs about the remote side */
   uint32_t qpn;
-  int mtu;       /* path MTU, bytes (min of both sides) */
-  int is_global; /* GRH: RoCE, or IB across subnets */
+  int mtu;        /* path MTU, bytes (min of both sides) */
+  bool is_global; /* GRH: RoCE, or IB across subnets */
   uint8_t dgid[16];
   int sgid_index;
   int dlid;
   int sl, tc;
 };
 
+/* Each returns 0 or the errno, with the cause and the fix in why (for RTR
+ * the full diagnosis, ib_diag.c), and logs nothing but the transition
+ * itself (INFO + event, with its attributes, time and result): the caller
+ * reports the failure once. */
 int ib_qp_create(struct ib_qp *q, struct ib_dev *d, struct ibv_cq *cq, int send_wr, int recv_wr,
-                 const char *peer);
-/* Each transition is logged (INFO + event) with its attributes, time and
- * result; a failure is a WARN with the full diagnosis (ib_diag.c). Return
- * 0 or the errno. */
-int ib_qp_init(struct ib_qp *q, int access);
-int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer, char *diag,
+                 const char *peer, char *why, size_t cap);
+int ib_qp_init(struct ib_qp *q, int access, char *why, size_t cap);
+int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer, char *why,
               size_t cap);
-int ib_qp_rts(struct ib_qp *q);
+int ib_qp_rts(struct ib_qp *q, char *why, size_t cap);
 void ib_qp_destroy(struct ib_qp *q);
 
-/* ---- pre-RTR checks and diagnoses (ib_compat.c, ib_diag.c) ---- */
+/* ---- pre-RTR checks (ib_compat.c, ib_route.c) and diagnoses (ib_diag.c) ---- */
 
 /* Whether the local device and the peer's (from its hello) can talk:
- * 0 = yes (notes may carry a warning, e.g. an MTU mismatch), -1 = no, with
- * the cause and the fix in why. The route check asks the kernel for a route
+ * 0 = yes (notes may carry a warning, e.g. an MTU mismatch), EHOSTUNREACH
+ * = no, with the cause and the fix in why. The route check asks the kernel for a route
  * from the local GID's netdev to the remote GID's address, as RoCE does. */
 int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
                     char *why, size_t cap, char *notes, size_t ncap);
 /* Whether the routing table has a route through netdev to the remote GID's
- * address: 1 yes (*via_gateway when routed), 0 none, -1 cannot tell. */
-int ib_route_through(const char *netdev, const uint8_t *rgid, int *via_gateway);
+ * address (a connected subnet, or *via_gateway), none (the peer would be
+ * sought on-link there), or this namespace cannot tell. */
+enum ib_route { IB_ROUTE_NONE, IB_ROUTE_FOUND, IB_ROUTE_UNKNOWN };
+enum ib_route ib_route_through(const char *netdev, const uint8_t *rgid, bool *via_gateway);
 /* Text for a failed RTR: both GIDs with index, netdev, subnet and host;
  * whether a local port sits on the remote's subnet and which NCCL_IB_HCA or
  * NCCL_IB_GID_INDEX would work; link-local GIDs called out. */
@@ -161,15 +173,22 @@ struct ib_setup;
 
 /* Starts the RDMA setup stage of a connection whose hello exchange is done;
  * NULL when either side has no RDMA device (then the connection is TCP). */
-struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, int ctrl_fd,
+struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class);
-/* 0 = in progress, 1 = RDMA ready, 2 = fall back to TCP, -1 = failed (WARN
- * logged). */
-int ib_setup_progress(struct ib_setup *s);
-/* Builds the comm from a ready setup (takes ownership of it). */
-ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x,
-                            struct transport_comm **out);
+/* What a step of RDMA setup returns: common/progress.h's meanings, with
+ * the two ways it can finish. */
+enum ib_setup_result {
+  IB_SETUP_PENDING,   /* call again: waiting for the peer or the socket */
+  IB_SETUP_RDMA_UP,   /* ib_comm_create takes it from here */
+  IB_SETUP_FALL_BACK, /* both sides agreed on TCP: the data sockets come next */
+  IB_SETUP_FAILED,    /* logged by the step that failed */
+};
+/* Runs the setup's stages as far as the control socket allows. */
+enum ib_setup_result ib_setup_progress(struct ib_setup *s);
+/* Builds the comm from a ready setup (takes ownership of it, and of the
+ * control socket): 0 or an errno (logged). */
+int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transport_comm **out);
 void ib_setup_free(struct ib_setup *s);
 
 #endif

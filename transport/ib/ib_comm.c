@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* RDMA comm lifetime, memory registration and the request pool. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +16,7 @@
 #include "transport/sock.h"
 
 struct ib_req *ib_req_get(struct ib_comm *c) {
-  int cap = c->send ? IB_SEND_REQS : IB_MAX_REQS;
+  int cap = c->is_send ? IB_SEND_REQS : IB_MAX_REQS;
   for (int i = 0; i < cap; i++) {
     struct ib_req *r = &c->reqs[i];
     if (r->base.obj == OBJ_REQ) continue;
@@ -34,8 +35,8 @@ void ib_req_put(struct ib_comm *c, struct ib_req *r) {
   c->inflight--;
 }
 
-ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const char *fmt, ...) {
-  if (c->failed) return c->fail_code;
+int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...) {
+  if (c->is_failed) return c->fail_err;
   char msg[3000];
   va_list ap;
   va_start(ap, fmt);
@@ -47,38 +48,51 @@ ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const cha
   ev_str(&e, "transport", "ib");
   ev_str(&e, "device", c->dev->td->name);
   ev_str(&e, "peer", c->base.peer.desc);
-  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "direction", c->is_send ? "send" : "recv");
   ev_str(&e, "error", msg);
   ev_end(&e);
-  WARN("%s connection with %s on %s (RDMA): %s", c->send ? "send" : "receive", c->base.peer.desc,
+  WARN("%s connection with %s on %s (RDMA): %s", c->is_send ? "send" : "receive", c->base.peer.desc,
        c->dev->label, msg);
   if (notify) transport_send_abort(c->ctrl_fd, 0, msg);
-  c->failed = 1;
-  c->fail_code = code;
-  return code;
+  c->is_failed = true;
+  c->fail_err = err;
+  return err;
 }
 
 static ncclResult_t ib_reg_mr(struct transport_comm *xc, void *data, size_t size, int type,
                               void **mh) {
   struct ib_comm *c = (struct ib_comm *)xc;
-  return ib_mr_reg(c->dev, data, size, type, -1, 0, (struct ib_mh **)mh);
+  *mh = NULL;
+  if (!ib_mr_type_ok(c->dev, type)) return ncclInternalError;
+  return ib_mr_reg(c->dev, data, size, -1, 0, (struct ib_mh **)mh) ? ncclSystemError : ncclSuccess;
 }
 
 static ncclResult_t ib_reg_mr_dmabuf(struct transport_comm *xc, void *data, size_t size, int type,
                                      uint64_t offset, int fd, void **mh) {
   struct ib_comm *c = (struct ib_comm *)xc;
-  return ib_mr_reg(c->dev, data, size, type, fd, offset, (struct ib_mh **)mh);
+  *mh = NULL;
+  if (!ib_mr_type_ok(c->dev, type)) return ncclInternalError;
+  return ib_mr_reg(c->dev, data, size, fd, offset, (struct ib_mh **)mh) ? ncclSystemError
+                                                                        : ncclSuccess;
 }
 
-static ncclResult_t ib_dereg_mr(struct transport_comm *xc, void *mh) {
+static ncclResult_t ib_dereg_mr(struct transport_comm *xc, void *mhandle) {
   struct ib_comm *c = (struct ib_comm *)xc;
-  return ib_mr_dereg(c->dev, mh);
+  struct ib_mh *mh = mhandle;
+  if (!mh) return ncclSuccess;
+  if (mh->obj != OBJ_MR || mh->dev != c->dev) {
+    WARN("device %s: deregMr of %p, which is not a registration of this device (already "
+         "deregistered?)",
+         c->dev->label, mhandle);
+    return ncclInternalError;
+  }
+  return ib_mr_dereg(c->dev, mh) ? ncclSystemError : ncclSuccess;
 }
 
 static ncclResult_t ib_close(struct transport_comm *xc) {
   struct ib_comm *c = (struct ib_comm *)xc;
   const struct verbs_ops *v = c->dev->v;
-  for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qp[i]);
+  for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qps[i]);
   ib_qp_destroy(&c->flush_qp);
   if (c->cq) v->destroy_cq(c->cq);
   struct ibv_mr *mrs[] = {c->fifo_mr, c->sizes_mr, c->shadow_mr, c->cr_mr, c->flush_mr};
@@ -111,7 +125,7 @@ static const struct transport_comm_ops ib_ops = {
 static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   c->cq = s->cq;
   c->nqps = s->nqps;
-  memcpy(c->qp, s->qp, sizeof(c->qp));
+  memcpy(c->qps, s->qps, sizeof(c->qps));
   c->fifo = s->fifo;
   c->fifo_mr = s->fifo_mr;
   c->shadow = s->shadow;
@@ -129,51 +143,53 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   s->fifo_mr = s->shadow_mr = s->cr_mr = NULL;
 }
 
-ncclResult_t ib_comm_create(struct ib_setup *s, struct transport_setup *x,
-                            struct transport_comm **out) {
+int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transport_comm **out) {
   struct ib_comm *c = calloc(1, sizeof(*c));
   if (!c) {
+    WARN("connection with %s on %s: out of memory", x->peer.desc, s->dev->label);
     ib_setup_free(s);
-    return ncclSystemError;
+    close(x->ctrl_fd);
+    return ENOMEM;
   }
-  c->base.obj = x->send_side ? OBJ_SEND : OBJ_RECV;
+  c->base.obj = x->is_send ? OBJ_SEND : OBJ_RECV;
   c->base.ops = &ib_ops;
   c->base.dev = x->dev;
   c->base.peer = x->peer;
   c->base.mine = x->mine;
   c->base.max_recvs = IB_MAX_RECVS;
-  c->send = x->send_side;
+  c->is_send = x->is_send;
   c->dev = s->dev;
   c->ctrl_fd = x->ctrl_fd;
   take_resources(c, s);
   ib_setup_free(s);
-  int bad = 0;
-  if (c->send) {
+  int err = 0;
+  if (c->is_send) {
     c->sizes_out = calloc(IB_SLOTS * IB_MAX_RECVS, sizeof(uint32_t));
     c->sizes_mr = c->sizes_out
                     ? ib_mr_plain(c->dev, c->sizes_out, IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
                                   IBV_ACCESS_LOCAL_WRITE, "grouped sizes")
                     : NULL;
-    bad = !c->sizes_mr;
+    if (!c->sizes_out) WARN("connection with %s on %s: out of memory", x->peer.desc, c->dev->label);
+    if (!c->sizes_mr) err = ENOMEM;
   } else if ((c->dev->ptr_support & NCCL_PTR_CUDA) || knob_int(K_DIAG_FORCE_FLUSH)) {
-    bad = ib_flush_setup(c) != 0;
+    err = ib_flush_setup(c);
   }
-  if (bad) {
+  if (err) {
     ib_close(&c->base);
-    return ncclSystemError;
+    return err;
   }
   ev_count(C_COMMS_IB, 1);
   struct ev e;
   ev_begin(&e, "connection");
   ev_str(&e, "transport", "ib");
-  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "direction", c->is_send ? "send" : "recv");
   ev_str(&e, "device", c->dev->td->name);
   ev_str(&e, "peer", x->peer.desc);
   ev_int(&e, "qps", c->nqps);
   ev_end(&e);
   INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s",
-       c->send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps, c->nqps == 1 ? "" : "s",
-       c->flush_on ? ", flush queue pair" : "");
+       c->is_send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps,
+       c->nqps == 1 ? "" : "s", c->has_flush ? ", flush queue pair" : "");
   *out = &c->base;
-  return ncclSuccess;
+  return 0;
 }

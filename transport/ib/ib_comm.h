@@ -5,6 +5,8 @@
 #ifndef DIAG_TRANSPORT_IB_COMM_H
 #define DIAG_TRANSPORT_IB_COMM_H
 
+#include <stdbool.h>
+
 #include "transport/ib/ib.h"
 
 #define IB_SEND_REQS (IB_MAX_REQS * IB_MAX_RECVS) /* a sender may see 32 x maxRecvs */
@@ -15,34 +17,34 @@ enum { WR_DATA = 1, WR_RECV = 2, WR_CTS = 3, WR_FLUSH = 4 };
 
 struct ib_req {
   struct transport_req base;
-  int send;
-  int done;
+  bool is_send;
+  bool is_done;
   uint32_t seq; /* FIFO slot sequence */
   int n;        /* receive: buffers; send: 1 */
   int sizes[IB_MAX_RECVS];
   int64_t posted_ns;
-  int stall_warned;
+  bool has_warned_stall;
 };
 
 /* The sends matched to one FIFO slot so far (a grouped receive needs all
  * of them before anything is posted). */
 struct ib_slot {
   int n, matched;
-  int used[IB_MAX_RECVS];
-  struct ib_req *req[IB_MAX_RECVS];
-  void *data[IB_MAX_RECVS];
-  uint32_t lkey[IB_MAX_RECVS];
-  int posted;
+  bool is_used[IB_MAX_RECVS];
+  struct ib_req *reqs[IB_MAX_RECVS];
+  void *bufs[IB_MAX_RECVS];
+  uint32_t lkeys[IB_MAX_RECVS];
+  bool is_posted;
 };
 
 struct ib_comm {
   struct transport_comm base;
-  int send;
+  bool is_send;
   struct ib_dev *dev;
   int ctrl_fd;
   struct ibv_cq *cq;
   int nqps;
-  struct ib_qp qp[IB_MAX_QPS];
+  struct ib_qp qps[IB_MAX_QPS];
   /* send side */
   struct ib_cts *fifo;
   struct ibv_mr *fifo_mr;
@@ -51,7 +53,7 @@ struct ib_comm {
   uint32_t *sizes_out; /* grouped sizes, written into the peer's records */
   struct ibv_mr *sizes_mr;
   uint32_t send_seq;
-  struct ib_slot slot[IB_SLOTS];
+  struct ib_slot slots[IB_SLOTS];
   /* receive side */
   struct ib_cts *shadow;
   struct ibv_mr *shadow_mr;
@@ -60,31 +62,32 @@ struct ib_comm {
   uint64_t peer_fifo_addr;
   uint32_t peer_fifo_rkey;
   uint32_t recv_seq;
-  struct ib_req *slot_req[IB_SLOTS];
+  struct ib_req *slot_reqs[IB_SLOTS];
   int cts_count;
   /* flush (GPU memory): a queue pair connected to itself */
-  int flush_on;
+  bool has_flush;
   struct ib_qp flush_qp;
   uint32_t *flush_buf;
   struct ibv_mr *flush_mr;
-  struct ib_req *flush_req[IB_SLOTS];
+  struct ib_req *flush_reqs[IB_SLOTS];
   uint32_t flush_seq;
   /* requests and state */
   struct ib_req reqs[IB_SEND_REQS];
   int inflight;
-  int warned_tag;
-  int any_success; /* a completion succeeded: errors after it are not path errors */
+  bool has_warned_tag;
+  bool has_success; /* a completion succeeded: errors after it are not path errors */
   char first_error[640];
   int64_t last_ctrl_check;
-  int failed;
-  ncclResult_t fail_code;
+  bool is_failed;
+  int fail_err; /* the first failure's errno, classed as transport_result() expects */
 };
 
 struct ib_req *ib_req_get(struct ib_comm *c);
 void ib_req_put(struct ib_comm *c, struct ib_req *r);
-/* Logs once (WARN), tells the peer why on the control socket, and makes
- * every later call on the comm return code. */
-ncclResult_t ib_fail(struct ib_comm *c, ncclResult_t code, int notify, const char *fmt, ...)
+/* Fails the comm with err (see transport_result): logs once (WARN), tells
+ * the peer why on the control socket when notify is set, and makes every
+ * later call on the comm return the first failure. Returns the comm's errno. */
+int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
 ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
@@ -93,13 +96,15 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
                       void **mhandles, void **request);
 ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes, void **mhandles,
                        void **request);
-/* Sends that found their FIFO slot complete (all of a group): posted. */
-ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq);
-/* Drains the completion queue; 0 or the comm's failure. */
-ncclResult_t ib_poll(struct ib_comm *c);
+/* Sends that found their FIFO slot complete (all of a group): posted.
+ * These return 0 or the comm's errno once it failed. */
+int ib_post_slot(struct ib_comm *c, uint32_t seq);
+/* Drains the completion queue. */
+int ib_poll(struct ib_comm *c);
 ncclResult_t ib_test(void *request, int *done, int *sizes);
 /* Rate-limited look at the control socket: the peer died, or gave up. */
-ncclResult_t ib_check_peer(struct ib_comm *c);
+int ib_check_peer(struct ib_comm *c);
+/* The flush queue pair (connected to itself): 0 or an errno (logged). */
 int ib_flush_setup(struct ib_comm *c);
 
 #endif

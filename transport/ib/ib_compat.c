@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -12,15 +13,15 @@
 
 #include "transport/ib/ib.h"
 
-static int is_v4_mapped(const uint8_t *g) {
+static bool is_v4_mapped(const uint8_t *g) {
   static const uint8_t pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   return !memcmp(g, pfx, 12);
 }
 
 /* Asks the kernel for a route from the GID's netdev to the remote GID's
  * address, as RoCE's address resolution does: the route must leave through
- * that netdev. 0, ENETUNREACH (no such route), or -1 (cannot tell here, e.g.
- * binding to a device needs privileges). */
+ * that netdev. 0, ENETUNREACH (no such route), or another errno (cannot
+ * tell here, e.g. binding to a device needs privileges). */
 static int route_check(const struct topo_dev *t, const uint8_t *rgid) {
   struct sockaddr_storage src = {0}, dst = {0};
   socklen_t len;
@@ -42,17 +43,16 @@ static int route_check(const struct topo_dev *t, const uint8_t *rgid) {
     len = sizeof(*s);
   }
   int fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  int r = -1;
-  if (t->netdev[0] &&
-      setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, t->netdev, (socklen_t)strlen(t->netdev) + 1))
-    goto out; /* unprivileged, or the netdev is in another namespace */
-  if (bind(fd, (struct sockaddr *)&src, len)) goto out; /* the GID's address is not here */
-  r =
-    connect(fd, (struct sockaddr *)&dst, len) == 0 ? 0 : (errno == ENETUNREACH ? ENETUNREACH : -1);
-out:
+  if (fd < 0) return errno;
+  int err = 0;
+  /* Binding to the netdev fails unprivileged, or when it is in another
+   * namespace; binding to the GID's address, when the address is not here. */
+  if ((t->netdev[0] &&
+       setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, t->netdev, (socklen_t)strlen(t->netdev) + 1)) ||
+      bind(fd, (struct sockaddr *)&src, len) || connect(fd, (struct sockaddr *)&dst, len))
+    err = errno;
   close(fd);
-  return r;
+  return err;
 }
 
 int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
@@ -68,7 +68,7 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
              "ports of one link layer on every node with NCCL_IB_HCA",
              d->label, local_ll == 1 ? "InfiniBand" : "RoCE", peer->host, r->dev, r->port,
              r->link_layer == 1 ? "InfiniBand" : "RoCE");
-    return -1;
+    return EHOSTUNREACH;
   }
   if (local_ll == 2 && r->gid_type && t->gid_type && r->gid_type != (int)t->gid_type) {
     snprintf(why, cap,
@@ -77,20 +77,20 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
              "NCCL_IB_GID_INDEX=-1) on every node",
              d->label, t->gid_type == GID_TYPE_V2 ? 2 : 1, t->gid_index, peer->host, r->dev,
              r->gid_type, r->gid_index);
-    return -1;
+    return EHOSTUNREACH;
   }
   if (local_ll == 1 && !r->lid) {
     snprintf(why, cap,
              "%s's %s port %d has LID 0: no subnet manager has configured it (start opensm, or "
              "check the fabric's SM)",
              peer->host, r->dev, r->port);
-    return -1;
+    return EHOSTUNREACH;
   }
-  int gw = 0;
-  int through = local_ll == 2 ? ib_route_through(t->netdev, r->gid, &gw) : -1;
-  if (local_ll == 2 && (through == 0 || route_check(t, r->gid) == ENETUNREACH)) {
+  bool gw;
+  enum ib_route route = local_ll == 2 ? ib_route_through(t->netdev, r->gid, &gw) : IB_ROUTE_UNKNOWN;
+  if (local_ll == 2 && (route == IB_ROUTE_NONE || route_check(t, r->gid) == ENETUNREACH)) {
     ib_diag_rtr(d, peer, ENETUNREACH, why, cap);
-    return -1;
+    return EHOSTUNREACH;
   }
   if (r->mtu && t->mtu && r->mtu != t->mtu)
     snprintf(notes, ncap,

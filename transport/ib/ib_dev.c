@@ -83,47 +83,50 @@ static int gpu_support(struct ib_dev *d) {
   return s;
 }
 
+/* 0, or an errno with why filled. */
 static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t cap) {
   const struct topo_dev *t = d->td;
   d->ctx = d->v->open_device(vd);
   if (!d->ctx) {
+    int err = errno ? errno : ENODEV;
     snprintf(why, cap,
              "cannot open %s: %s (in a container, pass its /dev/infiniband/uverbs* "
              "device, e.g. --device=/dev/infiniband)",
-             t->name, strerror(errno));
-    return -1;
+             t->name, strerror(err));
+    return err;
   }
   struct ibv_port_attr pa;
   int err = d->v->query_device(d->ctx, &d->attr);
   if (!err) err = verbs_query_port(d->v, d->ctx, (uint8_t)t->ib_port, &pa);
   if (err) {
     snprintf(why, cap, "cannot query %s: %s", d->label, strerror(err));
-    return -1;
+    return err;
   }
   if (pa.state != IBV_PORT_ACTIVE) {
     snprintf(why, cap, "%s is %s for verbs although sysfs said ACTIVE", d->label,
              pa.state == IBV_PORT_DOWN   ? "DOWN"
              : pa.state == IBV_PORT_INIT ? "INIT"
                                          : "not active");
-    return -1;
+    return ENETDOWN;
   }
   d->pd = d->v->alloc_pd(d->ctx);
   if (!d->pd) {
-    snprintf(why, cap, "cannot allocate a protection domain on %s: %s", t->name, strerror(errno));
-    return -1;
+    int err2 = errno ? errno : ENOMEM;
+    snprintf(why, cap, "cannot allocate a protection domain on %s: %s", t->name, strerror(err2));
+    return err2;
   }
   pthread_mutex_init(&d->lock, NULL);
   d->ptr_support = NCCL_PTR_HOST | gpu_support(d);
   if (pthread_create(&d->async_tid, NULL, async_main, d) == 0) {
     pthread_detach(d->async_tid);
-    d->async_started = 1;
+    d->is_async_started = true;
   }
   return 0;
 }
 
 static void close_port(struct ib_dev *d) {
   if (d->pd) d->v->dealloc_pd(d->pd);
-  if (d->ctx && !d->async_started) d->v->close_device(d->ctx);
+  if (d->ctx && !d->is_async_started) d->v->close_device(d->ctx);
   d->pd = NULL;
 }
 
@@ -149,15 +152,13 @@ static uint64_t parse_guid(const char *s) {
 static void add_xp_dev(struct transport_host *host, const struct topo_choice *c, int i,
                        struct ib_dev *d) {
   const struct topo_dev *t = &c->dev[i];
-  struct transport_dev *x = &host->dev[host->ndev];
-  memset(x, 0, sizeof(*x));
-  x->index = host->ndev;
+  struct transport_dev *x = transport_host_add_dev(host, t->pci_path);
+  if (!x) return; /* room was reserved for every chosen port */
   dev_name(c, i, x->name, sizeof(x->name));
-  x->is_ib = 1;
+  x->is_ib = true;
   x->ib = d;
-  scopy(x->pci_path, sizeof(x->pci_path), t->pci_path ? t->pci_path : "");
   x->guid = parse_guid(t->guid);
-  if (!x->guid) x->guid = (uint64_t)host->ndev;
+  if (!x->guid) x->guid = (uint64_t)x->index;
   x->speed_mbps = t->speed_mbps > 0 ? t->speed_mbps : 10000;
   x->port = t->ib_port + t->real_port;
   /* Control connections (and a fall back to TCP) use the socket interfaces. */
@@ -167,29 +168,32 @@ static void add_xp_dev(struct transport_host *host, const struct topo_choice *c,
     scopy(x->ifname, sizeof(x->ifname), n->name);
     x->addr = n->addr[host->choice.primary[0]];
   }
-  host->ndev++;
 }
 
+/* 0, or an errno (logged): no RDMA device then. */
 static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, int *n) {
   char why[600];
-  if (verbs_load(&st.v, why, sizeof(why))) {
+  int err = verbs_load(&st.v, why, sizeof(why));
+  if (err) {
     snprintf(st.why_none, sizeof(st.why_none), "%s", why);
     WARN("%d RDMA port%s chosen (%s...) but %s; using TCP", c->ndev, c->ndev == 1 ? " is" : "s are",
          c->dev[0].name, why);
-    return -1;
+    st.has_warned_none = true;
+    return err;
   }
-  st.loaded = 1;
+  st.is_loaded = true;
   errno = 0;
   *list = st.v.get_device_list(n);
   if (!*list || *n == 0) {
-    int err = errno;
+    err = errno;
     snprintf(st.why_none, sizeof(st.why_none),
              "%s lists no RDMA device (%s): the kernel has no RDMA support or no driver is "
              "loaded, although sysfs shows %s",
              st.v.lib, err ? strerror(err) : "empty list", c->dev[0].name);
     WARN("%s; using TCP", st.why_none);
+    st.has_warned_none = true;
     if (*list) st.v.free_device_list(*list);
-    return -1;
+    return ENODEV;
   }
   return 0;
 }
@@ -203,8 +207,19 @@ int ib_host_init(struct transport_host *host) {
   struct ibv_device **list = NULL;
   int n = 0;
   if (load_verbs(c, &list, &n)) return 0;
-  for (int i = 0; i < c->ndev && host->ndev < TRANSPORT_MAX_DEVS; i++) {
-    struct ib_dev *d = &st.dev[st.ndev];
+  int cap = c->ndev < TRANSPORT_MAX_DEVS ? c->ndev : TRANSPORT_MAX_DEVS;
+  st.devs = calloc((size_t)cap, sizeof(*st.devs));
+  if (!st.devs || transport_host_reserve(host, cap)) {
+    snprintf(st.why_none, sizeof(st.why_none), "out of memory for %d RDMA ports", cap);
+    WARN("%s; using TCP", st.why_none);
+    st.has_warned_none = true;
+    st.v.free_device_list(list);
+    free(st.devs);
+    st.devs = NULL;
+    return 0;
+  }
+  for (int i = 0; i < c->ndev && st.ndev < cap; i++) {
+    struct ib_dev *d = &st.devs[st.ndev];
     memset(d, 0, sizeof(*d));
     d->td = &c->dev[i];
     d->v = &st.v;
@@ -239,7 +254,7 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   const struct topo_dev *t = d->td;
   struct hello_ib *b = &h->ib;
   snprintf(h->transport, sizeof(h->transport), "ib");
-  b->present = 1;
+  b->is_present = true;
   scopy(b->dev, sizeof(b->dev), t->name);
   b->port = t->ib_port;
   b->link_layer = t->ll == TOPO_LL_IB ? 1 : 2;
@@ -251,5 +266,5 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   b->pkey_index = (int)knob_int(K_IB_PKEY);
   scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");
   if (t->subnet.family) ipaddr_subnet_str(&t->subnet, b->subnet, sizeof(b->subnet));
-  b->off_plane = t->off_plane;
+  b->is_off_plane = t->off_plane;
 }

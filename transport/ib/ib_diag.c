@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,7 +27,7 @@ static void put(struct out *o, const char *fmt, ...) {
   if (o->len >= o->cap) o->len = o->cap - 1;
 }
 
-static int gid_link_local(const uint8_t *g) { return g[0] == 0xfe && (g[1] & 0xc0) == 0x80; }
+static bool gid_link_local(const uint8_t *g) { return g[0] == 0xfe && (g[1] & 0xc0) == 0x80; }
 
 static void gid_text(const uint8_t *g, char *buf, size_t cap) {
   char t[INET6_ADDRSTRLEN];
@@ -86,7 +87,7 @@ static void plane_advice(struct out *o, const struct ib_dev *d, const struct hel
         ". This host's layout sets %s apart (another plane than its GPU rails): exclude it "
         "with NCCL_IB_HCA=^%s on every node",
         d->td->name, d->td->name);
-  else if (peer->ib.off_plane)
+  else if (peer->ib.is_off_plane)
     put(o,
         ". %s's layout sets its %s apart (another plane than its GPU rails): exclude it with "
         "NCCL_IB_HCA=^%s on every node",

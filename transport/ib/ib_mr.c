@@ -3,6 +3,7 @@
  * of every connection, often the same pages again; a registration covering
  * the page-aligned range is reused (refcounted) instead of pinning twice. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,21 +57,26 @@ static struct ib_mr_entry *cache_add(struct ib_dev *d, uintptr_t a, size_t len, 
   return e;
 }
 
-ncclResult_t ib_mr_reg(struct ib_dev *d, void *data, size_t size, int type, int dmabuf_fd,
-                       uint64_t offset, struct ib_mh **out) {
+bool ib_mr_type_ok(const struct ib_dev *d, int type) {
+  if (type != NCCL_PTR_CUDA || (d->ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF))) return true;
+  WARN("device %s: registration of GPU memory, but this host has no peer-memory module "
+       "(nvidia_peermem) and no dma-buf support: GPU Direct RDMA is not available here",
+       d->label);
+  return false;
+}
+
+int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t offset,
+              struct ib_mh **out) {
   *out = NULL;
-  if (type == NCCL_PTR_CUDA && !(d->ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF))) {
-    WARN("device %s: registration of GPU memory, but this host has no peer-memory module "
-         "(nvidia_peermem) and no dma-buf support: GPU Direct RDMA is not available here",
-         d->label);
-    return ncclInternalError;
-  }
   struct ib_mh *mh = calloc(1, sizeof(*mh));
-  if (!mh) return ncclSystemError;
+  if (!mh) {
+    WARN("device %s: memory registration of %zu bytes: out of memory", d->label, size);
+    return ENOMEM;
+  }
   uintptr_t a = (uintptr_t)data & ~(page_size() - 1);
   size_t len = ((uintptr_t)data + size - a + page_size() - 1) & ~(page_size() - 1);
   if (!len) len = page_size();
-  ncclResult_t r = ncclSuccess;
+  int err = 0;
   pthread_mutex_lock(&d->lock);
   /* dma-buf registrations are keyed by their fd, not cached by address. */
   struct ib_mr_entry *e = dmabuf_fd < 0 ? cache_find(d, a, len) : NULL;
@@ -83,38 +89,36 @@ ncclResult_t ib_mr_reg(struct ib_dev *d, void *data, size_t size, int type, int 
       mr = d->v->reg_dmabuf_mr
              ? d->v->reg_dmabuf_mr(d->pd, offset, size, (uintptr_t)data, dmabuf_fd, MR_ACCESS)
              : NULL;
-      if (!mr) mr_fail(d, "dma-buf registration", size, d->v->reg_dmabuf_mr ? errno : EOPNOTSUPP);
+      if (!mr) err = d->v->reg_dmabuf_mr ? errno : EOPNOTSUPP;
+      if (!mr) mr_fail(d, "dma-buf registration", size, err);
     } else {
       mr = d->v->reg_mr(d->pd, (void *)a, len, MR_ACCESS);
-      if (!mr) mr_fail(d, "memory registration", len, errno);
+      if (!mr) err = errno;
+      if (!mr) mr_fail(d, "memory registration", len, err);
     }
-    if (!mr || (dmabuf_fd < 0 && !cache_add(d, a, len, mr))) {
-      if (mr) d->v->dereg_mr(mr);
-      r = ncclSystemError;
+    if (!mr && !err) err = EIO; /* a provider that set no errno */
+    if (mr && dmabuf_fd < 0 && !cache_add(d, a, len, mr)) {
+      WARN("device %s: memory registration of %zu bytes: out of memory for its cache entry",
+           d->label, len);
+      d->v->dereg_mr(mr);
+      err = ENOMEM;
     }
     mh->mr = mr;
   }
   pthread_mutex_unlock(&d->lock);
-  if (r != ncclSuccess) {
+  if (err) {
     free(mh);
-    return r;
+    return err;
   }
   mh->obj = OBJ_MR;
   mh->dev = d;
   mh->addr = (uintptr_t)data;
   mh->len = size;
   *out = mh;
-  return ncclSuccess;
+  return 0;
 }
 
-ncclResult_t ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh) {
-  if (!mh) return ncclSuccess;
-  if (mh->obj != OBJ_MR || mh->dev != d) {
-    WARN("device %s: deregMr of %p, which is not a registration of this device (already "
-         "deregistered?)",
-         d->label, (void *)mh);
-    return ncclInternalError;
-  }
+int ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh) {
   int err = 0;
   pthread_mutex_lock(&d->lock);
   int i;
@@ -131,9 +135,6 @@ ncclResult_t ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh) {
   pthread_mutex_unlock(&d->lock);
   mh->obj = OBJ_DEAD;
   free(mh);
-  if (err) {
-    WARN("device %s: deregistering memory failed: %s", d->label, strerror(err));
-    return ncclSystemError;
-  }
-  return ncclSuccess;
+  if (err) WARN("device %s: deregistering memory failed: %s", d->label, strerror(err));
+  return err;
 }

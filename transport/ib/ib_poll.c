@@ -19,42 +19,43 @@
 
 #define CTRL_CHECK_NS 100000000LL
 
-static ncclResult_t peer_gave_up(struct ib_comm *c) {
+/* The peer's abort notice, if it sent one: the comm fails with its reason. */
+static int peer_gave_up(struct ib_comm *c) {
   char reason[MSG_ABORT_MAX + 1];
   if (transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 200))
-    return ib_fail(c, ncclRemoteError, 0, "the %s side ended the connection: %s",
-                   c->send ? "receiving" : "sending", reason);
-  return ncclSuccess;
+    return ib_fail(c, ECONNRESET, false, "the %s side ended the connection: %s",
+                   c->is_send ? "receiving" : "sending", reason);
+  return 0;
 }
 
-static ncclResult_t wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
+static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   static const char *const what[] = {"?", "the RDMA write of a message", "a receive",
                                      "a clear-to-send write", "a flush read"};
-  if (peer_gave_up(c) != ncclSuccess) return c->fail_code;
+  if (peer_gave_up(c)) return c->fail_err;
   char diag[2400];
   ib_diag_wc(c->dev, &c->base.peer.hello, wc, what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
-             !c->any_success, c->first_error, diag, sizeof(diag));
+             !c->has_success, c->first_error, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
-  return ib_fail(c, ncclRemoteError, 1, "%s", diag);
+  return ib_fail(c, ECONNRESET, true, "%s", diag);
 }
 
-static ncclResult_t recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
-  struct ib_req *r = c->slot_req[slot];
+static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
+  struct ib_req *r = c->slot_reqs[slot];
   uint32_t imm = ntohl(wc->imm_data);
   if (!r || !(wc->wc_flags & IBV_WC_WITH_IMM))
-    return ib_fail(c, ncclSystemError, 1,
+    return ib_fail(c, EPROTO, true,
                    "a completion for receive slot %d that has no receive "
                    "posted: the peer is out of step",
                    slot);
   if (imm == IB_IMM_ABORT) {
-    if (peer_gave_up(c) != ncclSuccess) return c->fail_code;
-    return ib_fail(c, ncclRemoteError, 0, "the sending side ended the connection");
+    if (peer_gave_up(c)) return c->fail_err;
+    return ib_fail(c, ECONNRESET, false, "the sending side ended the connection");
   }
   const struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   if (r->n == 1) {
     r->sizes[0] = (int)imm;
   } else if ((int)imm != r->n) {
-    return ib_fail(c, ncclSystemError, 1,
+    return ib_fail(c, EPROTO, true,
                    "message %u: the sender filled %u of %d grouped "
                    "receives",
                    r->seq, imm, r->n);
@@ -62,77 +63,77 @@ static ncclResult_t recv_done(struct ib_comm *c, const struct ibv_wc *wc, int sl
   for (int i = 0; i < r->n; i++) {
     uint32_t sz = r->n == 1 ? imm : c->cr[slot * IB_MAX_RECVS + i];
     if (sz > e[i].size)
-      return ib_fail(c, ncclSystemError, 1,
+      return ib_fail(c, EPROTO, true,
                      "message %u: the sender reports %u bytes for a %u-byte "
                      "receive",
                      r->seq, sz, e[i].size);
     r->sizes[i] = (int)sz;
   }
-  r->done = 1;
-  c->slot_req[slot] = NULL;
-  return ncclSuccess;
+  r->is_done = true;
+  c->slot_reqs[slot] = NULL;
+  return 0;
 }
 
-static ncclResult_t handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
+static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
   int kind = (int)(wc->wr_id >> 32), slot = (int)(uint32_t)wc->wr_id;
   if (wc->status != IBV_WC_SUCCESS) return wc_error(c, wc, kind);
-  c->any_success = 1;
-  if (slot < 0 || slot >= IB_SLOTS) return ncclSuccess;
+  c->has_success = true;
+  if (slot < 0 || slot >= IB_SLOTS) return 0;
   switch (kind) {
   case WR_DATA: {
-    struct ib_slot *sl = &c->slot[slot];
+    struct ib_slot *sl = &c->slots[slot];
     for (int i = 0; i < sl->n; i++)
-      if (sl->req[i]) sl->req[i]->done = 1;
-    sl->posted = 0;
+      if (sl->reqs[i]) sl->reqs[i]->is_done = true;
+    sl->is_posted = false;
     sl->n = 0;
-    return ncclSuccess;
+    return 0;
   }
   case WR_RECV: return recv_done(c, wc, slot);
   case WR_FLUSH:
-    if (c->flush_req[slot]) c->flush_req[slot]->done = 1;
-    c->flush_req[slot] = NULL;
-    return ncclSuccess;
-  default: return ncclSuccess;
+    if (c->flush_reqs[slot]) c->flush_reqs[slot]->is_done = true;
+    c->flush_reqs[slot] = NULL;
+    return 0;
+  default: return 0;
   }
 }
 
-ncclResult_t ib_poll(struct ib_comm *c) {
+int ib_poll(struct ib_comm *c) {
   struct ibv_wc wc[16];
   for (;;) {
     int n = ibv_poll_cq(c->cq, 16, wc);
-    if (n < 0) return ib_fail(c, ncclSystemError, 1, "polling the completion queue failed");
+    if (n < 0) return ib_fail(c, EIO, true, "polling the completion queue failed");
     for (int i = 0; i < n; i++)
-      if (handle_wc(c, &wc[i]) != ncclSuccess) return c->fail_code;
-    if (n < 16) return ncclSuccess;
+      if (handle_wc(c, &wc[i])) return c->fail_err;
+    if (n < 16) return 0;
   }
 }
 
 /* The peer's control socket: closed means its process is gone (or it closed
  * this connection); data means an abort notice. */
-ncclResult_t ib_check_peer(struct ib_comm *c) {
+int ib_check_peer(struct ib_comm *c) {
   int64_t now = now_ns();
-  if (now - c->last_ctrl_check < CTRL_CHECK_NS) return ncclSuccess;
+  if (now - c->last_ctrl_check < CTRL_CHECK_NS) return 0;
   c->last_ctrl_check = now;
   char b;
   ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n > 0) {
-    if (peer_gave_up(c) != ncclSuccess) return c->fail_code;
+    if (peer_gave_up(c)) return c->fail_err;
   } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-    return ib_fail(c, ncclRemoteError, 0,
+    return ib_fail(c, ECONNRESET, false,
                    "the peer's control connection %s while requests were in flight: its process "
                    "died or it closed this connection",
                    n == 0 ? "closed" : strerror(errno));
   }
-  return ncclSuccess;
+  return 0;
 }
 
 static void check_stall(struct ib_comm *c, struct ib_req *r) {
   int64_t limit = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
-  if (!limit || r->stall_warned || now_ns() - r->posted_ns < limit) return;
-  r->stall_warned = 1;
+  if (!limit || r->has_warned_stall || now_ns() - r->posted_ns < limit) return;
+  r->has_warned_stall = true;
   WARN("%s of message %u with %s on %s has made no progress for %lld s. The peer may not have "
        "reached this operation yet, or it is hung or unreachable",
-       r->send ? "send" : "receive", r->seq, c->base.peer.desc, c->dev->label,
+       r->is_send ? "send" : "receive", r->seq, c->base.peer.desc, c->dev->label,
        (long long)((now_ns() - r->posted_ns) / 1000000000LL));
 }
 
@@ -140,10 +141,10 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
   struct ib_req *r = request;
   struct ib_comm *c = (struct ib_comm *)r->base.comm;
   *done = 0;
-  if (c->failed) return c->fail_code;
-  if (!r->done && ib_poll(c) != ncclSuccess) return c->fail_code;
-  if (!r->done) {
-    if (ib_check_peer(c) != ncclSuccess) return c->fail_code;
+  if (c->is_failed) return transport_result(c->fail_err);
+  if (!r->is_done && ib_poll(c)) return transport_result(c->fail_err);
+  if (!r->is_done) {
+    if (ib_check_peer(c)) return transport_result(c->fail_err);
     check_stall(c, r);
     return ncclSuccess;
   }
@@ -152,7 +153,7 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
     if (sizes) sizes[i] = r->sizes[i];
     bytes += r->sizes[i];
   }
-  ev_count(r->send ? C_BYTES_SENT : C_BYTES_RECV, bytes);
+  ev_count(r->is_send ? C_BYTES_SENT : C_BYTES_RECV, bytes);
   ib_req_put(c, r);
   *done = 1;
   return ncclSuccess;

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* RC queue pairs: creation and every state transition, each one logged with
- * its attributes, its duration and its result. */
+ * its attributes, its duration and its result (INFO and an event). A
+ * failure comes back as an errno with its cause and fix in the why-buffer;
+ * the caller reports it once (RDMA setup in both sides' verdict, the flush
+ * queue pair in its own WARN). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
@@ -17,7 +20,7 @@
 #define RTR_TIMEOUT_TRIES 3 /* ETIMEDOUT at RTR can be a slow neighbour lookup */
 
 int ib_qp_create(struct ib_qp *q, struct ib_dev *d, struct ibv_cq *cq, int send_wr, int recv_wr,
-                 const char *peer) {
+                 const char *peer, char *why, size_t cap) {
   memset(q, 0, sizeof(*q));
   q->dev = d;
   snprintf(q->peer, sizeof(q->peer), "%s", peer);
@@ -30,13 +33,14 @@ int ib_qp_create(struct ib_qp *q, struct ib_dev *d, struct ibv_cq *cq, int send_
   a.cap.max_send_sge = a.cap.max_recv_sge = 1;
   q->qp = d->v->create_qp(d->pd, &a);
   if (!q->qp) {
-    int err = errno;
-    WARN("device %s: creating an RC queue pair for the connection with %s failed: %s%s", d->label,
-         peer, strerror(err),
-         err == ENOMEM ? ". The locked-memory limit is too low: 'ulimit -l unlimited' "
-                         "(containers: --ulimit memlock=-1)"
-                       : "");
-    return err ? err : EIO;
+    int err = errno ? errno : EIO;
+    snprintf(why, cap,
+             "device %s: creating an RC queue pair for the connection with %s failed: %s%s",
+             d->label, peer, strerror(err),
+             err == ENOMEM ? ". The locked-memory limit is too low: 'ulimit -l unlimited' "
+                             "(containers: --ulimit memlock=-1)"
+                           : "");
+    return err;
   }
   q->state = IBV_QPS_RESET;
   return 0;
@@ -75,7 +79,7 @@ static int transition(struct ib_qp *q, struct ibv_qp_attr *attr, int mask, const
   return err;
 }
 
-int ib_qp_init(struct ib_qp *q, int access) {
+int ib_qp_init(struct ib_qp *q, int access, char *why, size_t cap) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_INIT;
@@ -88,15 +92,15 @@ int ib_qp_init(struct ib_qp *q, int access) {
   int err =
     transition(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, attrs);
   if (err)
-    WARN("device %s qp 0x%x: RESET -> INIT failed: %s (%s)%s", q->dev->label, q->qp->qp_num,
-         strerror(err), errno_name(err),
-         err == EINVAL ? ". NCCL_IB_PKEY is an index into the port's P_Key table (RoCE uses 0), "
-                         "not a P_Key value"
-                       : "");
+    snprintf(why, cap, "device %s qp 0x%x: RESET -> INIT failed: %s (%s)%s", q->dev->label,
+             q->qp->qp_num, strerror(err), errno_name(err),
+             err == EINVAL ? ". NCCL_IB_PKEY is an index into the port's P_Key table (RoCE uses "
+                             "0), not a P_Key value"
+                           : "");
   return err;
 }
 
-int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer, char *diag,
+int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer, char *why,
               size_t cap) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof(a));
@@ -137,14 +141,11 @@ int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer
          q->dev->label, q->qp->qp_num, k, RTR_TIMEOUT_TRIES, 100 * k);
     usleep(100000 * (useconds_t)k);
   }
-  if (err) {
-    ib_diag_rtr(q->dev, peer, err, diag, cap);
-    WARN("device %s qp 0x%x: INIT -> RTR failed: %s", q->dev->label, q->qp->qp_num, diag);
-  }
+  if (err) ib_diag_rtr(q->dev, peer, err, why, cap);
   return err;
 }
 
-int ib_qp_rts(struct ib_qp *q) {
+int ib_qp_rts(struct ib_qp *q, char *why, size_t cap) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_RTS;
@@ -161,8 +162,8 @@ int ib_qp_rts(struct ib_qp *q) {
                          IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC,
                        attrs);
   if (err)
-    WARN("device %s qp 0x%x: RTR -> RTS failed: %s (%s)", q->dev->label, q->qp->qp_num,
-         strerror(err), errno_name(err));
+    snprintf(why, cap, "device %s qp 0x%x: RTR -> RTS failed: %s (%s)", q->dev->label,
+             q->qp->qp_num, strerror(err), errno_name(err));
   return err;
 }
 

@@ -2,6 +2,7 @@
 /* irecv (post a receive for the immediate, then write clear-to-send entries
  * into the sender's FIFO) and iflush (an RDMA read on a queue pair
  * connected to itself, so GPU memory sees the data that landed). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +14,10 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
                       void **mhandles, void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
-  if (c->failed) return c->fail_code;
+  if (c->is_failed) return transport_result(c->fail_err);
   uint32_t seq = c->recv_seq;
   int slot = (int)(seq % IB_SLOTS);
-  if (c->slot_req[slot]) {
+  if (c->slot_reqs[slot]) {
     WARN("irecv from %s: more than %d receives in flight on one connection (an API misuse)",
          xc->peer.desc, IB_MAX_REQS);
     return ncclInternalError;
@@ -47,10 +48,10 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   }
   r->seq = seq;
   r->n = n;
-  struct ib_qp *q = &c->qp[seq % (uint32_t)c->nqps];
+  struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
   int err = ibv_post_recv(q->qp, &rwr, &rbad);
-  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)(n * sizeof(*e)), c->shadow_mr->lkey};
+  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * sizeof(*e)), c->shadow_mr->lkey};
   struct ibv_send_wr wr, *bad;
   memset(&wr, 0, sizeof(wr));
   wr.sg_list = &sge;
@@ -66,10 +67,10 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   if (!err) err = ibv_post_send(q->qp, &wr, &bad);
   if (err) {
     ib_req_put(c, r);
-    return ib_fail(c, ncclSystemError, 1, "posting receive %u on qp 0x%x failed: %s", seq,
-                   q->qp->qp_num, strerror(err));
+    return transport_result(ib_fail(c, err, true, "posting receive %u on qp 0x%x failed: %s", seq,
+                                    q->qp->qp_num, strerror(err)));
   }
-  c->slot_req[slot] = r;
+  c->slot_reqs[slot] = r;
   c->recv_seq++;
   *request = r;
   return ncclSuccess;
@@ -77,25 +78,38 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
 
 int ib_flush_setup(struct ib_comm *c) {
   c->flush_buf = aligned_alloc(64, 64);
-  if (!c->flush_buf) return -1;
+  if (!c->flush_buf) {
+    WARN("connection with %s on %s: out of memory for the flush buffer", c->base.peer.desc,
+         c->dev->label);
+    return ENOMEM;
+  }
   c->flush_mr = ib_mr_plain(c->dev, c->flush_buf, 64, IBV_ACCESS_LOCAL_WRITE, "the flush buffer");
-  if (!c->flush_mr) return -1;
-  if (ib_qp_create(&c->flush_qp, c->dev, c->cq, IB_SLOTS, 1, "itself (flush)") ||
-      ib_qp_init(&c->flush_qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE))
-    return -1;
+  if (!c->flush_mr) return ENOMEM; /* logged */
   const struct topo_dev *t = c->dev->td;
-  struct ib_path p = {.qpn = c->flush_qp.qp->qp_num,
+  struct ib_path p = {.qpn = 0,
                       .mtu = t->mtu,
                       .is_global = t->ll != TOPO_LL_IB,
                       .sgid_index = t->gid_index,
                       .dlid = t->lid};
   memcpy(p.dgid, t->gid, 16);
-  char diag[1024];
+  char why[1024];
   struct hello self;
   memset(&self, 0, sizeof(self));
   snprintf(self.host, sizeof(self.host), "this host");
-  if (ib_qp_rtr(&c->flush_qp, &p, &self, diag, sizeof(diag)) || ib_qp_rts(&c->flush_qp)) return -1;
-  c->flush_on = 1;
+  int err =
+    ib_qp_create(&c->flush_qp, c->dev, c->cq, IB_SLOTS, 1, "itself (flush)", why, sizeof(why));
+  if (!err)
+    err =
+      ib_qp_init(&c->flush_qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE, why, sizeof(why));
+  if (!err) p.qpn = c->flush_qp.qp->qp_num;
+  if (!err) err = ib_qp_rtr(&c->flush_qp, &p, &self, why, sizeof(why));
+  if (!err) err = ib_qp_rts(&c->flush_qp, why, sizeof(why));
+  if (err) {
+    WARN("connection with %s on %s: the flush queue pair (GPU memory) cannot be set up: %s",
+         c->base.peer.desc, c->dev->label, why);
+    return err;
+  }
+  c->has_flush = true;
   return 0;
 }
 
@@ -103,15 +117,15 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
                        void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
-  if (c->failed) return c->fail_code;
-  if (!c->flush_on) return ncclSuccess; /* host memory: nothing to flush */
+  if (c->is_failed) return transport_result(c->fail_err);
+  if (!c->has_flush) return ncclSuccess; /* host memory: nothing to flush */
   int last = -1;
   for (int i = 0; i < n; i++)
     if (sizes && sizes[i] > 0) last = i;
   if (last < 0) return ncclSuccess;
   struct ib_mh *mh = mhandles[last];
   int slot = (int)(c->flush_seq % IB_SLOTS);
-  if (c->flush_req[slot]) {
+  if (c->flush_reqs[slot]) {
     WARN("iflush on the connection with %s: too many flushes in flight", xc->peer.desc);
     return ncclInternalError;
   }
@@ -130,10 +144,11 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
   int err = ibv_post_send(c->flush_qp.qp, &wr, &bad);
   if (err) {
     ib_req_put(c, r);
-    return ib_fail(c, ncclSystemError, 0, "posting a flush read failed: %s", strerror(err));
+    return transport_result(
+      ib_fail(c, err, false, "posting a flush read failed: %s", strerror(err)));
   }
   r->n = 0;
-  c->flush_req[slot] = r;
+  c->flush_reqs[slot] = r;
   c->flush_seq++;
   *request = r;
   return ncclSuccess;

@@ -7,6 +7,7 @@
  * succeeds proves nothing; this reads the namespace's routing table for a
  * route through that netdev. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +15,9 @@
 
 #include "transport/ib/ib.h"
 
-static int v4_route(const char *netdev, const uint8_t *dst, int *gateway) {
+static enum ib_route v4_route(const char *netdev, const uint8_t *dst, bool *gateway) {
   FILE *f = fopen("/proc/net/route", "re");
-  if (!f) return -1;
+  if (!f) return IB_ROUTE_UNKNOWN;
   char line[512], ifn[64];
   unsigned long dest, gw, mask;
   unsigned flags;
@@ -32,21 +33,22 @@ static int v4_route(const char *netdev, const uint8_t *dst, int *gateway) {
     if (bits > best) best = bits, *gateway = (flags & 2) != 0;
   }
   fclose(f);
-  return best >= 0;
+  return best >= 0 ? IB_ROUTE_FOUND : IB_ROUTE_NONE;
 }
 
+/* 0, or EPROTO when h is not n bytes of hex. */
 static int hexbytes(const char *h, uint8_t *out, int n) {
   for (int i = 0; i < n; i++) {
     unsigned v;
-    if (sscanf(h + 2 * i, "%2x", &v) != 1) return -1;
+    if (sscanf(h + 2 * i, "%2x", &v) != 1) return EPROTO;
     out[i] = (uint8_t)v;
   }
   return 0;
 }
 
-static int v6_route(const char *netdev, const uint8_t *dst, int *gateway) {
+static enum ib_route v6_route(const char *netdev, const uint8_t *dst, bool *gateway) {
   FILE *f = fopen("/proc/net/ipv6_route", "re");
-  if (!f) return -1;
+  if (!f) return IB_ROUTE_UNKNOWN;
   char dhex[33], nhex[33], ifn[64];
   unsigned plen, flags;
   int best = -1;
@@ -59,17 +61,15 @@ static int v6_route(const char *netdev, const uint8_t *dst, int *gateway) {
     *gateway = (flags & 2) != 0;
   }
   fclose(f);
-  return best >= 0;
+  return best >= 0 ? IB_ROUTE_FOUND : IB_ROUTE_NONE;
 }
 
-/* 1 = a route leaves through netdev (connected subnet or via a gateway),
- * 0 = none: the peer would be sought on-link there, -1 = cannot tell. */
-int ib_route_through(const char *netdev, const uint8_t *rgid, int *via_gateway) {
+enum ib_route ib_route_through(const char *netdev, const uint8_t *rgid, bool *via_gateway) {
   static const uint8_t v4pfx[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-  *via_gateway = 0;
+  *via_gateway = false;
   /* A netdev of another namespace (or none) says nothing about this one. */
-  if (!netdev || !netdev[0] || !if_nametoindex(netdev)) return -1;
+  if (!netdev || !netdev[0] || !if_nametoindex(netdev)) return IB_ROUTE_UNKNOWN;
   if (!memcmp(rgid, v4pfx, 12)) return v4_route(netdev, rgid + 12, via_gateway);
-  if (rgid[0] == 0xfe && (rgid[1] & 0xc0) == 0x80) return 1; /* link-local: on-link by design */
+  if (rgid[0] == 0xfe && (rgid[1] & 0xc0) == 0x80) return IB_ROUTE_FOUND; /* link-local: on-link */
   return v6_route(netdev, rgid, via_gateway);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* isend: wait for the receiver's clear-to-send entry, match it, post. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,26 +13,30 @@ static uint32_t load_idx(const struct ib_cts *e) {
   return __atomic_load_n(&e->idx, __ATOMIC_ACQUIRE);
 }
 
-static int slot_ready(const struct ib_cts *e, uint32_t seq, int *n) {
+enum slot_state { SLOT_WAITING, SLOT_READY, SLOT_CORRUPT };
+
+static enum slot_state slot_state(const struct ib_cts *e, uint32_t seq, int *n) {
   uint32_t want = seq + 1;
-  if (load_idx(&e[0]) != want) return 0;
+  if (load_idx(&e[0]) != want) return SLOT_WAITING;
   int k = (int)e[0].nreqs;
-  if (k < 1 || k > IB_MAX_RECVS) return -1;
+  if (k < 1 || k > IB_MAX_RECVS) return SLOT_CORRUPT;
   for (int i = 1; i < k; i++)
-    if (load_idx(&e[i]) != want) return 0;
+    if (load_idx(&e[i]) != want) return SLOT_WAITING;
   *n = k;
-  return 1;
+  return SLOT_READY;
 }
 
+/* The index of the entry a send with this tag fills, or -1: none. */
 static int match_entry(struct ib_comm *c, struct ib_slot *sl, const struct ib_cts *e, int tag) {
   for (int i = 0; i < sl->n; i++)
-    if (!sl->used[i] && e[i].tag == tag) return i;
-  if (sl->n == 1 && !sl->used[0]) {
+    if (!sl->is_used[i] && e[i].tag == tag) return i;
+  if (sl->n == 1 && !sl->is_used[0]) {
     /* NCCL pairs n == 1 receives by order; a differing tag is odd, not fatal. */
-    if (!c->warned_tag++)
+    if (!c->has_warned_tag)
       WARN("send connection with %s: a send with tag %d meets a receive posted with tag %d; the "
            "data is delivered in order, but the ranks' send/receive calls may not pair up",
            c->base.peer.desc, tag, e[0].tag);
+    c->has_warned_tag = true;
     return 0;
   }
   return -1;
@@ -42,7 +47,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   struct ib_comm *c = (struct ib_comm *)xc;
   struct ib_mh *mh = mhandle;
   *request = NULL;
-  if (c->failed) return c->fail_code;
+  if (c->is_failed) return transport_result(c->fail_err);
   if (size && (!mh || mh->obj != OBJ_MR || (uintptr_t)data < mh->addr ||
                (uintptr_t)data + size > mh->addr + mh->len)) {
     WARN("isend of %zu bytes to %s: buffer %p lies outside its registration (or the registration "
@@ -53,73 +58,76 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   uint32_t seq = c->send_seq;
   int slot = (int)(seq % IB_SLOTS), n = 0;
   struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  int ready = slot_ready(e, seq, &n);
-  if (ready < 0)
-    return ib_fail(c, ncclSystemError, 1,
-                   "clear-to-send slot %d announces %u receives (1 to %d allowed): the FIFO is "
-                   "corrupt or the peer is not a compatible libnccl-net-diag",
-                   slot, e[0].nreqs, IB_MAX_RECVS);
-  if (!ready) {
+  enum slot_state ready = slot_state(e, seq, &n);
+  if (ready == SLOT_CORRUPT)
+    return transport_result(
+      ib_fail(c, EPROTO, true,
+              "clear-to-send slot %d announces %u receives (1 to %d allowed): the FIFO is "
+              "corrupt or the peer is not a compatible libnccl-net-diag",
+              slot, e[0].nreqs, IB_MAX_RECVS));
+  if (ready == SLOT_WAITING) {
     /* NCCL calls again; meanwhile a receiver that died must not leave it
      * waiting for an entry that never comes. */
-    if (ib_poll(c) == ncclSuccess) ib_check_peer(c);
-    return c->failed ? c->fail_code : ncclSuccess;
+    if (!ib_poll(c)) ib_check_peer(c);
+    return transport_result(c->is_failed ? c->fail_err : 0);
   }
-  struct ib_slot *sl = &c->slot[slot];
-  if (sl->posted) { /* its previous use has not completed yet */
+  struct ib_slot *sl = &c->slots[slot];
+  if (sl->is_posted) { /* its previous use has not completed yet */
     ib_poll(c);
-    if (sl->posted) return c->failed ? c->fail_code : ncclSuccess;
+    if (sl->is_posted) return transport_result(c->is_failed ? c->fail_err : 0);
   }
   if (!sl->n) memset(sl, 0, sizeof(*sl)), sl->n = n;
   int i = match_entry(c, sl, e, tag);
   if (i < 0)
-    return ib_fail(c, ncclInvalidUsage, 1,
-                   "a send with tag %d matches none of the %d receives grouped in message %u: the "
-                   "ranks' send and receive calls do not pair up",
-                   tag, n, seq);
+    return transport_result(
+      ib_fail(c, ENOMSG, true,
+              "a send with tag %d matches none of the %d receives grouped in message %u: the "
+              "ranks' send and receive calls do not pair up",
+              tag, n, seq));
   if (size > e[i].size)
-    return ib_fail(c, ncclInvalidUsage, 1,
-                   "message %u to %s is %zu bytes but the posted receive holds %u bytes: the "
-                   "ranks disagree on message sizes. Check that NCCL versions, NCCL_PROTO, "
-                   "NCCL_ALGO and NCCL_BUFFSIZE match on every node",
-                   seq, c->base.peer.hello.host, size, e[i].size);
+    return transport_result(
+      ib_fail(c, EMSGSIZE, true,
+              "message %u to %s is %zu bytes but the posted receive holds %u bytes: the ranks "
+              "disagree on message sizes. Check that NCCL versions, NCCL_PROTO, NCCL_ALGO and "
+              "NCCL_BUFFSIZE match on every node",
+              seq, c->base.peer.hello.host, size, e[i].size));
   struct ib_req *r = ib_req_get(c);
   if (!r) {
     WARN("isend to %s: more than %d requests in flight on one connection (an API misuse)",
          xc->peer.desc, IB_SEND_REQS);
     return ncclInternalError;
   }
-  r->send = 1;
+  r->is_send = true;
   r->seq = seq;
   r->n = 1;
   r->sizes[0] = (int)size;
-  sl->used[i] = 1;
-  sl->req[i] = r;
-  sl->data[i] = data;
-  sl->lkey[i] = mh ? mh->mr->lkey : 0;
+  sl->is_used[i] = true;
+  sl->reqs[i] = r;
+  sl->bufs[i] = data;
+  sl->lkeys[i] = mh ? mh->mr->lkey : 0;
   sl->matched++;
   *request = r;
   if (sl->matched < sl->n) return ncclSuccess; /* the rest of the group comes next */
   c->send_seq++;
-  return ib_post_slot(c, seq);
+  return transport_result(ib_post_slot(c, seq));
 }
 
 /* Posts the data writes of every send of the slot, then the one signaled
  * write-with-immediate that completes them all on the receiver. */
-ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq) {
+int ib_post_slot(struct ib_comm *c, uint32_t seq) {
   int slot = (int)(seq % IB_SLOTS);
-  struct ib_slot *sl = &c->slot[slot];
+  struct ib_slot *sl = &c->slots[slot];
   const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  struct ib_qp *q = &c->qp[seq % (uint32_t)c->nqps];
+  struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_sge sge[IB_MAX_RECVS + 1];
   struct ibv_send_wr wr[IB_MAX_RECVS + 1], *bad = NULL;
   int nwr = 0;
   memset(wr, 0, sizeof(wr));
   for (int i = 0; i < sl->n; i++) {
-    uint32_t sz = (uint32_t)sl->req[i]->sizes[0];
+    uint32_t sz = (uint32_t)sl->reqs[i]->sizes[0];
     c->sizes_out[slot * IB_MAX_RECVS + i] = sz;
     if (!sz) continue;
-    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->data[i], sz, sl->lkey[i]};
+    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i], sz, sl->lkeys[i]};
     wr[nwr].sg_list = &sge[nwr];
     wr[nwr].num_sge = 1;
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
@@ -133,10 +141,10 @@ ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq) {
   last->send_flags = IBV_SEND_SIGNALED;
   last->wr_id = WR_ID(WR_DATA, slot);
   if (sl->n == 1) {
-    last->imm_data = htonl((uint32_t)sl->req[0]->sizes[0]);
+    last->imm_data = htonl((uint32_t)sl->reqs[0]->sizes[0]);
   } else {
     sge[nwr] = (struct ibv_sge){(uintptr_t)&c->sizes_out[slot * IB_MAX_RECVS],
-                                (uint32_t)(sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
+                                (uint32_t)((size_t)sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
     last->sg_list = &sge[nwr];
     last->num_sge = 1;
     last->wr.rdma.remote_addr = c->peer_cr_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(uint32_t);
@@ -144,10 +152,10 @@ ncclResult_t ib_post_slot(struct ib_comm *c, uint32_t seq) {
     last->imm_data = htonl((uint32_t)sl->n);
   }
   last->next = NULL;
-  sl->posted = 1;
+  sl->is_posted = true;
   int err = ibv_post_send(q->qp, wr, &bad);
   if (err)
-    return ib_fail(c, ncclSystemError, 1, "posting message %u on qp 0x%x failed: %s", seq,
-                   q->qp->qp_num, strerror(err));
-  return ncclSuccess;
+    return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
+                   strerror(err));
+  return 0;
 }

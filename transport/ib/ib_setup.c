@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The RDMA setup stage of a connection, on its control socket after the
- * hello (see ib.h). Order: the connector checks compatibility, creates its
- * queue pairs and sends INFO first; the acceptor answers with as many queue
- * pairs; both run RTR and RTS and send STATUS; both decide from the pair of
- * STATUS records: RDMA, a fall back to TCP, or failure. Non-blocking: each
- * call moves as far as the socket allows. */
+/* The RDMA setup of a connection: a non-blocking state machine on its
+ * control socket, after the hello (see ib.h). Each call runs stages until
+ * the socket would block; ib_setup_stage_name() words the stage for logs.
+ *   connector: check -> send INFO -> receive INFO -> connect -> send STATUS
+ *              -> receive STATUS -> done
+ *   acceptor:  receive INFO -> check -> send INFO -> connect -> send STATUS
+ *              -> receive STATUS -> done
+ * check: can the two ports talk (ib_compat.c), queue pairs to INIT, our
+ * INFO (the acceptor creates as many queue pairs as the connector offered);
+ * connect: RTR and RTS, our STATUS. Both sides decide from the pair of
+ * STATUS records, so they always agree: RDMA up, a fall back to TCP, or
+ * failure. One deadline (NCCL_DIAG_CONNECT_TIMEOUT_MS) bounds the whole
+ * machine. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,25 +24,24 @@
 #include "transport/report.h"
 #include "transport/sock.h"
 
-void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
+static bool local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLBACK_OFF; }
 
-static int local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLBACK_OFF; }
-
-struct ib_setup *ib_setup_new(const struct transport_dev *dev, int send_side, int ctrl_fd,
+struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class) {
-  if (!dev->is_ib || !dev->ib || !peer->ib.present) return NULL;
+  if (!dev->is_ib || !dev->ib || !peer->ib.is_present) return NULL;
   struct ib_setup *s = calloc(1, sizeof(*s));
   if (!s) return NULL;
   s->dev = dev->ib;
-  s->send_side = send_side;
+  s->is_send = is_send;
   s->ctrl_fd = ctrl_fd;
   s->mine = *mine;
   s->peer = *peer;
   snprintf(s->peer_desc, sizeof(s->peer_desc), "%s", peer_desc);
   s->traffic_class = traffic_class;
-  s->stage = send_side ? IS_CHECK : IS_RECV_INFO;
+  s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
+  record_reader_init(&s->in, s->in_buf, sizeof(s->in_buf), IBREC_HDR_LEN, ibrec_decode_header);
   return s;
 }
 
@@ -52,21 +58,21 @@ static void make_info(struct ib_setup *s) {
   memset(r, 0, sizeof(*r));
   r->type = IBREC_INFO;
   r->flags = local_fallback_ok() ? IBREC_F_FALLBACK : 0;
-  int nqps = s->send_side ? (int)knob_int(K_IB_QPS_PER_CONNECTION) : s->peer_info.nqps;
+  int nqps = s->is_send ? (int)knob_int(K_IB_QPS_PER_CONNECTION) : s->peer_info.nqps;
   if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
   if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) ==
         0 &&
-      (s->send_side || s->peer_info.ok) && ib_res_create(s, nqps, why, sizeof(why)) == 0) {
-    r->ok = 1;
+      (s->is_send || s->peer_info.is_ok) && ib_res_create(s, nqps, why, sizeof(why)) == 0) {
+    r->is_ok = true;
     r->nqps = s->nqps;
-    for (int i = 0; i < s->nqps; i++) r->qpn[i] = s->qp[i].qp->qp_num;
-  } else if (!s->send_side && !s->peer_info.ok && !why[0]) {
+    for (int i = 0; i < s->nqps; i++) r->qpns[i] = s->qps[i].qp->qp_num;
+  } else if (!s->is_send && !s->peer_info.is_ok && !why[0]) {
     snprintf(why, sizeof(why), "the peer could not set up its side: %s", s->peer_info.reason);
   }
   if (s->notes[0]) WARN("connection with %s: %s", s->peer_desc, s->notes);
   r->mtu = (uint32_t)s->dev->td->mtu;
   r->max_recvs = IB_MAX_RECVS;
-  if (s->send_side) {
+  if (s->is_send) {
     ib_choose_sl_tc(s->traffic_class, &s->sl, &s->tc);
     r->sl = (uint8_t)s->sl;
     r->tc = (uint8_t)s->tc;
@@ -77,57 +83,48 @@ static void make_info(struct ib_setup *s) {
     if (s->cr_mr) r->cr_addr = (uintptr_t)s->cr, r->cr_rkey = s->cr_mr->rkey;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
-  int n = ibrec_encode(r, s->out, sizeof(s->out));
-  s->out_len = n > 0 ? (size_t)n : 0;
-  s->out_off = 0;
+  size_t len; /* our own record always fits */
+  (void)ibrec_encode(r, s->out_buf, sizeof(s->out_buf), &len);
+  record_writer_start(&s->out, s->out_buf, len);
 }
 
-/* 1 = sent, 0 = not yet, -1 = the control connection broke. */
-static int send_out(struct ib_setup *s) {
-  while (s->out_off < s->out_len) {
-    ssize_t n = sock_send(s->ctrl_fd, s->out + s->out_off, s->out_len - s->out_off);
-    if (n == -EAGAIN) return 0;
-    if (n < 0) {
-      WARN("RDMA setup with %s: the control connection broke: %s", s->peer_desc,
-           n == -EPIPE ? "the peer closed it" : strerror((int)-n));
-      return -1;
-    }
-    s->out_off += (size_t)n;
-  }
-  return 1;
+static enum progress send_record(struct ib_setup *s) {
+  int err;
+  enum progress sent = record_write(&s->out, s->ctrl_fd, &err);
+  if (sent == PROGRESS_FAILED)
+    WARN("RDMA setup with %s: the control connection broke: %s", s->peer_desc,
+         err == EPIPE ? "the peer closed it" : strerror(err));
+  return sent;
 }
 
-/* 1 = a record of the expected type is in rec, 0 = not yet, -1 = error. */
-static int recv_rec(struct ib_setup *s, int type, struct ibrec *rec) {
+/* PROGRESS_DONE: a record of the expected type is in rec. */
+static enum progress recv_record(struct ib_setup *s, int type, struct ibrec *rec) {
   char why[200];
-  size_t want = IBREC_HDR_LEN + (s->in_off >= IBREC_HDR_LEN ? s->in_body : 0);
-  while (s->in_off < want) {
-    ssize_t n = sock_recv(s->ctrl_fd, s->in + s->in_off, want - s->in_off);
-    if (n == -EAGAIN) return 0;
-    if (n < 0) {
-      WARN("RDMA setup with %s: the control connection broke while waiting for its %s: %s",
-           s->peer_desc, type == IBREC_INFO ? "queue pairs" : "result",
-           n == -EPIPE ? "the peer closed it (its process may have failed: see its log)"
-                       : strerror((int)-n));
-      return -1;
-    }
-    s->in_off += (size_t)n;
-    if (s->in_off == IBREC_HDR_LEN) {
-      if (ibrec_decode_header(s->in, &s->in_type, &s->in_body, why, sizeof(why))) goto bad;
-      want = IBREC_HDR_LEN + s->in_body;
-    }
+  int err;
+  enum progress got = record_read(&s->in, s->ctrl_fd, &err, why, sizeof(why));
+  if (got == PROGRESS_PENDING) return got;
+  if (got == PROGRESS_FAILED && err != EPROTO) {
+    WARN("RDMA setup with %s: the control connection broke while waiting for its %s: %s",
+         s->peer_desc, type == IBREC_INFO ? "queue pairs" : "result",
+         err == EPIPE ? "the peer closed it (its process may have failed: see its log)"
+                      : strerror(err));
+    return got;
   }
-  if (s->in_type != type) {
-    snprintf(why, sizeof(why), "expected a record of type %d, got %d", type, s->in_type);
-    goto bad;
+  bool is_good = got == PROGRESS_DONE; /* else why names what is wrong with the header */
+  if (is_good && s->in.kind != type) {
+    snprintf(why, sizeof(why), "expected a record of type %d, got %d", type, s->in.kind);
+    is_good = false;
   }
-  if (ibrec_decode_body(type, s->in + IBREC_HDR_LEN, s->in_body, rec, why, sizeof(why))) goto bad;
-  s->in_off = 0;
-  return 1;
-bad:
-  WARN("RDMA setup with %s: malformed setup record: %s (a peer with another plugin version?)",
-       s->peer_desc, why);
-  return -1;
+  if (is_good &&
+      ibrec_decode_body(type, s->in.buf + IBREC_HDR_LEN, s->in.body_len, rec, why, sizeof(why)))
+    is_good = false;
+  if (!is_good) {
+    WARN("RDMA setup with %s: malformed setup record: %s (a peer with another plugin version?)",
+         s->peer_desc, why);
+    return PROGRESS_FAILED;
+  }
+  record_reader_reset(&s->in);
+  return PROGRESS_DONE;
 }
 
 static void make_status(struct ib_setup *s) {
@@ -136,28 +133,27 @@ static void make_status(struct ib_setup *s) {
   memset(r, 0, sizeof(*r));
   r->type = IBREC_STATUS;
   r->flags = s->mine_info.flags;
-  if (!s->mine_info.ok) {
+  if (!s->mine_info.is_ok) {
     snprintf(why, sizeof(why), "%s", s->mine_info.reason);
-  } else if (!s->peer_info.ok) {
+  } else if (!s->peer_info.is_ok) {
     snprintf(why, sizeof(why), "%s", s->peer_info.reason);
   } else if (s->peer_info.nqps != s->nqps) {
     snprintf(why, sizeof(why), "the peer has %d queue pairs, this side %d", s->peer_info.nqps,
              s->nqps);
   } else if (ib_res_connect(s, why, sizeof(why)) == 0) {
-    r->ok = 1;
+    r->is_ok = true;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
-  int n = ibrec_encode(r, s->out, sizeof(s->out));
-  s->out_len = n > 0 ? (size_t)n : 0;
-  s->out_off = 0;
+  size_t len; /* our own record always fits */
+  (void)ibrec_encode(r, s->out_buf, sizeof(s->out_buf), &len);
+  record_writer_start(&s->out, s->out_buf, len);
 }
 
 /* Both STATUS records are in: the same verdict on both sides. */
-static int decide(struct ib_setup *s) {
-  s->stage = IS_DONE;
-  if (s->mine_status.ok && s->peer_status.ok) return 1;
-  const char *reason = !s->mine_status.ok ? s->mine_status.reason : s->peer_status.reason;
-  const char *where = !s->mine_status.ok ? "" : " (reported by the peer)";
+static enum ib_setup_result decide(struct ib_setup *s) {
+  if (s->mine_status.is_ok && s->peer_status.is_ok) return IB_SETUP_RDMA_UP;
+  const char *reason = !s->mine_status.is_ok ? s->mine_status.reason : s->peer_status.reason;
+  const char *where = !s->mine_status.is_ok ? "" : " (reported by the peer)";
   int fallback =
     (s->mine_status.flags & IBREC_F_FALLBACK) && (s->peer_status.flags & IBREC_F_FALLBACK);
   ev_count(fallback ? C_FALLBACKS : C_CONN_FAILURES, 1);
@@ -169,6 +165,7 @@ static int decide(struct ib_setup *s) {
   ev_end(&e);
   char key[1900];
   snprintf(key, sizeof(key), "ibfail|%s|%s|%s", s->peer.host, s->dev->td->name, reason);
+  ib_res_free(s);
   if (fallback) {
     if (report_first(key))
       WARN("RDMA path from %s to %s failed%s: %s. This connection carries on over TCP "
@@ -177,55 +174,82 @@ static int decide(struct ib_setup *s) {
     else
       INFO(LOG_NET, "RDMA path from %s to %s failed%s: %s; using TCP", s->dev->label, s->peer_desc,
            where, reason);
-    ib_res_free(s);
-    return 2;
+    return IB_SETUP_FALL_BACK;
   }
   WARN("RDMA path from %s to %s failed%s: %s. The connection fails: NCCL_DIAG_FALLBACK=off on "
        "%s (set it to auto on every node to carry on over TCP)",
        s->dev->label, s->peer_desc, where, reason,
        (s->mine_status.flags & IBREC_F_FALLBACK) ? s->peer.host : "this host");
-  ib_res_free(s);
-  return -1;
+  return IB_SETUP_FAILED;
 }
 
-int ib_setup_progress(struct ib_setup *s) {
-  int r;
-  if (now_ns() > s->deadline && s->stage != IS_DONE) {
-    WARN("RDMA setup with %s did not finish within NCCL_DIAG_CONNECT_TIMEOUT_MS (stage %d): the "
-         "peer stopped answering",
-         s->peer_desc, (int)s->stage);
-    return -1;
+const char *ib_setup_stage_name(enum ib_stage stage) {
+  switch (stage) {
+  case IB_STAGE_CHECK: return "checking the two ports and creating queue pairs";
+  case IB_STAGE_SEND_INFO: return "sending its queue pairs";
+  case IB_STAGE_RECV_INFO: return "waiting for the peer's queue pairs";
+  case IB_STAGE_CONNECT: return "connecting the queue pairs (RTR, RTS)";
+  case IB_STAGE_SEND_STATUS: return "sending its result";
+  case IB_STAGE_RECV_STATUS: return "waiting for the peer's result";
+  case IB_STAGE_DONE: return "done";
   }
+  return "in an unknown stage";
+}
+
+static void enter(struct ib_setup *s, enum ib_stage next) {
+  TRACE(LOG_NET, "RDMA setup with %s: %s, then %s", s->peer_desc, ib_setup_stage_name(s->stage),
+        ib_setup_stage_name(next));
+  s->stage = next;
+}
+
+/* Runs the current stage: PROGRESS_DONE when it finished and the machine
+ * moved on to the next one. */
+static enum progress step(struct ib_setup *s) {
+  enum progress p = PROGRESS_DONE;
   switch (s->stage) {
-  case IS_RECV_INFO:
-    if ((r = recv_rec(s, IBREC_INFO, &s->peer_info)) <= 0) return r;
-    if (s->send_side) {
-      s->stage = IS_CONNECT;
-      return ib_setup_progress(s);
-    }
-    s->stage = IS_CHECK;
-    /* fall through */
-  case IS_CHECK:
+  case IB_STAGE_CHECK:
     make_info(s);
-    s->stage = IS_SEND_INFO;
-    /* fall through */
-  case IS_SEND_INFO:
-    if ((r = send_out(s)) <= 0) return r;
-    s->stage = s->send_side ? IS_RECV_INFO : IS_CONNECT;
-    if (s->send_side) return ib_setup_progress(s);
-    /* fall through */
-  case IS_CONNECT:
+    enter(s, IB_STAGE_SEND_INFO);
+    break;
+  case IB_STAGE_SEND_INFO:
+    p = send_record(s);
+    if (p == PROGRESS_DONE) enter(s, s->is_send ? IB_STAGE_RECV_INFO : IB_STAGE_CONNECT);
+    break;
+  case IB_STAGE_RECV_INFO:
+    p = recv_record(s, IBREC_INFO, &s->peer_info);
+    if (p == PROGRESS_DONE) enter(s, s->is_send ? IB_STAGE_CONNECT : IB_STAGE_CHECK);
+    break;
+  case IB_STAGE_CONNECT:
     make_status(s);
-    s->stage = IS_SEND_STATUS;
-    /* fall through */
-  case IS_SEND_STATUS:
-    if ((r = send_out(s)) <= 0) return r;
-    s->stage = IS_RECV_STATUS;
-    /* fall through */
-  case IS_RECV_STATUS:
-    if ((r = recv_rec(s, IBREC_STATUS, &s->peer_status)) <= 0) return r;
-    return decide(s);
-  case IS_DONE: return s->mine_status.ok && s->peer_status.ok ? 1 : 2;
+    enter(s, IB_STAGE_SEND_STATUS);
+    break;
+  case IB_STAGE_SEND_STATUS:
+    p = send_record(s);
+    if (p == PROGRESS_DONE) enter(s, IB_STAGE_RECV_STATUS);
+    break;
+  case IB_STAGE_RECV_STATUS:
+    p = recv_record(s, IBREC_STATUS, &s->peer_status);
+    if (p == PROGRESS_DONE) {
+      s->result = decide(s);
+      enter(s, IB_STAGE_DONE);
+    }
+    break;
+  case IB_STAGE_DONE: break;
   }
-  return -1;
+  return p;
+}
+
+enum ib_setup_result ib_setup_progress(struct ib_setup *s) {
+  if (s->stage != IB_STAGE_DONE && now_ns() > s->deadline) {
+    WARN("RDMA setup with %s did not finish within NCCL_DIAG_CONNECT_TIMEOUT_MS: the peer "
+         "stopped answering (this side was %s)",
+         s->peer_desc, ib_setup_stage_name(s->stage));
+    return IB_SETUP_FAILED;
+  }
+  while (s->stage != IB_STAGE_DONE) {
+    enum progress p = step(s);
+    if (p == PROGRESS_PENDING) return IB_SETUP_PENDING;
+    if (p == PROGRESS_FAILED) return IB_SETUP_FAILED;
+  }
+  return s->result;
 }

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "common/knobs.h"
-#include "common/log.h"
 #include "transport/ib/ib_setup.h"
 
 #define CQ_DEPTH 1024
@@ -28,7 +27,7 @@ static int cap_wr(const struct ib_dev *d, int want) {
 
 static int make_memory(struct ib_setup *s, char *why, size_t cap) {
   struct ib_dev *d = s->dev;
-  if (s->send_side) {
+  if (s->is_send) {
     s->fifo = zalloc_pages(FIFO_BYTES);
     if (s->fifo)
       s->fifo_mr = ib_mr_plain(d, s->fifo, FIFO_BYTES,
@@ -58,21 +57,21 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
     int err = errno ? errno : ENOMEM;
     snprintf(why, cap, "%s: creating a completion queue failed: %s%s", d->label, strerror(err),
              err == ENOMEM ? " (raise the locked-memory limit: ulimit -l unlimited)" : "");
-    WARN("%s", why);
     return err;
   }
   int err = make_memory(s, why, cap);
   if (err) return err;
-  int send_wr = cap_wr(d, s->send_side ? IB_MAX_REQS * (IB_MAX_RECVS + 2) : 2 * IB_SLOTS);
-  int recv_wr = cap_wr(d, s->send_side ? 1 : 2 * IB_MAX_REQS);
-  int access = IBV_ACCESS_REMOTE_WRITE | (s->send_side ? 0 : IBV_ACCESS_REMOTE_READ);
+  int send_wr = cap_wr(d, s->is_send ? IB_MAX_REQS * (IB_MAX_RECVS + 2) : 2 * IB_SLOTS);
+  int recv_wr = cap_wr(d, s->is_send ? 1 : 2 * IB_MAX_REQS);
+  int access = IBV_ACCESS_REMOTE_WRITE | (s->is_send ? 0 : IBV_ACCESS_REMOTE_READ);
   for (int i = 0; i < nqps; i++) {
-    err = ib_qp_create(&s->qp[i], d, s->cq, send_wr, recv_wr, s->peer_desc);
+    char detail[512];
+    err =
+      ib_qp_create(&s->qps[i], d, s->cq, send_wr, recv_wr, s->peer_desc, detail, sizeof(detail));
     if (!err) s->nqps = i + 1;
-    if (!err) err = ib_qp_init(&s->qp[i], access);
+    if (!err) err = ib_qp_init(&s->qps[i], access, detail, sizeof(detail));
     if (err) {
-      snprintf(why, cap, "%s: queue pair %d of %d could not be created or moved to INIT: %s",
-               d->label, i, nqps, strerror(err));
+      snprintf(why, cap, "queue pair %d of %d: %s", i, nqps, detail);
       return err;
     }
   }
@@ -81,7 +80,6 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
 
 /* The sender decides SL and traffic class (NCCL's rule): the knob, else
  * the communicator's traffic class, else 0. */
-void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
 void ib_choose_sl_tc(int traffic_class, int *sl, int *tc) {
   int ksl = (int)knob_int(K_IB_SL), ktc = (int)knob_int(K_IB_TC);
   int cls = traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF ? -1 : traffic_class;
@@ -102,20 +100,17 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
   p.sl = s->sl;
   p.tc = s->tc;
   for (int i = 0; i < s->nqps; i++) {
-    p.qpn = s->peer_info.qpn[i];
-    int err = ib_qp_rtr(&s->qp[i], &p, &s->peer, why, cap);
-    if (!err) err = ib_qp_rts(&s->qp[i]);
-    if (err) {
-      if (!why[0]) snprintf(why, cap, "%s: RTR/RTS failed: %s", s->dev->label, strerror(err));
-      return err;
-    }
+    p.qpn = s->peer_info.qpns[i];
+    int err = ib_qp_rtr(&s->qps[i], &p, &s->peer, why, cap);
+    if (!err) err = ib_qp_rts(&s->qps[i], why, cap);
+    if (err) return err;
   }
   return 0;
 }
 
 void ib_res_free(struct ib_setup *s) {
   const struct verbs_ops *v = s->dev->v;
-  for (int i = 0; i < s->nqps; i++) ib_qp_destroy(&s->qp[i]);
+  for (int i = 0; i < s->nqps; i++) ib_qp_destroy(&s->qps[i]);
   s->nqps = 0;
   if (s->cq) v->destroy_cq(s->cq);
   s->cq = NULL;

@@ -38,7 +38,7 @@ int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
              "cannot load %s (%s): install rdma-core's libibverbs1, or mount it into "
              "the container",
              v->lib, dlerror());
-    return -1;
+    return ENOENT;
   }
   NEED(get_device_list, "ibv_get_device_list");
   NEED(free_device_list, "ibv_free_device_list");
@@ -68,7 +68,7 @@ int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
 fail:
   dlclose(v->dl);
   v->dl = NULL;
-  return -1;
+  return ENOSYS;
 }
 
 int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,

@@ -41,8 +41,8 @@ struct verbs_ops {
 };
 
 /* Loads the library named by NCCL_DIAG_IBVERBS_LIB (default
- * libibverbs.so.1). 0, or -1 with why filled (not found, or a symbol
- * missing: an incompatible library). */
+ * libibverbs.so.1). 0, or with why filled ENOENT (not found) or ENOSYS (a
+ * symbol missing: an incompatible library). */
 int verbs_load(struct verbs_ops *v, char *why, size_t cap);
 
 /* ibv_query_port as the header's inline does it, without the symbol. */

@@ -10,6 +10,7 @@
 #ifndef DIAG_TRANSPORT_IB_WIRE_H
 #define DIAG_TRANSPORT_IB_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,9 +26,9 @@ enum { IBREC_F_FALLBACK = 1 }; /* NCCL_DIAG_FALLBACK=auto on this side */
 
 struct ibrec {
   int type;
-  int ok;
+  bool is_ok;
   int nqps;
-  uint32_t qpn[IBREC_MAX_QPS];
+  uint32_t qpns[IBREC_MAX_QPS];
   uint64_t fifo_addr; /* send side: its CTS FIFO, written by the receiver */
   uint32_t fifo_rkey;
   uint64_t cr_addr; /* receive side: its completion records, written by the sender */
@@ -39,11 +40,13 @@ struct ibrec {
   char reason[IBREC_REASON_MAX];
 };
 
-/* Header + body; the total length, or -1 if it does not fit. */
-int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap);
-/* Header: 0 and the body length, or -1 with why. */
-int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char *why, int whylen);
+/* Header + body into out: 0 with the total length in *len, or EMSGSIZE
+ * when it does not fit (or names more queue pairs than a record carries). */
+int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap, size_t *len);
+/* Header: 0 with the record type and the body's length, or EPROTO with why. */
+int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char *why, size_t cap);
+/* Body of a record of that type: 0, or EPROTO with why. */
 int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r, char *why,
-                      int whylen);
+                      size_t cap);
 
 #endif

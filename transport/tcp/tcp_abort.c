@@ -24,7 +24,7 @@ static void reset_socket(int fd, int devnull) {
 
 void tcp_abort_peer(struct tcp_comm *c, const char *reason) {
   /* A frame cannot be slipped into the middle of one already going out. */
-  int mid_frame = c->send && c->out_count && c->out[c->out_head].off > 0;
+  int mid_frame = c->is_send && c->noutgoing && c->outgoing[c->outgoing_head].off > 0;
   if (mid_frame) shutdown(c->ctrl_fd, SHUT_WR);
   else transport_send_abort(c->ctrl_fd, c->next_seq, reason);
   int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);

@@ -28,35 +28,35 @@ struct tcp_mr {
 /* The first failure wins and is logged once; later calls only return it.
  * The WARN goes out before the failure is published, so no caller can see
  * the error code before its explanation exists. */
-ncclResult_t tcp_fail(struct tcp_comm *c, ncclResult_t code, int flags, const char *fmt, ...) {
+int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...) {
   pthread_mutex_lock(&c->err_lock);
-  if (!atomic_load(&c->failed)) {
+  if (!atomic_load(&c->is_failed)) {
     char msg[2048], reason[MSG_ABORT_MAX + 1];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if ((flags & TCP_F_SOCKET) && c->send &&
+    if ((flags & TCP_F_SOCKET) && c->is_send &&
         transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
       snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
-      code = ncclRemoteError;
+      err = ECONNRESET;
     }
     ev_count(C_DATA_ERRORS, 1);
     struct ev e;
     ev_begin(&e, "connection_failed");
     ev_str(&e, "device", c->base.dev->name);
     ev_str(&e, "peer", c->base.peer.desc);
-    ev_str(&e, "direction", c->send ? "send" : "recv");
+    ev_str(&e, "direction", c->is_send ? "send" : "recv");
     ev_str(&e, "error", msg);
     ev_end(&e);
-    WARN("%s connection with %s on device %s: %s", c->send ? "send" : "receive", c->base.peer.desc,
-         c->base.dev->name, msg);
+    WARN("%s connection with %s on device %s: %s", c->is_send ? "send" : "receive",
+         c->base.peer.desc, c->base.dev->name, msg);
     if (flags & TCP_F_NOTIFY) tcp_abort_peer(c, msg);
-    c->fail_code = code;
-    atomic_store(&c->failed, 1);
+    c->fail_err = err;
+    atomic_store(&c->is_failed, true);
   }
   pthread_mutex_unlock(&c->err_lock);
-  return c->fail_code;
+  return c->fail_err;
 }
 
 struct tcp_req *tcp_req_get(struct tcp_comm *c) {
@@ -112,42 +112,41 @@ static ncclResult_t tcp_dereg_mr(struct transport_comm *xc, void *mhandle) {
   return ncclSuccess;
 }
 
-/* isend/irecv buffers must lie inside the registration they name. */
-int tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why, size_t cap) {
+bool tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why, size_t cap) {
   const struct tcp_mr *mr = mhandle;
-  if (!mr) return 1; /* NCCL may leave it NULL (bootstrap); nothing to check */
+  if (!mr) return true; /* NCCL may leave it NULL (bootstrap); nothing to check */
   if (mr->obj != OBJ_MR) {
     snprintf(why, cap, "memory handle %p is not a live registration", mhandle);
-    return 0;
+    return false;
   }
   const uint8_t *p = data;
   if (p < mr->base || size > mr->size || (size_t)(p - mr->base) > mr->size - size) {
     snprintf(why, cap, "buffer %p + %zu bytes lies outside its registration %p + %zu bytes", data,
              size, (void *)mr->base, mr->size);
-    return 0;
+    return false;
   }
-  return 1;
+  return true;
 }
 
-ncclResult_t tcp_failed(struct tcp_comm *c) {
-  if (!c->quiesced) {
+int tcp_failed(struct tcp_comm *c) {
+  if (!c->is_quiesced) {
     tcp_threads_stop(c);
-    c->quiesced = 1;
+    c->is_quiesced = true;
   }
-  return c->fail_code;
+  return c->fail_err;
 }
 
 static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
-  if (!c->stall_ns || r->stall_warned) return;
+  if (!c->stall_ns || r->has_warned_stall) return;
   int64_t waited = now_ns() - r->posted_ns;
   if (waited < c->stall_ns) return;
-  r->stall_warned = 1;
+  r->has_warned_stall = true;
   long long left = atomic_load(&r->pending);
   WARN("%s of message %u (%zu bytes) with %s has made no progress for %lld s (%s, %lld payload "
        "bytes outstanding). The peer may not have reached this operation yet, or it is hung, "
        "dead or unreachable",
-       r->send ? "send" : "receive", r->seq, r->size, c->base.peer.desc,
-       (long long)(waited / 1000000000LL), r->hdr_done ? "header done" : "header pending", left);
+       r->is_send ? "send" : "receive", r->seq, r->size, c->base.peer.desc,
+       (long long)(waited / 1000000000LL), r->is_hdr_done ? "header done" : "header pending", left);
 }
 
 /* Nothing moved for a while: sleep on what this comm waits for (its
@@ -157,14 +156,15 @@ static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
 static void idle_wait(struct tcp_comm *c) {
   struct pollfd fds[1 + TRANSPORT_MAX_DATA_SOCKS];
   int n = 0;
-  short ev = c->send ? POLLOUT : POLLIN;
-  if (c->send ? c->out_count > 0 : (c->posted_count > 0 || c->cur != NULL))
+  short ev = c->is_send ? POLLOUT : POLLIN;
+  if (c->is_send ? c->noutgoing > 0 : (c->posted_count > 0 || c->cur != NULL))
     fds[n++] = (struct pollfd){c->ctrl_fd, ev, 0};
   /* The sockets whose head stripe the caller moves (all, without helpers). */
   for (int i = 0; i < c->nsocks; i++) {
     struct tcp_sock *s = &c->socks[i];
     unsigned h = atomic_load(&s->head);
-    if (h != atomic_load(&s->tail) && (s->thread < 0 || s->ring[h % TCP_RING].len <= c->caller_max))
+    if (h != atomic_load(&s->tail) &&
+        (s->thread < 0 || s->tasks[h % TCP_RING].len <= c->caller_max))
       fds[n++] = (struct pollfd){s->fd, ev, 0};
   }
   transport_idle_wait(c, fds, n);
@@ -174,23 +174,23 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_req *r = request;
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
-  if (atomic_load(&c->failed)) return tcp_failed(c);
+  if (atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
   transport_idle_note(c, NULL, 0); /* still driven by this thread */
   uint64_t before = c->moved;
-  ncclResult_t res = c->send ? tcp_send_progress(c) : tcp_recv_progress(c);
-  if (res != ncclSuccess) return tcp_failed(c);
-  ssize_t m = tcp_caller_progress(c);
-  if (m < 0) return tcp_failed(c);
-  c->moved += (uint64_t)m;
-  if (atomic_load(&c->failed)) return tcp_failed(c);
-  if (!r->hdr_done || atomic_load(&r->pending) != 0) {
+  int err = c->is_send ? tcp_send_progress(c) : tcp_recv_progress(c);
+  size_t m = 0;
+  if (!err) err = tcp_caller_progress(c, &m);
+  c->moved += m;
+  /* A helper thread may have failed the comm meanwhile. */
+  if (err || atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
+  if (!r->is_hdr_done || atomic_load(&r->pending) != 0) {
     if (c->moved != before) transport_idle_progress();
     else if (transport_idle_should_wait()) idle_wait(c);
     check_stall(c, r);
     return ncclSuccess;
   }
   transport_idle_progress();
-  if (r->send) ev_count(C_BYTES_SENT, (int64_t)r->size);
+  if (r->is_send) ev_count(C_BYTES_SENT, (int64_t)r->size);
   else ev_count(C_BYTES_RECV, (int64_t)r->size);
   if (sizes) sizes[0] = r->size > INT_MAX ? INT_MAX : (int)r->size;
   *done = 1;
@@ -205,14 +205,21 @@ static void close_fds(struct tcp_comm *c) {
   c->ctrl_fd = -1;
 }
 
+static void comm_free(struct tcp_comm *c) {
+  pthread_mutex_destroy(&c->err_lock);
+  c->base.obj = OBJ_DEAD;
+  free(c->socks);
+  free(c->threads);
+  free(c->readahead);
+  free(c);
+}
+
 static ncclResult_t tcp_close(struct transport_comm *xc) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   tcp_threads_stop(c);
   transport_idle_forget(c); /* this thread's wait set; another's entries expire */
   close_fds(c);
-  pthread_mutex_destroy(&c->err_lock);
-  c->base.obj = OBJ_DEAD;
-  free(c);
+  comm_free(c);
   return ncclSuccess;
 }
 
@@ -235,26 +242,42 @@ static const struct transport_comm_ops tcp_ops = {
   .close = tcp_close,
 };
 
-ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
+/* The comm's arrays, sized by what it has: its sockets (each with its task
+ * ring), its helper threads, and on the receive side the control socket's
+ * read-ahead. 0 or ENOMEM. */
+static int comm_alloc(struct tcp_comm *c) {
+  c->socks = calloc((size_t)c->nsocks, sizeof(*c->socks));
+  c->threads = calloc((size_t)c->nthreads, sizeof(*c->threads));
+  c->readahead = c->is_send ? NULL : malloc(TCP_CTRL_READAHEAD);
+  if ((c->nsocks && !c->socks) || (c->nthreads && !c->threads) || (!c->is_send && !c->readahead))
+    return ENOMEM;
+  for (int i = 0; i < c->nthreads; i++) c->threads[i].efd = -1;
+  return 0;
+}
+
+int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   struct tcp_comm *c = calloc(1, sizeof(*c));
-  if (!c) {
+  if (c) {
+    c->is_send = s->is_send;
+    c->nsocks = s->ndata;
+    c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
+    pthread_mutex_init(&c->err_lock, NULL);
+  }
+  if (!c || comm_alloc(c)) {
     WARN("connection with %s on device %s: out of memory", s->peer.desc, s->dev->name);
     close(s->ctrl_fd);
     for (int i = 0; i < s->ndata; i++) close(s->data_fds[i]);
-    return ncclSystemError;
+    if (c) comm_free(c);
+    return ENOMEM;
   }
-  c->base.obj = s->send_side ? OBJ_SEND : OBJ_RECV;
+  c->base.obj = s->is_send ? OBJ_SEND : OBJ_RECV;
   c->base.ops = &tcp_ops;
   c->base.dev = s->dev;
   c->base.peer = s->peer;
   c->base.mine = s->mine;
   c->base.max_recvs = 1;
-  c->send = s->send_side;
   c->ctrl_fd = s->ctrl_fd;
-  c->nsocks = s->ndata;
-  c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
-  c->same_host = sock_same_host(s->ctrl_fd);
-  pthread_mutex_init(&c->err_lock, NULL);
+  c->is_same_host = sock_same_host(s->ctrl_fd);
   for (int i = 0; i < c->nsocks; i++) {
     c->socks[i].fd = s->data_fds[i];
     c->socks[i].index = i;
@@ -268,31 +291,31 @@ ncclResult_t tcp_comm_create(struct transport_setup *s, struct transport_comm **
    * real link one flow per CPU is the ceiling, so helpers take stripes
    * from 1 MiB (bench/README.md, round 3). Each side decides for itself. */
   int64_t cm = knob_int(K_DIAG_CALLER_MAX);
-  c->caller_max = cm >= 0 ? (size_t)cm : c->same_host ? (4u << 20) : (1u << 20);
+  c->caller_max = cm >= 0 ? (size_t)cm : c->is_same_host ? (4u << 20) : (1u << 20);
   c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
-  if (tcp_threads_start(c)) {
+  int err = tcp_threads_start(c);
+  if (err) {
     tcp_threads_stop(c);
     close_fds(c);
-    pthread_mutex_destroy(&c->err_lock);
-    free(c);
-    return ncclSystemError;
+    comm_free(c);
+    return err;
   }
   ev_count(C_COMMS_TCP, 1);
   struct ev e;
   ev_begin(&e, "connection");
   ev_str(&e, "transport", "tcp");
-  ev_str(&e, "direction", c->send ? "send" : "recv");
+  ev_str(&e, "direction", c->is_send ? "send" : "recv");
   ev_str(&e, "device", s->dev->name);
   ev_str(&e, "peer", s->peer.desc);
   ev_int(&e, "data_sockets", c->nsocks);
   ev_int(&e, "threads", c->nthreads);
-  ev_int(&e, "same_host", c->same_host);
+  ev_int(&e, "same_host", c->is_same_host);
   ev_end(&e);
   INFO(LOG_NET,
        "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads "
        "(stripes up to %zu bytes moved by the caller%s)",
-       c->send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads,
-       c->caller_max, c->same_host ? ", peer on this host" : "");
+       c->is_send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads,
+       c->caller_max, c->is_same_host ? ", peer on this host" : "");
   *out = &c->base;
-  return ncclSuccess;
+  return 0;
 }

@@ -37,7 +37,7 @@ void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int 
 }
 
 static void wake(struct tcp_thread *t) {
-  if (atomic_exchange(&t->sleeping, 0)) {
+  if (atomic_exchange(&t->is_sleeping, false)) {
     uint64_t one = 1;
     ssize_t r = write(t->efd, &one, sizeof(one));
     (void)r;
@@ -47,7 +47,7 @@ static void wake(struct tcp_thread *t) {
 static void push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, struct tcp_req *r) {
   struct tcp_sock *s = &c->socks[sock];
   unsigned tail = atomic_load_explicit(&s->tail, memory_order_relaxed);
-  struct tcp_task *t = &s->ring[tail % TCP_RING];
+  struct tcp_task *t = &s->tasks[tail % TCP_RING];
   t->buf = buf;
   t->len = len;
   t->off = 0;
@@ -55,27 +55,27 @@ static void push_task(struct tcp_comm *c, int sock, uint8_t *buf, size_t len, st
   atomic_store(&s->tail, tail + 1); /* seq_cst: pairs with the helper's sleeping flag */
 }
 
-static int ring_busy(struct tcp_sock *s) { return atomic_load(&s->head) != atomic_load(&s->tail); }
+static bool ring_busy(struct tcp_sock *s) { return atomic_load(&s->head) != atomic_load(&s->tail); }
 
 /* The head task, when there is one: its length. */
 static size_t head_len(struct tcp_sock *s) {
   unsigned head = atomic_load(&s->head);
-  return head != atomic_load(&s->tail) ? s->ring[head % TCP_RING].len : 0;
+  return head != atomic_load(&s->tail) ? s->tasks[head % TCP_RING].len : 0;
 }
 
 /* The caller moves the small stripes at the head of a socket; a large one
  * is the helper's, which it wakes. A helper that holds the socket rechecks
  * the ring after releasing it, so no task is left behind. */
-static ssize_t caller_sock(struct tcp_comm *c, struct tcp_sock *s) {
-  ssize_t m = 0;
+static int caller_sock(struct tcp_comm *c, struct tcp_sock *s, size_t *moved) {
+  int err = 0;
   int free_ = SOCK_FREE;
   if (head_len(s) <= c->caller_max &&
       atomic_compare_exchange_strong(&s->owner, &free_, SOCK_CALLER)) {
-    m = tcp_sock_progress(c, s, c->caller_max);
+    err = tcp_sock_progress(c, s, c->caller_max, moved);
     atomic_store(&s->owner, SOCK_FREE);
   }
-  if (m >= 0 && ring_busy(s) && head_len(s) > c->caller_max) wake(&c->threads[s->thread]);
-  return m;
+  if (!err && ring_busy(s) && head_len(s) > c->caller_max) wake(&c->threads[s->thread]);
+  return err;
 }
 
 /* A large head stripe is the helper's: wake it now. Small ones wait for the
@@ -101,45 +101,42 @@ void tcp_push_message(struct tcp_comm *c, uint8_t *buf, size_t size, size_t chun
   }
 }
 
-ssize_t tcp_caller_progress(struct tcp_comm *c) {
-  ssize_t moved = 0;
+int tcp_caller_progress(struct tcp_comm *c, size_t *moved) {
   for (int i = 0; i < c->nsocks; i++) {
     struct tcp_sock *s = &c->socks[i];
     if (!ring_busy(s)) continue;
-    ssize_t m = s->thread < 0 ? tcp_sock_progress(c, s, SIZE_MAX) : caller_sock(c, s);
-    if (m < 0) return -1;
-    moved += m;
+    int err = s->thread < 0 ? tcp_sock_progress(c, s, SIZE_MAX, moved) : caller_sock(c, s, moved);
+    if (err) return err;
   }
-  return moved;
+  return 0;
 }
 
-ssize_t tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task) {
+int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, size_t *moved) {
   unsigned head = atomic_load_explicit(&s->head, memory_order_relaxed);
-  ssize_t moved = 0;
   while (head != atomic_load_explicit(&s->tail, memory_order_acquire)) {
-    struct tcp_task *t = &s->ring[head % TCP_RING];
-    if (t->len > max_task) return moved;
+    struct tcp_task *t = &s->tasks[head % TCP_RING];
+    if (t->len > max_task) return 0;
     while (t->off < t->len) {
-      ssize_t n = c->send ? sock_send(s->fd, t->buf + t->off, t->len - t->off)
-                          : sock_recv(s->fd, t->buf + t->off, t->len - t->off);
-      if (n == -EAGAIN) return moved;
-      if (n < 0) {
-        int err = (int)-n;
-        tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
-                 "data socket %d %s message %u: %s after %zu of its %zu bytes of this stripe; the "
-                 "peer process died, closed the connection or the network dropped it",
-                 s->index, c->send ? "sending" : "receiving", t->req->seq,
-                 err == EPIPE ? "the peer closed the connection" : strerror(err), t->off, t->len);
-        return -1;
-      }
-      t->off += (size_t)n;
-      moved += n;
-      if (atomic_fetch_sub(&t->req->pending, (long long)n) == n) transport_idle_wake();
+      size_t n;
+      int err = c->is_send ? sock_send(s->fd, t->buf + t->off, t->len - t->off, &n)
+                           : sock_recv(s->fd, t->buf + t->off, t->len - t->off, &n);
+      if (err == EAGAIN) return 0;
+      if (err)
+        return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
+                        "data socket %d %s message %u: %s after %zu of its %zu bytes of this "
+                        "stripe; the peer process died, closed the connection or the network "
+                        "dropped it",
+                        s->index, c->is_send ? "sending" : "receiving", t->req->seq,
+                        err == EPIPE ? "the peer closed the connection" : strerror(err), t->off,
+                        t->len);
+      t->off += n;
+      *moved += n;
+      if (atomic_fetch_sub(&t->req->pending, (long long)n) == (long long)n) transport_idle_wake();
     }
     head++;
     atomic_store_explicit(&s->head, head, memory_order_release);
   }
-  return moved;
+  return 0;
 }
 
 /* A helper receiving a large stripe sleeps until a good share of what is
@@ -152,7 +149,7 @@ static void set_lowat(struct tcp_comm *c, struct tcp_sock *s) {
   unsigned head = atomic_load(&s->head);
   int want = 1;
   if (head != atomic_load(&s->tail)) {
-    struct tcp_task *t = &s->ring[head % TCP_RING];
+    struct tcp_task *t = &s->tasks[head % TCP_RING];
     if (t->len > c->caller_max) {
       size_t rem = t->len - t->off;
       want = rem > LOWAT_MAX ? LOWAT_MAX : (int)rem;
@@ -166,42 +163,43 @@ static void *tcp_thread_main(void *arg) {
   struct tcp_thread *t = arg;
   struct tcp_comm *c = t->comm;
   struct pollfd pfd[1 + TRANSPORT_MAX_DATA_SOCKS];
-  while (!atomic_load(&c->stop)) {
+  while (!atomic_load(&c->is_stopping)) {
     int n = 1;
     pfd[0].fd = t->efd;
     pfd[0].events = POLLIN;
     for (int i = t->first; i < t->first + t->count; i++) {
       struct tcp_sock *s = &c->socks[i];
       /* Small stripes at the head are the caller's (see caller_sock). */
-      if (head_len(s) <= c->caller_max || atomic_load(&c->failed)) continue;
+      if (head_len(s) <= c->caller_max || atomic_load(&c->is_failed)) continue;
       int free_ = SOCK_FREE;
       /* The caller is moving it right now: it wakes us if bytes are left. */
       if (!atomic_compare_exchange_strong(&s->owner, &free_, SOCK_HELPER)) continue;
-      tcp_sock_progress(c, s, SIZE_MAX);
+      size_t moved = 0; /* the caller counts its own progress; helpers need not */
+      (void)tcp_sock_progress(c, s, SIZE_MAX, &moved); /* a failure is logged and published */
       atomic_store(&s->owner, SOCK_FREE);
-      if (!c->send) set_lowat(c, s);
-      if (head_len(s) > c->caller_max && !atomic_load(&c->failed)) {
+      if (!c->is_send) set_lowat(c, s);
+      if (head_len(s) > c->caller_max && !atomic_load(&c->is_failed)) {
         pfd[n].fd = s->fd;
-        pfd[n].events = c->send ? POLLOUT : POLLIN;
+        pfd[n].events = c->is_send ? POLLOUT : POLLIN;
         n++;
       }
     }
     /* Announce the sleep, then look once more so a task pushed meanwhile
      * is not missed (the pusher checks the flag after publishing). */
-    atomic_store(&t->sleeping, 1);
+    atomic_store(&t->is_sleeping, true);
     int again = 0;
     for (int i = t->first; i < t->first + t->count; i++)
-      if (head_len(&c->socks[i]) > c->caller_max && !atomic_load(&c->failed)) {
+      if (head_len(&c->socks[i]) > c->caller_max && !atomic_load(&c->is_failed)) {
         int polled = 0;
         for (int k = 1; k < n; k++) polled |= pfd[k].fd == c->socks[i].fd;
         again |= !polled;
       }
-    if (again || atomic_load(&c->stop)) {
-      atomic_store(&t->sleeping, 0);
+    if (again || atomic_load(&c->is_stopping)) {
+      atomic_store(&t->is_sleeping, false);
       continue;
     }
     poll(pfd, (nfds_t)n, -1);
-    atomic_store(&t->sleeping, 0);
+    atomic_store(&t->is_sleeping, false);
     if (pfd[0].revents & POLLIN) {
       uint64_t v;
       ssize_t r = read(t->efd, &v, sizeof(v));
@@ -213,7 +211,6 @@ static void *tcp_thread_main(void *arg) {
 
 int tcp_threads_start(struct tcp_comm *c) {
   if (!c->nthreads) return 0;
-  for (int i = 0; i < c->nthreads; i++) c->threads[i].efd = -1;
   int per = c->nsocks / c->nthreads, extra = c->nsocks % c->nthreads, first = 0;
   for (int i = 0; i < c->nthreads; i++) {
     struct tcp_thread *t = &c->threads[i];
@@ -224,9 +221,10 @@ int tcp_threads_start(struct tcp_comm *c) {
     first += t->count;
     t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (t->efd < 0) {
+      int err = errno;
       WARN("connection with %s: cannot create an eventfd for helper thread %d: %s",
-           c->base.peer.desc, i, strerror(errno));
-      return -1;
+           c->base.peer.desc, i, strerror(err));
+      return err;
     }
     int err = pthread_create(&t->tid, NULL, tcp_thread_main, t);
     if (err) {
@@ -235,26 +233,26 @@ int tcp_threads_start(struct tcp_comm *c) {
            c->base.peer.desc, i, c->nthreads, strerror(err));
       close(t->efd);
       t->efd = -1;
-      return -1;
+      return err;
     }
-    t->started = 1;
+    t->is_started = true;
     char name[16];
-    snprintf(name, sizeof(name), "diag-tcp-%c%d", c->send ? 's' : 'r', i);
+    snprintf(name, sizeof(name), "diag-tcp-%c%d", c->is_send ? 's' : 'r', i);
     pthread_setname_np(t->tid, name);
   }
   return 0;
 }
 
 void tcp_threads_stop(struct tcp_comm *c) {
-  atomic_store(&c->stop, 1);
+  atomic_store(&c->is_stopping, true);
   for (int i = 0; i < c->nthreads; i++) {
     struct tcp_thread *t = &c->threads[i];
-    if (!t->started) continue;
+    if (!t->is_started) continue;
     uint64_t one = 1;
     ssize_t r = write(t->efd, &one, sizeof(one));
     (void)r;
     pthread_join(t->tid, NULL);
-    t->started = 0;
+    t->is_started = false;
   }
   for (int i = 0; i < c->nthreads; i++) {
     if (c->threads[i].efd >= 0) close(c->threads[i].efd);

@@ -4,6 +4,7 @@
  * capacity), and their payload is either copied in from the control socket
  * or handed to the data sockets as stripes. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,55 +13,46 @@
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
-static ssize_t ctrl_read_once(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok);
-
-/* Bytes from the control socket: what is staged first, then the socket.
- * Returns bytes copied (may be 0), or -1 on a failed comm. */
-static ssize_t ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok) {
-  ssize_t r = ctrl_read_once(c, dst, want, direct_ok);
-  if (r > 0) c->moved += (uint64_t)r;
-  return r;
-}
-
-static ssize_t ctrl_read_once(struct tcp_comm *c, uint8_t *dst, size_t want, int direct_ok) {
-  size_t got = 0;
-  if (c->stage_off < c->stage_len) {
-    size_t have = c->stage_len - c->stage_off;
-    got = have < want ? have : want;
-    memcpy(dst, c->stage + c->stage_off, got);
-    c->stage_off += got;
-    if (got == want) return (ssize_t)got;
+/* Bytes from the control socket: what was read ahead first, then the socket.
+ * *got: bytes copied (may be 0). Returns 0, or the errno that failed the
+ * comm (logged). */
+static int ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, bool direct_ok, size_t *got) {
+  *got = 0;
+  if (c->readahead_off < c->readahead_len) {
+    size_t have = c->readahead_len - c->readahead_off;
+    *got = have < want ? have : want;
+    memcpy(dst, c->readahead + c->readahead_off, *got);
+    c->readahead_off += *got;
+    if (*got == want) return 0;
   }
   /* Large payloads go straight to the user's buffer; headers and small
-   * payloads through the stage, so one recv() can bring several. */
-  ssize_t n;
-  if (direct_ok && want - got >= 4096) {
-    n = sock_recv(c->ctrl_fd, dst + got, want - got);
-    if (n > 0) return (ssize_t)got + n;
+   * payloads through the read-ahead buffer, so one recv() can bring several. */
+  size_t n;
+  int err;
+  if (direct_ok && want - *got >= 4096) {
+    err = sock_recv(c->ctrl_fd, dst + *got, want - *got, &n);
+    *got += n;
   } else {
-    n = sock_recv(c->ctrl_fd, c->stage, sizeof(c->stage));
-    if (n > 0) {
-      c->stage_off = 0;
-      c->stage_len = (size_t)n;
-      size_t more = (size_t)n < want - got ? (size_t)n : want - got;
-      memcpy(dst + got, c->stage, more);
-      c->stage_off = more;
-      return (ssize_t)(got + more);
-    }
+    err = sock_recv(c->ctrl_fd, c->readahead, TCP_CTRL_READAHEAD, &n);
+    c->readahead_off = 0;
+    c->readahead_len = n;
+    size_t more = n < want - *got ? n : want - *got;
+    memcpy(dst + *got, c->readahead, more);
+    c->readahead_off = more;
+    *got += more;
   }
-  if (n == -EAGAIN) return (ssize_t)got;
-  int err = (int)-n;
-  tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
-           "receiving on the control socket (message %u): %s; the peer process died, closed the "
-           "connection or the network dropped it",
-           c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
-  return -1;
+  c->moved += *got;
+  if (!err || err == EAGAIN) return 0;
+  return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
+                  "receiving on the control socket (message %u): %s; the peer process died, "
+                  "closed the connection or the network dropped it",
+                  c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
 }
 
-static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
+static int truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
   char diff[1200];
   int nd = hello_diff(&c->base.mine, &c->base.peer.hello, diff, sizeof(diff));
-  return tcp_fail(c, ncclInvalidUsage, TCP_F_NOTIFY,
+  return tcp_fail(c, EMSGSIZE, TCP_F_NOTIFY,
                   "message %u from %s is %llu bytes but the posted receive holds %zu bytes: the "
                   "ranks disagree on message sizes. %s%s",
                   h->seq, c->base.peer.hello.host, (unsigned long long)h->size, r->cap,
@@ -70,7 +62,7 @@ static ncclResult_t truncated(struct tcp_comm *c, const struct msg_hdr *h, struc
                   nd ? diff : "");
 }
 
-static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
+static int start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   struct tcp_req *r = c->posted[c->posted_head];
   c->posted_head = (c->posted_head + 1) % TCP_MAX_REQS;
   c->posted_count--;
@@ -78,8 +70,8 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   if (h->size > r->cap) return truncated(c, h, r);
   r->size = (size_t)h->size;
   r->seq = h->seq;
-  if (h->tag != r->tag && !c->warned_tag) {
-    c->warned_tag = 1;
+  if (h->tag != r->tag && !c->has_warned_tag) {
+    c->has_warned_tag = true;
     WARN("receive connection with %s: message %u carries tag %d but the posted receive expects "
          "tag %d; the data is delivered in posting order, but the ranks' send/receive calls may "
          "not pair up",
@@ -87,75 +79,78 @@ static ncclResult_t start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   }
   if (h->flags & MSG_F_INLINE) {
     r->inline_off = 0;
-    if (r->size == 0) r->hdr_done = 1;
+    if (r->size == 0) r->is_hdr_done = true;
     else c->cur = r;
-    return ncclSuccess;
+    return 0;
   }
   int ns = tcp_nstripes(r->size, h->chunk);
   if (c->nsocks == 0 || ns > c->nsocks) {
-    return tcp_fail(c, ncclSystemError, TCP_F_NOTIFY,
+    return tcp_fail(c, EPROTO, TCP_F_NOTIFY,
                     "message %u: the peer striped %llu bytes into %d pieces of %u bytes for %d "
                     "data sockets; the byte stream is corrupt or the peer is not a compatible "
                     "libnccl-net-diag",
                     h->seq, (unsigned long long)h->size, ns, h->chunk, c->nsocks);
   }
   atomic_store(&r->pending, (long long)r->size);
-  r->hdr_done = 1; /* before the push: a stripe moved at once may complete it */
+  r->is_hdr_done = true; /* before the push: a stripe moved at once may complete it */
   tcp_push_message(c, r->data, r->size, h->chunk, h->seq, r);
-  return ncclSuccess;
+  return 0;
 }
 
 /* The sender ended the connection and said why: read its reason (bounded
  * wait; it follows the header) and fail with it. */
-static ncclResult_t peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
+static int peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
   char reason[MSG_ABORT_MAX + 1] = "";
   size_t got = 0;
   int64_t end = now_ns() + 300000000LL;
   while (got < h->size && now_ns() < end) {
-    ssize_t n = ctrl_read(c, (uint8_t *)reason + got, h->size - got, 0);
-    if (n < 0) break;
-    got += (size_t)n;
+    size_t n;
+    int err = ctrl_read(c, (uint8_t *)reason + got, h->size - got, false, &n);
+    got += n;
+    if (err) break;
   }
   reason[got] = 0;
-  return tcp_fail(c, ncclRemoteError, 0, "the sending side ended the connection: %s",
+  return tcp_fail(c, ECONNRESET, 0, "the sending side ended the connection: %s",
                   got ? reason : "(no reason received)");
 }
 
-ncclResult_t tcp_recv_progress(struct tcp_comm *c) {
+int tcp_recv_progress(struct tcp_comm *c) {
   for (;;) {
-    if (atomic_load(&c->failed)) return c->fail_code;
+    if (atomic_load(&c->is_failed)) return c->fail_err;
     if (c->cur) {
       struct tcp_req *r = c->cur;
-      ssize_t n = ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, 1);
-      if (n < 0) return c->fail_code;
-      r->inline_off += (size_t)n;
-      if (r->inline_off < r->size) return ncclSuccess;
-      r->hdr_done = 1;
+      size_t n;
+      int err = ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, true, &n);
+      if (err) return err;
+      r->inline_off += n;
+      if (r->inline_off < r->size) return 0;
+      r->is_hdr_done = true;
       c->cur = NULL;
     }
-    if (c->posted_count == 0) return ncclSuccess;
-    ssize_t n = ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, 0);
-    if (n < 0) return c->fail_code;
-    c->hdr_got += (size_t)n;
-    if (c->hdr_got < MSG_HDR_LEN) return ncclSuccess;
+    if (c->posted_count == 0) return 0;
+    size_t n;
+    int err = ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n);
+    if (err) return err;
+    c->hdr_got += n;
+    if (c->hdr_got < MSG_HDR_LEN) return 0;
     c->hdr_got = 0;
     struct msg_hdr h;
     char why[200] = "";
-    int bad = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
-    if (!bad && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
-    if (!bad && h.seq != c->next_seq) {
+    err = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
+    if (!err && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
+    if (!err && h.seq != c->next_seq) {
       snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
-      bad = 1;
+      err = EPROTO;
     }
-    if (bad) {
-      return tcp_fail(c, ncclSystemError, TCP_F_NOTIFY,
+    if (err) {
+      return tcp_fail(c, EPROTO, TCP_F_NOTIFY,
                       "corrupt message header on the control socket: %s. The byte stream is out "
                       "of step (another process writing to this socket, or memory corruption); "
                       "the connection cannot continue",
                       why);
     }
-    ncclResult_t r = start_message(c, &h);
-    if (r != ncclSuccess) return r;
+    err = start_message(c, &h);
+    if (err) return err;
   }
 }
 
@@ -163,7 +158,7 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
                        void **mhandles, void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->failed)) return tcp_failed(c);
+  if (atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
   if (n != 1) {
     WARN("irecv from %s with %d grouped receives: this TCP device reports maxRecvs=1 (an API "
          "misuse)",
@@ -182,7 +177,7 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
          xc->peer.desc, TCP_MAX_REQS);
     return ncclInternalError;
   }
-  r->send = 0;
+  r->is_send = false;
   r->data = data[0];
   r->cap = sizes[0];
   r->tag = tags ? tags[0] : 0;
@@ -190,5 +185,5 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
   c->posted_count++;
   transport_idle_note(c, &(struct pollfd){c->ctrl_fd, POLLIN, 0}, 1);
   *request = r;
-  return tcp_recv_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
+  return tcp_recv_progress(c) ? transport_result(tcp_failed(c)) : ncclSuccess;
 }

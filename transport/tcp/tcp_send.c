@@ -13,12 +13,12 @@
 
 /* Writes as much of the queue as the socket takes, in one sendmsg for many
  * small messages. */
-ncclResult_t tcp_send_progress(struct tcp_comm *c) {
-  while (c->out_count) {
+int tcp_send_progress(struct tcp_comm *c) {
+  while (c->noutgoing) {
     struct iovec iov[MAX_IOV];
     int niov = 0;
-    for (int i = 0; i < c->out_count && niov + 2 <= MAX_IOV; i++) {
-      struct tcp_out *o = &c->out[(c->out_head + i) % TCP_MAX_REQS];
+    for (int i = 0; i < c->noutgoing && niov + 2 <= MAX_IOV; i++) {
+      struct tcp_out *o = &c->outgoing[(c->outgoing_head + i) % TCP_MAX_REQS];
       size_t off = o->off;
       if (off < MSG_HDR_LEN) {
         iov[niov].iov_base = o->hdr + off;
@@ -30,39 +30,39 @@ ncclResult_t tcp_send_progress(struct tcp_comm *c) {
         iov[niov++].iov_len = o->total - off;
       }
     }
-    ssize_t n = sock_sendv(c->ctrl_fd, iov, niov);
-    if (n == -EAGAIN) return ncclSuccess;
-    if (n < 0) {
-      struct tcp_out *o = &c->out[c->out_head];
-      int err = (int)-n;
-      return tcp_fail(c, ncclRemoteError, TCP_F_SOCKET,
+    size_t n;
+    int err = sock_sendv(c->ctrl_fd, iov, niov, &n);
+    if (err == EAGAIN) return 0;
+    if (err) {
+      struct tcp_out *o = &c->outgoing[c->outgoing_head];
+      return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
                       "sending message %u (%zu bytes) on the control socket: %s; the peer process "
                       "died, closed the connection or the network dropped it",
                       o->req->seq, o->req->size,
                       err == EPIPE ? "the peer closed the connection" : strerror(err));
     }
-    c->moved += (uint64_t)n;
-    size_t left = (size_t)n;
-    while (left && c->out_count) {
-      struct tcp_out *o = &c->out[c->out_head];
+    c->moved += n;
+    size_t left = n;
+    while (left && c->noutgoing) {
+      struct tcp_out *o = &c->outgoing[c->outgoing_head];
       size_t take = o->total - o->off < left ? o->total - o->off : left;
       o->off += take;
       left -= take;
       if (o->off == o->total) {
-        o->req->hdr_done = 1;
-        c->out_head = (c->out_head + 1) % TCP_MAX_REQS;
-        c->out_count--;
+        o->req->is_hdr_done = true;
+        c->outgoing_head = (c->outgoing_head + 1) % TCP_MAX_REQS;
+        c->noutgoing--;
       }
     }
   }
-  return ncclSuccess;
+  return 0;
 }
 
 ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
                        void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->failed)) return tcp_failed(c);
+  if (atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
   char why[200];
   if (!tcp_mr_covers(mh, data, size, why, sizeof(why))) {
     WARN("isend of %zu bytes to %s: %s", size, xc->peer.desc, why);
@@ -75,7 +75,7 @@ ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int t
          xc->peer.desc, TCP_MAX_REQS);
     return ncclInternalError;
   }
-  r->send = 1;
+  r->is_send = true;
   r->data = data;
   r->size = size;
   r->tag = tag;
@@ -88,13 +88,13 @@ ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int t
     h.chunk = (uint32_t)chunk;
     atomic_store(&r->pending, (long long)size);
   }
-  struct tcp_out *o = &c->out[(c->out_head + c->out_count) % TCP_MAX_REQS];
+  struct tcp_out *o = &c->outgoing[(c->outgoing_head + c->noutgoing) % TCP_MAX_REQS];
   msg_hdr_encode(&h, o->hdr);
   o->req = r;
   o->off = 0;
   o->total = MSG_HDR_LEN + (is_inline ? size : 0);
-  c->out_count++;
+  c->noutgoing++;
   if (!is_inline) tcp_push_message(c, data, size, chunk, r->seq, r);
   *request = r;
-  return tcp_send_progress(c) == ncclSuccess ? ncclSuccess : tcp_failed(c);
+  return tcp_send_progress(c) ? transport_result(tcp_failed(c)) : ncclSuccess;
 }
