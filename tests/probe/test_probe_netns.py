@@ -47,6 +47,19 @@ def clean(hosts, world, args, offset, tmp, label):
     return run, rep
 
 
+def sampled(hosts, tmp):
+    """More hosts than --all-pairs-max: the ring plus as many random pairs."""
+    run = new_run(hosts, 16, 10, tmp).start(['--bytes', '256K', '--all-pairs-max', '8']).finish(120)
+    rep = run.report()
+    pairs = {(p['src'], p['dst']) for p in rep['pairs'] if p['ok']}
+    ring = all((i, (i + 1) % 16) in pairs and ((i + 1) % 16, i) in pairs for i in range(16))
+    pl.case(run.rc == [0] * 16 and 'random sample' in rep['pairs_mode'] and ring and
+            len(pairs) == 64 and rep['rounds'] <= 8,
+            f'16 hosts above --all-pairs-max 8: the ring and 16 random pairs, {len(pairs)} ordered '
+            f'pairs in {rep["rounds"]} rounds ({run.wall:.1f} s)',
+            f'exit {run.rc} {rep["pairs_mode"]} {sorted(pairs)}\n' + run.logs([0]))
+
+
 def must_show(hosts, tmp):
     """Host 3 names no interface, host 2 another NCCL_PROTO."""
     env = {3: {'NCCL_SOCKET_IFNAME': 'eth9'}, 2: {'NCCL_PROTO': 'Simple'}}
@@ -221,13 +234,14 @@ def main():
         if err:
             pl.case(False, 'build 16 namespace hosts on a bridge', err)
             return pl.done()
-        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str', 'slow', 'never', 'two'):
+        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str', 'slow', 'never', 'two', 'smp'):
             os.makedirs(os.path.join(tmp, sub))
         clean(hosts, 4, [], 0, os.path.join(tmp, 'c4'), 'clean, 4 hosts')
         run, rep = clean(hosts, 16, ['--bytes', '1M'], 1, os.path.join(tmp, 'c16'),
                          'clean, 16 hosts, 1 MiB each way')
         print(f'# 16 hosts, {len(rep["pairs"])} ordered pairs in {rep.get("rounds")} rounds: '
               f'wall time {run.wall:.1f} s (rank 0 reports {rep.get("elapsed_s")} s)')
+        sampled(hosts, os.path.join(tmp, 'smp'))
         must_show(hosts, os.path.join(tmp, 'show'))
         nccl_versions(hosts, os.path.join(tmp, 'ver'))
         killed_rank(hosts, os.path.join(tmp, 'kill'))

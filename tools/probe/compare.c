@@ -16,7 +16,7 @@ void cmp_add(struct cmp_groups *gs, const char *value, const char *host) {
   while (i < gs->n && !(value ? gs->g[i].value && !strcmp(gs->g[i].value, value) : !gs->g[i].value))
     i++;
   if (i == gs->n) {
-    struct cmp_group *grown = realloc(gs->g, (size_t)(gs->n + 1) * sizeof(*grown));
+    struct cmp_group *grown = probe_grow(gs->g, gs->n, sizeof(*grown));
     if (!grown) return;
     gs->g = grown;
     memset(&grown[gs->n], 0, sizeof(*grown));
@@ -26,7 +26,7 @@ void cmp_add(struct cmp_groups *gs, const char *value, const char *host) {
   struct cmp_group *g = &gs->g[i];
   for (int k = 0; k < g->nhost; k++)
     if (!strcmp(g->hosts[k], host)) return;
-  char **grown = realloc(g->hosts, (size_t)(g->nhost + 1) * sizeof(char *));
+  char **grown = probe_grow(g->hosts, g->nhost, sizeof(char *));
   if (!grown) return;
   g->hosts = grown;
   g->hosts[g->nhost] = strdup(host);
@@ -85,11 +85,17 @@ void cmp_minority_hosts(const struct cmp_groups *gs, char *buf, size_t cap) {
 
 int cmp_reported(const struct probe_run *r, int rank) { return r->facts[rank].host[0] != 0; }
 
-int cmp_host_first(const struct probe_run *r, int rank) {
+static int first_of_host(const struct probe_run *r, int rank) {
   if (!cmp_reported(r, rank)) return 0;
   for (int k = 0; k < rank; k++)
     if (cmp_reported(r, k) && !strcmp(r->facts[k].host, r->facts[rank].host)) return 0;
   return 1;
+}
+
+/* Answered from the table probe_compare builds once (every check asks it
+ * for every rank). */
+int cmp_host_first(const struct probe_run *r, int rank) {
+  return r->host_first ? r->host_first[rank] : first_of_host(r, rank);
 }
 
 /* The recommended settings of a host as export lines. */
@@ -237,6 +243,8 @@ static void compare_devices(struct probe_run *r) {
 }
 
 void probe_compare(struct probe_run *r) {
+  r->host_first = calloc((size_t)r->world, 1);
+  for (int k = 0; r->host_first && k < r->world; k++) r->host_first[k] = (char)first_of_host(r, k);
   compare_hosts(r);
   compare_nccl(r);
   compare_plugin(r);

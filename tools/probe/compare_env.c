@@ -78,7 +78,7 @@ static int names_of(const struct probe_run *r, const char ***out) {
       int j = 0;
       while (j < n && strcmp(names[j], name)) j++;
       if (j < n) continue;
-      const char **grown = realloc(names, (size_t)(n + 1) * sizeof(*grown));
+      const char **grown = probe_grow(names, n, sizeof(*grown));
       if (!grown) break;
       names = grown;
       names[n++] = name;

@@ -48,7 +48,7 @@ static int plan_schedule(struct coord *c) {
 }
 
 static struct probe_pair *new_pair(struct probe_run *r) {
-  struct probe_pair *grown = realloc(r->pairs, (size_t)(r->npair + 1) * sizeof(*grown));
+  struct probe_pair *grown = probe_grow(r->pairs, r->npair, sizeof(*grown));
   if (!grown) return NULL;
   r->pairs = grown;
   memset(&grown[r->npair], 0, sizeof(*grown));

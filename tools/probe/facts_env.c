@@ -23,7 +23,7 @@ const char *probe_env_get(const struct probe_env *e, const char *name) {
 static void env_add(struct probe_env *e, const char *entry) {
   const char *eq = strchr(entry, '=');
   if (strncmp(entry, "NCCL_", 5) || !eq || e->n == ENV_MAX_VARS || eq - entry > 64) return;
-  struct probe_var *grown = realloc(e->v, (size_t)(e->n + 1) * sizeof(*e->v));
+  struct probe_var *grown = probe_grow(e->v, e->n, sizeof(*e->v));
   if (!grown) return;
   e->v = grown;
   char *name = strndup(entry, (size_t)(eq - entry));

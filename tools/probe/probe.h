@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #define PROBE_HOST_MAX 64
 #define PROBE_MAX_IFS 16
@@ -47,6 +48,14 @@ struct probe_opts {
   int abi;
   int verbose;
 };
+
+/* Room for element n of an array that grows one element at a time: the
+ * capacity doubles at every power of two, so n appends cost O(n). NULL
+ * when out of memory (the array is left as it was). */
+static inline void *probe_grow(void *array, int n, size_t elem) {
+  if (n && (n & (n - 1))) return array;
+  return realloc(array, (size_t)(n ? 2 * n : 1) * elem);
+}
 
 /* ------------------------------------------------------------- host facts */
 
@@ -193,6 +202,7 @@ struct probe_run {
   struct probe_problem *problems;
   int nrefusal;
   struct probe_refusal *refusals;
+  char *host_first; /* [world]: the first rank that reported from its host (compare.c) */
   double elapsed_s;
   double arrival_s; /* how long rank 0 waited for the ranks */
   int timed_out;

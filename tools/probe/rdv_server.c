@@ -25,7 +25,7 @@
 static void refuse(struct coord *c, struct rdv_conn *conn, int tell, const char *why) {
   struct probe_run *r = c->run;
   if (r->nrefusal < 1000) {
-    struct probe_refusal *grown = realloc(r->refusals, (size_t)(r->nrefusal + 1) * sizeof(*grown));
+    struct probe_refusal *grown = probe_grow(r->refusals, r->nrefusal, sizeof(*grown));
     if (grown) {
       r->refusals = grown;
       scopy(grown[r->nrefusal].peer, sizeof(grown->peer), conn->peer);

@@ -23,7 +23,7 @@ const char *probe_rank_host(const struct probe_run *r, int rank, char *buf, size
 int probe_add_problem(struct probe_run *r, enum probe_sev sev, const char *hosts, const char *fix,
                       const char *fmt, ...) {
   if (r->nproblem == MAX_PROBLEMS) return -1;
-  struct probe_problem *grown = realloc(r->problems, (size_t)(r->nproblem + 1) * sizeof(*grown));
+  struct probe_problem *grown = probe_grow(r->problems, r->nproblem, sizeof(*grown));
   if (!grown) return -1;
   r->problems = grown;
   struct probe_problem *p = &grown[r->nproblem++];

@@ -193,12 +193,12 @@ static void judge_pairs(struct probe_run *r) {
     const struct probe_pair *p = &r->pairs[i];
     /* Untested pairs and pairs of a host that died: that host's problem says why. */
     if (!p->tested || p->ok || !strcmp(p->cause, "host gone")) continue;
-    int both = reverse_failed(r, p);
-    if (both && p->src > p->dst) continue; /* told with the other direction */
     if (shown == PAIR_PROBLEMS_MAX) {
       more++;
       continue;
     }
+    int both = reverse_failed(r, p);
+    if (both && p->src > p->dst) continue; /* told with the other direction */
     char s[PROBE_HOST_MAX + 16], d[PROBE_HOST_MAX + 16], hosts[200], fix[1500];
     probe_rank_host(r, p->src, s, sizeof(s));
     probe_rank_host(r, p->dst, d, sizeof(d));
@@ -210,7 +210,9 @@ static void judge_pairs(struct probe_run *r) {
       p->transport, both ? " both ways" : "", p->error);
     shown++;
   }
-  if (more) probe_add_problem(r, SEV_ERROR, "", "see the pairs list", "%d more failed pairs", more);
+  if (more)
+    probe_add_problem(r, SEV_ERROR, "", "see the pairs list",
+                      "%d more failed directions of pairs, not listed here", more);
 }
 
 static void judge_ranks(struct probe_run *r) {
@@ -226,6 +228,11 @@ static void judge_ranks(struct probe_run *r) {
                         "rank %d never reached rank 0's rendezvous at %s in the %.0f s rank 0 "
                         "waited",
                         k, r->rendezvous, r->arrival_s);
+    else if (!s->dead && !r->facts[k].host[0])
+      probe_add_problem(r, SEV_ERROR, h,
+                        "look at that rank's output: it may hang in the plugin's or NCCL's "
+                        "initialisation; then rerun the probe",
+                        "rank %d connected from %s but never sent its host's facts", k, s->addr);
     else if (s->dead)
       probe_add_problem(r, SEV_ERROR, h,
                         "look at that rank's output and the node's kernel log (a crash, the "

@@ -157,7 +157,7 @@ static int dec_var(struct wire_rd *g, struct probe_env *e) {
     if (r < 0) break;
   }
   struct probe_var *grown = NULL;
-  if (r == 0 && name && value && (grown = realloc(e->v, (size_t)(e->n + 1) * sizeof(*e->v)))) {
+  if (r == 0 && name && value && (grown = probe_grow(e->v, e->n, sizeof(*e->v)))) {
     e->v = grown;
     e->v[e->n].name = name;
     e->v[e->n].value = value;
