@@ -132,10 +132,10 @@ static int finish(struct probe_run *r) {
   probe_judge(r);
   probe_compare(r);
   int status = verdict_status(r);
-  report_text(stdout, r, status);
+  probe_report_text(stdout, r, status);
   fflush(stdout);
   if (r->opts->json_path) {
-    int e = report_json(r->opts->json_path, r, status);
+    int e = probe_report_json(r->opts->json_path, r, status);
     if (e) {
       fprintf(stderr, "nccl-net-diag probe: cannot write %s: %s\n", r->opts->json_path,
               strerror(e));

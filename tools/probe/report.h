@@ -9,13 +9,13 @@
 
 #include "tools/probe/probe.h"
 
-void report_text(FILE *f, const struct probe_run *r, int exit_status);
+void probe_report_text(FILE *f, const struct probe_run *r, int exit_status);
 /* 0, or an errno when the file cannot be written. */
-int report_json(const char *path, const struct probe_run *r, int exit_status);
+int probe_report_json(const char *path, const struct probe_run *r, int exit_status);
 
 /* Shared wording. */
-void report_nccl_version(const struct probe_facts *f, char *buf, size_t cap);
+void probe_report_nccl_version(const struct probe_facts *f, char *buf, size_t cap);
 /* "never arrived", "gone", "" (took part). */
-const char *report_rank_state(const struct probe_run *r, int rank);
+const char *probe_report_rank_state(const struct probe_run *r, int rank);
 
 #endif

@@ -19,7 +19,7 @@ static void env_json(struct json *j, const char *key, const struct probe_env *e)
 static void nccl_plugin_json(struct json *j, const struct probe_facts *f) {
   char v[32];
   json_obj(j, "nccl");
-  report_nccl_version(f, v, sizeof(v));
+  probe_report_nccl_version(f, v, sizeof(v));
   json_str(j, "version", f->nccl_code ? v : NULL);
   json_int(j, "code", f->nccl_code);
   json_str(j, "path", f->nccl_path[0] ? f->nccl_path : NULL);
@@ -109,7 +109,7 @@ static void host_json(struct json *j, const struct probe_run *r, int k) {
   json_obj(j, NULL);
   json_int(j, "rank", k);
   json_str(j, "host", f->host[0] ? f->host : NULL);
-  const char *state = report_rank_state(r, k);
+  const char *state = probe_report_rank_state(r, k);
   json_str(j, "state", state[0] ? state : "ok");
   json_str(j, "gone_why", s->dead ? s->why : NULL);
   json_str(j, "addr", s->addr[0] ? s->addr : NULL);
@@ -165,7 +165,7 @@ static void problem_json(struct json *j, const struct probe_problem *p) {
   json_close_obj(j);
 }
 
-int report_json(const char *path, const struct probe_run *r, int exit_status) {
+int probe_report_json(const char *path, const struct probe_run *r, int exit_status) {
   FILE *f = fopen(path, "w");
   if (!f) return errno;
   struct json j;

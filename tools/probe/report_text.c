@@ -10,12 +10,12 @@
 
 #define MATRIX_MAX_HOSTS 24 /* above, only the failed and slow pairs are listed */
 
-void report_nccl_version(const struct probe_facts *f, char *buf, size_t cap) {
+void probe_report_nccl_version(const struct probe_facts *f, char *buf, size_t cap) {
   if (f->nccl_code) nccl_version_str(f->nccl_code, buf, cap);
   else snprintf(buf, cap, "none found");
 }
 
-const char *report_rank_state(const struct probe_run *r, int rank) {
+const char *probe_report_rank_state(const struct probe_run *r, int rank) {
   if (!r->ranks[rank].arrived) return "never arrived";
   if (r->ranks[rank].dead) return "gone";
   if (!r->facts[rank].host[0]) return "no facts";
@@ -27,13 +27,13 @@ static void hosts_table(FILE *f, const struct probe_run *r) {
           "transport", "devices", "socket interface");
   for (int k = 0; k < r->world; k++) {
     const struct probe_facts *x = &r->facts[k];
-    const char *state = report_rank_state(r, k);
+    const char *state = probe_report_rank_state(r, k);
     if (!x->host[0]) {
       fprintf(f, "  %-4d %-18s %s\n", k, "?", state);
       continue;
     }
     char nv[32], devs[128] = "";
-    report_nccl_version(x, nv, sizeof(nv));
+    probe_report_nccl_version(x, nv, sizeof(nv));
     size_t o = 0;
     for (int d = 0; d < x->ndev && o < sizeof(devs); d++)
       o += (size_t)snprintf(devs + o, sizeof(devs) - o, "%s%s", d ? "," : "", x->devs[d].name);
@@ -129,7 +129,7 @@ static void problems(FILE *f, const struct probe_run *r) {
     }
 }
 
-void report_text(FILE *f, const struct probe_run *r, int exit_status) {
+void probe_report_text(FILE *f, const struct probe_run *r, int exit_status) {
   int errors = 0, warnings = 0;
   for (int i = 0; i < r->nproblem; i++) {
     errors += r->problems[i].sev == SEV_ERROR;
