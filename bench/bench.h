@@ -11,6 +11,7 @@
 #ifndef DIAG_BENCH_H
 #define DIAG_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -22,7 +23,7 @@
 #define BENCH_MAX_SIZES 40
 #define BENCH_MAX_SHAPES 6
 
-enum bench_engine { ENG_PLUGIN, ENG_RAW };
+enum bench_engine { ENGINE_PLUGIN, ENGINE_RAW };
 enum bench_mode { MODE_UNI, MODE_BIDIR, MODE_LAT, MODE_COUNT };
 enum bench_op { OP_LISTEN = 1, OP_CONNECT, OP_RUN, OP_QUIT };
 
@@ -31,8 +32,8 @@ enum bench_op { OP_LISTEN = 1, OP_CONNECT, OP_RUN, OP_QUIT };
  * spins on them (MSG_DONTWAIT and sched_yield). */
 struct raw_shape {
   int nsocks;
-  int spin;
-  int shared; /* latency: both directions on one connection */
+  bool is_spinning;
+  bool is_shared; /* latency: both directions on one connection */
 };
 
 /* Parent -> worker. One fixed-size record; OP_CONNECT is followed by the
@@ -48,7 +49,7 @@ struct bench_cmd {
   uint64_t size;
   uint64_t warm, iters; /* messages per comm and direction */
   uint32_t run_id;      /* salts the stamps, so stale data is caught */
-  int corrupt;          /* test hook: damage one received message */
+  bool is_corrupting;   /* test hook: damage one received message */
   int idle_us;          /* experiment: sleep this long instead of sched_yield() */
   /* OP_LISTEN: how much to prepare */
   int max_comms, max_window;
@@ -88,9 +89,9 @@ struct worker_cfg {
   const char *netns;  /* NULL = stay */
   const char *ifname; /* NCCL_SOCKET_IFNAME for the plugin */
   const char *addr;   /* the raw baseline's address */
-  int rdma_only;      /* insist on an RDMA device (skip otherwise) */
+  bool is_rdma_only;  /* insist on an RDMA device (skip otherwise) */
   int cpu;            /* >= 0: pin the whole rank to this CPU */
-  int verbose;
+  bool is_verbose;
 };
 /* Runs in the forked child; returns its exit status. */
 int worker_main(const struct worker_cfg *cfg);
@@ -98,12 +99,12 @@ int worker_main(const struct worker_cfg *cfg);
 /* --- per-engine drivers (drv_plugin.c, drv_raw.c) ------------------------ */
 /* One direction of one comm in one run: its buffers and its record. */
 struct stream {
-  int send;
+  bool is_send;
   int comm;
   int peer_rank, my_rank;
   uint8_t *pool; /* window slots of `size` bytes */
   int64_t *done_ns;
-  int bad; /* first verification failure, described in err */
+  bool has_failed; /* verification: the first failure is described in err */
   char err[512];
 };
 
@@ -111,30 +112,31 @@ struct run_ctx {
   const struct bench_cmd *cmd;
   struct stream *streams;
   int nstreams;
-  int64_t *lat; /* out: latencies */
+  int64_t *lats; /* out: latencies */
   uint32_t nlat;
   int64_t cpu_drv_ns;
   char err[768];
 };
 
 /* --- verify.c ----------------------------------------------------------- */
-uint64_t pat_key(int sender_rank, int comm, int slot);
-void pat_fill(uint8_t *buf, size_t size, uint64_t key);
+uint64_t pattern_key(int sender_rank, int comm, int slot);
+void pattern_fill(uint8_t *buf, size_t size, uint64_t key);
 /* Stamps the first/last word of a message if they lie in [off, off+len):
  * each sender of a stripe stamps only its own bytes. */
-void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off, size_t len);
+void pattern_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off,
+                   size_t len);
 /* 1 = intact. Checks the stamps and a few sampled words; full = every word.
  * On failure *bad_off is the first wrong byte offset. */
-int pat_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
-              int full, size_t *bad_off);
+int pattern_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
+                  bool is_full, size_t *bad_off);
 /* For streams: check one completed message and record the first failure. */
-void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, int full);
+void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, bool is_full);
 
 /* --- stats.c ------------------------------------------------------------ */
 int64_t mono_ns(void);
 int64_t proc_cpu_ns(void);
 int64_t thread_cpu_ns(void);
-int64_t host_busy_ns(int with_irq);
+int64_t host_busy_ns(bool has_irq_time);
 double median(const double *v, int n);
 /* Sorts v in place; nearest-rank percentile, p in (0, 1]. */
 int64_t percentile(int64_t *v, size_t n, double p);

@@ -14,8 +14,8 @@ const char *const mode_name[MODE_COUNT] = {"uni", "bidir", "lat"};
 static double med(const double *v, int n) { return median(v, n); }
 
 void row_finish(struct row *r) {
-  for (int i = 0; i < r->nvar; i++) {
-    struct variant *v = &r->var[i];
+  for (int i = 0; i < r->nvariant; i++) {
+    struct variant *v = &r->variants[i];
     v->m_gbps = med(v->gbps, v->nrep);
     v->m_p50 = med(v->p50, v->nrep);
     v->m_p99 = med(v->p99, v->nrep);
@@ -24,15 +24,15 @@ void row_finish(struct row *r) {
     v->m_host_cpu = med(v->host_cpu, v->nrep);
   }
   r->best = -1;
-  for (int i = 1; i < r->nvar; i++) {
-    const struct variant *v = &r->var[i], *b = r->best > 0 ? &r->var[r->best] : NULL;
+  for (int i = 1; i < r->nvariant; i++) {
+    const struct variant *v = &r->variants[i], *b = r->best > 0 ? &r->variants[r->best] : NULL;
     if (!v->nrep) continue; /* a shape the pilot pass did not choose */
     int better = !b || (r->mode == MODE_LAT ? v->m_p50 < b->m_p50 : v->m_gbps > b->m_gbps);
     if (better) r->best = i;
   }
   r->r_gbps = r->r_p50 = r->r_cpu = 0;
   if (r->best < 0) return;
-  const struct variant *p = &r->var[0], *b = &r->var[r->best];
+  const struct variant *p = &r->variants[0], *b = &r->variants[r->best];
   if (b->m_gbps > 0) r->r_gbps = p->m_gbps / b->m_gbps;
   if (b->m_p50 > 0) r->r_p50 = p->m_p50 / b->m_p50;
   if (b->m_cpu > 0) r->r_cpu = p->m_cpu / b->m_cpu;
@@ -61,10 +61,10 @@ void report_header(FILE *f, const struct report *rep) {
   fprintf(f, "# environment: ");
   print_env(f, "");
   fprintf(f, "# baseline: %s\n",
-          o->baseline ? "plain TCP sockets, TCP_NODELAY, one thread per socket (sleeping, or "
-                        "spinning for 'spin' shapes), same sizes/window/comms; the best shape "
-                        "per size, measured interleaved"
-                      : "none (functional run)");
+          o->has_baseline ? "plain TCP sockets, TCP_NODELAY, one thread per socket (sleeping, or "
+                            "spinning for 'spin' shapes), same sizes/window/comms; the best shape "
+                            "per size, measured interleaved"
+                          : "none (functional run)");
   fprintf(f, "# GB/s: payload received per second in steady state (bidir: both directions "
              "summed; lat: size / half the p50 round trip)\n");
   fprintf(f, "# p50/p99 us: bandwidth rows: time each receive was outstanding (slot free -> "
@@ -91,17 +91,17 @@ void report_block(FILE *f, const struct report *rep, const struct row *r) {
 void report_row(FILE *f, const struct row *r) {
   char sz[24];
   fmt_size(sz, sizeof(sz), r->size);
-  const struct variant *p = &r->var[0];
+  const struct variant *p = &r->variants[0];
   fprintf(f, "  %9s %3d %7llu |%8.3f %8.1f %8.1f %9.3f |", sz, r->window,
           (unsigned long long)r->iters, p->m_gbps, p->m_p50, p->m_p99, p->m_cpu);
   if (r->best > 0) {
-    const struct variant *b = &r->var[r->best];
+    const struct variant *b = &r->variants[r->best];
     fprintf(f, "%8.3f %8.1f %8.1f %9.3f  %-12s|%7.2f %6.2f %5s\n", b->m_gbps, b->m_p50, b->m_p99,
             b->m_cpu, b->name, r->mode == MODE_LAT ? r->r_p50 : r->r_gbps, r->r_cpu,
-            r->verified ? "ok" : "BAD");
+            r->is_verified ? "ok" : "BAD");
   } else {
     fprintf(f, "%8s %8s %8s %9s  %-12s|%7s %6s %5s\n", "-", "-", "-", "-", "", "-", "-",
-            r->verified ? "ok" : "BAD");
+            r->is_verified ? "ok" : "BAD");
   }
 }
 
@@ -142,9 +142,10 @@ static void report_noise(FILE *f, const struct report *rep) {
     const struct row *r = &rep->rows[i];
     double row_max = 0;
     int seen = 0;
-    for (int v = 0; v < r->nvar; v++)
-      for (int k = 0; k < r->var[v].nrep; k++)
-        if (isfinite(r->var[v].foreign[k])) row_max = fmax(row_max, r->var[v].foreign[k]), seen = 1;
+    for (int v = 0; v < r->nvariant; v++)
+      for (int k = 0; k < r->variants[v].nrep; k++)
+        if (isfinite(r->variants[v].foreign[k]))
+          row_max = fmax(row_max, r->variants[v].foreign[k]), seen = 1;
     if (!seen) continue;
     all[n++] = row_max;
     worst = fmax(worst, row_max);
@@ -203,9 +204,9 @@ static void jvariant(FILE *f, const struct variant *v) {
   fprintf(f, "{\"name\": ");
   jstr(f, v->name);
   fprintf(f, ", \"engine\": \"%s\", \"sockets\": %d, \"spin\": %s, \"one_connection\": %s, ",
-          v->engine == ENG_PLUGIN ? "plugin" : "raw", v->shape.nsocks,
-          v->shape.spin ? "true" : "false", v->shape.shared ? "true" : "false");
-  if (v->engine != ENG_PLUGIN) {
+          v->engine == ENGINE_PLUGIN ? "plugin" : "raw", v->shape.nsocks,
+          v->shape.is_spinning ? "true" : "false", v->shape.is_shared ? "true" : "false");
+  if (v->engine != ENGINE_PLUGIN) {
     fprintf(f, "\"pilot_median\": ");
     jnum(f, v->pilot);
     fprintf(f, ", ");
@@ -236,10 +237,10 @@ static void jrow(FILE *f, const struct row *r) {
           "\"warmup\": %llu, \"iters\": %llu, \"verified\": %s,\n     \"plugin\": ",
           mode_name[r->mode], r->ncomms, (unsigned long long)r->size, r->window,
           (unsigned long long)r->warm, (unsigned long long)r->iters,
-          r->verified ? "true" : "false");
-  jvariant(f, &r->var[0]);
+          r->is_verified ? "true" : "false");
+  jvariant(f, &r->variants[0]);
   fprintf(f, ",\n     \"baseline\": ");
-  if (r->best > 0) jvariant(f, &r->var[r->best]);
+  if (r->best > 0) jvariant(f, &r->variants[r->best]);
   else fprintf(f, "null");
   fprintf(f, ",\n     \"ratio\": {\"gbps\": ");
   jnum(f, r->best > 0 ? r->r_gbps : NAN);
@@ -248,9 +249,9 @@ static void jrow(FILE *f, const struct row *r) {
   fprintf(f, ", \"cpu\": ");
   jnum(f, r->best > 0 ? r->r_cpu : NAN);
   fprintf(f, "},\n     \"baseline_shapes\": [");
-  for (int i = 1; i < r->nvar; i++) {
+  for (int i = 1; i < r->nvariant; i++) {
     if (i > 1) fprintf(f, ",\n       ");
-    jvariant(f, &r->var[i]);
+    jvariant(f, &r->variants[i]);
   }
   fprintf(f, "]}");
 }
@@ -274,7 +275,7 @@ static void jparams(FILE *f, const struct opts *o) {
   fprintf(f, "], \"raw_shapes\": [");
   for (int i = 0; i < o->nraw_shapes; i++)
     fprintf(f, "%s\"%d%s\"", i ? ", " : "", o->raw_shapes[i].nsocks,
-            o->raw_shapes[i].spin ? "s" : "");
+            o->raw_shapes[i].is_spinning ? "s" : "");
   fprintf(f, "]},\n  \"environment\": {");
   int n = 0;
   for (char **e = environ; *e; e++) {
@@ -326,7 +327,7 @@ int report_json(const struct report *rep, const char *path) {
   fprintf(f, ",\n");
   jparams(f, o);
   jtargets(f, rep);
-  fprintf(f, "  \"ok\": %s,\n  \"rows\": [\n", rep->failed ? "false" : "true");
+  fprintf(f, "  \"ok\": %s,\n  \"rows\": [\n", rep->has_failed ? "false" : "true");
   for (int i = 0; i < rep->nrows; i++) {
     jrow(f, &rep->rows[i]);
     fprintf(f, "%s\n", i + 1 < rep->nrows ? "," : "");

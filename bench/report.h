@@ -30,18 +30,19 @@ struct variant {
 struct row {
   int mode, ncomms, window;
   uint64_t size, warm, iters;
-  int nvar; /* var[0] is the plugin */
-  struct variant var[1 + BENCH_MAX_SHAPES];
+  int nvariant; /* variants[0] is the plugin */
+  struct variant variants[1 + BENCH_MAX_SHAPES];
   int best;                    /* the baseline shape compared against; -1 without baseline */
   double r_gbps, r_p50, r_cpu; /* plugin / baseline; 0 when there is none */
-  int verified;
+  bool is_verified;
 };
 
 struct opts {
   const char *placement; /* loopback | netns */
   const char *transport; /* tcp | ib */
   const char *plugin;
-  int abi, dev, verbose, baseline, corrupt, lat_one_conn, wait_quiet, pin;
+  int abi, dev;
+  bool is_verbose, has_baseline, is_corrupting, is_lat_one_conn, is_wait_quiet, is_pinned;
   int modes[MODE_COUNT];
   uint64_t sizes[BENCH_MAX_SIZES], lat_sizes[BENCH_MAX_SIZES];
   int nsizes, nlat_sizes;
@@ -65,7 +66,7 @@ struct report {
   int ncpu;
   struct row rows[BENCH_MAX_ROWS];
   int nrows;
-  int failed;
+  bool has_failed;
   char fail_msg[1024];
 };
 

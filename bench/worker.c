@@ -17,25 +17,25 @@
 
 struct worker {
   const struct worker_cfg *cfg;
-  int plug_status; /* 0 ready, -1 failed, 1 nothing to measure (skip) */
-  char plug_err[512];
-  struct plug plug;
-  struct raw raw;
+  int plugin_status; /* 0 ready, -1 failed, 1 nothing to measure (skip) */
+  char plugin_err[512];
+  struct plugin_driver plugin;
+  struct raw_driver raw;
   int ncomms, window;
   size_t pool_len;
   uint8_t *spool[BENCH_MAX_COMMS], *rpool[BENCH_MAX_COMMS];
   uint64_t filled_size;
   int filled_window;
-  int64_t *done[2 * BENCH_MAX_COMMS];
-  int64_t *lat;
+  int64_t *dones[2 * BENCH_MAX_COMMS];
+  int64_t *lats;
   size_t done_cap, lat_cap;
   int64_t cmd_cpu0;
 };
 
-static int io_all(int fd, void *buf, size_t len, int out) {
+static int io_all(int fd, void *buf, size_t len, bool is_out) {
   uint8_t *p = buf;
   while (len) {
-    ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
+    ssize_t n = is_out ? write(fd, p, len) : read(fd, p, len);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1;
     p += n;
@@ -44,8 +44,8 @@ static int io_all(int fd, void *buf, size_t len, int out) {
   return 0;
 }
 
-int io_write(int fd, const void *buf, size_t len) { return io_all(fd, (void *)buf, len, 1); }
-int io_read(int fd, void *buf, size_t len) { return io_all(fd, buf, len, 0); }
+int io_write(int fd, const void *buf, size_t len) { return io_all(fd, (void *)buf, len, true); }
+int io_read(int fd, void *buf, size_t len) { return io_all(fd, buf, len, false); }
 
 /* Address space for the largest window of the largest size; pages are
  * touched only as far as a run uses them (the parent caps that). */
@@ -74,33 +74,34 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
       raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->max_comms, BENCH_MAX_SOCKS, h, res->err,
                  sizeof(res->err)))
     return -1;
-  if (w->plug_status) {
-    snprintf(res->err, sizeof(res->err), "%s", w->plug_err);
-    return w->plug_status;
+  if (w->plugin_status) {
+    snprintf(res->err, sizeof(res->err), "%s", w->plugin_err);
+    return w->plugin_status;
   }
-  if (plug_listen(&w->plug, c->max_comms, h, res->err, sizeof(res->err))) return -1;
-  snprintf(res->err, sizeof(res->err), "%s", w->plug.desc); /* for the report header */
+  if (plugin_driver_listen(&w->plugin, c->max_comms, h, res->err, sizeof(res->err))) return -1;
+  snprintf(res->err, sizeof(res->err), "%s", w->plugin.desc); /* for the report header */
   return 0;
 }
 
 static int do_connect(struct worker *w, const struct bench_handles *peer, struct bench_res *res) {
   if (raw_connect(&w->raw, peer, res->err, sizeof(res->err))) return -1;
-  return plug_connect(&w->plug, peer, w->spool, w->rpool, w->pool_len, res->err, sizeof(res->err));
+  return plugin_driver_connect(&w->plugin, peer, w->spool, w->rpool, w->pool_len, res->err,
+                               sizeof(res->err));
 }
 
 /* Which directions of which comms this rank drives in a run. */
 static int make_streams(struct worker *w, const struct bench_cmd *c, struct stream *s) {
   int n = 0, rank = w->cfg->rank;
   int ncomms = c->mode == MODE_LAT ? 1 : c->ncomms;
-  int sends = c->mode != MODE_UNI || rank == 0, recvs = c->mode != MODE_UNI || rank == 1;
+  bool sends = c->mode != MODE_UNI || rank == 0, recvs = c->mode != MODE_UNI || rank == 1;
   for (int i = 0; i < ncomms; i++) {
-    if (sends) s[n++] = (struct stream){.send = 1, .comm = i, .pool = w->spool[i]};
-    if (recvs) s[n++] = (struct stream){.send = 0, .comm = i, .pool = w->rpool[i]};
+    if (sends) s[n++] = (struct stream){.is_send = true, .comm = i, .pool = w->spool[i]};
+    if (recvs) s[n++] = (struct stream){.is_send = false, .comm = i, .pool = w->rpool[i]};
   }
   for (int i = 0; i < n; i++) {
     s[i].my_rank = rank;
     s[i].peer_rank = 1 - rank;
-    s[i].done_ns = w->done[i];
+    s[i].done_ns = w->dones[i];
   }
   return n;
 }
@@ -112,8 +113,8 @@ static void prepare(struct worker *w, const struct bench_cmd *c, struct stream *
   for (int i = 0; i < n; i++)
     for (int k = 0; k < c->window; k++) {
       uint8_t *slot = s[i].pool + (size_t)k * c->size;
-      if (!s[i].send) memset(slot, 0xee, c->size);
-      else if (refill) pat_fill(slot, c->size, pat_key(s[i].my_rank, s[i].comm, k));
+      if (!s[i].is_send) memset(slot, 0xee, c->size);
+      else if (refill) pattern_fill(slot, c->size, pattern_key(s[i].my_rank, s[i].comm, k));
     }
   w->filled_size = c->size;
   w->filled_window = c->window;
@@ -135,9 +136,9 @@ static int check_streams(struct stream *s, int n, const struct bench_cmd *c, cha
   uint64_t total = c->warm + c->iters;
   uint64_t from = total > (uint64_t)c->window ? total - (uint64_t)c->window : 0;
   for (int i = 0; i < n; i++) {
-    if (s[i].send) continue;
-    for (uint64_t m = from; m < total; m++) stream_check(&s[i], c, m, 1);
-    if (s[i].bad) {
+    if (s[i].is_send) continue;
+    for (uint64_t m = from; m < total; m++) stream_check(&s[i], c, m, true);
+    if (s[i].has_failed) {
       snprintf(err, cap, "%s", s[i].err);
       return -1;
     }
@@ -159,8 +160,8 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
     snprintf(res->err, sizeof(res->err), "run outside what was prepared");
     return ready_go(w), -1;
   }
-  if (grow(w->done, &w->done_cap, total, 2 * BENCH_MAX_COMMS) ||
-      grow(&w->lat, &w->lat_cap, total * (size_t)c->ncomms, 1)) {
+  if (grow(w->dones, &w->done_cap, total, 2 * BENCH_MAX_COMMS) ||
+      grow(&w->lats, &w->lat_cap, total * (size_t)c->ncomms, 1)) {
     snprintf(res->err, sizeof(res->err), "out of memory for %llu timestamps",
              (unsigned long long)total);
     return ready_go(w), -1;
@@ -169,10 +170,10 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   int n = make_streams(w, c, s);
   prepare(w, c, s, n);
   if (ready_go(w)) return -1;
-  struct run_ctx r = {.cmd = c, .streams = s, .nstreams = n, .lat = w->lat};
+  struct run_ctx r = {.cmd = c, .streams = s, .nstreams = n, .lats = w->lats};
   int64_t cpu = proc_cpu_ns();
   w->cmd_cpu0 = cpu;
-  int rc = c->engine == ENG_PLUGIN ? plug_run(&w->plug, &r) : raw_run(&w->raw, &r);
+  int rc = c->engine == ENGINE_PLUGIN ? plugin_driver_run(&w->plugin, &r) : raw_run(&w->raw, &r);
   res->cpu_ns = proc_cpu_ns() - cpu;
   res->cpu_drv_ns = r.cpu_drv_ns;
   if (rc) {
@@ -187,20 +188,20 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   }
   stream_window(s, n, c->warm, total, res);
   for (int i = 0; i < n; i++)
-    if (!s[i].send)
-      res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window, w->lat + res->nlat);
+    if (!s[i].is_send)
+      res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window, w->lats + res->nlat);
   return 0;
 }
 
 static void worker_free(struct worker *w) {
-  plug_close(&w->plug);
+  plugin_driver_close(&w->plugin);
   raw_close(&w->raw);
   for (int i = 0; i < BENCH_MAX_COMMS; i++) {
     if (w->spool[i]) munmap(w->spool[i], w->pool_len);
     if (w->rpool[i]) munmap(w->rpool[i], w->pool_len);
   }
-  for (int i = 0; i < 2 * BENCH_MAX_COMMS; i++) free(w->done[i]);
-  free(w->lat);
+  for (int i = 0; i < 2 * BENCH_MAX_COMMS; i++) free(w->dones[i]);
+  free(w->lats);
 }
 
 /* Serves commands until quit or the parent goes away. */
@@ -224,7 +225,7 @@ static int serve(struct worker *w) {
       res.cpu_cmd_ns = proc_cpu_ns() - w->cmd_cpu0;
     }
     if (io_write(fd, &res, sizeof(res)) ||
-        (res.nlat && io_write(fd, w->lat, res.nlat * sizeof(int64_t))))
+        (res.nlat && io_write(fd, w->lats, res.nlat * sizeof(int64_t))))
       return 1;
   }
   return 1;
@@ -240,11 +241,11 @@ int worker_main(const struct worker_cfg *cfg) {
     CPU_SET(cfg->cpu, &set);
     sched_setaffinity(0, sizeof(set), &set);
   }
-  if (cfg->netns && netns_enter(cfg->netns, w.plug_err, sizeof(w.plug_err))) {
-    w.plug_status = -1;
+  if (cfg->netns && netns_enter(cfg->netns, w.plugin_err, sizeof(w.plugin_err))) {
+    w.plugin_status = -1;
   } else {
     if (cfg->ifname) setenv("NCCL_SOCKET_IFNAME", cfg->ifname, 1);
-    w.plug_status = plug_open(&w.plug, cfg, w.plug_err, sizeof(w.plug_err));
+    w.plugin_status = plugin_driver_open(&w.plugin, cfg, w.plugin_err, sizeof(w.plugin_err));
   }
   int rc = serve(&w);
   worker_free(&w);

@@ -22,19 +22,19 @@
 
 extern char **environ;
 
-const char *doc_env_get(const struct doc_env *e, const char *name) {
-  for (int i = 0; i < e->n; i++)
-    if (!strcmp(e->v[i].name, name)) return e->v[i].value;
+const char *doctor_env_get(const struct doctor_env *e, const char *name) {
+  for (int i = 0; i < e->nvar; i++)
+    if (!strcmp(e->vars[i].name, name)) return e->vars[i].value;
   return NULL;
 }
 
-const char *doc_transport(const struct doctor *d) { return d->c->ndev ? "RDMA" : "TCP"; }
+const char *doctor_transport(const struct doctor *d) { return d->c->ndev ? "RDMA" : "TCP"; }
 
-const char *doc_sev_name(enum topo_sev s) {
+const char *doctor_severity_name(enum topo_severity s) {
   return s == TOPO_ERROR ? "error" : s == TOPO_WARNING ? "warning" : "note";
 }
 
-void doc_port_subnet(const struct doctor *d, int port, char *buf, size_t cap) {
+void doctor_port_subnet(const struct doctor *d, int port, char *buf, size_t cap) {
   const struct topo_port_choice *pc = &d->c->pc[port];
   buf[0] = 0;
   if (!pc->has_addr) return;
@@ -42,48 +42,64 @@ void doc_port_subnet(const struct doctor *d, int port, char *buf, size_t cap) {
   else ipaddr_str(&pc->addr, buf, cap);
 }
 
-void doc_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap) {
-  const struct topo_port *pt = &d->h->port[port];
+void doctor_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap) {
+  const struct topo_port *pt = &d->h->ports[port];
   buf[0] = 0;
   for (int k = 0; k < pt->ngid; k++)
-    if (pt->gid[k].index == index) gid_str(pt->gid[k].raw, buf, cap);
+    if (pt->gids[k].index == index) gid_str(pt->gids[k].raw, buf, cap);
 }
 
-const char *doc_gid_verdict(const struct doctor *d, int port, int index) {
+const char *doctor_gid_verdict(const struct doctor *d, int port, int index) {
   const struct topo_port_choice *pc = &d->c->pc[port];
   if (pc->gid.index == index && pc->gid.index >= 0) return "";
-  if (pc->gid.forced && pc->gid.auto_index == index)
+  if (pc->gid.is_forced && pc->gid.auto_index == index)
     return "the automatic choice, but NCCL_IB_GID_INDEX forces another";
-  for (int i = 0; i < pc->gid.nrej; i++)
-    if (pc->gid.rej[i].index == index) return pc->gid.rej[i].why;
+  for (int i = 0; i < pc->gid.nreject; i++)
+    if (pc->gid.rejects[i].index == index) return pc->gid.rejects[i].why;
   return pc->verdict == TV_STATE || pc->verdict == TV_DISABLED ? "port not used" : "not chosen";
 }
 
-static void env_add(struct doc_env *e, const char *entry) {
+int doctor_env_differences(const struct doctor *d, struct doctor_difference *diffs) {
+  int n = 0;
+  for (int i = 0; i < d->self.nvar; i++) {
+    const struct doctor_var *v = &d->self.vars[i];
+    const char *pid1 = doctor_env_get(&d->pid1, v->name);
+    if (!pid1 || strcmp(pid1, v->value))
+      diffs[n++] = (struct doctor_difference){v->name, v->value, pid1};
+  }
+  for (int i = 0; i < d->pid1.nvar; i++) {
+    const struct doctor_var *v = &d->pid1.vars[i];
+    if (!doctor_env_get(&d->self, v->name))
+      diffs[n++] = (struct doctor_difference){v->name, NULL, v->value};
+  }
+  return n;
+}
+
+static void env_add(struct doctor_env *e, const char *entry) {
   const char *eq = strchr(entry, '=');
-  if (strncmp(entry, "NCCL_", 5) || !eq || e->n == DOC_MAX_VARS) return;
-  struct doc_var *v = &e->v[e->n];
+  if (strncmp(entry, "NCCL_", 5) || !eq || e->nvar == DOCTOR_MAX_VARS) return;
+  struct doctor_var *v = &e->vars[e->nvar];
   if ((size_t)(eq - entry) >= sizeof(v->name)) return;
   snprintf(v->name, sizeof(v->name), "%.*s", (int)(eq - entry), entry);
   scopy(v->value, sizeof(v->value), eq + 1);
-  e->n++;
+  e->nvar++;
 }
 
-static void env_of_process(struct doc_env *e) {
-  e->n = 0;
+static void env_of_process(struct doctor_env *e) {
+  e->nvar = 0;
   for (char **p = environ; p && *p; p++) env_add(e, *p);
 }
 
 /* /proc/1/environ: NUL-separated (a fixture's copy may use newlines). */
-static int env_of_file(struct doc_env *e, const char *path, char *err, size_t cap) {
+static int env_of_file(struct doctor_env *e, const char *path, char *why, size_t cap) {
   FILE *f = fopen(path, "re");
   if (!f) {
-    int err_no = errno;
-    snprintf(err, cap, "%s cannot be read: %s%s", path, strerror(err_no),
-             err_no != EACCES ? ""
-             : geteuid()      ? " (run as root to compare with PID 1's environment)"
-                              : " (even as root: this container or a security module hides PID 1)");
-    return -1;
+    int err = errno;
+    snprintf(why, cap, "%s cannot be read: %s%s", path, strerror(err),
+             err != EACCES ? ""
+             : geteuid()   ? " (run as root to compare with PID 1's environment)"
+                           : " (even as root: this container or a security module hides PID 1)");
+    return err;
   }
   static char buf[65536];
   size_t n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -96,60 +112,60 @@ static int env_of_file(struct doc_env *e, const char *path, char *err, size_t ca
   return 0;
 }
 
-/* --pid1: the job PID 1 starts sees PID 1's NCCL_* values (a PaaS injects
- * them there, field story 5): evaluate with them. */
-static void apply_pid1(const struct doc_env *pid1) {
-  for (int i = 0; i < pid1->n; i++) setenv(pid1->v[i].name, pid1->v[i].value, 1);
+/* --pid1: the job PID 1 starts sees PID 1's NCCL_* values (a managed
+ * platform may inject them there, unlike in a login shell): evaluate with
+ * them. */
+static void apply_pid1(const struct doctor_env *pid1) {
+  for (int i = 0; i < pid1->nvar; i++) setenv(pid1->vars[i].name, pid1->vars[i].value, 1);
 }
 
 static void usage(FILE *f) {
   fprintf(f, "usage: nccl-net-diag doctor [--json] [--pid1] [--pid1-environ FILE] [-v]\n"
-             "  inspect this host (NCCL_DIAG_SYSFS_ROOT and HWLOC_XMLFILE name a fixture host):\n"
+             "  inspect this host (or another one from a copy of its sysfs: NCCL_DIAG_SYSFS_ROOT\n"
+             "  and HWLOC_XMLFILE name it):\n"
              "  RDMA ports and GIDs, GPU-to-NIC distances, socket interfaces, NCCL_* settings of\n"
              "  this process and of PID 1, and the exports to use\n"
              "  --json               the same content as one JSON document\n"
              "  --pid1               evaluate with PID 1's NCCL_* values (what a job started by\n"
              "                       PID 1 sees) instead of this shell's\n"
              "  --pid1-environ FILE  read PID 1's environment from FILE (default /proc/1/environ)\n"
-             "  -v                   the plugin's INFO lines on stderr\n"
+             "  -v                   the plugin's log lines (INFO, WARN) on stderr\n"
              "exit status: 0 usable, 1 something will break a multi-node run, 2 usage\n");
 }
 
-static int run(struct doctor *d, int json) {
-  struct topo_host *h = calloc(1, sizeof(*h));
-  struct topo_choice *c = calloc(1, sizeof(*c));
-  if (!h || !c) {
-    fprintf(stderr, "nccl-net-diag doctor: out of memory\n");
-    free(h);
-    free(c);
-    return 1;
-  }
-  int r = topo_discover(h, TOPO_WANT_GPUS);
+static int run(struct doctor *d, bool is_json) {
+  struct topo_host h;
+  struct topo_choice c;
+  int r = topo_discover(&h, TOPO_WANT_GPUS);
   if (r) {
-    fprintf(stderr, "nccl-net-diag doctor: the host's interfaces could not be listed: %s\n",
-            strerror(-r));
-    free(h);
-    free(c);
+    fprintf(stderr, "nccl-net-diag doctor: this host's topology could not be discovered: %s\n",
+            strerror(r));
+    topo_host_free(&h);
     return 1;
   }
-  topo_choose(h, NULL, c);
-  d->h = h;
-  d->c = c;
-  d->exit_status = c->errors ? 1 : 0;
-  if (json) doctor_print_json(stdout, d);
+  if (topo_decide(&h, NULL, &c)) {
+    fprintf(stderr, "nccl-net-diag doctor: %s\n", c.why_none);
+    topo_host_free(&h);
+    return 1;
+  }
+  if (tool_verbose) topo_report(&h, &c); /* -v: the lines the plugin logs */
+  d->h = &h;
+  d->c = &c;
+  d->exit_status = c.nerror ? 1 : 0;
+  if (is_json) doctor_print_json(stdout, d);
   else doctor_print_text(stdout, d);
-  free(h);
-  free(c);
+  topo_choice_free(&c);
+  topo_host_free(&h);
   return d->exit_status;
 }
 
 int cmd_doctor(int argc, char **argv) {
   static struct doctor d;
-  int json = 0, use_pid1 = 0;
+  bool is_json = false, is_pid1_used = false;
   const char *pid1_path = "/proc/1/environ";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) json = 1;
-    else if (!strcmp(argv[i], "--pid1")) use_pid1 = 1;
+    if (!strcmp(argv[i], "--json")) is_json = true;
+    else if (!strcmp(argv[i], "--pid1")) is_pid1_used = true;
     else if (!strcmp(argv[i], "--pid1-environ") && i + 1 < argc) pid1_path = argv[++i];
     else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -163,17 +179,17 @@ int cmd_doctor(int argc, char **argv) {
   memset(&d, 0, sizeof(d));
   gethostname(d.hostname, sizeof(d.hostname) - 1);
   scopy(d.pid1_src, sizeof(d.pid1_src), pid1_path);
-  d.pid1_ok = env_of_file(&d.pid1, pid1_path, d.pid1_err, sizeof(d.pid1_err)) == 0;
+  d.has_pid1 = env_of_file(&d.pid1, pid1_path, d.pid1_why, sizeof(d.pid1_why)) == 0;
   env_of_process(&d.self);
-  if (use_pid1 && !d.pid1_ok) {
-    fprintf(stderr, "nccl-net-diag doctor: --pid1: %s\n", d.pid1_err);
+  if (is_pid1_used && !d.has_pid1) {
+    fprintf(stderr, "nccl-net-diag doctor: --pid1: %s\n", d.pid1_why);
     return 2;
   }
-  if (use_pid1) {
+  if (is_pid1_used) {
     apply_pid1(&d.pid1);
-    d.pid1_applied = 1;
+    d.is_pid1_applied = true;
   }
   log_set_stderr_level(tool_verbose ? LOG_LEVEL_INFO : LOG_LEVEL_WARN);
   knob_load(1);
-  return run(&d, json);
+  return run(&d, is_json);
 }

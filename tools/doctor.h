@@ -4,49 +4,61 @@
 #ifndef DIAG_TOOLS_DOCTOR_H
 #define DIAG_TOOLS_DOCTOR_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "topo/topo.h"
 
-#define DOC_MAX_VARS 64
+#define DOCTOR_MAX_VARS 64
 
-struct doc_var {
+struct doctor_var {
   char name[64];
   char value[512];
 };
 
-struct doc_env {
-  int n;
-  struct doc_var v[DOC_MAX_VARS];
+struct doctor_env {
+  int nvar;
+  struct doctor_var vars[DOCTOR_MAX_VARS];
 };
 
 struct doctor {
   char hostname[128];
   const struct topo_host *h;
   const struct topo_choice *c;
-  struct doc_env self; /* NCCL_* of this process (before --pid1) */
-  struct doc_env pid1; /* NCCL_* of PID 1 */
-  int pid1_ok;
-  char pid1_src[256]; /* the file read */
-  char pid1_err[256]; /* why it could not be read */
-  int pid1_applied;   /* --pid1: evaluated with PID 1's values */
+  struct doctor_env self; /* NCCL_* of this process (before --pid1) */
+  struct doctor_env pid1; /* NCCL_* of PID 1 */
+  bool has_pid1;          /* PID 1's environment was read */
+  char pid1_src[256];     /* the file read */
+  char pid1_why[256];     /* why it could not be read */
+  bool is_pid1_applied;   /* --pid1: evaluated with PID 1's values */
   int exit_status;
 };
 
 /* The value of name in e, or NULL. */
-const char *doc_env_get(const struct doc_env *e, const char *name);
+const char *doctor_env_get(const struct doctor_env *e, const char *name);
+
+/* A variable this process and PID 1 do not agree on; NULL = unset there. */
+struct doctor_difference {
+  const char *name;
+  const char *process;
+  const char *pid1;
+};
+/* Fills diffs (room for 2 * DOCTOR_MAX_VARS): first this process's
+ * variables that PID 1 lacks or sets otherwise, in this process's order,
+ * then those only PID 1 sets. Returns how many. */
+int doctor_env_differences(const struct doctor *d, struct doctor_difference *diffs);
 
 void doctor_print_text(FILE *f, const struct doctor *d);
 void doctor_print_json(FILE *f, const struct doctor *d);
 
 /* Shared wording of the two printers. */
-const char *doc_transport(const struct doctor *d); /* "RDMA" or "TCP" */
+const char *doctor_transport(const struct doctor *d); /* "RDMA" or "TCP" */
 /* "10.1.2.0/24" of a chosen or rejected port's GID, "" when none. */
-void doc_port_subnet(const struct doctor *d, int port, char *buf, size_t cap);
+void doctor_port_subnet(const struct doctor *d, int port, char *buf, size_t cap);
 /* The GID of port p at index i as text, "" when not populated. */
-void doc_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap);
+void doctor_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap);
 /* Why GID entry k of port p was not chosen, "" when it was. */
-const char *doc_gid_verdict(const struct doctor *d, int port, int index);
-const char *doc_sev_name(enum topo_sev s);
+const char *doctor_gid_verdict(const struct doctor *d, int port, int index);
+const char *doctor_severity_name(enum topo_severity s);
 
 #endif

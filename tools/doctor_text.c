@@ -46,30 +46,31 @@ static const char *verdict_text(const struct doctor *d, int p, char *buf, size_t
 }
 
 static void print_gid_row(FILE *f, const struct doctor *d, int p, const struct topo_gid *g) {
-  const struct topo_port *pt = &d->h->port[p];
+  const struct topo_port *pt = &d->h->ports[p];
   char gs[64], chosen[96];
   gid_str(g->raw, gs, sizeof(gs));
-  const char *why = doc_gid_verdict(d, p, g->index);
+  const char *why = doctor_gid_verdict(d, p, g->index);
   if (!why[0]) {
     snprintf(chosen, sizeof(chosen), "CHOSEN%s%s",
-             d->c->pc[p].gid.forced ? " (NCCL_IB_GID_INDEX)" : "",
+             d->c->pc[p].gid.is_forced ? " (NCCL_IB_GID_INDEX)" : "",
              d->c->pc[p].verdict == TV_CHOSEN ? "" : " for the port, which is not used");
     why = chosen;
   }
   fprintf(f, "      GID %-3d %-28s %-8s %-14s %s\n", g->index, gs,
-          g->type_err ? "unread" : gid_type_name(g->type, pt->ll), g->ndev[0] ? g->ndev : "-", why);
+          g->type_errno ? "unread" : gid_type_name(g->type, pt->ll), g->netdev[0] ? g->netdev : "-",
+          why);
 }
 
 /* Under a port line: why it is not used, then its GID table. */
 static void print_port_detail(FILE *f, const struct doctor *d, int p) {
-  const struct topo_port *pt = &d->h->port[p];
+  const struct topo_port *pt = &d->h->ports[p];
   const struct topo_port_choice *pc = &d->c->pc[p];
   if (pc->verdict != TV_CHOSEN) wrapped(f, "      not used: ", 8, pc->why);
   if (!pt->ngid) fprintf(f, "      (no populated GID)\n");
-  for (int k = 0; k < pt->ngid; k++) print_gid_row(f, d, p, &pt->gid[k]);
-  int found = 0;
-  for (int k = 0; k < pt->ngid; k++) found |= pt->gid[k].index == pc->gid.index;
-  if (pc->gid.forced && pc->gid.index >= 0 && !found)
+  for (int k = 0; k < pt->ngid; k++) print_gid_row(f, d, p, &pt->gids[k]);
+  bool is_populated = false;
+  for (int k = 0; k < pt->ngid; k++) is_populated |= pt->gids[k].index == pc->gid.index;
+  if (pc->gid.is_forced && pc->gid.index >= 0 && !is_populated)
     fprintf(f, "      GID %-3d (empty or missing; forced by NCCL_IB_GID_INDEX)\n", pc->gid.index);
   if (pt->ll == TOPO_LL_ETH && pc->gid.nccl_index != pc->gid.index && pc->verdict != TV_STATE)
     fprintf(f, "      NCCL's built-in IB transport would choose GID %d\n", pc->gid.nccl_index);
@@ -79,17 +80,17 @@ static void print_ports(FILE *f, const struct doctor *d) {
   const struct topo_host *h = d->h;
   fprintf(f, "\nRDMA ports and their GIDs (ibdev2netdev and show_gids in one view)\n");
   if (!h->nport) {
-    fprintf(f, "  none: %s\n", h->rdma_present ? "the devices have no ports" : h->no_rdma);
+    fprintf(f, "  none: %s\n", h->has_rdma ? "the devices have no ports" : h->why_no_rdma);
     return;
   }
   fprintf(f, "  %-15s %-16s %-5s %-20s %-5s %-5s %-16s %-13s %-4s %s\n", "DEVICE:PORT", "STATE",
           "LINK", "RATE", "MTU", "LID", "NETDEV", "PCI", "NUMA", "VERDICT");
   for (int p = 0; p < h->nport; p++) {
-    const struct topo_port *pt = &h->port[p];
-    const struct topo_hca *hca = &h->hca[pt->hca];
+    const struct topo_port *pt = &h->ports[p];
+    const struct topo_hca *hca = &h->hcas[pt->hca];
     char label[80], state[48], lid[16] = "-", nd[40], v[64];
     topo_port_label(h, p, label, sizeof(label));
-    snprintf(state, sizeof(state), "%s/%s", pt->state_txt, pt->phys_txt);
+    snprintf(state, sizeof(state), "%s/%s", pt->state_text, pt->phys_state_text);
     if (pt->ll == TOPO_LL_IB) snprintf(lid, sizeof(lid), "%d", pt->lid);
     snprintf(nd, sizeof(nd), "%s%s", pt->netdev[0] ? pt->netdev : "-",
              pt->netdev_up == 1   ? " (up)"
@@ -111,7 +112,7 @@ static void print_devices(FILE *f, const struct doctor *d) {
     const struct topo_dev *dv = &c->dev[i];
     char gs[64], sub[64];
     gid_str(dv->gid, gs, sizeof(gs));
-    doc_port_subnet(d, dv->port, sub, sizeof(sub));
+    doctor_port_subnet(d, dv->port, sub, sizeof(sub));
     fprintf(f, "  [%d] %s:%d %s GID %d %s%s%s%s%s, MTU %d, %d Mb/s, NUMA %d, NCCL port %d\n", i,
             dv->name, dv->ib_port, topo_ll_name(dv->ll), dv->gid_index, gs,
             dv->netdev[0] ? " on " : "", dv->netdev, sub[0] ? " " : "", sub, dv->mtu,
@@ -124,16 +125,17 @@ static void print_matrix_legend(FILE *f, const struct doctor *d) {
   const struct topo_host *h = d->h;
   fprintf(f, "  NICs:");
   for (int i = 0; i < h->nhca; i++) {
-    int p = h->hca[i].first_port;
+    int p = h->hcas[i].first_port;
     char sub[64] = "";
-    if (h->hca[i].nports) doc_port_subnet(d, p, sub, sizeof(sub));
-    fprintf(f, "%s %s = %s%s%s (%s)", i ? ";" : "", h->hca[i].name,
-            h->hca[i].nports && h->port[p].netdev[0] ? h->port[p].netdev : "-", sub[0] ? " " : "",
-            sub, h->hca[i].nports && d->c->pc[p].verdict == TV_CHOSEN ? "chosen" : "not used");
+    if (h->hcas[i].nports) doctor_port_subnet(d, p, sub, sizeof(sub));
+    fprintf(f, "%s %s = %s%s%s (%s)", i ? ";" : "", h->hcas[i].name,
+            h->hcas[i].nports && h->ports[p].netdev[0] ? h->ports[p].netdev : "-",
+            sub[0] ? " " : "", sub,
+            h->hcas[i].nports && d->c->pc[p].verdict == TV_CHOSEN ? "chosen" : "not used");
   }
   fprintf(f, "\n  PIX one PCIe switch, PXB several switches, PHB one host bridge, NODE two host "
              "bridges of one\n  NUMA node (NCCL calls it PHB), SYS across NUMA nodes: NCCL's "
-             "definitions (topo/pcidist.h)\n");
+             "definitions\n");
 }
 
 static void print_gpus(FILE *f, const struct doctor *d) {
@@ -146,27 +148,29 @@ static void print_gpus(FILE *f, const struct doctor *d) {
   }
   fprintf(f, "  %-6s", "");
   for (int i = 0; i < h->nhca; i++)
-    fprintf(f, " %-*s", (int)strlen(h->hca[i].name) < 5 ? 5 : (int)strlen(h->hca[i].name),
-            h->hca[i].name);
+    fprintf(f, " %-*s", (int)strlen(h->hcas[i].name) < 5 ? 5 : (int)strlen(h->hcas[i].name),
+            h->hcas[i].name);
   fprintf(f, "  %-13s %-4s %s\n", "CPU AFFINITY", "NUMA", "NEAREST CHOSEN");
   for (int g = 0; g < h->ngpu; g++) {
-    fprintf(f, "  %-6s", h->gpu[g].name);
+    fprintf(f, "  %-6s", h->gpus[g].name);
     for (int i = 0; i < h->nhca; i++) {
-      int w = (int)strlen(h->hca[i].name) < 5 ? 5 : (int)strlen(h->hca[i].name);
-      enum pci_class k = h->hca[i].nports ? c->gc[g].to_port[h->hca[i].first_port] : PC_UNKNOWN;
+      int w = (int)strlen(h->hcas[i].name) < 5 ? 5 : (int)strlen(h->hcas[i].name);
+      enum pci_class k = h->hcas[i].nports ? c->gpu_choices[g].port_classes[h->hcas[i].first_port]
+                                           : PCI_CLASS_UNKNOWN;
       fprintf(f, " %-*s", w, pci_class_name(k));
     }
     char near[256] = "none";
     size_t o = 0;
-    for (int k = 0; k < c->gc[g].nnear && o < sizeof(near); k++) {
-      const struct topo_dev *dv = &c->dev[c->gc[g].near[k]];
+    for (int k = 0; k < c->gpu_choices[g].nnearest && o < sizeof(near); k++) {
+      const struct topo_dev *dv = &c->dev[c->gpu_choices[g].nearest[k]];
       char sub[64];
-      doc_port_subnet(d, dv->port, sub, sizeof(sub));
+      doctor_port_subnet(d, dv->port, sub, sizeof(sub));
       o = topo_cat(near, sizeof(near), o, "%s%s:%d (%s%s%s, GID %d)", k ? ", " : "", dv->name,
                    dv->ib_port, dv->netdev[0] ? dv->netdev : "-", sub[0] ? " " : "", sub,
                    dv->gid_index);
     }
-    fprintf(f, "  %-13s %-4d %s\n", h->gpu[g].cpus[0] ? h->gpu[g].cpus : "-", h->gpu[g].numa, near);
+    fprintf(f, "  %-13s %-4d %s\n", h->gpus[g].cpus[0] ? h->gpus[g].cpus : "-", h->gpus[g].numa,
+            near);
   }
   print_matrix_legend(f, d);
 }
@@ -189,7 +193,7 @@ static void print_ifaces(FILE *f, const struct doctor *d) {
       o = topo_cat(addrs, sizeof(addrs), o, "%s%s", k ? " " : "", a);
     }
     struct pci_chain ch;
-    const char *base = pci_chain_from_path(&ch, n->pci_path, -1) == 0 ? ch.bdf[ch.n - 1] : "-";
+    const char *base = pci_chain_from_path(&ch, n->pci_path, -1) == 0 ? ch.bdfs[ch.nbdf - 1] : "-";
     int j;
     for (j = 0; j < c->sock.n && c->sock.idx[j] != i; j++) {
     }
@@ -213,73 +217,82 @@ static void print_ifaces(FILE *f, const struct doctor *d) {
   if (c->sock.error[0]) wrapped(f, "  problem: ", 4, c->sock.error);
 }
 
+/* "  this process: NCCL_A=1 NCCL_B=x" or "...: none". */
+static void print_vars(FILE *f, const char *label, const struct doctor_env *e) {
+  fprintf(f, "  %s:", label);
+  for (int i = 0; i < e->nvar; i++) fprintf(f, " %s=%s", e->vars[i].name, e->vars[i].value);
+  if (!e->nvar) fprintf(f, " none");
+  fprintf(f, "\n");
+}
+
+/* A value in quotes, or "unset". */
+static void print_value(FILE *f, const char *value) {
+  if (value) fprintf(f, "\"%s\"", value);
+  else fprintf(f, "unset");
+}
+
 static void print_env(FILE *f, const struct doctor *d) {
-  fprintf(f, "\nNCCL_* variables\n  this process:");
-  for (int i = 0; i < d->self.n; i++) fprintf(f, " %s=%s", d->self.v[i].name, d->self.v[i].value);
-  fprintf(f, "%s\n", d->self.n ? "" : " none");
-  if (!d->pid1_ok) {
-    wrapped(f, "  PID 1: ", 4, d->pid1_err);
+  fprintf(f, "\nNCCL_* variables\n");
+  print_vars(f, "this process", &d->self);
+  if (!d->has_pid1) {
+    wrapped(f, "  PID 1: ", 4, d->pid1_why);
   } else {
-    fprintf(f, "  PID 1 (%s):", d->pid1_src);
-    for (int i = 0; i < d->pid1.n; i++) fprintf(f, " %s=%s", d->pid1.v[i].name, d->pid1.v[i].value);
-    fprintf(f, "%s\n", d->pid1.n ? "" : " none");
-    int ndiff = 0;
-    for (int pass = 0; pass < 2; pass++) {
-      const struct doc_env *a = pass ? &d->pid1 : &d->self, *b = pass ? &d->self : &d->pid1;
-      for (int i = 0; i < a->n; i++) {
-        const char *other = doc_env_get(b, a->v[i].name);
-        if (pass && other) continue; /* reported in the first pass */
-        if (other && !strcmp(other, a->v[i].value)) continue;
-        fprintf(f, "  differs: %s: this process %s%s%s, PID 1 %s%s%s\n", a->v[i].name,
-                pass ? "unset" : "\"", pass ? "" : a->v[i].value, pass ? "" : "\"",
-                pass || other ? "\"" : "unset",
-                pass    ? a->v[i].value
-                : other ? other
-                        : "",
-                pass || other ? "\"" : "");
-        ndiff++;
-      }
+    char label[300];
+    snprintf(label, sizeof(label), "PID 1 (%s)", d->pid1_src);
+    print_vars(f, label, &d->pid1);
+    struct doctor_difference diffs[2 * DOCTOR_MAX_VARS];
+    int ndiff = doctor_env_differences(d, diffs);
+    for (int i = 0; i < ndiff; i++) {
+      fprintf(f, "  differs: %s: this process ", diffs[i].name);
+      print_value(f, diffs[i].process);
+      fprintf(f, ", PID 1 ");
+      print_value(f, diffs[i].pid1);
+      fprintf(f, "\n");
     }
-    if (ndiff && !d->pid1_applied)
+    if (ndiff && !d->is_pid1_applied)
       fprintf(f, "  a job started by PID 1 sees PID 1's values: rerun with --pid1 to check them\n");
   }
   fprintf(f, "  evaluated with: %s\n",
-          d->pid1_applied ? "PID 1's values (--pid1)" : "this process's values");
+          d->is_pid1_applied ? "PID 1's values (--pid1)" : "this process's values");
 }
 
 static void print_issues(FILE *f, const struct doctor *d) {
   const struct topo_host *h = d->h;
   const struct topo_choice *c = d->c;
   if (h->nnote) fprintf(f, "\nDiscovery notes (tolerated)\n");
-  for (int i = 0; i < h->nnote; i++) wrapped(f, "  - ", 4, h->note[i]);
+  for (int i = 0; i < h->nnote; i++) wrapped(f, "  - ", 4, h->notes[i]);
   fprintf(f, "\nProblems\n");
   if (!c->nissue) fprintf(f, "  none\n");
-  for (enum topo_sev s = TOPO_ERROR;; s--) {
+  for (enum topo_severity s = TOPO_ERROR;; s--) {
     for (int i = 0; i < c->nissue; i++) {
-      if (c->issue[i].sev != s) continue;
+      if (c->issues[i].severity != s) continue;
       char pre[24];
-      snprintf(pre, sizeof(pre), "  %-8s ", doc_sev_name(s));
-      wrapped(f, pre, 11, c->issue[i].text);
+      snprintf(pre, sizeof(pre), "  %-8s ", doctor_severity_name(s));
+      wrapped(f, pre, 11, c->issues[i].text);
     }
     if (s == TOPO_NOTE) break;
   }
+  if (c->nissue_lost)
+    fprintf(f, "  %d more problem%s could not be recorded: out of memory\n", c->nissue_lost,
+            c->nissue_lost == 1 ? "" : "s");
 }
 
 static void print_recs(FILE *f, const struct doctor *d) {
   const struct topo_choice *c = d->c;
   fprintf(f, "\nRecommended settings\n");
-  if (!c->nrec) fprintf(f, "  none needed: the automatic choices above are what NCCL should use\n");
-  for (int i = 0; i < c->nrec; i++) {
-    const struct topo_rec *r = &c->rec[i];
+  if (!c->nsetting)
+    fprintf(f, "  none needed: the automatic choices above are what NCCL should use\n");
+  for (int i = 0; i < c->nsetting; i++) {
+    const struct topo_setting *r = &c->settings[i];
     fprintf(f, "  export %s=%s\n", r->name, r->value);
     char pre[32];
     snprintf(pre, sizeof(pre), "      # %s: ", r->status);
     wrapped(f, pre, 8, r->why);
   }
   int warnings = 0;
-  for (int i = 0; i < c->nissue; i++) warnings += c->issue[i].sev == TOPO_WARNING;
-  fprintf(f, "\nverdict: %s, %d error%s, %d warning%s; exit status %d\n", doc_transport(d),
-          c->errors, c->errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
+  for (int i = 0; i < c->nissue; i++) warnings += c->issues[i].severity == TOPO_WARNING;
+  fprintf(f, "\nverdict: %s, %d error%s, %d warning%s; exit status %d\n", doctor_transport(d),
+          c->nerror, c->nerror == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
 }
 
 void doctor_print_text(FILE *f, const struct doctor *d) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag params: the knob table, with this process's values. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,8 +18,8 @@ static const char *type_name(enum knob_type t) {
 }
 
 int cmd_params(int argc, char **argv) {
-  int only_set = argc > 1 && !strcmp(argv[1], "--set");
-  if (argc > 1 && !only_set) {
+  bool is_set_only = argc > 1 && !strcmp(argv[1], "--set");
+  if (argc > 1 && !is_set_only) {
     fprintf(stderr, "usage: nccl-net-diag params [--set]\n");
     return 2;
   }
@@ -27,7 +28,7 @@ int cmd_params(int argc, char **argv) {
   for (int i = 0; i < K_COUNT; i++) {
     const struct knob_def *k = knob_def((enum knob_id)i);
     const char *raw = knob_raw((enum knob_id)i);
-    if (only_set && !raw) continue;
+    if (is_set_only && !raw) continue;
     printf("%s (%s, default %s)%s%s%s\n", k->name, type_name(k->type), k->def ? k->def : "unset",
            raw ? ": set to \"" : "", raw ? raw : "", raw ? "\"" : "");
     printf("    %s\n", k->help);

@@ -2,6 +2,7 @@
 #include "topo/addr.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static int mask_bits(const uint8_t *m, int len) {
 int ipaddr_from_sockaddr(struct ipaddr *a, const struct sockaddr *sa, const struct sockaddr *mask) {
   memset(a, 0, sizeof(*a));
   a->prefix = -1;
-  if (!sa) return -1;
+  if (!sa) return EINVAL;
   if (sa->sa_family == AF_INET) {
     a->family = AF_INET;
     memcpy(a->bytes, &((const struct sockaddr_in *)sa)->sin_addr, 4);
@@ -38,34 +39,34 @@ int ipaddr_from_sockaddr(struct ipaddr *a, const struct sockaddr *sa, const stru
       a->prefix = mask_bits((const uint8_t *)&((const struct sockaddr_in6 *)mask)->sin6_addr, 16);
     return 0;
   }
-  return -1;
+  return EAFNOSUPPORT;
 }
 
 int ipaddr_parse(struct ipaddr *a, const char *text) {
   char buf[80];
   memset(a, 0, sizeof(*a));
   a->prefix = -1;
-  if (!text || strlen(text) >= sizeof(buf)) return -1;
+  if (!text || strlen(text) >= sizeof(buf)) return EINVAL;
   strcpy(buf, text);
   char *slash = strchr(buf, '/');
   if (slash) {
     *slash = 0;
     char *end;
     long p = strtol(slash + 1, &end, 10);
-    if (*end || end == slash + 1 || p < 0) return -1;
+    if (*end || end == slash + 1 || p < 0) return EINVAL;
     a->prefix = (int)p;
   }
   if (inet_pton(AF_INET, buf, a->bytes) == 1) {
     a->family = AF_INET;
-    if (a->prefix > 32) return -1;
+    if (a->prefix > 32) return EINVAL;
     return 0;
   }
   if (inet_pton(AF_INET6, buf, a->bytes) == 1) {
     a->family = AF_INET6;
-    if (a->prefix > 128) return -1;
+    if (a->prefix > 128) return EINVAL;
     return 0;
   }
-  return -1;
+  return EAFNOSUPPORT;
 }
 
 void ipaddr_str(const struct ipaddr *a, char *buf, size_t cap) {

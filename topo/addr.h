@@ -14,8 +14,9 @@ struct ipaddr {
   int prefix;        /* prefix length, -1 when unknown */
 };
 
+/* 0, or EINVAL (no address) or EAFNOSUPPORT (neither IPv4 nor IPv6). */
 int ipaddr_from_sockaddr(struct ipaddr *a, const struct sockaddr *sa, const struct sockaddr *mask);
-/* Parses "10.0.0.1", "10.0.0.1/24", "fe80::1/64". 0 or -1. */
+/* Parses "10.0.0.1", "10.0.0.1/24", "fe80::1/64". 0 or EINVAL. */
 int ipaddr_parse(struct ipaddr *a, const char *text);
 /* "10.0.0.1" (no prefix) / "10.0.0.1/24" (with) */
 void ipaddr_str(const struct ipaddr *a, char *buf, size_t cap);

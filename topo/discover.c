@@ -11,6 +11,12 @@
 #include "topo/internal.h"
 #include "topo/sysfs.h"
 
+void *topo_grow(void *array, int n, size_t size) {
+  char *grown = realloc(array, (size_t)(n + 1) * size);
+  if (grown) memset(grown + (size_t)n * size, 0, size);
+  return grown;
+}
+
 void topo_note(struct topo_host *h, const char *fmt, ...) {
   char text[TOPO_NOTE_MAX];
   va_list ap;
@@ -18,7 +24,12 @@ void topo_note(struct topo_host *h, const char *fmt, ...) {
   vsnprintf(text, sizeof(text), fmt, ap);
   va_end(ap);
   INFO(LOG_NET, "%s", text);
-  if (h->nnote < TOPO_MAX_NOTES) scopy(h->note[h->nnote++], TOPO_NOTE_MAX, text);
+  if (h->nnote == TOPO_MAX_NOTES) return;
+  /* Out of memory, the note is only logged: it is something tolerated. */
+  char **grown = topo_grow(h->notes, h->nnote, sizeof(*grown));
+  if (!grown) return;
+  h->notes = grown;
+  if ((h->notes[h->nnote] = strdup(text))) h->nnote++;
 }
 
 /* The interface of the IPv4 default route, from /proc/net/route: a hint for
@@ -40,15 +51,17 @@ static void read_default_route(struct topo_host *h) {
   fclose(f);
 }
 
-static void pci_source(struct topo_host *h) {
+/* GPUs and PCI chains from hwloc, else from sysfs paths; 0 or ENOMEM. */
+static int pci_source(struct topo_host *h) {
   static atomic_int said;
   char why[320];
-  h->gpus_known = 1;
-  if (topo_hwloc_discover(h, why, sizeof(why)) == 0) return;
+  h->has_gpu_list = true;
+  int r = topo_hwloc_discover(h, why, sizeof(why));
+  if (r == 0 || r == ENOMEM) return r;
   snprintf(h->pci_source, sizeof(h->pci_source), "sysfs PCI paths, as NCCL reads them (%s)", why);
   if (!atomic_exchange(&said, 1))
     INFO(LOG_INIT, "GPUs and PCI distances from sysfs paths, as NCCL computes them: %s", why);
-  gpu_discover_sysfs(h);
+  return gpu_discover_sysfs(h);
 }
 
 int topo_discover(struct topo_host *h, int flags) {
@@ -57,11 +70,23 @@ int topo_discover(struct topo_host *h, int flags) {
   int r = netif_discover(&h->ifs);
   if (r) return r;
   if (!strcmp(h->ifs.source, "live")) read_default_route(h);
-  rdma_discover(h);
-  rdma_annotate(h);
-  if (h->rdma_present || (flags & TOPO_WANT_GPUS)) pci_source(h);
-  else snprintf(h->pci_source, sizeof(h->pci_source), "not read: no RDMA device to place");
-  return 0;
+  r = rdma_discover(h);
+  if (!r) rdma_annotate(h);
+  if (!r && (h->has_rdma || (flags & TOPO_WANT_GPUS))) r = pci_source(h);
+  else if (!r) snprintf(h->pci_source, sizeof(h->pci_source), "not read: no RDMA device to place");
+  if (r) WARN("cannot discover this host's topology under %s: %s", h->sysfs_root, strerror(r));
+  return r;
+}
+
+void topo_host_free(struct topo_host *h) {
+  for (int p = 0; p < h->nport; p++) free(h->ports[p].gids);
+  for (int i = 0; i < h->nnote; i++) free(h->notes[i]);
+  free(h->hcas);
+  free(h->ports);
+  free(h->gpus);
+  free(h->notes);
+  netif_list_free(&h->ifs);
+  memset(h, 0, sizeof(*h));
 }
 
 const char *topo_ll_name(enum topo_ll ll) {
@@ -81,5 +106,5 @@ const char *gid_type_name(enum gid_type t, enum topo_ll ll) {
 }
 
 void topo_port_label(const struct topo_host *h, int port, char *buf, size_t cap) {
-  snprintf(buf, cap, "%s:%d", h->hca[h->port[port].hca].name, h->port[port].num);
+  snprintf(buf, cap, "%s:%d", h->hcas[h->ports[port].hca].name, h->ports[port].num);
 }

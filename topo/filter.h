@@ -8,31 +8,34 @@
 #ifndef DIAG_TOPO_FILTER_H
 #define DIAG_TOPO_FILTER_H
 
-#define FILT_MAX_ENTRIES 32
-#define FILT_NAME_MAX 64
+#include <stdbool.h>
+#include <stddef.h>
 
-struct filt_entry {
-  char name[FILT_NAME_MAX];
+#define FILTER_MAX_ENTRIES 32
+#define FILTER_NAME_MAX 64
+
+struct filter_entry {
+  char name[FILTER_NAME_MAX];
   int port, rail, plane;
   int hits; /* how many (name, port) pairs this entry matched */
 };
 
-struct filt {
-  int exclude;
-  int exact;
-  int n;
-  struct filt_entry e[FILT_MAX_ENTRIES];
+struct filter {
+  bool is_exclude; /* '^' */
+  bool is_exact;   /* '=' */
+  int nentry;
+  struct filter_entry entries[FILTER_MAX_ENTRIES];
 };
 
-/* 0 on success; -1 with a reason naming the offending entry in why. An
- * empty or NULL text parses to an empty include list (selects nothing). */
-int filt_parse(const char *text, struct filt *f, char *why, int whylen);
+/* 0, or EINVAL with a reason naming the offending entry in why. An empty
+ * or NULL text parses to an empty include list (selects nothing). */
+int filter_parse(const char *text, struct filter *f, char *why, size_t cap);
 
-/* 1 if selected. Counts hits on the entries that matched. port -1 = the
+/* Whether selected. Counts hits on the entries that matched. port -1 = the
  * caller has no port (interfaces). */
-int filt_select(struct filt *f, const char *name, int port);
+bool filter_select(struct filter *f, const char *name, int port);
 
 /* Whether entry i matches (name, port), ignoring exclude. */
-int filt_entry_matches(const struct filt *f, int i, const char *name, int port);
+bool filter_entry_matches(const struct filter *f, int i, const char *name, int port);
 
 #endif

@@ -11,7 +11,7 @@
 #include "common/strutil.h"
 
 int gid_parse(const char *text, uint8_t raw[16]) {
-  return inet_pton(AF_INET6, text, raw) == 1 ? 0 : -EINVAL;
+  return inet_pton(AF_INET6, text, raw) == 1 ? 0 : EINVAL;
 }
 
 void gid_str(const uint8_t raw[16], char *buf, size_t cap) {
@@ -26,12 +26,12 @@ enum gid_type gid_type_parse(const char *text) {
   return GID_TYPE_UNKNOWN;
 }
 
-int gid_is_zero(const uint8_t raw[16]) {
+bool gid_is_zero(const uint8_t raw[16]) {
   static const uint8_t zero[16];
   return !memcmp(raw, zero, 16);
 }
 
-int gid_is_link_local(const uint8_t raw[16]) {
+bool gid_is_link_local(const uint8_t raw[16]) {
   static const uint8_t ll[8] = {0xfe, 0x80};
   return !memcmp(raw, ll, 8);
 }
@@ -50,21 +50,23 @@ void gid_to_ipaddr(const uint8_t raw[16], struct ipaddr *a) {
   else memcpy(a->bytes, raw, 16);
 }
 
-int gid_in_range(const uint8_t raw[16], const struct ipaddr *range) {
+bool gid_in_range(const uint8_t raw[16], const struct ipaddr *range) {
   struct ipaddr a;
   gid_to_ipaddr(raw, &a);
-  if (a.family != range->family) return 0;
+  if (a.family != range->family) return false;
   int bits = range->prefix < 0 ? (a.family == AF_INET ? 32 : 128) : range->prefix;
   return ipaddr_prefix_equal(a.bytes, range->bytes, bits);
 }
 
 static const char *family_name(int f) { return f == AF_INET ? "AF_INET" : "AF_INET6"; }
 
-static void add_reject(struct gid_pick *out, int index, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
-static void add_reject(struct gid_pick *out, int index, const char *fmt, ...) {
-  if (out->nrej == TOPO_MAX_GIDS) return;
-  struct topo_gid_reject *r = &out->rej[out->nrej++];
+/* out->rejects has room for one verdict per entry of the table (n): no entry
+ * is rejected twice. */
+static void add_reject(struct gid_pick *out, int n, int index, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
+static void add_reject(struct gid_pick *out, int n, int index, const char *fmt, ...) {
+  if (out->nreject == n || !out->rejects) return;
+  struct topo_gid_reject *r = &out->rejects[out->nreject++];
   r->index = index;
   va_list ap;
   va_start(ap, fmt);
@@ -89,7 +91,7 @@ static int judge(const struct topo_gid *g, const struct gid_prefs *p, char *why,
     snprintf(hint, hcap, "NCCL_IB_ADDR_FAMILY=%s", family_name(fam));
     return 0;
   }
-  if (p->have_range && !gid_in_range(g->raw, &p->range)) {
+  if (p->has_range && !gid_in_range(g->raw, &p->range)) {
     ipaddr_cidr(&p->range, r, sizeof(r));
     snprintf(why, cap, "outside NCCL_IB_ADDR_RANGE=%s", r);
     return 0;
@@ -98,7 +100,7 @@ static int judge(const struct topo_gid *g, const struct gid_prefs *p, char *why,
     snprintf(why, cap,
              "RoCE version unreadable (gid_attrs/types/%d: %s): this network namespace does not "
              "map the entry; NCCL skips it too",
-             g->index, g->type_err ? strerror(g->type_err) : "unrecognised text");
+             g->index, g->type_errno ? strerror(g->type_errno) : "unrecognised text");
     return 0;
   }
   int ver = g->type == GID_TYPE_V2 ? 2 : 1;
@@ -107,11 +109,11 @@ static int judge(const struct topo_gid *g, const struct gid_prefs *p, char *why,
     snprintf(hint, hcap, "NCCL_IB_ROCE_VERSION_NUM=%d", ver);
     return 0;
   }
-  if (g->ndev_up == 0) {
-    snprintf(why, cap, "its netdev %s is down", g->ndev[0] ? g->ndev : "(unknown)");
+  if (g->netdev_up == 0) {
+    snprintf(why, cap, "its netdev %s is down", g->netdev[0] ? g->netdev : "(unknown)");
     return 0;
   }
-  return 1 + (g->prefix >= 0 ? 4 : 0) + (g->ndev_is_port ? 2 : 0);
+  return 1 + (g->prefix >= 0 ? 4 : 0) + (g->is_port_netdev ? 2 : 0);
 }
 
 static int pick_auto(const struct topo_gid *tbl, int n, const struct gid_prefs *p,
@@ -121,17 +123,17 @@ static int pick_auto(const struct topo_gid *tbl, int n, const struct gid_prefs *
     char why[200], hint[64];
     int s = judge(&tbl[i], p, why, sizeof(why), hint, sizeof(hint));
     if (!s) {
-      add_reject(out, tbl[i].index, "%s", why);
+      add_reject(out, n, tbl[i].index, "%s", why);
       if (hint[0] && !out->hint[0]) scopy(out->hint, sizeof(out->hint), hint);
       continue;
     }
     if (s > best_score) {
       if (best >= 0)
-        add_reject(out, tbl[best].index, "score %d, below index %d's %d", best_score, tbl[i].index,
-                   s);
+        add_reject(out, n, tbl[best].index, "score %d, below index %d's %d", best_score,
+                   tbl[i].index, s);
       best = i, best_score = s;
     } else {
-      add_reject(out, tbl[i].index, "score %d, not above index %d's %d", s, tbl[best].index,
+      add_reject(out, n, tbl[i].index, "score %d, not above index %d's %d", s, tbl[best].index,
                  best_score);
     }
   }
@@ -153,9 +155,9 @@ static void refusal(const struct topo_gid *tbl, int n, const struct gid_prefs *p
              ": the GID table is empty (no address on the netdev, or a pod without its GIDs)");
     return;
   }
-  int all_ll = 1;
-  for (int i = 0; i < n; i++) all_ll &= gid_is_link_local(tbl[i].raw);
-  if (all_ll)
+  bool are_all_link_local = true;
+  for (int i = 0; i < n; i++) are_all_link_local &= gid_is_link_local(tbl[i].raw);
+  if (are_all_link_local)
     snprintf(out->note + o, sizeof(out->note) - o,
              ": only link-local GIDs; give the netdev an %s address (RoCE v2 GIDs are made from "
              "the netdev's addresses)",
@@ -168,7 +170,7 @@ static void refusal(const struct topo_gid *tbl, int n, const struct gid_prefs *p
 /* Checks a forced index; returns the severity and writes the problem. */
 static int check_forced(const struct topo_gid *tbl, int n, int tbl_len, const struct gid_prefs *p,
                         struct gid_pick *out) {
-  int idx = p->forced;
+  int idx = p->forced_index;
   char autotxt[64] = "no GID qualifies";
   if (out->auto_index >= 0) snprintf(autotxt, sizeof(autotxt), "it picks %d", out->auto_index);
   const struct topo_gid *g = find(tbl, n, idx);
@@ -204,15 +206,22 @@ static int check_forced(const struct topo_gid *tbl, int n, int tbl_len, const st
   return 1;
 }
 
+/* Clears a pick, keeping the caller's room for rejected entries. */
+static void pick_reset(struct gid_pick *out) {
+  struct topo_gid_reject *rej = out->rejects;
+  memset(out, 0, sizeof(*out));
+  out->rejects = rej;
+}
+
 int gid_pick_roce(const struct topo_gid *tbl, int n, int tbl_len, const struct gid_prefs *p,
                   struct gid_pick *out) {
-  memset(out, 0, sizeof(*out));
+  pick_reset(out);
   out->auto_index = pick_auto(tbl, n, p, out);
   out->nccl_index = gid_nccl_auto(tbl, n, tbl_len, p);
   out->index = out->auto_index;
-  if (p->forced >= 0) {
-    out->forced = 1;
-    out->index = p->forced;
+  if (p->forced_index >= 0) {
+    out->is_forced = true;
+    out->index = p->forced_index;
     out->severity = check_forced(tbl, n, tbl_len, p, out);
     return out->index;
   }
@@ -221,10 +230,10 @@ int gid_pick_roce(const struct topo_gid *tbl, int n, int tbl_len, const struct g
 }
 
 /* Bytes 4-5 of an IB GID hold the FLID that IB routers use. */
-static int has_flid(const uint8_t raw[16]) { return raw[4] || raw[5]; }
+static bool has_flid(const uint8_t raw[16]) { return raw[4] || raw[5]; }
 
 int gid_pick_ib(const struct topo_gid *tbl, int n, int forced, struct gid_pick *out) {
-  memset(out, 0, sizeof(*out));
+  pick_reset(out);
   const struct topo_gid *g0 = find(tbl, n, 0), *g1 = find(tbl, n, 1);
   out->index = g1 && has_flid(g1->raw) ? 1 : g0 ? 0 : -1;
   out->auto_index = out->nccl_index = out->index < 0 ? 0 : out->index;
@@ -235,7 +244,7 @@ int gid_pick_ib(const struct topo_gid *tbl, int n, int forced, struct gid_pick *
   }
   for (int i = 0; i < n; i++)
     if (tbl[i].index != out->index)
-      add_reject(out, tbl[i].index, "InfiniBand uses GID %d%s", out->index,
+      add_reject(out, n, tbl[i].index, "InfiniBand uses GID %d%s", out->index,
                  out->index ? " (routable FLID)" : "");
   if (forced >= 0) {
     out->severity = 0;
@@ -257,18 +266,18 @@ int gid_nccl_auto(const struct topo_gid *tbl, int n, int tbl_len, const struct g
     const struct topo_gid *b = find(tbl, n, best), *g = find(tbl, n, c);
     if (!b) b = &empty;
     if (!g) g = &empty;
-    int in_range = !p->have_range || gid_in_range(g->raw, &p->range);
+    bool is_in_range = !p->has_range || gid_in_range(g->raw, &p->range);
     int fam = gid_family(g->raw);
     if (gid_family(b->raw) != fam) {
-      if (fam == p->family && in_range) best = c;
+      if (fam == p->family && is_in_range) best = c;
       continue;
     }
-    int valid = !gid_is_zero(g->raw) && !gid_is_link_local(g->raw);
-    if (fam != p->family || !valid || !in_range) continue;
+    bool is_valid = !gid_is_zero(g->raw) && !gid_is_link_local(g->raw);
+    if (fam != p->family || !is_valid || !is_in_range) continue;
     int vb = b->type == GID_TYPE_V2 ? 2 : b->type == GID_TYPE_V1 ? 1 : 0;
     int vc = g->type == GID_TYPE_V2 ? 2 : g->type == GID_TYPE_V1 ? 1 : -1;
-    int best_valid = !gid_is_zero(b->raw) && !gid_is_link_local(b->raw);
-    if ((vb != vc || !best_valid) && vc == p->roce_version) best = c;
+    bool is_best_valid = !gid_is_zero(b->raw) && !gid_is_link_local(b->raw);
+    if ((vb != vc || !is_best_valid) && vc == p->roce_version) best = c;
   }
   return best;
 }

@@ -25,6 +25,7 @@
 #ifndef DIAG_TOPO_GID_H
 #define DIAG_TOPO_GID_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,29 +35,30 @@
 struct gid_prefs {
   int family;       /* AF_INET or AF_INET6 */
   int roce_version; /* 1 or 2 */
-  int have_range;
-  struct ipaddr range; /* NCCL_IB_ADDR_RANGE, when have_range */
-  int forced;          /* NCCL_IB_GID_INDEX, -1 = automatic */
+  bool has_range;
+  struct ipaddr range; /* NCCL_IB_ADDR_RANGE, when has_range */
+  int forced_index;    /* NCCL_IB_GID_INDEX, -1 = automatic */
 };
 
-/* "fe80:0000:...:3456" (sysfs) or any inet_pton form. 0 or -EINVAL. */
+/* "fe80:0000:...:3456" (sysfs) or any inet_pton form. 0 or EINVAL. */
 int gid_parse(const char *text, uint8_t raw[16]);
 /* Compact form: "::ffff:10.1.2.5", "fe80::ba3f:d2ff:fe12:3456". */
 void gid_str(const uint8_t raw[16], char *buf, size_t cap);
 /* "IB/RoCE v1" and "RoCE v1" -> V1, "RoCE v2" -> V2, else UNKNOWN. */
 enum gid_type gid_type_parse(const char *text);
 
-int gid_is_zero(const uint8_t raw[16]);
-int gid_is_link_local(const uint8_t raw[16]);
+bool gid_is_zero(const uint8_t raw[16]);
+bool gid_is_link_local(const uint8_t raw[16]);
 /* IPv4-mapped (::ffff:a.b.c.d) or its multicast form: AF_INET; else AF_INET6. */
 int gid_family(const uint8_t raw[16]);
 /* The IP address inside a RoCE GID (prefix -1). */
 void gid_to_ipaddr(const uint8_t raw[16], struct ipaddr *a);
-int gid_in_range(const uint8_t raw[16], const struct ipaddr *range);
+bool gid_in_range(const uint8_t raw[16], const struct ipaddr *range);
 
 /* Chooses for a RoCE port. tbl: the populated entries, tbl_len: the table's
- * length (a forced index at or past it is missing). Fills *out; returns the
- * chosen index or -1. */
+ * length (a forced index at or past it is missing). Fills *out, whose rejects
+ * must have room for n entries (NULL: the rejected entries' reasons are not
+ * kept); returns the chosen index or -1. */
 int gid_pick_roce(const struct topo_gid *tbl, int n, int tbl_len, const struct gid_prefs *p,
                   struct gid_pick *out);
 int gid_pick_ib(const struct topo_gid *tbl, int n, int forced, struct gid_pick *out);

@@ -25,7 +25,7 @@
 int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap) {
   (void)h;
   snprintf(why, cap, "this build has no hwloc headers");
-  return -ENOSYS;
+  return ENOSYS;
 }
 
 #else
@@ -52,7 +52,7 @@ static int hwloc_view_open(struct hwloc_view *w, char *why, size_t cap) {
   for (size_t i = 0; i < 2 && !w->lib; i++) w->lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
   if (!w->lib) {
     snprintf(why, cap, "libhwloc.so.15 cannot be loaded (%s)", dlerror());
-    return -ENOENT;
+    return ENOENT;
   }
   struct {
     void **slot;
@@ -74,14 +74,14 @@ static int hwloc_view_open(struct hwloc_view *w, char *why, size_t cap) {
     *syms[i].slot = dlsym(w->lib, syms[i].name);
     if (!*syms[i].slot) {
       snprintf(why, cap, "libhwloc lacks %s", syms[i].name);
-      return -ENOSYS;
+      return ENOSYS;
     }
   }
   unsigned v = w->api_version();
   if ((v >> 16) != (HWLOC_API_VERSION >> 16)) {
     snprintf(why, cap, "libhwloc API %u.%u is not the 2.x this plugin was built for", v >> 16,
              (v >> 8) & 0xff);
-    return -ENOTSUP;
+    return ENOTSUP;
   }
   return 0;
 }
@@ -91,22 +91,22 @@ static void hwloc_view_close(struct hwloc_view *w) {
   if (w->lib) dlclose(w->lib);
 }
 
-/* Which XML to read, "" for hwloc's own choice; -1 when none fits. */
-static int pick_xml(const struct topo_host *h, char *xml, size_t cap, char *why, size_t wcap) {
+/* Which XML to read, "" for hwloc's own choice; ENOENT when none fits. */
+static int pick_xml(const struct topo_host *h, char *xml, size_t xml_cap, char *why, size_t cap) {
   const char *env = getenv("HWLOC_XMLFILE");
   xml[0] = 0;
   if (env && *env) {
-    scopy(xml, cap, env);
+    scopy(xml, xml_cap, env);
     return 0;
   }
   if (!strcmp(h->sysfs_root, "/sys")) return 0;
-  snprintf(xml, cap, "%s/../topo.xml", h->sysfs_root);
+  snprintf(xml, xml_cap, "%s/../topo.xml", h->sysfs_root);
   if (access(xml, R_OK) == 0) return 0;
-  snprintf(why, wcap,
+  snprintf(why, cap,
            "the sysfs root %s is not this machine's and neither HWLOC_XMLFILE nor a topo.xml "
            "beside it describes it",
            h->sysfs_root);
-  return -1;
+  return ENOENT;
 }
 
 static void busid_of(const struct hwloc_pcidev_attr_s *p, char *buf, size_t cap) {
@@ -131,20 +131,21 @@ static void chain_of(const struct hwloc_view *w, hwloc_obj_t o, struct pci_chain
                o->attr->bridge.downstream.pci.secondary_bus);
     }
   }
-  for (int i = 0; i < n; i++) scopy(c->bdf[i], PCI_BUSID_LEN, rev[n - 1 - i]);
-  c->n = n;
+  for (int i = 0; i < n; i++) scopy(c->bdfs[i], PCI_BUSID_LEN, rev[n - 1 - i]);
+  c->nbdf = n;
   if (o && o->nodeset) c->numa = w->bitmap_first(o->nodeset);
   if (o && o->cpuset) w->list_snprintf(cpus, cap, o->cpuset);
 }
 
-static int same_chain(const struct pci_chain *a, const struct pci_chain *b) {
-  if (a->n != b->n || strcasecmp(a->root, b->root)) return 0;
-  for (int i = 0; i < a->n; i++)
-    if (strcasecmp(a->bdf[i], b->bdf[i])) return 0;
-  return 1;
+static bool is_same_chain(const struct pci_chain *a, const struct pci_chain *b) {
+  if (a->nbdf != b->nbdf || strcasecmp(a->root, b->root)) return false;
+  for (int i = 0; i < a->nbdf; i++)
+    if (strcasecmp(a->bdfs[i], b->bdfs[i])) return false;
+  return true;
 }
 
-static void take_pcidev(const struct hwloc_view *w, struct topo_host *h, hwloc_obj_t o) {
+/* A GPU, or what hwloc knows of an RDMA device; 0 or ENOMEM. */
+static int take_pcidev(const struct hwloc_view *w, struct topo_host *h, hwloc_obj_t o) {
   struct topo_gpu g;
   memset(&g, 0, sizeof(g));
   busid_of(&o->attr->pcidev, g.busid, sizeof(g.busid));
@@ -152,51 +153,54 @@ static void take_pcidev(const struct hwloc_view *w, struct topo_host *h, hwloc_o
   g.numa = g.chain.numa;
   if (gpu_is_nvidia_gpu(o->attr->pcidev.vendor_id, o->attr->pcidev.class_id)) {
     g.device_id = o->attr->pcidev.device_id;
-    gpu_add(h, &g);
-    return;
+    return gpu_add(h, &g);
   }
   for (int i = 0; i < h->nhca; i++) {
-    struct topo_hca *d = &h->hca[i];
+    struct topo_hca *d = &h->hcas[i];
     if (strcasecmp(d->busid, g.busid)) continue;
-    if (d->chain.n && !same_chain(&d->chain, &g.chain))
+    if (d->chain.nbdf && !is_same_chain(&d->chain, &g.chain))
       topo_note(h,
                 "%s: hwloc places %s elsewhere in the PCI tree than sysfs does; distances "
                 "follow sysfs, as NCCL's do",
                 d->name, d->busid);
-    if (!d->chain.n) d->chain = g.chain;
+    if (!d->chain.nbdf) d->chain = g.chain;
     if (d->numa < 0) d->numa = d->chain.numa = g.numa;
     if (!d->cpus[0]) scopy(d->cpus, sizeof(d->cpus), g.cpus);
   }
+  return 0;
 }
 
 int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap) {
   if (!knob_int(K_DIAG_HWLOC)) {
     snprintf(why, cap, "hwloc disabled by NCCL_DIAG_HWLOC=0");
-    return -ECANCELED;
+    return ECANCELED;
   }
   char xml[PATH_MAX];
-  if (pick_xml(h, xml, sizeof(xml), why, cap)) return -ENOENT;
+  if (pick_xml(h, xml, sizeof(xml), why, cap)) return ENOENT;
   struct hwloc_view w;
   memset(&w, 0, sizeof(w));
   int r = hwloc_view_open(&w, why, cap);
-  if (!r && w.init(&w.topo)) r = -errno, w.topo = NULL;
+  /* hwloc sets errno on failure, not always: then say EINVAL. */
+  if (!r && w.init(&w.topo)) r = errno ? errno : EINVAL, w.topo = NULL;
   if (!r) {
     w.io_filter(w.topo, HWLOC_TYPE_FILTER_KEEP_ALL);
-    if (xml[0] && w.set_xml(w.topo, xml)) r = -errno;
-    else if (w.load(w.topo)) r = -errno;
+    errno = 0;
+    if ((xml[0] && w.set_xml(w.topo, xml)) || w.load(w.topo)) r = errno ? errno : EINVAL;
     if (r)
       snprintf(why, cap, "hwloc cannot load %s: %s", xml[0] ? xml : "this machine's topology",
-               strerror(-r));
+               strerror(r));
   }
   if (!r) {
     int depth = w.type_depth(w.topo, HWLOC_OBJ_PCI_DEVICE);
     unsigned n = w.nbobjs(w.topo, depth);
-    for (unsigned i = 0; i < n; i++) take_pcidev(&w, h, w.obj_by_depth(w.topo, depth, i));
+    for (unsigned i = 0; i < n && !r; i++) r = take_pcidev(&w, h, w.obj_by_depth(w.topo, depth, i));
+  }
+  if (!r) {
     unsigned v = w.api_version();
     snprintf(h->pci_source, sizeof(h->pci_source),
              "hwloc (API %u.%u) from %s%s; distances as NCCL computes them", v >> 16,
              (v >> 8) & 0xff, xml[0] ? "XML " : "this machine", xml);
-    h->hwloc_used = 1;
+    h->is_hwloc_used = true;
   }
   hwloc_view_close(&w);
   return r;

@@ -7,55 +7,58 @@
 
 #include "topo/topo.h"
 
+/* array (n elements of size bytes) grown by one zeroed element; NULL when
+ * out of memory, array then unchanged. */
+void *topo_grow(void *array, int n, size_t size);
+
 /* Records a tolerated problem of discovery (an unreadable file, a missing
  * entry) for the report. Also logged at INFO (NET). */
 void topo_note(struct topo_host *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* topo/rdma.c: RDMA devices, ports and GID tables. 0 or -errno (nothing
- * fatal: a host without RDMA gets h->no_rdma). */
+/* topo/rdma.c: RDMA devices, ports and GID tables. 0 or ENOMEM (nothing
+ * else is fatal: a host without RDMA gets h->why_no_rdma). */
 int rdma_discover(struct topo_host *h);
 /* Facts from the interface list: netdev state, MTU, address prefixes. */
 void rdma_annotate(struct topo_host *h);
 
 /* topo/hwloc.c: GPUs and the PCI chains of the RDMA devices from hwloc.
- * 0 when hwloc was used; otherwise a negative errno and why says why
- * (not installed, disabled, no XML beside a fixture root, ...). */
+ * 0 when hwloc was used; ENOMEM; otherwise an errno and why says why hwloc
+ * is not used (not installed, disabled, no XML beside a fixture root, ...). */
 int topo_hwloc_discover(struct topo_host *h, char *why, size_t cap);
 
 /* topo/gpu.c: GPUs from sysfs (vendor 0x10de, display/3D class), the
- * fallback when hwloc is not used. */
+ * fallback when hwloc is not used. 0 or ENOMEM. */
 int gpu_discover_sysfs(struct topo_host *h);
-/* Adds a GPU, keeping the list in PCI bus order; names them GPU0... */
-void gpu_add(struct topo_host *h, const struct topo_gpu *g);
-int gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
+/* Adds a GPU, keeping the list in PCI bus order; names them GPU0...
+ * 0 or ENOMEM. */
+int gpu_add(struct topo_host *h, const struct topo_gpu *g);
+bool gpu_is_nvidia_gpu(unsigned vendor, unsigned class_id);
 
-/* topo/choose.c: every decision but the advice, with c->prefs and c->quiet
- * set (advice.c runs it again without NCCL_IB_HCA, quietly, to compare). */
-void topo_decide(const struct topo_host *h, struct topo_choice *c);
-/* helpers shared with plane.c and advice.c. */
-void topo_issue(struct topo_choice *c, enum topo_sev sev, const char *fmt, ...)
+/* topo/decide.c: records a problem for the report (NULL, and counted in
+ * nissue_lost, when memory runs out); errors are counted either way. */
+struct topo_issue *topo_issue(struct topo_choice *c, enum topo_severity sev, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
+/* The WARN line topo_report logs for issue i (none unless set). */
+void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 
 /* topo/plane.c: which interface carries bootstrap, and the plane rules. */
-void plane_main_interface(const struct topo_host *h, struct topo_choice *c);
-void plane_apply(const struct topo_host *h, struct topo_choice *c);
+void plane_pass_main_interface(const struct topo_host *h, struct topo_choice *c);
+void plane_pass_rules(const struct topo_host *h, struct topo_choice *c);
 
-/* topo/hca.c: state and NCCL_IB_HCA per port; device order. */
-void hca_screen(const struct topo_host *h, struct topo_choice *c);
-void hca_order(const struct topo_host *h, struct topo_choice *c);
-/* Whether an NCCL_IB_HCA text selects exactly the chosen devices. */
-int hca_filter_selects_chosen(const struct topo_host *h, const struct topo_choice *c,
-                              const char *text);
+/* topo/hca.c: port state and NCCL_IB_DISABLE; NCCL_IB_HCA; device order. */
+void hca_pass_ports(const struct topo_host *h, struct topo_choice *c);
+void hca_pass_filter(const struct topo_host *h, struct topo_choice *c);
+void hca_pass_devices(const struct topo_host *h, struct topo_choice *c);
+/* Sorts port indices into NCCL's device order. */
+void hca_sort_ports(const struct topo_host *h, int *ports, int n);
 
-/* topo/gpu.c: every port's distance to every GPU and its nearest GPU; each
- * GPU's nearest chosen devices (run again once devices are ordered). */
-void gpu_choose(const struct topo_host *h, struct topo_choice *c);
-void gpu_log_all(const struct topo_host *h, const struct topo_choice *c);
+/* topo/gpu.c: every port's distance to every GPU and its nearest GPU;
+ * then, with the devices ordered, each GPU's nearest devices. */
+void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c);
+void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c);
 
 /* topo/advice.c: recommended settings. */
-void advice_build(const struct topo_host *h, struct topo_choice *c);
-
-/* The ports' GID picks (topo/choose.c). */
-void gid_choose_all(const struct topo_host *h, struct topo_choice *c);
+void advice_pass_settings(const struct topo_host *h, struct topo_choice *c);
 
 #endif

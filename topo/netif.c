@@ -5,6 +5,7 @@
 #include <ifaddrs.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,10 +15,19 @@
 #include "topo/strbuf.h"
 #include "topo/sysfs.h"
 
-static struct netif *get_or_add(struct netif_list *l, const char *name) {
+/* The interface called name, added when new; NULL past NETIF_MAX (*err 0)
+ * or out of memory (*err ENOMEM). */
+static struct netif *get_or_add(struct netif_list *l, const char *name, int *err) {
+  *err = 0;
   for (int i = 0; i < l->n; i++)
     if (!strcmp(l->ifs[i].name, name)) return &l->ifs[i];
   if (l->n == NETIF_MAX) return NULL;
+  struct netif *grown = realloc(l->ifs, (size_t)(l->n + 1) * sizeof(*grown));
+  if (!grown) {
+    *err = ENOMEM;
+    return NULL;
+  }
+  l->ifs = grown;
   struct netif *n = &l->ifs[l->n++];
   memset(n, 0, sizeof(*n));
   snprintf(n->name, sizeof(n->name), "%s", name);
@@ -29,15 +39,20 @@ static void add_addr(struct netif *n, const struct ipaddr *a) {
   if (n->naddr < NETIF_ADDR_MAX) n->addr[n->naddr++] = *a;
 }
 
+static void warn_no_memory(void) {
+  WARN("cannot list network interfaces: out of memory for the list (%d interfaces)", NETIF_MAX);
+}
+
 static int discover_live(struct netif_list *l) {
   struct ifaddrs *ifa = NULL;
   if (getifaddrs(&ifa) != 0) {
     int err = errno;
     WARN("cannot list network interfaces: getifaddrs failed: %s", strerror(err));
-    return -err;
+    return err;
   }
+  int err = 0;
   for (struct ifaddrs *p = ifa; p; p = p->ifa_next) {
-    struct netif *n = get_or_add(l, p->ifa_name);
+    struct netif *n = get_or_add(l, p->ifa_name, &err);
     if (!n) break;
     n->up = !!(p->ifa_flags & IFF_UP);
     n->running = !!(p->ifa_flags & IFF_RUNNING);
@@ -46,6 +61,10 @@ static int discover_live(struct netif_list *l) {
     if (p->ifa_addr && ipaddr_from_sockaddr(&a, p->ifa_addr, p->ifa_netmask) == 0) add_addr(n, &a);
   }
   freeifaddrs(ifa);
+  if (err) {
+    warn_no_memory();
+    return err;
+  }
   snprintf(l->source, sizeof(l->source), "live");
   return 0;
 }
@@ -55,15 +74,15 @@ int netif_load_file(struct netif_list *l, const char *path) {
   if (!f) {
     int err = errno;
     WARN("cannot read the interface file %s: %s", path, strerror(err));
-    return -err;
+    return err;
   }
   char line[1024];
-  int lineno = 0;
+  int lineno = 0, err = 0;
   while (fgets(line, sizeof(line), f)) {
     lineno++;
     char *save = NULL, *tok = strtok_r(line, " \t\n", &save);
     if (!tok || tok[0] == '#') continue;
-    struct netif *n = get_or_add(l, tok);
+    struct netif *n = get_or_add(l, tok, &err);
     if (!n) break;
     char *state = strtok_r(NULL, " \t\n", &save);
     if (state && !strcmp(state, "up")) n->up = n->running = 1;
@@ -79,6 +98,10 @@ int netif_load_file(struct netif_list *l, const char *path) {
     }
   }
   fclose(f);
+  if (err) {
+    warn_no_memory();
+    return err;
+  }
   snprintf(l->source, sizeof(l->source), "%s", path);
   return 0;
 }
@@ -116,18 +139,32 @@ int netif_discover(struct netif_list *l) {
   return r;
 }
 
-enum skip_class { SK_NONE, SK_DOCKER, SK_VETH, SK_VIRBR, SK_LINKLOCAL, SK_LOOPBACK, SK_CLASSES };
-
-static enum skip_class skip_class_of(const struct netif *n, int usable_addrs_ll_only) {
-  if (n->loopback || !strncmp(n->name, "lo", 2)) return SK_LOOPBACK;
-  if (!strncmp(n->name, "docker", 6)) return SK_DOCKER;
-  if (!strncmp(n->name, "veth", 4)) return SK_VETH;
-  if (!strncmp(n->name, "virbr", 5)) return SK_VIRBR;
-  if (usable_addrs_ll_only) return SK_LINKLOCAL;
-  return SK_NONE;
+void netif_list_free(struct netif_list *l) {
+  free(l->ifs);
+  l->ifs = NULL;
+  l->n = 0;
 }
 
-static const char *skip_reason[SK_CLASSES] = {
+enum skip_class {
+  SKIP_NONE,
+  SKIP_DOCKER,
+  SKIP_VETH,
+  SKIP_VIRBR,
+  SKIP_LINKLOCAL,
+  SKIP_LOOPBACK,
+  SKIP_CLASSES
+};
+
+static enum skip_class skip_class_of(const struct netif *n, bool is_link_local_only) {
+  if (n->loopback || !strncmp(n->name, "lo", 2)) return SKIP_LOOPBACK;
+  if (!strncmp(n->name, "docker", 6)) return SKIP_DOCKER;
+  if (!strncmp(n->name, "veth", 4)) return SKIP_VETH;
+  if (!strncmp(n->name, "virbr", 5)) return SKIP_VIRBR;
+  if (is_link_local_only) return SKIP_LINKLOCAL;
+  return SKIP_NONE;
+}
+
+static const char *skip_reason[SKIP_CLASSES] = {
   "",
   "container bridge",
   "veth (container end)",
@@ -138,9 +175,9 @@ static const char *skip_reason[SK_CLASSES] = {
 
 /* The address an interface is used with: first of the family, preferring
  * global over link-local and IPv4 over IPv6 (as getifaddrs orders them). */
-static int pick_addr(const struct netif *n, int family, int *ll_only) {
+static int pick_addr(const struct netif *n, int family, bool *is_link_local_only) {
   int best = -1, best_rank = 99;
-  *ll_only = 0;
+  *is_link_local_only = false;
   for (int i = 0; i < n->naddr; i++) {
     const struct ipaddr *a = &n->addr[i];
     if (family != AF_UNSPEC && a->family != family) continue;
@@ -148,15 +185,15 @@ static int pick_addr(const struct netif *n, int family, int *ll_only) {
     int rank = (ipaddr_is_link_local(a) ? 10 : 0) + (a->family == AF_INET6 ? 1 : 0);
     if (rank < best_rank) best = i, best_rank = rank;
   }
-  if (best >= 0 && ipaddr_is_link_local(&n->addr[best])) *ll_only = 1;
+  if (best >= 0 && ipaddr_is_link_local(&n->addr[best])) *is_link_local_only = true;
   return best;
 }
 
 static int choose_filtered(const struct netif_list *l, const char *ifname, int family,
                            struct netif_choice *c) {
-  struct filt f;
+  struct filter f;
   char why[256];
-  if (filt_parse(ifname, &f, why, sizeof(why))) {
+  if (filter_parse(ifname, &f, why, sizeof(why))) {
     snprintf(c->error, sizeof(c->error),
              "NCCL_SOCKET_IFNAME=\"%s\" is not valid: %s. Accepted: a comma list of interface "
              "name prefixes, '=' for exact names, '^' to exclude (e.g. bond0 or ^docker,lo)",
@@ -165,12 +202,12 @@ static int choose_filtered(const struct netif_list *l, const char *ifname, int f
   }
   for (int i = 0; i < l->n; i++) {
     const struct netif *n = &l->ifs[i];
-    if (!filt_select(&f, n->name, -1)) {
+    if (!filter_select(&f, n->name, -1)) {
       snprintf(c->why[i], sizeof(c->why[i]), "%s NCCL_SOCKET_IFNAME",
-               f.exclude ? "excluded by" : "not in");
+               f.is_exclude ? "excluded by" : "not in");
       continue;
     }
-    int ll;
+    bool ll;
     int a = pick_addr(n, family, &ll);
     if (!n->up || !n->running) {
       snprintf(c->why[i], sizeof(c->why[i]), "%s", n->up ? "no carrier" : "down");
@@ -198,7 +235,7 @@ static int choose_auto(const struct netif_list *l, int family, struct netif_choi
    * nothing has been chosen. */
   for (int i = 0; i < l->n; i++) {
     const struct netif *n = &l->ifs[i];
-    int ll;
+    bool ll;
     addr[i] = pick_addr(n, family, &ll);
     cls[i] = skip_class_of(n, ll);
     if (!n->up || !n->running)
@@ -208,19 +245,19 @@ static int choose_auto(const struct netif_list *l, int family, struct netif_choi
                family == AF_INET    ? "IPv4 "
                : family == AF_INET6 ? "IPv6 "
                                     : "");
-    else if (cls[i] != SK_NONE) snprintf(c->why[i], sizeof(c->why[i]), "%s", skip_reason[cls[i]]);
+    else if (cls[i] != SKIP_NONE) snprintf(c->why[i], sizeof(c->why[i]), "%s", skip_reason[cls[i]]);
     else c->why[i][0] = 0;
   }
   for (int pass = 0; pass < 2; pass++) {
     for (int i = 0; i < l->n; i++) {
       if (c->why[i][0] || c->n == NETIF_CHOSEN_MAX) continue;
-      int is_ib = !strncmp(l->ifs[i].name, "ib", 2);
+      bool is_ib = !strncmp(l->ifs[i].name, "ib", 2);
       if ((pass == 0) != is_ib) continue;
       c->primary[c->n] = addr[i];
       c->idx[c->n++] = i;
     }
   }
-  for (int k = SK_DOCKER; k < SK_CLASSES && c->n == 0; k++) {
+  for (int k = SKIP_DOCKER; k < SKIP_CLASSES && c->n == 0; k++) {
     for (int i = 0; i < l->n; i++) {
       const struct netif *n = &l->ifs[i];
       if (cls[i] != (enum skip_class)k || !n->up || !n->running || addr[i] < 0) continue;
@@ -228,7 +265,7 @@ static int choose_auto(const struct netif_list *l, int family, struct netif_choi
       c->primary[c->n] = addr[i];
       c->idx[c->n++] = i;
       snprintf(c->why[i], sizeof(c->why[i]), "%s", "");
-      c->fallback = 1;
+      c->is_fallback = true;
     }
   }
   for (int i = 0; i < l->n; i++)
@@ -240,12 +277,12 @@ static int choose_auto(const struct netif_list *l, int family, struct netif_choi
 int netif_choose(const struct netif_list *l, const char *ifname, int family,
                  struct netif_choice *c) {
   memset(c, 0, sizeof(*c));
-  c->filtered = ifname && *ifname;
-  int n = c->filtered ? choose_filtered(l, ifname, family, c) : choose_auto(l, family, c);
+  c->is_filtered = ifname && *ifname;
+  int n = c->is_filtered ? choose_filtered(l, ifname, family, c) : choose_auto(l, family, c);
   if (n == 0 && !c->error[0]) {
     char have[700];
     netif_list_str(l, have, sizeof(have));
-    if (c->filtered)
+    if (c->is_filtered)
       snprintf(c->error, sizeof(c->error),
                "no usable interface matches NCCL_SOCKET_IFNAME=%s%s%s; this host has %s. Set "
                "NCCL_SOCKET_IFNAME to one of these on this node",
@@ -277,7 +314,7 @@ void netif_list_str(const struct netif_list *l, char *buf, size_t cap) {
   for (int i = 0; i < l->n; i++) {
     const struct netif *n = &l->ifs[i];
     char a[64];
-    int ll;
+    bool ll;
     first_addr_str(n, pick_addr(n, AF_UNSPEC, &ll), a, sizeof(a));
     o = topo_cat(buf, cap, o, "%s%s (%s%s)", i ? ", " : "", n->name, a,
                  !n->up        ? ", down"
@@ -297,7 +334,7 @@ void netif_choice_summary(const struct netif_list *l, const struct netif_choice 
     o = topo_cat(buf, cap, o, "%s %s (%s)", j ? "," : "", n->name, a);
   }
   if (c->n == 0) o = topo_cat(buf, cap, o, " nothing");
-  if (c->fallback) o = topo_cat(buf, cap, o, " because nothing better is up");
+  if (c->is_fallback) o = topo_cat(buf, cap, o, " because nothing better is up");
   int first = 1;
   for (int i = 0; i < l->n; i++) {
     if (!c->why[i][0]) continue;

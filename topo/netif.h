@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 
 #include "topo/addr.h"
 
@@ -27,12 +28,14 @@ struct netif {
 
 struct netif_list {
   int n;
-  struct netif ifs[NETIF_MAX];
+  struct netif *ifs;     /* n of them, at most NETIF_MAX */
   char source[PATH_MAX]; /* "live" or the file read */
 };
 
-/* 0, or a negative errno with a WARN already logged. */
+/* Fills *l (its previous content is ignored): 0, or an errno with a WARN
+ * already logged. The list owns memory: netif_list_free() releases it. */
 int netif_discover(struct netif_list *l);
+void netif_list_free(struct netif_list *l);
 /* Parse an ifaddrs file ("<if> up|down|nocarrier [addr/prefix]..." lines). */
 int netif_load_file(struct netif_list *l, const char *path);
 /* Fill mtu/speed/pci/numa from sysfs for every interface. */
@@ -43,8 +46,8 @@ struct netif_choice {
   int idx[NETIF_CHOSEN_MAX];     /* chosen interfaces, in preference order */
   int primary[NETIF_CHOSEN_MAX]; /* index into addr[] of each one's address */
   char why[NETIF_MAX][96];       /* "" when chosen, else why not */
-  int fallback;                  /* auto choice had to use a normally skipped interface */
-  int filtered;                  /* NCCL_SOCKET_IFNAME was given */
+  bool is_fallback;              /* auto choice had to use a normally skipped interface */
+  bool is_filtered;              /* NCCL_SOCKET_IFNAME was given */
   char error[1024];              /* set when nothing is usable: what and how to fix */
 };
 

@@ -24,25 +24,34 @@
 #ifndef DIAG_TOPO_PCIDIST_H
 #define DIAG_TOPO_PCIDIST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define PCI_CHAIN_MAX 12
 #define PCI_BUSID_LEN 16
 
-enum pci_class { PC_LOC, PC_PIX, PC_PXB, PC_PHB, PC_NODE, PC_SYS, PC_UNKNOWN };
+enum pci_class {
+  PCI_CLASS_LOC,
+  PCI_CLASS_PIX,
+  PCI_CLASS_PXB,
+  PCI_CLASS_PHB,
+  PCI_CLASS_NODE,
+  PCI_CLASS_SYS,
+  PCI_CLASS_UNKNOWN
+};
 
 /* A device's place in the PCI tree: the host bridge, then every BDF from the
  * root port down to the device itself. Built from a sysfs path or from
  * hwloc's parent objects; both give the same chain. */
 struct pci_chain {
   char root[PCI_BUSID_LEN]; /* "pci0000:16", "" unknown */
-  int n;
-  char bdf[PCI_CHAIN_MAX][PCI_BUSID_LEN]; /* bdf[n-1] is the device */
-  int numa;                               /* -1 unknown */
+  int nbdf;
+  char bdfs[PCI_CHAIN_MAX][PCI_BUSID_LEN]; /* bdfs[nbdf-1] is the device */
+  int numa;                                /* -1 unknown */
 };
 
 /* From a device's real sysfs path (".../devices/pci0000:16/0000:16:02.0/
- * 0000:17:00.0"). 0, or -EINVAL when the path has no PCI part (virtual or
+ * 0000:17:00.0"). 0, or EINVAL when the path has no PCI part (virtual or
  * virtio devices: the chain ends at the last BDF found, if any). */
 int pci_chain_from_path(struct pci_chain *c, const char *path, int numa);
 
@@ -51,8 +60,8 @@ enum pci_class pci_classify(const struct pci_chain *a, const struct pci_chain *b
 enum pci_class pci_class_nccl(enum pci_class c);
 const char *pci_class_name(enum pci_class c);
 
-/* "0000:1a:00.0" -> 1; accepts "0000:1a:00.0" only. */
-int pci_is_bdf(const char *s);
+/* "0000:1a:00.0" -> true; accepts "0000:1a:00.0" only. */
+bool pci_is_bdf(const char *s);
 /* Orders bus ids numerically ("0000:9a:00.0" < "0000:c0:00.0"). */
 int pci_busid_cmp(const char *a, const char *b);
 

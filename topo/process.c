@@ -1,46 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The plugin's topology, discovered and chosen once per process. */
+/* The plugin's topology, discovered, decided and reported once per process. */
 #include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
+#include <string.h>
 
 #include "common/knobs.h"
+#include "common/log.h"
 #include "topo/topo.h"
 
-static struct topo_host *proc_host;
-static struct topo_choice *proc_choice;
-static struct topo_choice proc_failed; /* when memory or discovery fails */
+static struct topo_host proc_host;
+static struct topo_choice proc_choice; /* why_none alone when RDMA is off or discovery failed */
+static bool is_proc_built;             /* proc_host and proc_choice hold a decision */
 static pthread_once_t proc_once = PTHREAD_ONCE_INIT;
 
 static void build(void) {
   if (knob_int(K_IB_DISABLE)) {
-    snprintf(proc_failed.why_none, sizeof(proc_failed.why_none),
+    snprintf(proc_choice.why_none, sizeof(proc_choice.why_none),
              "RDMA disabled by NCCL_IB_DISABLE=1");
     return;
   }
-  struct topo_host *h = calloc(1, sizeof(*h));
-  struct topo_choice *c = calloc(1, sizeof(*c));
-  if (!h || !c) {
-    snprintf(proc_failed.why_none, sizeof(proc_failed.why_none),
-             "out of memory for the topology (%zu bytes)", sizeof(*h) + sizeof(*c));
-    goto free_both;
+  int r = topo_discover(&proc_host, 0);
+  if (r) {
+    topo_host_free(&proc_host);
+    snprintf(proc_choice.why_none, sizeof(proc_choice.why_none),
+             "the host's topology could not be discovered: %s (see the warning above)",
+             strerror(r));
+    return;
   }
-  if (topo_discover(h, 0)) {
-    snprintf(proc_failed.why_none, sizeof(proc_failed.why_none),
-             "the host's interfaces could not be listed (see the warning above)");
-    goto free_both;
+  if (topo_decide(&proc_host, NULL, &proc_choice)) {
+    WARN("no RDMA device for NCCL: %s", proc_choice.why_none); /* decide logs nothing */
+    topo_host_free(&proc_host);
+    return;
   }
-  topo_choose(h, NULL, c);
-  proc_host = h;
-  proc_choice = c;
-  return;
-free_both:
-  free(h);
-  free(c);
+  topo_report(&proc_host, &proc_choice);
+  is_proc_built = true;
 }
 
 const struct topo_choice *topo_process(const struct topo_host **host) {
   pthread_once(&proc_once, build);
-  if (host) *host = proc_host;
-  return proc_choice ? proc_choice : &proc_failed;
+  if (host) *host = is_proc_built ? &proc_host : NULL;
+  return &proc_choice;
 }

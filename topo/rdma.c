@@ -24,17 +24,18 @@ struct port_ctx {
   char unreadable[2048]; /* the fixture's list, one name a line */
 };
 
-static int listed_unreadable(const struct port_ctx *p, const char *rel) {
+static bool is_listed_unreadable(const struct port_ctx *p, const char *rel) {
   size_t n = strlen(rel);
   for (const char *s = p->unreadable; (s = strstr(s, rel)); s += n)
-    if ((s == p->unreadable || s[-1] == '\n') && (s[n] == '\n' || s[n] == 0)) return 1;
-  return 0;
+    if ((s == p->unreadable || s[-1] == '\n') && (s[n] == '\n' || s[n] == 0)) return true;
+  return false;
 }
 
+/* A port file: 0 or an errno (EINVAL for what the fixture lists as unreadable). */
 static int port_str(const struct port_ctx *p, char *buf, size_t cap, const char *rel) {
-  if (listed_unreadable(p, rel)) {
+  if (is_listed_unreadable(p, rel)) {
     buf[0] = 0;
-    return -EINVAL;
+    return EINVAL;
   }
   return sysfs_read_str(buf, cap, "class/infiniband/%s/ports/%d/%s", p->dev, p->num, rel);
 }
@@ -69,48 +70,51 @@ static void read_gid_attrs(struct topo_host *h, const struct port_ctx *p, struct
   char rel[64], buf[64];
   snprintf(rel, sizeof(rel), "gid_attrs/types/%d", g->index);
   int rt = port_str(p, buf, sizeof(buf), rel);
-  g->type_err = -rt;
+  g->type_errno = rt;
   g->type = rt ? GID_TYPE_UNKNOWN : gid_type_parse(buf);
   snprintf(rel, sizeof(rel), "gid_attrs/ndevs/%d", g->index);
-  int rn = port_str(p, g->ndev, sizeof(g->ndev), rel);
-  g->ndev_err = -rn;
+  int rn = port_str(p, g->netdev, sizeof(g->netdev), rel);
+  g->netdev_errno = rn;
   /* InfiniBand GIDs have no netdev: a missing or refused ndevs entry is normal there. */
-  if (pt->ll != TOPO_LL_ETH || rn == -ENOENT) rn = 0;
+  if (pt->ll != TOPO_LL_ETH || rn == ENOENT) rn = 0;
   if (!rt && !rn) return;
-  int err = rt ? -rt : -rn;
+  int err = rt ? rt : rn;
   topo_note(h, "%s port %d GID %d: gid_attrs/%s%s%s unreadable (%s)%s", p->dev, p->num, g->index,
             rt ? "types" : "", rt && rn ? " and " : "", rn ? "ndevs" : "", strerror(err),
             err == EINVAL ? ": an entry this network namespace does not map; tolerated" : "");
 }
 
-static void read_gids(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt) {
+static int read_gids(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt) {
   for (int i = 0; i < GID_TBL_SCAN_MAX; i++) {
     char rel[32], buf[80];
     snprintf(rel, sizeof(rel), "gids/%d", i);
     int r = port_str(p, buf, sizeof(buf), rel);
-    if (r == -ENOENT) break;
+    if (r == ENOENT) break;
     pt->gid_tbl_len = i + 1;
     uint8_t raw[16];
     if (r || gid_parse(buf, raw)) {
-      topo_note(h, "%s port %d %s: %s", p->dev, p->num, rel, r ? strerror(-r) : "not a GID");
+      topo_note(h, "%s port %d %s: %s", p->dev, p->num, rel, r ? strerror(r) : "not a GID");
       continue;
     }
     if (gid_is_zero(raw)) continue; /* an unused entry */
     if (pt->ngid == TOPO_MAX_GIDS) {
-      pt->gid_truncated = 1;
+      pt->has_more_gids = true;
       continue;
     }
-    struct topo_gid *g = &pt->gid[pt->ngid++];
-    memset(g, 0, sizeof(*g));
+    struct topo_gid *grown = topo_grow(pt->gids, pt->ngid, sizeof(*grown));
+    if (!grown) return ENOMEM;
+    pt->gids = grown;
+    struct topo_gid *g = &pt->gids[pt->ngid++];
     g->index = i;
     memcpy(g->raw, raw, 16);
-    g->ndev_up = -1;
+    g->netdev_up = -1;
     g->prefix = -1;
     read_gid_attrs(h, p, pt, g);
   }
-  if (pt->gid_truncated)
+  if (pt->has_more_gids)
     topo_note(h, "%s port %d has more than %d populated GIDs; the rest are not considered", p->dev,
               p->num, TOPO_MAX_GIDS);
+  return 0;
 }
 
 /* The port's netdev: the one behind its GIDs (what show_gids and RoCE use),
@@ -118,12 +122,13 @@ static void read_gids(struct topo_host *h, const struct port_ctx *p, struct topo
  * without GIDs). */
 static void find_netdev(const struct port_ctx *p, struct topo_port *pt) {
   for (int i = 0; i < pt->ngid; i++)
-    if (pt->gid[i].ndev[0]) {
-      scopy(pt->netdev, sizeof(pt->netdev), pt->gid[i].ndev);
+    if (pt->gids[i].netdev[0]) {
+      scopy(pt->netdev, sizeof(pt->netdev), pt->gids[i].netdev);
       return;
     }
   char names[8][SYSFS_NAME_MAX];
-  int n = sysfs_list(names, 8, "class/infiniband/%s/device/net", p->dev);
+  int n;
+  sysfs_list(names, 8, &n, "class/infiniband/%s/device/net", p->dev);
   for (int i = 0; i < n; i++) {
     long dev_port = 0;
     sysfs_read_long(&dev_port, "class/infiniband/%s/device/net/%s/dev_port", p->dev, names[i]);
@@ -134,25 +139,27 @@ static void find_netdev(const struct port_ctx *p, struct topo_port *pt) {
   }
 }
 
-static void read_port(struct topo_host *h, int hca, int num) {
+static int read_port(struct topo_host *h, int hca, int num) {
   if (h->nport == TOPO_MAX_PORTS) {
     topo_note(h, "more than %d RDMA ports; %s port %d and later are not considered", TOPO_MAX_PORTS,
-              h->hca[hca].name, num);
-    return;
+              h->hcas[hca].name, num);
+    return 0;
   }
-  struct topo_port *pt = &h->port[h->nport++];
-  memset(pt, 0, sizeof(*pt));
+  struct topo_port *grown = topo_grow(h->ports, h->nport, sizeof(*grown));
+  if (!grown) return ENOMEM;
+  h->ports = grown;
+  struct topo_port *pt = &h->ports[h->nport++];
   pt->hca = hca;
   pt->num = num;
   pt->netdev_up = -1;
-  struct port_ctx p = {h->hca[hca].name, num, ""};
+  struct port_ctx p = {h->hcas[hca].name, num, ""};
   port_str(&p, p.unreadable, sizeof(p.unreadable), "x-diag-unreadable");
   char buf[64];
   if (port_str(&p, buf, sizeof(buf), "state") == 0)
-    parse_state(buf, &pt->state, pt->state_txt, sizeof(pt->state_txt));
+    parse_state(buf, &pt->state, pt->state_text, sizeof(pt->state_text));
   else topo_note(h, "%s port %d state: unreadable", p.dev, num);
   if (port_str(&p, buf, sizeof(buf), "phys_state") == 0)
-    parse_state(buf, &pt->phys_state, pt->phys_txt, sizeof(pt->phys_txt));
+    parse_state(buf, &pt->phys_state, pt->phys_state_text, sizeof(pt->phys_state_text));
   if (port_str(&p, buf, sizeof(buf), "link_layer") == 0)
     pt->ll = !strcmp(buf, "InfiniBand") ? TOPO_LL_IB
              : !strcmp(buf, "Ethernet") ? TOPO_LL_ETH
@@ -162,19 +169,20 @@ static void read_port(struct topo_host *h, int hca, int num) {
   pt->sm_lid = (int)port_long(&p, "sm_lid", 0);
   pt->lmc = (int)port_long(&p, "lid_mask_count", 0);
   pt->active_mtu = (int)port_long(&p, "x-diag-active_mtu", 0);
-  read_gids(h, &p, pt);
+  if (read_gids(h, &p, pt)) return ENOMEM;
   find_netdev(&p, pt);
+  return 0;
 }
 
-static void read_hca(struct topo_host *h, const char *name) {
-  struct topo_hca *d = &h->hca[h->nhca];
-  memset(d, 0, sizeof(*d));
+/* Device h->hcas[h->nhca] (allocated, zeroed) and its ports. */
+static int read_hca(struct topo_host *h, const char *name) {
+  struct topo_hca *d = &h->hcas[h->nhca];
   scopy(d->name, sizeof(d->name), name);
   d->numa = -1;
   int r = sysfs_realpath(d->pci_path, sizeof(d->pci_path), "class/infiniband/%s/device", name);
   if (r)
     topo_note(h, "%s: no PCI device (class/infiniband/%s/device: %s); it sorts last", name, name,
-              strerror(-r));
+              strerror(r));
   const char *base = strrchr(d->pci_path, '/');
   if (base && pci_is_bdf(base + 1)) scopy(d->busid, sizeof(d->busid), base + 1);
   long v;
@@ -189,34 +197,38 @@ static void read_hca(struct topo_host *h, const char *name) {
   if (d->pci_path[0]) pci_chain_from_path(&d->chain, d->pci_path, d->numa);
   d->first_port = h->nport;
   char ports[16][SYSFS_NAME_MAX];
-  int n = sysfs_list(ports, 16, "class/infiniband/%s/ports", name);
-  if (n < 0) topo_note(h, "%s: cannot list its ports: %s", name, strerror(-n));
-  for (int i = 0; i < n; i++) read_port(h, h->nhca, atoi(ports[i]));
+  int n, err = sysfs_list(ports, 16, &n, "class/infiniband/%s/ports", name);
+  if (err) topo_note(h, "%s: cannot list its ports: %s", name, strerror(err));
+  err = 0;
+  for (int i = 0; i < n && !err; i++) err = read_port(h, h->nhca, atoi(ports[i]));
   d->nports = h->nport - d->first_port;
   h->nhca++;
+  return err;
 }
 
 int rdma_discover(struct topo_host *h) {
   char names[TOPO_MAX_HCAS + 1][SYSFS_NAME_MAX];
-  int n = sysfs_list(names, TOPO_MAX_HCAS + 1, "class/infiniband");
-  if (n == -ENOENT)
-    snprintf(h->no_rdma, sizeof(h->no_rdma),
+  int n, r = sysfs_list(names, TOPO_MAX_HCAS + 1, &n, "class/infiniband");
+  if (r == ENOENT)
+    snprintf(h->why_no_rdma, sizeof(h->why_no_rdma),
              "%s/class/infiniband does not exist (no RDMA driver loaded)", h->sysfs_root);
-  else if (n < 0)
-    snprintf(h->no_rdma, sizeof(h->no_rdma), "cannot list %s/class/infiniband: %s", h->sysfs_root,
-             strerror(-n));
+  else if (r)
+    snprintf(h->why_no_rdma, sizeof(h->why_no_rdma), "cannot list %s/class/infiniband: %s",
+             h->sysfs_root, strerror(r));
   else if (n == 0)
-    snprintf(h->no_rdma, sizeof(h->no_rdma),
+    snprintf(h->why_no_rdma, sizeof(h->why_no_rdma),
              "%s/class/infiniband is empty (the RDMA driver found no device)", h->sysfs_root);
-  if (n <= 0) return 0;
+  if (r || n == 0) return 0;
   if (n > TOPO_MAX_HCAS) {
     topo_note(h, "more than %d RDMA devices; %s and later are not considered", TOPO_MAX_HCAS,
               names[TOPO_MAX_HCAS]);
     n = TOPO_MAX_HCAS;
   }
-  h->rdma_present = 1;
-  for (int i = 0; i < n; i++) read_hca(h, names[i]);
-  return 0;
+  h->has_rdma = true;
+  if (!(h->hcas = calloc((size_t)n, sizeof(*h->hcas)))) return ENOMEM;
+  int err = 0;
+  for (int i = 0; i < n && !err; i++) err = read_hca(h, names[i]);
+  return err;
 }
 
 static const struct netif *netif_named(const struct netif_list *l, const char *name) {
@@ -245,7 +257,7 @@ static int gid_prefix(const struct topo_host *h, const struct topo_gid *g) {
       const struct ipaddr *x = &n->addr[k];
       if (x->family != a.family || memcmp(x->bytes, a.bytes, a.family == AF_INET ? 4 : 16))
         continue;
-      if (!strcmp(n->name, g->ndev)) return x->prefix;
+      if (!strcmp(n->name, g->netdev)) return x->prefix;
       found = x->prefix;
     }
   }
@@ -263,7 +275,7 @@ static int roce_mtu(int netdev_mtu) {
 
 void rdma_annotate(struct topo_host *h) {
   for (int i = 0; i < h->nport; i++) {
-    struct topo_port *pt = &h->port[i];
+    struct topo_port *pt = &h->ports[i];
     pt->netdev_up = netdev_state(h, pt->netdev);
     char master[PATH_MAX];
     if (pt->netdev[0] &&
@@ -278,10 +290,10 @@ void rdma_annotate(struct topo_host *h) {
       pt->active_mtu = pt->ll == TOPO_LL_IB ? 4096 : mtu ? roce_mtu((int)mtu) : 1024;
     }
     for (int k = 0; k < pt->ngid; k++) {
-      struct topo_gid *g = &pt->gid[k];
-      g->ndev_up = g->ndev[0] ? netdev_state(h, g->ndev) : pt->netdev_up;
+      struct topo_gid *g = &pt->gids[k];
+      g->netdev_up = g->netdev[0] ? netdev_state(h, g->netdev) : pt->netdev_up;
       g->prefix = gid_prefix(h, g);
-      g->ndev_is_port = !g->ndev[0] || !strcmp(g->ndev, pt->netdev);
+      g->is_port_netdev = !g->netdev[0] || !strcmp(g->netdev, pt->netdev);
     }
   }
 }

@@ -47,9 +47,9 @@ void sysfs_path(char *out, size_t cap, const char *fmt, ...) {
 
 static int read_file(const char *path, char *buf, size_t cap) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -errno;
+  if (fd < 0) return errno;
   ssize_t n = read(fd, buf, cap - 1);
-  int err = n < 0 ? -errno : 0;
+  int err = n < 0 ? errno : 0;
   close(fd);
   if (err) return err;
   buf[n] = 0;
@@ -72,7 +72,7 @@ int sysfs_read_long(long *out, const char *fmt, ...) {
   char *end;
   errno = 0;
   long v = strtol(buf, &end, 0);
-  if (errno || end == buf) return -EINVAL;
+  if (errno || end == buf) return EINVAL;
   *out = v;
   return 0;
 }
@@ -80,8 +80,8 @@ int sysfs_read_long(long *out, const char *fmt, ...) {
 int sysfs_realpath(char *out, size_t cap, const char *fmt, ...) {
   char path[PATH_MAX], real[PATH_MAX];
   PATH_FROM_ARGS(path, fmt);
-  if (!realpath(path, real)) return -errno;
-  if (strlen(real) >= cap) return -ENAMETOOLONG;
+  if (!realpath(path, real)) return errno;
+  if (strlen(real) >= cap) return ENAMETOOLONG;
   strcpy(out, real);
   return 0;
 }
@@ -94,11 +94,12 @@ int sysfs_exists(const char *fmt, ...) {
 
 static int version_order(const void *a, const void *b) { return strverscmp(a, b); }
 
-int sysfs_list(char (*names)[SYSFS_NAME_MAX], int max, const char *fmt, ...) {
+int sysfs_list(char (*names)[SYSFS_NAME_MAX], int max, int *count, const char *fmt, ...) {
   char path[PATH_MAX];
   PATH_FROM_ARGS(path, fmt);
+  *count = 0;
   DIR *d = opendir(path);
-  if (!d) return -errno;
+  if (!d) return errno;
   int n = 0;
   struct dirent *e;
   while ((e = readdir(d)) && n < max) {
@@ -108,5 +109,6 @@ int sysfs_list(char (*names)[SYSFS_NAME_MAX], int max, const char *fmt, ...) {
   }
   closedir(d);
   qsort(names, (size_t)n, SYSFS_NAME_MAX, version_order);
-  return n;
+  *count = n;
+  return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Reads under the sysfs root (NCCL_DIAG_SYSFS_ROOT, default /sys), so a
  * fixture host folder stands in for a real machine. Paths are relative to
- * the root ("class/net/eth0/speed"). Functions return 0 or a negative errno. */
+ * the root ("class/net/eth0/speed"). Functions return 0 or an errno. */
 #ifndef DIAG_TOPO_SYSFS_H
 #define DIAG_TOPO_SYSFS_H
 
@@ -19,10 +19,10 @@ int sysfs_realpath(char *out, size_t cap, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
 int sysfs_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The entries of directory root/rel (no "." or ".."), in version order
- * (mlx5_2 before mlx5_10): how many, at most max, or a negative errno. */
+ * (mlx5_2 before mlx5_10), at most max; *count says how many. */
 #define SYSFS_NAME_MAX 64
-int sysfs_list(char (*names)[SYSFS_NAME_MAX], int max, const char *fmt, ...)
-  __attribute__((format(printf, 3, 4)));
+int sysfs_list(char (*names)[SYSFS_NAME_MAX], int max, int *count, const char *fmt, ...)
+  __attribute__((format(printf, 4, 5)));
 /* Full path of root/rel. */
 void sysfs_path(char *out, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

@@ -3,40 +3,63 @@
  * interfaces) and how NCCL should use it, with the reason for every choice
  * and every rejected candidate.
  *
- * Two steps, both callable outside a training job (nccl-net-diag doctor
+ * Three steps, all callable outside a training job (nccl-net-diag doctor
  * runs exactly what the plugin runs):
  *
- *   struct topo_host *h = calloc(1, sizeof(*h));
- *   struct topo_choice *c = calloc(1, sizeof(*c));
- *   topo_discover(h, 0);           reads sysfs, interfaces and hwloc
- *   topo_choose(h, NULL, c);       pure: knobs (or given prefs) -> choice
- *   for (int i = 0; i < c->ndev; i++) use c->dev[i] (NCCL device order)
+ *   struct topo_host h;
+ *   struct topo_choice c;
+ *   topo_discover(&h, 0);          reads sysfs, interfaces and hwloc
+ *   topo_decide(&h, NULL, &c);     pure: knobs (or given prefs) -> choice
+ *   topo_report(&h, &c);           the plugin's log lines and events
+ *   for (int i = 0; i < c.ndev; i++) use c.dev[i] (NCCL device order)
+ *   topo_choice_free(&c), topo_host_free(&h);
+ *
+ * Both are small (the arrays are sized by what the host has), so callers
+ * may keep them on the stack.
  *
  * The plugin itself uses the process-wide result of topo_process(), built
  * once (pthread_once) and read-only afterwards, so any thread may read it:
  * the IB transport takes c->dev[] as its device list (name, ib_port,
  * gid_index, gid, netdev, subnet, mtu, ll, pci_path, numa, speed_mbps, lid,
- * guid, real_port) and c->pc[] / c->gc[] for messages. Discovery tolerates
+ * guid, real_port) and c->pc[] for messages. Discovery tolerates
  * every missing or unreadable file (a container with a partly mapped GID
  * table answers EINVAL) and records it in notes.
  *
- * How ports are chosen (each step records why a port was set apart):
- *  1. the port is ACTIVE and its link layer is InfiniBand or Ethernet;
- *  2. NCCL_IB_HCA selects it (NCCL's grammar, topo/filter.h);
- *  3. a GID is usable (topo/gid.h): IB index 0 (1 with a routable FLID);
- *     RoCE by score or NCCL_IB_GID_INDEX;
- *  4. plane rules (topo/plane.c, NCCL_DIAG_PLANES=auto): a RoCE port on the
+ * topo_decide runs these passes, in this order (topo/decide.c); each reads
+ * what the ones before it decided, records why a port was set apart and
+ * the problems it finds:
+ *  1. sockets (pass_sockets): NCCL_SOCKET_IFNAME, exactly as NCCL applies
+ *     it; first, because the main interface and the advice read it;
+ *  2. ports (hca_pass_ports, topo/hca.c): a port is used only when ACTIVE
+ *     with an InfiniBand or Ethernet link layer, and NCCL_IB_DISABLE is
+ *     not set;
+ *  3. filter (hca_pass_filter): NCCL_IB_HCA selects it (NCCL's grammar,
+ *     topo/filter.h);
+ *  4. GIDs (pass_gids): a GID is usable (topo/gid.h): IB index 0 (1 with a
+ *     routable FLID); RoCE by score or NCCL_IB_GID_INDEX;
+ *  5. GPU distances (gpu_pass_distances, topo/gpu.c): every port to every
+ *     GPU;
+ *  6. main interface (plane_pass_main_interface, topo/plane.c): the one
+ *     that carries bootstrap;
+ *  7. planes (plane_pass_rules, NCCL_DIAG_PLANES=auto): a RoCE port on the
  *     bootstrap interface's subnet is set apart when other ports form a
  *     separate RDMA plane; a port far from every GPU is set apart when every
  *     GPU has a port on its own PCIe switch; a minority link layer is set
  *     apart (NCCL cannot connect InfiniBand to RoCE);
- *  5. the rest, sorted by PCI bus id then port (NCCL_IB_DEVICE_PCI_ORDER),
- *     are the devices, at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS). */
+ *  8. forced GIDs (pass_forced_gids): the problem of an NCCL_IB_GID_INDEX
+ *     on the ports kept;
+ *  9. devices (hca_pass_devices): the rest, sorted by PCI bus id then port
+ *     (NCCL_IB_DEVICE_PCI_ORDER), at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS);
+ * 10. GPUs (gpu_pass_nearest): each GPU's nearest devices;
+ * 11. why none (pass_why_none): with no device, why, in one line;
+ * 12. settings (advice_pass_settings, topo/advice.c): what to export, and
+ *     notes where NCCL's own choice would differ. */
 #ifndef DIAG_TOPO_TOPO_H
 #define DIAG_TOPO_TOPO_H
 
 #include <limits.h>
 #include <net/if.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "topo/addr.h"
@@ -44,15 +67,17 @@
 #include "topo/pcidist.h"
 #include "topo/strbuf.h"
 
+/* What discovery considers at most (the arrays are sized by what the host
+ * has); past these, a note says what was left out. */
 #define TOPO_MAX_HCAS 32
 #define TOPO_MAX_PORTS 64
-#define TOPO_MAX_DEVS 32
 #define TOPO_MAX_GIDS 32 /* populated entries kept per port */
 #define TOPO_MAX_GPUS 16
 #define TOPO_MAX_NOTES 48
 #define TOPO_NOTE_MAX 256
-#define TOPO_MAX_ISSUES 32
-#define TOPO_MAX_RECS 6
+/* NCCL's MAX_IB_DEVS: the devices NCCL takes at most. */
+#define TOPO_MAX_DEVS 32
+#define TOPO_MAX_SETTINGS 6
 
 enum topo_ll { TOPO_LL_UNKNOWN, TOPO_LL_IB, TOPO_LL_ETH };
 
@@ -63,22 +88,22 @@ struct topo_gid {
   int index;
   uint8_t raw[16];
   enum gid_type type;
-  int type_err;           /* errno reading the type (EINVAL in containers), 0 = read */
-  char ndev[IF_NAMESIZE]; /* "" when none or unreadable */
-  int ndev_err;
+  int type_errno;           /* reading the type (EINVAL in containers), 0 = read */
+  char netdev[IF_NAMESIZE]; /* gid_attrs/ndevs: "" when none or unreadable */
+  int netdev_errno;
   /* Facts from the interface list, filled by discovery, used by scoring: */
-  int ndev_up;      /* 1 up, 0 down or no carrier, -1 unknown */
-  int prefix;       /* prefix of the interface address equal to this GID, -1 unknown */
-  int ndev_is_port; /* ndev is the port's own netdev (not a VLAN or macvlan on it) */
+  int netdev_up;       /* 1 up, 0 down or no carrier, -1 unknown */
+  int prefix;          /* prefix of the interface address equal to this GID, -1 unknown */
+  bool is_port_netdev; /* the port's own netdev (not a VLAN or macvlan on it) */
 };
 
 struct topo_port {
-  int hca;   /* index into topo_host.hca */
+  int hca;   /* index into topo_host.hcas */
   int num;   /* port number, from 1 */
   int state; /* 4 = ACTIVE */
-  char state_txt[24];
+  char state_text[24];
   int phys_state; /* 5 = LinkUp */
-  char phys_txt[24];
+  char phys_state_text[24];
   enum topo_ll ll;
   char rate[48];  /* "100 Gb/sec (4X EDR)" */
   int speed_mbps; /* 0 unknown */
@@ -89,9 +114,9 @@ struct topo_port {
   char netdev_master[IF_NAMESIZE]; /* bond or team the netdev is enslaved to */
   int netdev_up;                   /* 1, 0, -1 unknown */
   int gid_tbl_len;                 /* entries in the table, populated or not */
-  int ngid;                        /* populated entries kept in gid[] */
-  int gid_truncated;
-  struct topo_gid gid[TOPO_MAX_GIDS];
+  int ngid;                        /* populated entries kept in gids[] */
+  bool has_more_gids;              /* than TOPO_MAX_GIDS: the rest are not considered */
+  struct topo_gid *gids;           /* ngid of them */
 };
 
 struct topo_hca {
@@ -103,7 +128,7 @@ struct topo_hca {
   char node_guid[24], sys_image_guid[24];
   char fw_ver[32], hca_type[32], board_id[32];
   struct pci_chain chain;
-  int first_port, nports; /* range in topo_host.port */
+  int first_port, nports; /* range in topo_host.ports */
 };
 
 struct topo_gpu {
@@ -117,28 +142,31 @@ struct topo_gpu {
 
 struct topo_host {
   char sysfs_root[PATH_MAX];
-  int rdma_present;  /* class/infiniband lists a device */
-  char no_rdma[256]; /* when not: why, for one INFO line */
+  bool has_rdma;         /* class/infiniband lists a device */
+  char why_no_rdma[256]; /* when not: why, for one INFO line */
   int nhca;
-  struct topo_hca hca[TOPO_MAX_HCAS];
+  struct topo_hca *hcas; /* nhca of them */
   int nport;
-  struct topo_port port[TOPO_MAX_PORTS];
-  int gpus_known; /* GPU discovery ran */
+  struct topo_port *ports; /* nport of them, each device's ports together */
+  bool has_gpu_list;       /* GPU discovery ran: no GPU in it means none */
   int ngpu;
-  struct topo_gpu gpu[TOPO_MAX_GPUS];
-  char pci_source[320]; /* "hwloc 2.9.0 (XML ...)" or "sysfs PCI paths (...)" */
-  int hwloc_used;
+  struct topo_gpu *gpus; /* ngpu of them, in PCI bus order */
+  char pci_source[320];  /* "hwloc 2.9.0 (XML ...)" or "sysfs PCI paths (...)" */
+  bool is_hwloc_used;
   struct netif_list ifs;
   char default_route_if[IF_NAMESIZE]; /* live hosts only, "" unknown */
   int nnote;                          /* unreadable or missing entries, tolerated */
-  char note[TOPO_MAX_NOTES][TOPO_NOTE_MAX];
+  char **notes;                       /* nnote of them */
 };
 
 enum { TOPO_WANT_GPUS = 1 }; /* discover GPUs even on a host without RDMA */
 
-/* 0, or a negative errno when nothing could be discovered (the interface
- * list failed; WARN logged). Missing RDMA or GPUs is not an error. */
+/* Fills *h (its previous content is ignored). 0, or an errno when nothing
+ * could be discovered (the interface list failed, or memory ran out; WARN
+ * logged); release with topo_host_free() either way. Missing RDMA or GPUs
+ * is not an error. */
 int topo_discover(struct topo_host *h, int flags);
+void topo_host_free(struct topo_host *h);
 
 /* ---------------------------------------------------------------- choice */
 
@@ -150,8 +178,8 @@ struct topo_prefs {
   int roce_version;          /* NCCL_IB_ROCE_VERSION_NUM: 1 or 2 */
   const char *socket_ifname; /* NCCL_SOCKET_IFNAME, NULL = automatic */
   int socket_family;         /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC */
-  int planes;                /* NCCL_DIAG_PLANES: 1 auto, 0 off */
-  int ib_disable;            /* NCCL_IB_DISABLE */
+  bool is_planes_auto;       /* NCCL_DIAG_PLANES=auto (not off) */
+  bool is_ib_disabled;       /* NCCL_IB_DISABLE=1 */
 };
 /* The prefs the knob table holds now. */
 void topo_prefs_from_knobs(struct topo_prefs *p);
@@ -176,34 +204,34 @@ struct topo_gid_reject {
 struct gid_pick {
   int index;
   int score;
-  int forced;     /* index came from NCCL_IB_GID_INDEX */
+  bool is_forced; /* index came from NCCL_IB_GID_INDEX */
   int auto_index; /* what the automatic choice picks, -1 none */
   int nccl_index; /* what NCCL's built-in IB transport picks */
   int severity;   /* of note: 0 none, 1 warning, 2 error */
   char note[480]; /* refusal reason, or the forced index's problem */
   char hint[96];  /* a knob setting that would make a GID usable */
-  int nrej;
-  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  int nreject;
+  struct topo_gid_reject *rejects; /* the caller's room for one per populated entry */
 };
 
 struct topo_port_choice {
   enum topo_verdict verdict;
-  char why[1280];    /* "" when chosen */
-  int user_selected; /* an include-list NCCL_IB_HCA entry named it */
-  int off_plane;     /* the plane rules set it apart (kept only if the user named it) */
-  int rail, plane;   /* NCCL_IB_HCA 3rd/4th fields, -1 none */
+  char why[1280];        /* "" when chosen */
+  bool is_user_selected; /* an include-list NCCL_IB_HCA entry named it */
+  bool is_off_plane;     /* the plane rules set it apart (kept only if the user named it) */
+  int rail, plane;       /* NCCL_IB_HCA 3rd/4th fields, -1 none */
   struct gid_pick gid;
   struct ipaddr addr; /* the chosen GID's address, prefix when known */
-  int has_addr;
+  bool has_addr;
   int dev;                  /* index into topo_choice.dev, -1 */
-  enum pci_class gpu_class; /* distance to the nearest GPU, PC_UNKNOWN none */
-  int gpu_near;             /* index of that GPU, -1 */
+  enum pci_class gpu_class; /* distance to the nearest GPU, PCI_CLASS_UNKNOWN none */
+  int nearest_gpu;          /* index of that GPU, -1 */
 };
 
 /* One device for NCCL: what the IB transport needs, in NCCL device order. */
 struct topo_dev {
-  int port;         /* index into topo_host.port */
-  int hca;          /* index into topo_host.hca */
+  int port;         /* index into topo_host.ports */
+  int hca;          /* index into topo_host.hcas */
   const char *name; /* the RDMA device, points into the host */
   int ib_port;      /* the verbs port number */
   int real_port;    /* earlier devices on the same PCI device (NCCL's realPort) */
@@ -224,22 +252,23 @@ struct topo_dev {
 };
 
 struct topo_gpu_choice {
-  enum pci_class cls; /* nearest class to a chosen device, PC_UNKNOWN none */
-  int nnear;
-  int near[TOPO_MAX_DEVS];                /* indices into topo_choice.dev at that class */
-  enum pci_class to_port[TOPO_MAX_PORTS]; /* class to every port */
+  enum pci_class nearest_class; /* to a chosen device, PCI_CLASS_UNKNOWN none */
+  int nnearest;
+  int *nearest;                 /* indices into topo_choice.dev at that class */
+  enum pci_class *port_classes; /* to every port */
 };
 
-enum topo_sev { TOPO_NOTE, TOPO_WARNING, TOPO_ERROR };
+enum topo_severity { TOPO_NOTE, TOPO_WARNING, TOPO_ERROR };
 
 struct topo_issue {
-  enum topo_sev sev;
-  char text[1024];
+  enum topo_severity severity;
+  char *text; /* as a report lists it */
+  char *warn; /* the plugin's WARN line for it, with the fix; NULL when it logs none */
 };
 
 /* A recommended environment setting. status: "add" (unset now), "change"
  * (set to something that selects otherwise), "keep" (already right). */
-struct topo_rec {
+struct topo_setting {
   char name[40];
   char value[400];
   char status[8];
@@ -248,32 +277,38 @@ struct topo_rec {
 
 struct topo_choice {
   struct topo_prefs prefs;
-  int quiet;                /* a what-if run: no logs, no events */
   struct netif_choice sock; /* NCCL_SOCKET_IFNAME, exactly as NCCL chooses */
   int main_if;              /* index into host ifs: the bootstrap interface, -1 none */
-  int main_confident;       /* chosen by the user, the default route or GPU locality, not
+  bool is_main_confident;   /* chosen by the user, the default route or GPU locality, not
                                merely by interface order: plane rule 1 may use it */
   char main_why[256];
   int nport;
-  struct topo_port_choice pc[TOPO_MAX_PORTS];
+  struct topo_port_choice *pc; /* one per host port */
   int ndev;
-  struct topo_dev dev[TOPO_MAX_DEVS];
-  char why_none[768]; /* ndev == 0: why, in one line */
-  struct topo_gpu_choice gc[TOPO_MAX_GPUS];
+  struct topo_dev *dev;                /* room for every port, at most TOPO_MAX_DEVS */
+  char why_none[768];                  /* ndev == 0: why, in one line */
+  struct topo_gpu_choice *gpu_choices; /* one per host GPU */
   int nissue;
-  struct topo_issue issue[TOPO_MAX_ISSUES];
-  int errors; /* issues of TOPO_ERROR: a multi-node run will break */
-  int nrec;
-  struct topo_rec rec[TOPO_MAX_RECS];
+  struct topo_issue *issues;
+  int nissue_lost; /* problems not recorded: out of memory */
+  int nerror;      /* issues of TOPO_ERROR: a multi-node run will break */
+  int nsetting;
+  struct topo_setting settings[TOPO_MAX_SETTINGS]; /* recommended */
+  void *block; /* the arrays above that are sized by the host, in one allocation */
 };
 
-/* Decides everything; p NULL = the knobs. Logs each decision (INFO, WARN for
- * misconfiguration) and emits one event per decision. Reads no file; always 0
- * (what cannot be used is in the verdicts, issues and why_none). */
-int topo_choose(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c);
+/* Decides everything into *c (its previous content is ignored); p NULL = the
+ * knobs. Reads no file, logs nothing and emits no event. 0, or ENOMEM with
+ * why_none saying so; what cannot be used is in the verdicts, issues and
+ * why_none. c points into h: release c with topo_choice_free() first. */
+int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct topo_choice *c);
+void topo_choice_free(struct topo_choice *c);
+/* Logs each decision (INFO; WARN for each misconfiguration, with its fix)
+ * and emits one event per decision, as the plugin does once per process. */
+void topo_report(const struct topo_host *h, const struct topo_choice *c);
 
-/* The plugin's view, built once per process (discover + choose with the
- * knobs). Never NULL; on failure ndev is 0 and why_none says why. */
+/* The plugin's view, built once per process (discover, decide, report with
+ * the knobs). Never NULL; on failure ndev is 0 and why_none says why. */
 const struct topo_choice *topo_process(const struct topo_host **host);
 
 /* ------------------------------------------------------------- helpers */

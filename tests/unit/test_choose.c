@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* topo_choose on hosts built in memory: it reads nothing, so every rule is
+/* topo_decide on hosts built in memory: it reads nothing, so every rule is
  * table-tested here (plane rules, link layers, NCCL_IB_HCA checks, device
  * order, forced GIDs, recommendations). */
 #include <arpa/inet.h>
@@ -13,18 +13,30 @@
 static struct topo_host H;
 static struct topo_choice C;
 static struct topo_prefs P;
+/* What H's arrays point at: hosts here are small and built in place. */
+static struct topo_hca hcas[8];
+static struct topo_port ports[8];
+static struct topo_gid gids[8][8];
+static struct topo_gpu gpus[8];
+static struct netif ifs[8];
 
 static void reset(void) {
   memset(&H, 0, sizeof(H));
+  memset(hcas, 0, sizeof(hcas));
+  memset(gpus, 0, sizeof(gpus));
+  H.hcas = hcas;
+  H.ports = ports;
+  H.gpus = gpus;
+  H.ifs.ifs = ifs;
   strcpy(H.sysfs_root, "/fixture/sysfs");
   strcpy(H.ifs.source, "test");
-  H.rdma_present = 1;
+  H.has_rdma = 1;
   memset(&P, 0, sizeof(P));
   P.gid_index = -1;
   P.addr_family = AF_INET;
   P.roce_version = 2;
   P.socket_family = AF_UNSPEC;
-  P.planes = 1;
+  P.is_planes_auto = 1;
 }
 
 static void add_if(const char *name, const char *cidr) {
@@ -38,21 +50,21 @@ static void add_if(const char *name, const char *cidr) {
 
 static void add_gid(struct topo_port *pt, int index, const uint8_t raw[16], enum gid_type t,
                     int prefix) {
-  struct topo_gid *g = &pt->gid[pt->ngid++];
+  struct topo_gid *g = &pt->gids[pt->ngid++];
   g->index = index;
   memcpy(g->raw, raw, 16);
   g->type = t;
-  strcpy(g->ndev, pt->netdev);
-  g->ndev_up = 1;
+  strcpy(g->netdev, pt->netdev);
+  g->netdev_up = 1;
   g->prefix = prefix;
-  g->ndev_is_port = 1;
+  g->is_port_netdev = 1;
 }
 
 /* A device at a sysfs path with one port: RoCE with the standard mlx5 table
  * for ip (NULL: link-local only), or InfiniBand when netdev is NULL. */
 static int add_port(const char *name, const char *path, int numa, const char *netdev,
                     const char *ip) {
-  struct topo_hca *d = &H.hca[H.nhca];
+  struct topo_hca *d = &H.hcas[H.nhca];
   strcpy(d->name, name);
   strcpy(d->pci_path, path);
   strcpy(d->busid, strrchr(path, '/') + 1);
@@ -60,13 +72,14 @@ static int add_port(const char *name, const char *path, int numa, const char *ne
   pci_chain_from_path(&d->chain, path, numa);
   d->first_port = H.nport;
   d->nports = 1;
-  struct topo_port *pt = &H.port[H.nport];
+  struct topo_port *pt = &H.ports[H.nport];
   memset(pt, 0, sizeof(*pt));
+  pt->gids = gids[H.nport];
   pt->hca = H.nhca++;
   pt->num = 1;
   pt->state = 4;
-  strcpy(pt->state_txt, "ACTIVE");
-  strcpy(pt->phys_txt, "LinkUp");
+  strcpy(pt->state_text, "ACTIVE");
+  strcpy(pt->phys_state_text, "LinkUp");
   pt->ll = netdev ? TOPO_LL_ETH : TOPO_LL_IB;
   pt->active_mtu = 4096;
   pt->gid_tbl_len = 8;
@@ -89,22 +102,27 @@ static int add_port(const char *name, const char *path, int numa, const char *ne
 }
 
 static void add_gpu(const char *path, int numa) {
-  struct topo_gpu *g = &H.gpu[H.ngpu];
+  struct topo_gpu *g = &H.gpus[H.ngpu];
   snprintf(g->name, sizeof(g->name), "GPU%d", H.ngpu++);
   strcpy(g->busid, strrchr(path, '/') + 1);
   g->numa = numa;
   pci_chain_from_path(&g->chain, path, numa);
 }
 
-static const struct topo_rec *rec(const char *name) {
-  for (int i = 0; i < C.nrec; i++)
-    if (!strcmp(C.rec[i].name, name)) return &C.rec[i];
+static void decide(void) {
+  topo_choice_free(&C);
+  topo_decide(&H, &P, &C);
+}
+
+static const struct topo_setting *rec(const char *name) {
+  for (int i = 0; i < C.nsetting; i++)
+    if (!strcmp(C.settings[i].name, name)) return &C.settings[i];
   return NULL;
 }
 
-static int issue_has(enum topo_sev sev, const char *text) {
+static int issue_has(enum topo_severity sev, const char *text) {
   for (int i = 0; i < C.nissue; i++)
-    if (C.issue[i].sev == sev && strstr(C.issue[i].text, text)) return 1;
+    if (C.issues[i].severity == sev && strstr(C.issues[i].text, text)) return 1;
   return 0;
 }
 
@@ -129,70 +147,71 @@ static void story5(int with_gpus) {
 
 static void test_story5(void) {
   story5(1);
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && !strcmp(C.dev[0].name, "mlx5_2") && !strcmp(C.dev[1].name, "mlx5_3"),
         "devices: %d", C.ndev);
   CHECK(C.dev[0].gid_index == 3 && C.dev[1].gid_index == 3, "GID 3 on each");
   CHECK(C.pc[2].verdict == TV_PLANE && strstr(C.pc[2].why, "other plane"), "bond: %s", C.pc[2].why);
-  CHECK(C.main_if == 3 && C.main_confident, "bond0 is the main interface: %d", C.main_if);
-  const struct topo_rec *r = rec("NCCL_IB_HCA");
+  CHECK(C.main_if == 3 && C.is_main_confident, "bond0 is the main interface: %d", C.main_if);
+  const struct topo_setting *r = rec("NCCL_IB_HCA");
   CHECK(r && !strcmp(r->value, "=mlx5_2,mlx5_3") && !strcmp(r->status, "add"), "%s",
         r ? r->value : "no NCCL_IB_HCA advice");
   r = rec("NCCL_SOCKET_IFNAME");
   CHECK(r && !strcmp(r->value, "=bond0"), "%s", r ? r->value : "no NCCL_SOCKET_IFNAME advice");
-  CHECK(C.gc[0].nnear == 1 && C.gc[0].cls == PC_PIX && C.dev[C.gc[0].near[0]].port == 0,
+  CHECK(C.gpu_choices[0].nnearest == 1 && C.gpu_choices[0].nearest_class == PCI_CLASS_PIX &&
+          C.dev[C.gpu_choices[0].nearest[0]].port == 0,
         "GPU0 nearest mlx5_2 PIX");
-  CHECK(!C.errors, "no errors: %d", C.errors);
+  CHECK(!C.nerror, "no errors: %d", C.nerror);
 }
 
 static void test_story5_without_gpus(void) {
   /* Nothing tells the main network apart: no guess, a warning instead. */
   story5(0);
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 3, "every port kept: %d", C.ndev);
-  CHECK(!C.main_confident, "main chosen by order only");
+  CHECK(!C.is_main_confident, "main chosen by order only");
   CHECK(issue_has(TOPO_WARNING, "several networks"), "warns about the planes");
   /* Naming the main interface makes the rule apply. */
   P.socket_ifname = "=bond0";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && C.pc[2].verdict == TV_PLANE, "with NCCL_SOCKET_IFNAME=bond0: %d", C.ndev);
 }
 
 static void test_user_override(void) {
   story5(1);
   P.hca_filter = "=mlx5_2,mlx5_3,mlx5_bond_0";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 3, "the named bond is kept: %d", C.ndev);
-  CHECK(C.errors && issue_has(TOPO_ERROR, "NCCL_IB_HCA selects mlx5_bond_0:1"),
+  CHECK(C.nerror && issue_has(TOPO_ERROR, "NCCL_IB_HCA selects mlx5_bond_0:1"),
         "an error says why");
-  const struct topo_rec *r = rec("NCCL_IB_HCA");
+  const struct topo_setting *r = rec("NCCL_IB_HCA");
   CHECK(r && !strcmp(r->value, "=mlx5_2,mlx5_3") && !strcmp(r->status, "change"), "%s %s",
         r ? r->value : "-", r ? r->status : "-");
   P.hca_filter = "^=mlx5_bond_0";
-  topo_choose(&H, &P, &C);
+  decide();
   r = rec("NCCL_IB_HCA");
   CHECK(C.ndev == 2 && r && !strcmp(r->status, "keep"), "an exclude list that agrees is kept");
   P.hca_filter = NULL;
-  P.planes = 0;
-  topo_choose(&H, &P, &C);
+  P.is_planes_auto = 0;
+  decide();
   CHECK(C.ndev == 3 && !rec("NCCL_IB_HCA"), "NCCL_DIAG_PLANES=off keeps every port");
 }
 
 static void test_filter_checks(void) {
   story5(1);
   P.hca_filter = "mlx5_8,mlx5_4,mlx5_2";
-  topo_choose(&H, &P, &C);
-  CHECK(C.errors && issue_has(TOPO_ERROR, "'mlx5_8', 'mlx5_4' match no RDMA port"),
+  decide();
+  CHECK(C.nerror && issue_has(TOPO_ERROR, "'mlx5_8', 'mlx5_4' match no RDMA port"),
         "unmatched entries are errors");
   CHECK(issue_has(TOPO_ERROR, "this host has mlx5_2:1"), "the error lists what exists");
   CHECK(C.pc[1].verdict == TV_FILTER, "mlx5_3 filtered: %s", C.pc[1].why);
   P.hca_filter = "^mlx5_9";
-  topo_choose(&H, &P, &C);
-  CHECK(!C.errors && issue_has(TOPO_WARNING, "'mlx5_9' matches no RDMA port"),
+  decide();
+  CHECK(!C.nerror && issue_has(TOPO_WARNING, "'mlx5_9' matches no RDMA port"),
         "an unmatched exclude entry only warns");
   P.hca_filter = "mlx5_2:x";
-  topo_choose(&H, &P, &C);
-  CHECK(C.errors && issue_has(TOPO_ERROR, "is not valid"), "bad grammar is an error");
+  decide();
+  CHECK(C.nerror && issue_has(TOPO_ERROR, "is not valid"), "bad grammar is an error");
 }
 
 static void test_prefix_trap(void) {
@@ -201,10 +220,10 @@ static void test_prefix_trap(void) {
   add_port("mlx5_10", "/sys/devices/pci0000:cb/0000:cb:01.0/0000:ce:00.0", 1, NULL, NULL);
   add_if("eno1", "10.3.0.5/24");
   P.hca_filter = "mlx5_1";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && issue_has(TOPO_WARNING, "'mlx5_1' is a prefix"), "the trap is named");
   P.hca_filter = "=mlx5_1";
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 1 && !C.nissue, "=mlx5_1 is exact");
 }
 
@@ -214,7 +233,7 @@ static void test_link_layers(void) {
   add_port("mlx5_1", "/sys/devices/pci0000:27/0000:27:01.0/0000:29:00.0", 0, "ens1", "10.20.0.2");
   add_port("mlx5_3", "/sys/devices/pci0000:3d/0000:3d:01.0/0000:40:00.0", 0, NULL, NULL);
   add_if("eno1", "10.3.0.5/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && C.pc[1].verdict == TV_PLANE && strstr(C.pc[1].why, "link layer RoCE"),
         "the RoCE minority is set apart: %s", C.pc[1].why);
   CHECK(C.dev[0].ll == TOPO_LL_IB && C.dev[0].subnet.family == 0, "IB devices carry no subnet");
@@ -225,9 +244,9 @@ static void test_roce_with_lid(void) {
   reset();
   int p = add_port("irdma0", "/sys/devices/pci0000:4a/0000:4a:01.0/0000:4b:00.0", 0, "ens2f0",
                    "10.5.0.7");
-  H.port[p].lid = 5;
+  H.ports[p].lid = 5;
   add_if("ens2f0", "10.5.0.7/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 1 && C.dev[0].ll == TOPO_LL_ETH && C.dev[0].gid_index == 3,
         "RoCE with a LID stays RoCE, GID 3: ll %d gid %d", C.ndev ? (int)C.dev[0].ll : -1,
         C.ndev ? C.dev[0].gid_index : -1);
@@ -240,7 +259,7 @@ static void test_order(void) {
   add_port("mlx5_2", "/sys/devices/pci0000:27/0000:27:01.0/0000:29:00.1", 0, "e2", "10.1.2.5");
   add_port("mlx5_1", "/sys/devices/pci0000:27/0000:27:01.0/0000:29:00.0", 0, "e1", "10.1.1.5");
   add_if("eno1", "10.3.0.5/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 3, "%d devices", C.ndev);
   CHECK(!strcmp(C.dev[0].name, "mlx5_1") && !strcmp(C.dev[1].name, "mlx5_2") &&
           !strcmp(C.dev[2].name, "mlx5_7"),
@@ -253,28 +272,28 @@ static void test_order(void) {
 static void test_forced_gid(void) {
   story5(1);
   P.gid_index = 1;
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 2 && C.dev[0].gid_index == 1, "the forced index is honoured");
-  CHECK(C.errors && issue_has(TOPO_ERROR, "link-local"), "and is an error");
-  const struct topo_rec *r = rec("NCCL_IB_GID_INDEX");
+  CHECK(C.nerror && issue_has(TOPO_ERROR, "link-local"), "and is an error");
+  const struct topo_setting *r = rec("NCCL_IB_GID_INDEX");
   CHECK(r && !strcmp(r->value, "3") && !strcmp(r->status, "change"), "advice %s",
         r ? r->value : "none");
 }
 
 static void test_no_rdma_and_sockets(void) {
   reset();
-  H.rdma_present = 0;
-  strcpy(H.no_rdma, "/fixture/sysfs/class/infiniband does not exist (no RDMA driver loaded)");
+  H.has_rdma = 0;
+  strcpy(H.why_no_rdma, "/fixture/sysfs/class/infiniband does not exist (no RDMA driver loaded)");
   add_if("lo", "127.0.0.1/8");
   H.ifs.ifs[0].loopback = 1;
   add_if("enp0s1", "10.0.2.15/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 0 && strstr(C.why_none, "does not exist"), "why: %s", C.why_none);
-  CHECK(!C.errors && !C.nrec, "a VM with one interface needs nothing");
+  CHECK(!C.nerror && !C.nsetting, "a VM with one interface needs nothing");
   P.socket_ifname = "eth0";
-  topo_choose(&H, &P, &C);
-  CHECK(C.errors && issue_has(TOPO_ERROR, "enp0s1 (10.0.2.15/24)"), "the error names enp0s1");
-  const struct topo_rec *r = rec("NCCL_SOCKET_IFNAME");
+  decide();
+  CHECK(C.nerror && issue_has(TOPO_ERROR, "enp0s1 (10.0.2.15/24)"), "the error names enp0s1");
+  const struct topo_setting *r = rec("NCCL_SOCKET_IFNAME");
   CHECK(r && !strcmp(r->value, "=enp0s1") && !strcmp(r->status, "change"), "%s",
         r ? r->value : "none");
 }
@@ -283,16 +302,16 @@ static void test_unusable_ports(void) {
   reset();
   add_port("mlx5_0", "/sys/devices/pci0000:40/0000:40:01.1/0000:41:00.0", 0, "ens3", NULL);
   add_if("eno1", "10.3.0.5/24");
-  topo_choose(&H, &P, &C);
+  decide();
   CHECK(C.ndev == 0 && C.pc[0].verdict == TV_GID, "link-local only: refused");
-  const struct topo_rec *r = rec("NCCL_IB_DISABLE");
+  const struct topo_setting *r = rec("NCCL_IB_DISABLE");
   CHECK(r && !strcmp(r->value, "1"), "NCCL_IB_DISABLE=1 keeps NCCL's own transport away");
-  CHECK(!C.errors && issue_has(TOPO_WARNING, "none is usable"), "a warning, TCP still works");
-  H.port[0].state = 1;
-  strcpy(H.port[0].state_txt, "DOWN");
-  strcpy(H.port[0].phys_txt, "Disabled");
-  H.port[0].phys_state = 3;
-  topo_choose(&H, &P, &C);
+  CHECK(!C.nerror && issue_has(TOPO_WARNING, "none is usable"), "a warning, TCP still works");
+  H.ports[0].state = 1;
+  strcpy(H.ports[0].state_text, "DOWN");
+  strcpy(H.ports[0].phys_state_text, "Disabled");
+  H.ports[0].phys_state = 3;
+  decide();
   CHECK(C.pc[0].verdict == TV_STATE && strstr(C.pc[0].why, "state DOWN (physical Disabled)"), "%s",
         C.pc[0].why);
 }
@@ -310,5 +329,6 @@ int main(void) {
   TAP_CASE("forced link-local GID: honoured, an error, advice", test_forced_gid);
   TAP_CASE("no RDMA; NCCL_SOCKET_IFNAME matching nothing", test_no_rdma_and_sockets);
   TAP_CASE("ports that are up but unusable, ports that are down", test_unusable_ports);
+  topo_choice_free(&C);
   return tap_done();
 }

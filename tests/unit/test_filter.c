@@ -36,12 +36,12 @@ static const struct row rows[] = {
 };
 
 static void selected_of(const char *text, int port, char *out, size_t cap) {
-  struct filt f;
+  struct filter f;
   char why[256];
   out[0] = 0;
-  CHECK(filt_parse(text, &f, why, sizeof(why)) == 0, "'%s' should parse: %s", text, why);
+  CHECK(filter_parse(text, &f, why, sizeof(why)) == 0, "'%s' should parse: %s", text, why);
   for (int i = 0; i < NDEVS; i++)
-    if (filt_select(&f, devs[i], port)) {
+    if (filter_select(&f, devs[i], port)) {
       if (out[0]) strncat(out, " ", cap - strlen(out) - 1);
       strncat(out, devs[i], cap - strlen(out) - 1);
     }
@@ -57,31 +57,33 @@ static void test_rows(void) {
 }
 
 static void test_fields(void) {
-  struct filt f;
+  struct filter f;
   char why[256];
-  CHECK(filt_parse("^=mlx5_2:1:3:1,mlx5_3", &f, why, sizeof(why)) == 0, "%s", why);
-  CHECK(f.exclude && f.exact && f.n == 2, "exclude %d exact %d n %d", f.exclude, f.exact, f.n);
-  CHECK(f.e[0].port == 1 && f.e[0].rail == 3 && f.e[0].plane == 1, "fields %d %d %d", f.e[0].port,
-        f.e[0].rail, f.e[0].plane);
-  CHECK(f.e[1].port == -1 && f.e[1].rail == -1, "missing fields are -1");
+  CHECK(filter_parse("^=mlx5_2:1:3:1,mlx5_3", &f, why, sizeof(why)) == 0, "%s", why);
+  CHECK(f.is_exclude && f.is_exact && f.nentry == 2, "exclude %d exact %d n %d", f.is_exclude,
+        f.is_exact, f.nentry);
+  CHECK(f.entries[0].port == 1 && f.entries[0].rail == 3 && f.entries[0].plane == 1,
+        "fields %d %d %d", f.entries[0].port, f.entries[0].rail, f.entries[0].plane);
+  CHECK(f.entries[1].port == -1 && f.entries[1].rail == -1, "missing fields are -1");
 }
 
 static void test_hits(void) {
-  struct filt f;
+  struct filter f;
   char why[256];
-  filt_parse("mlx5_1,mlx5_7", &f, why, sizeof(why));
-  for (int i = 0; i < NDEVS; i++) filt_select(&f, devs[i], 1);
-  CHECK(f.e[0].hits == 3, "mlx5_1 as a prefix hits mlx5_1, mlx5_10, mlx5_11: %d", f.e[0].hits);
-  CHECK(f.e[1].hits == 0, "mlx5_7 hits nothing: %d", f.e[1].hits);
+  filter_parse("mlx5_1,mlx5_7", &f, why, sizeof(why));
+  for (int i = 0; i < NDEVS; i++) filter_select(&f, devs[i], 1);
+  CHECK(f.entries[0].hits == 3, "mlx5_1 as a prefix hits mlx5_1, mlx5_10, mlx5_11: %d",
+        f.entries[0].hits);
+  CHECK(f.entries[1].hits == 0, "mlx5_7 hits nothing: %d", f.entries[1].hits);
 }
 
 static void test_bad(void) {
   static const char *const bad[] = {"mlx5_0:x", "mlx5_0:1:2:3:4", "=^mlx5_0", "mlx5_0,^mlx5_1",
                                     ":1",       "mlx5_0:99999"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-    struct filt f;
+    struct filter f;
     char why[256] = "";
-    CHECK(filt_parse(bad[i], &f, why, sizeof(why)) != 0, "'%s' should be refused", bad[i]);
+    CHECK(filter_parse(bad[i], &f, why, sizeof(why)) != 0, "'%s' should be refused", bad[i]);
     CHECK(why[0] != 0, "'%s' refused without a reason", bad[i]);
   }
 }

@@ -15,8 +15,8 @@ struct ent {
   int index;
   const char *gid;
   const char *type; /* NULL = unreadable (EINVAL) */
-  const char *ndev;
-  int ndev_up;
+  const char *netdev;
+  int netdev_up;
   int prefix;
 };
 
@@ -26,11 +26,11 @@ static int load(const struct ent *e, int n, struct topo_gid *t) {
     t[i].index = e[i].index;
     CHECK(gid_parse(e[i].gid, t[i].raw) == 0, "bad GID text %s", e[i].gid);
     t[i].type = e[i].type ? gid_type_parse(e[i].type) : GID_TYPE_UNKNOWN;
-    t[i].type_err = e[i].type ? 0 : EINVAL;
-    strcpy(t[i].ndev, e[i].ndev);
-    t[i].ndev_up = e[i].ndev_up;
+    t[i].type_errno = e[i].type ? 0 : EINVAL;
+    strcpy(t[i].netdev, e[i].netdev);
+    t[i].netdev_up = e[i].netdev_up;
     t[i].prefix = e[i].prefix;
-    t[i].ndev_is_port = 1;
+    t[i].is_port_netdev = 1;
   }
   return n;
 }
@@ -38,8 +38,8 @@ static int load(const struct ent *e, int n, struct topo_gid *t) {
 static const struct gid_prefs v4_v2 = {AF_INET, 2, 0, {0}, -1};
 
 static const char *reject_of(const struct gid_pick *p, int index) {
-  for (int i = 0; i < p->nrej; i++)
-    if (p->rej[i].index == index) return p->rej[i].why;
+  for (int i = 0; i < p->nreject; i++)
+    if (p->rejects[i].index == index) return p->rejects[i].why;
   return "";
 }
 
@@ -53,7 +53,8 @@ static const struct ent standard[] = {
 
 static void test_standard(void) {
   struct topo_gid t[4];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
   int n = load(standard, 4, t);
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == 3, "chose %d", p.index);
   CHECK(strstr(reject_of(&p, 0), "link-local"), "0: %s", reject_of(&p, 0));
@@ -72,7 +73,8 @@ static void test_link_local_only(void) {
     {1, LL("0e42:a1ff:fe9b:4480"), "RoCE v2", "ens3f0np0", 1, 64},
   };
   struct topo_gid t[2];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
   int n = load(e, 2, t);
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == -1, "chose %d", p.index);
   CHECK(strstr(p.note, "only link-local") && strstr(p.note, "IPv4 address"), "note: %s", p.note);
@@ -88,7 +90,8 @@ static const struct ent v6only[] = {
 
 static void test_ipv6_only(void) {
   struct topo_gid t[4];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
   int n = load(v6only, 4, t);
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == -1, "AF_INET chose %d", p.index);
   CHECK(strstr(p.note, "NCCL_IB_ADDR_FAMILY=AF_INET6"), "refusal names the fix: %s", p.note);
@@ -112,14 +115,15 @@ static void test_mixed(void) {
     {5, V4("0a01:0205"), "RoCE v2", "xgbe2", 1, 24},
   };
   struct topo_gid t[6];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
   int n = load(e, 6, t);
-  t[2].ndev_is_port = t[3].ndev_is_port = 0; /* the VLAN */
+  t[2].is_port_netdev = t[3].is_port_netdev = 0; /* the VLAN */
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == 5, "the port's own v2 GID wins: %d", p.index);
   CHECK(strstr(reject_of(&p, 3), "score"), "3 loses on score: %s", reject_of(&p, 3));
   CHECK(p.nccl_index == 3, "NCCL's own scan takes the first v2: %d", p.nccl_index);
   struct gid_prefs r = v4_v2;
-  r.have_range = 1;
+  r.has_range = 1;
   ipaddr_parse(&r.range, "192.168.0.0/16");
   CHECK(gid_pick_roce(t, n, 256, &r, &p) == 3, "NCCL_IB_ADDR_RANGE picks the VLAN: %d", p.index);
   CHECK(strstr(reject_of(&p, 5), "outside NCCL_IB_ADDR_RANGE=192.168.0.0/16"), "5: %s",
@@ -148,7 +152,8 @@ static const struct ent container[] = {
 
 static void test_container(void) {
   struct topo_gid t[8];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
   int n = load(container, 8, t);
   CHECK(gid_pick_roce(t, n, 8, &v4_v2, &p) == 7, "chose %d", p.index);
   CHECK(strstr(reject_of(&p, 3), "unreadable") && strstr(reject_of(&p, 3), "Invalid argument"),
@@ -161,9 +166,10 @@ static void test_container(void) {
 
 static void test_netdev_down(void) {
   struct topo_gid t[4];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
   int n = load(standard, 4, t);
-  t[3].ndev_up = 0;
+  t[3].netdev_up = 0;
   CHECK(gid_pick_roce(t, n, 256, &v4_v2, &p) == -1, "chose %d", p.index);
   CHECK(strstr(reject_of(&p, 3), "xgbe2 is down"), "3: %s", reject_of(&p, 3));
 }
@@ -182,8 +188,9 @@ static void test_forced(void) {
   int n = load(standard, 4, t);
   for (size_t r = 0; r < sizeof(rows) / sizeof(rows[0]); r++) {
     struct gid_prefs f = v4_v2;
-    struct gid_pick p;
-    f.forced = rows[r].index;
+    struct topo_gid_reject rej[TOPO_MAX_GIDS];
+    struct gid_pick p = {.rejects = rej};
+    f.forced_index = rows[r].index;
     CHECK(gid_pick_roce(t, n, 8, &f, &p) == rows[r].index, "forced %d honoured: %d", rows[r].index,
           p.index);
     CHECK(p.severity == rows[r].severity, "forced %d severity %d, want %d", rows[r].index,
@@ -193,8 +200,9 @@ static void test_forced(void) {
   }
   /* Forced at an IPv6 GID with the default AF_INET: a warning. */
   struct gid_prefs f = v4_v2;
-  struct gid_pick p;
-  f.forced = 3;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
+  f.forced_index = 3;
   n = load(v6only, 4, t);
   gid_pick_roce(t, n, 8, &f, &p);
   CHECK(p.severity == 1 && strstr(p.note, "IPv6 GID"), "IPv6: %d %s", p.severity, p.note);
@@ -206,7 +214,8 @@ static void test_ib(void) {
     {1, "fe80:0000:0003:0000:946d:ae03:0070:1a20", "IB/RoCE v1", "", -1, -1},
   };
   struct topo_gid t[2];
-  struct gid_pick p;
+  struct topo_gid_reject rej[TOPO_MAX_GIDS];
+  struct gid_pick p = {.rejects = rej};
   int n = load(e, 1, t);
   CHECK(gid_pick_ib(t, n, -1, &p) == 0, "IB uses 0: %d", p.index);
   CHECK(gid_pick_ib(t, n, 3, &p) == 0 && strstr(p.note, "ignored"), "forced index ignored: %s",
@@ -225,7 +234,7 @@ static void test_format(void) {
   CHECK(gid_family(raw) == AF_INET, "IPv4-mapped is AF_INET");
   gid_parse("ff0e:0000:0000:0000:0000:ffff:0a01:0405", raw);
   CHECK(gid_family(raw) == AF_INET, "the mapped multicast form is AF_INET too");
-  CHECK(gid_parse("not a gid", raw) == -EINVAL, "garbage refused");
+  CHECK(gid_parse("not a gid", raw) == EINVAL, "garbage refused");
   CHECK(gid_type_parse("IB/RoCE v1") == GID_TYPE_V1 && gid_type_parse("RoCE v1") == GID_TYPE_V1 &&
           gid_type_parse("RoCE v2") == GID_TYPE_V2 && gid_type_parse("") == GID_TYPE_UNKNOWN,
         "type texts");

@@ -23,21 +23,21 @@ struct row {
 
 static const struct row rows[] = {
   {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0", ROOT "/0000:16:00.0/0000:17:01.0/0000:1b:00.0",
-   0, 0, PC_PIX, "two downstream ports of one switch"},
+   0, 0, PCI_CLASS_PIX, "two downstream ports of one switch"},
   {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
-   ROOT "/0000:16:00.0/0000:17:08.0/0000:19:00.0/0000:1a:00.0/0000:1b:00.0", 0, 0, PC_PXB,
+   ROOT "/0000:16:00.0/0000:17:08.0/0000:19:00.0/0000:1a:00.0/0000:1b:00.0", 0, 0, PCI_CLASS_PXB,
    "a second switch below the first"},
-  {ROOT "/0000:16:00.0", "/sys/devices/pci0000:15/0000:15:03.0/0000:20:00.0", 0, 0, PC_PHB,
+  {ROOT "/0000:16:00.0", "/sys/devices/pci0000:15/0000:15:03.0/0000:20:00.0", 0, 0, PCI_CLASS_PHB,
    "two root ports of one host bridge"},
   {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
-   "/sys/devices/pci0000:3d/0000:3d:01.0/0000:3e:00.0/0000:3f:00.0/0000:40:00.0", 0, 0, PC_NODE,
-   "two host bridges of one NUMA node (NCCL: PHB)"},
+   "/sys/devices/pci0000:3d/0000:3d:01.0/0000:3e:00.0/0000:3f:00.0/0000:40:00.0", 0, 0,
+   PCI_CLASS_NODE, "two host bridges of one NUMA node (NCCL: PHB)"},
   {ROOT "/0000:16:00.0/0000:17:00.0/0000:18:00.0",
-   "/sys/devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:00.0/0000:9a:00.0", 0, 1, PC_SYS,
-   "two NUMA nodes"},
-  {ROOT "/0000:16:00.0", ROOT "/0000:16:00.1", 0, 0, PC_LOC, "two functions of one device"},
+   "/sys/devices/pci0000:97/0000:97:01.0/0000:98:00.0/0000:99:00.0/0000:9a:00.0", 0, 1,
+   PCI_CLASS_SYS, "two NUMA nodes"},
+  {ROOT "/0000:16:00.0", ROOT "/0000:16:00.1", 0, 0, PCI_CLASS_LOC, "two functions of one device"},
   {"/sys/devices/pci0000:00/0000:00:03.0/virtio2", "/sys/devices/pci0000:00/0000:00:02.0", -1, 0,
-   PC_PHB, "integrated endpoints, unknown NUMA read as node 0"},
+   PCI_CLASS_PHB, "integrated endpoints, unknown NUMA read as node 0"},
 };
 
 static void test_rows(void) {
@@ -49,7 +49,7 @@ static void test_rows(void) {
     CHECK(k == k2, "%s: not symmetric (%s, %s)", rows[i].what, pci_class_name(k),
           pci_class_name(k2));
   }
-  CHECK(pci_class_nccl(PC_NODE) == PC_PHB, "NCCL calls NODE PHB");
+  CHECK(pci_class_nccl(PCI_CLASS_NODE) == PCI_CLASS_PHB, "NCCL calls NODE PHB");
 }
 
 static void test_chain(void) {
@@ -59,8 +59,8 @@ static void test_chain(void) {
                             "0000:17:02.0/0000:1a:00.0",
                             0) == 0,
         "parses");
-  CHECK(!strcmp(c.root, "pci0000:15") && c.n == 4 && !strcmp(c.bdf[3], "0000:1a:00.0"),
-        "root %s n %d last %s", c.root, c.n, c.bdf[c.n - 1]);
+  CHECK(!strcmp(c.root, "pci0000:15") && c.nbdf == 4 && !strcmp(c.bdfs[3], "0000:1a:00.0"),
+        "root %s n %d last %s", c.root, c.nbdf, c.bdfs[c.nbdf - 1]);
   CHECK(pci_chain_from_path(&c, "/sys/devices/virtual/net/bond0", 0) != 0, "virtual refused");
   CHECK(pci_is_bdf("0000:1a:00.0") && !pci_is_bdf("pci0000:1a") && !pci_is_bdf("virtio2"), "bdf");
   CHECK(pci_busid_cmp("0000:9a:00.0", "0000:c0:00.0") < 0 &&

@@ -44,7 +44,7 @@ static int pkey_of(const char *dev, int port) {
 
 static void topo_rdma(struct probe_facts *f, const struct topo_host *h,
                       const struct topo_choice *c) {
-  f->rdma_present = h->rdma_present;
+  f->rdma_present = h->has_rdma;
   for (int d = 0; d < c->ndev && f->nrdma < PROBE_MAX_RDMA; d++) {
     const struct topo_dev *v = &c->dev[d];
     struct probe_rdma *x = &f->rdma[f->nrdma++];
@@ -65,30 +65,33 @@ static void topo_rdma(struct probe_facts *f, const struct topo_host *h,
 static void topo_advice(struct probe_facts *f, const struct topo_choice *c) {
   for (int i = 0; i < c->nissue && f->nissue < PROBE_MAX_ISSUES; i++) {
     struct probe_issue *x = &f->issues[f->nissue++];
-    x->sev = c->issue[i].sev == TOPO_ERROR ? 2 : c->issue[i].sev == TOPO_WARNING ? 1 : 0;
-    scopy(x->text, sizeof(x->text), c->issue[i].text);
+    const struct topo_issue *is = &c->issues[i];
+    x->sev = is->severity == TOPO_ERROR ? 2 : is->severity == TOPO_WARNING ? 1 : 0;
+    scopy(x->text, sizeof(x->text), is->text ? is->text : "");
   }
-  for (int i = 0; i < c->nrec && f->nrec < PROBE_MAX_RECS; i++) {
+  for (int i = 0; i < c->nsetting && f->nrec < PROBE_MAX_RECS; i++) {
     struct probe_rec *x = &f->recs[f->nrec++];
-    scopy(x->name, sizeof(x->name), c->rec[i].name);
-    scopy(x->value, sizeof(x->value), c->rec[i].value);
-    scopy(x->status, sizeof(x->status), c->rec[i].status);
+    scopy(x->name, sizeof(x->name), c->settings[i].name);
+    scopy(x->value, sizeof(x->value), c->settings[i].value);
+    scopy(x->status, sizeof(x->status), c->settings[i].status);
   }
 }
 
+/* Discover and decide only: the report pass (log lines, events) is the
+ * plugin's, which the probe loads as well. */
 void facts_topo(struct probe_facts *f) {
-  struct topo_host *h = calloc(1, sizeof(*h));
-  struct topo_choice *c = calloc(1, sizeof(*c));
-  if (!h || !c) {
-    scopy(f->sock_err, sizeof(f->sock_err), "out of memory reading the topology");
-  } else if (topo_discover(h, 0)) {
+  struct topo_host h;
+  struct topo_choice c;
+  if (topo_discover(&h, 0)) {
     scopy(f->sock_err, sizeof(f->sock_err), "the host's interfaces could not be listed");
+  } else if (topo_decide(&h, NULL, &c)) {
+    scopy(f->sock_err, sizeof(f->sock_err), "out of memory deciding the topology");
+    topo_choice_free(&c);
   } else {
-    topo_choose(h, NULL, c);
-    topo_ifs(f, h, c);
-    topo_rdma(f, h, c);
-    topo_advice(f, c);
+    topo_ifs(f, &h, &c);
+    topo_rdma(f, &h, &c);
+    topo_advice(f, &c);
+    topo_choice_free(&c);
   }
-  free(h);
-  free(c);
+  topo_host_free(&h);
 }
