@@ -166,6 +166,7 @@ static int run_ranks(const struct probe_opts *o, const struct probe_launch *l,
                             : worker_run(&w, &f, l->host, l->port, l->host_from);
   if (failed) fprintf(stderr, "nccl-net-diag probe: rank %d: %s\n", l->rank, w.why);
   probe_facts_free(&f);
+  facts_release(&fx);
   if (l->rank != 0) return failed;
   coord_join(c);
   int status = finish(run);

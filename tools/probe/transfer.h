@@ -24,7 +24,6 @@ struct xfer {
   struct netload *nl;
   int dev;
   void *lc, *sc, *rc;
-  int busy; /* requests outstanding: the comms must not be closed under them */
   size_t chunk;
   uint8_t *sbuf[XFER_INFLIGHT], *rbuf[XFER_INFLIGHT], *ref[XFER_INFLIGHT];
   void *smh[XFER_INFLIGHT], *rmh[XFER_INFLIGHT];
@@ -47,8 +46,7 @@ int xfer_send_stream(struct xfer *x, uint64_t bytes, uint64_t seed);
 int xfer_recv_stream(struct xfer *x, uint64_t bytes, uint64_t seed, uint64_t *ns);
 /* pings round trips of 8 bytes; the first side measures (median, ns). */
 int xfer_pingpong(struct xfer *x, int first, int pings, uint64_t *rtt_ns);
-/* Releases everything, or leaks the comms when a request is outstanding
- * (a stopped transfer: closing under it is not allowed by the API). */
+/* Releases everything, requests in flight included. */
 void xfer_done(struct xfer *x);
 
 int64_t xfer_now_ns(void);
