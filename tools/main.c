@@ -61,6 +61,9 @@ static void usage(FILE *f) {
           "             NCCL_* of this process and PID 1; what NCCL should use and why\n"
           "  explain    read NCCL logs (any transport, several ranks or hosts) and name the\n"
           "             cause and the fix of each failure, with the lines that show it\n"
+          "  probe      whole-cluster preflight under torchrun, mpirun or srun: every host's\n"
+          "             versions and settings compared, every pair of hosts tested through\n"
+          "             the plugin on every device, one report with the fixes\n"
           "\n"
           "Run a command with -h for its options.\n",
           DIAG_VERSION);
@@ -79,6 +82,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "params")) return cmd_params(argc - 1, argv + 1);
   if (!strcmp(argv[1], "doctor")) return cmd_doctor(argc - 1, argv + 1);
   if (!strcmp(argv[1], "explain")) return cmd_explain(argc - 1, argv + 1);
+  if (!strcmp(argv[1], "probe")) return cmd_probe(argc - 1, argv + 1);
   fprintf(stderr, "nccl-net-diag: unknown command '%s'\n\n", argv[1]);
   usage(stderr);
   return 2;

@@ -21,5 +21,6 @@ int cmd_selftest(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);
 int cmd_explain(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
 
 #endif

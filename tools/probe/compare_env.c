@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* NCCL_* settings across the ranks. Some must agree or the job breaks
+ * (NCCL_PROTO, NCCL_ALGO, buffer sizes: ranks size and pair their messages
+ * by them); some name hardware and may differ per node but usually should
+ * not (NCCL_SOCKET_IFNAME, NCCL_IB_HCA); logging and this plugin's test
+ * knobs are ignored; any other difference is worth a look. Also: settings
+ * PID 1 has that the job's processes do not (a platform that injects them
+ * into PID 1 only). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tools/probe/compare.h"
+
+enum env_class { EC_IGNORE, EC_DIFFERS, EC_PER_HOST, EC_MUST_AGREE };
+
+struct env_rule {
+  const char *name; /* a trailing '*' matches a prefix */
+  enum env_class cls;
+};
+
+/* First match wins. */
+static const struct env_rule rules[] = {
+  {"NCCL_DEBUG*", EC_IGNORE},
+  {"NCCL_DIAG_SYSFS_ROOT", EC_IGNORE},
+  {"NCCL_DIAG_IFADDRS", EC_IGNORE},
+  {"NCCL_DIAG_IBVERBS_LIB", EC_IGNORE},
+  {"NCCL_DIAG_LOG_FILE", EC_IGNORE},
+  {"NCCL_DIAG_PLUGIN_PATH", EC_IGNORE},
+  {"NCCL_HOSTID", EC_IGNORE},
+  {"NCCL_RAS_ADDR", EC_IGNORE},
+  {"NCCL_SOCKET_IFNAME", EC_PER_HOST},
+  {"NCCL_IB_HCA", EC_PER_HOST},
+  {"NCCL_TOPO_FILE", EC_PER_HOST},
+  {"NCCL_IB_TIMEOUT", EC_DIFFERS},
+  {"NCCL_IB_RETRY_CNT", EC_DIFFERS},
+  {"NCCL_IB_ADDR_RANGE", EC_DIFFERS},
+  {"NCCL_SOCKET_NTHREADS", EC_DIFFERS},
+  {"NCCL_NSOCKS_PERTHREAD", EC_DIFFERS},
+  {"NCCL_PROTO", EC_MUST_AGREE},
+  {"NCCL_ALGO", EC_MUST_AGREE},
+  {"NCCL_BUFFSIZE", EC_MUST_AGREE},
+  {"NCCL_LL_BUFFSIZE", EC_MUST_AGREE},
+  {"NCCL_LL128_BUFFSIZE", EC_MUST_AGREE},
+  {"NCCL_P2P_NET_CHUNKSIZE", EC_MUST_AGREE},
+  {"NCCL_NET", EC_MUST_AGREE},
+  {"NCCL_NET_PLUGIN", EC_MUST_AGREE},
+  {"NCCL_COMM_ID", EC_MUST_AGREE},
+  {"NCCL_CROSS_NIC", EC_MUST_AGREE},
+  {"NCCL_MIN_NCHANNELS", EC_MUST_AGREE},
+  {"NCCL_MAX_NCHANNELS", EC_MUST_AGREE},
+  {"NCCL_NCHANNELS_PER_NET_PEER", EC_MUST_AGREE},
+  {"NCCL_COLLNET_ENABLE", EC_MUST_AGREE},
+  {"NCCL_NVLS_ENABLE", EC_MUST_AGREE},
+  {"NCCL_IB_*", EC_MUST_AGREE},
+  {"NCCL_SOCKET_*", EC_MUST_AGREE},
+  {"NCCL_DIAG_FALLBACK", EC_MUST_AGREE},
+  {"NCCL_*", EC_DIFFERS},
+};
+
+static enum env_class classify(const char *name) {
+  for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+    size_t n = strlen(rules[i].name);
+    if (rules[i].name[n - 1] == '*' ? !strncmp(name, rules[i].name, n - 1)
+                                    : !strcmp(name, rules[i].name))
+      return rules[i].cls;
+  }
+  return EC_DIFFERS;
+}
+
+/* Every variable any rank sets, once. */
+static int names_of(const struct probe_run *r, const char ***out) {
+  const char **names = NULL;
+  int n = 0;
+  for (int k = 0; k < r->world; k++)
+    for (int i = 0; cmp_reported(r, k) && i < r->facts[k].env.n; i++) {
+      const char *name = r->facts[k].env.v[i].name;
+      int j = 0;
+      while (j < n && strcmp(names[j], name)) j++;
+      if (j < n) continue;
+      const char **grown = probe_grow(names, n, sizeof(*grown));
+      if (!grown) break;
+      names = grown;
+      names[n++] = name;
+    }
+  *out = names;
+  return n;
+}
+
+/* Make the minority match the majority, spelled out per group. */
+static void env_fix(const struct cmp_groups *gs, const char *name, char *fix, size_t cap) {
+  int major = cmp_majority(gs);
+  const char *mv = gs->g[major].value;
+  size_t o = 0;
+  fix[0] = 0;
+  for (int i = 0; i < gs->n && o < cap; i++) {
+    if (i == major) continue;
+    char hosts[600];
+    cmp_hosts(&gs->g[i], 1, hosts, sizeof(hosts));
+    if (mv)
+      o +=
+        (size_t)snprintf(fix + o, cap - o, "%son %s: export %s=%s", o ? "\n" : "", hosts, name, mv);
+    else o += (size_t)snprintf(fix + o, cap - o, "%son %s: unset %s", o ? "\n" : "", hosts, name);
+  }
+  if (o < cap)
+    snprintf(fix + o, cap - o,
+             "\n(as on the other %d host%s, or make every node use "
+             "the value you intend)",
+             gs->g[major].nhost, gs->g[major].nhost == 1 ? "" : "s");
+}
+
+/* A setting that names hardware: what each node's own layout recommends. */
+static void per_host_fix(const struct probe_run *r, const char *name, char *fix, size_t cap) {
+  size_t o = 0;
+  fix[0] = 0;
+  for (int k = 0; k < r->world && o < cap; k++) {
+    const struct probe_facts *f = &r->facts[k];
+    for (int i = 0; cmp_host_first(r, k) && i < f->nrec && o < cap; i++)
+      if (!strcmp(f->recs[i].name, name) && strcmp(f->recs[i].status, "keep"))
+        o += (size_t)snprintf(fix + o, cap - o, "on %s: export %s=%s\n", f->host, name,
+                              f->recs[i].value);
+  }
+  if (o < cap)
+    snprintf(fix + o, cap - o,
+             "make %s select the same network on every node (nccl-net-diag "
+             "doctor on a node recommends its value)",
+             name);
+}
+
+static void compare_var(struct probe_run *r, const char *name, enum env_class cls) {
+  struct cmp_groups gs = {0};
+  for (int k = 0; k < r->world; k++)
+    if (cmp_reported(r, k)) cmp_add(&gs, probe_env_get(&r->facts[k].env, name), r->facts[k].host);
+  if (gs.n > 1) {
+    char desc[1500], hosts[512], fix[2000];
+    cmp_describe(&gs, "unset", desc, sizeof(desc));
+    cmp_minority_hosts(&gs, hosts, sizeof(hosts));
+    if (cls == EC_PER_HOST) per_host_fix(r, name, fix, sizeof(fix));
+    else env_fix(&gs, name, fix, sizeof(fix));
+    const char *why = cls == EC_MUST_AGREE ? "every rank must use the same value, or the job "
+                                             "fails or hangs"
+                      : cls == EC_PER_HOST
+                        ? "it names each node's hardware, and a node that "
+                          "picks another network than the others cannot reach them"
+                        : "a setting that differs between nodes is usually a "
+                          "mistake";
+    probe_add_problem(r, cls == EC_MUST_AGREE ? SEV_ERROR : SEV_WARNING, hosts, fix,
+                      "%s differs: %s (%s)", name, desc, why);
+  }
+  cmp_free(&gs);
+}
+
+/* PID 1 sets it, the job's processes do not see it (or see another value). */
+static void compare_pid1(struct probe_run *r) {
+  for (int k = 0; k < r->world; k++) {
+    const struct probe_facts *f = &r->facts[k];
+    if (!cmp_host_first(r, k) || !f->pid1_ok) continue;
+    for (int i = 0; i < f->pid1.n; i++) {
+      const struct probe_var *v = &f->pid1.v[i];
+      const char *mine = probe_env_get(&f->env, v->name);
+      if (classify(v->name) == EC_IGNORE || (mine && !strcmp(mine, v->value))) continue;
+      char fix[1200];
+      snprintf(fix, sizeof(fix),
+               "on %s: export %s=%s in the job's environment (mpirun -x, srun "
+               "--export, a torchrun wrapper), or remove it from PID 1's if it is wrong",
+               f->host, v->name, v->value);
+      probe_add_problem(r, SEV_WARNING, f->host, fix,
+                        "%s: PID 1 sets %s=%s but this job's processes see %s%s (a job started "
+                        "by PID 1 would differ from one started from a shell)",
+                        f->host, v->name, v->value, mine ? mine : "it unset", mine ? "" : "");
+    }
+  }
+}
+
+void probe_compare_env(struct probe_run *r) {
+  const char **names = NULL;
+  int n = names_of(r, &names);
+  for (int i = 0; i < n; i++) {
+    enum env_class cls = classify(names[i]);
+    if (cls != EC_IGNORE) compare_var(r, names[i], cls);
+  }
+  free(names);
+  compare_pid1(r);
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tools/probe/json_out.h"
+
+#include <string.h>
+
+static void escaped(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+    else if (*p == '\n') fputs("\\n", f);
+    else if (*p == '\t') fputs("\\t", f);
+    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+    else fputc(*p, f);
+  }
+  fputc('"', f);
+}
+
+static void sep(struct json *j, const char *key) {
+  if (!j->first[j->depth]) fputc(',', j->f);
+  j->first[j->depth] = 0;
+  fprintf(j->f, "\n%*s", 2 * j->depth, "");
+  if (!key) return;
+  escaped(j->f, key);
+  fputs(": ", j->f);
+}
+
+void json_begin(struct json *j, FILE *f) {
+  memset(j, 0, sizeof(*j));
+  j->f = f;
+  j->first[0] = 1;
+  fputc('{', f);
+  j->depth = 1;
+  j->first[1] = 1;
+}
+
+void json_end(struct json *j) {
+  fputs("\n}\n", j->f);
+  j->depth = 0;
+}
+
+static void open_(struct json *j, const char *key, char c) {
+  sep(j, key);
+  fputc(c, j->f);
+  if (j->depth < 15) j->depth++;
+  j->first[j->depth] = 1;
+}
+
+static void close_(struct json *j, char c) {
+  int empty = j->first[j->depth];
+  if (j->depth > 0) j->depth--;
+  if (!empty) fprintf(j->f, "\n%*s", 2 * j->depth, "");
+  fputc(c, j->f);
+}
+
+void json_obj(struct json *j, const char *key) { open_(j, key, '{'); }
+void json_arr(struct json *j, const char *key) { open_(j, key, '['); }
+void json_close_obj(struct json *j) { close_(j, '}'); }
+void json_close_arr(struct json *j) { close_(j, ']'); }
+
+void json_str(struct json *j, const char *key, const char *v) {
+  sep(j, key);
+  if (v) escaped(j->f, v);
+  else fputs("null", j->f);
+}
+
+void json_int(struct json *j, const char *key, long long v) {
+  sep(j, key);
+  fprintf(j->f, "%lld", v);
+}
+
+void json_num(struct json *j, const char *key, double v, int decimals) {
+  sep(j, key);
+  fprintf(j->f, "%.*f", decimals, v);
+}
+
+void json_bool(struct json *j, const char *key, int v) {
+  sep(j, key);
+  fputs(v ? "true" : "false", j->f);
+}
+
+void json_null(struct json *j, const char *key) {
+  sep(j, key);
+  fputs("null", j->f);
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A small JSON writer: keys and values with the commas between them, and
+ * strings escaped. */
+#ifndef DIAG_TOOLS_PROBE_JSON_OUT_H
+#define DIAG_TOOLS_PROBE_JSON_OUT_H
+
+#include <stdio.h>
+
+struct json {
+  FILE *f;
+  int depth;
+  int first[16]; /* no member written yet at this depth */
+};
+
+void json_begin(struct json *j, FILE *f);
+void json_end(struct json *j); /* the closing newline */
+/* key NULL inside an array. */
+void json_obj(struct json *j, const char *key);
+void json_arr(struct json *j, const char *key);
+void json_close_obj(struct json *j);
+void json_close_arr(struct json *j);
+void json_str(struct json *j, const char *key, const char *v); /* NULL -> null */
+void json_int(struct json *j, const char *key, long long v);
+void json_num(struct json *j, const char *key, double v, int decimals);
+void json_bool(struct json *j, const char *key, int v);
+void json_null(struct json *j, const char *key);
+
+#endif

@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* nccl-net-diag probe: options, then every rank's part (facts, tasks) and
+ * rank 0's (rendezvous, comparison, report).
+ *
+ * Exit status, rank 0: 0 when every pair passed and nothing that matters
+ * differs, 1 when problems were found, 2 on a usage error. Other ranks: 0
+ * unless they themselves failed (1), 2 on a usage error. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/knobs.h"
+#include "common/log.h"
+#include "tools/probe/capture.h"
+#include "tools/probe/coord.h"
+#include "tools/probe/facts.h"
+#include "tools/probe/report.h"
+#include "tools/probe/transfer.h"
+#include "tools/probe/worker.h"
+#include "tools/tool.h"
+
+#define CONNECT_GRACE_NS (10LL * 1000000000) /* a rank may start before rank 0 */
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: nccl-net-diag probe [options]   (one process per node, under a launcher)\n"
+          "  whole-cluster preflight: every rank reports its host's NCCL, plugin, settings,\n"
+          "  interfaces and RDMA ports to rank 0, every pair of hosts moves verified data\n"
+          "  through the plugin on every device, and rank 0 prints what differs, what failed\n"
+          "  and what to set. Rank and world size come from torchrun (RANK, WORLD_SIZE,\n"
+          "  LOCAL_RANK, MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_*), MPICH and\n"
+          "  Intel MPI (PMI_RANK, PMI_SIZE) or srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID;\n"
+          "  rank 0 is on the first node of SLURM_STEP_NODELIST). No GPU is needed.\n"
+          "  --json FILE          rank 0 writes the report as JSON too\n"
+          "  --timeout SEC        the whole probe ends within this (default 300)\n"
+          "  --bytes SIZE         moved each way per pair and device (default 64M)\n"
+          "  --pings N            round trips timed per pair (default 20)\n"
+          "  --pairs MODE         all, ring, or sample:N (the ring plus N random pairs);\n"
+          "                       default all up to --all-pairs-max hosts, else sample:HOSTS\n"
+          "  --all-pairs-max N    (default 64)\n"
+          "  --seed N             for the random sample (default 1)\n"
+          "  --slow-ratio R       flag a pair below R times its kind's median (default 0.33)\n"
+          "  --rendezvous H:P     rank 0's host and port (default MASTER_ADDR:MASTER_PORT,\n"
+          "                       port %d)\n"
+          "  --job-id ID          keeps two probes on one port apart (default: the launcher's)\n"
+          "  --nccl-lib PATH      the NCCL library to report (default libnccl.so.2 as the\n"
+          "                       loader finds it)\n"
+          "  --plugin PATH        the plugin to test (default as nccl-net-diag finds it)\n"
+          "  --abi N              the plugin's ncclNetPlugin_vN table (default the newest)\n"
+          "  -v                   every rank logs the plugin's lines on stderr\n"
+          "exit status: 0 all pairs passed and nothing differs that matters, 1 problems found,\n"
+          "2 usage; ranks other than 0 exit 0 unless they themselves failed\n",
+          PROBE_DEFAULT_PORT);
+}
+
+static int parse_pairs(struct probe_opts *o, const char *v) {
+  if (!strcmp(v, "all")) o->pairs = PAIRS_ALL;
+  else if (!strcmp(v, "ring")) o->pairs = PAIRS_RING;
+  else if (!strncmp(v, "sample:", 7) && atoi(v + 7) >= 0 && v[7]) {
+    o->pairs = PAIRS_SAMPLE;
+    o->sample_n = atoi(v + 7);
+  } else return -1;
+  return 0;
+}
+
+/* One option with its value; -1 unknown or bad. */
+static int option(struct probe_opts *o, const char *name, const char *v) {
+  if (!strcmp(name, "--json")) o->json_path = v;
+  else if (!strcmp(name, "--timeout")) o->timeout_s = atoi(v);
+  else if (!strcmp(name, "--bytes")) o->bytes = tool_parse_size(v);
+  else if (!strcmp(name, "--pings")) o->pings = atoi(v);
+  else if (!strcmp(name, "--pairs")) return parse_pairs(o, v);
+  else if (!strcmp(name, "--all-pairs-max")) o->all_pairs_max = atoi(v);
+  else if (!strcmp(name, "--seed")) o->seed = (unsigned)strtoul(v, NULL, 0);
+  else if (!strcmp(name, "--slow-ratio")) o->slow_ratio = strtod(v, NULL);
+  else if (!strcmp(name, "--rendezvous")) o->rendezvous = v;
+  else if (!strcmp(name, "--job-id")) o->job_id = v;
+  else if (!strcmp(name, "--nccl-lib")) o->nccl_lib = v;
+  else if (!strcmp(name, "--plugin")) o->plugin = v;
+  else if (!strcmp(name, "--abi")) o->abi = atoi(v);
+  else return -1;
+  return 0;
+}
+
+/* 0, 1 for -h, 2 with the reason printed. */
+static int parse(struct probe_opts *o, int argc, char **argv) {
+  *o = (struct probe_opts){.timeout_s = 300,
+                           .bytes = 64u << 20,
+                           .all_pairs_max = 64,
+                           .pings = 20,
+                           .seed = 1,
+                           .slow_ratio = 0.33};
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 1;
+    if (!strcmp(argv[i], "-v")) {
+      o->verbose = 1;
+      continue;
+    }
+    if (i + 1 >= argc || option(o, argv[i], argv[i + 1])) {
+      fprintf(stderr, "nccl-net-diag probe: bad option '%s'%s\n\n", argv[i],
+              i + 1 >= argc ? " (it needs a value)" : "");
+      return usage(stderr), 2;
+    }
+    i++;
+  }
+  const char *bad = o->timeout_s < 5                    ? "--timeout must be at least 5 seconds"
+                    : !o->bytes                         ? "--bytes must be a size such as 64M"
+                    : o->pings < 0 || o->pings > 100000 ? "--pings must be 0 to 100000"
+                    : o->all_pairs_max < 2              ? "--all-pairs-max must be at least 2"
+                    : o->slow_ratio <= 0 || o->slow_ratio >= 1 ? "--slow-ratio must be in (0, 1)"
+                    : o->abi && (o->abi < NETLOAD_ABI_MIN || o->abi > NETLOAD_ABI_MAX)
+                      ? "--abi must be 5 to 12"
+                      : NULL;
+  if (bad) fprintf(stderr, "nccl-net-diag probe: %s\n", bad);
+  return bad ? 2 : 0;
+}
+
+static const char *env_get(const char *name, void *arg) {
+  (void)arg;
+  return getenv(name);
+}
+
+static int verdict_status(const struct probe_run *r) {
+  for (int i = 0; i < r->nproblem; i++)
+    if (r->problems[i].sev >= SEV_WARNING) return 1;
+  return 0;
+}
+
+/* Rank 0, once everything is in: judge, compare, report. */
+static int finish(struct probe_run *r) {
+  probe_judge(r);
+  probe_compare(r);
+  int status = verdict_status(r);
+  probe_report_text(stdout, r, status);
+  fflush(stdout);
+  if (r->opts->json_path) {
+    int e = probe_report_json(r->opts->json_path, r, status);
+    if (e) {
+      fprintf(stderr, "nccl-net-diag probe: cannot write %s: %s\n", r->opts->json_path,
+              strerror(e));
+      status = 1;
+    }
+  }
+  return status;
+}
+
+static int run_ranks(const struct probe_opts *o, const struct probe_launch *l,
+                     struct probe_run *run) {
+  struct coord *c = l->rank == 0 ? calloc(1, sizeof(*c)) : NULL;
+  int64_t t0 = xfer_now_ns();
+  if (l->rank == 0) {
+    if (!c || coord_listen(c, o, l, run) || coord_start(c)) {
+      fprintf(stderr, "nccl-net-diag probe: %s\n", c ? c->listen_why : "out of memory");
+      if (c) coord_free(c);
+      free(c);
+      return 1;
+    }
+  }
+  struct probe_facts f = {0};
+  struct facts_ctx fx;
+  facts_gather(&f, &fx, o, l->rank, l->local_rank);
+  struct worker w = {.o = o, .l = l, .fx = &fx};
+  w.deadline_ns = t0 + (int64_t)o->timeout_s * 1000000000 + CONNECT_GRACE_NS;
+  int failed = l->rank == 0 ? worker_run(&w, &f, "127.0.0.1", l->port, "this rank's own")
+                            : worker_run(&w, &f, l->host, l->port, l->host_from);
+  if (failed) fprintf(stderr, "nccl-net-diag probe: rank %d: %s\n", l->rank, w.why);
+  probe_facts_free(&f);
+  facts_release(&fx);
+  if (l->rank != 0) return failed;
+  coord_join(c);
+  int status = finish(run);
+  coord_free(c);
+  free(c);
+  return status ? status : failed;
+}
+
+int cmd_probe(int argc, char **argv) {
+  struct probe_opts o;
+  int r = parse(&o, argc, argv);
+  if (r) return r == 1 ? 0 : 2;
+  struct probe_launch l;
+  char why[1024];
+  if (probe_launch_read(&l, o.rendezvous, env_get, NULL, why, sizeof(why))) {
+    fprintf(stderr, "nccl-net-diag probe: %s\n", why);
+    return 2;
+  }
+  if (o.job_id) snprintf(l.job, sizeof(l.job), "%s", o.job_id);
+  log_set_stderr_level(o.verbose ? LOG_LEVEL_INFO : LOG_LEVEL_NONE);
+  knob_load(1);
+  char prefix[64];
+  snprintf(prefix, sizeof(prefix), "[rank %d] ", l.rank);
+  capture_set_verbose(o.verbose, prefix);
+  static struct probe_run run;
+  run.opts = &o;
+  run.world = l.world;
+  snprintf(run.launcher, sizeof(run.launcher), "%s", l.launcher);
+  snprintf(run.rendezvous, sizeof(run.rendezvous), "%s:%d (%s)", l.host, l.port, l.host_from);
+  snprintf(run.job, sizeof(run.job), "%s", l.job);
+  if (l.rank == 0 && o.json_path) {
+    /* Found out now, not after the whole probe. */
+    FILE *f = fopen(o.json_path, "w");
+    if (!f) {
+      fprintf(stderr, "nccl-net-diag probe: --json %s cannot be written: %s\n", o.json_path,
+              strerror(errno));
+      return 2;
+    }
+    fclose(f);
+  }
+  if (l.rank == 0) {
+    run.facts = calloc((size_t)l.world, sizeof(*run.facts));
+    run.ranks = calloc((size_t)l.world, sizeof(*run.ranks));
+    if (!run.facts || !run.ranks) {
+      fprintf(stderr, "nccl-net-diag probe: out of memory for %d ranks\n", l.world);
+      return 1;
+    }
+  }
+  return run_ranks(&o, &l, &run);
+}

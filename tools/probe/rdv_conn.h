@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* One rendezvous connection, either side: non-blocking reads that collect
+ * one framed message at a time (the header is checked before the body is
+ * read, so a stranger cannot make us allocate more than WIRE_MAX_BODY), and
+ * a queue of bytes to write. */
+#ifndef DIAG_TOOLS_PROBE_RDV_CONN_H
+#define DIAG_TOOLS_PROBE_RDV_CONN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tools/probe/wire.h"
+
+/* What a read or flush step came to. */
+enum rdv_io {
+  RDV_AGAIN,  /* nothing (more) to do now */
+  RDV_MSG,    /* a whole message is in type/body/len: handle it, then rdv_conn_consume */
+  RDV_CLOSED, /* the peer closed the connection (or reset it) */
+  RDV_ERROR,  /* a protocol or socket error, why says which */
+};
+
+struct rdv_conn {
+  int fd;
+  char peer[80]; /* "10.0.0.2<51234>" */
+  uint8_t hdr[WIRE_HDR_LEN];
+  size_t hdr_got;
+  int type;
+  uint32_t len, got;
+  uint8_t *body;
+  uint8_t *out;
+  size_t out_len, out_off, out_cap;
+};
+
+void rdv_conn_init(struct rdv_conn *c, int fd);
+void rdv_conn_close(struct rdv_conn *c);
+enum rdv_io rdv_conn_read(struct rdv_conn *c, char *why, size_t cap);
+void rdv_conn_consume(struct rdv_conn *c);
+/* Appends a finished message to the write queue; 0 or ENOMEM. */
+int rdv_conn_queue(struct rdv_conn *c, const struct wire_buf *b);
+enum rdv_io rdv_conn_flush(struct rdv_conn *c, char *why, size_t cap);
+int rdv_conn_pending_out(const struct rdv_conn *c);
+
+#endif

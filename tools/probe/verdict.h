@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* From what the two sides of a pair saw to the pair's result, and from all
+ * results to the problems: failed pairs (with the plugin's own diagnosis),
+ * slow pairs, ranks that never came or died, refused connections. */
+#ifndef DIAG_TOOLS_PROBE_VERDICT_H
+#define DIAG_TOOLS_PROBE_VERDICT_H
+
+#include <stdint.h>
+
+#include "tools/probe/probe.h"
+#include "tools/probe/wire.h"
+
+/* One direction: rx received it, tx sent it; fail is rank 0's own reason
+ * when it ended the step ("" none); lat_ns from the first side. */
+void verdict_direction(const struct probe_run *r, struct probe_pair *p, const char *fail,
+                       const struct wire_result *rx, int have_rx, const struct wire_result *tx,
+                       int have_tx, uint64_t lat_ns);
+/* The short cause for the matrix, from p->error. */
+void verdict_cause(struct probe_pair *p);
+/* Sets slow on every passing pair far below the median of its transport
+ * (with enough pairs and bytes to tell); returns how many. */
+int verdict_mark_slow(struct probe_run *r);
+
+#endif
