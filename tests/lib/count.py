@@ -39,8 +39,10 @@ def count(paths):
                 else:
                     failed += 1
                     failures.append(f"{name}: {m.group(2)}")
-            if cases and result in ('OK', 'SKIP', 'FAIL', 'EXPECTEDFAIL'):
-                if result == 'FAIL' and not any(f.startswith(name + ':') for f in failures):
+            # meson calls a TAP test that exits non-zero ERROR: its failed
+            # cases already count; only a test that failed no case adds one.
+            if cases and result in ('OK', 'SKIP', 'FAIL', 'ERROR', 'EXPECTEDFAIL'):
+                if result in ('FAIL', 'ERROR') and not any(f.startswith(name + ':') for f in failures):
                     failed += 1
                     failures.append(f"{name}: exited with an error after its cases")
                 continue

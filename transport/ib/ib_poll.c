@@ -5,6 +5,8 @@
  * there, and either is known long before RDMA retries would time out. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -28,6 +30,24 @@ static int peer_gave_up(struct ib_comm *c) {
   return 0;
 }
 
+/* The wait is paid only on an error completion, which on a real fabric
+ * took seconds of retries to come. */
+#define PEER_CLOSE_WAIT_MS 2000
+
+static bool ctrl_closed_within(int fd, int wait_ms) {
+  int64_t end = now_ns() + (int64_t)wait_ms * 1000000;
+  for (;;) {
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) return true;
+    if (n > 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return false;
+    int64_t left_ms = (end - now_ns()) / 1000000;
+    if (left_ms <= 0) return false;
+    struct pollfd p = {fd, POLLIN, 0};
+    (void)poll(&p, 1, (int)(left_ms < 50 ? left_ms : 50));
+  }
+}
+
 static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   /* An error completes unsignaled WRs too: every WR carries its kind. */
   static const char *const what[] = {"a work request", "the RDMA write of a message", "a receive",
@@ -39,10 +59,10 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   /* A peer process that died took its registrations along: on a real
    * kernel its last writes fail with REM_ACCESS_ERR, which names an rkey
-   * problem that is not there. Its closed control connection says why
-   * (peer_gave_up waited long enough for it to close). */
-  char b;
-  if (recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0)
+   * problem that is not there. Its closed control connection says why. A
+   * dying process tears down its memory before its sockets, so the close
+   * can trail the completion error by seconds on a loaded host. */
+  if (ctrl_closed_within(c->ctrl_fd, PEER_CLOSE_WAIT_MS))
     return ib_fail(c, ECONNRESET, true,
                    "the peer's control connection closed while requests were in flight: its "
                    "process died or it closed this connection (here %s)",
