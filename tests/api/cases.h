@@ -53,4 +53,7 @@ void case_ib_mtu_mismatch(struct side *s);
 void case_ib_retry_exc(struct side *s);
 void case_ib_rem_access(struct side *s);
 
+/* cases_ibpair.c: RDMA pairs that cannot talk, named with cause and fix */
+void case_ib_cross_rail(struct side *s);
+
 #endif

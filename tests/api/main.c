@@ -88,6 +88,9 @@ static const struct api_case cases[] = {
    ONE_HOST, .timeout_s = 60},
   {"REM_ACCESS_ERR later on: rkey or registration named", case_ib_rem_access, TWO, IB_ONLY,
    ONE_HOST, .timeout_s = 60},
+  /* cases_ibpair.c */
+  {"cross-rail pair: NCCL_CROSS_NIC=0 advised on both sides, then TCP", case_ib_cross_rail, TWO,
+   IB_ONLY, NETNS, .timeout_s = 90},
 };
 
 int main(int argc, char **argv) {

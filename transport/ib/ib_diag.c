@@ -59,17 +59,26 @@ static void remote_side(struct out *o, const struct hello *peer) {
   if (gid_link_local(r->gid)) put(o, " [link-local: it only reaches the same L2 segment]");
 }
 
-/* Which local ports, chosen or not, sit on the remote's subnet, and what
- * would make the two sides meet. */
-static void plane_advice(struct out *o, const struct ib_dev *d, const struct hello *peer) {
+/* The port this host uses on the remote's subnet, -1 when none. */
+static int rail_on_subnet(const struct ipaddr *remote) {
   const struct topo_host *h;
   const struct topo_choice *c = topo_process(&h);
-  struct ipaddr remote;
-  if (!peer->ib.subnet[0] || ipaddr_parse(&remote, peer->ib.subnet)) return;
+  for (int p = 0; p < h->nport && p < c->nport; p++)
+    if (c->pc[p].verdict == TV_CHOSEN && c->pc[p].has_addr &&
+        ipaddr_in_subnet(remote, &c->pc[p].addr))
+      return p;
+  return -1;
+}
+
+/* Which local ports, chosen or not, sit on the remote's subnet. */
+static void ports_on_subnet(struct out *o, const struct ib_dev *d, const struct hello *peer,
+                            const struct ipaddr *remote) {
+  const struct topo_host *h;
+  const struct topo_choice *c = topo_process(&h);
   int found = 0;
   for (int p = 0; p < h->nport && p < c->nport; p++) {
     const struct topo_port_choice *pc = &c->pc[p];
-    if (!pc->has_addr || !ipaddr_in_subnet(&remote, &pc->addr)) continue;
+    if (!pc->has_addr || !ipaddr_in_subnet(remote, &pc->addr)) continue;
     char label[80];
     topo_port_label(h, p, label, sizeof(label));
     put(o, "%s local port %s is on %s (GID %d)%s%s", found ? ";" : ". The", label, peer->ib.subnet,
@@ -80,6 +89,34 @@ static void plane_advice(struct out *o, const struct ib_dev *d, const struct hel
   if (!found)
     put(o, ". No local RDMA port is on %s: %s and %s's %s are on different networks (planes)",
         peer->ib.subnet, d->label, peer->host, peer->ib.dev);
+}
+
+/* A rail-optimised fabric: NIC k of every node reaches only NIC k of the
+ * others. This host uses a port on the remote's rail, so the pair crossed
+ * rails: NCCL should keep each ring on its rail, not drop a rail NIC. */
+static void cross_rail_advice(struct out *o, const struct ib_dev *d, const struct hello *peer,
+                              int rail) {
+  const struct topo_host *h;
+  topo_process(&h);
+  char label[80];
+  topo_port_label(h, rail, label, sizeof(label));
+  put(o,
+      ". Cross-rail pair: each rail is its own subnet and this host reaches %s through its %s, "
+      "but NCCL paired %s with %s's %s. Set NCCL_CROSS_NIC=0 on every node so that rings and "
+      "trees stay on one rail, and keep PXN on (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2, the "
+      "defaults) so that send/receive reaches other rails over NVLink",
+      peer->ib.subnet, label, d->td->name, peer->host, peer->ib.dev);
+}
+
+/* Which local ports sit on the remote's subnet, and what would make the
+ * two sides meet. */
+static void plane_advice(struct out *o, const struct ib_dev *d, const struct hello *peer) {
+  struct ipaddr remote;
+  if (!peer->ib.subnet[0] || ipaddr_parse(&remote, peer->ib.subnet)) return;
+  int rail = rail_on_subnet(&remote);
+  bool is_off_plane = d->td->off_plane || peer->ib.is_off_plane;
+  if (rail >= 0 && !is_off_plane) cross_rail_advice(o, d, peer, rail);
+  else ports_on_subnet(o, d, peer, &remote);
   /* Name the device that is off its host's plane, as that host's own
    * layout says; both sides then give the same fix. */
   if (d->td->off_plane)
@@ -92,7 +129,7 @@ static void plane_advice(struct out *o, const struct ib_dev *d, const struct hel
         ". %s's layout sets its %s apart (another plane than its GPU rails): exclude it with "
         "NCCL_IB_HCA=^%s on every node",
         peer->host, peer->ib.dev, peer->ib.dev);
-  else
+  else if (rail < 0)
     put(o,
         ". Use ports of one plane on every node (NCCL_IB_HCA): if %s on %s is not meant for "
         "this traffic (a storage or management plane), exclude it there with "

@@ -169,7 +169,7 @@ static enum ib_setup_result decide(struct ib_setup *s) {
   if (fallback) {
     if (report_first(key))
       WARN("RDMA path from %s to %s failed%s: %s. This connection carries on over TCP "
-           "(NCCL_DIAG_FALLBACK=auto), at TCP speed; fix the cause above to get RDMA back",
+           "(NCCL_DIAG_FALLBACK=auto), at TCP speed until the cause is fixed",
            s->dev->label, s->peer_desc, where, reason);
     else
       INFO(LOG_NET, "RDMA path from %s to %s failed%s: %s; using TCP", s->dev->label, s->peer_desc,
