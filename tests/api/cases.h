@@ -55,5 +55,8 @@ void case_ib_rem_access(struct side *s);
 
 /* cases_ibpair.c: RDMA pairs that cannot talk, named with cause and fix */
 void case_ib_cross_rail(struct side *s);
+void case_ib_gid_empty_on_peer(struct side *s);
+/* This side reads another fixture host (a shared one or a softverbs peer). */
+int use_fixture(struct side *s, int role, const char *host);
 
 #endif

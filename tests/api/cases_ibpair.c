@@ -15,6 +15,36 @@ static void close_comm(struct side *s, void *comm) {
   else netload_close_recv(&s->nl, comm);
 }
 
+/* Points this side at a fixture host, a shared one or a softverbs peer,
+ * found beside the roce-story5 host the suite runs with (both sides stay in
+ * one namespace: softverbs carries the traffic over loopback). */
+int use_fixture(struct side *s, int role, const char *host) {
+  if (s->role != role) return 0;
+  const char *root = getenv("NCCL_DIAG_SYSFS_ROOT");
+  const char *at = root ? strstr(root, "/roce-story5/") : NULL;
+  if (!at) {
+    CHECK(0, "NCCL_DIAG_SYSFS_ROOT is not the roce-story5 fixture: %s", root ? root : "unset");
+    return -1;
+  }
+  char base[4096], p[4200];
+  snprintf(base, sizeof(base), "%.*s/%s", (int)(at - root), root, host);
+  if (access(base, F_OK))
+    snprintf(base, sizeof(base), "%.*s/../../softverbs/fixtures/%s", (int)(at - root), root, host);
+  snprintf(p, sizeof(p), "%s/sysfs", base);
+  setenv("NCCL_DIAG_SYSFS_ROOT", p, 1);
+  snprintf(p, sizeof(p), "%s/topo.xml", base);
+  setenv("HWLOC_XMLFILE", p, 1);
+  return 0;
+}
+
+/* Each side its own host name, so messages can be told apart (as root). */
+static const char *name_host(struct side *s, const char *recv, const char *send) {
+  if (is_root()) private_uts(s->role == ROLE_RECV ? recv : send);
+  static char host[64];
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
 /* A fallback pair: the data still moves, over TCP. */
 static void tcp_transfer(struct side *s, void *comm) {
   CHECK(log_find(NCCL_LOG_INFO, ": TCP,"), "the connection is not TCP");
@@ -40,6 +70,31 @@ void case_ib_cross_rail(struct side *s) {
         "the cause (cross-rail) and the fix (NCCL_CROSS_NIC=0, PXN): %s", w ? w : "none");
   CHECK(w && !strstr(w, "NCCL_IB_HCA=^"), "a rail NIC must not be excluded: %s", w ? w : "none");
   CHECK(w && strstr(w, "at TCP speed"), "the fallback's consequence: %s", w ? w : "none");
+  tcp_transfer(s, comm);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* A job template forces NCCL_IB_GID_INDEX=5: right on pod-a (its pod
+ * address), empty on pod-b, whose table starts at 6. Both sides name the
+ * empty entry on pod-b with pod-b's usable entries, not a RoCE version
+ * mismatch, and the fix. */
+void case_ib_gid_empty_on_peer(struct side *s) {
+  if (use_fixture(s, ROLE_RECV, "roce-pod-a") || use_fixture(s, ROLE_SEND, "roce-pod-b")) return;
+  name_host(s, "pod-a", "pod-b");
+  setenv("NCCL_IB_GID_INDEX", "5", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
+  CHECK(w && strstr(w, "NCCL_IB_GID_INDEX=5 is empty on pod-b (") &&
+          strstr(w, "usable entries: 6 RoCE v1 10.50.0.22, 7 RoCE v2 10.50.0.22"),
+        "the empty entry, on which host, and that host's usable entries: %s", w ? w : "none");
+  CHECK(w && strstr(w, "Unset NCCL_IB_GID_INDEX") && strstr(w, "per node"), "the fix: %s",
+        w ? w : "none");
+  CHECK(w && !strstr(w, "RoCE v1 GID") && !strstr(w, "do not interoperate"),
+        "an empty entry is not a RoCE version mismatch: %s", w ? w : "none");
+  CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"), "RTR was attempted with an empty GID entry");
   tcp_transfer(s, comm);
   ctl_sync(s);
   close_comm(s, comm);

@@ -91,6 +91,8 @@ static const struct api_case cases[] = {
   /* cases_ibpair.c */
   {"cross-rail pair: NCCL_CROSS_NIC=0 advised on both sides, then TCP", case_ib_cross_rail, TWO,
    IB_ONLY, NETNS, .timeout_s = 90},
+  {"forced GID index empty on the peer: named on both sides with its usable entries",
+   case_ib_gid_empty_on_peer, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {

@@ -83,8 +83,12 @@ const struct ib_state *ib_state(void);
 int ib_host_init(struct transport_host *host);
 /* NCCL_PTR_* bits an RDMA device supports. */
 int ib_ptr_support(const struct transport_dev *x);
-/* The RDMA identity of an RDMA device, for the hello (no-op for TCP). */
+/* The RDMA identity of an RDMA device, for the hello (no-op for TCP):
+ * ib_hello.c. */
 void ib_fill_hello(const struct transport_dev *x, struct hello *h);
+/* "host-b (10.0.0.7)": a peer by host name and address, since containers
+ * often share host names. */
+void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
 
 /* ---- memory registration (ib_mr.c) ---- */
 struct ib_mr_entry {

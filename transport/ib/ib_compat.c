@@ -55,13 +55,36 @@ static int route_check(const struct topo_dev *t, const uint8_t *rgid) {
   return err;
 }
 
+/* A GID index that holds no GID on one side: NCCL_IB_GID_INDEX forced on
+ * nodes whose tables differ (pods, virtual functions, addresses added in
+ * another order). Both sides name the node where it is empty, in the same
+ * words. */
+static bool is_gid_absent(const struct hello *h) {
+  return h->rdma.gid_state == HELLO_GID_EMPTY || h->rdma.gid_state == HELLO_GID_MISSING;
+}
+
+static int gid_slot_check(const struct hello *mine, const struct hello *peer, char *why,
+                          size_t cap) {
+  const struct hello *at = is_gid_absent(mine) ? mine : is_gid_absent(peer) ? peer : NULL;
+  if (!at) return 0;
+  char name[160];
+  ib_peer_name(at, name, sizeof(name));
+  snprintf(why, cap,
+           "NCCL_IB_GID_INDEX=%d is %s on %s, device %s port %d (its usable entries: %s): a GID "
+           "index is a position in each port's own table, and the tables of these nodes differ. "
+           "Unset NCCL_IB_GID_INDEX (each node then chooses its own) or set it per node",
+           at->ib.gid_index,
+           at->rdma.gid_state == HELLO_GID_EMPTY ? "empty" : "past the end of the GID table", name,
+           at->ib.dev, at->ib.port, at->rdma.gid_usable[0] ? at->rdma.gid_usable : "none");
+  return EHOSTUNREACH;
+}
+
 int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
                     char *why, size_t cap, char *notes, size_t ncap) {
   const struct topo_dev *t = d->td;
   const struct hello_ib *r = &peer->ib;
   int local_ll = t->ll == TOPO_LL_IB ? 1 : 2;
   why[0] = notes[0] = 0;
-  (void)mine;
   if (r->link_layer != local_ll) {
     snprintf(why, cap,
              "%s is %s but %s's %s port %d is %s: NCCL cannot connect InfiniBand to RoCE. Select "
@@ -70,6 +93,7 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
              r->link_layer == 1 ? "InfiniBand" : "RoCE");
     return EHOSTUNREACH;
   }
+  if (local_ll == 2 && gid_slot_check(mine, peer, why, cap)) return EHOSTUNREACH;
   if (local_ll == 2 && r->gid_type && t->gid_type && r->gid_type != (int)t->gid_type) {
     snprintf(why, cap,
              "%s uses a RoCE v%d GID (index %d) but %s's %s uses RoCE v%d (index %d): the two "

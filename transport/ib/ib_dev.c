@@ -247,24 +247,3 @@ int ib_host_init(struct transport_host *host) {
 int ib_ptr_support(const struct transport_dev *x) {
   return x->is_ib && x->ib ? ((const struct ib_dev *)x->ib)->ptr_support : NCCL_PTR_HOST;
 }
-
-void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
-  if (!x->is_ib || !x->ib) return;
-  const struct ib_dev *d = x->ib;
-  const struct topo_dev *t = d->td;
-  struct hello_ib *b = &h->ib;
-  snprintf(h->transport, sizeof(h->transport), "ib");
-  b->is_present = true;
-  scopy(b->dev, sizeof(b->dev), t->name);
-  b->port = t->ib_port;
-  b->link_layer = t->ll == TOPO_LL_IB ? 1 : 2;
-  b->gid_index = t->gid_index;
-  memcpy(b->gid, t->gid, 16);
-  b->gid_type = t->ll == TOPO_LL_IB ? 0 : t->gid_type == GID_TYPE_V2 ? 2 : 1;
-  b->mtu = t->mtu;
-  b->lid = t->lid;
-  b->pkey_index = (int)knob_int(K_IB_PKEY);
-  scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");
-  if (t->subnet.family) ipaddr_subnet_str(&t->subnet, b->subnet, sizeof(b->subnet));
-  b->is_off_plane = t->off_plane;
-}

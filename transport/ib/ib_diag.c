@@ -51,9 +51,12 @@ static void remote_side(struct out *o, const struct hello *peer) {
   char g[64];
   gid_text(r->gid, g, sizeof(g));
   put(o, "remote GID %d %s (%s, %s, %s) of %s port %d on %s", r->gid_index, g,
-      r->gid_type == 2   ? "RoCE v2"
-      : r->gid_type == 1 ? "RoCE v1"
-                         : "IB",
+      r->link_layer == 1                          ? "IB"
+      : r->gid_type == 2                          ? "RoCE v2"
+      : r->gid_type == 1                          ? "RoCE v1"
+      : peer->rdma.gid_state == HELLO_GID_EMPTY   ? "empty entry"
+      : peer->rdma.gid_state == HELLO_GID_MISSING ? "past the table"
+                                                  : "type unknown",
       r->netdev[0] ? r->netdev : "no netdev", r->subnet[0] ? r->subnet : "no subnet", r->dev,
       r->port, peer->host);
   if (gid_link_local(r->gid)) put(o, " [link-local: it only reaches the same L2 segment]");
