@@ -9,7 +9,8 @@
  *             sm_lid, active_mtu, netdev, netdev_master, netdev_up, gid_tbl_len, verdict, why,
  *             nccl_dev, gid_index, gid_forced, gid_auto_index, gid_nccl_index, gid_note,
  *             address, subnet, nearest_gpu, gpu_class,
- *             gids: [{index, gid, type, netdev, chosen, why}]}],
+ *             gids: [{index, gid, type, netdev, chosen, why}],
+ *             pkey_tbl_len, pkey_index, pkey, pkeys: [{index, value, membership, partition}]}],
  *  "devices": [NCCL order: {nccl_dev, device, port, real_port, gid_index, gid, gid_type,
  *               netdev, subnet, mtu, link_layer, pci_path, numa, speed_mbps, lid, guid}],
  *  "gpus": [{name, busid, numa, cpus, class, nearest: [{device, port, netdev, subnet,
@@ -19,7 +20,7 @@
  *  "socket": {ifname, chosen, main, main_why, error},
  *  "env": {process, pid1, pid1_source, pid1_error, differences: [{name, process, pid1}],
  *          evaluated_with},
- *  "notes", "problems": [{severity, text}], "errors",
+ *  "notes", "problems": [{severity, text, fix}], "errors",
  *  "recommendations": [{name, value, status, why, export}], "exit_status"} */
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "common/version.h"
 #include "tools/doctor.h"
 #include "topo/gid.h"
+#include "topo/pkey.h"
 
 struct json_writer {
   FILE *f;
@@ -121,6 +123,27 @@ static void put_gids(struct json_writer *w, const struct doctor *d, int p) {
   json_close(w, ']');
 }
 
+/* The P_Key table, and the key NCCL_IB_PKEY selects (-1: past the table). */
+static void put_pkeys(struct json_writer *w, const struct doctor *d, int p) {
+  const struct topo_port *pt = &d->h->ports[p];
+  json_int(w, "pkey_tbl_len", pt->pkey_tbl_len);
+  json_int(w, "pkey_index", d->c->prefs.pkey_index);
+  json_int(w, "pkey", pt->pkey_tbl_len ? pkey_at(pt, d->c->prefs.pkey_index) : -1);
+  json_open(w, "pkeys", '[');
+  for (int k = 0; k < pt->npkey; k++) {
+    char v[8], part[8];
+    snprintf(v, sizeof(v), "0x%04x", pt->pkeys[k].value);
+    snprintf(part, sizeof(part), "0x%04x", pkey_partition(pt->pkeys[k].value));
+    json_open(w, NULL, '{');
+    json_int(w, "index", pt->pkeys[k].index);
+    json_str(w, "value", v);
+    json_str(w, "membership", pkey_is_full(pt->pkeys[k].value) ? "full" : "limited");
+    json_str(w, "partition", part);
+    json_close(w, '}');
+  }
+  json_close(w, ']');
+}
+
 static void put_port(struct json_writer *w, const struct doctor *d, int p) {
   const struct topo_port *pt = &d->h->ports[p];
   const struct topo_port_choice *pc = &d->c->pc[p];
@@ -158,6 +181,7 @@ static void put_port(struct json_writer *w, const struct doctor *d, int p) {
   json_str(w, "nearest_gpu", pc->nearest_gpu >= 0 ? d->h->gpus[pc->nearest_gpu].name : "");
   json_str(w, "gpu_class", pc->nearest_gpu >= 0 ? pci_class_name(pc->gpu_class) : "");
   put_gids(w, d, p);
+  put_pkeys(w, d, p);
   json_close(w, '}');
 }
 
@@ -302,6 +326,7 @@ static void put_advice(struct json_writer *w, const struct doctor *d) {
     json_open(w, NULL, '{');
     json_str(w, "severity", doctor_severity_name(c->issues[i].severity));
     json_str(w, "text", c->issues[i].text);
+    json_str(w, "fix", c->issues[i].fix ? c->issues[i].fix : "");
     json_close(w, '}');
   }
   if (c->nissue_lost) {

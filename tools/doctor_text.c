@@ -7,6 +7,7 @@
 
 #include "tools/doctor.h"
 #include "topo/gid.h"
+#include "topo/pkey.h"
 
 #define WRAP 100
 
@@ -61,6 +62,19 @@ static void print_gid_row(FILE *f, const struct doctor *d, int p, const struct t
           why);
 }
 
+/* The P_Key table and the key NCCL_IB_PKEY selects. */
+static void print_pkeys(FILE *f, const struct doctor *d, int p) {
+  const struct topo_port *pt = &d->h->ports[p];
+  if (!pt->pkey_tbl_len) return;
+  char table[512], line[700], sel[64];
+  pkey_table_str(pt, table, sizeof(table));
+  int idx = d->c->prefs.pkey_index, v = pkey_at(pt, idx);
+  if (v < 0) snprintf(sel, sizeof(sel), "past the table");
+  else pkey_describe(v, sel, sizeof(sel));
+  snprintf(line, sizeof(line), "%s; NCCL_IB_PKEY=%d selects %s", table, idx, sel);
+  wrapped(f, "      P_Keys ", 8, line);
+}
+
 /* Under a port line: why it is not used, then its GID table. */
 static void print_port_detail(FILE *f, const struct doctor *d, int p) {
   const struct topo_port *pt = &d->h->ports[p];
@@ -74,6 +88,7 @@ static void print_port_detail(FILE *f, const struct doctor *d, int p) {
     fprintf(f, "      GID %-3d (empty or missing; forced by NCCL_IB_GID_INDEX)\n", pc->gid.index);
   if (pt->ll == TOPO_LL_ETH && pc->gid.nccl_index != pc->gid.index && pc->verdict != TV_STATE)
     fprintf(f, "      NCCL's built-in IB transport would choose GID %d\n", pc->gid.nccl_index);
+  print_pkeys(f, d, p);
 }
 
 static void print_ports(FILE *f, const struct doctor *d) {
@@ -269,6 +284,7 @@ static void print_issues(FILE *f, const struct doctor *d) {
       char pre[24];
       snprintf(pre, sizeof(pre), "  %-8s ", doctor_severity_name(s));
       wrapped(f, pre, 11, c->issues[i].text);
+      if (c->issues[i].fix) wrapped(f, "           fix: ", 11, c->issues[i].fix);
     }
     if (s == TOPO_NOTE) break;
   }

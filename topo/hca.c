@@ -213,6 +213,7 @@ static void fill_dev(const struct topo_host *h, struct topo_choice *c, int p, in
   dv->rail = pc->rail;
   dv->plane = pc->plane;
   dv->off_plane = pc->is_off_plane;
+  dv->pkey = pc->pkey;
   char key[PATH_MAX], other[PATH_MAX];
   norm_path(hca->pci_path, key, sizeof(key));
   for (int e = 0; e < d; e++) {

@@ -117,6 +117,32 @@ static int read_gids(struct topo_host *h, const struct port_ctx *p, struct topo_
   return 0;
 }
 
+/* The P_Key table: pkeys/<i>, "0xffff"; entries that hold no key (0x0000)
+ * count for the table's length only. */
+#define PKEY_TBL_SCAN_MAX 1024
+
+static int read_pkeys(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt) {
+  for (int i = 0; i < PKEY_TBL_SCAN_MAX; i++) {
+    char rel[32], buf[32];
+    snprintf(rel, sizeof(rel), "pkeys/%d", i);
+    int r = port_str(p, buf, sizeof(buf), rel);
+    if (r == ENOENT) break;
+    pt->pkey_tbl_len = i + 1;
+    char *end;
+    unsigned long v = r ? 0 : strtoul(buf, &end, 0);
+    if (r || end == buf || v > 0xffff) {
+      topo_note(h, "%s port %d %s: %s", p->dev, p->num, rel, r ? strerror(r) : "not a P_Key");
+      continue;
+    }
+    if (!(v & 0x7fff)) continue; /* no key */
+    struct topo_pkey *grown = topo_grow(pt->pkeys, pt->npkey, sizeof(*grown));
+    if (!grown) return ENOMEM;
+    pt->pkeys = grown;
+    pt->pkeys[pt->npkey++] = (struct topo_pkey){i, (uint16_t)v};
+  }
+  return 0;
+}
+
 /* The port's netdev: the one behind its GIDs (what show_gids and RoCE use),
  * else the PCI function's netdev whose dev_port matches (IPoIB, or RoCE
  * without GIDs). */
@@ -169,7 +195,7 @@ static int read_port(struct topo_host *h, int hca, int num) {
   pt->sm_lid = (int)port_long(&p, "sm_lid", 0);
   pt->lmc = (int)port_long(&p, "lid_mask_count", 0);
   pt->active_mtu = (int)port_long(&p, "x-diag-active_mtu", 0);
-  if (read_gids(h, &p, pt)) return ENOMEM;
+  if (read_gids(h, &p, pt) || read_pkeys(h, &p, pt)) return ENOMEM;
   find_netdev(&p, pt);
   return 0;
 }

@@ -30,6 +30,7 @@ enum {
   /* RDMA details (struct hello_rdma), each a field of its own */
   T_RDMA_GID_STATE = 40,
   T_RDMA_GID_USABLE = 41,
+  T_RDMA_PKEY = 42,
 };
 
 /* NCCL settings that change the size or number of messages NCCL posts on a
@@ -111,6 +112,7 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
 static void w_rdma(struct wbuf *w, const struct hello_rdma *r) {
   w_tlv_u32(w, T_RDMA_GID_STATE, (uint32_t)r->gid_state);
   w_tlv_str(w, T_RDMA_GID_USABLE, r->gid_usable);
+  if (r->has_pkey) w_tlv_u32(w, T_RDMA_PKEY, (uint32_t)r->pkey);
 }
 
 /* One RDMA detail field: 1 when type is one, 0 when it is not. */
@@ -119,6 +121,10 @@ static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t 
   switch (type) {
   case T_RDMA_GID_STATE: r->gid_state = (int)(r_u32(f) & 0xff); return 1;
   case T_RDMA_GID_USABLE: wire_clean_str(r->gid_usable, sizeof(r->gid_usable), v, len); return 1;
+  case T_RDMA_PKEY:
+    r->pkey = (int)(r_u32(f) & 0xffff);
+    r->has_pkey = true;
+    return 1;
   default: return 0;
   }
 }

@@ -53,6 +53,8 @@ enum hello_gid_state {
 struct hello_rdma {
   int gid_state;        /* of the GID index in use: enum hello_gid_state */
   char gid_usable[200]; /* the port's usable entries: "6 RoCE v1 10.0.0.7, 7 RoCE v2 10.0.0.7" */
+  bool has_pkey;
+  int pkey; /* the P_Key at ib.pkey_index (NCCL_IB_PKEY): 0 none there */
 };
 
 struct hello {

@@ -56,6 +56,9 @@ void case_ib_rem_access(struct side *s);
 /* cases_ibpair.c: RDMA pairs that cannot talk, named with cause and fix */
 void case_ib_cross_rail(struct side *s);
 void case_ib_gid_empty_on_peer(struct side *s);
+void case_ib_pkey_limited(struct side *s);
+void case_ib_pkey_mismatch(struct side *s);
+void case_ib_pkey_full(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

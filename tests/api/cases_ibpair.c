@@ -100,3 +100,66 @@ void case_ib_gid_empty_on_peer(struct side *s) {
   close_comm(s, comm);
   side_close(s);
 }
+
+/* P_Keys on a partitioned InfiniBand fabric (cn-017 and cn-018: index 0
+ * holds 0x7fff, a limited member of the default partition; index 1 holds
+ * 0x8005, a full member of the job's partition). */
+static void pkey_pair(struct side *s, const char *recv_host, const char *send_host,
+                      const char *recv_index, const char *send_index) {
+  if (use_fixture(s, ROLE_RECV, recv_host) || use_fixture(s, ROLE_SEND, send_host)) return;
+  name_host(s, "cn-017", "cn-018");
+  setenv("NCCL_IB_PKEY", s->role == ROLE_RECV ? recv_index : send_index, 1);
+}
+
+/* Both at the default index 0: two limited members. The init warning and
+ * the pair's both name it and advise NCCL_IB_PKEY=1. */
+void case_ib_pkey_limited(struct side *s) {
+  pkey_pair(s, "ib-pkey", "ib-pkey-b", "0", "0");
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *i = log_find(NCCL_LOG_WARN, "NCCL_IB_PKEY=0 selects 0x7fff");
+  CHECK(i && strstr(i, "limited member") && strstr(i, "set NCCL_IB_PKEY=1"),
+        "init: the limited key at index 0 and the full one at index 1: %s", i ? i : "none");
+  const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
+  CHECK(w && strstr(w, "both limited members") && strstr(w, "0x7fff") && strstr(w, "cn-017 (") &&
+          strstr(w, "cn-018 ("),
+        "the pair: both limited, both hosts by name and address: %s", w ? w : "none");
+  CHECK(w && strstr(w, "Set NCCL_IB_PKEY"), "the fix: %s", w ? w : "none");
+  CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"), "RTR was attempted between limited members");
+  tcp_transfer(s, comm);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* The job's partition on one node, the default one on the other. */
+void case_ib_pkey_mismatch(struct side *s) {
+  pkey_pair(s, "ib-pkey", "ib-hdr", "1", "0");
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
+  CHECK(w && strstr(w, "different partitions") && strstr(w, "0x8005") && strstr(w, "0xffff") &&
+          strstr(w, "partition 0x0005") && strstr(w, "partition 0x7fff"),
+        "both keys and their partitions: %s", w ? w : "none");
+  CHECK(w && strstr(w, "Set NCCL_IB_PKEY"), "the fix: %s", w ? w : "none");
+  tcp_transfer(s, comm);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* The fix: both at index 1, full members of one partition: RDMA. */
+void case_ib_pkey_full(struct side *s) {
+  pkey_pair(s, "ib-pkey", "ib-pkey-b", "1", "1");
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(!log_find(NCCL_LOG_WARN, "P_Key"), "no P_Key warning with full members: %s",
+        log_find(NCCL_LOG_WARN, "P_Key"));
+  const char *l = log_find(NCCL_LOG_INFO, "RESET -> INIT");
+  CHECK(l && strstr(l, "pkey_index 1"), "queue pairs use P_Key index 1: %s", l ? l : "none");
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is RDMA");
+  CHECK(xfer_one(s, comm, 1 << 20, 1 << 20, 6) == 0, "transfer over RDMA");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

@@ -93,6 +93,11 @@ static const struct api_case cases[] = {
    IB_ONLY, NETNS, .timeout_s = 90},
   {"forced GID index empty on the peer: named on both sides with its usable entries",
    case_ib_gid_empty_on_peer, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"P_Key: two limited members named, NCCL_IB_PKEY advised", case_ib_pkey_limited, TWO, IB_ONLY,
+   ONE_HOST, .timeout_s = 60},
+  {"P_Key: two partitions named", case_ib_pkey_mismatch, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"P_Key: full members of one partition connect over RDMA", case_ib_pkey_full, TWO, IB_ONLY,
+   ONE_HOST, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "topo/pkey.h"
 #include "transport/ib/ib.h"
 
 static bool is_v4_mapped(const uint8_t *g) {
@@ -79,6 +80,42 @@ static int gid_slot_check(const struct hello *mine, const struct hello *peer, ch
   return EHOSTUNREACH;
 }
 
+/* "0x8005 (full member of partition 0x0005) at NCCL_IB_PKEY=1 on mlx5_0
+ * port 1 of host-b (10.0.0.6)" */
+static void pkey_side(const struct hello *h, char *buf, size_t cap) {
+  char name[160], d[64];
+  ib_peer_name(h, name, sizeof(name));
+  pkey_describe(h->rdma.pkey, d, sizeof(d));
+  snprintf(buf, cap, "%s at NCCL_IB_PKEY=%d on %s port %d of %s", d, h->ib.pkey_index, h->ib.dev,
+           h->ib.port, name);
+}
+
+/* Two ports talk only inside one partition, and not both as limited
+ * members: the switches drop everything else, so RTR succeeds and every
+ * packet then times out. */
+static int pkey_check(const struct hello *mine, const struct hello *peer, char *why, size_t cap) {
+  if (!mine->rdma.has_pkey || !peer->rdma.has_pkey) return 0;
+  int a = mine->rdma.pkey, b = peer->rdma.pkey;
+  const char *cause;
+  if (!pkey_is_key(a) || !pkey_is_key(b))
+    cause = "an entry without a key: queue pairs cannot be created on it";
+  else if (pkey_partition(a) != pkey_partition(b))
+    cause = "different partitions: the fabric drops every packet between them";
+  else if (!pkey_is_full(a) && !pkey_is_full(b))
+    cause = "both limited members of one partition: limited members never reach each other, one "
+            "side needs a full-member key";
+  else return 0;
+  char as[300], bs[300];
+  pkey_side(mine, as, sizeof(as));
+  pkey_side(peer, bs, sizeof(bs));
+  snprintf(why, cap,
+           "P_Key %s and P_Key %s: %s. Set NCCL_IB_PKEY on every node to the index of a "
+           "full-member key of the job's partition ('nccl-net-diag doctor' lists each port's "
+           "P_Key table)",
+           as, bs, cause);
+  return EHOSTUNREACH;
+}
+
 int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const struct hello *peer,
                     char *why, size_t cap, char *notes, size_t ncap) {
   const struct topo_dev *t = d->td;
@@ -103,6 +140,7 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
              r->gid_type, r->gid_index);
     return EHOSTUNREACH;
   }
+  if (pkey_check(mine, peer, why, cap)) return EHOSTUNREACH;
   if (local_ll == 1 && !r->lid) {
     snprintf(why, cap,
              "%s's %s port %d has LID 0: no subnet manager has configured it (start opensm, or "

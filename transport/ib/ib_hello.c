@@ -42,6 +42,8 @@ static void fill_rdma(const struct topo_dev *t, struct hello_rdma *r) {
   const struct topo_port *pt = &h->ports[t->port];
   r->gid_state = pt->ll == TOPO_LL_ETH ? gid_state(pt, t->gid_index) : HELLO_GID_POPULATED;
   gid_usable(pt, r->gid_usable, sizeof(r->gid_usable));
+  r->has_pkey = t->pkey >= 0;
+  r->pkey = t->pkey;
 }
 
 void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
@@ -72,8 +74,12 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
 
 void ib_peer_name(const struct hello *peer, char *buf, size_t cap) {
   char addr[sizeof(peer->addr)];
-  scopy(addr, sizeof(addr), peer->addr);
-  addr[strcspn(addr, "<")] = 0; /* the port is noise here */
-  if (addr[0]) snprintf(buf, cap, "%s (%s)", peer->host[0] ? peer->host : "the peer", addr);
-  else snprintf(buf, cap, "%s", peer->host[0] ? peer->host : "the peer");
+  const char *a = peer->addr;
+  if (*a == '[') a++;
+  if (!strncmp(a, "::ffff:", 7) && strchr(a + 7, '.')) a += 7; /* an IPv4 peer on a v6 socket */
+  scopy(addr, sizeof(addr), a);
+  addr[strcspn(addr, "]<")] = 0; /* the port is noise here */
+  const char *host = peer->host[0] ? peer->host : "the peer";
+  if (addr[0]) snprintf(buf, cap, "%s (%s)", host, addr);
+  else snprintf(buf, cap, "%s", host);
 }
