@@ -4,7 +4,7 @@
  * {"tool", "version", "host", "sysfs_root", "ifaddrs", "pci_source",
  *  "transport": "RDMA"|"TCP", "why_tcp", "has_rdma",
  *  "hcas": [{name, busid, pci_path, numa, cpus, node_guid, sys_image_guid, fw_ver, hca_type,
- *            board_id}],
+ *            board_id, physfn ("" unless an SR-IOV virtual function)}],
  *  "ports": [{label, device, port, state, phys_state, link_layer, rate, speed_mbps, width, lid,
  *             sm_lid, active_mtu, netdev, netdev_master, netdev_up, gid_tbl_len, verdict, why,
  *             nccl_dev, gid_index, gid_forced, gid_auto_index, gid_nccl_index, gid_note,
@@ -98,6 +98,7 @@ static void put_hcas(struct json_writer *w, const struct topo_host *h) {
     json_str(w, "fw_ver", d->fw_ver);
     json_str(w, "hca_type", d->hca_type);
     json_str(w, "board_id", d->board_id);
+    json_str(w, "physfn", d->pf_busid);
     json_close(w, '}');
   }
   json_close(w, ']');

@@ -80,6 +80,10 @@ static void print_port_detail(FILE *f, const struct doctor *d, int p) {
   const struct topo_port *pt = &d->h->ports[p];
   const struct topo_port_choice *pc = &d->c->pc[p];
   if (pc->verdict != TV_CHOSEN) wrapped(f, "      not used: ", 8, pc->why);
+  const struct topo_hca *hca = &d->h->hcas[pt->hca];
+  if (hca->pf_busid[0])
+    fprintf(f, "      SR-IOV virtual function of %s%s%s\n", hca->pf_busid,
+            hca->pf >= 0 ? ", RDMA device " : "", hca->pf >= 0 ? d->h->hcas[hca->pf].name : "");
   if (!pt->ngid) fprintf(f, "      (no populated GID)\n");
   for (int k = 0; k < pt->ngid; k++) print_gid_row(f, d, p, &pt->gids[k]);
   bool is_populated = false;

@@ -61,6 +61,9 @@ void hca_sort_ports(const struct topo_host *h, int *ports, int n);
 void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c);
 void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c);
 
+/* topo/sriov.c: a physical function and its virtual functions both kept. */
+void sriov_pass(const struct topo_host *h, struct topo_choice *c);
+
 /* topo/pkey.c: the P_Key NCCL_IB_PKEY selects on each chosen port. */
 void pkey_pass(const struct topo_host *h, struct topo_choice *c);
 

@@ -221,6 +221,11 @@ static int read_hca(struct topo_host *h, const char *name) {
   sysfs_read_str(d->hca_type, sizeof(d->hca_type), "class/infiniband/%s/hca_type", name);
   sysfs_read_str(d->board_id, sizeof(d->board_id), "class/infiniband/%s/board_id", name);
   if (d->pci_path[0]) pci_chain_from_path(&d->chain, d->pci_path, d->numa);
+  char pf[PATH_MAX];
+  d->pf = -1;
+  if (sysfs_realpath(pf, sizeof(pf), "class/infiniband/%s/device/physfn", name) == 0 &&
+      pci_is_bdf(strrchr(pf, '/') + 1))
+    scopy(d->pf_busid, sizeof(d->pf_busid), strrchr(pf, '/') + 1);
   d->first_port = h->nport;
   char ports[16][SYSFS_NAME_MAX];
   int n, err = sysfs_list(ports, 16, &n, "class/infiniband/%s/ports", name);
@@ -254,6 +259,10 @@ int rdma_discover(struct topo_host *h) {
   if (!(h->hcas = calloc((size_t)n, sizeof(*h->hcas)))) return ENOMEM;
   int err = 0;
   for (int i = 0; i < n && !err; i++) err = read_hca(h, names[i]);
+  /* A virtual function's physical function, when this host sees its RDMA device too. */
+  for (int i = 0; i < h->nhca; i++)
+    for (int j = 0; j < h->nhca && h->hcas[i].pf_busid[0]; j++)
+      if (j != i && !strcmp(h->hcas[j].busid, h->hcas[i].pf_busid)) h->hcas[i].pf = j;
   return err;
 }
 

@@ -49,6 +49,8 @@
  *  8. forced GIDs (pass_forced_gids): the problem of an NCCL_IB_GID_INDEX
  *     on the ports kept; P_Keys (pkey_pass, topo/pkey.c): the key
  *     NCCL_IB_PKEY selects on each port kept, and whether it can talk;
+ *     PF and VF (sriov_pass, topo/sriov.c): a physical function and one of
+ *     its virtual functions both kept: one physical port seen twice;
  *  9. devices (hca_pass_devices): the rest, sorted by PCI bus id then port
  *     (NCCL_IB_DEVICE_PCI_ORDER), at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS);
  * 10. GPUs (gpu_pass_nearest): each GPU's nearest devices;
@@ -140,6 +142,8 @@ struct topo_hca {
   char fw_ver[32], hca_type[32], board_id[32];
   struct pci_chain chain;
   int first_port, nports; /* range in topo_host.ports */
+  char pf_busid[16];      /* an SR-IOV virtual function: its physical function, else "" */
+  int pf;                 /* that function's RDMA device (index into hcas), -1 none */
 };
 
 struct topo_gpu {
@@ -262,6 +266,7 @@ struct topo_dev {
   const char *guid; /* sys_image_guid: ports of one ASIC share it */
   int rail, plane;
   int off_plane; /* this host's layout sets it apart; the user forced it */
+  bool is_vf;    /* an SR-IOV virtual function: never another port of its physical function */
   int pkey;      /* the P_Key at NCCL_IB_PKEY, -1 past the table (0 = empty) */
 };
 

@@ -59,6 +59,8 @@ void case_ib_gid_empty_on_peer(struct side *s);
 void case_ib_pkey_limited(struct side *s);
 void case_ib_pkey_mismatch(struct side *s);
 void case_ib_pkey_full(struct side *s);
+/* cases_ibhost.c: what an RDMA host offers NCCL */
+void case_ib_pf_vf(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

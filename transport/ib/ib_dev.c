@@ -157,7 +157,11 @@ static void add_xp_dev(struct transport_host *host, const struct topo_choice *c,
   dev_name(c, i, x->name, sizeof(x->name));
   x->is_ib = true;
   x->ib = d;
-  x->guid = parse_guid(t->guid);
+  /* NCCL groups devices with one GUID as ports of one NIC: a virtual
+   * function is not a port of its physical function. */
+  const struct topo_host *h;
+  topo_process(&h);
+  x->guid = parse_guid(t->is_vf ? h->hcas[t->hca].node_guid : t->guid);
   if (!x->guid) x->guid = (uint64_t)x->index;
   x->speed_mbps = t->speed_mbps > 0 ? t->speed_mbps : 10000;
   x->port = t->ib_port + t->real_port;
