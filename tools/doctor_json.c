@@ -20,6 +20,9 @@
  *  "socket": {ifname, chosen, main, main_why, error},
  *  "env": {process, pid1, pid1_source, pid1_error, differences: [{name, process, pid1}],
  *          evaluated_with},
+ *  "verbs": {probed, why_not_probed, library, loaded, error, opened,
+ *            ports: [{device, port, opened, error}]},
+ *  "gpudirect": {probed, enabled, peermem, dmabuf},
  *  "notes", "problems": [{severity, text, fix}], "errors",
  *  "recommendations": [{name, value, status, why, export}], "exit_status"} */
 #include <stdio.h>
@@ -317,19 +320,61 @@ static void put_env(struct json_writer *w, const struct doctor *d) {
   json_close(w, '}');
 }
 
+static void put_verbs(struct json_writer *w, const struct doctor *d) {
+  const struct ib_probe *pr = d->probe;
+  json_open(w, "verbs", '{');
+  json_bool(w, "probed", d->is_probed);
+  json_str(w, "why_not_probed", d->why_not_probed);
+  json_str(w, "library", pr ? pr->v.lib : "");
+  json_bool(w, "loaded", pr && pr->is_loaded);
+  json_str(w, "error", pr ? pr->why : "");
+  json_int(w, "opened", pr ? pr->nopen : 0);
+  json_open(w, "ports", '[');
+  for (int i = 0; pr && i < pr->nport; i++) {
+    json_open(w, NULL, '{');
+    json_str(w, "device", d->c->dev[pr->ports[i].dev].name);
+    json_int(w, "port", d->c->dev[pr->ports[i].dev].ib_port);
+    json_bool(w, "opened", pr->ports[i].is_open);
+    json_str(w, "error", pr->ports[i].why);
+    json_close(w, '}');
+  }
+  json_close(w, ']');
+  json_close(w, '}');
+  bool has_dmabuf = false;
+  const char *dmabuf = "";
+  for (int i = 0; pr && i < pr->nport; i++) {
+    has_dmabuf |= pr->ports[i].has_dmabuf;
+    if (pr->ports[i].is_open && !dmabuf[0]) dmabuf = pr->ports[i].dmabuf;
+  }
+  json_open(w, "gpudirect", '{');
+  json_bool(w, "probed", pr && pr->nopen);
+  json_bool(w, "enabled", pr && pr->nopen && (pr->has_peermem || has_dmabuf));
+  json_str(w, "peermem", pr ? pr->peermem : "");
+  json_str(w, "dmabuf", dmabuf);
+  json_close(w, '}');
+}
+
+static void put_finding(struct json_writer *w, const char *severity, const char *text,
+                        const char *fix) {
+  json_open(w, NULL, '{');
+  json_str(w, "severity", severity);
+  json_str(w, "text", text);
+  json_str(w, "fix", fix);
+  json_close(w, '}');
+}
+
 static void put_advice(struct json_writer *w, const struct doctor *d) {
   const struct topo_choice *c = d->c;
   json_open(w, "notes", '[');
   for (int i = 0; i < d->h->nnote; i++) json_str(w, NULL, d->h->notes[i]);
   json_close(w, ']');
   json_open(w, "problems", '[');
-  for (int i = 0; i < c->nissue; i++) {
-    json_open(w, NULL, '{');
-    json_str(w, "severity", doctor_severity_name(c->issues[i].severity));
-    json_str(w, "text", c->issues[i].text);
-    json_str(w, "fix", c->issues[i].fix ? c->issues[i].fix : "");
-    json_close(w, '}');
-  }
+  for (int i = 0; i < c->nissue; i++)
+    put_finding(w, doctor_severity_name(c->issues[i].severity), c->issues[i].text,
+                c->issues[i].fix ? c->issues[i].fix : "");
+  for (int i = 0; i < d->nfinding; i++)
+    put_finding(w, doctor_severity_name(d->findings[i].severity), d->findings[i].text,
+                d->findings[i].fix);
   if (c->nissue_lost) {
     char text[96];
     snprintf(text, sizeof(text), "%d more problems could not be recorded: out of memory",
@@ -340,7 +385,7 @@ static void put_advice(struct json_writer *w, const struct doctor *d) {
     json_close(w, '}');
   }
   json_close(w, ']');
-  json_int(w, "errors", c->nerror);
+  json_int(w, "errors", doctor_count(d, TOPO_ERROR));
   json_open(w, "recommendations", '[');
   for (int i = 0; i < c->nsetting; i++) {
     char ex[512];
@@ -374,6 +419,7 @@ void doctor_print_json(FILE *f, const struct doctor *d) {
   for (int p = 0; p < h->nport; p++) put_port(&w, d, p);
   json_close(&w, ']');
   put_devices(&w, d);
+  put_verbs(&w, d);
   json_open(&w, "gpus", '[');
   for (int g = 0; g < h->ngpu; g++) put_gpu(&w, d, g);
   json_close(&w, ']');

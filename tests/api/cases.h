@@ -61,6 +61,10 @@ void case_ib_pkey_mismatch(struct side *s);
 void case_ib_pkey_full(struct side *s);
 /* cases_ibhost.c: what an RDMA host offers NCCL */
 void case_ib_pf_vf(struct side *s);
+void case_ib_host_unopenable(struct side *s);
+void case_ib_host_no_verbs(struct side *s);
+void case_ib_gdr_off(struct side *s);
+void case_ib_gdr_on(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

@@ -101,6 +101,13 @@ static const struct api_case cases[] = {
   /* cases_ibhost.c */
   {"PF and VF of one port: never numbered as two ports of one NIC, named once", case_ib_pf_vf,
    IB_ONLY, .timeout_s = 30},
+  {"RDMA ports that cannot be opened: one WARN, then TCP", case_ib_host_unopenable, IB_ONLY,
+   .timeout_s = 30},
+  {"no libibverbs: one WARN, then TCP", case_ib_host_no_verbs, IB_ONLY, .timeout_s = 30},
+  {"GPUDirect RDMA off on a GPU host: what was probed, once", case_ib_gdr_off, TWO, IB_ONLY,
+   ONE_HOST, .timeout_s = 60},
+  {"GPUDirect RDMA on with nvidia_peermem: GPU memory offered, nothing said", case_ib_gdr_on,
+   IB_ONLY, .timeout_s = 30},
 };
 
 int main(int argc, char **argv) {

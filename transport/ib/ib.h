@@ -90,6 +90,43 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h);
  * often share host names. */
 void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
 
+/* ---- GPUDirect RDMA (ib_gdr.c) ---- */
+/* Whether a peer-memory client is loaded; why says which, or what was
+ * looked for. */
+bool ib_gdr_peermem(char *why, size_t cap);
+/* Whether the device registers dma-buf memory; why says what was found. */
+bool ib_gdr_dmabuf(const struct verbs_ops *v, struct ibv_pd *pd, const char *dev, char *why,
+                   size_t cap);
+/* Once per process, on a host with GPUs whose opened ports all lack both:
+ * one WARN with each probe's finding, the consequence and the fix. */
+void ib_gdr_report(const struct ib_state *st);
+
+/* ---- the verbs steps of init, for a report (ib_probe.c) ---- */
+struct ib_probe_port {
+  int dev; /* index into the choice's devices */
+  bool is_open;
+  int err;
+  char why[600]; /* when not open */
+  bool has_dmabuf;
+  char dmabuf[300];
+};
+
+struct ib_probe {
+  struct verbs_ops v;
+  bool is_loaded;
+  char why[1024]; /* the library or its device list failed: why */
+  int nport, nopen;
+  struct ib_probe_port ports[TOPO_MAX_DEVS]; /* one per chosen port */
+  bool has_peermem;
+  char peermem[600];
+};
+
+/* Loads verbs and opens, queries and closes every chosen port: 0, or an
+ * errno with why filled (no library, no device list). */
+int ib_probe_ports(const struct topo_choice *c, struct ib_probe *pr);
+/* "cannot open mlx5_2: No such file or directory (in a container, pass ...)" */
+void ib_open_failure(const char *dev, int err, char *why, size_t cap);
+
 /* ---- memory registration (ib_mr.c) ---- */
 struct ib_mr_entry {
   uintptr_t addr;
