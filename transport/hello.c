@@ -31,6 +31,7 @@ enum {
   T_RDMA_GID_STATE = 40,
   T_RDMA_GID_USABLE = 41,
   T_RDMA_PKEY = 42,
+  T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
 };
 
 /* NCCL settings that change the size or number of messages NCCL posts on a
@@ -109,7 +110,14 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   w_tlv(w, T_IB, b, t.len);
 }
 
-static void w_rdma(struct wbuf *w, const struct hello_rdma *r) {
+static void w_rdma(struct wbuf *w, const struct hello *h) {
+  const struct hello_rdma *r = &h->rdma;
+  if (r->has_devs) {
+    char devs[sizeof(r->devs) + 16];
+    snprintf(devs, sizeof(devs), "%d %c %s", r->ndevs, r->is_rdma_host ? 'r' : 't', r->devs);
+    w_tlv_str(w, T_RDMA_DEVS, devs);
+  }
+  if (!h->ib.is_present) return;
   w_tlv_u32(w, T_RDMA_GID_STATE, (uint32_t)r->gid_state);
   w_tlv_str(w, T_RDMA_GID_USABLE, r->gid_usable);
   if (r->has_pkey) w_tlv_u32(w, T_RDMA_PKEY, (uint32_t)r->pkey);
@@ -121,6 +129,17 @@ static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t 
   switch (type) {
   case T_RDMA_GID_STATE: r->gid_state = (int)(r_u32(f) & 0xff); return 1;
   case T_RDMA_GID_USABLE: wire_clean_str(r->gid_usable, sizeof(r->gid_usable), v, len); return 1;
+  case T_RDMA_DEVS: {
+    char devs[sizeof(r->devs) + 16], kind = 0;
+    int n = 0, used = 0;
+    wire_clean_str(devs, sizeof(devs), v, len);
+    if (sscanf(devs, "%d %c %n", &n, &kind, &used) < 2 || n < 0 || n > 4096 || !used) return 1;
+    r->has_devs = true;
+    r->ndevs = n;
+    r->is_rdma_host = kind == 'r';
+    snprintf(r->devs, sizeof(r->devs), "%s", devs + used);
+    return 1;
+  }
   case T_RDMA_PKEY:
     r->pkey = (int)(r_u32(f) & 0xffff);
     r->has_pkey = true;
@@ -148,7 +167,7 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   for (int i = 0; i < h->nknobs; i++) w_tlv_knob(&w, T_KNOB, &h->knobs[i]);
   for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
   if (h->ib.is_present) w_ib(&w, &h->ib);
-  if (h->ib.is_present) w_rdma(&w, &h->rdma);
+  w_rdma(&w, h);
   if (w.has_overflow) return EMSGSIZE;
   struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
   w_u32(&hw, HELLO_MAGIC);

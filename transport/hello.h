@@ -55,6 +55,11 @@ struct hello_rdma {
   char gid_usable[200]; /* the port's usable entries: "6 RoCE v1 10.0.0.7, 7 RoCE v2 10.0.0.7" */
   bool has_pkey;
   int pkey; /* the P_Key at ib.pkey_index (NCCL_IB_PKEY): 0 none there */
+  /* The devices the sender offers NCCL (sent by RDMA and TCP hosts alike): */
+  bool has_devs;
+  bool is_rdma_host; /* they are RDMA ports, not TCP interfaces */
+  int ndevs;
+  char devs[256]; /* their names, comma separated (cut when long) */
 };
 
 struct hello {
@@ -75,7 +80,7 @@ struct hello {
   int ninfo; /* settings worth showing in a diagnosis */
   struct hello_knob info[HELLO_MAX_KNOBS];
   struct hello_ib ib;
-  struct hello_rdma rdma; /* with ib, when ib.is_present */
+  struct hello_rdma rdma; /* the GID and P_Key fields with ib, when ib.is_present */
 };
 
 /* Encodes header + body into out: 0 with the total length in *len, or

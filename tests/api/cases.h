@@ -59,6 +59,8 @@ void case_ib_gid_empty_on_peer(struct side *s);
 void case_ib_pkey_limited(struct side *s);
 void case_ib_pkey_mismatch(struct side *s);
 void case_ib_pkey_full(struct side *s);
+void case_ib_device_sets(struct side *s);
+void case_ib_peer_without_rdma(struct side *s);
 /* cases_ibhost.c: what an RDMA host offers NCCL */
 void case_ib_pf_vf(struct side *s);
 void case_ib_host_unopenable(struct side *s);

@@ -163,3 +163,46 @@ void case_ib_pkey_full(struct side *s) {
   close_comm(s, comm);
   side_close(s);
 }
+
+/* One node's device cgroup does not pass mlx5_3 through: it offers NCCL 3
+ * devices, its peer 4. Both sides say NCCL may hang, with both sets, what
+ * the smaller one lacks, and NCCL_IB_HCA set to the common devices; the
+ * connection on a device both have stays RDMA. */
+void case_ib_device_sets(struct side *s) {
+  name_host(s, "host-a", "host-b");
+  if (s->role == ROLE_SEND) setenv("SOFTVERBS_OPEN_FAIL", "mlx5_3:EPERM", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *w = log_find(NCCL_LOG_WARN, "NCCL may hang");
+  CHECK(w && strstr(w, "host-b (") && strstr(w, "has 3 RDMA devices (mlx5_2,mlx5_4,mlx5_5)") &&
+          strstr(w, "host-a (") && strstr(w, "has 4 RDMA devices (mlx5_2,mlx5_3,mlx5_4,mlx5_5)"),
+        "both hosts by name and address, with their devices: %s", w ? w : "none");
+  CHECK(w && strstr(w, "NCCL_IB_HCA==mlx5_2,mlx5_4,mlx5_5") && strstr(w, "access to mlx5_3"),
+        "the fix: the common set, or the missing device's access: %s", w ? w : "none");
+  CHECK(log_count(NCCL_LOG_WARN, "NCCL may hang") == 1, "said once per peer");
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "a device both have stays RDMA");
+  CHECK(xfer_one(s, comm, 1 << 20, 1 << 20, 8) == 0, "transfer over RDMA");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* One node cannot open any RDMA device: the pair runs over TCP, and both
+ * sides say so with the cause's whereabouts. */
+void case_ib_peer_without_rdma(struct side *s) {
+  name_host(s, "host-a", "host-b");
+  if (s->role == ROLE_SEND) setenv("SOFTVERBS_OPEN_FAIL", "*", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *w = s->role == ROLE_RECV ? log_find(NCCL_LOG_WARN, "offers no RDMA device")
+                                       : log_find(NCCL_LOG_WARN, "offers RDMA");
+  CHECK(w && strstr(w, s->role == ROLE_RECV ? "host-b (" : "host-a (") && strstr(w, "at TCP speed"),
+        "the peer by name and address, and the consequence: %s", w ? w : "none");
+  const char *h = log_find(NCCL_LOG_WARN, "NCCL may hang");
+  CHECK(h && strstr(h, "TCP device") && strstr(h, "RDMA devices"),
+        "the device sets differ in kind: %s", h ? h : "none");
+  tcp_transfer(s, comm);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

@@ -98,6 +98,10 @@ static const struct api_case cases[] = {
   {"P_Key: two partitions named", case_ib_pkey_mismatch, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
   {"P_Key: full members of one partition connect over RDMA", case_ib_pkey_full, TWO, IB_ONLY,
    ONE_HOST, .timeout_s = 60},
+  {"nodes with different device sets: both sides say NCCL may hang, with the fix",
+   case_ib_device_sets, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"a peer without RDMA: the pair runs at TCP speed, both sides say so", case_ib_peer_without_rdma,
+   TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_ibhost.c */
   {"PF and VF of one port: never numbered as two ports of one NIC, named once", case_ib_pf_vf,
    IB_ONLY, .timeout_s = 30},

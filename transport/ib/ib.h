@@ -209,6 +209,13 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
                 const char *what, int first_after_rtr, const char *first_error, char *out,
                 size_t cap);
 
+/* ---- what the two hosts offer (ib_peer.c) ---- */
+/* Compares the devices both hosts offer NCCL, once their hellos are in: a
+ * WARN once per peer host when the counts differ (NCCL may hang) or one
+ * side has RDMA and the other does not (TCP speed). */
+void ib_peer_check(const struct transport_dev *dev, const struct hello *mine,
+                   const struct hello *peer);
+
 /* ---- setup (ib_setup.c) and comms (ib_comm.c) ---- */
 struct ib_setup;
 

@@ -46,7 +46,19 @@ static void fill_rdma(const struct topo_dev *t, struct hello_rdma *r) {
   r->pkey = t->pkey;
 }
 
+/* The devices this host offers NCCL, RDMA ports or TCP interfaces. */
+static void fill_devs(struct hello_rdma *r) {
+  const struct transport_host *host = transport_host();
+  size_t o = 0;
+  r->has_devs = true;
+  r->ndevs = host->ndev;
+  r->is_rdma_host = host->ndev && host->devs[0].is_ib;
+  for (int i = 0; i < host->ndev && o < sizeof(r->devs); i++)
+    o = topo_cat(r->devs, sizeof(r->devs), o, "%s%s", i ? "," : "", host->devs[i].name);
+}
+
 void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
+  fill_devs(&h->rdma);
   if (!x->is_ib || !x->ib) return;
   const struct ib_dev *d = x->ib;
   const struct topo_dev *t = d->td;

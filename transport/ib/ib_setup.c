@@ -29,6 +29,7 @@ static bool local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLB
 struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class) {
+  ib_peer_check(dev, mine, peer);
   if (!dev->is_ib || !dev->ib || !peer->ib.is_present) return NULL;
   struct ib_setup *s = calloc(1, sizeof(*s));
   if (!s) return NULL;
