@@ -61,6 +61,8 @@ void case_ib_pkey_mismatch(struct side *s);
 void case_ib_pkey_full(struct side *s);
 void case_ib_device_sets(struct side *s);
 void case_ib_peer_without_rdma(struct side *s);
+void case_ib_same_host(struct side *s);
+void case_ib_same_host_rtr(struct side *s);
 /* cases_ibhost.c: what an RDMA host offers NCCL */
 void case_ib_pf_vf(struct side *s);
 void case_ib_host_unopenable(struct side *s);

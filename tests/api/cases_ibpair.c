@@ -206,3 +206,42 @@ void case_ib_peer_without_rdma(struct side *s) {
   close_comm(s, comm);
   side_close(s);
 }
+
+/* Both ends on one host: two NICs of the same machine (field story 5 ran
+ * intra-node). The connection says so; when RTR cannot resolve the other
+ * NIC's address, the diagnosis points at this host's neighbour resolution
+ * and NCCL_NET_DISABLE_INTRA=1, not at a cross-rail pair. */
+static void same_host(struct side *s) {
+  setenv("NCCL_IB_HCA", s->role == ROLE_RECV ? "=mlx5_2" : "=mlx5_3", 1);
+}
+
+void case_ib_same_host(struct side *s) {
+  same_host(s);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *l = log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair");
+  CHECK(l && strstr(l, "both ends are NICs of this host") &&
+          strstr(l, s->role == ROLE_RECV ? "mlx5_3:1" : "mlx5_2:1"),
+        "the connection names both NICs of this host: %s", l ? l : "none");
+  CHECK(xfer_one(s, comm, 1 << 20, 1 << 20, 9) == 0, "transfer over RDMA");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+void case_ib_same_host_rtr(struct side *s) {
+  same_host(s);
+  setenv("SOFTVERBS_FAIL_MODIFY", "RTR:ETIMEDOUT", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
+  CHECK(w && strstr(w, "ETIMEDOUT") && strstr(w, "Both ends are NICs of this host") &&
+          strstr(w, "neighbour") && strstr(w, "NCCL_NET_DISABLE_INTRA=1"),
+        "the cause on this host and the fix: %s", w ? w : "none");
+  CHECK(w && !strstr(w, "Cross-rail"), "two NICs of one host are not a cross-rail pair: %s",
+        w ? w : "none");
+  tcp_transfer(s, comm);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

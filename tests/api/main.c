@@ -102,6 +102,10 @@ static const struct api_case cases[] = {
    case_ib_device_sets, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
   {"a peer without RDMA: the pair runs at TCP speed, both sides say so", case_ib_peer_without_rdma,
    TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"both ends on one host: said on the connection", case_ib_same_host, TWO, IB_ONLY, ONE_HOST,
+   .timeout_s = 60},
+  {"both ends on one host, RTR times out: neighbour resolution and NCCL_NET_DISABLE_INTRA=1",
+   case_ib_same_host_rtr, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_ibhost.c */
   {"PF and VF of one port: never numbered as two ports of one NIC, named once", case_ib_pf_vf,
    IB_ONLY, .timeout_s = 30},

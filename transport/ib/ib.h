@@ -203,6 +203,9 @@ enum ib_route ib_route_through(const char *netdev, const uint8_t *rgid, bool *vi
  * whether a local port sits on the remote's subnet and which NCCL_IB_HCA or
  * NCCL_IB_GID_INDEX would work; link-local GIDs called out. */
 void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *out, size_t cap);
+/* The port of this host whose GID table holds gid (the remote end of a pair
+ * is a NIC of this host), -1 when none does. */
+int ib_local_port_of(const uint8_t *gid);
 /* Text for a failed completion: the valid wc fields and the likely causes.
  * first_after_rtr: no completion had succeeded yet on this connection. */
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,

@@ -187,9 +187,19 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   ev_str(&e, "peer", x->peer.desc);
   ev_int(&e, "qps", c->nqps);
   ev_end(&e);
-  INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s",
+  char same[160] = "";
+  int port = ib_local_port_of(x->peer.hello.ib.gid);
+  if (port >= 0) { /* both ends on this host: NCCL sends this node's own traffic over the network */
+    const struct topo_host *h;
+    topo_process(&h);
+    char label[80];
+    topo_port_label(h, port, label, sizeof(label));
+    snprintf(same, sizeof(same), "; both ends are NICs of this host (%s and %s)", c->dev->label,
+             label);
+  }
+  INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s%s",
        c->is_send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps,
-       c->nqps == 1 ? "" : "s", c->has_flush ? ", flush queue pair" : "");
+       c->nqps == 1 ? "" : "s", c->has_flush ? ", flush queue pair" : "", same);
   *out = &c->base;
   return 0;
 }

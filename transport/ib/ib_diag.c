@@ -111,15 +111,47 @@ static void cross_rail_advice(struct out *o, const struct ib_dev *d, const struc
       peer->ib.subnet, label, d->td->name, peer->host, peer->ib.dev);
 }
 
+int ib_local_port_of(const uint8_t *gid) {
+  static const uint8_t zero[16];
+  const struct topo_host *h;
+  topo_process(&h);
+  if (!memcmp(gid, zero, 16)) return -1;
+  for (int p = 0; p < h->nport; p++)
+    for (int k = 0; k < h->ports[p].ngid; k++)
+      if (!memcmp(h->ports[p].gids[k].raw, gid, 16)) return p;
+  return -1;
+}
+
+/* Both ends are NICs of this host: the kernel here resolves the peer's
+ * address, and NCCL need not use the network inside a node at all. */
+static void same_host_advice(struct out *o, const struct ib_dev *d, int port) {
+  const struct topo_host *h;
+  topo_process(&h);
+  char label[80];
+  topo_port_label(h, port, label, sizeof(label));
+  put(o, ". Both ends are NICs of this host (%s and %s)", d->label, label);
+  if (d->td->ll == TOPO_LL_ETH)
+    put(o,
+        ": this host's kernel must resolve %s's address as a neighbour through %s (check "
+        "arp_ignore, arp_announce and rp_filter of both netdevs, and 'ip neigh' there)",
+        label, d->td->netdev);
+  put(o, "; NCCL_NET_DISABLE_INTRA=1 keeps traffic between GPUs of one node off the network");
+}
+
 /* Which local ports sit on the remote's subnet, and what would make the
  * two sides meet. */
 static void plane_advice(struct out *o, const struct ib_dev *d, const struct hello *peer) {
   struct ipaddr remote;
-  if (!peer->ib.subnet[0] || ipaddr_parse(&remote, peer->ib.subnet)) return;
-  int rail = rail_on_subnet(&remote);
+  int same = ib_local_port_of(peer->ib.gid);
+  if (!peer->ib.subnet[0] || ipaddr_parse(&remote, peer->ib.subnet)) {
+    if (same >= 0) same_host_advice(o, d, same);
+    return;
+  }
+  /* On one host the remote port is itself a local port on its subnet: no rail crossed. */
+  int rail = same >= 0 ? -1 : rail_on_subnet(&remote);
   bool is_off_plane = d->td->off_plane || peer->ib.is_off_plane;
   if (rail >= 0 && !is_off_plane) cross_rail_advice(o, d, peer, rail);
-  else ports_on_subnet(o, d, peer, &remote);
+  else if (same < 0) ports_on_subnet(o, d, peer, &remote);
   /* Name the device that is off its host's plane, as that host's own
    * layout says; both sides then give the same fix. */
   if (d->td->off_plane)
@@ -132,12 +164,13 @@ static void plane_advice(struct out *o, const struct ib_dev *d, const struct hel
         ". %s's layout sets its %s apart (another plane than its GPU rails): exclude it with "
         "NCCL_IB_HCA=^%s on every node",
         peer->host, peer->ib.dev, peer->ib.dev);
-  else if (rail < 0)
+  else if (rail < 0 && same < 0)
     put(o,
         ". Use ports of one plane on every node (NCCL_IB_HCA): if %s on %s is not meant for "
         "this traffic (a storage or management plane), exclude it there with "
         "NCCL_IB_HCA=^%s; if it is, route between the subnets",
         peer->ib.dev, peer->host, peer->ib.dev);
+  if (same >= 0) same_host_advice(o, d, same);
   if (gid_link_local(peer->ib.gid) || gid_link_local(d->td->gid))
     put(o, ". A link-local GID never routes: set NCCL_IB_GID_INDEX=-1 (automatic) or the index of "
            "the IPv4-mapped RoCE v2 GID");
@@ -153,6 +186,8 @@ void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char
   if (d->td->ll == TOPO_LL_IB) {
     put(&o, "; InfiniBand: local LID %d, remote LID %d", d->td->lid, peer->ib.lid);
     if (!peer->ib.lid) put(&o, " (LID 0: no subnet manager configured the peer's port)");
+    int same = ib_local_port_of(peer->ib.gid);
+    if (same >= 0) same_host_advice(&o, d, same);
     return;
   }
   switch (err) {
@@ -234,5 +269,7 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
         ". Confirm the path with: ib_write_bw -d %s -x %d on %s, then ib_write_bw -d %s -x %d "
         "%s here",
         peer->ib.dev, peer->ib.gid_index, peer->host, d->td->name, d->td->gid_index, peer->host);
+    int same = ib_local_port_of(peer->ib.gid);
+    if (same >= 0 && first_after_rtr) same_host_advice(&o, d, same);
   }
 }
