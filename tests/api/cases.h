@@ -69,6 +69,10 @@ void case_ib_host_unopenable(struct side *s);
 void case_ib_host_no_verbs(struct side *s);
 void case_ib_gdr_off(struct side *s);
 void case_ib_gdr_on(struct side *s);
+/* cases_ibwc.c: the fix at failure time */
+void case_ib_loc_prot_gpu(struct side *s);
+void case_ib_loc_prot_host(struct side *s);
+void case_ib_retry_forced_gid(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

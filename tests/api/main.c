@@ -116,6 +116,13 @@ static const struct api_case cases[] = {
    ONE_HOST, .timeout_s = 60},
   {"GPUDirect RDMA on with nvidia_peermem: GPU memory offered, nothing said", case_ib_gdr_on,
    IB_ONLY, .timeout_s = 30},
+  /* cases_ibwc.c */
+  {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
+   TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
+  {"LOC_PROT_ERR on host memory: the registration", case_ib_loc_prot_host, TWO, IB_ONLY, ONE_HOST,
+   .timeout_s = 60},
+  {"RETRY_EXC_ERR with NCCL_IB_GID_INDEX forced: the GID index advice again",
+   case_ib_retry_forced_gid, TWO, IB_ONLY, ONE_HOST, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {

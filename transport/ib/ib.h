@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/wcstatus.h"
 #include "topo/topo.h"
 #include "transport/ib/ib_verbs.h"
 #include "transport/ib/ib_wire.h"
@@ -141,6 +142,7 @@ struct ib_mh {
   struct ibv_mr *mr;
   uintptr_t addr; /* the caller's range */
   size_t len;
+  bool is_gpu; /* registered as GPU memory (NCCL_PTR_CUDA) */
 };
 
 /* Whether the device can register memory of this NCCL_PTR_* type (a WARN
@@ -149,7 +151,7 @@ bool ib_mr_type_ok(const struct ib_dev *d, int type);
 /* Registers the caller's buffer (a dma-buf when dmabuf_fd >= 0): 0, or an
  * errno (logged). */
 int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t offset,
-              struct ib_mh **out);
+              bool is_gpu, struct ib_mh **out);
 /* mh is a live registration of d: 0, or the errno of the deregistration
  * (logged). */
 int ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh);
@@ -206,11 +208,19 @@ void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char
 /* The port of this host whose GID table holds gid (the remote end of a pair
  * is a NIC of this host), -1 when none does. */
 int ib_local_port_of(const uint8_t *gid);
-/* Text for a failed completion: the valid wc fields and the likely causes.
- * first_after_rtr: no completion had succeeded yet on this connection. */
+/* What the plugin knows about a failed completion beyond the completion. */
+struct ib_wc_context {
+  const char *what;        /* "the RDMA write of a message" */
+  bool is_first;           /* no completion had succeeded yet on this connection */
+  enum wc_memory mem;      /* the local buffer's memory, as its registration said */
+  const char *first_error; /* the connection's first error, for a flushed one */
+};
+/* Text for a failed completion: the valid wc fields, what the status means,
+ * its cause and fix (common/wcstatus.h, as nccl-net-diag explain words
+ * them, refined by the context), and for a retry error the path, the
+ * NCCL_IB_GID_INDEX advice and a pair on one host. */
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
-                const char *what, int first_after_rtr, const char *first_error, char *out,
-                size_t cap);
+                const struct ib_wc_context *cx, char *out, size_t cap);
 
 /* ---- what the two hosts offer (ib_peer.c) ---- */
 /* Compares the devices both hosts offer NCCL, once their hellos are in: a

@@ -121,31 +121,33 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
   const struct topo_dev *t = d->td;
   const struct hello_ib *r = &peer->ib;
   int local_ll = t->ll == TOPO_LL_IB ? 1 : 2;
+  char name[160]; /* host and address: containers often share host names */
+  ib_peer_name(peer, name, sizeof(name));
   why[0] = notes[0] = 0;
   if (r->link_layer != local_ll) {
     snprintf(why, cap,
-             "%s is %s but %s's %s port %d is %s: NCCL cannot connect InfiniBand to RoCE. Select "
+             "%s is %s but %s port %d on %s is %s: NCCL cannot connect InfiniBand to RoCE. Select "
              "ports of one link layer on every node with NCCL_IB_HCA",
-             d->label, local_ll == 1 ? "InfiniBand" : "RoCE", peer->host, r->dev, r->port,
+             d->label, local_ll == 1 ? "InfiniBand" : "RoCE", r->dev, r->port, name,
              r->link_layer == 1 ? "InfiniBand" : "RoCE");
     return EHOSTUNREACH;
   }
   if (local_ll == 2 && gid_slot_check(mine, peer, why, cap)) return EHOSTUNREACH;
   if (local_ll == 2 && r->gid_type && t->gid_type && r->gid_type != (int)t->gid_type) {
     snprintf(why, cap,
-             "%s uses a RoCE v%d GID (index %d) but %s's %s uses RoCE v%d (index %d): the two "
+             "%s uses a RoCE v%d GID (index %d) but %s on %s uses RoCE v%d (index %d): the two "
              "versions do not interoperate. Set the same NCCL_IB_ROCE_VERSION_NUM (or "
              "NCCL_IB_GID_INDEX=-1) on every node",
-             d->label, t->gid_type == GID_TYPE_V2 ? 2 : 1, t->gid_index, peer->host, r->dev,
-             r->gid_type, r->gid_index);
+             d->label, t->gid_type == GID_TYPE_V2 ? 2 : 1, t->gid_index, r->dev, name, r->gid_type,
+             r->gid_index);
     return EHOSTUNREACH;
   }
   if (pkey_check(mine, peer, why, cap)) return EHOSTUNREACH;
   if (local_ll == 1 && !r->lid) {
     snprintf(why, cap,
-             "%s's %s port %d has LID 0: no subnet manager has configured it (start opensm, or "
+             "%s port %d on %s has LID 0: no subnet manager has configured it (start opensm, or "
              "check the fabric's SM)",
-             peer->host, r->dev, r->port);
+             r->dev, r->port, name);
     return EHOSTUNREACH;
   }
   bool gw;
@@ -156,8 +158,8 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
   }
   if (r->mtu && t->mtu && r->mtu != t->mtu)
     snprintf(notes, ncap,
-             "MTU %d on %s, %d on %s's %s: the connection uses %d; give both ports the same MTU "
+             "MTU %d on %s, %d on %s of %s: the connection uses %d; give both ports the same MTU "
              "(ip link set <netdev> mtu, or the switch/SM configuration)",
-             t->mtu, d->label, r->mtu, peer->host, r->dev, r->mtu < t->mtu ? r->mtu : t->mtu);
+             t->mtu, d->label, r->mtu, r->dev, name, r->mtu < t->mtu ? r->mtu : t->mtu);
   return 0;
 }

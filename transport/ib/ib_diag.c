@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/knobs.h"
+#include "common/wcstatus.h"
 #include "transport/ib/ib.h"
 #include "transport/sock.h"
 
@@ -48,8 +50,9 @@ static void local_side(struct out *o, const struct ib_dev *d) {
 
 static void remote_side(struct out *o, const struct hello *peer) {
   const struct hello_ib *r = &peer->ib;
-  char g[64];
+  char g[64], name[160];
   gid_text(r->gid, g, sizeof(g));
+  ib_peer_name(peer, name, sizeof(name));
   put(o, "remote GID %d %s (%s, %s, %s) of %s port %d on %s", r->gid_index, g,
       r->link_layer == 1                          ? "IB"
       : r->gid_type == 2                          ? "RoCE v2"
@@ -58,7 +61,7 @@ static void remote_side(struct out *o, const struct hello *peer) {
       : peer->rdma.gid_state == HELLO_GID_MISSING ? "past the table"
                                                   : "type unknown",
       r->netdev[0] ? r->netdev : "no netdev", r->subnet[0] ? r->subnet : "no subnet", r->dev,
-      r->port, peer->host);
+      r->port, name);
   if (gid_link_local(r->gid)) put(o, " [link-local: it only reaches the same L2 segment]");
 }
 
@@ -129,8 +132,10 @@ static void same_host_advice(struct out *o, const struct ib_dev *d, int port) {
   topo_process(&h);
   char label[80];
   topo_port_label(h, port, label, sizeof(label));
-  put(o, ". Both ends are NICs of this host (%s and %s)", d->label, label);
-  if (d->td->ll == TOPO_LL_ETH)
+  if (port == d->td->port) /* the NIC loops back to itself: nothing to resolve */
+    put(o, ". Both ends are %s of this host", d->label);
+  else put(o, ". Both ends are NICs of this host (%s and %s)", d->label, label);
+  if (d->td->ll == TOPO_LL_ETH && port != d->td->port)
     put(o,
         ": this host's kernel must resolve %s's address as a neighbour through %s (check "
         "arp_ignore, arp_announce and rp_filter of both netdevs, and 'ip neigh' there)",
@@ -206,9 +211,9 @@ void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char
         d->td->netdev);
     plane_advice(&o, d, peer);
     put(&o,
-        ". Confirm with: ib_write_bw -d %s -x %d on one side and ib_write_bw -d %s -x %d %s on "
-        "the other",
-        peer->ib.dev, peer->ib.gid_index, d->td->name, d->td->gid_index, peer->host);
+        ". Confirm with: ib_write_bw -d %s -x %d on %s and ib_write_bw -d %s -x %d <its address> "
+        "here",
+        peer->ib.dev, peer->ib.gid_index, peer->host, d->td->name, d->td->gid_index);
     break;
   case EINVAL:
   case ENODEV:
@@ -220,56 +225,62 @@ void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char
   }
 }
 
-static const char *wc_causes(enum ibv_wc_status s, int first_after_rtr) {
-  switch (s) {
-  case IBV_WC_RETRY_EXC_ERR:
-    return first_after_rtr
-             ? "the first RDMA write after RTR was never acknowledged: the path between the two "
-               "GIDs does not carry RoCE/IB traffic (routing, a GID on the wrong subnet, PFC/ECN "
-               "or a switch ACL dropping it)"
-             : "the peer stopped acknowledging: it died, its port went down, or the fabric drops "
-               "packets (NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT bounds the wait)";
-  case IBV_WC_RNR_RETRY_EXC_ERR: return "the peer had no receive posted for too long";
-  case IBV_WC_REM_ACCESS_ERR:
-    return "the peer refused the access: a wrong rkey or a buffer outside the registration it "
-           "advertised (a registration freed or changed while in use)";
-  case IBV_WC_LOC_PROT_ERR:
-  case IBV_WC_LOC_ACCESS_ERR:
-    return "a local buffer is not covered by its registration (or, for GPU memory, PCIe ACS "
-           "blocks peer-to-peer: try NCCL_NET_GDR_LEVEL=0)";
-  case IBV_WC_LOC_LEN_ERR:
-  case IBV_WC_REM_INV_REQ_ERR:
-    return "a message larger than the receive buffer or the MTU the path allows";
-  case IBV_WC_WR_FLUSH_ERR: return "the queue pair was already in the error state";
-  default: return "a transport or device error";
-  }
+/* A forced or link-local GID is the usual reason a path never carried a
+ * packet: repeat the NCCL_IB_GID_INDEX advice where the failure shows. */
+static void gid_index_advice(struct out *o, const struct ib_dev *d, const struct hello *peer) {
+  const char *mine = knob_is_set(K_IB_GID_INDEX) ? knob_raw(K_IB_GID_INDEX) : NULL;
+  const char *theirs = hello_info_value(peer, "NCCL_IB_GID_INDEX");
+  char name[160];
+  ib_peer_name(peer, name, sizeof(name));
+  if (gid_link_local(d->td->gid) || gid_link_local(peer->ib.gid))
+    put(o,
+        ". The queue pair runs between link-local GIDs (index %d here, %d on %s), which never "
+        "route between hosts: set NCCL_IB_GID_INDEX=-1 (automatic) or the index of the "
+        "IPv4-mapped RoCE v2 GID on every node",
+        d->td->gid_index, peer->ib.gid_index, name);
+  else if (mine || strcmp(theirs, "unset"))
+    put(o,
+        ". NCCL_IB_GID_INDEX is forced (%s here, %s on %s): one index can name a GID of another "
+        "subnet or RoCE version on some node; unset it on every node (each then chooses its "
+        "own) or check each node's choice with 'nccl-net-diag doctor'",
+        mine ? mine : "unset", theirs, name);
 }
 
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
-                const char *what, int first_after_rtr, const char *first_error, char *buf,
-                size_t cap) {
+                const struct ib_wc_context *cx, char *buf, size_t cap) {
   struct out o = {buf, cap, 0};
   buf[0] = 0;
+  const char *cause, *fix;
+  const struct wc_status_info *in =
+    wc_status_advice((int)wc->status, cx->is_first, cx->mem, &cause, &fix);
   /* On error only wr_id, status, qp_num and vendor_err are valid. */
-  put(&o, "%s completed with %s (%d), qp 0x%x, vendor_err 0x%x: %s", what,
-      verbs_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err,
-      wc_causes(wc->status, first_after_rtr));
+  put(&o, "%s%s completed with %s (%d), qp 0x%x, vendor_err 0x%x", cx->what,
+      cx->mem == WC_MEM_GPU    ? " (GPU memory)"
+      : cx->mem == WC_MEM_HOST ? " (host memory)"
+                               : "",
+      verbs_wc_status_name(wc->status), wc->status, wc->qp_num, wc->vendor_err);
+  if (in) put(&o, ", %s: %s; fix: %s", in->what, cause, fix);
+  else put(&o, ": a transport or device error the verbs do not classify");
   if (wc->status == IBV_WC_WR_FLUSH_ERR)
     put(&o,
-        first_error && first_error[0] ? "; the first error was: %s"
-                                      : "; the first error was not seen here (on the peer, or "
-                                        "an async event)%s",
-        first_error && first_error[0] ? first_error : "");
-  if (wc->status == IBV_WC_RETRY_EXC_ERR && d->td->ll == TOPO_LL_ETH) {
+        cx->first_error && cx->first_error[0] ? ". The first error was: %s"
+                                              : ". The first error was not seen here (on the "
+                                                "peer, or an async event)%s",
+        cx->first_error && cx->first_error[0] ? cx->first_error : "");
+  if (wc->status != IBV_WC_RETRY_EXC_ERR) return;
+  if (d->td->ll == TOPO_LL_ETH) {
+    char addr[160];
+    ib_peer_name(peer, addr, sizeof(addr));
     put(&o, ". Between ");
     local_side(&o, d);
     put(&o, " and ");
     remote_side(&o, peer);
     put(&o,
         ". Confirm the path with: ib_write_bw -d %s -x %d on %s, then ib_write_bw -d %s -x %d "
-        "%s here",
-        peer->ib.dev, peer->ib.gid_index, peer->host, d->td->name, d->td->gid_index, peer->host);
-    int same = ib_local_port_of(peer->ib.gid);
-    if (same >= 0 && first_after_rtr) same_host_advice(&o, d, same);
+        "<its address> here",
+        peer->ib.dev, peer->ib.gid_index, addr, d->td->name, d->td->gid_index);
+    gid_index_advice(&o, d, peer);
   }
+  int same = ib_local_port_of(peer->ib.gid);
+  if (same >= 0 && cx->is_first) same_host_advice(&o, d, same);
 }
