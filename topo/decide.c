@@ -141,6 +141,10 @@ static void pass_forced_gids(const struct topo_host *h, struct topo_choice *c) {
                                        "%s: %s", label, pc->gid.note);
     topo_issue_warn(c, is, "device %s port %d: %s", h->hcas[h->ports[p].hca].name, h->ports[p].num,
                     pc->gid.note);
+    if (pc->gid.auto_index >= 0)
+      topo_issue_fix(c, is, "unset NCCL_IB_GID_INDEX: the automatic choice here is GID %d",
+                     pc->gid.auto_index);
+    else topo_issue_fix(c, is, "unset NCCL_IB_GID_INDEX; no GID of this port qualifies (see why)");
   }
 }
 
