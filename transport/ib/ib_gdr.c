@@ -15,13 +15,15 @@
 #include "topo/sysfs.h"
 #include "transport/ib/ib.h"
 
-/* The files NCCL reads, and the module each one stands for. */
+/* The files NCCL reads, the module each one stands for, and whether its
+ * absence is worth naming (the non-coherent variant's is not). */
 static const struct {
   const char *rel, *module;
+  bool is_named;
 } peermem_files[] = {
-  {"module/nvidia_peermem/version", "nvidia_peermem"},
-  {"kernel/mm/memory_peers/nv_mem/version", "nv_peer_mem"},
-  {"kernel/mm/memory_peers/nv_mem_nc/version", "nv_peer_mem (non-coherent)"},
+  {"module/nvidia_peermem/version", "nvidia_peermem", true},
+  {"kernel/mm/memory_peers/nv_mem/version", "nv_peer_mem", true},
+  {"kernel/mm/memory_peers/nv_mem_nc/version", "nv_peer_mem (non-coherent)", false},
 };
 
 bool ib_gdr_peermem(char *why, size_t cap) {
@@ -34,7 +36,7 @@ bool ib_gdr_peermem(char *why, size_t cap) {
       snprintf(why, cap, "%s is loaded (%s)", peermem_files[i].module, path);
       return true;
     }
-    if (i < 2)
+    if (peermem_files[i].is_named)
       o = topo_cat(why, cap, o, "%s%s is not loaded (no %s)", o ? ", " : "",
                    peermem_files[i].module, path);
   }

@@ -33,13 +33,14 @@ static void probe_port(struct ib_probe *pr, const struct topo_dev *t, struct ibv
   }
   struct ibv_port_attr pa;
   pp->err = verbs_query_port(v, ctx, (uint8_t)t->ib_port, &pa);
-  if (pp->err)
+  if (pp->err) {
     snprintf(pp->why, sizeof(pp->why), "cannot query %s port %d: %s", t->name, t->ib_port,
              strerror(pp->err));
-  else if (pa.state != IBV_PORT_ACTIVE)
-    pp->err = ENETDOWN,
+  } else if (pa.state != IBV_PORT_ACTIVE) {
+    pp->err = ENETDOWN;
     snprintf(pp->why, sizeof(pp->why), "%s port %d is not ACTIVE for verbs although sysfs said so",
              t->name, t->ib_port);
+  }
   struct ibv_pd *pd = pp->err ? NULL : v->alloc_pd(ctx);
   if (pd) {
     pp->is_open = true;
