@@ -11,13 +11,17 @@ static const struct wc_status_info table[] = {
    "a message larger than the posted receive or the path MTU allows",
    "use the same NCCL and net plugin version on every node", false},
   {2, "IBV_WC_LOC_QP_OP_ERR", "local QP operation error",
-   "the NIC rejected a work request of this queue pair (a malformed request or a QP state the device did not expect)",
-   "check the driver and firmware on this host (dmesg, ibv_devinfo) and use the same NCCL everywhere",
+   "the local queue pair could not send it: its port or netdev went down, or no route leads to the peer from the GID's netdev (soft-RoCE reports both this way); on other NICs, a malformed work request or a QP state the device did not expect",
+   "check the port and its netdev (ibstat, ip link) and the route to the peer's GID from that netdev; then the driver and firmware on this host (dmesg, ibv_devinfo)",
    false},
   {4, "IBV_WC_LOC_PROT_ERR", "local protection error",
    "the NIC could not read or write a registered buffer; with GPU buffers PCIe ACS between the GPU and the NIC blocks the peer-to-peer path (or an IOMMU translates it away)",
    "disable ACS on the PCIe switches between GPU and NIC (vendor documentation, setpci or BIOS), or stage through host memory with NCCL_NET_GDR_LEVEL=LOC",
-   false},
+   false, NULL, NULL,
+   "the NIC could not reach the GPU buffer it was given: PCIe ACS on the switches between the GPU and the NIC redirects peer-to-peer traffic to the root complex, where it is refused (or an IOMMU translates it away)",
+   "disable ACS on those PCIe switches (vendor documentation, setpci or BIOS; iommu=pt); confirm with NCCL_NET_GDR_LEVEL=LOC (0), which stages GPU buffers through host memory: if the error goes, ACS is the cause",
+   "the NIC could not reach a host buffer through its registration: the memory was freed, unmapped or remapped after it was registered (a buffer released while NCCL still used it), or registered for other rights",
+   "keep every buffer allocated and registered until its request completes; check for a buffer freed or reallocated by the application while in flight"},
   {5, "IBV_WC_WR_FLUSH_ERR", "work request flushed",
    "the queue pair had already entered the error state: another completion error or an async event came first",
    "look for the first completion error or async event on this host or its peer: that one names the cause",
@@ -44,7 +48,10 @@ static const struct wc_status_info table[] = {
   {12, "IBV_WC_RETRY_EXC_ERR", "transport retry counter exceeded",
    "packets to the peer were never acknowledged within NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT: the peer died or its port went down, the path between the two GIDs does not carry RDMA traffic, or the fabric drops packets",
    "check the peer's log and port (ibstat, dmesg), then the path with ib_write_bw between the two GIDs; raise NCCL_IB_TIMEOUT only when the fabric is healthy but congested",
-   false},
+   false,
+   "the first RDMA write after RTR was never acknowledged: the path between the two GIDs does not carry RoCE/IB traffic (routing, a GID on the wrong subnet, the peer's rp_filter dropping packets from this subnet, PFC/ECN or a switch ACL dropping it)",
+   "confirm the path with ib_write_bw between the two GIDs, then fix the routing or choose GIDs and ports of one plane",
+   NULL, NULL, NULL, NULL},
   {13, "IBV_WC_RNR_RETRY_EXC_ERR", "receiver not ready retry exceeded",
    "the peer had no receive posted for too long; NCCL retries RNR without limit, so the peer runs a different NCCL or net plugin that sets it up otherwise",
    "use the same NCCL and net plugin on every node", false},
@@ -72,6 +79,19 @@ const struct wc_status_info *wc_status_info(int status) {
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
     if (table[i].status == status) return &table[i];
   return NULL;
+}
+
+const struct wc_status_info *wc_status_advice(int status, bool is_first, enum wc_memory mem,
+                                              const char **cause, const char **fix) {
+  const struct wc_status_info *in = wc_status_info(status);
+  *cause = *fix = NULL;
+  if (!in) return NULL;
+  *cause = in->cause;
+  *fix = in->fix;
+  if (is_first && in->cause_first) *cause = in->cause_first, *fix = in->fix_first;
+  else if (mem == WC_MEM_GPU && in->cause_gpu) *cause = in->cause_gpu, *fix = in->fix_gpu;
+  else if (mem == WC_MEM_HOST && in->cause_host) *cause = in->cause_host, *fix = in->fix_host;
+  return in;
 }
 
 int wc_status_from_name(const char *name) {

@@ -6,7 +6,8 @@
  * Exit status: 0, 1 when something will break a multi-node run (an
  * NCCL_IB_HCA entry that matches nothing, a forced GID index that is
  * link-local, empty or missing, ports of two planes or link layers forced
- * together, no usable socket interface), 2 on a usage error. */
+ * together, no usable socket interface, a P_Key index without a key, RDMA
+ * ports that cannot be opened here), 2 on a usage error. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +29,7 @@ const char *doctor_env_get(const struct doctor_env *e, const char *name) {
   return NULL;
 }
 
-const char *doctor_transport(const struct doctor *d) { return d->c->ndev ? "RDMA" : "TCP"; }
+const char *doctor_transport(const struct doctor *d) { return doctor_has_rdma(d) ? "RDMA" : "TCP"; }
 
 const char *doctor_severity_name(enum topo_severity s) {
   return s == TOPO_ERROR ? "error" : s == TOPO_WARNING ? "warning" : "note";
@@ -130,7 +131,10 @@ static void usage(FILE *f) {
              "                       PID 1 sees) instead of this shell's\n"
              "  --pid1-environ FILE  read PID 1's environment from FILE (default /proc/1/environ)\n"
              "  -v                   the plugin's log lines (INFO, WARN) on stderr\n"
-             "exit status: 0 usable, 1 something will break a multi-node run, 2 usage\n");
+             "  RDMA ports of this host are opened through NCCL_DIAG_IBVERBS_LIB (default\n"
+             "  libibverbs.so.1), as the plugin does\n"
+             "exit status: 0 usable, 1 something will break a multi-node run (RDMA ports that\n"
+             "cannot be opened here included), 2 usage\n");
 }
 
 static int run(struct doctor *d, bool is_json) {
@@ -151,7 +155,8 @@ static int run(struct doctor *d, bool is_json) {
   if (tool_verbose) topo_report(&h, &c); /* -v: the lines the plugin logs */
   d->h = &h;
   d->c = &c;
-  d->exit_status = c.nerror ? 1 : 0;
+  doctor_probe(d);
+  d->exit_status = doctor_count(d, TOPO_ERROR) ? 1 : 0;
   if (is_json) doctor_print_json(stdout, d);
   else doctor_print_text(stdout, d);
   topo_choice_free(&c);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "topo/topo.h"
+#include "transport/ib/ib.h"
 
 #define DOCTOR_MAX_VARS 64
 
@@ -21,6 +22,15 @@ struct doctor_env {
   struct doctor_var vars[DOCTOR_MAX_VARS];
 };
 
+/* A problem doctor finds beyond the topology's (opening the ports through
+ * verbs, GPUDirect RDMA): listed with them. */
+#define DOCTOR_MAX_FINDINGS 40
+struct doctor_finding {
+  enum topo_severity severity;
+  char text[1400];
+  char fix[400];
+};
+
 struct doctor {
   char hostname[128];
   const struct topo_host *h;
@@ -31,8 +41,21 @@ struct doctor {
   char pid1_src[256];     /* the file read */
   char pid1_why[256];     /* why it could not be read */
   bool is_pid1_applied;   /* --pid1: evaluated with PID 1's values */
+  bool is_probed;         /* the chosen ports were opened through verbs (doctor_verbs.c) */
+  char why_not_probed[300];
+  const struct ib_probe *probe;
+  int nfinding;
+  struct doctor_finding findings[DOCTOR_MAX_FINDINGS];
   int exit_status;
 };
+
+/* doctor_verbs.c: opens the chosen ports through verbs, when this host's
+ * own devices are the ones described, and records what it finds. */
+void doctor_probe(struct doctor *d);
+/* Whether the chosen ports can carry RDMA here (probed, or not probed). */
+bool doctor_has_rdma(const struct doctor *d);
+/* Problems of a severity, the topology's and doctor's own. */
+int doctor_count(const struct doctor *d, enum topo_severity s);
 
 /* The value of name in e, or NULL. */
 const char *doctor_env_get(const struct doctor_env *e, const char *name);

@@ -4,12 +4,13 @@
  * {"tool", "version", "host", "sysfs_root", "ifaddrs", "pci_source",
  *  "transport": "RDMA"|"TCP", "why_tcp", "has_rdma",
  *  "hcas": [{name, busid, pci_path, numa, cpus, node_guid, sys_image_guid, fw_ver, hca_type,
- *            board_id}],
+ *            board_id, physfn ("" unless an SR-IOV virtual function)}],
  *  "ports": [{label, device, port, state, phys_state, link_layer, rate, speed_mbps, width, lid,
  *             sm_lid, active_mtu, netdev, netdev_master, netdev_up, gid_tbl_len, verdict, why,
  *             nccl_dev, gid_index, gid_forced, gid_auto_index, gid_nccl_index, gid_note,
  *             address, subnet, nearest_gpu, gpu_class,
- *             gids: [{index, gid, type, netdev, chosen, why}]}],
+ *             gids: [{index, gid, type, netdev, chosen, why}],
+ *             pkey_tbl_len, pkey_index, pkey, pkeys: [{index, value, membership, partition}]}],
  *  "devices": [NCCL order: {nccl_dev, device, port, real_port, gid_index, gid, gid_type,
  *               netdev, subnet, mtu, link_layer, pci_path, numa, speed_mbps, lid, guid}],
  *  "gpus": [{name, busid, numa, cpus, class, nearest: [{device, port, netdev, subnet,
@@ -19,7 +20,10 @@
  *  "socket": {ifname, chosen, main, main_why, error},
  *  "env": {process, pid1, pid1_source, pid1_error, differences: [{name, process, pid1}],
  *          evaluated_with},
- *  "notes", "problems": [{severity, text}], "errors",
+ *  "verbs": {probed, why_not_probed, library, loaded, error, opened,
+ *            ports: [{device, port, opened, error}]},
+ *  "gpudirect": {probed, enabled, peermem, dmabuf},
+ *  "notes", "problems": [{severity, text, fix}], "errors",
  *  "recommendations": [{name, value, status, why, export}], "exit_status"} */
 #include <stdio.h>
 #include <string.h>
@@ -28,6 +32,7 @@
 #include "common/version.h"
 #include "tools/doctor.h"
 #include "topo/gid.h"
+#include "topo/pkey.h"
 
 struct json_writer {
   FILE *f;
@@ -96,6 +101,7 @@ static void put_hcas(struct json_writer *w, const struct topo_host *h) {
     json_str(w, "fw_ver", d->fw_ver);
     json_str(w, "hca_type", d->hca_type);
     json_str(w, "board_id", d->board_id);
+    json_str(w, "physfn", d->pf_busid);
     json_close(w, '}');
   }
   json_close(w, ']');
@@ -116,6 +122,27 @@ static void put_gids(struct json_writer *w, const struct doctor *d, int p) {
     json_str(w, "netdev", g->netdev);
     json_bool(w, "chosen", !why[0]);
     json_str(w, "why", why);
+    json_close(w, '}');
+  }
+  json_close(w, ']');
+}
+
+/* The P_Key table, and the key NCCL_IB_PKEY selects (-1: past the table). */
+static void put_pkeys(struct json_writer *w, const struct doctor *d, int p) {
+  const struct topo_port *pt = &d->h->ports[p];
+  json_int(w, "pkey_tbl_len", pt->pkey_tbl_len);
+  json_int(w, "pkey_index", d->c->prefs.pkey_index);
+  json_int(w, "pkey", pt->pkey_tbl_len ? pkey_at(pt, d->c->prefs.pkey_index) : -1);
+  json_open(w, "pkeys", '[');
+  for (int k = 0; k < pt->npkey; k++) {
+    char v[8], part[8];
+    snprintf(v, sizeof(v), "0x%04x", pt->pkeys[k].value);
+    snprintf(part, sizeof(part), "0x%04x", pkey_partition(pt->pkeys[k].value));
+    json_open(w, NULL, '{');
+    json_int(w, "index", pt->pkeys[k].index);
+    json_str(w, "value", v);
+    json_str(w, "membership", pkey_is_full(pt->pkeys[k].value) ? "full" : "limited");
+    json_str(w, "partition", part);
     json_close(w, '}');
   }
   json_close(w, ']');
@@ -158,6 +185,7 @@ static void put_port(struct json_writer *w, const struct doctor *d, int p) {
   json_str(w, "nearest_gpu", pc->nearest_gpu >= 0 ? d->h->gpus[pc->nearest_gpu].name : "");
   json_str(w, "gpu_class", pc->nearest_gpu >= 0 ? pci_class_name(pc->gpu_class) : "");
   put_gids(w, d, p);
+  put_pkeys(w, d, p);
   json_close(w, '}');
 }
 
@@ -292,18 +320,61 @@ static void put_env(struct json_writer *w, const struct doctor *d) {
   json_close(w, '}');
 }
 
+static void put_verbs(struct json_writer *w, const struct doctor *d) {
+  const struct ib_probe *pr = d->probe;
+  json_open(w, "verbs", '{');
+  json_bool(w, "probed", d->is_probed);
+  json_str(w, "why_not_probed", d->why_not_probed);
+  json_str(w, "library", pr ? pr->v.lib : "");
+  json_bool(w, "loaded", pr && pr->is_loaded);
+  json_str(w, "error", pr ? pr->why : "");
+  json_int(w, "opened", pr ? pr->nopen : 0);
+  json_open(w, "ports", '[');
+  for (int i = 0; pr && i < pr->nport; i++) {
+    json_open(w, NULL, '{');
+    json_str(w, "device", d->c->dev[pr->ports[i].dev].name);
+    json_int(w, "port", d->c->dev[pr->ports[i].dev].ib_port);
+    json_bool(w, "opened", pr->ports[i].is_open);
+    json_str(w, "error", pr->ports[i].why);
+    json_close(w, '}');
+  }
+  json_close(w, ']');
+  json_close(w, '}');
+  bool has_dmabuf = false;
+  const char *dmabuf = "";
+  for (int i = 0; pr && i < pr->nport; i++) {
+    has_dmabuf |= pr->ports[i].has_dmabuf;
+    if (pr->ports[i].is_open && !dmabuf[0]) dmabuf = pr->ports[i].dmabuf;
+  }
+  json_open(w, "gpudirect", '{');
+  json_bool(w, "probed", pr && pr->nopen);
+  json_bool(w, "enabled", pr && pr->nopen && (pr->has_peermem || has_dmabuf));
+  json_str(w, "peermem", pr ? pr->peermem : "");
+  json_str(w, "dmabuf", dmabuf);
+  json_close(w, '}');
+}
+
+static void put_finding(struct json_writer *w, const char *severity, const char *text,
+                        const char *fix) {
+  json_open(w, NULL, '{');
+  json_str(w, "severity", severity);
+  json_str(w, "text", text);
+  json_str(w, "fix", fix);
+  json_close(w, '}');
+}
+
 static void put_advice(struct json_writer *w, const struct doctor *d) {
   const struct topo_choice *c = d->c;
   json_open(w, "notes", '[');
   for (int i = 0; i < d->h->nnote; i++) json_str(w, NULL, d->h->notes[i]);
   json_close(w, ']');
   json_open(w, "problems", '[');
-  for (int i = 0; i < c->nissue; i++) {
-    json_open(w, NULL, '{');
-    json_str(w, "severity", doctor_severity_name(c->issues[i].severity));
-    json_str(w, "text", c->issues[i].text);
-    json_close(w, '}');
-  }
+  for (int i = 0; i < c->nissue; i++)
+    put_finding(w, doctor_severity_name(c->issues[i].severity), c->issues[i].text,
+                c->issues[i].fix ? c->issues[i].fix : "");
+  for (int i = 0; i < d->nfinding; i++)
+    put_finding(w, doctor_severity_name(d->findings[i].severity), d->findings[i].text,
+                d->findings[i].fix);
   if (c->nissue_lost) {
     char text[96];
     snprintf(text, sizeof(text), "%d more problems could not be recorded: out of memory",
@@ -314,7 +385,7 @@ static void put_advice(struct json_writer *w, const struct doctor *d) {
     json_close(w, '}');
   }
   json_close(w, ']');
-  json_int(w, "errors", c->nerror);
+  json_int(w, "errors", doctor_count(d, TOPO_ERROR));
   json_open(w, "recommendations", '[');
   for (int i = 0; i < c->nsetting; i++) {
     char ex[512];
@@ -348,6 +419,7 @@ void doctor_print_json(FILE *f, const struct doctor *d) {
   for (int p = 0; p < h->nport; p++) put_port(&w, d, p);
   json_close(&w, ']');
   put_devices(&w, d);
+  put_verbs(&w, d);
   json_open(&w, "gpus", '[');
   for (int g = 0; g < h->ngpu; g++) put_gpu(&w, d, g);
   json_close(&w, ']');

@@ -7,6 +7,7 @@
 
 #include "tools/doctor.h"
 #include "topo/gid.h"
+#include "topo/pkey.h"
 
 #define WRAP 100
 
@@ -32,9 +33,15 @@ static void print_header(FILE *f, const struct doctor *d) {
   fprintf(f, "nccl-net-diag doctor on %s\n", d->hostname);
   fprintf(f, "  sysfs root     %s\n  interfaces     %s\n", h->sysfs_root, h->ifs.source);
   wrapped(f, "  PCI topology   ", 17, h->pci_source);
-  if (c->ndev)
-    fprintf(f, "  transport      RDMA on %d port%s, bootstrap over %s\n", c->ndev,
-            c->ndev == 1 ? "" : "s", c->main_if >= 0 ? h->ifs.ifs[c->main_if].name : "nothing");
+  if (doctor_has_rdma(d))
+    fprintf(f, "  transport      RDMA on %d port%s, bootstrap over %s\n",
+            d->is_probed ? d->probe->nopen : c->ndev, c->ndev == 1 ? "" : "s",
+            c->main_if >= 0 ? h->ifs.ifs[c->main_if].name : "nothing");
+  else if (c->ndev)
+    fprintf(f,
+            "  transport      TCP: %d RDMA port%s chosen, but verbs cannot use %s here (see "
+            "Problems)\n",
+            c->ndev, c->ndev == 1 ? " is" : "s are", c->ndev == 1 ? "it" : "them");
   else wrapped(f, "  transport      TCP: ", 17, c->why_none);
 }
 
@@ -61,11 +68,28 @@ static void print_gid_row(FILE *f, const struct doctor *d, int p, const struct t
           why);
 }
 
+/* The P_Key table and the key NCCL_IB_PKEY selects. */
+static void print_pkeys(FILE *f, const struct doctor *d, int p) {
+  const struct topo_port *pt = &d->h->ports[p];
+  if (!pt->pkey_tbl_len) return;
+  char table[512], line[700], sel[64];
+  pkey_table_str(pt, table, sizeof(table));
+  int idx = d->c->prefs.pkey_index, v = pkey_at(pt, idx);
+  if (v < 0) snprintf(sel, sizeof(sel), "past the table");
+  else pkey_describe(v, sel, sizeof(sel));
+  snprintf(line, sizeof(line), "%s; NCCL_IB_PKEY=%d selects %s", table, idx, sel);
+  wrapped(f, "      P_Keys ", 8, line);
+}
+
 /* Under a port line: why it is not used, then its GID table. */
 static void print_port_detail(FILE *f, const struct doctor *d, int p) {
   const struct topo_port *pt = &d->h->ports[p];
   const struct topo_port_choice *pc = &d->c->pc[p];
   if (pc->verdict != TV_CHOSEN) wrapped(f, "      not used: ", 8, pc->why);
+  const struct topo_hca *hca = &d->h->hcas[pt->hca];
+  if (hca->pf_busid[0])
+    fprintf(f, "      SR-IOV virtual function of %s%s%s\n", hca->pf_busid,
+            hca->pf >= 0 ? ", RDMA device " : "", hca->pf >= 0 ? d->h->hcas[hca->pf].name : "");
   if (!pt->ngid) fprintf(f, "      (no populated GID)\n");
   for (int k = 0; k < pt->ngid; k++) print_gid_row(f, d, p, &pt->gids[k]);
   bool is_populated = false;
@@ -74,6 +98,7 @@ static void print_port_detail(FILE *f, const struct doctor *d, int p) {
     fprintf(f, "      GID %-3d (empty or missing; forced by NCCL_IB_GID_INDEX)\n", pc->gid.index);
   if (pt->ll == TOPO_LL_ETH && pc->gid.nccl_index != pc->gid.index && pc->verdict != TV_STATE)
     fprintf(f, "      NCCL's built-in IB transport would choose GID %d\n", pc->gid.nccl_index);
+  print_pkeys(f, d, p);
 }
 
 static void print_ports(FILE *f, const struct doctor *d) {
@@ -119,6 +144,35 @@ static void print_devices(FILE *f, const struct doctor *d) {
             dv->speed_mbps, dv->numa, dv->ib_port + dv->real_port);
     fprintf(f, "      pciPath %s\n", dv->pci_path);
   }
+}
+
+/* What opening the chosen ports through verbs found, and GPUDirect RDMA. */
+static void print_verbs(FILE *f, const struct doctor *d) {
+  const struct ib_probe *pr = d->probe;
+  if (!d->c->ndev) return;
+  fprintf(f, "\nRDMA ports opened through verbs (as the plugin's init does)\n");
+  if (!d->is_probed) {
+    wrapped(f, "  not probed: ", 4, d->why_not_probed);
+    return;
+  }
+  if (!pr->is_loaded || !pr->nport) wrapped(f, "  ", 4, pr->why);
+  for (int i = 0; i < pr->nport; i++) {
+    const struct ib_probe_port *pp = &pr->ports[i];
+    char pre[80];
+    snprintf(pre, sizeof(pre), "  %s:%d%*s", d->c->dev[pp->dev].name, d->c->dev[pp->dev].ib_port,
+             (int)(14 - strlen(d->c->dev[pp->dev].name)), "");
+    wrapped(f, pre, 18, pp->is_open ? "opened" : pp->why);
+  }
+  if (!pr->nopen) return;
+  bool has_dmabuf = false;
+  for (int i = 0; i < pr->nport; i++) has_dmabuf |= pr->ports[i].has_dmabuf;
+  fprintf(f, "  GPUDirect RDMA %s\n", pr->has_peermem || has_dmabuf ? "on" : "off");
+  wrapped(f, "    peer memory: ", 6, pr->peermem);
+  for (int i = 0; i < pr->nport; i++)
+    if (pr->ports[i].is_open) {
+      wrapped(f, "    ", 6, pr->ports[i].dmabuf);
+      break;
+    }
 }
 
 static void print_matrix_legend(FILE *f, const struct doctor *d) {
@@ -262,13 +316,19 @@ static void print_issues(FILE *f, const struct doctor *d) {
   if (h->nnote) fprintf(f, "\nDiscovery notes (tolerated)\n");
   for (int i = 0; i < h->nnote; i++) wrapped(f, "  - ", 4, h->notes[i]);
   fprintf(f, "\nProblems\n");
-  if (!c->nissue) fprintf(f, "  none\n");
+  if (!c->nissue && !d->nfinding) fprintf(f, "  none\n");
   for (enum topo_severity s = TOPO_ERROR;; s--) {
+    char pre[24];
+    snprintf(pre, sizeof(pre), "  %-8s ", doctor_severity_name(s));
     for (int i = 0; i < c->nissue; i++) {
       if (c->issues[i].severity != s) continue;
-      char pre[24];
-      snprintf(pre, sizeof(pre), "  %-8s ", doctor_severity_name(s));
       wrapped(f, pre, 11, c->issues[i].text);
+      if (c->issues[i].fix) wrapped(f, "           fix: ", 11, c->issues[i].fix);
+    }
+    for (int i = 0; i < d->nfinding; i++) {
+      if (d->findings[i].severity != s) continue;
+      wrapped(f, pre, 11, d->findings[i].text);
+      wrapped(f, "           fix: ", 11, d->findings[i].fix);
     }
     if (s == TOPO_NOTE) break;
   }
@@ -289,16 +349,16 @@ static void print_recs(FILE *f, const struct doctor *d) {
     snprintf(pre, sizeof(pre), "      # %s: ", r->status);
     wrapped(f, pre, 8, r->why);
   }
-  int warnings = 0;
-  for (int i = 0; i < c->nissue; i++) warnings += c->issues[i].severity == TOPO_WARNING;
+  int errors = doctor_count(d, TOPO_ERROR), warnings = doctor_count(d, TOPO_WARNING);
   fprintf(f, "\nverdict: %s, %d error%s, %d warning%s; exit status %d\n", doctor_transport(d),
-          c->nerror, c->nerror == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
+          errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
 }
 
 void doctor_print_text(FILE *f, const struct doctor *d) {
   print_header(f, d);
   print_ports(f, d);
   print_devices(f, d);
+  print_verbs(f, d);
   print_gpus(f, d);
   print_ifaces(f, d);
   print_env(f, d);

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag selftest: load the plugin as NCCL does, show the devices it
  * offers and why, then move verified data through it on this host (a
- * loopback connection on each device) and report the bandwidth. */
+ * loopback connection on each device) and report the bandwidth.
+ *
+ * Result and exit status: PASS 0; FAIL 1 (no device, or data did not move
+ * or arrived wrong); 2 usage; DEGRADED 3: the data moved, but over TCP
+ * although this host has usable RDMA ports (the plugin's warning says why
+ * they are lost). */
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -9,8 +14,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/knobs.h"
+#include "common/log.h"
 #include "tools/netload.h"
 #include "tools/tool.h"
+#include "topo/topo.h"
 
 #define INFLIGHT 8
 
@@ -144,6 +152,41 @@ static int transfer(struct netload *nl, int dev, const char *name, size_t size, 
   return fail;
 }
 
+/* RDMA lost: the topology chooses RDMA ports here but the plugin offers
+ * none of them. 0 when not; else 1 with why filled. */
+static int rdma_lost(struct netload *nl, int ndev, char *why, size_t cap) {
+  struct topo_host h;
+  struct topo_choice c;
+  log_set_stderr_level(LOG_LEVEL_WARN); /* the plugin has said it all already */
+  knob_load(1);
+  int lost = 0;
+  if (!topo_discover(&h, 0) && !topo_decide(&h, NULL, &c)) {
+    for (int d = 0; d < ndev && c.ndev; d++) {
+      struct netload_props p;
+      if (netload_props(nl, d, &p)) continue;
+      for (int i = 0; i < c.ndev; i++) { /* "mlx5_2", or "mlx5_2:1" for one of several ports */
+        size_t n = strlen(c.dev[i].name);
+        if (!strncmp(p.name, c.dev[i].name, n) && (!p.name[n] || p.name[n] == ':')) c.ndev = 0;
+      }
+    }
+    if (c.ndev) {
+      lost = 1;
+      size_t o = (size_t)snprintf(why, cap, "this host has %d usable RDMA port%s (", c.ndev,
+                                  c.ndev == 1 ? "" : "s");
+      for (int i = 0; i < c.ndev && o < cap; i++)
+        o += (size_t)snprintf(why + o, cap - o, "%s%s:%d", i ? ", " : "", c.dev[i].name,
+                              c.dev[i].ib_port);
+      if (o < cap)
+        snprintf(why + o, cap - o,
+                 ") but the plugin offers none of them: the data moved over TCP, at TCP speed; "
+                 "the warning above says why RDMA is lost");
+    }
+    topo_choice_free(&c);
+  }
+  topo_host_free(&h);
+  return lost;
+}
+
 int cmd_selftest(int argc, char **argv) {
   size_t size = 64 << 20;
   int iters = 32, version = 0;
@@ -157,7 +200,9 @@ int cmd_selftest(int argc, char **argv) {
     else {
       fprintf(stderr,
               "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi %d..%d] "
-              "[--plugin PATH] [-v]\n",
+              "[--plugin PATH] [-v]\n"
+              "exit status: 0 PASS, 1 FAIL, 2 usage, 3 DEGRADED (the data moved over TCP "
+              "although this host has usable RDMA ports)\n",
               NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
       return 2;
     }
@@ -203,7 +248,10 @@ int cmd_selftest(int argc, char **argv) {
     netload_props(&nl, d, &p);
     fail |= transfer(&nl, d, p.name, size, iters);
   }
+  char why[1024];
+  int degraded = !fail && rdma_lost(&nl, ndev, why, sizeof(why));
   netload_finalize(&nl);
-  printf("result: %s\n", fail ? "FAIL" : "PASS");
-  return fail;
+  if (degraded) printf("result: DEGRADED (%s)\n", why);
+  else printf("result: %s\n", fail ? "FAIL" : "PASS");
+  return fail ? 1 : degraded ? 3 : 0;
 }

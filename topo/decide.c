@@ -28,6 +28,7 @@ void topo_prefs_from_knobs(struct topo_prefs *p) {
   p->socket_family = fam == 0 ? AF_INET : fam == 1 ? AF_INET6 : AF_UNSPEC;
   p->is_planes_auto = knob_enum(K_DIAG_PLANES) != PLANES_OFF;
   p->is_ib_disabled = knob_int(K_IB_DISABLE) != 0;
+  p->pkey_index = (int)knob_int(K_IB_PKEY);
 }
 
 struct topo_issue *topo_issue(struct topo_choice *c, enum topo_severity sev, const char *fmt, ...) {
@@ -55,6 +56,14 @@ void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fm
   va_list ap;
   va_start(ap, fmt);
   if (vasprintf(&i->warn, fmt, ap) < 0) i->warn = NULL, c->nissue_lost++;
+  va_end(ap);
+}
+
+void topo_issue_fix(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...) {
+  if (!i) return;
+  va_list ap;
+  va_start(ap, fmt);
+  if (vasprintf(&i->fix, fmt, ap) < 0) i->fix = NULL, c->nissue_lost++;
   va_end(ap);
 }
 
@@ -132,6 +141,10 @@ static void pass_forced_gids(const struct topo_host *h, struct topo_choice *c) {
                                        "%s: %s", label, pc->gid.note);
     topo_issue_warn(c, is, "device %s port %d: %s", h->hcas[h->ports[p].hca].name, h->ports[p].num,
                     pc->gid.note);
+    if (pc->gid.auto_index >= 0)
+      topo_issue_fix(c, is, "unset NCCL_IB_GID_INDEX: the automatic choice here is GID %d",
+                     pc->gid.auto_index);
+    else topo_issue_fix(c, is, "unset NCCL_IB_GID_INDEX; no GID of this port qualifies (see why)");
   }
 }
 
@@ -197,6 +210,7 @@ void topo_choice_free(struct topo_choice *c) {
   for (int i = 0; i < c->nissue; i++) {
     free(c->issues[i].text);
     free(c->issues[i].warn);
+    free(c->issues[i].fix);
   }
   free(c->issues);
   free(c->block);
@@ -211,7 +225,7 @@ int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct to
   if (choice_alloc(h, c)) return ENOMEM;
   c->nport = h->nport;
   for (int i = 0; i < h->nport; i++) {
-    c->pc[i].dev = c->pc[i].rail = c->pc[i].plane = -1;
+    c->pc[i].dev = c->pc[i].rail = c->pc[i].plane = c->pc[i].pkey = -1;
     c->pc[i].verdict = TV_CHOSEN;
   }
   /* The order topo/topo.h documents; each pass reads what the ones before
@@ -224,6 +238,8 @@ int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct to
   plane_pass_main_interface(h, c);                     /*  6 */
   if (c->prefs.is_planes_auto) plane_pass_rules(h, c); /*  7 */
   pass_forced_gids(h, c);                              /*  8 */
+  pkey_pass(h, c);                                     /*  8 */
+  sriov_pass(h, c);                                    /*  8 */
   hca_pass_devices(h, c);                              /*  9 */
   gpu_pass_nearest(h, c);                              /* 10 */
   pass_why_none(h, c);                                 /* 11 */

@@ -79,7 +79,7 @@ int topo_discover(struct topo_host *h, int flags) {
 }
 
 void topo_host_free(struct topo_host *h) {
-  for (int p = 0; p < h->nport; p++) free(h->ports[p].gids);
+  for (int p = 0; p < h->nport; p++) free(h->ports[p].gids), free(h->ports[p].pkeys);
   for (int i = 0; i < h->nnote; i++) free(h->notes[i]);
   free(h->hcas);
   free(h->ports);

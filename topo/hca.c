@@ -213,11 +213,15 @@ static void fill_dev(const struct topo_host *h, struct topo_choice *c, int p, in
   dv->rail = pc->rail;
   dv->plane = pc->plane;
   dv->off_plane = pc->is_off_plane;
+  dv->pkey = pc->pkey;
+  dv->is_vf = hca->pf_busid[0] != 0;
+  /* NCCL's realPort counts earlier devices of the same adapter; a virtual
+   * function is not another port of it, whatever its folded path says. */
   char key[PATH_MAX], other[PATH_MAX];
   norm_path(hca->pci_path, key, sizeof(key));
-  for (int e = 0; e < d; e++) {
+  for (int e = 0; e < d && !dv->is_vf; e++) {
     norm_path(c->dev[e].pci_path, other, sizeof(other));
-    if (hca->pci_path[0] && !strcmp(key, other)) dv->real_port++;
+    if (hca->pci_path[0] && !c->dev[e].is_vf && !strcmp(key, other)) dv->real_port++;
   }
   pc->dev = d;
 }

@@ -41,6 +41,9 @@ struct topo_issue *topo_issue(struct topo_choice *c, enum topo_severity sev, con
 /* The WARN line topo_report logs for issue i (none unless set). */
 void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...)
   __attribute__((format(printf, 3, 4)));
+/* The fix of issue i, on its own (doctor --json lists it). */
+void topo_issue_fix(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...)
+  __attribute__((format(printf, 3, 4)));
 
 /* topo/plane.c: which interface carries bootstrap, and the plane rules. */
 void plane_pass_main_interface(const struct topo_host *h, struct topo_choice *c);
@@ -57,6 +60,12 @@ void hca_sort_ports(const struct topo_host *h, int *ports, int n);
  * then, with the devices ordered, each GPU's nearest devices. */
 void gpu_pass_distances(const struct topo_host *h, struct topo_choice *c);
 void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c);
+
+/* topo/sriov.c: a physical function and its virtual functions both kept. */
+void sriov_pass(const struct topo_host *h, struct topo_choice *c);
+
+/* topo/pkey.c: the P_Key NCCL_IB_PKEY selects on each chosen port. */
+void pkey_pass(const struct topo_host *h, struct topo_choice *c);
 
 /* topo/advice.c: recommended settings. */
 void advice_pass_settings(const struct topo_host *h, struct topo_choice *c);

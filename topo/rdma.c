@@ -117,6 +117,32 @@ static int read_gids(struct topo_host *h, const struct port_ctx *p, struct topo_
   return 0;
 }
 
+/* The P_Key table: pkeys/<i>, "0xffff"; entries that hold no key (0x0000)
+ * count for the table's length only. */
+#define PKEY_TBL_SCAN_MAX 1024
+
+static int read_pkeys(struct topo_host *h, const struct port_ctx *p, struct topo_port *pt) {
+  for (int i = 0; i < PKEY_TBL_SCAN_MAX; i++) {
+    char rel[32], buf[32];
+    snprintf(rel, sizeof(rel), "pkeys/%d", i);
+    int r = port_str(p, buf, sizeof(buf), rel);
+    if (r == ENOENT) break;
+    pt->pkey_tbl_len = i + 1;
+    char *end;
+    unsigned long v = r ? 0 : strtoul(buf, &end, 0);
+    if (r || end == buf || v > 0xffff) {
+      topo_note(h, "%s port %d %s: %s", p->dev, p->num, rel, r ? strerror(r) : "not a P_Key");
+      continue;
+    }
+    if (!(v & 0x7fff)) continue; /* no key */
+    struct topo_pkey *grown = topo_grow(pt->pkeys, pt->npkey, sizeof(*grown));
+    if (!grown) return ENOMEM;
+    pt->pkeys = grown;
+    pt->pkeys[pt->npkey++] = (struct topo_pkey){i, (uint16_t)v};
+  }
+  return 0;
+}
+
 /* The port's netdev: the one behind its GIDs (what show_gids and RoCE use),
  * else the PCI function's netdev whose dev_port matches (IPoIB, or RoCE
  * without GIDs). */
@@ -169,7 +195,7 @@ static int read_port(struct topo_host *h, int hca, int num) {
   pt->sm_lid = (int)port_long(&p, "sm_lid", 0);
   pt->lmc = (int)port_long(&p, "lid_mask_count", 0);
   pt->active_mtu = (int)port_long(&p, "x-diag-active_mtu", 0);
-  if (read_gids(h, &p, pt)) return ENOMEM;
+  if (read_gids(h, &p, pt) || read_pkeys(h, &p, pt)) return ENOMEM;
   find_netdev(&p, pt);
   return 0;
 }
@@ -195,6 +221,11 @@ static int read_hca(struct topo_host *h, const char *name) {
   sysfs_read_str(d->hca_type, sizeof(d->hca_type), "class/infiniband/%s/hca_type", name);
   sysfs_read_str(d->board_id, sizeof(d->board_id), "class/infiniband/%s/board_id", name);
   if (d->pci_path[0]) pci_chain_from_path(&d->chain, d->pci_path, d->numa);
+  char pf[PATH_MAX];
+  d->pf = -1;
+  if (sysfs_realpath(pf, sizeof(pf), "class/infiniband/%s/device/physfn", name) == 0 &&
+      pci_is_bdf(strrchr(pf, '/') + 1))
+    scopy(d->pf_busid, sizeof(d->pf_busid), strrchr(pf, '/') + 1);
   d->first_port = h->nport;
   char ports[16][SYSFS_NAME_MAX];
   int n, err = sysfs_list(ports, 16, &n, "class/infiniband/%s/ports", name);
@@ -228,6 +259,10 @@ int rdma_discover(struct topo_host *h) {
   if (!(h->hcas = calloc((size_t)n, sizeof(*h->hcas)))) return ENOMEM;
   int err = 0;
   for (int i = 0; i < n && !err; i++) err = read_hca(h, names[i]);
+  /* A virtual function's physical function, when this host sees its RDMA device too. */
+  for (int i = 0; i < h->nhca; i++)
+    for (int j = 0; j < h->nhca && h->hcas[i].pf_busid[0]; j++)
+      if (j != i && !strcmp(h->hcas[j].busid, h->hcas[i].pf_busid)) h->hcas[i].pf = j;
   return err;
 }
 

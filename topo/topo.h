@@ -47,7 +47,10 @@
  *     GPU has a port on its own PCIe switch; a minority link layer is set
  *     apart (NCCL cannot connect InfiniBand to RoCE);
  *  8. forced GIDs (pass_forced_gids): the problem of an NCCL_IB_GID_INDEX
- *     on the ports kept;
+ *     on the ports kept; P_Keys (pkey_pass, topo/pkey.c): the key
+ *     NCCL_IB_PKEY selects on each port kept, and whether it can talk;
+ *     PF and VF (sriov_pass, topo/sriov.c): a physical function and one of
+ *     its virtual functions both kept: one physical port seen twice;
  *  9. devices (hca_pass_devices): the rest, sorted by PCI bus id then port
  *     (NCCL_IB_DEVICE_PCI_ORDER), at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS);
  * 10. GPUs (gpu_pass_nearest): each GPU's nearest devices;
@@ -97,6 +100,13 @@ struct topo_gid {
   bool is_port_netdev; /* the port's own netdev (not a VLAN or macvlan on it) */
 };
 
+/* A P_Key table entry: bit 15 is full membership, the low 15 bits the
+ * partition; 0x0000 and 0x8000 (partition 0) are no key. */
+struct topo_pkey {
+  int index;
+  uint16_t value;
+};
+
 struct topo_port {
   int hca;   /* index into topo_host.hcas */
   int num;   /* port number, from 1 */
@@ -117,6 +127,9 @@ struct topo_port {
   int ngid;                        /* populated entries kept in gids[] */
   bool has_more_gids;              /* than TOPO_MAX_GIDS: the rest are not considered */
   struct topo_gid *gids;           /* ngid of them */
+  int pkey_tbl_len;                /* entries under pkeys/, populated or not */
+  int npkey;
+  struct topo_pkey *pkeys; /* the entries that hold a key, npkey of them */
 };
 
 struct topo_hca {
@@ -129,6 +142,8 @@ struct topo_hca {
   char fw_ver[32], hca_type[32], board_id[32];
   struct pci_chain chain;
   int first_port, nports; /* range in topo_host.ports */
+  char pf_busid[16];      /* an SR-IOV virtual function: its physical function, else "" */
+  int pf;                 /* that function's RDMA device (index into hcas), -1 none */
 };
 
 struct topo_gpu {
@@ -180,6 +195,7 @@ struct topo_prefs {
   int socket_family;         /* NCCL_SOCKET_FAMILY: AF_INET, AF_INET6, AF_UNSPEC */
   bool is_planes_auto;       /* NCCL_DIAG_PLANES=auto (not off) */
   bool is_ib_disabled;       /* NCCL_IB_DISABLE=1 */
+  int pkey_index;            /* NCCL_IB_PKEY: an index into each port's P_Key table */
 };
 /* The prefs the knob table holds now. */
 void topo_prefs_from_knobs(struct topo_prefs *p);
@@ -226,6 +242,7 @@ struct topo_port_choice {
   int dev;                  /* index into topo_choice.dev, -1 */
   enum pci_class gpu_class; /* distance to the nearest GPU, PCI_CLASS_UNKNOWN none */
   int nearest_gpu;          /* index of that GPU, -1 */
+  int pkey;                 /* the P_Key at NCCL_IB_PKEY, -1 past the table (0 = empty) */
 };
 
 /* One device for NCCL: what the IB transport needs, in NCCL device order. */
@@ -249,6 +266,8 @@ struct topo_dev {
   const char *guid; /* sys_image_guid: ports of one ASIC share it */
   int rail, plane;
   int off_plane; /* this host's layout sets it apart; the user forced it */
+  bool is_vf;    /* an SR-IOV virtual function: never another port of its physical function */
+  int pkey;      /* the P_Key at NCCL_IB_PKEY, -1 past the table (0 = empty) */
 };
 
 struct topo_gpu_choice {
@@ -264,6 +283,7 @@ struct topo_issue {
   enum topo_severity severity;
   char *text; /* as a report lists it */
   char *warn; /* the plugin's WARN line for it, with the fix; NULL when it logs none */
+  char *fix;  /* the fix alone, for reports that list it apart; NULL when not given */
 };
 
 /* A recommended environment setting. status: "add" (unset now), "change"

@@ -27,6 +27,11 @@ enum {
   T_KNOB = 12,
   T_INFO = 13,
   T_IB = 20,
+  /* RDMA details (struct hello_rdma), each a field of its own */
+  T_RDMA_GID_STATE = 40,
+  T_RDMA_GID_USABLE = 41,
+  T_RDMA_PKEY = 42,
+  T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
 };
 
 /* NCCL settings that change the size or number of messages NCCL posts on a
@@ -105,6 +110,44 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   w_tlv(w, T_IB, b, t.len);
 }
 
+static void w_rdma(struct wbuf *w, const struct hello *h) {
+  const struct hello_rdma *r = &h->rdma;
+  if (r->has_devs) {
+    char devs[sizeof(r->devs) + 16];
+    snprintf(devs, sizeof(devs), "%d %c %s", r->ndevs, r->is_rdma_host ? 'r' : 't', r->devs);
+    w_tlv_str(w, T_RDMA_DEVS, devs);
+  }
+  if (!h->ib.is_present) return;
+  w_tlv_u32(w, T_RDMA_GID_STATE, (uint32_t)r->gid_state);
+  w_tlv_str(w, T_RDMA_GID_USABLE, r->gid_usable);
+  if (r->has_pkey) w_tlv_u32(w, T_RDMA_PKEY, (uint32_t)r->pkey);
+}
+
+/* One RDMA detail field: 1 when type is one, 0 when it is not. */
+static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t len,
+                      struct hello_rdma *r) {
+  switch (type) {
+  case T_RDMA_GID_STATE: r->gid_state = (int)(r_u32(f) & 0xff); return 1;
+  case T_RDMA_GID_USABLE: wire_clean_str(r->gid_usable, sizeof(r->gid_usable), v, len); return 1;
+  case T_RDMA_DEVS: {
+    char devs[sizeof(r->devs) + 16], kind = 0;
+    int n = 0, used = 0;
+    wire_clean_str(devs, sizeof(devs), v, len);
+    if (sscanf(devs, "%d %c %n", &n, &kind, &used) < 2 || n < 0 || n > 4096 || !used) return 1;
+    r->has_devs = true;
+    r->ndevs = n;
+    r->is_rdma_host = kind == 'r';
+    snprintf(r->devs, sizeof(r->devs), "%s", devs + used);
+    return 1;
+  }
+  case T_RDMA_PKEY:
+    r->pkey = (int)(r_u32(f) & 0xffff);
+    r->has_pkey = true;
+    return 1;
+  default: return 0;
+  }
+}
+
 int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   *len = 0;
   if (cap < HELLO_HDR_LEN) return EMSGSIZE;
@@ -124,6 +167,7 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   for (int i = 0; i < h->nknobs; i++) w_tlv_knob(&w, T_KNOB, &h->knobs[i]);
   for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
   if (h->ib.is_present) w_ib(&w, &h->ib);
+  w_rdma(&w, h);
   if (w.has_overflow) return EMSGSIZE;
   struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
   w_u32(&hw, HELLO_MAGIC);
@@ -248,7 +292,7 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
         return EPROTO;
       }
       break;
-    default: break; /* a newer peer's field: skipped */
+    default: parse_rdma(type, &f, v, tlen, &h->rdma); break; /* else a newer peer's: skipped */
     }
     if (f.is_short) {
       snprintf(why, cap, "hello field %u is %u bytes, too short for its type", type, tlen);

@@ -41,6 +41,27 @@ struct hello_ib {
   bool is_off_plane; /* the sender's own layout sets this device apart */
 };
 
+/* RDMA details in fields of their own, after the fixed block: a peer that
+ * does not know a field skips it, and a field a peer did not send reads as
+ * unknown (0, ""). Filled by the IB transport. */
+enum hello_gid_state {
+  HELLO_GID_UNKNOWN = 0,
+  HELLO_GID_POPULATED = 1,
+  HELLO_GID_EMPTY = 2,   /* an entry of the table that holds no GID */
+  HELLO_GID_MISSING = 3, /* an index past the end of the table */
+};
+struct hello_rdma {
+  int gid_state;        /* of the GID index in use: enum hello_gid_state */
+  char gid_usable[200]; /* the port's usable entries: "6 RoCE v1 10.0.0.7, 7 RoCE v2 10.0.0.7" */
+  bool has_pkey;
+  int pkey; /* the P_Key at ib.pkey_index (NCCL_IB_PKEY): 0 none there */
+  /* The devices the sender offers NCCL (sent by RDMA and TCP hosts alike): */
+  bool has_devs;
+  bool is_rdma_host; /* they are RDMA ports, not TCP interfaces */
+  int ndevs;
+  char devs[256]; /* their names, comma separated (cut when long) */
+};
+
 struct hello {
   int kind;
   char plugin_version[32];
@@ -59,6 +80,7 @@ struct hello {
   int ninfo; /* settings worth showing in a diagnosis */
   struct hello_knob info[HELLO_MAX_KNOBS];
   struct hello_ib ib;
+  struct hello_rdma rdma; /* the GID and P_Key fields with ib, when ib.is_present */
 };
 
 /* Encodes header + body into out: 0 with the total length in *len, or

@@ -54,4 +54,27 @@ void case_ib_mtu_mismatch(struct side *s);
 void case_ib_retry_exc(struct side *s);
 void case_ib_rem_access(struct side *s);
 
+/* cases_ibpair.c: RDMA pairs that cannot talk, named with cause and fix */
+void case_ib_cross_rail(struct side *s);
+void case_ib_gid_empty_on_peer(struct side *s);
+void case_ib_pkey_limited(struct side *s);
+void case_ib_pkey_mismatch(struct side *s);
+void case_ib_pkey_full(struct side *s);
+void case_ib_device_sets(struct side *s);
+void case_ib_peer_without_rdma(struct side *s);
+void case_ib_same_host(struct side *s);
+void case_ib_same_host_rtr(struct side *s);
+/* cases_ibhost.c: what an RDMA host offers NCCL */
+void case_ib_pf_vf(struct side *s);
+void case_ib_host_unopenable(struct side *s);
+void case_ib_host_no_verbs(struct side *s);
+void case_ib_gdr_off(struct side *s);
+void case_ib_gdr_on(struct side *s);
+/* cases_ibwc.c: the fix at failure time */
+void case_ib_loc_prot_gpu(struct side *s);
+void case_ib_loc_prot_host(struct side *s);
+void case_ib_retry_forced_gid(struct side *s);
+/* This side reads another fixture host (a shared one or a softverbs peer). */
+int use_fixture(struct side *s, int role, const char *host);
+
 #endif

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The words for RDMA completion errors and RTR failures (ib_diag.c): each
- * status maps to its likely cause, only the fields valid on error are
- * printed, and a flush names the first error when there was one. */
+ * status maps to its likely cause and fix in the words nccl-net-diag explain
+ * uses (common/wcstatus.h), refined by what the plugin knows (the buffer's
+ * memory, the connection's first write, a forced GID index); only the
+ * fields valid on error are printed, and a flush names the first error. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 
+#include "common/wcstatus.h"
 #include "tap.h"
 #include "transport/ib/ib.h"
 
@@ -30,6 +33,7 @@ static void setup(void) {
   snprintf(dev.label, sizeof(dev.label), "mlx5_4 port 1");
   memset(&peer, 0, sizeof(peer));
   snprintf(peer.host, sizeof(peer.host), "host-b");
+  snprintf(peer.addr, sizeof(peer.addr), "10.0.0.7<46417>");
   peer.ib.is_present = 1;
   snprintf(peer.ib.dev, sizeof(peer.ib.dev), "mlx5_bond_0");
   peer.ib.port = 1;
@@ -41,13 +45,19 @@ static void setup(void) {
   snprintf(peer.ib.subnet, sizeof(peer.ib.subnet), "10.0.0.0/24");
 }
 
-static void diag(enum ibv_wc_status st, int first, const char *first_error, char *out, size_t cap) {
+static void diag_mem(enum ibv_wc_status st, int first, enum wc_memory mem, const char *first_error,
+                     char *out, size_t cap) {
   struct ibv_wc wc;
   memset(&wc, 0xab, sizeof(wc)); /* fields that are not valid on error must not be printed */
   wc.status = st;
   wc.qp_num = 0x1234;
   wc.vendor_err = 0x81;
-  ib_diag_wc(&dev, &peer, &wc, "the RDMA write of a message", first, first_error, out, cap);
+  struct ib_wc_context cx = {"the RDMA write of a message", first, mem, first_error};
+  ib_diag_wc(&dev, &peer, &wc, &cx, out, cap);
+}
+
+static void diag(enum ibv_wc_status st, int first, const char *first_error, char *out, size_t cap) {
+  diag_mem(st, first, WC_MEM_UNKNOWN, first_error, out, cap);
 }
 
 static void retry_first(void) {
@@ -60,9 +70,9 @@ static void retry_first(void) {
   CHECK(strstr(t, "first RDMA write after RTR"), "the first-write cause: %s", t);
   CHECK(strstr(t, "::ffff:10.1.4.5") && strstr(t, "::ffff:10.0.0.7") && strstr(t, "10.0.0.0/24"),
         "both GIDs and the remote subnet: %s", t);
-  CHECK(strstr(t, "ib_write_bw -d mlx5_bond_0 -x 3") &&
-          strstr(t, "ib_write_bw -d mlx5_4 -x 3 host-b"),
-        "how to confirm the path: %s", t);
+  CHECK(strstr(t, "ib_write_bw -d mlx5_bond_0 -x 3 on host-b (10.0.0.7)") &&
+          strstr(t, "ib_write_bw -d mlx5_4 -x 3 <its address>"),
+        "how to confirm the path, the peer by host and address: %s", t);
   CHECK(!strstr(t, "opcode") && !strstr(t, "byte_len"), "fields invalid on error printed: %s", t);
 }
 
@@ -70,16 +80,18 @@ static void retry_later(void) {
   char t[2400];
   setup();
   diag(IBV_WC_RETRY_EXC_ERR, 0, "", t, sizeof(t));
-  CHECK(strstr(t, "stopped acknowledging") && strstr(t, "NCCL_IB_TIMEOUT"),
-        "a later retry error: %s", t);
+  CHECK(strstr(t, wc_status_info(12)->cause) && strstr(t, wc_status_info(12)->fix) &&
+          strstr(t, "NCCL_IB_TIMEOUT"),
+        "a later retry error, in explain's words: %s", t);
 }
 
 static void rem_access(void) {
   char t[2400];
   setup();
   diag(IBV_WC_REM_ACCESS_ERR, 0, "", t, sizeof(t));
-  CHECK(strstr(t, "IBV_WC_REM_ACCESS_ERR (10)") && strstr(t, "rkey") && strstr(t, "registration"),
-        "rkey or registration: %s", t);
+  CHECK(strstr(t, "IBV_WC_REM_ACCESS_ERR (10)") && strstr(t, "rkey") && strstr(t, "deregistered") &&
+          strstr(t, wc_status_info(10)->fix),
+        "rkey or registration, and the fix: %s", t);
 }
 
 static void flush_names_first(void) {
@@ -87,7 +99,7 @@ static void flush_names_first(void) {
   setup();
   diag(IBV_WC_WR_FLUSH_ERR, 0, "the RDMA write completed with IBV_WC_REM_ACCESS_ERR", t, sizeof(t));
   CHECK(strstr(t, "IBV_WC_WR_FLUSH_ERR") &&
-          strstr(t, "the first error was: the RDMA write completed "
+          strstr(t, "The first error was: the RDMA write completed "
                     "with IBV_WC_REM_ACCESS_ERR"),
         "a flush names the first error: %s", t);
   diag(IBV_WC_WR_FLUSH_ERR, 0, "", t, sizeof(t));
@@ -104,7 +116,7 @@ static void rtr_timeout(void) {
       strstr(t, "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24)") &&
       strstr(
         t,
-        "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 port 1 on host-b"),
+        "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 port 1 on host-b (10.0.0.7)"),
     "both sides with index, netdev, subnet and host: %s", t);
   CHECK(strstr(t, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix: %s", t);
   peer.ib.is_off_plane = 1;
@@ -166,6 +178,41 @@ static void wc_after_port_down(void) {
   dev.port_down = 0;
 }
 
+/* LOC_PROT_ERR: what to do depends on the buffer's memory. */
+static void loc_prot_by_memory(void) {
+  char t[2400];
+  setup();
+  diag_mem(IBV_WC_LOC_PROT_ERR, 0, WC_MEM_GPU, "", t, sizeof(t));
+  CHECK(strstr(t, "(GPU memory)") && strstr(t, "ACS") && strstr(t, "disable ACS") &&
+          strstr(t, "NCCL_NET_GDR_LEVEL=LOC (0)"),
+        "GPU memory: PCIe ACS, disable it, confirm with NCCL_NET_GDR_LEVEL: %s", t);
+  diag_mem(IBV_WC_LOC_PROT_ERR, 0, WC_MEM_HOST, "", t, sizeof(t));
+  CHECK(strstr(t, "(host memory)") && strstr(t, "registration") && !strstr(t, "ACS"),
+        "host memory: the registration, not ACS: %s", t);
+  diag(IBV_WC_LOC_PROT_ERR, 0, "", t, sizeof(t));
+  CHECK(strstr(t, wc_status_info(4)->cause) && strstr(t, wc_status_info(4)->fix),
+        "unknown memory: explain's general words: %s", t);
+}
+
+/* RETRY_EXC_ERR on a link-local or forced GID repeats the GID index advice. */
+static void retry_gid_index(void) {
+  char t[3000];
+  setup();
+  memset(peer.ib.gid, 0, 16);
+  peer.ib.gid[0] = 0xfe, peer.ib.gid[1] = 0x80, peer.ib.gid[15] = 1;
+  diag(IBV_WC_RETRY_EXC_ERR, 1, "", t, sizeof(t));
+  CHECK(strstr(t, "link-local GIDs") && strstr(t, "NCCL_IB_GID_INDEX=-1"),
+        "link-local: the GID index advice: %s", t);
+  setup();
+  snprintf(peer.info[0].name, sizeof(peer.info[0].name), "NCCL_IB_GID_INDEX");
+  snprintf(peer.info[0].value, sizeof(peer.info[0].value), "3");
+  peer.ninfo = 1;
+  diag(IBV_WC_RETRY_EXC_ERR, 1, "", t, sizeof(t));
+  CHECK(strstr(t, "NCCL_IB_GID_INDEX is forced (unset here, 3 on host-b") &&
+          strstr(t, "unset it on every node"),
+        "a forced index: the GID index advice: %s", t);
+}
+
 int main(void) {
   TAP_CASE("RETRY_EXC_ERR on the first write: the path, both GIDs, how to confirm", retry_first);
   TAP_CASE("RETRY_EXC_ERR later: the peer stopped answering", retry_later);
@@ -175,5 +222,9 @@ int main(void) {
   TAP_CASE("RTR: link-local GID and EINVAL", rtr_link_local_and_einval);
   TAP_CASE("RTR: ETIMEDOUT, ENETUNREACH, ENODATA as the kernel means them", rtr_kernel_errnos);
   TAP_CASE("completion error after a port went down: the port named", wc_after_port_down);
+  TAP_CASE("LOC_PROT_ERR: ACS for GPU memory, the registration for host memory",
+           loc_prot_by_memory);
+  TAP_CASE("RETRY_EXC_ERR on a link-local or forced GID: NCCL_IB_GID_INDEX advice",
+           retry_gid_index);
   return tap_done();
 }

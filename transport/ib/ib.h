@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/wcstatus.h"
 #include "topo/topo.h"
 #include "transport/ib/ib_verbs.h"
 #include "transport/ib/ib_wire.h"
@@ -90,11 +91,54 @@ const struct ib_state *ib_state(void);
 int ib_host_init(struct transport_host *host);
 /* NCCL_PTR_* bits an RDMA device supports. */
 int ib_ptr_support(const struct transport_dev *x);
-/* The RDMA identity of an RDMA device, for the hello (no-op for TCP). */
+/* The RDMA identity of an RDMA device, for the hello (no-op for TCP):
+ * ib_hello.c. */
 void ib_fill_hello(const struct transport_dev *x, struct hello *h);
 /* The local GID and its subnet ("10.0.0.0/24", or "" unknown) as the last
  * hello announced them: a GID whose address changed is re-read there. */
 const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap);
+/* Re-reads the GID in use; a changed address is taken and said once. */
+void ib_dev_refresh_gid(struct ib_dev *d);
+/* "host-b (10.0.0.7)": a peer by host name and address, since containers
+ * often share host names. */
+void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
+
+/* ---- GPUDirect RDMA (ib_gdr.c) ---- */
+/* Whether a peer-memory client is loaded; why says which, or what was
+ * looked for. */
+bool ib_gdr_peermem(char *why, size_t cap);
+/* Whether the device registers dma-buf memory; why says what was found. */
+bool ib_gdr_dmabuf(const struct verbs_ops *v, struct ibv_pd *pd, const char *dev, char *why,
+                   size_t cap);
+/* Once per process, on a host with GPUs whose opened ports all lack both:
+ * one WARN with each probe's finding, the consequence and the fix. */
+void ib_gdr_report(const struct ib_state *st);
+
+/* ---- the verbs steps of init, for a report (ib_probe.c) ---- */
+struct ib_probe_port {
+  int dev; /* index into the choice's devices */
+  bool is_open;
+  int err;
+  char why[600]; /* when not open */
+  bool has_dmabuf;
+  char dmabuf[300];
+};
+
+struct ib_probe {
+  struct verbs_ops v;
+  bool is_loaded;
+  char why[1024]; /* the library or its device list failed: why */
+  int nport, nopen;
+  struct ib_probe_port ports[TOPO_MAX_DEVS]; /* one per chosen port */
+  bool has_peermem;
+  char peermem[600];
+};
+
+/* Loads verbs and opens, queries and closes every chosen port: 0, or an
+ * errno with why filled (no library, no device list). */
+int ib_probe_ports(const struct topo_choice *c, struct ib_probe *pr);
+/* "cannot open mlx5_2: No such file or directory (in a container, pass ...)" */
+void ib_open_failure(const char *dev, int err, char *why, size_t cap);
 
 /* ---- memory registration (ib_mr.c) ---- */
 struct ib_mr_entry {
@@ -110,6 +154,7 @@ struct ib_mh {
   struct ibv_mr *mr;
   uintptr_t addr; /* the caller's range */
   size_t len;
+  bool is_gpu; /* registered as GPU memory (NCCL_PTR_CUDA) */
 };
 
 /* Whether the device can register memory of this NCCL_PTR_* type (a WARN
@@ -118,7 +163,7 @@ bool ib_mr_type_ok(const struct ib_dev *d, int type);
 /* Registers the caller's buffer (a dma-buf when dmabuf_fd >= 0): 0, or an
  * errno (logged). */
 int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t offset,
-              struct ib_mh **out);
+              bool is_gpu, struct ib_mh **out);
 /* mh is a live registration of d: 0, or the errno of the deregistration
  * (logged). */
 int ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh);
@@ -175,11 +220,29 @@ enum ib_route ib_route_through(const char *netdev, const uint8_t *rgid, bool *vi
  * whether a local port sits on the remote's subnet and which NCCL_IB_HCA or
  * NCCL_IB_GID_INDEX would work; link-local GIDs called out. */
 void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *out, size_t cap);
-/* Text for a failed completion: the valid wc fields and the likely causes.
- * first_after_rtr: no completion had succeeded yet on this connection. */
+/* The port of this host whose GID table holds gid (the remote end of a pair
+ * is a NIC of this host), -1 when none does. */
+int ib_local_port_of(const uint8_t *gid);
+/* What the plugin knows about a failed completion beyond the completion. */
+struct ib_wc_context {
+  const char *what;        /* "the RDMA write of a message" */
+  bool is_first;           /* no completion had succeeded yet on this connection */
+  enum wc_memory mem;      /* the local buffer's memory, as its registration said */
+  const char *first_error; /* the connection's first error, for a flushed one */
+};
+/* Text for a failed completion: the valid wc fields, what the status means,
+ * its cause and fix (common/wcstatus.h, as nccl-net-diag explain words
+ * them, refined by the context), and for a retry error the path, the
+ * NCCL_IB_GID_INDEX advice and a pair on one host. */
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
-                const char *what, int first_after_rtr, const char *first_error, char *out,
-                size_t cap);
+                const struct ib_wc_context *cx, char *out, size_t cap);
+
+/* ---- what the two hosts offer (ib_peer.c) ---- */
+/* Compares the devices both hosts offer NCCL, once their hellos are in: a
+ * WARN once per peer host when the counts differ (NCCL may hang) or one
+ * side has RDMA and the other does not (TCP speed). */
+void ib_peer_check(const struct transport_dev *dev, const struct hello *mine,
+                   const struct hello *peer);
 
 /* ---- setup (ib_setup.c) and comms (ib_comm.c) ---- */
 struct ib_setup;

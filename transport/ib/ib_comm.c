@@ -64,7 +64,9 @@ static ncclResult_t ib_reg_mr(struct transport_comm *xc, void *data, size_t size
   struct ib_comm *c = (struct ib_comm *)xc;
   *mh = NULL;
   if (!ib_mr_type_ok(c->dev, type)) return ncclInternalError;
-  return ib_mr_reg(c->dev, data, size, -1, 0, (struct ib_mh **)mh) ? ncclSystemError : ncclSuccess;
+  return ib_mr_reg(c->dev, data, size, -1, 0, type == NCCL_PTR_CUDA, (struct ib_mh **)mh)
+           ? ncclSystemError
+           : ncclSuccess;
 }
 
 static ncclResult_t ib_reg_mr_dmabuf(struct transport_comm *xc, void *data, size_t size, int type,
@@ -72,8 +74,9 @@ static ncclResult_t ib_reg_mr_dmabuf(struct transport_comm *xc, void *data, size
   struct ib_comm *c = (struct ib_comm *)xc;
   *mh = NULL;
   if (!ib_mr_type_ok(c->dev, type)) return ncclInternalError;
-  return ib_mr_reg(c->dev, data, size, fd, offset, (struct ib_mh **)mh) ? ncclSystemError
-                                                                        : ncclSuccess;
+  return ib_mr_reg(c->dev, data, size, fd, offset, type == NCCL_PTR_CUDA, (struct ib_mh **)mh)
+           ? ncclSystemError
+           : ncclSuccess;
 }
 
 static ncclResult_t ib_dereg_mr(struct transport_comm *xc, void *mhandle) {
@@ -187,9 +190,21 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   ev_str(&e, "peer", x->peer.desc);
   ev_int(&e, "qps", c->nqps);
   ev_end(&e);
-  INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s",
+  char same[160] = "";
+  int port = ib_local_port_of(x->peer.hello.ib.gid);
+  if (port >= 0) { /* both ends on this host: NCCL sends this node's own traffic over the network */
+    const struct topo_host *h;
+    topo_process(&h);
+    char label[80];
+    topo_port_label(h, port, label, sizeof(label));
+    if (port == c->dev->td->port) snprintf(same, sizeof(same), "; both ends on this port");
+    else
+      snprintf(same, sizeof(same), "; both ends are NICs of this host (%s and %s)", c->dev->label,
+               label);
+  }
+  INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s%s",
        c->is_send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps,
-       c->nqps == 1 ? "" : "s", c->has_flush ? ", flush queue pair" : "");
+       c->nqps == 1 ? "" : "s", c->has_flush ? ", flush queue pair" : "", same);
   *out = &c->base;
   return 0;
 }

@@ -22,6 +22,7 @@ struct ib_req {
   uint32_t seq; /* FIFO slot sequence */
   int n;        /* receive: buffers; send: 1 */
   int sizes[IB_MAX_RECVS];
+  bool is_gpu; /* a buffer of the request is GPU memory */
   int64_t posted_ns;
   bool has_warned_stall;
 };

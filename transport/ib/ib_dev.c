@@ -15,6 +15,7 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "topo/strbuf.h"
 #include "topo/sysfs.h"
 #include "transport/ib/ib.h"
 
@@ -72,33 +73,22 @@ static void *async_main(void *arg) {
 }
 
 /* GPU memory: peer memory (nvidia_peermem, nv_peer_mem) or dma-buf, as
- * NCCL detects them. */
+ * NCCL detects them (ib_gdr.c). */
 static int gpu_support(struct ib_dev *d) {
-  int s = 0;
-  if (sysfs_exists("kernel/mm/memory_peers/nv_mem/version") ||
-      sysfs_exists("kernel/mm/memory_peers/nv_mem_nc/version") ||
-      sysfs_exists("module/nvidia_peermem/version"))
-    s |= NCCL_PTR_CUDA;
-  if (d->v->reg_dmabuf_mr) {
-    errno = 0;
-    struct ibv_mr *mr = d->v->reg_dmabuf_mr(d->pd, 0, 4096, 0, -1, IBV_ACCESS_LOCAL_WRITE);
-    if (mr) d->v->dereg_mr(mr);
-    else if (errno != EOPNOTSUPP && errno != EPROTONOSUPPORT && errno != ENOSYS)
-      s |= NCCL_PTR_DMABUF;
-  }
+  char why[600];
+  int s = ib_gdr_peermem(why, sizeof(why)) ? NCCL_PTR_CUDA : 0;
+  if (ib_gdr_dmabuf(d->v, d->pd, d->td->name, why, sizeof(why))) s |= NCCL_PTR_DMABUF;
   return s;
 }
 
 /* 0, or an errno with why filled. */
 static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t cap) {
   const struct topo_dev *t = d->td;
+  errno = 0;
   d->ctx = d->v->open_device(vd);
   if (!d->ctx) {
     int err = errno ? errno : ENODEV;
-    snprintf(why, cap,
-             "cannot open %s: %s (in a container, pass its /dev/infiniband/uverbs* "
-             "device, e.g. --device=/dev/infiniband)",
-             t->name, strerror(err));
+    ib_open_failure(t->name, err, why, cap);
     return err;
   }
   struct ibv_port_attr pa;
@@ -163,7 +153,11 @@ static void add_xp_dev(struct transport_host *host, const struct topo_choice *c,
   dev_name(c, i, x->name, sizeof(x->name));
   x->is_ib = true;
   x->ib = d;
-  x->guid = parse_guid(t->guid);
+  /* NCCL groups devices with one GUID as ports of one NIC: a virtual
+   * function is not a port of its physical function. */
+  const struct topo_host *h;
+  topo_process(&h);
+  x->guid = parse_guid(t->is_vf ? h->hcas[t->hca].node_guid : t->guid);
   if (!x->guid) x->guid = (uint64_t)x->index;
   x->speed_mbps = t->speed_mbps > 0 ? t->speed_mbps : 10000;
   x->port = t->ib_port + t->real_port;
@@ -176,15 +170,33 @@ static void add_xp_dev(struct transport_host *host, const struct topo_choice *c,
   }
 }
 
+/* "4 RDMA ports are chosen (mlx5_2 port 1, mlx5_3 port 1, ...)" */
+static void chosen_list(const struct topo_choice *c, char *buf, size_t cap) {
+  size_t o =
+    (size_t)snprintf(buf, cap, "%d RDMA port%s chosen (", c->ndev, c->ndev == 1 ? " is" : "s are");
+  for (int i = 0; i < c->ndev && i < 4; i++)
+    o = topo_cat(buf, cap, o, "%s%s port %d", i ? ", " : "", c->dev[i].name, c->dev[i].ib_port);
+  topo_cat(buf, cap, o, "%s)", c->ndev > 4 ? ", ..." : "");
+}
+
+/* The whole host falls back: one WARN with the cause, the consequence and
+ * the fix (the cause says what to do about it). */
+static void warn_host_fallback(const struct topo_choice *c, const char *cause) {
+  char chosen[256];
+  chosen_list(c, chosen, sizeof(chosen));
+  snprintf(st.why_none, sizeof(st.why_none), "%s but %s", chosen, cause);
+  WARN("%s: every connection of this process runs over TCP, at TCP speed. To use TCP knowingly, "
+       "set NCCL_IB_DISABLE=1",
+       st.why_none);
+  st.has_warned_none = true;
+}
+
 /* 0, or an errno (logged): no RDMA device then. */
 static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, int *n) {
   char why[600];
   int err = verbs_load(&st.v, why, sizeof(why));
   if (err) {
-    snprintf(st.why_none, sizeof(st.why_none), "%s", why);
-    WARN("%d RDMA port%s chosen (%s...) but %s; using TCP", c->ndev, c->ndev == 1 ? " is" : "s are",
-         c->dev[0].name, why);
-    st.has_warned_none = true;
+    warn_host_fallback(c, why);
     return err;
   }
   st.is_loaded = true;
@@ -192,16 +204,76 @@ static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, in
   *list = st.v.get_device_list(n);
   if (!*list || *n == 0) {
     err = errno;
-    snprintf(st.why_none, sizeof(st.why_none),
-             "%s lists no RDMA device (%s): the kernel has no RDMA support or no driver is "
-             "loaded, although sysfs shows %s",
-             st.v.lib, err ? strerror(err) : "empty list", c->dev[0].name);
-    WARN("%s; using TCP", st.why_none);
-    st.has_warned_none = true;
+    snprintf(why, sizeof(why),
+             "%s lists no RDMA device (%s): this kernel has no RDMA support or no driver is "
+             "loaded, although sysfs shows the devices",
+             st.v.lib, err ? strerror(err) : "an empty list");
+    warn_host_fallback(c, why);
     if (*list) st.v.free_device_list(*list);
     return ENODEV;
   }
   return 0;
+}
+
+/* Ports that could not be opened, for one line when none could. */
+struct open_failures {
+  int n, same_err; /* same_err: the errno they all share, 0 when they differ */
+  char labels[256], first[600];
+};
+
+static void open_failed(struct open_failures *f, const struct ib_dev *d, int err, const char *why) {
+  if (!f->n) snprintf(f->first, sizeof(f->first), "%s", why), f->same_err = err;
+  else if (f->same_err != err) f->same_err = 0;
+  size_t o = strlen(f->labels);
+  topo_cat(f->labels, sizeof(f->labels), o, "%s%s", f->n++ ? ", " : "", d->td->name);
+}
+
+/* Opens port i of the choice; 0, or an errno with why filled. */
+static int open_chosen(struct ib_dev *d, const struct topo_choice *c, int i,
+                       struct ibv_device **list, int n, char *why, size_t cap) {
+  memset(d, 0, sizeof(*d));
+  d->td = &c->dev[i];
+  d->v = &st.v;
+  snprintf(d->label, sizeof(d->label), "%s port %d", d->td->name, d->td->ib_port);
+  int k;
+  for (k = 0; k < n && strcmp(st.v.get_device_name(list[k]), d->td->name); k++) {
+  }
+  if (k == n) {
+    snprintf(why, cap, "%s is in sysfs but not in %s's device list", d->td->name, st.v.lib);
+    return ENODEV;
+  }
+  return open_port(d, list[k], why, cap);
+}
+
+static int open_all(struct transport_host *host, const struct topo_choice *c,
+                    struct ibv_device **list, int n, int cap) {
+  struct open_failures f = {0};
+  char whys[TOPO_MAX_DEVS][600];
+  int failed[TOPO_MAX_DEVS], nfailed = 0;
+  for (int i = 0; i < c->ndev && st.ndev < cap; i++) {
+    struct ib_dev *d = &st.devs[st.ndev];
+    int err = open_chosen(d, c, i, list, n, whys[nfailed], sizeof(whys[0]));
+    if (!err) {
+      st.ndev++;
+      add_xp_dev(host, c, i, d);
+      continue;
+    }
+    open_failed(&f, d, err, whys[nfailed]);
+    close_port(d);
+    failed[nfailed++] = i;
+  }
+  if (!st.ndev && f.n) { /* the whole host: one line */
+    char cause[1000];
+    if (f.n > 1 && f.same_err)
+      snprintf(cause, sizeof(cause), "none can be opened here: %s (%s alike)", f.first, f.labels);
+    else snprintf(cause, sizeof(cause), "none can be opened here: %s", f.first);
+    warn_host_fallback(c, cause);
+    return 0;
+  }
+  for (int j = 0; j < nfailed; j++)
+    WARN("RDMA device %s port %d is not used: %s", c->dev[failed[j]].name,
+         c->dev[failed[j]].ib_port, whys[j]);
+  return st.ndev;
 }
 
 int ib_host_init(struct transport_host *host) {
@@ -216,37 +288,15 @@ int ib_host_init(struct transport_host *host) {
   int cap = c->ndev < TRANSPORT_MAX_DEVS ? c->ndev : TRANSPORT_MAX_DEVS;
   st.devs = calloc((size_t)cap, sizeof(*st.devs));
   if (!st.devs || transport_host_reserve(host, cap)) {
-    snprintf(st.why_none, sizeof(st.why_none), "out of memory for %d RDMA ports", cap);
-    WARN("%s; using TCP", st.why_none);
-    st.has_warned_none = true;
+    warn_host_fallback(c, "memory ran out");
     st.v.free_device_list(list);
     free(st.devs);
     st.devs = NULL;
     return 0;
   }
-  for (int i = 0; i < c->ndev && st.ndev < cap; i++) {
-    struct ib_dev *d = &st.devs[st.ndev];
-    memset(d, 0, sizeof(*d));
-    d->td = &c->dev[i];
-    d->v = &st.v;
-    snprintf(d->label, sizeof(d->label), "%s port %d", d->td->name, d->td->ib_port);
-    char why[600] = "";
-    int k;
-    for (k = 0; k < n && strcmp(st.v.get_device_name(list[k]), d->td->name); k++) {
-    }
-    if (k == n)
-      snprintf(why, sizeof(why), "%s is in sysfs but not in %s's device list", d->td->name,
-               st.v.lib);
-    if (why[0] || open_port(d, list[k], why, sizeof(why))) {
-      WARN("RDMA device %s is not used: %s", d->label, why);
-      close_port(d);
-      continue;
-    }
-    st.ndev++;
-    add_xp_dev(host, c, i, d);
-  }
+  open_all(host, c, list, n, cap);
   st.v.free_device_list(list);
-  if (!st.ndev) snprintf(st.why_none, sizeof(st.why_none), "no chosen RDMA port could be opened");
+  ib_gdr_report(&st);
   return st.ndev;
 }
 
@@ -278,7 +328,7 @@ static void gid_subnet(const char *netdev, const uint8_t *gid, char *buf, size_t
 /* Re-reads the chosen RoCE GID entry. A changed value (the address was
  * replaced) is taken, said once; an emptied entry is left to RTR, which
  * then fails with ENODATA and says so (ib_diag.c). */
-static void refresh_gid(struct ib_dev *d) {
+void ib_dev_refresh_gid(struct ib_dev *d) {
   const struct topo_dev *t = d->td;
   static const uint8_t zero[16];
   union ibv_gid g;
@@ -310,27 +360,4 @@ const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap) {
   subnet[0] = 0;
   if (t->subnet.family) ipaddr_subnet_str(&t->subnet, subnet, cap);
   return t->gid;
-}
-
-void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
-  if (!x->is_ib || !x->ib) return;
-  struct ib_dev *d = x->ib;
-  const struct topo_dev *t = d->td;
-  struct hello_ib *b = &h->ib;
-  refresh_gid(d);
-  snprintf(h->transport, sizeof(h->transport), "ib");
-  b->is_present = true;
-  scopy(b->dev, sizeof(b->dev), t->name);
-  b->port = t->ib_port;
-  b->link_layer = t->ll == TOPO_LL_IB ? 1 : 2;
-  b->gid_index = t->gid_index;
-  pthread_mutex_lock(&d->lock);
-  memcpy(b->gid, ib_dev_gid(d, b->subnet, sizeof(b->subnet)), 16);
-  pthread_mutex_unlock(&d->lock);
-  b->gid_type = t->ll == TOPO_LL_IB ? 0 : t->gid_type == GID_TYPE_V2 ? 2 : 1;
-  b->mtu = t->mtu;
-  b->lid = t->lid;
-  b->pkey_index = (int)knob_int(K_IB_PKEY);
-  scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");
-  b->is_off_plane = t->off_plane;
 }

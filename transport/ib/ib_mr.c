@@ -66,7 +66,7 @@ bool ib_mr_type_ok(const struct ib_dev *d, int type) {
 }
 
 int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t offset,
-              struct ib_mh **out) {
+              bool is_gpu, struct ib_mh **out) {
   *out = NULL;
   struct ib_mh *mh = calloc(1, sizeof(*mh));
   if (!mh) {
@@ -114,6 +114,7 @@ int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t
   mh->dev = d;
   mh->addr = (uintptr_t)data;
   mh->len = size;
+  mh->is_gpu = is_gpu;
   *out = mh;
   return 0;
 }

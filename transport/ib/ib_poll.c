@@ -48,14 +48,31 @@ static bool ctrl_closed_within(int fd, int wait_ms) {
   }
 }
 
+/* The memory of the local buffer a failed work request used, as its
+ * registration said: the sends of a slot, the receive of a slot, or the
+ * buffer a flush reads. */
+static enum wc_memory wc_memory(const struct ib_comm *c, int kind, int slot) {
+  const struct ib_req *r = NULL;
+  if (slot < 0 || slot >= IB_SLOTS) return WC_MEM_UNKNOWN;
+  if (kind == WR_DATA) {
+    for (int i = 0; i < c->slots[slot].n; i++)
+      if (c->slots[slot].reqs[i] && c->slots[slot].reqs[i]->is_gpu) return WC_MEM_GPU;
+    return c->slots[slot].n ? WC_MEM_HOST : WC_MEM_UNKNOWN;
+  }
+  if (kind == WR_RECV) r = c->slot_reqs[slot];
+  if (kind == WR_FLUSH) r = c->flush_reqs[slot];
+  return !r ? WC_MEM_UNKNOWN : r->is_gpu ? WC_MEM_GPU : WC_MEM_HOST;
+}
+
 static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   /* An error completes unsignaled WRs too: every WR carries its kind. */
   static const char *const what[] = {"a work request", "the RDMA write of a message", "a receive",
                                      "a clear-to-send write", "a flush read"};
   if (peer_gave_up(c)) return c->fail_err;
   char diag[2400];
-  ib_diag_wc(c->dev, &c->base.peer.hello, wc, what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
-             !c->has_success, c->first_error, diag, sizeof(diag));
+  struct ib_wc_context cx = {what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0], !c->has_success,
+                             wc_memory(c, kind, (int)(uint32_t)wc->wr_id), c->first_error};
+  ib_diag_wc(c->dev, &c->base.peer.hello, wc, &cx, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   /* A peer process that died took its registrations along: on a real
    * kernel its last writes fail with REM_ACCESS_ERR, which names an rkey

@@ -48,6 +48,7 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   }
   r->seq = seq;
   r->n = n;
+  for (int i = 0; i < n; i++) r->is_gpu |= ((struct ib_mh *)mhandles[i])->is_gpu;
   struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
   int err = ibv_post_recv(q->qp, &rwr, &rbad);
@@ -147,6 +148,7 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
       ib_fail(c, err, false, "posting a flush read failed: %s", strerror(err)));
   }
   r->n = 0;
+  r->is_gpu = mh->is_gpu; /* the read's source */
   c->flush_reqs[slot] = r;
   c->flush_seq++;
   *request = r;

@@ -90,7 +90,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
               "message %u to %s is %zu bytes but the posted receive holds %u bytes: the ranks "
               "disagree on message sizes. Check that NCCL versions, NCCL_PROTO, NCCL_ALGO and "
               "NCCL_BUFFSIZE match on every node",
-              seq, c->base.peer.hello.host, size, e[i].size));
+              seq, c->base.peer.desc, size, e[i].size));
   struct ib_req *r = ib_req_get(c);
   if (!r) {
     WARN("isend to %s: more than %d requests in flight on one connection (an API misuse)",
@@ -101,6 +101,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   r->seq = seq;
   r->n = 1;
   r->sizes[0] = (int)size;
+  r->is_gpu = mh && mh->is_gpu;
   sl->is_used[i] = true;
   sl->reqs[i] = r;
   sl->bufs[i] = data;
@@ -131,6 +132,7 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
     wr[nwr].sg_list = &sge[nwr];
     wr[nwr].num_sge = 1;
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
+    wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled, but an error completes it */
     wr[nwr].wr.rdma.remote_addr = e[i].addr;
     wr[nwr].wr.rdma.rkey = e[i].rkey;
     wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled: seen only if it fails */

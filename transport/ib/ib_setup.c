@@ -29,6 +29,7 @@ static bool local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLB
 struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
                               const char *peer_desc, int traffic_class) {
+  ib_peer_check(dev, mine, peer);
   if (!dev->is_ib || !dev->ib || !peer->ib.is_present) return NULL;
   struct ib_setup *s = calloc(1, sizeof(*s));
   if (!s) return NULL;
@@ -169,7 +170,7 @@ static enum ib_setup_result decide(struct ib_setup *s) {
   if (fallback) {
     if (report_first(key))
       WARN("RDMA path from %s to %s failed%s: %s. This connection carries on over TCP "
-           "(NCCL_DIAG_FALLBACK=auto), at TCP speed; fix the cause above to get RDMA back",
+           "(NCCL_DIAG_FALLBACK=auto), at TCP speed until the cause is fixed",
            s->dev->label, s->peer_desc, where, reason);
     else
       INFO(LOG_NET, "RDMA path from %s to %s failed%s: %s; using TCP", s->dev->label, s->peer_desc,

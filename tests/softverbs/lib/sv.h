@@ -348,6 +348,7 @@ int sv_listener_new(struct sv_ctx *ctx, struct sv_listener **out);
 /* ---- fault hooks (sv_fault.c) ---- */
 int sv_fault_nodev(void);
 bool sv_fault_port_down(const char *dev, int port);
+int sv_fault_open(const char *dev); /* 0, or the errno ibv_open_device fails with */
 int sv_fault_modify(const char *dev, int to_state);
 enum ibv_wc_status sv_fault_wc(const char *dev);
 uint32_t sv_vendor_err(enum ibv_wc_status st);

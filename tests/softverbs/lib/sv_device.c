@@ -65,6 +65,11 @@ static void ctx_free(struct sv_ctx *ctx) {
 
 SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device) {
   struct sv_device *d = (struct sv_device *)device;
+  int fault = sv_fault_open(d->ibdev.name);
+  if (fault) {
+    errno = fault;
+    return NULL;
+  }
   struct sv_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return NULL;
   atomic_fetch_add(&d->refs, 1);

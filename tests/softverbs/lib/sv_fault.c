@@ -4,6 +4,9 @@
  *   SOFTVERBS_NODEV=ENOSYS               ibv_get_device_list fails (NULL, errno);
  *                                        an errno name or number, else ENOSYS
  *   SOFTVERBS_PORT_DOWN=mlx5_2:1,mlx5_3  ports reported DOWN (no ":port": all)
+ *   SOFTVERBS_OPEN_FAIL=mlx5_2:EPERM,*   ibv_open_device fails with that errno
+ *                                        (default ENOENT, as without the
+ *                                        device's /dev/infiniband/uverbsN)
  *   SOFTVERBS_FAIL_MODIFY=RTR:ETIMEDOUT[:dev[:count]],...
  *                                        modify_qp to that state fails with that
  *                                        errno (on dev, or "*"; the first count
@@ -115,4 +118,20 @@ enum ibv_wc_status sv_fault_wc(const char *dev) {
   if (st != IBV_WC_SUCCESS)
     sv_log("fault hook: a completion on %s carries %s", dev, ibv_wc_status_str(st));
   return st;
+}
+
+int sv_fault_open(const char *dev) {
+  const char *v = sv_env("SOFTVERBS_OPEN_FAIL");
+  if (!v) return 0;
+  char list[512], *save = NULL;
+  snprintf(list, sizeof list, "%s", v);
+  for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char *colon = strchr(item, ':');
+    if (colon) *colon++ = 0;
+    if (!dev_matches(item, dev)) continue;
+    int e = colon ? sv_parse_errno(colon) : 0;
+    sv_log("fault hook: opening %s fails with %s", dev, strerror(e ? e : ENOENT));
+    return e ? e : ENOENT;
+  }
+  return 0;
 }

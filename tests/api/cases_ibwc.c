@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The fix at failure time (over softverbs, which injects the completion
+ * error): what the plugin knows beyond the status (the buffer's memory, a
+ * forced GID index) changes the advice, in the words nccl-net-diag explain
+ * uses for the same status. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cases.h"
+
+/* One message in buffers registered as the given memory type; returns the
+ * first failing call's result. */
+static int xfer_typed(struct side *s, void *comm, int type, size_t size) {
+  static uint8_t buf[1 << 20];
+  void *mh = NULL, *req = NULL;
+  int r = netload_reg_mr(&s->nl, comm, buf, size, type, &mh);
+  CHECK(r == 0, "regMr of type %d: %d", type, r);
+  if (r) return r;
+  if (s->role == ROLE_SEND) {
+    long long end = ms_now() + 20000;
+    do r = netload_isend(&s->nl, comm, buf, size, 7, mh, &req);
+    while (!r && !req && ms_now() < end);
+  } else {
+    size_t cap = size;
+    int tag = 7;
+    void *p = buf;
+    r = netload_irecv(&s->nl, comm, 1, &p, &cap, &tag, &mh, &req);
+  }
+  if (!r && req) r = wait_req(s, req, NULL, 20000);
+  netload_dereg_mr(&s->nl, comm, mh);
+  return r;
+}
+
+/* The sender's first write completes with an injected status; the sender
+ * names it with the advice that fits, the receiver hears why. */
+static const char *failed_write(struct side *s, const char *inject, int type) {
+  if (s->role == ROLE_SEND) setenv("SOFTVERBS_WC_ERROR", inject, 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return NULL;
+  int r = 0; /* the receiver has its first message (the write landed): it fails on a later one */
+  for (int i = 0; i < 3 && !r; i++) r = xfer_typed(s, comm, type, 65536);
+  CHECK(r == ncclRemoteError, "the %s side ended with %d, expected ncclRemoteError",
+        s->role == ROLE_SEND ? "sending" : "receiving", r);
+  const char *w = log_find(NCCL_LOG_WARN, s->role == ROLE_SEND ? "completed with" : "ended");
+  if (s->role == ROLE_RECV)
+    CHECK(w && strstr(w, "sending side ended the connection") && strstr(w, "completed with"),
+          "the receiver hears the sender's diagnosis: %s", w ? w : "none");
+  CHECK(w && strstr(w, "connection with") && strstr(w, "<"),
+        "the peer is named by host and address: %s", w ? w : "none");
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  return w;
+}
+
+/* LOC_PROT_ERR on a GPU buffer: PCIe ACS, and how to confirm it. */
+void case_ib_loc_prot_gpu(struct side *s) {
+  const char *w = failed_write(s, "LOC_PROT_ERR:0", NCCL_PTR_CUDA);
+  if (s->role == ROLE_SEND)
+    CHECK(w && strstr(w, "IBV_WC_LOC_PROT_ERR") && strstr(w, "(GPU memory)") &&
+            strstr(w, "PCIe ACS") && strstr(w, "disable ACS") &&
+            strstr(w, "NCCL_NET_GDR_LEVEL=LOC (0)"),
+          "GPU memory: ACS, disable it, confirm with NCCL_NET_GDR_LEVEL: %s", w ? w : "none");
+  side_close(s);
+}
+
+/* LOC_PROT_ERR on a host buffer: the registration, not ACS. */
+void case_ib_loc_prot_host(struct side *s) {
+  const char *w = failed_write(s, "LOC_PROT_ERR:0", NCCL_PTR_HOST);
+  if (s->role == ROLE_SEND)
+    CHECK(w && strstr(w, "IBV_WC_LOC_PROT_ERR") && strstr(w, "(host memory)") &&
+            strstr(w, "registration") && !strstr(w, "ACS"),
+          "host memory: the registration: %s", w ? w : "none");
+  side_close(s);
+}
+
+/* RETRY_EXC_ERR with NCCL_IB_GID_INDEX forced on both nodes: the failure
+ * repeats the GID index advice. */
+void case_ib_retry_forced_gid(struct side *s) {
+  setenv("NCCL_IB_GID_INDEX", "3", 1);
+  const char *w = failed_write(s, "RETRY_EXC_ERR:0", NCCL_PTR_HOST);
+  if (s->role == ROLE_SEND)
+    CHECK(w && strstr(w, "IBV_WC_RETRY_EXC_ERR") &&
+            strstr(w, "NCCL_IB_GID_INDEX is forced (3 here, 3 on ") &&
+            strstr(w, "unset it on every node"),
+          "the forced GID index, on both hosts, and the fix: %s", w ? w : "none");
+  side_close(s);
+}
