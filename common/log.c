@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +71,20 @@ static void emit_line(enum log_level level, unsigned long flags, const char *fil
           level_name(level), text);
 }
 
-/* Long diagnoses are split at newlines (and, failing that, at LOG_LINE_MAX)
- * so nothing is cut off by NCCL's line buffer. */
+/* Where a line longer than max is best cut: after the last sentence or
+ * clause that fits, else at a space, else at max. */
+static size_t cut_at(const char *p, size_t n, size_t max) {
+  if (n <= max) return n;
+  for (size_t i = max; i > max / 2; i--)
+    if ((p[i - 1] == '.' || p[i - 1] == ';') && p[i] == ' ') return i;
+  for (size_t i = max; i > max / 2; i--)
+    if (p[i] == ' ') return i;
+  return max;
+}
+
+/* Long diagnoses are split at newlines and, failing that, between
+ * sentences, so nothing is cut off by NCCL's line buffer; a line that
+ * continues the one before starts with "... ". */
 void log_emit(enum log_level level, unsigned long flags, const char *file, int line,
               const char *fmt, ...) {
   char msg[LOG_MSG_MAX];
@@ -81,14 +94,23 @@ void log_emit(enum log_level level, unsigned long flags, const char *file, int l
   va_end(ap);
 
   char *p = msg;
+  bool is_cont = false;
   while (*p) {
-    size_t n = strcspn(p, "\n");
-    if (n > LOG_LINE_MAX) n = LOG_LINE_MAX;
+    size_t n = cut_at(p, strcspn(p, "\n"), LOG_LINE_MAX - (is_cont ? 4 : 0));
     char saved = p[n];
     p[n] = 0;
-    emit_line(level, flags, file, line, p);
+    if (is_cont) {
+      char cont[LOG_LINE_MAX + 1];
+      snprintf(cont, sizeof(cont), "... %s", p);
+      emit_line(level, flags, file, line, cont);
+    } else {
+      emit_line(level, flags, file, line, p);
+    }
     p[n] = saved;
     p += n;
-    if (*p == '\n') p++;
+    is_cont = saved != '\n' && saved != 0; /* cut inside a line */
+    if (saved == '\n') p++;
+    else
+      while (*p == ' ') p++;
   }
 }

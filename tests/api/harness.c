@@ -43,9 +43,11 @@ static void apply_env(int role) {
 /* ---- captured log ---- */
 
 #define LOG_MAX 4096
+/* One entry per message, as a user reads it: a line that continues the one
+ * before ("... ") is joined to it. */
 static struct {
   int level;
-  char text[1024];
+  char text[4096];
 } logbuf[LOG_MAX];
 static int nlog;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -60,7 +62,11 @@ static void capture(ncclDebugLogLevel level, unsigned long flags, const char *fi
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   pthread_mutex_lock(&log_lock);
-  if (nlog < LOG_MAX) {
+  const char *cont = strncmp(msg, "NET/diag ... ", 13) ? NULL : msg + 12;
+  if (cont && nlog && logbuf[nlog - 1].level == (int)level) {
+    size_t len = strlen(logbuf[nlog - 1].text);
+    snprintf(logbuf[nlog - 1].text + len, sizeof(logbuf[0].text) - len, "%s", cont);
+  } else if (nlog < LOG_MAX) {
     logbuf[nlog].level = level;
     snprintf(logbuf[nlog].text, sizeof(logbuf[nlog].text), "%s", msg);
     nlog++;

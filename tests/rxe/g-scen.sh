@@ -48,6 +48,14 @@ pair() { # name listener-env connector-env [options...]
   return 0
 }
 
+# The plugin cuts a long diagnosis for NCCL's line buffer; a line that
+# continues the one before ("LOG WARN NET/diag ... ") is joined to it.
+joined() { # file
+  awk '/^LOG (WARN|INFO) NET\/diag \.\.\. / && n { sub(/^LOG (WARN|INFO) NET\/diag \.\.\./, ""); prev = prev $0; next }
+       { if (n) print prev; prev = $0; n = 1 }
+       END { if (n) print prev }' "$1"
+}
+
 expect() { # side what text...
   local sides=$1 what=$2 side t ok line
   shift 2
@@ -66,7 +74,7 @@ expect() { # side what text...
       ok=1
       for t in "$@"; do [[ $line == *"$t"* ]] || { ok=0; break; }; done
       [ $ok = 1 ] && break
-    done <"$scen.$side"
+    done < <(joined "$scen.$side")
     if [ "$what" = nowarn ]; then
       [ $ok = -1 ] && problems+=("the $side side warned about: $1")
     elif [ $ok != 1 ]; then

@@ -3,6 +3,7 @@
  * job log. Lines without an NCCL prefix that no rule could use are dropped,
  * so a training log of millions of lines keeps only its NCCL part. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,6 +23,33 @@ static int add_file(struct logset *ls, const char *name) {
   f->name = strdup(name);
   if (!f->name) return -1;
   return ls->nfiles++;
+}
+
+/* A plugin line cut for NCCL's line buffer continues with "... ": it joins
+ * the nearest earlier line of the same process and level, so rules read
+ * the whole message. */
+static bool join_continuation(struct logset *ls, int file, struct rec *r) {
+  if (!r->is_diag || strncmp(r->text, "... ", 4)) return false;
+  struct rec *o = NULL;
+  for (size_t i = ls->nrecs, seen = 0; !o && i-- > 0 && seen < 64; seen++) {
+    struct rec *c = &ls->recs[i];
+    if (c->file == file && c->is_diag && c->level == r->level && c->pid == r->pid &&
+        !strcmp(c->host, r->host))
+      o = c;
+  }
+  if (!o) return false;
+  const char *more = r->text + 3; /* in the new line's own copy */
+  size_t at = (size_t)(o->text - o->raw); /* the text moves with raw */
+  size_t len = strlen(o->raw), add = strlen(more);
+  if (len + add >= EXPLAIN_LINE_MAX) return true; /* the rules have read enough of it */
+  char *raw = malloc(len + add + 1);
+  if (!raw) return true;
+  memcpy(raw, o->raw, len);
+  memcpy(raw + len, more, add + 1);
+  free(o->raw);
+  o->raw = raw, o->text = raw + at;
+  ls->bytes += add;
+  return true;
 }
 
 static int add_line(struct logset *ls, int file, const char *line, size_t len) {
@@ -45,7 +73,8 @@ static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   copy[len] = 0;
   struct rec *r = &ls->recs[ls->nrecs];
   explain_parse_line(copy, r);
-  if (!explain_rec_relevant(r)) {
+  r->file = file;
+  if (join_continuation(ls, file, r) || !explain_rec_relevant(r)) {
     free(copy);
     return 0;
   }
