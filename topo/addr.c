@@ -120,6 +120,11 @@ int ipaddr_is_loopback(const struct ipaddr *a) {
   return 0;
 }
 
+int ipaddr_is_routable(const struct ipaddr *a) {
+  return (a->family == AF_INET || a->family == AF_INET6) && !ipaddr_is_loopback(a) &&
+         !ipaddr_is_link_local(a);
+}
+
 int ipaddr_in_subnet(const struct ipaddr *a, const struct ipaddr *b) {
   if (a->family != b->family) return 0;
   int len = a->family == AF_INET ? 32 : 128;

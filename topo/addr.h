@@ -26,6 +26,9 @@ void ipaddr_subnet_str(const struct ipaddr *a, char *buf, size_t cap);
 
 int ipaddr_is_link_local(const struct ipaddr *a);
 int ipaddr_is_loopback(const struct ipaddr *a);
+/* Whether a process on another host can reach a through routers: neither
+ * loopback nor link-local (169.254.0.0/16, fe80::/10). */
+int ipaddr_is_routable(const struct ipaddr *a);
 /* Whether b lies in a's subnet (a's prefix; same family). */
 int ipaddr_in_subnet(const struct ipaddr *a, const struct ipaddr *b);
 /* Same network under prefix bits. */

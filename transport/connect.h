@@ -53,9 +53,11 @@ struct cand {
   char str[80];
   bool is_local; /* a local interface shares its subnet */
   char local_if[IF_NAMESIZE];
+  bool is_peer_loopback; /* the loopback address of a listener on another host: never tried */
   int fd;
   enum cand_stage stage;
   int attempts;
+  int last_err; /* of the last failed attempt; 0: the process there refused us */
   char last_why[640];
   int64_t next_try, attempt_start;
   uint8_t out_buf[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
@@ -94,6 +96,16 @@ struct connecting {
   int ndata;                    /* from CONNECT_DATA_SOCKETS on: the listener's count */
   struct data_sock *data_socks; /* room for the listener's count */
 };
+
+/* connect_report.c. "10.0.0.7<46417> (eth1 on host-b, subnet 10.0.0.0/24,
+ * local eth0)": an address with its interface, host and reachability. */
+void connect_cand_desc(const struct connecting *c, const struct cand *k, char *buf, size_t cap);
+/* A WARN (once per distinct detour) when addresses we preferred failed
+ * and won, a later one, worked. */
+void connect_report_detour(struct connecting *c, const struct cand *won);
+/* The WARN when no address worked: each address, what happened to it, the
+ * cause and the fix. */
+void connect_report_failure(struct connecting *c);
 
 /* connect_data.c. The RDMA stage: on IB_SETUP_RDMA_UP *send_comm is the
  * RDMA comm; IB_SETUP_FAILED is logged (a failed comm creation too). */

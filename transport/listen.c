@@ -16,8 +16,10 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "topo/strbuf.h"
 #include "transport/handle.h"
 #include "transport/ib/ib.h"
+#include "transport/report.h"
 #include "transport/sock.h"
 
 void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why) {
@@ -85,6 +87,36 @@ static void add_candidates(struct handle *h, const struct transport_dev *dev, in
   }
 }
 
+/* Every address this listen offers is loopback or link-local: no other host
+ * can reach it, or only one on the same link. Said once per process. */
+static void warn_unroutable(const struct transport_dev *dev, const struct handle *h) {
+  char list[400] = "";
+  size_t o = 0;
+  bool has_loopback = false;
+  for (int i = 0; i < h->ncands; i++) {
+    const struct handle_cand *c = &h->cands[i];
+    if (ipaddr_is_routable(&c->addr)) return;
+    has_loopback |= ipaddr_is_loopback(&c->addr);
+    char a[64];
+    ipaddr_str(&c->addr, a, sizeof(a));
+    o = topo_cat(list, sizeof(list), o, "%s%s (%s)", i ? ", " : "", a, c->ifname);
+  }
+  char key[480], have[700];
+  snprintf(key, sizeof(key), "unroutable|%s", list);
+  if (!h->ncands || !report_first(key)) return;
+  netif_list_str(&transport_host()->ifs, have, sizeof(have));
+  const char *ifname = knob_str(K_SOCKET_IFNAME);
+  WARN("%s offers other hosts only %s to connect to device %s: %s. NCCL_SOCKET_IFNAME%s%s selects "
+       "nothing routable on %s (it has %s): bring up the interface on the network the nodes "
+       "share, or set NCCL_SOCKET_IFNAME to it",
+       h->host, list, dev->name,
+       has_loopback ? "a loopback address, which no other host can reach, so connections from "
+                      "other nodes fail (a job on this host alone works)"
+                    : "link-local, which only a host on the same link reaches (routers never "
+                      "forward it), so nodes on other links cannot connect",
+       ifname ? "=" : " (unset)", ifname ? ifname : "", h->host, have);
+}
+
 static int listen_family(const struct transport_dev *dev) {
   const struct transport_host *host = transport_host();
   if (dev->addr.family == AF_INET6) return AF_INET6;
@@ -135,10 +167,7 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   h.nthreads = (uint8_t)l->nthreads;
   h.dev = (uint32_t)dev->index;
   h.nonce = l->nonce;
-  char hn[64] = {0};
-  gethostname(hn, sizeof(hn) - 1);
-  hn[strcspn(hn, ".")] = 0;
-  snprintf(h.host, sizeof(h.host), "%.*s", HANDLE_HOST_LEN - 1, hn);
+  handle_local_host(h.host);
   add_candidates(&h, dev, family, l->port);
   if (h.ncands == 0) { /* the device's own address, whatever it is */
     h.cands[0].addr = dev->addr;
@@ -150,6 +179,8 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   if (encoded < h.ncands)
     INFO(LOG_NET, "listen on device %s: %d of %d candidate addresses fit in the handle", dev->name,
          encoded, h.ncands);
+  h.ncands = encoded;
+  warn_unroutable(dev, &h);
   ev_count(C_LISTENS, 1);
   INFO(LOG_NET, "listening for device %s on port %u (%d addresses, nonce 0x%016llx)", dev->name,
        l->port, encoded, (unsigned long long)l->nonce);

@@ -37,6 +37,9 @@ void case_connector_dies(struct side *s);
 void case_ifname_grammar(struct side *s);
 void case_detour(struct side *s);
 
+void case_offers_loopback(struct side *s);
+void case_offers_link_local_v4(struct side *s);
+
 void case_mixed_v6_v11(struct side *s);
 void case_mixed_v12_v5(struct side *s);
 void case_size_limits(struct side *s);

@@ -26,6 +26,8 @@ int ncclGetVersion(int *version) {
 #define NETNS .netns_only = 1
 #define ONE_HOST .one_host = 1
 #define IN_V6_RUN .abi_only = 6
+/* Cases that build their own namespace hosts: one table, one placement. */
+#define OWN_HOSTS .abi_only = 12, .one_host = 1, .needs_root = 1, .transports = T_TCP
 
 static const struct api_case cases[] = {
   {"init, devices and properties", case_init_props, CORE, .timeout_s = 30},
@@ -70,6 +72,10 @@ static const struct api_case cases[] = {
    .timeout_s = 60},
   {"unreachable candidate address (field story 1)", case_detour, TWO, ROOT, TCP_ONLY,
    .timeout_s = 60},
+  {"a listener that offers only its loopback address: both sides say so", case_offers_loopback, TWO,
+   OWN_HOSTS, .timeout_s = 60},
+  {"a listener that offers only 169.254.x.x: it says only its link reaches it",
+   case_offers_link_local_v4, TWO, OWN_HOSTS, .timeout_s = 60},
   {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO,
    IB_ONLY, CORE, .timeout_s = 60},
   {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY,
