@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,8 +157,10 @@ void sockaddr_str(const struct sockaddr *sa, char *buf, size_t cap) {
     snprintf(buf, cap, "%s<%u>", host, ntohs(s->sin_port));
   } else if (sa->sa_family == AF_INET6) {
     const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)sa;
+    char scope[IF_NAMESIZE + 1] = "";
     inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-    snprintf(buf, cap, "[%s]<%u>", host, ntohs(s->sin6_port));
+    if (s->sin6_scope_id && if_indextoname(s->sin6_scope_id, scope + 1)) scope[0] = '%';
+    snprintf(buf, cap, "[%s%s]<%u>", host, scope, ntohs(s->sin6_port));
   } else {
     snprintf(buf, cap, "(address family %d)", sa->sa_family);
   }

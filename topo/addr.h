@@ -36,7 +36,8 @@ int ipaddr_prefix_equal(const uint8_t *x, const uint8_t *y, int bits);
 
 /* sockaddr helpers for the transport. */
 socklen_t ipaddr_to_sockaddr(const struct ipaddr *a, uint16_t port, struct sockaddr_storage *ss);
-/* "10.0.0.1<46417>" / "[fd00::1]<46417>", NCCL's style. */
+/* "10.0.0.1<46417>" / "[fd00::1]<46417>", NCCL's style; a scoped IPv6
+ * address with its interface: "[fe80::1%eth0]<46417>". */
 void sockaddr_str(const struct sockaddr *sa, char *buf, size_t cap);
 
 #endif

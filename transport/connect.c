@@ -75,51 +75,9 @@ static void connecting_free(struct connecting *c) {
   if (c->ibs) ib_setup_free(c->ibs);
   c->obj = OBJ_DEAD;
   free(c->cands);
+  free(c->cand_order);
   free(c->data_socks);
   free(c);
-}
-
-static void order_candidates(struct connecting *c) {
-  const struct transport_host *host = transport_host();
-  int n = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < c->ncands; i++) {
-      struct cand *k = &c->cands[i];
-      if (pass == 0) {
-        int ai;
-        const struct netif *ni = netif_on_subnet(&host->ifs, &k->hc.addr, &ai);
-        /* A candidate prefix tells its subnet from the listener's side; our
-         * own prefix tells it from ours. Either match is a local subnet. */
-        if (!ni) {
-          for (int j = 0; j < host->ifs.n && !ni; j++)
-            for (int a = 0; a < host->ifs.ifs[j].naddr; a++) {
-              struct ipaddr mine = host->ifs.ifs[j].addr[a];
-              mine.prefix = k->hc.addr.prefix;
-              if (k->hc.addr.prefix > 0 && host->ifs.ifs[j].up &&
-                  ipaddr_in_subnet(&k->hc.addr, &mine) && !ipaddr_is_loopback(&mine)) {
-                ni = &host->ifs.ifs[j];
-                break;
-              }
-            }
-        }
-        k->is_local = ni != NULL;
-        if (ni) snprintf(k->local_if, sizeof(k->local_if), "%s", ni->name);
-      }
-      if (k->is_local == (pass == 0)) c->cand_order[n++] = i;
-    }
-}
-
-/* A listener on another host that offers its loopback address means this
- * host by it: that candidate is never tried (connect_report.c names it). */
-static void skip_peer_loopback(struct connecting *c) {
-  if (handle_host_is_local(&c->h)) return;
-  for (int i = 0; i < c->ncands; i++) {
-    struct cand *k = &c->cands[i];
-    if (!ipaddr_is_loopback(&k->hc.addr)) continue;
-    k->is_peer_loopback = true;
-    k->stage = CAND_DEAD;
-    snprintf(k->last_why, sizeof(k->last_why), "on this host that address is this host itself");
-  }
 }
 
 /* Whether the peer's handle is one of ours that this build speaks; a WARN
@@ -149,19 +107,18 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
                           const struct handle *h, struct connecting **out) {
   struct connecting *c = calloc(1, sizeof(*c));
   if (c) {
-    c->cands = calloc((size_t)h->ncands, sizeof(*c->cands));
+    c->h = *h;
     c->data_socks = calloc((size_t)h->nsocks, sizeof(*c->data_socks));
   }
-  if (!c || !c->cands || (h->nsocks && !c->data_socks)) {
+  if (!c || (h->nsocks && !c->data_socks) || connect_cands_build(c)) {
     WARN("connect on device %s: out of memory", dev->name);
-    if (c) free(c->cands), free(c->data_socks), free(c);
+    if (c) free(c->cands), free(c->cand_order), free(c->data_socks), free(c);
     return ENOMEM;
   }
   c->obj = OBJ_CONNECTING;
   c->handle = handle;
   c->dev = dev;
   c->traffic_class = tc;
-  c->h = *h;
   c->ctrl_fd = -1;
   c->stage = CONNECT_CANDIDATES;
   if (getrandom(&c->connid, sizeof(c->connid), GRND_NONBLOCK) != sizeof(c->connid))
@@ -169,16 +126,6 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
   c->start = now_ns();
   c->deadline = c->start + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
   c->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
-  c->ncands = h->ncands;
-  for (int i = 0; i < h->ncands; i++) {
-    struct cand *k = &c->cands[i];
-    k->hc = h->cands[i];
-    k->fd = -1;
-    k->sl = ipaddr_to_sockaddr(&k->hc.addr, k->hc.port, &k->ss);
-    sockaddr_str((struct sockaddr *)&k->ss, k->str, sizeof(k->str));
-  }
-  order_candidates(c);
-  skip_peer_loopback(c);
   for (int i = 0; i < h->nsocks; i++) c->data_socks[i].fd = -1;
   *out = c;
   return 0;

@@ -53,7 +53,8 @@ struct cand {
   char str[80];
   bool is_local; /* a local interface shares its subnet */
   char local_if[IF_NAMESIZE];
-  bool is_peer_loopback; /* the loopback address of a listener on another host: never tried */
+  char scope_if[IF_NAMESIZE]; /* a link-local address: the local interface to its link */
+  bool is_peer_loopback;      /* the loopback address of a listener on another host: never tried */
   int fd;
   enum cand_stage stage;
   int attempts;
@@ -86,9 +87,9 @@ struct connecting {
   int64_t start, deadline, handshake_ns;
   enum connect_stage stage;
   int ncands;
-  struct cand *cands;              /* the handle's ncands addresses */
-  int cand_order[HANDLE_MAX_CAND]; /* local subnets first */
-  const struct cand *winner;       /* from CONNECT_RDMA on */
+  struct cand *cands;        /* the handle's addresses as tried here (connect_cands.c) */
+  int *cand_order;           /* indices into cands: local subnets first */
+  const struct cand *winner; /* from CONNECT_RDMA on */
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;
@@ -96,6 +97,10 @@ struct connecting {
   int ndata;                    /* from CONNECT_DATA_SOCKETS on: the listener's count */
   struct data_sock *data_socks; /* room for the listener's count */
 };
+
+/* connect_cands.c. The candidates from c->h, ordered, each link-local one
+ * once per local link: 0 or ENOMEM. */
+int connect_cands_build(struct connecting *c);
 
 /* connect_report.c. "10.0.0.7<46417> (eth1 on host-b, subnet 10.0.0.0/24,
  * local eth0)": an address with its interface, host and reachability. */

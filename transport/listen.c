@@ -64,7 +64,8 @@ static uint64_t random_u64(const void *salt) {
 }
 
 /* Every address of every chosen interface of the listen family; this
- * device's interface first. */
+ * device's interface first. The connector puts the scope on an IPv6
+ * link-local one (transport/connect_cands.c). */
 static void add_candidates(struct handle *h, const struct transport_dev *dev, int family,
                            uint16_t port) {
   const struct transport_host *host = transport_host();
@@ -73,10 +74,16 @@ static void add_candidates(struct handle *h, const struct transport_dev *dev, in
       const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];
       int own = !strcmp(n->name, dev->ifname);
       if (own != (pass == 0)) continue;
+      bool has_routable = false;
+      for (int k = 0; k < n->naddr; k++)
+        has_routable |=
+          ipaddr_is_routable(&n->addr[k]) && (family == AF_INET6 || n->addr[k].family == AF_INET);
       for (int k = 0; k < n->naddr && h->ncands < HANDLE_MAX_CAND; k++) {
         const struct ipaddr *a = &n->addr[k];
         if (family == AF_INET && a->family != AF_INET) continue;
-        if (ipaddr_is_link_local(a) && a->family == AF_INET6) continue; /* needs a scope */
+        /* An IPv6 link-local address only where nothing better is there:
+         * it takes room in the handle and reaches one link at most. */
+        if (ipaddr_is_link_local(a) && a->family == AF_INET6 && has_routable) continue;
         if (ipaddr_is_loopback(a) && !n->loopback) continue;
         struct handle_cand *c = &h->cands[h->ncands++];
         c->addr = *a;

@@ -3,6 +3,7 @@
  * only): host-a listens, host-b connects, joined by a veth pair. Each case
  * rebuilds a misconfiguration seen in the field and asserts that the
  * message names the cause and the fix, on each side that sees it. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -140,6 +141,46 @@ void case_offers_link_local_v4(struct side *s) {
     CHECK(w && strstr(w, "169.254.7.1 (eth0)") && strstr(w, "link-local") &&
             strstr(w, "same link") && strstr(w, "set NCCL_SOCKET_IFNAME to it"),
           "the listener must warn that it offers only a link-local address: %s", w ? w : "none");
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+/* IPv6 link-local only (fe80::/64 on each end, nothing else): the kernel
+ * refuses such an address without the interface of its link (EINVAL), so
+ * the connector tries it through each local link, the listener's interface
+ * name first. host-b also has a link that leads nowhere (eth9). */
+void case_link_local_v6_pair(struct side *s) {
+  if (two_hosts(s, "eth0", "eth0")) return;
+  bool is_recv = s->role == ROLE_RECV;
+  int bad = shell("ip link set eth0 addrgenmode none && ip -6 addr add fe80::%s/64 dev eth0 nodad",
+                  is_recv ? "a" : "b");
+  if (!is_recv)
+    bad |= shell("ip link add eth9 type veth peer name eth9p && ip link set eth9 addrgenmode none "
+                 "&& ip link set eth9p addrgenmode none && ip -6 addr add fe80::9/64 dev eth9 "
+                 "nodad && ip link set eth9p up");
+  CHECK(!bad, "cannot give the hosts their link-local addresses");
+  ctl_sync(s);
+  CHECK(!link_up("eth0") && (is_recv || !link_up("eth9")), "the links do not come up");
+  ctl_sync(s);
+  if (side_open(s)) return;
+  s->dev = device_named(s, "eth0");
+  void *comm;
+  long long t0 = ms_now();
+  if (pair_open(s, &comm)) return;
+  CHECK(ms_now() - t0 < 5000, "link-local connect took %lld ms", ms_now() - t0);
+  CHECK(xfer_one(s, comm, 1 << 20, 1 << 20, 10) == 0, "transfer over IPv6 link-local");
+  if (is_recv) {
+    const char *w = log_find(NCCL_LOG_WARN, "offers other hosts only");
+    CHECK(w && strstr(w, "fe80::a (eth0)") && strstr(w, "same link"),
+          "the listener must say it offers only a link-local address: %s", w ? w : "none");
+  } else {
+    CHECK(!log_find(NCCL_LOG_WARN, "EINVAL") && !log_find(NCCL_LOG_INFO, "EINVAL"),
+          "no attempt may fail for want of a scope: %s", log_find(-1, "EINVAL"));
+    CHECK(log_find(NCCL_LOG_INFO, "handshake (connect) with host-a ([fe80::a%eth0]<"),
+          "the connection must go through eth0, the listener's interface name");
   }
   ctl_sync(s);
   if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
