@@ -187,6 +187,9 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
     build_hello(c, k);
   } else if (err == EINPROGRESS) {
     k->stage = CAND_CONNECTING;
+  } else if (sock_err_local(err)) {
+    c->local_err = err; /* every other address would fail the same way */
+    k->stage = CAND_DEAD;
   } else {
     char why[600], advice[400];
     sock_errno_advice(err, advice, sizeof(advice));
@@ -297,7 +300,7 @@ static bool all_dead(const struct connecting *c) {
 static enum progress step_candidates(struct connecting *c, int64_t now) {
   struct cand *k = progress_candidates(c, now);
   if (!k) {
-    if (now <= c->deadline && !all_dead(c)) return PROGRESS_PENDING;
+    if (now <= c->deadline && !all_dead(c) && !c->local_err) return PROGRESS_PENDING;
     connect_report_failure(c);
     return PROGRESS_FAILED;
   }

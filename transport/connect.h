@@ -86,6 +86,7 @@ struct connecting {
   uint64_t connid;
   int64_t start, deadline, handshake_ns;
   enum connect_stage stage;
+  int local_err; /* socket() failed here (EMFILE...): no address can be tried */
   int ncands;
   struct cand *cands;        /* the handle's addresses as tried here (connect_cands.c) */
   int *cand_order;           /* indices into cands: local subnets first */

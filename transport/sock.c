@@ -129,6 +129,10 @@ bool sock_err_retryable(int err) {
   }
 }
 
+bool sock_err_local(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
+}
+
 /* This process's open descriptors: 0 and the count, or the errno. */
 static int count_fds(int *n) {
   DIR *d = opendir("/proc/self/fd");

@@ -40,6 +40,9 @@ int sock_recv(int fd, void *buf, size_t len, size_t *moved);
 void sock_errno_advice(int err, char *buf, size_t cap);
 /* Whether a connect error is worth retrying (refused, unreachable, ...). */
 bool sock_err_retryable(int err);
+/* Whether an error of socket()/connect() is this process's or this host's
+ * own (out of descriptors or memory): no other address would fare better. */
+bool sock_err_local(int err);
 
 /* "ECONNREFUSED" etc. for log lines. */
 const char *errno_name(int err);

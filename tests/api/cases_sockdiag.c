@@ -187,3 +187,68 @@ void case_link_local_v6_pair(struct side *s) {
   else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
+
+/* One failed connect to host-a's eth1 address under the route condition
+ * host-b sets up (setup, undone by undo): the WARN must hold every needle. */
+static void one_failure(struct side *s, const char *setup, const char *undo,
+                        const char *const *needles, long long max_ms) {
+  log_clear();
+  if (s->role == ROLE_RECV) {
+    void *lc = listen_and_ship(s);
+    bool is_refused = !setup;
+    if (lc && is_refused) netload_close_listen(&s->nl, lc); /* the listener is gone */
+    ctl_sync(s);
+    ctl_recv_int(s); /* the connector is done */
+    if (lc && !is_refused) netload_close_listen(&s->nl, lc);
+    return;
+  }
+  CHECK(!setup || !shell("%s", setup), "cannot set up: %s", setup);
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *sc = NULL;
+  long long ms = 0;
+  if (ctl_recv_int(s) == 0) ctl_recv(s, handle, sizeof(handle));
+  ctl_sync(s);
+  long long t0 = ms_now();
+  int r = 0;
+  while (!r && !sc && ms_now() - t0 < 20000) r = netload_connect(&s->nl, s->dev, handle, &sc);
+  ms = ms_now() - t0;
+  CHECK(r != ncclSuccess && !sc, "connect must fail (%s): %d", setup ? setup : "refused", r);
+  CHECK(ms <= max_ms, "it took %lld ms", ms);
+  const char *w = log_find(NCCL_LOG_WARN, "cannot connect to host-a");
+  for (int i = 0; needles[i]; i++)
+    CHECK(w && strstr(w, needles[i]), "the WARN must say \"%s\": %s", needles[i], w ? w : "none");
+  CHECK(w && !strstr(w, "Check that the peer process is alive"), "no generic checklist: %s",
+        w ? w : "none");
+  if (undo) shell("%s", undo);
+  ctl_send_int(s, 0);
+}
+
+/* Each way a connect fails says its own cause and fix: the listener is
+ * gone (ECONNREFUSED), no route (EHOSTUNREACH), no answer (a dropped SYN),
+ * an address the kernel refuses (EINVAL, a blackhole route). */
+void case_connect_causes(struct side *s) {
+  if (two_hosts(s, "eth1", "eth1")) return;
+  shell("ip addr add 10.92.0.%d/24 dev eth1", s->role == ROLE_RECV ? 1 : 2);
+  ctl_sync(s);
+  CHECK(!link_up("eth1"), "eth1 does not come up");
+  ctl_sync(s);
+  setenv("NCCL_DIAG_CONNECT_TIMEOUT_MS", "1500", 1);
+  if (side_open(s)) return;
+  s->dev = device_named(s, "eth1");
+  const char *refused[] = {"ECONNREFUSED", "Nothing listens there any more",
+                           "process on host-a that handed out this address has exited or was "
+                           "restarted",
+                           "host-a's log", NULL};
+  one_failure(s, NULL, NULL, refused, 6000);
+  const char *no_route[] = {"EHOSTUNREACH", "no route", "NCCL_SOCKET_IFNAME on host-a",
+                            "eth1 (10.92.0.2/24)", NULL};
+  one_failure(s, "ip route add unreachable 10.92.0.1/32", "ip route del unreachable 10.92.0.1/32",
+              no_route, 6000);
+  const char *no_answer[] = {"no answer after", "firewall drops them", "allow TCP", NULL};
+  one_failure(s, "ip neigh replace 10.92.0.1 lladdr 02:00:00:00:00:99 dev eth1 nud permanent",
+              "ip neigh del 10.92.0.1 dev eth1", no_answer, 6000);
+  const char *invalid[] = {"EINVAL", "blackhole route", "ip route get", NULL};
+  one_failure(s, "ip route add blackhole 10.92.0.1/32", "ip route del blackhole 10.92.0.1/32",
+              invalid, 1000);
+  side_close(s);
+}

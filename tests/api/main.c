@@ -78,6 +78,8 @@ static const struct api_case cases[] = {
    case_offers_link_local_v4, TWO, OWN_HOSTS, .timeout_s = 60},
   {"IPv6 link-local only: connected through the local link", case_link_local_v6_pair, TWO,
    OWN_HOSTS, .timeout_s = 60},
+  {"each connect failure names its own cause and fix", case_connect_causes, TWO, OWN_HOSTS,
+   .timeout_s = 90},
   {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO,
    IB_ONLY, CORE, .timeout_s = 60},
   {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY,
