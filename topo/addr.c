@@ -126,6 +126,15 @@ int ipaddr_is_routable(const struct ipaddr *a) {
          !ipaddr_is_link_local(a);
 }
 
+void ipaddr_unmap(struct ipaddr *a) {
+  static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
+  if (a->family != AF_INET6 || memcmp(a->bytes, v4mapped, 12)) return;
+  memmove(a->bytes, a->bytes + 12, 4);
+  memset(a->bytes + 4, 0, 12);
+  a->family = AF_INET;
+  if (a->prefix >= 96) a->prefix -= 96;
+}
+
 int ipaddr_in_subnet(const struct ipaddr *a, const struct ipaddr *b) {
   if (a->family != b->family) return 0;
   int len = a->family == AF_INET ? 32 : 128;

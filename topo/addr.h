@@ -29,6 +29,9 @@ int ipaddr_is_loopback(const struct ipaddr *a);
 /* Whether a process on another host can reach a through routers: neither
  * loopback nor link-local (169.254.0.0/16, fe80::/10). */
 int ipaddr_is_routable(const struct ipaddr *a);
+/* ::ffff:10.0.0.1 (an IPv4 peer as a dual-stack socket reports it) becomes
+ * 10.0.0.1; any other address is left as it is. */
+void ipaddr_unmap(struct ipaddr *a);
 /* Whether b lies in a's subnet (a's prefix; same family). */
 int ipaddr_in_subnet(const struct ipaddr *a, const struct ipaddr *b);
 /* Same network under prefix bits. */

@@ -358,3 +358,12 @@ const struct netif *netif_on_subnet(const struct netif_list *l, const struct ipa
   }
   return NULL;
 }
+
+const struct netif *netif_with_addr(const struct netif_list *l, const struct ipaddr *a) {
+  for (int i = 0; i < l->n; i++)
+    for (int k = 0; k < l->ifs[i].naddr; k++) {
+      const struct ipaddr *b = &l->ifs[i].addr[k];
+      if (b->family == a->family && !memcmp(b->bytes, a->bytes, 16)) return &l->ifs[i];
+    }
+  return NULL;
+}

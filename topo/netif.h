@@ -62,6 +62,8 @@ void netif_choice_summary(const struct netif_list *l, const struct netif_choice 
 /* "enp0s1 (10.0.2.15/24), lo (127.0.0.1/8)": what exists, for messages. */
 void netif_list_str(const struct netif_list *l, char *buf, size_t cap);
 
+/* The interface that has address a itself (or NULL). */
+const struct netif *netif_with_addr(const struct netif_list *l, const struct ipaddr *a);
 /* The interface owning an address in the same subnet as a (or NULL). */
 const struct netif *netif_on_subnet(const struct netif_list *l, const struct ipaddr *a,
                                     int *addr_idx);

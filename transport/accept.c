@@ -182,6 +182,7 @@ static bool hello_received(struct listen_comm *l) {
   struct transport_peer peer;
   transport_peer_describe(&peer, h, l->ctrl_peer);
   report_hello(&l->mine, h, peer.desc, "accept");
+  accept_report_unreached(l);
   l->ndata = h->nsocks;
   for (int i = 0; i < TRANSPORT_MAX_DATA_SOCKS; i++) l->data_fds[i] = -1;
   l->ndata_arrived = 0;

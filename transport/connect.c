@@ -155,6 +155,23 @@ static void attempt_failed(struct connecting *c, struct cand *k, int err, const 
   }
 }
 
+/* The listener's addresses tried before k that failed or are still
+ * unanswered: the listener names them in its own log (accept_report.c). */
+static void fill_tried(const struct connecting *c, const struct cand *k, struct hello *m) {
+  int64_t now = now_ns();
+  m->ntried = 0;
+  for (int i = 0; i < c->ncands && m->ntried < HELLO_MAX_TRIED; i++) {
+    const struct cand *t = &c->cands[c->cand_order[i]];
+    bool is_refused_by_process = t->stage == CAND_DEAD && !t->last_err; /* it was reached */
+    if (t == k || !t->attempts || t->stage == CAND_HELLO || is_refused_by_process) continue;
+    struct hello_tried *e = &m->tried[m->ntried++];
+    snprintf(e->addr, sizeof(e->addr), "%s", t->str);
+    snprintf(e->ifname, sizeof(e->ifname), "%s", t->hc.ifname);
+    e->err = t->stage == CAND_CONNECTING ? 0 : t->last_err;
+    e->ms = (int)((now - t->attempt_start) / 1000000);
+  }
+}
+
 static void build_hello(struct connecting *c, struct cand *k) {
   struct hello *m = &c->mine;
   hello_fill_local(m, HELLO_CONNECT);
@@ -170,6 +187,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
     sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
   m->nsocks = c->h.nsocks;
   m->nthreads = c->h.nthreads;
+  fill_tried(c, k, m);
   struct preamble p = {ROLE_CTRL, 0, c->h.nonce, c->connid};
   preamble_encode(&p, k->out_buf);
   size_t len; /* our own record always fits */
