@@ -49,13 +49,20 @@ void accept_report_unreached(const struct listen_comm *l) {
   char addr[64], list[900], key[1100];
   if (!h->ntried) return;
   const struct netif *won = ctrl_interface(l, addr, sizeof(addr));
-  if (!won || !unreached_list(h, won->name, list, sizeof(list))) return;
+  if (!won || !strncmp(won->name, "lo", 2) || !unreached_list(h, won->name, list, sizeof(list)))
+    return;
   snprintf(key, sizeof(key), "unreached|%s|%s", h->host, list);
   if (!report_first(key)) return;
   const char *mine = l->mine.host, *cur = knob_str(K_SOCKET_IFNAME);
+  char job[40], also[160] = "";
+  if (report_job_ifname(won->name, h->ifname, job, sizeof(job)) && strcmp(job, won->name))
+    snprintf(also, sizeof(also),
+             "; for the whole job, NCCL_SOCKET_IFNAME=%s works on every node "
+             "(%s here, %s on %s)",
+             job, won->name, h->ifname, h->host);
   WARN("%s could not reach this host's %s, and connected to %s (%s) instead: %s advertises "
        "addresses %s does not reach. On %s set NCCL_SOCKET_IFNAME=%s (%s%s now) so it offers the "
-       "network both hosts share first",
+       "network both hosts share first%s",
        h->host, list, addr, won->name, mine, h->host, mine, won->name, cur ? "it is " : "unset",
-       cur ? cur : "");
+       cur ? cur : "", also);
 }

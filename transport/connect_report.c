@@ -65,11 +65,16 @@ void connect_report_detour(struct connecting *c, const struct cand *won) {
   ev_str(&e, "failed", failed);
   ev_str(&e, "worked", wd);
   ev_end(&e);
+  char job[40];
+  const char *here = won->local_if[0] ? won->local_if : c->dev->ifname;
+  if (!report_job_ifname(won->hc.ifname, here, job, sizeof(job))) return;
   if (report_first(key))
     WARN("connected to %s for device %s through %s, after %s. Traffic works, but the peer "
          "advertises an address this host cannot reach: set NCCL_SOCKET_IFNAME=%s on every node "
-         "so both sides use the network they share (on %s it is %s)",
-         c->peer.host, c->dev->name, wd, failed, won->hc.ifname, c->peer.host, peer_if);
+         "so both sides use the network they share (%s on %s, %s here; the setting on %s is %s "
+         "now)",
+         c->peer.host, c->dev->name, wd, failed, job, won->hc.ifname, c->peer.host, here,
+         c->peer.host, peer_if);
 }
 
 /* Every candidate is the loopback address of a peer on another host. */

@@ -252,3 +252,39 @@ void case_connect_causes(struct side *s) {
               invalid, 1000);
   side_close(s);
 }
+
+/* The network both hosts share is eno1 on host-a and eth0 on host-b, and
+ * host-a advertises eth1 first, which host-b reaches only in name (field
+ * story 1 with other names). Both sides advise the one setting that works
+ * on every node, NCCL_SOCKET_IFNAME=eno1,eth0; host-a also hears its own. */
+void case_job_ifname(struct side *s) {
+  if (two_hosts(s, "eno1", "eth0")) return;
+  bool is_recv = s->role == ROLE_RECV;
+  int bad = shell("ip addr add 10.93.8.%d/22 dev %s", is_recv ? 1 : 2, is_recv ? "eno1" : "eth0");
+  bad |= shell("ip link add eth1 type veth peer name eth1%s && ip addr add 10.93.12.%d/22 dev "
+               "eth1 && ip link set eth1%s up",
+               is_recv ? "x" : "y", is_recv ? 1 : 2, is_recv ? "x" : "y");
+  CHECK(!bad, "cannot build the hosts' networks");
+  ctl_sync(s);
+  CHECK(!link_up(is_recv ? "eno1" : "eth0") && !link_up("eth1"), "the links do not come up");
+  ctl_sync(s);
+  if (side_open(s)) return;
+  s->dev = device_named(s, is_recv ? "eth1" : "eth0");
+  void *comm;
+  if (pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 1 << 16, 1 << 16, 11) == 0, "transfer through the shared network");
+  const char *w = log_find(NCCL_LOG_WARN, is_recv ? "could not reach" : "connected to host-a");
+  if (is_recv)
+    CHECK(w && strstr(w, "On host-a set NCCL_SOCKET_IFNAME=eno1 ") &&
+            strstr(w, "for the whole job, NCCL_SOCKET_IFNAME=eno1,eth0 works on every node") &&
+            !strstr(w, "=lo") && !strstr(w, ",lo"),
+          "the listener must give its own setting and the job's: %s", w ? w : "none");
+  else
+    CHECK(w && strstr(w, "set NCCL_SOCKET_IFNAME=eno1,eth0 on every node") &&
+            strstr(w, "eno1 on host-a, eth0 here") && !strstr(w, "=lo") && !strstr(w, ",lo"),
+          "the connector must give the setting that works on every node: %s", w ? w : "none");
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}

@@ -80,6 +80,8 @@ static const struct api_case cases[] = {
    OWN_HOSTS, .timeout_s = 60},
   {"each connect failure names its own cause and fix", case_connect_causes, TWO, OWN_HOSTS,
    .timeout_s = 90},
+  {"interfaces named differently: one NCCL_SOCKET_IFNAME for every node", case_job_ifname, TWO,
+   OWN_HOSTS, .timeout_s = 60},
   {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO,
    IB_ONLY, CORE, .timeout_s = 60},
   {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY,
