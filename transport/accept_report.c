@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the listener learns from a connector's hello about its own
- * addresses: those the connector could not reach before one worked. The
- * connector's host sees the detour; the host whose setting has to change is
- * this one, so it hears it too. */
+/* What the listener tells about a connection in setup beyond the protocol
+ * itself: its own addresses that the connector's hello says it could not
+ * reach (the connector's host sees the detour; the host whose setting has
+ * to change is this one), a connector that gave up and said why, and its
+ * own failure to accept, which the connector hears too. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
 #include "topo/strbuf.h"
+#include "transport/abort.h"
+#include "transport/frame.h"
 #include "transport/listen.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -65,4 +70,48 @@ void accept_report_unreached(const struct listen_comm *l) {
        "network both hosts share first%s",
        h->host, list, addr, won->name, mine, h->host, mine, won->name, cur ? "it is " : "unset",
        cur ? cur : "", also);
+}
+
+/* "host-b (10.0.0.2<41234>)", or the address alone before its hello. */
+static void peer_name(const struct listen_comm *l, char *buf, size_t cap) {
+  if (l->stage > ACCEPT_HELLO && l->peer_hello.host[0])
+    snprintf(buf, cap, "%s (%s)", l->peer_hello.host, l->ctrl_peer);
+  else snprintf(buf, cap, "%s", l->ctrl_peer);
+}
+
+void accept_report_failed(struct listen_comm *l, int err) {
+  char advice[700], peer[160], reason[MSG_ABORT_MAX];
+  bool is_in_setup = l->stage != ACCEPT_IDLE && l->ctrl_fd >= 0;
+  sock_fd_advice(err, 1 + l->nsocks, advice, sizeof(advice));
+  peer_name(l, peer, sizeof(peer));
+  WARN("accept on device %s port %u failed%s%s: %s (%s)%s%s", l->dev->name, l->port,
+       is_in_setup ? " while connecting " : "", is_in_setup ? peer : "", strerror(err),
+       errno_name(err), advice[0] ? "; " : "", advice);
+  if (!is_in_setup) return;
+  snprintf(reason, sizeof(reason), "%s could not accept this connection's sockets: %s (%s)%s%s",
+           l->mine.host[0] ? l->mine.host : "the listener", strerror(err), errno_name(err),
+           advice[0] ? "; " : "", advice);
+  transport_send_abort(l->ctrl_fd, 0, reason);
+  ev_count(C_CONN_FAILURES, 1);
+  listen_reset_conn(l);
+}
+
+bool accept_peer_gave_up(struct listen_comm *l) {
+  uint8_t buf[MSG_HDR_LEN + MSG_ABORT_MAX];
+  ssize_t n = recv(l->ctrl_fd, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+  struct msg_hdr h;
+  char why[160], peer[160];
+  /* Only a whole notice counts: the connector's first message may already
+   * be on its way, and a closed connection has its own deadline. */
+  if (n < MSG_HDR_LEN || msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT) ||
+      (size_t)n < MSG_HDR_LEN + h.size)
+    return false;
+  peer_name(l, peer, sizeof(peer));
+  WARN("%s gave up its connection to device %s while this side was %s (%d of %d data sockets "
+       "arrived): %.*s",
+       peer, l->dev->name, accept_stage_name(l->stage), l->ndata_arrived, l->ndata, (int)h.size,
+       (const char *)buf + MSG_HDR_LEN);
+  ev_count(C_CONN_FAILURES, 1);
+  listen_reset_conn(l);
+  return true;
 }

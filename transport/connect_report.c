@@ -236,8 +236,8 @@ static void failure_text(const struct connecting *c, char *tried, size_t tcap, c
 
 /* socket() itself failed here: no address can be tried. */
 static void fail_local(const struct connecting *c) {
-  char advice[600];
-  sock_errno_advice(c->local_err, advice, sizeof(advice));
+  char advice[700];
+  sock_fd_advice(c->local_err, c->dev->is_ib ? 1 : 1 + c->h.nsocks, advice, sizeof(advice));
   WARN("cannot connect to %s for device %s: this process cannot open a socket: %s (%s)%s%s",
        c->h.host, c->dev->name, strerror(c->local_err), errno_name(c->local_err),
        advice[0] ? "; " : "", advice);

@@ -159,8 +159,8 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
     err = sock_listen(family, &l->fd, &l->port);
   }
   if (err) {
-    char advice[400];
-    sock_errno_advice(err, advice, sizeof(advice));
+    char advice[700];
+    sock_fd_advice(err, 1 + l->nsocks, advice, sizeof(advice));
     WARN("cannot listen for device %s on interface %s: socket/bind/listen failed: %s%s%s",
          dev->name, dev->ifname, strerror(err), advice[0] ? "; " : "", advice);
     free(l);

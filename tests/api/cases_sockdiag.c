@@ -3,10 +3,13 @@
  * only): host-a listens, host-b connects, joined by a veth pair. Each case
  * rebuilds a misconfiguration seen in the field and asserts that the
  * message names the cause and the fix, on each side that sees it. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cases.h"
@@ -286,5 +289,153 @@ void case_job_ifname(struct side *s) {
   ctl_sync(s);
   if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
   else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+/* Descriptors this process has open (the directory's own one left out). */
+static int open_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  while (d && readdir(d)) n++;
+  if (d) closedir(d);
+  return n - 3;
+}
+
+/* Descriptors for this process: the limits set to limit (soft) and hard,
+ * then /dev/null opened until none is left below the limit, and keep of
+ * those closed again; the number of them still open. */
+static int fds_exhaust(int limit, int hard, int keep, int *fds, int cap) {
+  struct rlimit rl = {(rlim_t)limit, (rlim_t)hard};
+  if (setrlimit(RLIMIT_NOFILE, &rl)) return -1;
+  int n = 0;
+  while (n < cap) {
+    int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    fds[n++] = fd;
+  }
+  while (keep-- > 0 && n > 0) close(fds[--n]);
+  return n;
+}
+
+static void fds_restore(int *fds, int n, const struct rlimit *saved) {
+  while (n > 0) close(fds[--n]);
+  setrlimit(RLIMIT_NOFILE, saved);
+}
+
+/* Out of file descriptors: the connector whose data sockets run out says
+ * how many are open against which limits, what one connection costs and
+ * where to raise the hard limit (it equals the soft one), and the
+ * listener hears why the connection ended; a connector without a single
+ * descriptor fails at once and names ulimit -n; a listener that runs out
+ * while accepting tells the connector. */
+void case_fd_exhaustion(struct side *s) {
+  if (two_hosts(s, "eth1", "eth1")) return;
+  shell("ip addr add 10.94.0.%d/24 dev eth1", s->role == ROLE_RECV ? 1 : 2);
+  ctl_sync(s);
+  CHECK(!link_up("eth1"), "eth1 does not come up");
+  ctl_sync(s);
+  setenv("NCCL_SOCKET_NTHREADS", "2", 1);
+  setenv("NCCL_NSOCKS_PERTHREAD", "4", 1);
+  if (side_open(s)) return;
+  s->dev = device_named(s, "eth1");
+  struct rlimit saved;
+  getrlimit(RLIMIT_NOFILE, &saved);
+  int fds[256], nfd, limit = open_fds() + 64;
+  char want[160];
+  void *comm = NULL;
+  long long ms = 0;
+
+  /* The connector without a single free descriptor, soft below hard. */
+  if (s->role == ROLE_RECV) {
+    void *lc = listen_and_ship(s);
+    ctl_sync(s);
+    if (lc) netload_close_listen(&s->nl, lc);
+  } else {
+    nfd = fds_exhaust(limit, (int)saved.rlim_max, 0, fds, 256);
+    int r = connect_until_done(s, &comm, &ms, 10000);
+    fds_restore(fds, nfd, &saved);
+    CHECK(r != ncclSuccess && ms < 1000, "connect must fail at once: %d after %lld ms", r, ms);
+    const char *w = log_find(NCCL_LOG_WARN, "cannot open a socket");
+    snprintf(want, sizeof(want), "ulimit -n %llu", (unsigned long long)saved.rlim_max);
+    CHECK(w && strstr(w, "cannot connect to host-a") && strstr(w, "EMFILE") && strstr(w, want),
+          "the connector must say it is out of descriptors and how to raise the limit: %s",
+          w ? w : "none");
+    ctl_sync(s);
+  }
+  log_clear();
+
+  /* The listener: room for the control socket, none for data sockets. */
+  if (s->role == ROLE_RECV) {
+    void *lc = listen_and_ship(s);
+    nfd = fds_exhaust(limit, (int)saved.rlim_max, 1, fds, 256);
+    long long t0 = ms_now();
+    int r = 0;
+    while (lc && !r && !comm && ms_now() - t0 < 10000) r = netload_accept(&s->nl, lc, &comm);
+    fds_restore(fds, nfd, &saved);
+    CHECK(r != ncclSuccess, "accept must fail: %d", r);
+    const char *w = log_find(NCCL_LOG_WARN, "accept on device eth1");
+    CHECK(w && strstr(w, "while connecting host-b") && strstr(w, "EMFILE") &&
+            strstr(w, "each connection costs 9") && strstr(w, "ulimit -n"),
+          "the listener must say it ran out of descriptors: %s", w ? w : "none");
+    ctl_sync(s);
+    if (lc) netload_close_listen(&s->nl, lc);
+  } else {
+    int r = connect_until_done(s, &comm, &ms, 10000);
+    void *req = NULL, *mh = NULL;
+    int done = 0;
+    static char buf[64] = "x";
+    long long t0 = ms_now();
+    if (!r && comm) r = netload_reg_mr(&s->nl, comm, buf, sizeof(buf), NCCL_PTR_HOST, &mh);
+    /* Sends complete into the kernel's buffer until the listener's end is
+     * gone: the first one that fails must give the listener's reason. */
+    while (!r && comm && ms_now() - t0 < 10000) {
+      req = NULL;
+      done = 0;
+      while (!r && !req && ms_now() - t0 < 10000)
+        r = netload_isend(&s->nl, comm, buf, sizeof(buf), 0, mh, &req);
+      while (!r && req && !done && ms_now() - t0 < 10000)
+        r = netload_test(&s->nl, req, &done, NULL);
+      usleep(10000);
+    }
+    CHECK(r != ncclSuccess, "the connection must fail: %d", r);
+    const char *w = log_find(NCCL_LOG_WARN, "could not accept this connection's sockets");
+    CHECK(w && strstr(w, "host-a") && strstr(w, "EMFILE"),
+          "the connector must hear why the listener ended the connection: %s", w ? w : "none");
+    if (comm) netload_close_send(&s->nl, comm);
+    ctl_sync(s);
+  }
+  log_clear();
+
+  /* The connector: room for its control socket and one data socket of 8,
+   * soft limit = hard limit (last: without CAP_SYS_RESOURCE the hard
+   * limit cannot be raised again). */
+  if (s->role == ROLE_RECV) {
+    void *lc = listen_and_ship(s);
+    long long t0 = ms_now();
+    int r = 0;
+    while (lc && !r && !comm && ms_now() - t0 < 10000) r = netload_accept(&s->nl, lc, &comm);
+    CHECK(r != ncclSuccess && ms_now() - t0 < 5000, "accept must fail soon: %d after %lld ms", r,
+          ms_now() - t0);
+    const char *w = log_find(NCCL_LOG_WARN, "gave up its connection");
+    CHECK(w && strstr(w, "host-b (10.94.0.2<") && strstr(w, "could not open data socket 1 of 8") &&
+            strstr(w, "EMFILE") && strstr(w, "LimitNOFILE"),
+          "the listener must hear why the connector gave up: %s", w ? w : "none");
+    ctl_sync(s);
+    if (lc) netload_close_listen(&s->nl, lc);
+  } else {
+    nfd = fds_exhaust(limit, limit, 2, fds, 256);
+    int r = connect_until_done(s, &comm, &ms, 10000);
+    fds_restore(fds, nfd, &saved);
+    CHECK(r != ncclSuccess && ms < 3000, "connect must fail at once: %d after %lld ms", r, ms);
+    const char *w = log_find(NCCL_LOG_WARN, "data socket 1 of 8");
+    snprintf(want, sizeof(want), "this process has %d file descriptors open and may have %d", limit,
+             limit);
+    CHECK(w && strstr(w, "EMFILE") && strstr(w, want) &&
+            strstr(w, "each connection costs 9 on each side") && strstr(w, "LimitNOFILE=") &&
+            strstr(w, "--ulimit nofile") && strstr(w, "cannot raise it"),
+          "the connector must count its descriptors and name the hard limit's settings (%s): %s",
+          want, w ? w : "none");
+    ctl_sync(s);
+  }
   side_close(s);
 }

@@ -82,6 +82,8 @@ static const struct api_case cases[] = {
    .timeout_s = 90},
   {"interfaces named differently: one NCCL_SOCKET_IFNAME for every node", case_job_ifname, TWO,
    OWN_HOSTS, .timeout_s = 60},
+  {"out of file descriptors: counted, the limit to raise, both sides told", case_fd_exhaustion, TWO,
+   OWN_HOSTS, .timeout_s = 90},
   {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO,
    IB_ONLY, CORE, .timeout_s = 60},
   {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY,
