@@ -439,3 +439,43 @@ void case_fd_exhaustion(struct side *s) {
   }
   side_close(s);
 }
+
+/* A message larger than its receive. With the same NCCL, plugin and
+ * settings on both hosts the application's own calls disagree, and the
+ * message says so; with NCCL_PROTO set on one host only, that difference
+ * is named instead. Both sides read the cause (the receiver through the
+ * sender's notice). RDMA only until the TCP receiver words it the same
+ * way (see report_size_mismatch). */
+static void size_mismatch(struct side *s, bool is_proto_skewed) {
+  if (is_proto_skewed && s->role == ROLE_SEND) setenv("NCCL_PROTO", "Simple", 1);
+  if (side_open(s)) return;
+  void *comm;
+  if (pair_open(s, &comm)) return;
+  int r = xfer_one(s, comm, 2000, 1000, 12);
+  CHECK(r != 0, "a message larger than its receive must fail: %d", r);
+  const char *w = log_find(NCCL_LOG_WARN, "holds 1000 bytes");
+  bool says_app = w &&
+                  strstr(w, "are the same on host-b and host-a, so the application posts "
+                            "mismatched sizes") &&
+                  strstr(w, "same sequence of sends and receives");
+  bool says_proto = w && strstr(w, "NCCL_PROTO: Simple on host-b, unset on host-a") &&
+                    strstr(w, "Make them the same on every node");
+  if (is_proto_skewed)
+    CHECK(says_proto && !strstr(w, "application"), "the differing setting must be named: %s",
+          w ? w : "none");
+  else
+    CHECK(says_app && !strstr(w, "NCCL_PROTO:"),
+          "with the same settings the application's calls must be named: %s", w ? w : "none");
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+void case_size_mismatch_same(struct side *s) {
+  if (!private_uts(s->role == ROLE_RECV ? "host-a" : "host-b")) size_mismatch(s, false);
+}
+
+void case_size_mismatch_proto(struct side *s) {
+  if (!private_uts(s->role == ROLE_RECV ? "host-a" : "host-b")) size_mismatch(s, true);
+}
