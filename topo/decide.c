@@ -58,10 +58,12 @@ void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fm
   va_end(ap);
 }
 
-/* Pass 1, sockets: NCCL_SOCKET_IFNAME exactly as NCCL applies it. First,
- * because the main interface (pass 6) and the advice read it. */
+/* Pass 1, sockets: NCCL_SOCKET_IFNAME with NCCL's grammar, and NCCL's own
+ * choice beside it. First, because the main interface (pass 6) and the
+ * advice read them. */
 static void pass_sockets(const struct topo_host *h, struct topo_choice *c) {
   netif_choose(&h->ifs, c->prefs.socket_ifname, c->prefs.socket_family, &c->sock);
+  netif_nccl_choose(&h->ifs, c->prefs.socket_ifname, c->prefs.socket_family, &c->nccl_sock);
   if (c->sock.n == 0) topo_issue(c, TOPO_ERROR, "no usable socket interface: %s", c->sock.error);
 }
 
@@ -197,6 +199,7 @@ void topo_choice_free(struct topo_choice *c) {
   for (int i = 0; i < c->nissue; i++) {
     free(c->issues[i].text);
     free(c->issues[i].warn);
+    free(c->issues[i].fix);
   }
   free(c->issues);
   free(c->block);
