@@ -6,7 +6,9 @@
  * Exit status: 0, 1 when something will break a multi-node run (an
  * NCCL_IB_HCA entry that matches nothing, a forced GID index that is
  * link-local, empty or missing, ports of two planes or link layers forced
- * together, no usable socket interface), 2 on a usage error. */
+ * together, no usable socket interface, a main interface with only a
+ * loopback or link-local address, NCCL's own bootstrap choice on one), 2 on
+ * a usage error. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
