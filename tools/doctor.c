@@ -7,7 +7,9 @@
  * NCCL_IB_HCA entry that matches nothing, a forced GID index that is
  * link-local, empty or missing, ports of two planes or link layers forced
  * together, no usable socket interface, a P_Key index without a key, RDMA
- * ports that cannot be opened here), 2 on a usage error. */
+ * ports that cannot be opened here, a main interface with only a loopback or
+ * link-local address, NCCL's own bootstrap choice on one), 2 on a usage
+ * error. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

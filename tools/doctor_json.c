@@ -16,8 +16,9 @@
  *  "gpus": [{name, busid, numa, cpus, class, nearest: [{device, port, netdev, subnet,
  *            gid_index}], distances: {<device>: class}}],
  *  "interfaces": [{name, state, addresses, mtu, speed_mbps, pci_path, numa, chosen,
- *                  socket_index, main, why}],
- *  "socket": {ifname, chosen, main, main_why, error},
+ *                  socket_index, main, why, nccl_index, nccl_address, nccl_why}],
+ *  "socket": {ifname, chosen, main, main_why, error,
+ *             nccl: {rule, bootstrap, bootstrap_address, chosen}},
  *  "env": {process, pid1, pid1_source, pid1_error, differences: [{name, process, pid1}],
  *          evaluated_with},
  *  "verbs": {probed, why_not_probed, library, loaded, error, opened,
@@ -249,6 +250,32 @@ static void put_gpu(struct json_writer *w, const struct doctor *d, int g) {
   json_close(w, '}');
 }
 
+/* NCCL's own choice for interface i: its place, its address, why not. */
+static void put_nccl_interface(struct json_writer *w, const struct doctor *d, int i) {
+  const struct netif_nccl *m = &d->c->nccl_sock;
+  int at = netif_nccl_position(m, i);
+  char a[64] = "";
+  if (at >= 0) ipaddr_str(&d->h->ifs.ifs[i].addr[m->addr[at]], a, sizeof(a));
+  json_int(w, "nccl_index", at);
+  json_str(w, "nccl_address", a);
+  json_str(w, "nccl_why", at >= 0 ? "" : m->why[i]);
+}
+
+static void put_nccl_choice(struct json_writer *w, const struct doctor *d) {
+  const struct netif_nccl *m = &d->c->nccl_sock;
+  const struct netif_list *l = &d->h->ifs;
+  char a[64] = "";
+  if (m->n) ipaddr_str(&l->ifs[m->idx[0]].addr[m->addr[0]], a, sizeof(a));
+  json_open(w, "nccl", '{');
+  json_str(w, "rule", m->rule);
+  json_str(w, "bootstrap", m->n ? l->ifs[m->idx[0]].name : "");
+  json_str(w, "bootstrap_address", a);
+  json_open(w, "chosen", '[');
+  for (int j = 0; j < m->n; j++) json_str(w, NULL, l->ifs[m->idx[j]].name);
+  json_close(w, ']');
+  json_close(w, '}');
+}
+
 static void put_interfaces(struct json_writer *w, const struct doctor *d) {
   const struct topo_host *h = d->h;
   const struct topo_choice *c = d->c;
@@ -276,6 +303,7 @@ static void put_interfaces(struct json_writer *w, const struct doctor *d) {
     json_int(w, "socket_index", j < c->sock.n ? j : -1);
     json_bool(w, "main", i == c->main_if);
     json_str(w, "why", c->sock.why[i]);
+    put_nccl_interface(w, d, i);
     json_close(w, '}');
   }
   json_close(w, ']');
@@ -287,6 +315,7 @@ static void put_interfaces(struct json_writer *w, const struct doctor *d) {
   json_str(w, "main", c->main_if >= 0 ? h->ifs.ifs[c->main_if].name : "");
   json_str(w, "main_why", c->main_why);
   json_str(w, "error", c->sock.error);
+  put_nccl_choice(w, d);
   json_close(w, '}');
 }
 

@@ -229,14 +229,40 @@ static void print_gpus(FILE *f, const struct doctor *d) {
   print_matrix_legend(f, d);
 }
 
+/* NCCL's own choice, which its bootstrap and built-in transports make
+ * whatever this plugin chooses: the NCCL column above, in words. */
+static void print_nccl_choice(FILE *f, const struct doctor *d) {
+  const struct netif_nccl *m = &d->c->nccl_sock;
+  const struct netif_list *l = &d->h->ifs;
+  char line[1200], a[64];
+  size_t o = 0;
+  if (!m->n) {
+    wrapped(f, "  NCCL's own choice: ", 4,
+            "nothing (NCCL stops with 'Bootstrap : no socket "
+            "interface found')");
+    return;
+  }
+  ipaddr_str(&l->ifs[m->idx[0]].addr[m->addr[0]], a, sizeof(a));
+  o = topo_cat(line, sizeof(line), o, "bootstrap over %s (%s), by %s; its Socket transport uses",
+               l->ifs[m->idx[0]].name, a, m->rule);
+  for (int j = 0; j < m->n; j++) o = topo_cat(line, sizeof(line), o, " %s", l->ifs[m->idx[j]].name);
+  for (int i = 0, first = 1; i < l->n; i++) {
+    if (netif_nccl_position(m, i) >= 0) continue;
+    o = topo_cat(line, sizeof(line), o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name,
+                 m->why[i]);
+    first = 0;
+  }
+  wrapped(f, "  NCCL's own choice: ", 4, line);
+}
+
 static void print_ifaces(FILE *f, const struct doctor *d) {
   const struct topo_host *h = d->h;
   const struct topo_choice *c = d->c;
   const char *ifn = c->prefs.socket_ifname;
   fprintf(f, "\nSocket interfaces (NCCL_SOCKET_IFNAME %s%s%s)\n",
           ifn ? "=" : "unset: NCCL's automatic choice", ifn ? ifn : "", "");
-  fprintf(f, "  %-14s %-9s %-40s %-5s %-13s %-4s %s\n", "IFACE", "STATE", "ADDRESSES", "MTU", "PCI",
-          "NUMA", "VERDICT");
+  fprintf(f, "  %-14s %-9s %-40s %-5s %-13s %-4s %-10s %s\n", "IFACE", "STATE", "ADDRESSES", "MTU",
+          "PCI", "NUMA", "NCCL", "THIS PLUGIN");
   for (int i = 0; i < h->ifs.n; i++) {
     const struct netif *n = &h->ifs.ifs[i];
     char addrs[256] = "", verdict[160];
@@ -252,17 +278,21 @@ static void print_ifaces(FILE *f, const struct doctor *d) {
     for (j = 0; j < c->sock.n && c->sock.idx[j] != i; j++) {
     }
     if (j < c->sock.n)
-      snprintf(verdict, sizeof(verdict), "chosen [%d]%s", j,
-               i == c->main_if ? ", main (bootstrap)" : "");
+      snprintf(verdict, sizeof(verdict), "chosen [%d]%s", j, i == c->main_if ? ", main" : "");
     else
       snprintf(verdict, sizeof(verdict), "not used: %s%s", c->sock.why[i],
                i == c->main_if ? "; main" : "");
-    fprintf(f, "  %-14s %-9s %-40s %-5d %-13s %-4d %s\n", n->name,
+    int at = netif_nccl_position(&c->nccl_sock, i);
+    char nccl[16] = "-";
+    if (at == 0) snprintf(nccl, sizeof(nccl), "bootstrap");
+    else if (at > 0) snprintf(nccl, sizeof(nccl), "[%d]", at);
+    fprintf(f, "  %-14s %-9s %-40s %-5d %-13s %-4d %-10s %s\n", n->name,
             !n->up        ? "down"
             : !n->running ? "no-carrier"
                           : "up",
-            addrs[0] ? addrs : "-", n->mtu, base, n->numa, verdict);
+            addrs[0] ? addrs : "-", n->mtu, base, n->numa, nccl, verdict);
   }
+  print_nccl_choice(f, d);
   if (c->main_if >= 0) {
     char line[400];
     snprintf(line, sizeof(line), "%s: %s", h->ifs.ifs[c->main_if].name, c->main_why);

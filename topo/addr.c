@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,6 +121,20 @@ int ipaddr_is_loopback(const struct ipaddr *a) {
   return 0;
 }
 
+int ipaddr_is_routable(const struct ipaddr *a) {
+  return (a->family == AF_INET || a->family == AF_INET6) && !ipaddr_is_loopback(a) &&
+         !ipaddr_is_link_local(a);
+}
+
+void ipaddr_unmap(struct ipaddr *a) {
+  static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
+  if (a->family != AF_INET6 || memcmp(a->bytes, v4mapped, 12)) return;
+  memmove(a->bytes, a->bytes + 12, 4);
+  memset(a->bytes + 4, 0, 12);
+  a->family = AF_INET;
+  if (a->prefix >= 96) a->prefix -= 96;
+}
+
 int ipaddr_in_subnet(const struct ipaddr *a, const struct ipaddr *b) {
   if (a->family != b->family) return 0;
   int len = a->family == AF_INET ? 32 : 128;
@@ -151,8 +166,10 @@ void sockaddr_str(const struct sockaddr *sa, char *buf, size_t cap) {
     snprintf(buf, cap, "%s<%u>", host, ntohs(s->sin_port));
   } else if (sa->sa_family == AF_INET6) {
     const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)sa;
+    char scope[IF_NAMESIZE + 1] = "";
     inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof(host));
-    snprintf(buf, cap, "[%s]<%u>", host, ntohs(s->sin6_port));
+    if (s->sin6_scope_id && if_indextoname(s->sin6_scope_id, scope + 1)) scope[0] = '%';
+    snprintf(buf, cap, "[%s%s]<%u>", host, scope, ntohs(s->sin6_port));
   } else {
     snprintf(buf, cap, "(address family %d)", sa->sa_family);
   }

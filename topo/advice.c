@@ -3,9 +3,9 @@
  *  NCCL_IB_HCA        when ports were set apart or the current value is wrong:
  *                     the exact list of chosen devices (so that NCCL's
  *                     built-in IB transport and every node agree);
- *  NCCL_SOCKET_IFNAME when more than one interface could carry bootstrap or
- *                     the current value matches nothing: the main interface,
- *                     exact, so the choice does not depend on interface order;
+ *  NCCL_SOCKET_IFNAME topo/sockadvice.c: the main interface, exact, when
+ *                     NCCL's own choice would differ or depend on interface
+ *                     order, or the current value matches nothing;
  *  NCCL_IB_GID_INDEX  when the forced index is wrong, or NCCL's built-in
  *                     automatic choice would differ from ours;
  *  NCCL_IB_ADDR_FAMILY / NCCL_IB_ROCE_VERSION_NUM when that alone would make
@@ -141,40 +141,6 @@ static void advise_hca(const struct topo_host *h, struct topo_choice *c) {
                 cur);
 }
 
-static int auto_socket_candidates(const struct topo_host *h, const struct topo_choice *c) {
-  if (!c->sock.is_filtered) return c->sock.n;
-  struct netif_choice a;
-  return netif_choose(&h->ifs, NULL, c->prefs.socket_family, &a);
-}
-
-static void advise_socket(const struct topo_host *h, struct topo_choice *c) {
-  if (c->main_if < 0) return;
-  const char *name = h->ifs.ifs[c->main_if].name;
-  const char *cur = c->prefs.socket_ifname;
-  bool is_set = cur && *cur, is_ok = is_set && c->sock.n > 0 && c->sock.idx[0] == c->main_if;
-  int ncand = auto_socket_candidates(h, c);
-  if (!is_set && ncand <= 1) return; /* one candidate: the automatic choice cannot go wrong */
-  struct topo_setting *r = setting_add(c, "NCCL_SOCKET_IFNAME", cur, is_ok);
-  if (!r) return;
-  snprintf(r->value, sizeof(r->value), "=%s", name);
-  if (is_set && !is_ok)
-    setting_why(r, "the current NCCL_SOCKET_IFNAME=%s %s; %s is the main interface (%s)", cur,
-                c->sock.n ? "puts another interface first" : "matches no usable interface", name,
-                c->main_why);
-  else if (!is_set && c->sock.n && c->sock.idx[0] != c->main_if)
-    setting_why(r,
-                "%s is the main interface (%s); NCCL's automatic choice would bootstrap over %s, "
-                "merely the first in interface order",
-                name, c->main_why, h->ifs.ifs[c->sock.idx[0]].name);
-  else
-    setting_why(r,
-                "%s is the main interface (%s); pinning it exactly makes every node bootstrap "
-                "over the same network whatever order its %d candidate interfaces come in (a node "
-                "that picks another one advertises an address its peers may not reach, and "
-                "their connections to it time out)",
-                name, c->main_why, ncand);
-}
-
 /* The one GID index every chosen RoCE port uses automatically, or -1. */
 static int uniform_auto(const struct topo_host *h, const struct topo_choice *c, int *nroce) {
   int idx = -2;
@@ -282,7 +248,7 @@ static void note_builtin(const struct topo_host *h, struct topo_choice *c) {
 
 void advice_pass_settings(const struct topo_host *h, struct topo_choice *c) {
   advise_hca(h, c);
-  advise_socket(h, c);
+  sockadvice_pass(h, c);
   advise_gid(h, c);
   note_builtin(h, c);
   if (!c->ndev && h->has_rdma) advise_none(h, c);

@@ -67,10 +67,12 @@ void topo_issue_fix(struct topo_choice *c, struct topo_issue *i, const char *fmt
   va_end(ap);
 }
 
-/* Pass 1, sockets: NCCL_SOCKET_IFNAME exactly as NCCL applies it. First,
- * because the main interface (pass 6) and the advice read it. */
+/* Pass 1, sockets: NCCL_SOCKET_IFNAME with NCCL's grammar, and NCCL's own
+ * choice beside it. First, because the main interface (pass 6) and the
+ * advice read them. */
 static void pass_sockets(const struct topo_host *h, struct topo_choice *c) {
   netif_choose(&h->ifs, c->prefs.socket_ifname, c->prefs.socket_family, &c->sock);
+  netif_nccl_choose(&h->ifs, c->prefs.socket_ifname, c->prefs.socket_family, &c->nccl_sock);
   if (c->sock.n == 0) topo_issue(c, TOPO_ERROR, "no usable socket interface: %s", c->sock.error);
 }
 

@@ -32,25 +32,6 @@ void topo_note(struct topo_host *h, const char *fmt, ...) {
   if ((h->notes[h->nnote] = strdup(text))) h->nnote++;
 }
 
-/* The interface of the IPv4 default route, from /proc/net/route: a hint for
- * which interface is the host's main network (live hosts only). */
-static void read_default_route(struct topo_host *h) {
-  FILE *f = fopen("/proc/net/route", "re");
-  if (!f) return;
-  char line[256];
-  while (fgets(line, sizeof(line), f)) {
-    char ifname[IF_NAMESIZE + 1];
-    unsigned long dst, gw, flags, ref, use, metric, mask;
-    if (sscanf(line, "%16s %lx %lx %lx %lu %lu %lu %lx", ifname, &dst, &gw, &flags, &ref, &use,
-               &metric, &mask) == 8 &&
-        dst == 0 && mask == 0) {
-      scopy(h->default_route_if, sizeof(h->default_route_if), ifname);
-      break;
-    }
-  }
-  fclose(f);
-}
-
 /* GPUs and PCI chains from hwloc, else from sysfs paths; 0 or ENOMEM. */
 static int pci_source(struct topo_host *h) {
   static atomic_int said;
@@ -69,7 +50,7 @@ int topo_discover(struct topo_host *h, int flags) {
   scopy(h->sysfs_root, sizeof(h->sysfs_root), sysfs_root());
   int r = netif_discover(&h->ifs);
   if (r) return r;
-  if (!strcmp(h->ifs.source, "live")) read_default_route(h);
+  netif_default_route(&h->ifs, h->default_route_if, sizeof(h->default_route_if));
   r = rdma_discover(h);
   if (!r) rdma_annotate(h);
   if (!r && (h->has_rdma || (flags & TOPO_WANT_GPUS))) r = pci_source(h);

@@ -69,5 +69,9 @@ void pkey_pass(const struct topo_host *h, struct topo_choice *c);
 
 /* topo/advice.c: recommended settings. */
 void advice_pass_settings(const struct topo_host *h, struct topo_choice *c);
+/* topo/sockadvice.c: the socket interface part of the settings pass: the
+ * problems of the main interface and of NCCL's own choice, and the
+ * NCCL_SOCKET_IFNAME to set. */
+void sockadvice_pass(const struct topo_host *h, struct topo_choice *c);
 
 #endif

@@ -358,3 +358,36 @@ const struct netif *netif_on_subnet(const struct netif_list *l, const struct ipa
   }
   return NULL;
 }
+
+const struct netif *netif_with_addr(const struct netif_list *l, const struct ipaddr *a) {
+  for (int i = 0; i < l->n; i++)
+    for (int k = 0; k < l->ifs[i].naddr; k++) {
+      const struct ipaddr *b = &l->ifs[i].addr[k];
+      if (b->family == a->family && !memcmp(b->bytes, a->bytes, 16)) return &l->ifs[i];
+    }
+  return NULL;
+}
+
+void netif_default_route(const struct netif_list *l, char *ifname, size_t cap) {
+  char path[PATH_MAX + 8] = "/proc/net/route";
+  ifname[0] = 0;
+  if (strcmp(l->source, "live")) {
+    const char *slash = strrchr(l->source, '/');
+    int dir = slash ? (int)(slash - l->source) : 0;
+    snprintf(path, sizeof(path), "%.*s%sroute", dir, l->source, slash ? "/" : "");
+  }
+  FILE *f = fopen(path, "re");
+  if (!f) return;
+  char line[256];
+  while (fgets(line, sizeof(line), f)) {
+    char name[IF_NAMESIZE + 1];
+    unsigned long dst, gw, flags, ref, use, metric, mask;
+    if (sscanf(line, "%16s %lx %lx %lx %lu %lu %lu %lx", name, &dst, &gw, &flags, &ref, &use,
+               &metric, &mask) == 8 &&
+        dst == 0 && mask == 0) {
+      snprintf(ifname, cap, "%s", name);
+      break;
+    }
+  }
+  fclose(f);
+}

@@ -56,12 +56,37 @@ struct netif_choice {
 int netif_choose(const struct netif_list *l, const char *ifname, int family,
                  struct netif_choice *c);
 
+/* NCCL's own choice (topo/netif_nccl.c), which its bootstrap and built-in
+ * transports make whatever this plugin chooses; bootstrap takes the first. */
+struct netif_nccl {
+  int n;
+  int idx[NETIF_CHOSEN_MAX];  /* interfaces, in NCCL's order */
+  int addr[NETIF_CHOSEN_MAX]; /* index into addr[] of the address NCCL uses */
+  bool is_filtered;           /* NCCL_SOCKET_IFNAME decided */
+  int pass;                   /* automatic: 0 ib*, 1 the rest, 2 docker*, 3 lo*, 4 virbr*; -1 */
+  char rule[96];              /* what decided, in words: "the ib* preference", ... */
+  char why[NETIF_MAX][64];    /* "" when taken, else why not */
+};
+/* ifname: NCCL_SOCKET_IFNAME or NULL; family as for netif_choose. Returns
+ * how many NCCL takes. */
+int netif_nccl_choose(const struct netif_list *l, const char *ifname, int family,
+                      struct netif_nccl *m);
+/* Interface i's place in NCCL's order, or -1. */
+int netif_nccl_position(const struct netif_nccl *m, int i);
+
 /* One line: "using eth0 (10.0.0.1/24); not lo (loopback), docker0 (...)". */
 void netif_choice_summary(const struct netif_list *l, const struct netif_choice *c, char *buf,
                           size_t cap);
 /* "enp0s1 (10.0.2.15/24), lo (127.0.0.1/8)": what exists, for messages. */
 void netif_list_str(const struct netif_list *l, char *buf, size_t cap);
 
+/* The interface of the IPv4 default route ("" when none is known): a hint
+ * for which interface is the host's main network. Live hosts read
+ * /proc/net/route; an interface file may have a copy of it beside it,
+ * named route. */
+void netif_default_route(const struct netif_list *l, char *ifname, size_t cap);
+/* The interface that has address a itself (or NULL). */
+const struct netif *netif_with_addr(const struct netif_list *l, const struct ipaddr *a);
 /* The interface owning an address in the same subnet as a (or NULL). */
 const struct netif *netif_on_subnet(const struct netif_list *l, const struct ipaddr *a,
                                     int *addr_idx);

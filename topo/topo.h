@@ -28,8 +28,9 @@
  * topo_decide runs these passes, in this order (topo/decide.c); each reads
  * what the ones before it decided, records why a port was set apart and
  * the problems it finds:
- *  1. sockets (pass_sockets): NCCL_SOCKET_IFNAME, exactly as NCCL applies
- *     it; first, because the main interface and the advice read it;
+ *  1. sockets (pass_sockets): NCCL_SOCKET_IFNAME with NCCL's grammar, and
+ *     NCCL's own automatic choice beside ours (topo/netif_nccl.c); first,
+ *     because the main interface and the advice read them;
  *  2. ports (hca_pass_ports, topo/hca.c): a port is used only when ACTIVE
  *     with an InfiniBand or Ethernet link layer, and NCCL_IB_DISABLE is
  *     not set;
@@ -55,8 +56,9 @@
  *     (NCCL_IB_DEVICE_PCI_ORDER), at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS);
  * 10. GPUs (gpu_pass_nearest): each GPU's nearest devices;
  * 11. why none (pass_why_none): with no device, why, in one line;
- * 12. settings (advice_pass_settings, topo/advice.c): what to export, and
- *     notes where NCCL's own choice would differ. */
+ * 12. settings (advice_pass_settings, topo/advice.c and, for the socket
+ *     interface, topo/sockadvice.c): what to export, and the problems of
+ *     NCCL's own choices. */
 #ifndef DIAG_TOPO_TOPO_H
 #define DIAG_TOPO_TOPO_H
 
@@ -297,10 +299,11 @@ struct topo_setting {
 
 struct topo_choice {
   struct topo_prefs prefs;
-  struct netif_choice sock; /* NCCL_SOCKET_IFNAME, exactly as NCCL chooses */
-  int main_if;              /* index into host ifs: the bootstrap interface, -1 none */
-  bool is_main_confident;   /* chosen by the user, the default route or GPU locality, not
-                               merely by interface order: plane rule 1 may use it */
+  struct netif_choice sock;    /* NCCL_SOCKET_IFNAME as this plugin applies it */
+  struct netif_nccl nccl_sock; /* NCCL's own choice: its bootstrap takes the first */
+  int main_if;                 /* index into host ifs: the bootstrap interface, -1 none */
+  bool is_main_confident;      /* chosen by the user, the default route or GPU locality, not
+                                  merely by interface order: plane rule 1 may use it */
   char main_why[256];
   int nport;
   struct topo_port_choice *pc; /* one per host port */

@@ -45,11 +45,8 @@ static int accept_new(struct listen_comm *l, int64_t now) {
       int err = errno;
       if (err == EAGAIN || err == EWOULDBLOCK) return 0;
       if (accept_errno_transient(err)) continue;
-      char advice[400];
-      sock_errno_advice(err, advice, sizeof(advice));
-      WARN("accept on device %s port %u failed: %s%s%s", l->dev->name, l->port, strerror(err),
-           advice[0] ? "; " : "", advice);
-      return err;
+      if (!sock_err_local(err)) accept_report_failed(l, err);
+      return err; /* a local one is reported by the caller, when it stops the connection */
     }
     sock_tune(fd);
     char peer[80];
@@ -182,6 +179,7 @@ static bool hello_received(struct listen_comm *l) {
   struct transport_peer peer;
   transport_peer_describe(&peer, h, l->ctrl_peer);
   report_hello(&l->mine, h, peer.desc, "accept");
+  accept_report_unreached(l);
   l->ndata = h->nsocks;
   for (int i = 0; i < TRANSPORT_MAX_DATA_SOCKS; i++) l->data_fds[i] = -1;
   l->ndata_arrived = 0;
@@ -310,7 +308,8 @@ static enum progress step(struct listen_comm *l, int64_t now, void **recv_comm) 
   case ACCEPT_ANSWER: return step_answer(l);
   case ACCEPT_RDMA: return step_rdma(l, now, recv_comm);
   case ACCEPT_DATA_SOCKETS:
-    if (l->ndata_arrived < l->ndata) return PROGRESS_PENDING;
+    if (l->ndata_arrived < l->ndata)
+      return accept_peer_gave_up(l) ? PROGRESS_FAILED : PROGRESS_PENDING;
     return finish(l, recv_comm) ? PROGRESS_FAILED : PROGRESS_DONE;
   }
   return PROGRESS_FAILED;
@@ -334,17 +333,28 @@ static enum progress progress_conn(struct listen_comm *l, int64_t now, void **re
   return PROGRESS_PENDING;
 }
 
+/* Whether the connection can only go on with a socket not accepted yet:
+ * waiting for a peer with none identifying itself, or for data sockets. */
+static bool accept_stuck(const struct listen_comm *l) {
+  return (l->stage == ACCEPT_IDLE && !l->nincoming) || l->stage == ACCEPT_DATA_SOCKETS;
+}
+
 ncclResult_t transport_accept(void *listen_comm, void **recv_comm) {
   struct listen_comm *l = listen_comm;
   *recv_comm = NULL;
   int64_t now = now_ns();
-  if (accept_new(l, now)) return ncclSystemError; /* logged */
+  int err = accept_new(l, now);
+  if (err && !sock_err_local(err)) return ncclSystemError; /* logged */
   identify_incoming(l, now);
   enum progress p = progress_conn(l, now, recv_comm);
   /* Data sockets that arrived while the hello was still going out. */
   if (p == PROGRESS_PENDING && l->stage == ACCEPT_DATA_SOCKETS) {
     identify_incoming(l, now);
     p = progress_conn(l, now, recv_comm);
+  }
+  if (p == PROGRESS_PENDING && err && accept_stuck(l)) {
+    accept_report_failed(l, err); /* out of descriptors: no socket can come in */
+    return ncclSystemError;
   }
   return p == PROGRESS_FAILED ? ncclSystemError : ncclSuccess;
 }

@@ -75,38 +75,9 @@ static void connecting_free(struct connecting *c) {
   if (c->ibs) ib_setup_free(c->ibs);
   c->obj = OBJ_DEAD;
   free(c->cands);
+  free(c->cand_order);
   free(c->data_socks);
   free(c);
-}
-
-static void order_candidates(struct connecting *c) {
-  const struct transport_host *host = transport_host();
-  int n = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < c->ncands; i++) {
-      struct cand *k = &c->cands[i];
-      if (pass == 0) {
-        int ai;
-        const struct netif *ni = netif_on_subnet(&host->ifs, &k->hc.addr, &ai);
-        /* A candidate prefix tells its subnet from the listener's side; our
-         * own prefix tells it from ours. Either match is a local subnet. */
-        if (!ni) {
-          for (int j = 0; j < host->ifs.n && !ni; j++)
-            for (int a = 0; a < host->ifs.ifs[j].naddr; a++) {
-              struct ipaddr mine = host->ifs.ifs[j].addr[a];
-              mine.prefix = k->hc.addr.prefix;
-              if (k->hc.addr.prefix > 0 && host->ifs.ifs[j].up &&
-                  ipaddr_in_subnet(&k->hc.addr, &mine) && !ipaddr_is_loopback(&mine)) {
-                ni = &host->ifs.ifs[j];
-                break;
-              }
-            }
-        }
-        k->is_local = ni != NULL;
-        if (ni) snprintf(k->local_if, sizeof(k->local_if), "%s", ni->name);
-      }
-      if (k->is_local == (pass == 0)) c->cand_order[n++] = i;
-    }
 }
 
 /* Whether the peer's handle is one of ours that this build speaks; a WARN
@@ -136,19 +107,18 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
                           const struct handle *h, struct connecting **out) {
   struct connecting *c = calloc(1, sizeof(*c));
   if (c) {
-    c->cands = calloc((size_t)h->ncands, sizeof(*c->cands));
+    c->h = *h;
     c->data_socks = calloc((size_t)h->nsocks, sizeof(*c->data_socks));
   }
-  if (!c || !c->cands || (h->nsocks && !c->data_socks)) {
+  if (!c || (h->nsocks && !c->data_socks) || connect_cands_build(c)) {
     WARN("connect on device %s: out of memory", dev->name);
-    if (c) free(c->cands), free(c->data_socks), free(c);
+    if (c) free(c->cands), free(c->cand_order), free(c->data_socks), free(c);
     return ENOMEM;
   }
   c->obj = OBJ_CONNECTING;
   c->handle = handle;
   c->dev = dev;
   c->traffic_class = tc;
-  c->h = *h;
   c->ctrl_fd = -1;
   c->stage = CONNECT_CANDIDATES;
   if (getrandom(&c->connid, sizeof(c->connid), GRND_NONBLOCK) != sizeof(c->connid))
@@ -156,43 +126,23 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
   c->start = now_ns();
   c->deadline = c->start + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
   c->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
-  c->ncands = h->ncands;
-  for (int i = 0; i < h->ncands; i++) {
-    struct cand *k = &c->cands[i];
-    k->hc = h->cands[i];
-    k->fd = -1;
-    k->sl = ipaddr_to_sockaddr(&k->hc.addr, k->hc.port, &k->ss);
-    sockaddr_str((struct sockaddr *)&k->ss, k->str, sizeof(k->str));
-  }
-  order_candidates(c);
   for (int i = 0; i < h->nsocks; i++) c->data_socks[i].fd = -1;
   *out = c;
   return 0;
-}
-
-/* "10.0.0.7<46417> (eth1 on host-b, no local interface on its subnet)" */
-static void cand_desc(const struct connecting *c, const struct cand *k, char *buf, size_t cap) {
-  char cidr[64];
-  ipaddr_subnet_str(&k->hc.addr, cidr, sizeof(cidr));
-  if (k->is_local)
-    snprintf(buf, cap, "%s (%s on %s, subnet %s, local %s)", k->str, k->hc.ifname, c->h.host, cidr,
-             k->local_if);
-  else
-    snprintf(buf, cap, "%s (%s on %s, subnet %s, which no local interface is on)", k->str,
-             k->hc.ifname, c->h.host, cidr);
 }
 
 /* err: the attempt's errno, when a retryable one may be tried again; 0
  * when the listener there refused us (the candidate is dead). */
 static void attempt_failed(struct connecting *c, struct cand *k, int err, const char *why) {
   int64_t now = now_ns();
+  k->last_err = err;
   snprintf(k->last_why, sizeof(k->last_why), "%s", why);
   if (k->fd >= 0) close(k->fd);
   k->fd = -1;
   record_writer_start(&k->out, k->out_buf, 0);
   record_reader_reset(&k->in);
   char d[256];
-  cand_desc(c, k, d, sizeof(d));
+  connect_cand_desc(c, k, d, sizeof(d));
   INFO(LOG_NET, "connect for device %s: attempt %d to %s failed after %lld ms: %s", c->dev->name,
        k->attempts, d, (long long)((now - k->attempt_start) / 1000000), why);
   if (err && sock_err_retryable(err)) {
@@ -202,6 +152,23 @@ static void attempt_failed(struct connecting *c, struct cand *k, int err, const 
     k->next_try = now + backoff;
   } else {
     k->stage = CAND_DEAD;
+  }
+}
+
+/* The listener's addresses tried before k that failed or are still
+ * unanswered: the listener names them in its own log (accept_report.c). */
+static void fill_tried(const struct connecting *c, const struct cand *k, struct hello *m) {
+  int64_t now = now_ns();
+  m->ntried = 0;
+  for (int i = 0; i < c->ncands && m->ntried < HELLO_MAX_TRIED; i++) {
+    const struct cand *t = &c->cands[c->cand_order[i]];
+    bool is_refused_by_process = t->stage == CAND_DEAD && !t->last_err; /* it was reached */
+    if (t == k || !t->attempts || t->stage == CAND_HELLO || is_refused_by_process) continue;
+    struct hello_tried *e = &m->tried[m->ntried++];
+    snprintf(e->addr, sizeof(e->addr), "%s", t->str);
+    snprintf(e->ifname, sizeof(e->ifname), "%s", t->hc.ifname);
+    e->err = t->stage == CAND_CONNECTING ? 0 : t->last_err;
+    e->ms = (int)((now - t->attempt_start) / 1000000);
   }
 }
 
@@ -220,6 +187,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
     sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
   m->nsocks = c->h.nsocks;
   m->nthreads = c->h.nthreads;
+  fill_tried(c, k, m);
   struct preamble p = {ROLE_CTRL, 0, c->h.nonce, c->connid};
   preamble_encode(&p, k->out_buf);
   size_t len; /* our own record always fits */
@@ -237,6 +205,9 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
     build_hello(c, k);
   } else if (err == EINPROGRESS) {
     k->stage = CAND_CONNECTING;
+  } else if (sock_err_local(err)) {
+    c->local_err = err; /* every other address would fail the same way */
+    k->stage = CAND_DEAD;
   } else {
     char why[600], advice[400];
     sock_errno_advice(err, advice, sizeof(advice));
@@ -319,73 +290,6 @@ static struct cand *progress_candidates(struct connecting *c, int64_t now) {
   return NULL;
 }
 
-/* Every address we preferred over the one that worked, with what happened
- * to it: failed (with its errno), or still unanswered when a later one won. */
-static void report_detour(struct connecting *c, const struct cand *won) {
-  char failed[1400];
-  size_t o = 0;
-  int nfail = 0;
-  int64_t now = now_ns();
-  for (int o2 = 0; o2 < c->ncands; o2++) {
-    const struct cand *k = &c->cands[c->cand_order[o2]];
-    if (k == won) break;
-    if (!k->attempts) continue;
-    char d[256], what[700];
-    cand_desc(c, k, d, sizeof(d));
-    if (k->stage == CAND_CONNECTING || k->stage == CAND_HELLO)
-      snprintf(what, sizeof(what), "no answer after %lld ms (%d attempt%s)",
-               (long long)((now - k->attempt_start) / 1000000), k->attempts,
-               k->attempts == 1 ? "" : "s");
-    else snprintf(what, sizeof(what), "%s", k->last_why);
-    if (o < sizeof(failed))
-      o += (size_t)snprintf(failed + o, sizeof(failed) - o, "%s%s: %s", nfail ? "; " : "", d, what);
-    nfail++;
-  }
-  if (!nfail) return;
-  char wd[256], key[600];
-  cand_desc(c, won, wd, sizeof(wd));
-  const char *peer_if = hello_info_value(&c->peer, "NCCL_SOCKET_IFNAME");
-  snprintf(key, sizeof(key), "detour|%s|%s|%s", c->peer.host, won->hc.ifname, failed);
-  struct ev e;
-  ev_begin(&e, "connect_detour");
-  ev_str(&e, "device", c->dev->name);
-  ev_str(&e, "peer_host", c->peer.host);
-  ev_str(&e, "failed", failed);
-  ev_str(&e, "worked", wd);
-  ev_end(&e);
-  if (report_first(key))
-    WARN("connected to %s for device %s through %s, after %s. Traffic works, but the peer "
-         "advertises an address this host cannot reach: set NCCL_SOCKET_IFNAME=%s on every node "
-         "so both sides use the network they share (on %s it is %s)",
-         c->peer.host, c->dev->name, wd, failed, won->hc.ifname, c->peer.host, peer_if);
-}
-
-static void fail_unreachable(struct connecting *c) {
-  char tried[2000], have[700];
-  size_t o = 0;
-  for (int o2 = 0; o2 < c->ncands; o2++) {
-    const struct cand *k = &c->cands[c->cand_order[o2]];
-    char d[256];
-    cand_desc(c, k, d, sizeof(d));
-    if (o < sizeof(tried))
-      o += (size_t)snprintf(tried + o, sizeof(tried) - o, "%s%s: %s after %d attempt%s",
-                            o2 ? "; " : "", d, k->attempts ? k->last_why : "not tried", k->attempts,
-                            k->attempts == 1 ? "" : "s");
-  }
-  netif_list_str(&transport_host()->ifs, have, sizeof(have));
-  ev_count(C_CONN_FAILURES, 1);
-  struct ev e;
-  ev_begin(&e, "connect_failed");
-  ev_str(&e, "device", c->dev->name);
-  ev_str(&e, "peer_host", c->h.host);
-  ev_str(&e, "tried", tried);
-  ev_end(&e);
-  WARN("cannot connect to %s for device %s within %lld ms (NCCL_DIAG_CONNECT_TIMEOUT_MS): %s. "
-       "This host has %s. Check that the peer process is alive, that NCCL_SOCKET_IFNAME selects a "
-       "network both nodes share, and that no firewall drops TCP between them",
-       c->h.host, c->dev->name, (long long)((c->deadline - c->start) / 1000000), tried, have);
-}
-
 const char *connect_stage_name(enum connect_stage stage) {
   switch (stage) {
   case CONNECT_CANDIDATES: return "trying the listener's addresses";
@@ -402,13 +306,20 @@ static void enter(struct connecting *c, enum connect_stage next) {
   c->stage = next;
 }
 
+/* No candidate is left to try: each failed in a way a retry cannot mend. */
+static bool all_dead(const struct connecting *c) {
+  for (int i = 0; i < c->ncands; i++)
+    if (c->cands[i].stage != CAND_DEAD) return false;
+  return true;
+}
+
 /* CONNECT_CANDIDATES: PROGRESS_DONE once a listener answered our hello;
  * its socket is the control socket and the machine has moved on. */
 static enum progress step_candidates(struct connecting *c, int64_t now) {
   struct cand *k = progress_candidates(c, now);
   if (!k) {
-    if (now <= c->deadline) return PROGRESS_PENDING;
-    fail_unreachable(c);
+    if (now <= c->deadline && !all_dead(c) && !c->local_err) return PROGRESS_PENDING;
+    connect_report_failure(c);
     return PROGRESS_FAILED;
   }
   c->winner = k;
@@ -420,7 +331,7 @@ static enum progress step_candidates(struct connecting *c, int64_t now) {
   struct transport_peer peer;
   transport_peer_describe(&peer, &c->peer, c->peer_addr);
   report_hello(&c->mine, &c->peer, peer.desc, "connect");
-  report_detour(c, k);
+  connect_report_detour(c, k);
   c->ndata = c->h.nsocks;
   c->ibs = ib_setup_new(c->dev, true, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
   enter(c, c->ibs ? CONNECT_RDMA : CONNECT_DATA_SOCKETS);

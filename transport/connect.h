@@ -53,9 +53,12 @@ struct cand {
   char str[80];
   bool is_local; /* a local interface shares its subnet */
   char local_if[IF_NAMESIZE];
+  char scope_if[IF_NAMESIZE]; /* a link-local address: the local interface to its link */
+  bool is_peer_loopback;      /* the loopback address of a listener on another host: never tried */
   int fd;
   enum cand_stage stage;
   int attempts;
+  int last_err; /* of the last failed attempt; 0: the process there refused us */
   char last_why[640];
   int64_t next_try, attempt_start;
   uint8_t out_buf[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
@@ -83,10 +86,11 @@ struct connecting {
   uint64_t connid;
   int64_t start, deadline, handshake_ns;
   enum connect_stage stage;
+  int local_err; /* socket() failed here (EMFILE...): no address can be tried */
   int ncands;
-  struct cand *cands;              /* the handle's ncands addresses */
-  int cand_order[HANDLE_MAX_CAND]; /* local subnets first */
-  const struct cand *winner;       /* from CONNECT_RDMA on */
+  struct cand *cands;        /* the handle's addresses as tried here (connect_cands.c) */
+  int *cand_order;           /* indices into cands: local subnets first */
+  const struct cand *winner; /* from CONNECT_RDMA on */
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;
@@ -94,6 +98,20 @@ struct connecting {
   int ndata;                    /* from CONNECT_DATA_SOCKETS on: the listener's count */
   struct data_sock *data_socks; /* room for the listener's count */
 };
+
+/* connect_cands.c. The candidates from c->h, ordered, each link-local one
+ * once per local link: 0 or ENOMEM. */
+int connect_cands_build(struct connecting *c);
+
+/* connect_report.c. "10.0.0.7<46417> (eth1 on host-b, subnet 10.0.0.0/24,
+ * local eth0)": an address with its interface, host and reachability. */
+void connect_cand_desc(const struct connecting *c, const struct cand *k, char *buf, size_t cap);
+/* A WARN (once per distinct detour) when addresses we preferred failed
+ * and won, a later one, worked. */
+void connect_report_detour(struct connecting *c, const struct cand *won);
+/* The WARN when no address worked: each address, what happened to it, the
+ * cause and the fix. */
+void connect_report_failure(struct connecting *c);
 
 /* connect_data.c. The RDMA stage: on IB_SETUP_RDMA_UP *send_comm is the
  * RDMA comm; IB_SETUP_FAILED is logged (a failed comm creation too). */

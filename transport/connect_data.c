@@ -10,15 +10,23 @@
 
 #include "common/events.h"
 #include "common/log.h"
+#include "transport/abort.h"
 #include "transport/connect.h"
 #include "transport/sock.h"
 
+/* The WARN here, and the same reason to the listener, which would
+ * otherwise wait for data sockets that never come. */
 static void data_fail(struct connecting *c, int i, int err, const char *what) {
-  char advice[400];
-  sock_errno_advice(err, advice, sizeof(advice));
+  char advice[700], reason[MSG_ABORT_MAX];
+  sock_fd_advice(err, 1 + c->ndata, advice, sizeof(advice));
   ev_count(C_CONN_FAILURES, 1);
-  WARN("connect to %s for device %s: data socket %d of %d to %s: %s failed: %s%s%s", c->peer.host,
-       c->dev->name, i, c->ndata, c->peer_addr, what, strerror(err), advice[0] ? "; " : "", advice);
+  snprintf(reason, sizeof(reason), "%s could not open data socket %d of %d: %s failed: %s (%s)%s%s",
+           c->mine.host, i, c->ndata, what, strerror(err), errno_name(err), advice[0] ? "; " : "",
+           advice);
+  WARN("connect to %s for device %s: data socket %d of %d to %s: %s failed: %s (%s)%s%s",
+       c->peer.host, c->dev->name, i, c->ndata, c->peer_addr, what, strerror(err), errno_name(err),
+       advice[0] ? "; " : "", advice);
+  transport_send_abort(c->ctrl_fd, 0, reason);
 }
 
 /* A failed connect: retried after a short backoff while the error is

@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "transport/wire.h"
 
@@ -124,4 +125,17 @@ enum handle_err handle_decode(const uint8_t in[NCCL_NET_HANDLE_MAXSIZE], struct 
 corrupt:
   snprintf(why, cap, "the handle ends inside its address list");
   return HANDLE_CORRUPT;
+}
+
+void handle_local_host(char host[HANDLE_HOST_LEN]) {
+  char name[256] = {0};
+  gethostname(name, sizeof(name) - 1);
+  name[strcspn(name, ".")] = 0;
+  snprintf(host, HANDLE_HOST_LEN, "%.*s", HANDLE_HOST_LEN - 1, name);
+}
+
+bool handle_host_is_local(const struct handle *h) {
+  char mine[HANDLE_HOST_LEN];
+  handle_local_host(mine);
+  return !strcmp(mine, h->host);
 }

@@ -8,6 +8,7 @@
 #ifndef DIAG_TRANSPORT_HANDLE_H
 #define DIAG_TRANSPORT_HANDLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -55,5 +56,12 @@ enum handle_err {
 /* Decodes and validates; on error why says what was wrong. */
 enum handle_err handle_decode(const uint8_t in[NCCL_NET_HANDLE_MAXSIZE], struct handle *h,
                               char *why, size_t cap);
+
+/* This host's name as a handle carries it: the short name, at most
+ * HANDLE_HOST_LEN - 1 bytes. */
+void handle_local_host(char host[HANDLE_HOST_LEN]);
+/* Whether a handle's host name is this host's (compared as a handle
+ * carries names, so a long name matches its own truncation). */
+bool handle_host_is_local(const struct handle *h);
 
 #endif

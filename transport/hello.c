@@ -32,6 +32,7 @@ enum {
   T_RDMA_GID_USABLE = 41,
   T_RDMA_PKEY = 42,
   T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
+  T_TRIED = 44, /* one per address tried: errno, ms, interface, address */
 };
 
 /* NCCL settings that change the size or number of messages NCCL posts on a
@@ -148,6 +149,20 @@ static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t 
   }
 }
 
+static void w_tried(struct wbuf *w, const struct hello_tried *t) {
+  uint8_t b[4 + 4 + 1 + sizeof(t->ifname) + 1 + sizeof(t->addr)];
+  struct wbuf tw = {b, sizeof(b), 0, 0};
+  size_t iflen = strnlen(t->ifname, sizeof(t->ifname) - 1);
+  size_t alen = strnlen(t->addr, sizeof(t->addr) - 1);
+  w_u32(&tw, (uint32_t)t->err);
+  w_u32(&tw, (uint32_t)t->ms);
+  w_u8(&tw, (uint8_t)iflen);
+  w_bytes(&tw, t->ifname, iflen);
+  w_u8(&tw, (uint8_t)alen);
+  w_bytes(&tw, t->addr, alen);
+  w_tlv(w, T_TRIED, b, tw.len);
+}
+
 int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   *len = 0;
   if (cap < HELLO_HDR_LEN) return EMSGSIZE;
@@ -168,6 +183,7 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
   if (h->ib.is_present) w_ib(&w, &h->ib);
   w_rdma(&w, h);
+  for (int i = 0; i < h->ntried && i < HELLO_MAX_TRIED; i++) w_tried(&w, &h->tried[i]);
   if (w.has_overflow) return EMSGSIZE;
   struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
   w_u32(&hw, HELLO_MAGIC);
@@ -240,6 +256,21 @@ static int parse_ib(const uint8_t *v, size_t len, struct hello_ib *ib) {
   return 0;
 }
 
+static int parse_tried(const uint8_t *v, size_t len, struct hello_tried *t) {
+  struct rbuf r = {v, len, 0, 0};
+  memset(t, 0, sizeof(*t));
+  t->err = (int)r_u32(&r);
+  t->ms = (int)r_u32(&r);
+  uint8_t iflen = r_u8(&r);
+  const uint8_t *ifn = r_take(&r, iflen);
+  uint8_t alen = r_u8(&r);
+  const uint8_t *addr = r_take(&r, alen);
+  if (r.is_short || !ifn || !addr || t->err < 0 || t->ms < 0) return EPROTO;
+  wire_clean_str(t->ifname, sizeof(t->ifname), ifn, iflen);
+  wire_clean_str(t->addr, sizeof(t->addr), addr, alen);
+  return 0;
+}
+
 int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why, size_t cap) {
   memset(h, 0, sizeof(*h));
   struct rbuf r = {body, len, 0, 0};
@@ -291,6 +322,10 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
         snprintf(why, cap, "hello RDMA block of %u bytes is shorter than %d", tlen, IB_BLOCK_LEN);
         return EPROTO;
       }
+      break;
+    case T_TRIED:
+      if (h->ntried < HELLO_MAX_TRIED && parse_tried(v, tlen, &h->tried[h->ntried]) == 0)
+        h->ntried++;
       break;
     default: parse_rdma(type, &f, v, tlen, &h->rdma); break; /* else a newer peer's: skipped */
     }

@@ -62,6 +62,17 @@ struct hello_rdma {
   char devs[256]; /* their names, comma separated (cut when long) */
 };
 
+/* A listener address the connector tried before the one this hello went
+ * to, and what happened: the listener learns which of its addresses other
+ * hosts cannot reach. */
+#define HELLO_MAX_TRIED 4
+struct hello_tried {
+  char addr[64];   /* as the connector tried it: "10.0.0.7<46417>" */
+  char ifname[16]; /* the listener's interface with that address */
+  int err;         /* the failure's errno; 0: no answer yet when another address worked */
+  int ms;          /* how long its last attempt had run */
+};
+
 struct hello {
   int kind;
   char plugin_version[32];
@@ -81,6 +92,8 @@ struct hello {
   struct hello_knob info[HELLO_MAX_KNOBS];
   struct hello_ib ib;
   struct hello_rdma rdma; /* the GID and P_Key fields with ib, when ib.is_present */
+  int ntried; /* connector only */
+  struct hello_tried tried[HELLO_MAX_TRIED];
 };
 
 /* Encodes header + body into out: 0 with the total length in *len, or

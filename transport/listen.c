@@ -16,8 +16,10 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "topo/strbuf.h"
 #include "transport/handle.h"
 #include "transport/ib/ib.h"
+#include "transport/report.h"
 #include "transport/sock.h"
 
 void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why) {
@@ -62,7 +64,8 @@ static uint64_t random_u64(const void *salt) {
 }
 
 /* Every address of every chosen interface of the listen family; this
- * device's interface first. */
+ * device's interface first. The connector puts the scope on an IPv6
+ * link-local one (transport/connect_cands.c). */
 static void add_candidates(struct handle *h, const struct transport_dev *dev, int family,
                            uint16_t port) {
   const struct transport_host *host = transport_host();
@@ -71,10 +74,16 @@ static void add_candidates(struct handle *h, const struct transport_dev *dev, in
       const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];
       int own = !strcmp(n->name, dev->ifname);
       if (own != (pass == 0)) continue;
+      bool has_routable = false;
+      for (int k = 0; k < n->naddr; k++)
+        has_routable |=
+          ipaddr_is_routable(&n->addr[k]) && (family == AF_INET6 || n->addr[k].family == AF_INET);
       for (int k = 0; k < n->naddr && h->ncands < HANDLE_MAX_CAND; k++) {
         const struct ipaddr *a = &n->addr[k];
         if (family == AF_INET && a->family != AF_INET) continue;
-        if (ipaddr_is_link_local(a) && a->family == AF_INET6) continue; /* needs a scope */
+        /* An IPv6 link-local address only where nothing better is there:
+         * it takes room in the handle and reaches one link at most. */
+        if (ipaddr_is_link_local(a) && a->family == AF_INET6 && has_routable) continue;
         if (ipaddr_is_loopback(a) && !n->loopback) continue;
         struct handle_cand *c = &h->cands[h->ncands++];
         c->addr = *a;
@@ -83,6 +92,36 @@ static void add_candidates(struct handle *h, const struct transport_dev *dev, in
       }
     }
   }
+}
+
+/* Every address this listen offers is loopback or link-local: no other host
+ * can reach it, or only one on the same link. Said once per process. */
+static void warn_unroutable(const struct transport_dev *dev, const struct handle *h) {
+  char list[400] = "";
+  size_t o = 0;
+  bool has_loopback = false;
+  for (int i = 0; i < h->ncands; i++) {
+    const struct handle_cand *c = &h->cands[i];
+    if (ipaddr_is_routable(&c->addr)) return;
+    has_loopback |= ipaddr_is_loopback(&c->addr);
+    char a[64];
+    ipaddr_str(&c->addr, a, sizeof(a));
+    o = topo_cat(list, sizeof(list), o, "%s%s (%s)", i ? ", " : "", a, c->ifname);
+  }
+  char key[480], have[700];
+  snprintf(key, sizeof(key), "unroutable|%s", list);
+  if (!h->ncands || !report_first(key)) return;
+  netif_list_str(&transport_host()->ifs, have, sizeof(have));
+  const char *ifname = knob_str(K_SOCKET_IFNAME);
+  WARN("%s offers other hosts only %s to connect to device %s: %s. NCCL_SOCKET_IFNAME%s%s selects "
+       "nothing routable on %s (it has %s): bring up the interface on the network the nodes "
+       "share, or set NCCL_SOCKET_IFNAME to it",
+       h->host, list, dev->name,
+       has_loopback ? "a loopback address, which no other host can reach, so connections from "
+                      "other nodes fail (a job on this host alone works)"
+                    : "link-local, which only a host on the same link reaches (routers never "
+                      "forward it), so nodes on other links cannot connect",
+       ifname ? "=" : " (unset)", ifname ? ifname : "", h->host, have);
 }
 
 static int listen_family(const struct transport_dev *dev) {
@@ -120,8 +159,8 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
     err = sock_listen(family, &l->fd, &l->port);
   }
   if (err) {
-    char advice[400];
-    sock_errno_advice(err, advice, sizeof(advice));
+    char advice[700];
+    sock_fd_advice(err, 1 + l->nsocks, advice, sizeof(advice));
     WARN("cannot listen for device %s on interface %s: socket/bind/listen failed: %s%s%s",
          dev->name, dev->ifname, strerror(err), advice[0] ? "; " : "", advice);
     free(l);
@@ -135,10 +174,7 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   h.nthreads = (uint8_t)l->nthreads;
   h.dev = (uint32_t)dev->index;
   h.nonce = l->nonce;
-  char hn[64] = {0};
-  gethostname(hn, sizeof(hn) - 1);
-  hn[strcspn(hn, ".")] = 0;
-  snprintf(h.host, sizeof(h.host), "%.*s", HANDLE_HOST_LEN - 1, hn);
+  handle_local_host(h.host);
   add_candidates(&h, dev, family, l->port);
   if (h.ncands == 0) { /* the device's own address, whatever it is */
     h.cands[0].addr = dev->addr;
@@ -150,6 +186,8 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   if (encoded < h.ncands)
     INFO(LOG_NET, "listen on device %s: %d of %d candidate addresses fit in the handle", dev->name,
          encoded, h.ncands);
+  h.ncands = encoded;
+  warn_unroutable(dev, &h);
   ev_count(C_LISTENS, 1);
   INFO(LOG_NET, "listening for device %s on port %u (%d addresses, nonce 0x%016llx)", dev->name,
        l->port, encoded, (unsigned long long)l->nonce);

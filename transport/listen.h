@@ -84,4 +84,16 @@ void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *
 /* Drops the connection in setup, if any: the machine is idle again. */
 void listen_reset_conn(struct listen_comm *l);
 
+/* accept_report.c: once the connector's hello is in, a WARN (once per
+ * distinct case) when it could not reach some of this listener's addresses
+ * before one worked, with the setting to change on this host. */
+void accept_report_unreached(const struct listen_comm *l);
+/* accept(2) failed for this process's own reason (EMFILE...): the WARN
+ * with the fix, the same reason to the connector whose connection is in
+ * setup, and that connection dropped. */
+void accept_report_failed(struct listen_comm *l, int err);
+/* Whether the connector sent an abort notice on the control socket (a
+ * WARN with its reason; the connection is dropped). Reads nothing else. */
+bool accept_peer_gave_up(struct listen_comm *l);
+
 #endif

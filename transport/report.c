@@ -35,6 +35,42 @@ bool report_first(const char *key) {
   return first;
 }
 
+static bool is_offerable(const char *ifname) {
+  return ifname && ifname[0] && strncmp(ifname, "lo", 2) != 0;
+}
+
+bool report_job_ifname(const char *if_a, const char *if_b, char *buf, size_t cap) {
+  bool a = is_offerable(if_a), b = is_offerable(if_b);
+  buf[0] = 0;
+  if (a && b && strcmp(if_a, if_b)) {
+    bool a_first = strcmp(if_a, if_b) < 0;
+    snprintf(buf, cap, "%s,%s", a_first ? if_a : if_b, a_first ? if_b : if_a);
+  } else if (a || b) {
+    snprintf(buf, cap, "%s", a ? if_a : if_b);
+  }
+  return buf[0] != 0;
+}
+
+void report_size_mismatch(const struct hello *mine, const struct hello *peer, char *buf,
+                          size_t cap) {
+  char diff[1200];
+  if (hello_diff(mine, peer, diff, sizeof(diff))) {
+    snprintf(
+      buf, cap,
+      "the two hosts differ where message sizes are decided: %s. Make them the same on every "
+      "node",
+      diff);
+    return;
+  }
+  snprintf(buf, cap,
+           "NCCL, the plugin and the NCCL_* settings that size messages (NCCL_PROTO, NCCL_ALGO, "
+           "NCCL_BUFFSIZE, ...) are the same on %s and %s, so the application posts mismatched "
+           "sizes: a send and a receive that do not pair up (ranks or tags out of step, or "
+           "different counts on the two ranks). Check that both ranks issue the same sequence of "
+           "sends and receives with the same sizes",
+           mine->host, peer->host);
+}
+
 int report_hello(const struct hello *mine, const struct hello *peer, const char *peer_desc,
                  const char *role) {
   char diff[2048], mv[32], pv[32];

@@ -6,11 +6,26 @@
 #define DIAG_TRANSPORT_REPORT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "transport/hello.h"
 
 /* Whether key is seen for the first time in this process. */
 bool report_first(const char *key);
+
+/* The NCCL_SOCKET_IFNAME value that selects, on every node, the
+ * interfaces two hosts share a network through: "bond0" when both name it
+ * alike, "eno1,eth0" when they differ (NCCL takes a comma list of name
+ * prefixes). lo and empty names are never offered. false when no name is
+ * left. */
+bool report_job_ifname(const char *if_a, const char *if_b, char *buf, size_t cap);
+
+/* The cause of a message larger than the receive posted for it, for the
+ * WARN of the side that detects it: the fields in which the two hosts'
+ * records differ (versions, the NCCL_* settings that shape messages) when
+ * there are any, else the application's own calls, which then disagree. */
+void report_size_mismatch(const struct hello *mine, const struct hello *peer, char *buf,
+                          size_t cap);
 
 /* Logs the handshake (INFO + event) and, when the records differ, one WARN
  * naming both hosts and each differing field. Returns the difference count. */

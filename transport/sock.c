@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -129,29 +130,87 @@ bool sock_err_retryable(int err) {
   }
 }
 
-/* This process's open descriptors: 0 and the count, or the errno. */
-static int count_fds(int *n) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) return errno;
-  *n = 0;
-  while (readdir(d)) (*n)++;
-  closedir(d);
-  *n -= 3; /* ".", ".." and the directory's own descriptor */
-  return 0;
+bool sock_err_local(int err) {
+  return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM;
 }
 
-void sock_errno_advice(int err, char *buf, size_t cap) {
+/* Past this limit the descriptors are counted from /proc/self/fd instead of
+ * probed one by one. */
+#define PROBE_MAX 65536
+
+/* This process's open descriptors below limit, needing none itself: an
+ * open descriptor answers F_GETFD. */
+static long probe_fds(rlim_t limit) {
+  long n = 0;
+  for (rlim_t fd = 0; fd < limit; fd++) n += fcntl((int)fd, F_GETFD) >= 0;
+  return n;
+}
+
+/* The entries of /proc/self/fd, read with getdents64 on one descriptor
+ * (counted out again): -1 with errno when it cannot be opened. */
+static long list_fds(void) {
+  int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return -1;
+  long n = 0;
+  char buf[8192];
+  for (;;) {
+    long got = syscall(SYS_getdents64, dfd, buf, sizeof(buf));
+    if (got <= 0) break;
+    for (long off = 0; off < got;) {
+      const struct dirent64 *d = (const struct dirent64 *)(buf + off);
+      n += d->d_name[0] != '.';
+      off += d->d_reclen;
+    }
+  }
+  close(dfd);
+  return n - 1;
+}
+
+long sock_count_fds(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl)) return -1;
+  if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur <= PROBE_MAX) return probe_fds(rl.rlim_cur);
+  long n = list_fds();
+  /* Out of descriptors to count with: every one below the limit is taken. */
+  return n >= 0 || errno != EMFILE ? n : (long)rl.rlim_cur;
+}
+
+/* EMFILE: how many are open, the limits, what one connection costs, and
+ * the change that helps: the soft limit while it is below the hard one,
+ * else the hard limit where it is set. */
+static void emfile_advice(int per_conn, char *buf, size_t cap) {
+  struct rlimit rl = {0};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  unsigned long long soft = rl.rlim_cur, hard = rl.rlim_max;
+  size_t o = (size_t)snprintf(buf, cap,
+                              "this process has %ld file descriptors open and may have %llu "
+                              "(ulimit -n; hard limit %llu)",
+                              sock_count_fds(), soft, hard);
+  if (per_conn > 1 && o < cap)
+    o += (size_t)snprintf(buf + o, cap - o,
+                          "; each connection costs %d on each side (a control socket and "
+                          "NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD = %d data sockets)",
+                          per_conn, per_conn - 1);
+  else if (per_conn == 1 && o < cap)
+    o += (size_t)snprintf(buf + o, cap - o,
+                          "; each connection costs 1 on each side (its control "
+                          "socket)");
+  if (o >= cap) return;
+  if (soft < hard)
+    snprintf(buf + o, cap - o,
+             ": raise the soft limit where the job starts (ulimit -n %llu in its launch script)",
+             hard);
+  else
+    snprintf(buf + o, cap - o,
+             ": the soft limit already equals the hard one, so ulimit -n cannot raise it; raise "
+             "the hard limit where it is set (LimitNOFILE= in the systemd unit that starts the "
+             "job, nofile in /etc/security/limits.conf for login sessions, --ulimit "
+             "nofile=1048576:1048576 for a container)");
+}
+
+void sock_fd_advice(int err, int per_conn, char *buf, size_t cap) {
   if (err == EMFILE) {
-    struct rlimit rl = {0};
-    getrlimit(RLIMIT_NOFILE, &rl);
-    int nfds = -1; /* printed as is when /proc cannot tell */
-    (void)count_fds(&nfds);
-    snprintf(buf, cap,
-             "this process has %d file descriptors open and its limit (ulimit -n) is %llu "
-             "(hard limit %llu): raise it (ulimit -n %llu, or --ulimit nofile= for containers) "
-             "or use fewer sockets per connection (NCCL_NSOCKS_PERTHREAD, NCCL_SOCKET_NTHREADS)",
-             nfds, (unsigned long long)rl.rlim_cur, (unsigned long long)rl.rlim_max,
-             (unsigned long long)rl.rlim_max);
+    emfile_advice(per_conn, buf, cap);
   } else if (err == ENFILE) {
     snprintf(buf, cap,
              "the system-wide file table is full (fs.file-max): raise it or close "
@@ -162,6 +221,8 @@ void sock_errno_advice(int err, char *buf, size_t cap) {
     buf[0] = 0;
   }
 }
+
+void sock_errno_advice(int err, char *buf, size_t cap) { sock_fd_advice(err, 0, buf, cap); }
 
 const char *errno_name(int err) {
   switch (err) {

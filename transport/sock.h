@@ -38,8 +38,18 @@ int sock_recv(int fd, void *buf, size_t len, size_t *moved);
 /* A sentence about an errno from socket()/accept(): for EMFILE/ENFILE it
  * names the current descriptor count and limit and what to raise. */
 void sock_errno_advice(int err, char *buf, size_t cap);
+/* The same, with what one connection costs in descriptors (per_conn > 0)
+ * and, for EMFILE, the limit to change: the soft limit, or where the hard
+ * one is set when they are equal. */
+void sock_fd_advice(int err, int per_conn, char *buf, size_t cap);
+/* This process's open descriptors, counted without needing a free one;
+ * -1 when they cannot be counted. */
+long sock_count_fds(void);
 /* Whether a connect error is worth retrying (refused, unreachable, ...). */
 bool sock_err_retryable(int err);
+/* Whether an error of socket()/connect() is this process's or this host's
+ * own (out of descriptors or memory): no other address would fare better. */
+bool sock_err_local(int err);
 
 /* "ECONNREFUSED" etc. for log lines. */
 const char *errno_name(int err);

@@ -38,6 +38,15 @@ void case_connector_dies(struct side *s);
 void case_ifname_grammar(struct side *s);
 void case_detour(struct side *s);
 
+void case_offers_loopback(struct side *s);
+void case_offers_link_local_v4(struct side *s);
+void case_link_local_v6_pair(struct side *s);
+void case_connect_causes(struct side *s);
+void case_job_ifname(struct side *s);
+void case_fd_exhaustion(struct side *s);
+void case_size_mismatch_same(struct side *s);
+void case_size_mismatch_proto(struct side *s);
+
 void case_mixed_v6_v11(struct side *s);
 void case_mixed_v12_v5(struct side *s);
 void case_size_limits(struct side *s);

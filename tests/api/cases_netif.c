@@ -147,6 +147,15 @@ void case_detour(struct side *s) {
           "both addresses must be named: %s", w ? w : "none");
     CHECK(w && strstr(w, "NCCL_SOCKET_IFNAME=bond0") && strstr(w, "host-a"),
           "the fix and the peer must be named: %s", w ? w : "none");
+  } else {
+    /* The host whose setting is wrong hears it too, from the connector's
+     * hello. */
+    const char *w = log_find(NCCL_LOG_WARN, "could not reach this host's");
+    CHECK(w && strstr(w, "host-b could not reach this host's 10.37.12.78<") &&
+            strstr(w, "(eth1): ") && strstr(w, "connected to 10.37.8.78 (bond0) instead") &&
+            strstr(w, "On host-a set NCCL_SOCKET_IFNAME=bond0 (unset now)"),
+          "the listener must name its unreachable address and the setting to change: %s",
+          w ? w : "none");
   }
   ctl_sync(s);
   if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);

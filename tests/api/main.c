@@ -30,6 +30,8 @@ int ncclGetVersion(int *version) {
 #define ONE_HOST .one_host = 1
 #define SOFT_ONLY .soft_only = 1
 #define IN_V6_RUN .abi_only = 6
+/* Cases that build their own namespace hosts: one table, one placement. */
+#define OWN_HOSTS .abi_only = 12, .one_host = 1, .needs_root = 1, .transports = T_TCP
 
 static const struct api_case cases[] = {
   {"init, devices and properties", case_init_props, CORE, .timeout_s = 30},
@@ -75,6 +77,22 @@ static const struct api_case cases[] = {
    .timeout_s = 60},
   {"unreachable candidate address (field story 1)", case_detour, TWO, ROOT, TCP_ONLY,
    .timeout_s = 60},
+  {"a listener that offers only its loopback address: both sides say so", case_offers_loopback, TWO,
+   OWN_HOSTS, .timeout_s = 60},
+  {"a listener that offers only 169.254.x.x: it says only its link reaches it",
+   case_offers_link_local_v4, TWO, OWN_HOSTS, .timeout_s = 60},
+  {"IPv6 link-local only: connected through the local link", case_link_local_v6_pair, TWO,
+   OWN_HOSTS, .timeout_s = 60},
+  {"each connect failure names its own cause and fix", case_connect_causes, TWO, OWN_HOSTS,
+   .timeout_s = 90},
+  {"interfaces named differently: one NCCL_SOCKET_IFNAME for every node", case_job_ifname, TWO,
+   OWN_HOSTS, .timeout_s = 60},
+  {"out of file descriptors: counted, the limit to raise, both sides told", case_fd_exhaustion, TWO,
+   OWN_HOSTS, .timeout_s = 90},
+  {"message larger than its receive, same settings: the application's calls named",
+   case_size_mismatch_same, TWO, IB_ONLY, ONE_HOST, .abi_only = 12, .timeout_s = 60},
+  {"message larger than its receive, NCCL_PROTO on one host: the setting named",
+   case_size_mismatch_proto, TWO, IB_ONLY, ONE_HOST, .abi_only = 12, .timeout_s = 60},
   {"RDMA connection: every QP transition logged and in the event file", case_ib_qp_log, TWO,
    IB_ONLY, CORE, .timeout_s = 60},
   {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY,

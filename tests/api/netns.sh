@@ -18,4 +18,9 @@ ip link add eth0 netns "$a" type veth peer name eth0 netns "$b"
 ip -n "$a" addr add 10.77.0.1/24 dev eth0
 ip -n "$b" addr add 10.77.0.2/24 dev eth0
 for ns in "$a" "$b"; do ip -n "$ns" link set lo up; ip -n "$ns" link set eth0 up; done
+# A veth runs (has carrier) a moment after both ends are up: until then the
+# plugin would see eth0 without carrier and choose lo.
+for ns in "$a" "$b"; do
+  for i in $(seq 100); do ip -n "$ns" link show eth0 | grep -q 'state UP' && break; sleep 0.05; done
+done
 "$suite" "$@" --netns "$a,$b"

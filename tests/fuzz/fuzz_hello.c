@@ -25,6 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (hello_decode_body(data + HELLO_HDR_LEN, len, &h, why, sizeof(why))) return 0;
   printable(h.host), printable(h.dev), printable(h.addr), printable(h.plugin_version);
   for (int i = 0; i < h.nknobs; i++) printable(h.knobs[i].name), printable(h.knobs[i].value);
+  for (int i = 0; i < h.ntried; i++) printable(h.tried[i].addr), printable(h.tried[i].ifname);
   h.kind = kind;
   static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
   size_t n;
@@ -33,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 by canonical re-encoding */
   if (hello_decode_header(out, &kind, &len, why, sizeof(why))) abort();
   if (hello_decode_body(out + HELLO_HDR_LEN, len, &h2, why, sizeof(why))) abort();
-  if (h2.nonce != h.nonce || strcmp(h2.host, h.host) || h2.nknobs != h.nknobs || kind != h.kind)
+  if (h2.nonce != h.nonce || strcmp(h2.host, h.host) || h2.nknobs != h.nknobs || kind != h.kind ||
+      h2.ntried != h.ntried)
     abort();
   char diff[4096];
   hello_diff(&h, &h2, diff, sizeof(diff));

@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "transport/ib/ib_comm.h"
+#include "transport/report.h"
 
 /* The entries of a slot are ready when every one carries this sequence. */
 static uint32_t load_idx(const struct ib_cts *e) {
@@ -84,13 +85,14 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
               "a send with tag %d matches none of the %d receives grouped in message %u: the "
               "ranks' send and receive calls do not pair up",
               tag, n, seq));
-  if (size > e[i].size)
-    return transport_result(
-      ib_fail(c, EMSGSIZE, true,
-              "message %u to %s is %zu bytes but the posted receive holds %u bytes: the ranks "
-              "disagree on message sizes. Check that NCCL versions, NCCL_PROTO, NCCL_ALGO and "
-              "NCCL_BUFFSIZE match on every node",
-              seq, c->base.peer.desc, size, e[i].size));
+  if (size > e[i].size) {
+    char cause[1600];
+    report_size_mismatch(&c->base.mine, &c->base.peer.hello, cause, sizeof(cause));
+    return transport_result(ib_fail(c, EMSGSIZE, true,
+                                    "message %u to %s is %zu bytes but the posted receive holds "
+                                    "%u bytes: %s",
+                                    seq, c->base.peer.desc, size, e[i].size, cause));
+  }
   struct ib_req *r = ib_req_get(c);
   if (!r) {
     WARN("isend to %s: more than %d requests in flight on one connection (an API misuse)",

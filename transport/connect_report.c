@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the connector tells the user about the listener's addresses: each
+ * one described with its interface, host and reachability; the detour when
+ * an address we preferred failed and a later one worked; and, when none
+ * worked, why, with the fix. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/events.h"
+#include "common/log.h"
+#include "topo/strbuf.h"
+#include "transport/connect.h"
+#include "transport/report.h"
+#include "transport/sock.h"
+
+/* "10.0.0.7<46417> (eth1 on host-b, subnet 10.0.0.0/24, local eth0)" */
+void connect_cand_desc(const struct connecting *c, const struct cand *k, char *buf, size_t cap) {
+  char cidr[64];
+  ipaddr_subnet_str(&k->hc.addr, cidr, sizeof(cidr));
+  if (ipaddr_is_loopback(&k->hc.addr))
+    snprintf(buf, cap, "%s (%s on %s: its loopback address)", k->str, k->hc.ifname, c->h.host);
+  else if (ipaddr_is_link_local(&k->hc.addr))
+    snprintf(buf, cap, "%s (%s on %s: link-local, reachable only on a link both hosts share%s%s)",
+             k->str, k->hc.ifname, c->h.host, k->is_local ? ", local " : "", k->local_if);
+  else if (k->is_local)
+    snprintf(buf, cap, "%s (%s on %s, subnet %s, local %s)", k->str, k->hc.ifname, c->h.host, cidr,
+             k->local_if);
+  else
+    snprintf(buf, cap, "%s (%s on %s, subnet %s, which no local interface is on)", k->str,
+             k->hc.ifname, c->h.host, cidr);
+}
+
+/* Every address we preferred over the one that worked, with what happened
+ * to it: failed (with its errno), or still unanswered when a later one won. */
+void connect_report_detour(struct connecting *c, const struct cand *won) {
+  char failed[1400];
+  size_t o = 0;
+  int nfail = 0;
+  int64_t now = now_ns();
+  for (int o2 = 0; o2 < c->ncands; o2++) {
+    const struct cand *k = &c->cands[c->cand_order[o2]];
+    if (k == won) break;
+    if (!k->attempts) continue;
+    char d[256], what[700];
+    connect_cand_desc(c, k, d, sizeof(d));
+    if (k->stage == CAND_CONNECTING || k->stage == CAND_HELLO)
+      snprintf(what, sizeof(what), "no answer after %lld ms (%d attempt%s)",
+               (long long)((now - k->attempt_start) / 1000000), k->attempts,
+               k->attempts == 1 ? "" : "s");
+    else snprintf(what, sizeof(what), "%s", k->last_why);
+    o = topo_cat(failed, sizeof(failed), o, "%s%s: %s", nfail ? "; " : "", d, what);
+    nfail++;
+  }
+  if (!nfail) return;
+  char wd[256], key[600];
+  connect_cand_desc(c, won, wd, sizeof(wd));
+  const char *peer_if = hello_info_value(&c->peer, "NCCL_SOCKET_IFNAME");
+  snprintf(key, sizeof(key), "detour|%s|%s|%s", c->peer.host, won->hc.ifname, failed);
+  struct ev e;
+  ev_begin(&e, "connect_detour");
+  ev_str(&e, "device", c->dev->name);
+  ev_str(&e, "peer_host", c->peer.host);
+  ev_str(&e, "failed", failed);
+  ev_str(&e, "worked", wd);
+  ev_end(&e);
+  char job[40];
+  const char *here = won->local_if[0] ? won->local_if : c->dev->ifname;
+  if (!report_job_ifname(won->hc.ifname, here, job, sizeof(job))) return;
+  if (report_first(key))
+    WARN("connected to %s for device %s through %s, after %s. Traffic works, but the peer "
+         "advertises an address this host cannot reach: set NCCL_SOCKET_IFNAME=%s on every node "
+         "so both sides use the network they share (%s on %s, %s here; the setting on %s is %s "
+         "now)",
+         c->peer.host, c->dev->name, wd, failed, job, won->hc.ifname, c->peer.host, here,
+         c->peer.host, peer_if);
+}
+
+/* Every candidate is the loopback address of a peer on another host. */
+static bool only_peer_loopback(const struct connecting *c) {
+  for (int i = 0; i < c->ncands; i++)
+    if (!c->cands[i].is_peer_loopback) return false;
+  return c->ncands > 0;
+}
+
+/* The listener offered nothing but its loopback address: no attempt can
+ * work, and the fix is on the listener's host. */
+static void fail_peer_loopback(const struct connecting *c) {
+  const struct transport_dev *d = c->dev;
+  char mine[64], tried[400];
+  size_t o = 0;
+  for (int i = 0; i < c->ncands; i++)
+    o = topo_cat(tried, sizeof(tried), o, "%s%s", i ? ", " : "", c->cands[i].str);
+  ipaddr_cidr(&d->addr, mine, sizeof(mine));
+  WARN("cannot connect to %s for device %s: %s offered its loopback address (%s): "
+       "NCCL_SOCKET_IFNAME on %s selects nothing routable, so no other host can connect to it. On "
+       "%s, bring up the interface on the network the nodes share or set NCCL_SOCKET_IFNAME there "
+       "to it; this host connects from %s (%s)",
+       c->h.host, d->name, c->h.host, tried, c->h.host, c->h.host, d->ifname, mine);
+}
+
+/* Why an address did not work, as far as its last attempt tells. */
+enum fail_cause {
+  FC_LOOPBACK,  /* the loopback address of a listener on another host */
+  FC_NO_LINK,   /* link-local, and this host has no link-local interface */
+  FC_REFUSED,   /* ECONNREFUSED: nothing listens there any more */
+  FC_NO_ROUTE,  /* EHOSTUNREACH and kin: no route, or a router says so */
+  FC_NO_ANSWER, /* ETIMEDOUT, or still unanswered at the deadline */
+  FC_INVALID,   /* EINVAL: an address this host cannot connect to */
+  FC_FORBIDDEN, /* EACCES, EPERM: a local rule forbids it */
+  FC_REJECTED,  /* the process there broke or refused our handshake */
+  FC_OTHER,
+  FC_COUNT
+};
+
+static enum fail_cause cause_of(const struct cand *k) {
+  if (k->is_peer_loopback) return FC_LOOPBACK;
+  if (!k->attempts) return FC_NO_LINK;
+  if (k->stage == CAND_CONNECTING) return FC_NO_ANSWER;
+  if (k->stage == CAND_HELLO) return FC_REJECTED; /* connected, our hello unanswered */
+  switch (k->last_err) {
+  case 0: return FC_REJECTED;
+  case ECONNREFUSED: return FC_REFUSED;
+  case EHOSTUNREACH:
+  case ENETUNREACH:
+  case ENETDOWN:
+  case EHOSTDOWN: return FC_NO_ROUTE;
+  case ETIMEDOUT: return FC_NO_ANSWER;
+  case EINVAL:
+  case EADDRNOTAVAIL:
+  case EAFNOSUPPORT: return FC_INVALID;
+  case EACCES:
+  case EPERM: return FC_FORBIDDEN;
+  default: return FC_OTHER;
+  }
+}
+
+/* One sentence: the cause, and the fix on the host that has to change. */
+static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, const char *host,
+                         const char *have) {
+  switch (fc) {
+  case FC_LOOPBACK:
+    return topo_cat(buf, cap, o,
+                    "%s offered its loopback address: NCCL_SOCKET_IFNAME on %s selects nothing "
+                    "routable; set it there to the interface on the network the nodes share",
+                    host, host);
+  case FC_NO_LINK:
+    return topo_cat(buf, cap, o,
+                    "%s offered a link-local address and no interface here shares a link with it: "
+                    "set NCCL_SOCKET_IFNAME on %s to an interface with a routable address",
+                    host, host);
+  case FC_REFUSED:
+    return topo_cat(buf, cap, o,
+                    "nothing listens there any more: the process on %s that handed out this "
+                    "address has exited or was restarted (a restarted process listens on a new "
+                    "port); find in %s's log why it stopped, and restart every rank of the job",
+                    host, host);
+  case FC_NO_ROUTE:
+    return topo_cat(buf, cap, o,
+                    "this host has no route to it (no neighbour answers for it on the local link, "
+                    "or a router or firewall reports it unreachable): %s advertises an address on "
+                    "a network this host does not reach; set NCCL_SOCKET_IFNAME on %s to the "
+                    "network both share (this host has %s)",
+                    host, host, have);
+  case FC_NO_ANSWER:
+    return topo_cat(buf, cap, o,
+                    "its TCP connects go unanswered: a firewall drops them (allow TCP between the "
+                    "nodes, ports 1024-65535, in nftables/iptables or the cloud security group), "
+                    "or %s advertises a network this host reaches only in name; then set "
+                    "NCCL_SOCKET_IFNAME on %s to the network both share (this host has %s)",
+                    host, host, have);
+  case FC_INVALID:
+    return topo_cat(buf, cap, o,
+                    "the kernel refuses to connect to that address (EINVAL: a blackhole route, or "
+                    "an address this host cannot use); check 'ip route get' for it here, or set "
+                    "NCCL_SOCKET_IFNAME on %s to an interface with an address this host routes",
+                    host);
+  case FC_FORBIDDEN:
+    return topo_cat(buf, cap, o,
+                    "a rule on this host forbids it (a prohibit route, or a firewall rule that "
+                    "rejects locally): allow TCP to %s",
+                    host);
+  case FC_REJECTED:
+    return topo_cat(buf, cap, o,
+                    "the process listening there is not the one this handle came from, or it "
+                    "refused us: see %s's log (a handle from an earlier run, or another plugin "
+                    "version)",
+                    host);
+  case FC_OTHER:
+  case FC_COUNT: break;
+  }
+  return topo_cat(buf, cap, o, "see the error above");
+}
+
+/* "10.0.0.7<46417> (eth1 on host-b, ...): Connection refused (ECONNREFUSED)
+ * after 5 attempts; ..." and the distinct causes, each with its fix. */
+static void failure_text(const struct connecting *c, char *tried, size_t tcap, char *causes,
+                         size_t ccap) {
+  char have[700];
+  netif_list_str(&transport_host()->ifs, have, sizeof(have));
+  bool seen[FC_COUNT] = {false};
+  int ncause = 0;
+  for (int i = 0; i < c->ncands; i++) {
+    enum fail_cause fc = cause_of(&c->cands[c->cand_order[i]]);
+    ncause += !seen[fc];
+    seen[fc] = true;
+  }
+  size_t o = 0, oc = 0;
+  memset(seen, 0, sizeof(seen));
+  for (int i = 0; i < c->ncands; i++) {
+    const struct cand *k = &c->cands[c->cand_order[i]];
+    enum fail_cause fc = cause_of(k);
+    char d[256];
+    connect_cand_desc(c, k, d, sizeof(d));
+    if (!k->attempts)
+      o = topo_cat(tried, tcap, o, "%s%s: not tried, %s", i ? "; " : "", d, k->last_why);
+    else if (k->stage == CAND_HELLO)
+      o = topo_cat(tried, tcap, o, "%s%s: connected, but no answer to our hello", i ? "; " : "", d);
+    else if (k->stage == CAND_CONNECTING)
+      o = topo_cat(tried, tcap, o, "%s%s: no answer after %d attempt%s", i ? "; " : "", d,
+                   k->attempts, k->attempts == 1 ? "" : "s");
+    else
+      o = topo_cat(tried, tcap, o, "%s%s: %s after %d attempt%s", i ? "; " : "", d, k->last_why,
+                   k->attempts, k->attempts == 1 ? "" : "s");
+    if (seen[fc] || fc == FC_OTHER) continue;
+    seen[fc] = true;
+    oc = topo_cat(causes, ccap, oc, "%s", oc ? ". " : "");
+    if (ncause > 1) oc = topo_cat(causes, ccap, oc, "%s: ", k->str);
+    size_t at = oc;
+    oc = cause_text(causes, ccap, oc, fc, c->h.host, have);
+    if (ncause == 1 && at < ccap) causes[at] = (char)toupper((unsigned char)causes[at]);
+  }
+  if (!oc) topo_cat(causes, ccap, 0, "This host has %s", have);
+}
+
+/* socket() itself failed here: no address can be tried. */
+static void fail_local(const struct connecting *c) {
+  char advice[700];
+  sock_fd_advice(c->local_err, c->dev->is_ib ? 1 : 1 + c->h.nsocks, advice, sizeof(advice));
+  WARN("cannot connect to %s for device %s: this process cannot open a socket: %s (%s)%s%s",
+       c->h.host, c->dev->name, strerror(c->local_err), errno_name(c->local_err),
+       advice[0] ? "; " : "", advice);
+}
+
+void connect_report_failure(struct connecting *c) {
+  char tried[1600], causes[1400] = "";
+  failure_text(c, tried, sizeof(tried), causes, sizeof(causes));
+  ev_count(C_CONN_FAILURES, 1);
+  struct ev e;
+  ev_begin(&e, "connect_failed");
+  ev_str(&e, "device", c->dev->name);
+  ev_str(&e, "peer_host", c->h.host);
+  ev_str(&e, "tried", tried);
+  ev_str(&e, "cause", causes);
+  ev_end(&e);
+  if (c->local_err) fail_local(c);
+  else if (only_peer_loopback(c)) fail_peer_loopback(c);
+  else if (now_ns() > c->deadline)
+    WARN("cannot connect to %s for device %s within %lld ms (NCCL_DIAG_CONNECT_TIMEOUT_MS): %s. "
+         "%s",
+         c->h.host, c->dev->name, (long long)((c->deadline - c->start) / 1000000), tried, causes);
+  else
+    WARN("cannot connect to %s for device %s, and no address is left to try: %s. %s", c->h.host,
+         c->dev->name, tried, causes);
+}
