@@ -60,7 +60,8 @@ static void no_spaces_cut_hard(void) {
         nlines > 1 ? lines[1] : "");
   joined(back, sizeof(back));
   /* A hard cut has no space to stand for: the reader sees one. */
-  CHECK(strlen(back) == 1501 && strspn(back, "x") == 1000, "hard cut: %zu characters", strlen(back));
+  CHECK(strlen(back) == 1501 && strspn(back, "x") == 1000, "hard cut: %zu characters",
+        strlen(back));
 }
 
 static void newlines_are_lines(void) {

@@ -38,7 +38,7 @@ static bool join_continuation(struct logset *ls, int file, struct rec *r) {
       o = c;
   }
   if (!o) return false;
-  const char *more = r->text + 3; /* in the new line's own copy */
+  const char *more = r->text + 3;         /* in the new line's own copy */
   size_t at = (size_t)(o->text - o->raw); /* the text moves with raw */
   size_t len = strlen(o->raw), add = strlen(more);
   if (len + add >= EXPLAIN_LINE_MAX) return true; /* the rules have read enough of it */
