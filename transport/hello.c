@@ -32,7 +32,7 @@ enum {
   T_RDMA_GID_USABLE = 41,
   T_RDMA_PKEY = 42,
   T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
-  T_TRIED = 44, /* one per address tried: errno, ms, interface, address */
+  T_TRIED = 44,     /* one per address tried: errno, ms, interface, address */
 };
 
 /* NCCL settings that change the size or number of messages NCCL posts on a

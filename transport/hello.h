@@ -92,7 +92,7 @@ struct hello {
   struct hello_knob info[HELLO_MAX_KNOBS];
   struct hello_ib ib;
   struct hello_rdma rdma; /* the GID and P_Key fields with ib, when ib.is_present */
-  int ntried; /* connector only */
+  int ntried;             /* connector only */
   struct hello_tried tried[HELLO_MAX_TRIED];
 };
 
