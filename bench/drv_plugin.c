@@ -8,6 +8,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,11 +34,12 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char *fil
  * port. The ABI has no transport field, so the name is what we have. */
 static int dev_is_rdma(const struct netload_props *pr) { return if_nametoindex(pr->name) == 0; }
 
-int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t cap) {
+int plug_open(struct plug *p, const struct worker_cfg *cfg, const char *path, int abi, char *err,
+              size_t cap) {
   memset(p, 0, sizeof(*p));
   p->rank = cfg->rank;
   plug_verbose = cfg->verbose;
-  if (netload_open(&p->nl, cfg->plugin, cfg->abi, err, cap)) return -1;
+  if (netload_open(&p->nl, path, abi, err, cap)) return -1;
   p->loaded = 1;
   netload_init(&p->nl, logger); /* never fails by contract; devices says what is usable */
   p->inited = 1;
@@ -66,55 +68,80 @@ int plug_open(struct plug *p, const struct worker_cfg *cfg, char *err, size_t ca
   return 0;
 }
 
-int plug_listen(struct plug *p, int ncomms, struct bench_handles *h, char *err, size_t cap) {
+int plug_listen(struct plug *p, int ncomms, uint8_t *handles, char *err, size_t cap) {
+  plug_close_comms(p);
+  void **all = calloc(5 * (size_t)ncomms, sizeof(void *));
+  if (!all) {
+    snprintf(err, cap, "out of memory for %d comms", ncomms);
+    return -1;
+  }
+  p->lcs = all, p->scs = all + ncomms, p->rcs = all + 2 * ncomms;
+  p->smhs = all + 3 * ncomms, p->rmhs = all + 4 * ncomms;
   p->ncomms = ncomms;
-  h->ncomms = ncomms;
   for (int i = 0; i < ncomms; i++) {
-    memset(h->plugin[i], 0, BENCH_HANDLE_LEN);
-    if (netload_listen(&p->nl, p->dev, h->plugin[i], &p->lc[i]) || !p->lc[i]) {
-      snprintf(err, cap, "listen on device %d failed", p->dev);
+    uint8_t *h = handles + (size_t)i * BENCH_HANDLE_LEN;
+    memset(h, 0, BENCH_HANDLE_LEN);
+    if (netload_listen(&p->nl, p->dev, h, &p->lcs[i]) || !p->lcs[i]) {
+      snprintf(err, cap, "listen %d of %d on device %d failed", i + 1, ncomms, p->dev);
       return -1;
     }
   }
   return 0;
 }
 
-static int connect_all(struct plug *p, const struct bench_handles *peer, char *err, size_t cap) {
-  uint8_t handle[BENCH_MAX_COMMS][BENCH_HANDLE_LEN]; /* NCCL's private, retried copy */
-  memcpy(handle, peer->plugin, sizeof(handle));
-  int64_t deadline = mono_ns() + 60LL * 1000000000LL;
-  for (;;) {
-    int left = 0;
-    for (int i = 0; i < p->ncomms; i++) {
-      if (!p->sc[i] && netload_connect(&p->nl, p->dev, handle[i], &p->sc[i])) {
-        snprintf(err, cap, "connect of comm %d failed", i);
-        return -1;
-      }
-      if (!p->rc[i] && netload_accept(&p->nl, p->lc[i], &p->rc[i])) {
-        snprintf(err, cap, "accept of comm %d failed", i);
-        return -1;
-      }
-      if (p->rc[i] && p->lc[i]) { /* NCCL closes the listener at once */
-        netload_close_listen(&p->nl, p->lc[i]);
-        p->lc[i] = NULL;
-      }
-      left += !p->sc[i] + !p->rc[i];
-    }
-    if (!left) return 0;
-    if (mono_ns() > deadline) {
-      snprintf(err, cap, "connect/accept did not complete in 60 s");
+/* NCCL connects and accepts each comm in turn, retrying the ones that are
+ * not ready on its next pass. */
+static int connect_pass(struct plug *p, uint8_t *handles, int *left, char *err, size_t cap) {
+  *left = 0;
+  for (int i = 0; i < p->ncomms; i++) {
+    if (!p->scs[i] &&
+        netload_connect(&p->nl, p->dev, handles + (size_t)i * BENCH_HANDLE_LEN, &p->scs[i])) {
+      snprintf(err, cap, "connect of comm %d failed", i);
       return -1;
+    }
+    if (!p->rcs[i] && netload_accept(&p->nl, p->lcs[i], &p->rcs[i])) {
+      snprintf(err, cap, "accept of comm %d failed", i);
+      return -1;
+    }
+    if (p->rcs[i] && p->lcs[i]) { /* NCCL closes the listener at once */
+      netload_close_listen(&p->nl, p->lcs[i]);
+      p->lcs[i] = NULL;
+    }
+    *left += !p->scs[i] + !p->rcs[i];
+  }
+  return 0;
+}
+
+static int connect_all(struct plug *p, const uint8_t *peer, char *err, size_t cap) {
+  size_t len = (size_t)p->ncomms * BENCH_HANDLE_LEN;
+  uint8_t *handles = malloc(len); /* NCCL's private, retried copy */
+  if (!handles) {
+    snprintf(err, cap, "out of memory");
+    return -1;
+  }
+  memcpy(handles, peer, len);
+  int64_t deadline = mono_ns() + (60LL + p->ncomms / 50) * 1000000000LL;
+  int rc = 0, left = 0;
+  for (;;) {
+    if ((rc = connect_pass(p, handles, &left, err, cap)) || !left) break;
+    if (mono_ns() > deadline) {
+      snprintf(err, cap, "connect/accept of %d comms did not complete in %lld s (%d left)",
+               p->ncomms, (long long)(60 + p->ncomms / 50), left);
+      rc = -1;
+      break;
     }
     sched_yield();
   }
+  free(handles);
+  return rc;
 }
 
-int plug_connect(struct plug *p, const struct bench_handles *peer, uint8_t *const *spool,
-                 uint8_t *const *rpool, size_t pool_len, char *err, size_t cap) {
-  if (connect_all(p, peer, err, cap)) return -1;
+int plug_connect(struct plug *p, const uint8_t *peer_handles, uint8_t *spool, uint8_t *rpool,
+                 size_t pool_len, char *err, size_t cap) {
+  if (connect_all(p, peer_handles, err, cap)) return -1;
   for (int i = 0; i < p->ncomms; i++) {
-    if (netload_reg_mr(&p->nl, p->sc[i], spool[i], pool_len, NCCL_PTR_HOST, &p->smh[i]) ||
-        netload_reg_mr(&p->nl, p->rc[i], rpool[i], pool_len, NCCL_PTR_HOST, &p->rmh[i])) {
+    if (netload_reg_mr(&p->nl, p->scs[i], spool, pool_len, NCCL_PTR_HOST, &p->smhs[i]) ||
+        netload_reg_mr(&p->nl, p->rcs[i], rpool, pool_len, NCCL_PTR_HOST, &p->rmhs[i])) {
       snprintf(err, cap, "regMr of comm %d failed", i);
       return -1;
     }
@@ -208,8 +235,8 @@ static void pq_init(struct plug *p, struct run_ctx *r, struct pq *qs) {
     struct stream *s = &r->streams[i];
     memset(&qs[i], 0, sizeof(qs[i]));
     qs[i].s = s;
-    qs[i].comm = s->send ? p->sc[s->comm] : p->rc[s->comm];
-    qs[i].mh = s->send ? p->smh[s->comm] : p->rmh[s->comm];
+    qs[i].comm = s->send ? p->scs[s->comm] : p->rcs[s->comm];
+    qs[i].mh = s->send ? p->smhs[s->comm] : p->rmhs[s->comm];
   }
 }
 
@@ -224,24 +251,35 @@ static void no_progress(const struct bench_cmd *c) {
 static int run_bw(struct plug *p, struct run_ctx *r) {
   const struct bench_cmd *c = r->cmd;
   uint64_t total = c->warm + c->iters;
-  struct pq qs[2 * BENCH_MAX_COMMS];
+  struct pq *qs = calloc((size_t)r->nstreams, sizeof(*qs));
+  if (!qs) {
+    snprintf(r->err, sizeof(r->err), "out of memory");
+    return -1;
+  }
   pq_init(p, r, qs);
   int64_t deadline = mono_ns() + RUN_TIMEOUT_NS;
   unsigned idle = 0;
+  int rc = 0;
   for (;;) {
     int moved = pass(p, qs, r->nstreams, c, total, r->err, sizeof(r->err));
-    if (moved < 0) return -1;
+    if (moved < 0) {
+      rc = -1;
+      break;
+    }
     int left = 0;
-    for (int i = 0; i < r->nstreams; i++) left |= qs[i].done < total;
-    if (!left) return 0;
+    for (int i = 0; i < r->nstreams && !left; i++) left = qs[i].done < total;
+    if (!left) break;
     if (moved) continue;
     no_progress(c);
     if (++idle % 4096 == 0 && mono_ns() > deadline) {
       snprintf(r->err, sizeof(r->err), "no completion within %lld s",
                RUN_TIMEOUT_NS / 1000000000LL);
-      return -1;
+      rc = -1;
+      break;
     }
   }
+  free(qs);
+  return rc;
 }
 
 /* Polls one request of a connection until it is done. */
@@ -302,14 +340,21 @@ int plug_run(struct plug *p, struct run_ctx *r) {
   return rc;
 }
 
-void plug_close(struct plug *p) {
-  for (int i = 0; i < BENCH_MAX_COMMS; i++) {
-    if (p->smh[i]) netload_dereg_mr(&p->nl, p->sc[i], p->smh[i]);
-    if (p->rmh[i]) netload_dereg_mr(&p->nl, p->rc[i], p->rmh[i]);
-    if (p->sc[i]) netload_close_send(&p->nl, p->sc[i]);
-    if (p->rc[i]) netload_close_recv(&p->nl, p->rc[i]);
-    if (p->lc[i]) netload_close_listen(&p->nl, p->lc[i]);
+void plug_close_comms(struct plug *p) {
+  for (int i = 0; i < p->ncomms; i++) {
+    if (p->smhs[i]) netload_dereg_mr(&p->nl, p->scs[i], p->smhs[i]);
+    if (p->rmhs[i]) netload_dereg_mr(&p->nl, p->rcs[i], p->rmhs[i]);
+    if (p->scs[i]) netload_close_send(&p->nl, p->scs[i]);
+    if (p->rcs[i]) netload_close_recv(&p->nl, p->rcs[i]);
+    if (p->lcs[i]) netload_close_listen(&p->nl, p->lcs[i]);
   }
+  free(p->lcs); /* one allocation holds all five arrays */
+  p->lcs = p->scs = p->rcs = p->smhs = p->rmhs = NULL;
+  p->ncomms = 0;
+}
+
+void plug_close(struct plug *p) {
+  plug_close_comms(p);
   if (p->inited) netload_finalize(&p->nl);
   if (p->loaded) netload_close(&p->nl);
   memset(p, 0, sizeof(*p));

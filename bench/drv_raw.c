@@ -10,7 +10,8 @@
  * nothing is handed between threads. Slots are
  * reused only when the message that held them completed (window), with a
  * futex for the rare thread that runs a window ahead. TCP_NODELAY is set,
- * socket buffers are the kernel's autotuned defaults, as for the plugin. */
+ * socket buffers are the kernel's autotuned defaults, as for the plugin.
+ * The event shape (raw_event.c) serves every comm from one thread. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <linux/futex.h>
@@ -40,15 +41,20 @@ static void nodelay(int fd) {
 }
 
 int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks,
-               struct bench_handles *h, char *err, size_t cap) {
-  memset(w, 0, sizeof(*w));
-  memset(w->sfd, -1, sizeof(w->sfd));
-  memset(w->rfd, -1, sizeof(w->rfd));
+               struct bench_offer *h, char *err, size_t cap) {
+  raw_close(w);
   w->lfd = -1;
   w->ready = 1;
   w->rank = rank;
   w->ncomms = ncomms;
   w->nsocks = nsocks;
+  w->sfds = malloc(2 * (size_t)ncomms * (size_t)nsocks * sizeof(int));
+  if (!w->sfds) {
+    snprintf(err, cap, "out of memory for %d comms", ncomms);
+    return -1;
+  }
+  w->rfds = w->sfds + (size_t)ncomms * (size_t)nsocks;
+  for (size_t i = 0; i < 2 * (size_t)ncomms * (size_t)nsocks; i++) w->sfds[i] = -1;
   struct sockaddr_in sa = {.sin_family = AF_INET};
   if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
     snprintf(err, cap, "baseline address %s is not an IPv4 address", addr);
@@ -56,7 +62,7 @@ int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks
   }
   w->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   socklen_t len = sizeof(sa);
-  if (w->lfd < 0 || bind(w->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(w->lfd, 256) ||
+  if (w->lfd < 0 || bind(w->lfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(w->lfd, 4096) ||
       getsockname(w->lfd, (struct sockaddr *)&sa, &len)) {
     snprintf(err, cap, "baseline listen on %s: %s", addr, strerror(errno));
     return -1;
@@ -102,29 +108,33 @@ static int accept_all(struct raw *w, int want, char *err, size_t cap) {
     struct preamble pre;
     if (fd < 0 || read_all(fd, &pre, sizeof(pre), 0) || pre.magic != PREAMBLE_MAGIC ||
         pre.comm >= (uint32_t)w->ncomms || pre.sock >= (uint32_t)w->nsocks ||
-        w->rfd[pre.comm][pre.sock] >= 0) {
+        w->rfds[pre.comm * (uint32_t)w->nsocks + pre.sock] >= 0) {
       snprintf(err, cap, "baseline: a bad or stray connection arrived (%s)", strerror(errno));
       if (fd >= 0) close(fd);
       return -1;
     }
     nodelay(fd);
-    w->rfd[pre.comm][pre.sock] = fd;
+    w->rfds[pre.comm * (uint32_t)w->nsocks + pre.sock] = fd;
   }
   return 0;
 }
 
 /* Blocking connects complete in the peer's backlog before it accepts, so
- * both ranks connect first and accept afterwards. */
-int raw_connect(struct raw *w, const struct bench_handles *peer, char *err, size_t cap) {
-  for (int c = 0; c < w->ncomms; c++)
-    for (int s = 0; s < w->nsocks; s++) {
+ * both ranks connect in batches no larger than the backlog and accept the
+ * peer's batch in between. */
+int raw_connect(struct raw *w, const struct bench_offer *peer, char *err, size_t cap) {
+  int total = w->ncomms * w->nsocks, done = 0, batch = 1024;
+  while (done < total) {
+    int n = total - done < batch ? total - done : batch;
+    for (int i = done; i < done + n; i++) {
+      int c = i / w->nsocks, s = i % w->nsocks;
       int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       struct preamble pre = {PREAMBLE_MAGIC, (uint32_t)w->rank, (uint32_t)c, (uint32_t)s};
       if (fd < 0) {
-        snprintf(err, cap, "baseline socket: %s", strerror(errno));
+        snprintf(err, cap, "baseline socket %d of %d: %s", i + 1, total, strerror(errno));
         return -1;
       }
-      w->sfd[c][s] = fd;
+      w->sfds[i] = fd;
       nodelay(fd);
       if (connect(fd, (const struct sockaddr *)&peer->raw_addr, peer->raw_len) ||
           write_all(fd, &pre, sizeof(pre), 0)) {
@@ -132,16 +142,17 @@ int raw_connect(struct raw *w, const struct bench_handles *peer, char *err, size
         return -1;
       }
     }
-  return accept_all(w, w->ncomms * w->nsocks, err, cap);
+    if (accept_all(w, n, err, cap)) return -1;
+    done += n;
+  }
+  return 0;
 }
 
 void raw_close(struct raw *w) {
   if (!w->ready) return;
-  for (int c = 0; c < BENCH_MAX_COMMS; c++)
-    for (int s = 0; s < BENCH_MAX_SOCKS; s++) {
-      if (w->sfd[c][s] >= 0) close(w->sfd[c][s]);
-      if (w->rfd[c][s] >= 0) close(w->rfd[c][s]);
-    }
+  for (size_t i = 0; w->sfds && i < 2 * (size_t)w->ncomms * (size_t)w->nsocks; i++)
+    if (w->sfds[i] >= 0) close(w->sfds[i]);
+  free(w->sfds);
   if (w->lfd >= 0) close(w->lfd);
   memset(w, 0, sizeof(*w));
 }
@@ -226,7 +237,7 @@ static void rq_init(struct raw *w, struct rq *q, struct stream *s, const struct 
   memset(q, 0, sizeof(*q));
   q->s = s;
   q->c = c;
-  q->fds = s->send ? w->sfd[s->comm] : w->rfd[s->comm];
+  q->fds = (s->send ? w->sfds : w->rfds) + (size_t)s->comm * (size_t)w->nsocks;
   q->nsocks = c->shape.nsocks;
   q->total = c->warm + c->iters;
   uint64_t by_size = c->size / (c->raw_min_stripe ? c->raw_min_stripe : 1);
@@ -241,8 +252,13 @@ static void rq_init(struct raw *w, struct rq *q, struct stream *s, const struct 
 
 static int run_bw(struct raw *w, struct run_ctx *r) {
   const struct bench_cmd *c = r->cmd;
-  struct rq qs[2 * BENCH_MAX_COMMS];
-  struct unit units[2 * BENCH_MAX_COMMS * BENCH_MAX_SOCKS];
+  if (r->nstreams * c->shape.nsocks > RAW_MAX_THREADS) {
+    snprintf(r->err, sizeof(r->err), "baseline shape of %d threads: more than %d",
+             r->nstreams * c->shape.nsocks, RAW_MAX_THREADS);
+    return -1;
+  }
+  struct rq qs[RAW_MAX_THREADS];
+  struct unit units[RAW_MAX_THREADS];
   int nu = 0;
   for (int i = 0; i < r->nstreams; i++) {
     rq_init(w, &qs[i], &r->streams[i], c);
@@ -278,8 +294,8 @@ static int run_lat(struct raw *w, struct run_ctx *r) {
   const struct bench_cmd *c = r->cmd;
   struct stream *tx = r->streams[0].send ? &r->streams[0] : &r->streams[1];
   struct stream *rx = r->streams[0].send ? &r->streams[1] : &r->streams[0];
-  int sfd = w->sfd[0][0], rfd = c->shape.shared ? sfd : w->rfd[0][0];
-  if (w->rank == 1 && c->shape.shared) sfd = rfd = w->rfd[0][0];
+  int sfd = w->sfds[0], rfd = c->shape.shared ? sfd : w->rfds[0];
+  if (w->rank == 1 && c->shape.shared) sfd = rfd = w->rfds[0];
   uint64_t total = c->warm + c->iters;
   int64_t t0 = thread_cpu_ns();
   for (uint64_t i = 0; i < total; i++) {
@@ -313,5 +329,6 @@ int raw_run(struct raw *w, struct run_ctx *r) {
              r->cmd->shape.nsocks, w->nsocks);
     return -1;
   }
-  return r->cmd->mode == MODE_LAT ? run_lat(w, r) : run_bw(w, r);
+  if (r->cmd->mode == MODE_LAT) return run_lat(w, r);
+  return r->cmd->shape.event ? raw_run_event(w, r) : run_bw(w, r);
 }

@@ -13,7 +13,8 @@
 static const char usage_text[] =
   "usage: nccl-net-bench [options]\n"
   "Measures libnccl-net-diag.so through its exported ABI, driven as NCCL drives it, beside a\n"
-  "raw TCP baseline with the same pattern, in one run; prints a table, optionally JSON and SVG.\n"
+  "raw TCP baseline with the same pattern (and optionally a second plugin), in one run; prints\n"
+  "a table, optionally JSON and SVG.\n"
   "  --placement loopback|netns  where the two ranks run (netns: two namespace hosts joined\n"
   "                              by a veth pair, made and removed by the bench; needs root)\n"
   "  --transport tcp|ib          ib: functional check over the plugin's RDMA device (set\n"
@@ -22,7 +23,11 @@ static const char usage_text[] =
   "  --modes LIST                uni,bidir,lat (default all)\n"
   "  --sizes LIST                bandwidth sizes (default 8,64,512,4K,32K,256K,1M,4M,16M,64M,256M)\n"
   "  --lat-sizes LIST            ping-pong sizes (default 8,256,4K,64K)\n"
-  "  --comms LIST                comms (connections) at once, each direction (default 1)\n"
+  "  --comms LIST                comms (connections) at once, each direction, up to 8192; each\n"
+  "                              count is connected on its own and its threads, descriptors\n"
+  "                              and memory are reported (default 1)\n"
+  "  --compare PATH              also measure this plugin (e.g. NCCL's own Socket transport as\n"
+  "                              a plugin), driven the same way, interleaved in every repetition\n"
   "  --window N                  requests in flight per comm, 1..8 (default 8)\n"
   "  --reps N                    repetitions; medians are reported (default 3)\n"
   "  --target-bytes SIZE         payload per comm per measurement (default 1G)\n"
@@ -31,7 +36,9 @@ static const char usage_text[] =
   "  --max-mem SIZE              buffer memory a rank may touch (default 1G; shrinks the window\n"
   "                              of the largest sizes)\n"
   "  --raw-shapes LIST           baseline shapes tried per size: socket counts, 's' = spin\n"
-  "                              instead of sleeping in send/recv (default 1,2,4,1s,2s)\n"
+  "                              instead of sleeping in send/recv, '1e' = one socket per comm,\n"
+  "                              every comm on one epoll thread (default 1,2,4,1s,2s; 1e is\n"
+  "                              added with several comms, where it is the one that scales)\n"
   "  --raw-min-stripe SIZE       smallest piece of a message per baseline socket (default 64K)\n"
   "  --no-baseline               plugin only\n"
   "  --lat-one-conn              also a latency baseline with both directions on one connection\n"
@@ -79,9 +86,10 @@ static int parse_shapes(const char *s, struct raw_shape *out) {
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     char *end;
     long v = strtol(t, &end, 10);
-    if (n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS || (*end && strcmp(end, "s")))
+    if (n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS ||
+        (*end && strcmp(end, "s") && strcmp(end, "e")) || (*end == 'e' && v != 1))
       return -1;
-    out[n++] = (struct raw_shape){(int)v, *end == 's', 0};
+    out[n++] = (struct raw_shape){(int)v, *end == 's', 0, *end == 'e'};
   }
   return n;
 }
@@ -134,7 +142,7 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--lat-sizes"))
     bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, 1)) < 1;
   else if (!strcmp(k, "--comms"))
-    bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMMS, 1, BENCH_MAX_COMMS)) < 1;
+    bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMM_COUNTS, 1, BENCH_MAX_COMMS)) < 1;
   else if (!strcmp(k, "--raw-shapes")) bad = (o->nraw_shapes = parse_shapes(v, o->raw_shapes)) < 1;
   else if (!strcmp(k, "--window"))
     o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
@@ -147,6 +155,7 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--json")) o->json = v;
   else if (!strcmp(k, "--svg")) o->svg = v;
   else if (!strcmp(k, "--plugin")) o->plugin = v;
+  else if (!strcmp(k, "--compare")) o->compare = v;
   else if (!strcmp(k, "--driver-idle-us")) o->idle_us = atoi(v), bad = o->idle_us < 0;
   else if (!strcmp(k, "--select-reps"))
     o->select_reps = atoi(v), bad = o->select_reps < 0 || o->select_reps > BENCH_MAX_REPS;

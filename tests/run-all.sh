@@ -5,7 +5,8 @@
 # Four builds: the normal one (all suites), ASan+UBSan (unit and api suites),
 # ThreadSanitizer (the api suite on the v11 table, TCP and RDMA), and a clang one for the
 # libFuzzer targets (bounded runs).
-# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1.
+# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1,
+# NCCL_DIAG_COMPARE_PEERS or NCCL_DIAG_COMPARE_PLUGIN (see bench/README.md).
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -30,6 +31,13 @@ run_suites() { # dir, meson test args...
     | grep -E '^ *[0-9]+/[0-9]+ |^(Ok|Fail|Skipped|Timeout):' || true
   [ -f "$dir/meson-logs/testlog.json" ] && logs+=("$dir/meson-logs/testlog.json")
 }
+
+# nccl-net-bench --compare in the bench smoke test: NCCL's own transports as
+# plugins, from the peers folder beside the checkout where there is one.
+if [ -z "${NCCL_DIAG_COMPARE_PEERS:-}${NCCL_DIAG_COMPARE_PLUGIN:-}" ] &&
+   [ -f "$top/../shared/peers/nccl-builtin/build.sh" ]; then
+  export NCCL_DIAG_COMPARE_PEERS="$top/../shared/peers/nccl-builtin"
+fi
 
 step "build (gcc, debugoptimized)"
 if build build; then
