@@ -156,7 +156,8 @@ int pat_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, ui
 void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, int full);
 
 /* --- stats.c ------------------------------------------------------------ */
-/* This process's threads, open descriptors and resident memory now. */
+/* This process's threads, open descriptors and resident memory now (after
+ * returning freed heap pages: what is held, not the peak). */
 void usage_now(struct bench_usage *u);
 int64_t mono_ns(void);
 int64_t proc_cpu_ns(void);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Clocks, CPU time, and the small statistics the report needs. */
 #include <dirent.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,8 +47,12 @@ int64_t host_busy_ns(int with_irq) {
   return (int64_t)(busy * (1000000000ULL / (unsigned long long)(hz > 0 ? hz : 100)));
 }
 
+/* Resident memory is read after freed heap pages go back to the system
+ * (malloc_trim), so it is what the comms hold, not the transient peak of
+ * setting them up (a listen's state is freed once it accepted). */
 void usage_now(struct bench_usage *u) {
   memset(u, 0, sizeof(*u));
+  malloc_trim(0);
   FILE *f = fopen("/proc/self/status", "re");
   char line[256];
   while (f && fgets(line, sizeof(line), f)) {

@@ -155,7 +155,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   c->base.ops = &ib_ops;
   c->base.dev = x->dev;
   c->base.peer = x->peer;
-  c->base.mine = x->mine;
+  c->peer_hello = x->peer_hello;
   c->base.max_recvs = IB_MAX_RECVS;
   c->is_send = x->is_send;
   c->dev = s->dev;

@@ -39,6 +39,7 @@ struct ib_slot {
 
 struct ib_comm {
   struct transport_comm base;
+  struct hello peer_hello; /* its RDMA identity, for completion-error diagnoses */
   bool is_send;
   struct ib_dev *dev;
   int ctrl_fd;

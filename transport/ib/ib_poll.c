@@ -33,7 +33,7 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
                                      "a clear-to-send write", "a flush read"};
   if (peer_gave_up(c)) return c->fail_err;
   char diag[2400];
-  ib_diag_wc(c->dev, &c->base.peer.hello, wc, what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
+  ib_diag_wc(c->dev, &c->peer_hello, wc, what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
              !c->has_success, c->first_error, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   return ib_fail(c, ECONNRESET, true, "%s", diag);

@@ -90,7 +90,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
               "message %u to %s is %zu bytes but the posted receive holds %u bytes: the ranks "
               "disagree on message sizes. Check that NCCL versions, NCCL_PROTO, NCCL_ALGO and "
               "NCCL_BUFFSIZE match on every node",
-              seq, c->base.peer.hello.host, size, e[i].size));
+              seq, c->base.peer.host, size, e[i].size));
   struct ib_req *r = ib_req_get(c);
   if (!r) {
     WARN("isend to %s: more than %d requests in flight on one connection (an API misuse)",
