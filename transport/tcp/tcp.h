@@ -8,9 +8,12 @@
  * seq % N; both sides derive the same cut from the header, so the sender's
  * settings are the only ones that matter.
  *
- * The control socket is moved by the caller's thread (isend, irecv,
- * test); one sendmsg writes every queued header and inline payload, one
- * recv brings whatever has arrived into a staging buffer.
+ * The control socket is moved by the caller's thread in test(), in
+ * batches: isend only queues its header (and inline payload), and the
+ * next test() writes every queued message in one sendmsg; on the receive
+ * side one recv brings whatever has arrived into a staging buffer, whose
+ * headers are matched to as many posted receives as there are. So a window
+ * of small messages costs one syscall each way, not one per message.
  *
  * Data sockets: stripes up to caller_max bytes (NCCL_DIAG_CALLER_MAX: 4
  * MiB when the peer is on this host, 1 MiB otherwise) are moved by the
