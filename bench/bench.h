@@ -62,6 +62,7 @@ struct bench_cmd {
    * how much buffer to prepare */
   int max_window;
   uint64_t max_size, max_mem;
+  int one_way; /* only rank 0 -> rank 1 comms: the block runs no mode that needs the others */
 };
 
 /* What a worker offers its peer at OP_LISTEN: this record, then ncomms

@@ -19,6 +19,7 @@ struct plug {
   void **lcs;     /* ncomms of each: listens, send and receive comms, registrations */
   void **scs, **rcs;
   void **smhs, **rmhs;
+  int has_send, has_recv; /* the directions this rank holds in the block */
 };
 
 /* Loads and initialises the plugin at path (NULL: this build's) through
@@ -26,9 +27,10 @@ struct plug {
  * nothing to measure (err says why: a skip). */
 int plug_open(struct plug *p, const struct worker_cfg *cfg, const char *path, int abi, char *err,
               size_t cap);
-/* Closes the previous block's comms, then listens ncomms times, writing
- * ncomms handles of BENCH_HANDLE_LEN bytes. */
-int plug_listen(struct plug *p, int ncomms, uint8_t *handles, char *err, size_t cap);
+/* Closes the previous block's comms, then (when this rank receives)
+ * listens ncomms times, writing ncomms handles of BENCH_HANDLE_LEN bytes. */
+int plug_listen(struct plug *p, int ncomms, int has_send, int has_recv, uint8_t *handles, char *err,
+                size_t cap);
 /* Connects to the peer's handles while accepting the peer's connections,
  * then registers the buffer regions with every comm, as NCCL registers its
  * buffers. */
@@ -45,13 +47,14 @@ struct raw {
   int rank;
   int lfd;
   int ncomms, nsocks;
-  int *sfds; /* [comm * nsocks + sock]: this rank sends on them */
-  int *rfds; /* and receives on these */
+  int has_send, has_recv; /* the directions this rank holds in the block */
+  int *sfds;              /* [comm * nsocks + sock]: this rank sends on them */
+  int *rfds;              /* and receives on these */
 };
 
 /* Closes the previous block's sockets, then listens for ncomms x nsocks. */
-int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks,
-               struct bench_offer *o, char *err, size_t cap);
+int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks, int has_send,
+               int has_recv, struct bench_offer *o, char *err, size_t cap);
 int raw_connect(struct raw *w, const struct bench_offer *peer, char *err, size_t cap);
 int raw_run(struct raw *w, struct run_ctx *r);
 /* raw_event.c: the event shape (every comm on one thread, epoll). */

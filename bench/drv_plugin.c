@@ -68,8 +68,11 @@ int plug_open(struct plug *p, const struct worker_cfg *cfg, const char *path, in
   return 0;
 }
 
-int plug_listen(struct plug *p, int ncomms, uint8_t *handles, char *err, size_t cap) {
+int plug_listen(struct plug *p, int ncomms, int has_send, int has_recv, uint8_t *handles, char *err,
+                size_t cap) {
   plug_close_comms(p);
+  p->has_send = has_send;
+  p->has_recv = has_recv;
   void **all = calloc(5 * (size_t)ncomms, sizeof(void *));
   if (!all) {
     snprintf(err, cap, "out of memory for %d comms", ncomms);
@@ -78,7 +81,7 @@ int plug_listen(struct plug *p, int ncomms, uint8_t *handles, char *err, size_t 
   p->lcs = all, p->scs = all + ncomms, p->rcs = all + 2 * ncomms;
   p->smhs = all + 3 * ncomms, p->rmhs = all + 4 * ncomms;
   p->ncomms = ncomms;
-  for (int i = 0; i < ncomms; i++) {
+  for (int i = 0; i < ncomms && has_recv; i++) {
     uint8_t *h = handles + (size_t)i * BENCH_HANDLE_LEN;
     memset(h, 0, BENCH_HANDLE_LEN);
     if (netload_listen(&p->nl, p->dev, h, &p->lcs[i]) || !p->lcs[i]) {
@@ -94,12 +97,12 @@ int plug_listen(struct plug *p, int ncomms, uint8_t *handles, char *err, size_t 
 static int connect_pass(struct plug *p, uint8_t *handles, int *left, char *err, size_t cap) {
   *left = 0;
   for (int i = 0; i < p->ncomms; i++) {
-    if (!p->scs[i] &&
+    if (p->has_send && !p->scs[i] &&
         netload_connect(&p->nl, p->dev, handles + (size_t)i * BENCH_HANDLE_LEN, &p->scs[i])) {
       snprintf(err, cap, "connect of comm %d failed", i);
       return -1;
     }
-    if (!p->rcs[i] && netload_accept(&p->nl, p->lcs[i], &p->rcs[i])) {
+    if (p->has_recv && !p->rcs[i] && netload_accept(&p->nl, p->lcs[i], &p->rcs[i])) {
       snprintf(err, cap, "accept of comm %d failed", i);
       return -1;
     }
@@ -107,7 +110,7 @@ static int connect_pass(struct plug *p, uint8_t *handles, int *left, char *err, 
       netload_close_listen(&p->nl, p->lcs[i]);
       p->lcs[i] = NULL;
     }
-    *left += !p->scs[i] + !p->rcs[i];
+    *left += (p->has_send && !p->scs[i]) + (p->has_recv && !p->rcs[i]);
   }
   return 0;
 }
@@ -140,8 +143,10 @@ int plug_connect(struct plug *p, const uint8_t *peer_handles, uint8_t *spool, ui
                  size_t pool_len, char *err, size_t cap) {
   if (connect_all(p, peer_handles, err, cap)) return -1;
   for (int i = 0; i < p->ncomms; i++) {
-    if (netload_reg_mr(&p->nl, p->scs[i], spool, pool_len, NCCL_PTR_HOST, &p->smhs[i]) ||
-        netload_reg_mr(&p->nl, p->rcs[i], rpool, pool_len, NCCL_PTR_HOST, &p->rmhs[i])) {
+    if ((p->scs[i] &&
+         netload_reg_mr(&p->nl, p->scs[i], spool, pool_len, NCCL_PTR_HOST, &p->smhs[i])) ||
+        (p->rcs[i] &&
+         netload_reg_mr(&p->nl, p->rcs[i], rpool, pool_len, NCCL_PTR_HOST, &p->rmhs[i]))) {
       snprintf(err, cap, "regMr of comm %d failed", i);
       return -1;
     }

@@ -40,9 +40,11 @@ static void nodelay(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks,
-               struct bench_offer *h, char *err, size_t cap) {
+int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks, int has_send,
+               int has_recv, struct bench_offer *h, char *err, size_t cap) {
   raw_close(w);
+  w->has_send = has_send;
+  w->has_recv = has_recv;
   w->lfd = -1;
   w->ready = 1;
   w->rank = rank;
@@ -121,12 +123,12 @@ static int accept_all(struct raw *w, int want, char *err, size_t cap) {
 
 /* Blocking connects complete in the peer's backlog before it accepts, so
  * both ranks connect in batches no larger than the backlog and accept the
- * peer's batch in between. */
+ * peer's batch in between (a rank that only receives only accepts). */
 int raw_connect(struct raw *w, const struct bench_offer *peer, char *err, size_t cap) {
   int total = w->ncomms * w->nsocks, done = 0, batch = 1024;
   while (done < total) {
     int n = total - done < batch ? total - done : batch;
-    for (int i = done; i < done + n; i++) {
+    for (int i = done; i < done + n && w->has_send; i++) {
       int c = i / w->nsocks, s = i % w->nsocks;
       int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       struct preamble pre = {PREAMBLE_MAGIC, (uint32_t)w->rank, (uint32_t)c, (uint32_t)s};
@@ -142,7 +144,7 @@ int raw_connect(struct raw *w, const struct bench_offer *peer, char *err, size_t
         return -1;
       }
     }
-    if (accept_all(w, n, err, cap)) return -1;
+    if (w->has_recv && accept_all(w, n, err, cap)) return -1;
     done += n;
   }
   return 0;

@@ -92,7 +92,7 @@ void report_header(FILE *f, const struct report *rep) {
 
 static void usage_line(FILE *f, const char *who, const struct block *b, int eng) {
   const struct bench_usage *u0 = &b->usage[0][eng], *u1 = &b->usage[1][eng];
-  double per = 2.0 * b->ncomms; /* each rank holds ncomms comms each way */
+  double per = b->one_way ? b->ncomms : 2.0 * b->ncomms; /* the comms a rank holds */
   fprintf(f,
           "#   %-8s rank 0: %+d threads, %+d fds (%.1f per comm), %+.1f MB RSS (%.1f KB per comm); "
           "rank 1: %+d threads, %+d fds, %+.1f MB\n",
@@ -102,9 +102,10 @@ static void usage_line(FILE *f, const char *who, const struct block *b, int eng)
 
 void report_usage(FILE *f, const struct report *rep, const struct block *b) {
   fprintf(f,
-          "#\n# %d comm%s each way per rank: what connecting them added to each rank process "
-          "(threads, descriptors, resident memory)\n",
-          b->ncomms, b->ncomms > 1 ? "s" : "");
+          "#\n# %d comm%s %s: what connecting them added to each rank process "
+          "(threads, descriptors, resident memory held)\n",
+          b->ncomms, b->ncomms > 1 ? "s" : "",
+          b->one_way ? "from rank 0 to rank 1 (the block needs no others)" : "each way per rank");
   usage_line(f, "plugin", b, ENG_PLUGIN);
   if (rep->o->compare) usage_line(f, "compare", b, ENG_COMPARE);
   if (rep->o->baseline) usage_line(f, "baseline", b, ENG_RAW);

@@ -47,6 +47,7 @@ struct row {
 struct block {
   int ncomms;
   int raw_socks; /* baseline sockets per comm opened for this block */
+  int one_way;   /* only rank 0 -> rank 1 comms (no bidir or ping-pong in the block) */
   struct bench_usage usage[2][ENG_COUNT];
 };
 

@@ -171,8 +171,8 @@ static void jblocks(FILE *f, const struct report *rep) {
   fprintf(f, "  \"connections\": [");
   for (int b = 0; b < rep->nblocks; b++) {
     const struct block *k = &rep->blocks[b];
-    fprintf(f, "%s{\"comms\": %d, \"baseline_sockets_per_comm\": %d", b ? ",\n    " : "", k->ncomms,
-            k->raw_socks);
+    fprintf(f, "%s{\"comms\": %d, \"one_way\": %s, \"baseline_sockets_per_comm\": %d",
+            b ? ",\n    " : "", k->ncomms, k->one_way ? "true" : "false", k->raw_socks);
     for (int e = 0; e < ENG_COUNT; e++) {
       if ((e == ENG_COMPARE && !rep->o->compare) || (e == ENG_RAW && !rep->o->baseline)) continue;
       fprintf(f, ", \"%s\": {\"rank0\": ", engines[e]);

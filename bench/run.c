@@ -188,6 +188,7 @@ static int setup(struct ranks *k, struct report *rep, struct block *b) {
                         .max_size = max_size,
                         .max_mem = region};
   c.shape.nsocks = b->raw_socks = raw_socks(o, b->ncomms);
+  c.one_way = b->one_way;
   struct bench_handles h[2] = {{{0}}};
   int rc = listen_both(k, rep, &c, h);
   c.op = OP_CONNECT;
@@ -434,6 +435,7 @@ static int run_plan(struct ranks *k, struct report *rep) {
   for (int ci = 0; ci < o->ncomms_list; ci++) {
     struct block *b = &rep->blocks[rep->nblocks];
     b->ncomms = o->comms[ci];
+    b->one_way = !o->modes[MODE_BIDIR] && !(o->modes[MODE_LAT] && ci == 0);
     int rc = setup(k, rep, b);
     if (rc) return rc;
     rep->nblocks++;

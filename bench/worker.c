@@ -21,6 +21,7 @@ struct worker {
   char plug_err[512];
   struct plug plug, cmp; /* this build's plugin, and the compared one */
   int has_cmp;
+  int one_way; /* this block's comms go from rank 0 to rank 1 only */
   struct raw raw;
   int ncomms, window;     /* this block's comms; the largest window */
   size_t pool_len;        /* each region: every comm's window of slots */
@@ -100,17 +101,21 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
   memset(w->usage, 0, sizeof(w->usage));
   struct bench_usage a, b;
   usage_now(&a);
-  if (raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->ncomms, c->shape.nsocks, &h->o, res->err,
-                 sizeof(res->err)))
+  int has_send = !c->one_way || w->cfg->rank == 0, has_recv = !c->one_way || w->cfg->rank == 1;
+  w->one_way = c->one_way;
+  if (raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->ncomms, c->shape.nsocks, has_send,
+                 has_recv, &h->o, res->err, sizeof(res->err)))
     return -1;
   usage_now(&b);
   usage_add(&w->usage[ENG_RAW], &a, &b);
-  if (plug_listen(&w->plug, c->ncomms, h->plugin, res->err, sizeof(res->err))) return -1;
+  if (plug_listen(&w->plug, c->ncomms, has_send, has_recv, h->plugin, res->err, sizeof(res->err)))
+    return -1;
   usage_now(&a);
   usage_add(&w->usage[ENG_PLUGIN], &b, &a);
   h->o.ncomms = c->ncomms;
   h->o.has_compare = w->has_cmp;
-  if (w->has_cmp && plug_listen(&w->cmp, c->ncomms, h->compare, res->err, sizeof(res->err)))
+  if (w->has_cmp &&
+      plug_listen(&w->cmp, c->ncomms, has_send, has_recv, h->compare, res->err, sizeof(res->err)))
     return -1;
   usage_now(&b);
   usage_add(&w->usage[ENG_COMPARE], &a, &b);
@@ -219,7 +224,7 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   if (c->ncomms > w->ncomms || c->window > w->window || c->window > BENCH_MAX_WINDOW ||
       c->warm < (uint64_t)c->window || c->size % 8 ||
       c->size * (uint64_t)c->window * (uint64_t)c->ncomms > w->pool_len ||
-      (c->engine == ENG_COMPARE && !w->has_cmp)) {
+      (c->engine == ENG_COMPARE && !w->has_cmp) || (c->mode != MODE_UNI && w->one_way)) {
     snprintf(res->err, sizeof(res->err), "run outside what was prepared");
     return ready_go(w), -1;
   }
