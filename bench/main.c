@@ -13,7 +13,8 @@
 static const char usage_text[] =
   "usage: nccl-net-bench [options]\n"
   "Measures libnccl-net-diag.so through its exported ABI, driven as NCCL drives it, beside a\n"
-  "raw TCP baseline with the same pattern, in one run; prints a table, optionally JSON and SVG.\n"
+  "raw TCP baseline with the same pattern (and optionally a second plugin), in one run; prints\n"
+  "a table, optionally JSON and SVG.\n"
   "  --placement loopback|netns  where the two ranks run (netns: two namespace hosts joined\n"
   "                              by a veth pair, made and removed by the bench; needs root)\n"
   "  --transport tcp|ib          ib: functional check over the plugin's RDMA device (set\n"
@@ -22,7 +23,11 @@ static const char usage_text[] =
   "  --modes LIST                uni,bidir,lat (default all)\n"
   "  --sizes LIST                bandwidth sizes (default 8,64,512,4K,32K,256K,1M,4M,16M,64M,256M)\n"
   "  --lat-sizes LIST            ping-pong sizes (default 8,256,4K,64K)\n"
-  "  --comms LIST                comms (connections) at once, each direction (default 1)\n"
+  "  --comms LIST                comms (connections) at once, each direction, up to 8192; each\n"
+  "                              count is connected on its own and its threads, descriptors\n"
+  "                              and memory are reported (default 1)\n"
+  "  --compare PATH              also measure this plugin (e.g. NCCL's own Socket transport as\n"
+  "                              a plugin), driven the same way, interleaved in every repetition\n"
   "  --window N                  requests in flight per comm, 1..8 (default 8)\n"
   "  --reps N                    repetitions; medians are reported (default 3)\n"
   "  --target-bytes SIZE         payload per comm per measurement (default 1G)\n"
@@ -31,7 +36,9 @@ static const char usage_text[] =
   "  --max-mem SIZE              buffer memory a rank may touch (default 1G; shrinks the window\n"
   "                              of the largest sizes)\n"
   "  --raw-shapes LIST           baseline shapes tried per size: socket counts, 's' = spin\n"
-  "                              instead of sleeping in send/recv (default 1,2,4,1s,2s)\n"
+  "                              instead of sleeping in send/recv, '1e' = one socket per comm,\n"
+  "                              every comm on one epoll thread (default 1,2,4,1s,2s; 1e is\n"
+  "                              added with several comms, where it is the one that scales)\n"
   "  --raw-min-stripe SIZE       smallest piece of a message per baseline socket (default 64K)\n"
   "  --no-baseline               plugin only\n"
   "  --lat-one-conn              also a latency baseline with both directions on one connection\n"
@@ -47,13 +54,13 @@ static const char usage_text[] =
   "  --plugin PATH  --abi 5..12  --dev N  -v\n"
   "Exit status: 0 measured and verified, 1 failed (bad data, errors), 77 skipped (said why).\n";
 
-static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
+static int parse_list(const char *s, uint64_t *out, int max, int sizes) {
   char buf[1024];
   snprintf(buf, sizeof(buf), "%s", s);
   int n = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == max) return -1;
-    uint64_t v = are_sizes ? parse_size(t) : strtoull(t, NULL, 10);
+    uint64_t v = sizes ? parse_size(t) : strtoull(t, NULL, 10);
     if (!v) return -1;
     out[n++] = v;
   }
@@ -62,7 +69,7 @@ static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
 
 static int parse_ints(const char *s, int *out, int max, int lo, int hi) {
   uint64_t v[BENCH_MAX_SIZES];
-  int n = parse_list(s, v, max < BENCH_MAX_SIZES ? max : BENCH_MAX_SIZES, false);
+  int n = parse_list(s, v, max < BENCH_MAX_SIZES ? max : BENCH_MAX_SIZES, 0);
   for (int i = 0; i < n; i++) {
     if (v[i] < (uint64_t)lo || v[i] > (uint64_t)hi) return -1;
     out[i] = (int)v[i];
@@ -79,9 +86,10 @@ static int parse_shapes(const char *s, struct raw_shape *out) {
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     char *end;
     long v = strtol(t, &end, 10);
-    if (n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS || (*end && strcmp(end, "s")))
+    if (n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS ||
+        (*end && strcmp(end, "s") && strcmp(end, "e")) || (*end == 'e' && v != 1))
       return -1;
-    out[n++] = (struct raw_shape){(int)v, *end == 's', false};
+    out[n++] = (struct raw_shape){(int)v, *end == 's', 0, *end == 'e'};
   }
   return n;
 }
@@ -104,11 +112,10 @@ static void defaults(struct opts *o) {
   o->placement = "loopback";
   o->transport = "tcp";
   o->dev = -1;
-  o->has_baseline = true;
+  o->baseline = 1;
   for (int i = 0; i < MODE_COUNT; i++) o->modes[i] = 1;
-  o->nsizes =
-    parse_list("8,64,512,4K,32K,256K,1M,4M,16M,64M,256M", o->sizes, BENCH_MAX_SIZES, true);
-  o->nlat_sizes = parse_list("8,256,4K,64K", o->lat_sizes, BENCH_MAX_SIZES, true);
+  o->nsizes = parse_list("8,64,512,4K,32K,256K,1M,4M,16M,64M,256M", o->sizes, BENCH_MAX_SIZES, 1);
+  o->nlat_sizes = parse_list("8,256,4K,64K", o->lat_sizes, BENCH_MAX_SIZES, 1);
   o->comms[0] = 1;
   o->ncomms_list = 1;
   o->nraw_shapes = parse_shapes("1,2,4,1s,2s", o->raw_shapes);
@@ -131,11 +138,11 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--verbs-lib")) bad = setenv("NCCL_DIAG_IBVERBS_LIB", v, 1);
   else if (!strcmp(k, "--modes")) bad = parse_modes(v, o->modes);
   else if (!strcmp(k, "--sizes"))
-    bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, true)) < 1;
+    bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, 1)) < 1;
   else if (!strcmp(k, "--lat-sizes"))
-    bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, true)) < 1;
+    bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, 1)) < 1;
   else if (!strcmp(k, "--comms"))
-    bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMMS, 1, BENCH_MAX_COMMS)) < 1;
+    bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMM_COUNTS, 1, BENCH_MAX_COMMS)) < 1;
   else if (!strcmp(k, "--raw-shapes")) bad = (o->nraw_shapes = parse_shapes(v, o->raw_shapes)) < 1;
   else if (!strcmp(k, "--window"))
     o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
@@ -148,6 +155,7 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--json")) o->json = v;
   else if (!strcmp(k, "--svg")) o->svg = v;
   else if (!strcmp(k, "--plugin")) o->plugin = v;
+  else if (!strcmp(k, "--compare")) o->compare = v;
   else if (!strcmp(k, "--driver-idle-us")) o->idle_us = atoi(v), bad = o->idle_us < 0;
   else if (!strcmp(k, "--select-reps"))
     o->select_reps = atoi(v), bad = o->select_reps < 0 || o->select_reps > BENCH_MAX_REPS;
@@ -172,13 +180,12 @@ static int parse_args(struct opts *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
                   " %s", argv[i]);
-    if (!strcmp(argv[i], "-v")) o->is_verbose = true;
-    else if (!strcmp(argv[i], "--no-baseline")) o->has_baseline = false;
-    else if (!strcmp(argv[i], "--lat-one-conn")) o->is_lat_one_conn = true;
-    else if (!strcmp(argv[i], "--wait-quiet")) o->is_wait_quiet = true;
-    else if (!strcmp(argv[i], "--pin")) o->is_pinned = true;
-    else if (!strcmp(argv[i], "--corrupt"))
-      o->is_corrupting = true; /* test hook: proves checks bite */
+    if (!strcmp(argv[i], "-v")) o->verbose = 1;
+    else if (!strcmp(argv[i], "--no-baseline")) o->baseline = 0;
+    else if (!strcmp(argv[i], "--lat-one-conn")) o->lat_one_conn = 1;
+    else if (!strcmp(argv[i], "--wait-quiet")) o->wait_quiet = 1;
+    else if (!strcmp(argv[i], "--pin")) o->pin = 1;
+    else if (!strcmp(argv[i], "--corrupt")) o->corrupt = 1; /* test hook: proves checks bite */
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
     else if (i + 1 >= argc || option(o, argv[i], argv[i + 1])) {
       fprintf(stderr, "nccl-net-bench: bad option or value: %s%s%s\n", argv[i],
@@ -195,7 +202,7 @@ static int parse_args(struct opts *o, int argc, char **argv) {
     fprintf(stderr, "nccl-net-bench: sizes must be multiples of 8 bytes, at most 1G\n");
     return -1;
   }
-  if (!strcmp(o->transport, "ib")) o->has_baseline = false; /* softverbs speed means nothing */
+  if (!strcmp(o->transport, "ib")) o->baseline = 0; /* softverbs speed means nothing */
   return 0;
 }
 

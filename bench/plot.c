@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* GB/s against message size as an SVG, written by hand (SVG is text, so
  * the bench needs no plotting package): one colour per (mode, comms), the
- * plugin solid with dots, the baseline dashed with squares. */
+ * plugin solid with dots, the compared plugin dotted with diamonds, the
+ * baseline dashed with squares. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -73,33 +74,44 @@ static void draw_axes(FILE *f, const struct axes *a, const struct report *rep) {
           T + (H - T - B) / 2, T + (H - T - B) / 2);
 }
 
-/* One polyline of a (mode, comms) group: the plugin (var 0) or the chosen
- * baseline shape of each row. */
+enum { S_PLUGIN, S_COMPARE, S_BASE };
+
+/* The variant a series takes from a row, or -1. */
+static int pick(const struct row *r, int kind) {
+  return kind == S_PLUGIN ? 0 : kind == S_COMPARE ? r->cmp : r->best;
+}
+
+static const char *const dashes[] = {"", " stroke-dasharray='2 3'", " stroke-dasharray='6 4'"};
+
+/* One polyline of a (mode, comms) group: the plugin, the compared plugin
+ * or the chosen baseline shape of each row. */
 static void series(FILE *f, const struct axes *a, const struct report *rep, int mode, int comms,
-                   int base, const char *col) {
-  fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2'%s points='", col,
-          base ? " stroke-dasharray='6 4'" : "");
+                   int kind, const char *col) {
+  fprintf(f, "<polyline fill='none' stroke='%s' stroke-width='2'%s points='", col, dashes[kind]);
   for (int i = 0; i < rep->nrows; i++) {
     const struct row *r = &rep->rows[i];
-    if (r->mode != mode || r->ncomms != comms || (base && r->best < 0)) continue;
-    fprintf(f, "%.1f,%.1f ", px(a, r->size), py(a, r->variants[base ? r->best : 0].m_gbps));
+    if (r->mode != mode || r->ncomms != comms || pick(r, kind) < 0) continue;
+    fprintf(f, "%.1f,%.1f ", px(a, r->size), py(a, r->var[pick(r, kind)].m_gbps));
   }
   fprintf(f, "'/>\n");
   for (int i = 0; i < rep->nrows; i++) {
     const struct row *r = &rep->rows[i];
-    if (r->mode != mode || r->ncomms != comms || (base && r->best < 0)) continue;
-    double x = px(a, r->size), y = py(a, r->variants[base ? r->best : 0].m_gbps);
-    if (base)
+    if (r->mode != mode || r->ncomms != comms || pick(r, kind) < 0) continue;
+    double x = px(a, r->size), y = py(a, r->var[pick(r, kind)].m_gbps);
+    if (kind == S_BASE)
       fprintf(f, "<rect x='%.1f' y='%.1f' width='7' height='7' fill='white' stroke='%s'/>\n",
               x - 3.5, y - 3.5, col);
+    else if (kind == S_COMPARE)
+      fprintf(f, "<path d='M%.1f %.1fl4 4l-4 4l-4 -4z' fill='white' stroke='%s'/>\n", x, y - 4,
+              col);
     else fprintf(f, "<circle cx='%.1f' cy='%.1f' r='3.5' fill='%s'/>\n", x, y, col);
   }
 }
 
-static void legend(FILE *f, int k, const char *col, const char *text, int base) {
+static void legend(FILE *f, int k, const char *col, const char *text, int kind) {
   int y = T + 10 + k * 22, x = W - R + 20;
   fprintf(f, "<line x1='%d' x2='%d' y1='%d' y2='%d' stroke='%s' stroke-width='2'%s/>\n", x, x + 30,
-          y, y, col, base ? " stroke-dasharray='6 4'" : "");
+          y, y, col, dashes[kind]);
   fprintf(f, "<text x='%d' y='%d'>%s</text>\n", x + 38, y + 4, text);
 }
 
@@ -111,9 +123,8 @@ static void limits(const struct report *rep, struct axes *a) {
     if (r->mode == MODE_LAT) continue;
     a->x0 = fmin(a->x0, log2((double)r->size));
     a->x1 = fmax(a->x1, log2((double)r->size));
-    for (int v = 0; v < r->nvariant; v++)
-      if (r->variants[v].m_gbps > 0)
-        lo = fmin(lo, r->variants[v].m_gbps), hi = fmax(hi, r->variants[v].m_gbps);
+    for (int v = 0; v < r->nvar; v++)
+      if (r->var[v].m_gbps > 0) lo = fmin(lo, r->var[v].m_gbps), hi = fmax(hi, r->var[v].m_gbps);
   }
   if (a->x0 > a->x1) a->x0 = 3, a->x1 = 28;
   if (hi <= 0) lo = 0.1, hi = 10;
@@ -133,24 +144,27 @@ int plot_svg(const struct report *rep, const char *path) {
           "<rect width='100%%' height='100%%' fill='white'/>\n",
           W, H);
   fprintf(f,
-          "<text x='%d' y='24' font-size='15'>nccl-net-bench: plugin (solid) vs raw TCP "
+          "<text x='%d' y='24' font-size='15'>nccl-net-bench: plugin (solid)%s vs raw TCP "
           "baseline (dashed), %s</text>\n",
-          L, rep->o->placement);
+          L, rep->o->compare ? ", compare (dotted)" : "", rep->o->placement);
   draw_axes(f, &a, rep);
   int k = 0;
+  static const char *const kinds[] = {"plugin", "compare", "baseline"};
   for (int mode = MODE_UNI; mode <= MODE_BIDIR; mode++)
-    for (int c = 1; c <= BENCH_MAX_COMMS; c++) {
-      int have = 0;
+    for (int b = 0; b < rep->nblocks; b++) {
+      int c = rep->blocks[b].ncomms, have = 0;
       for (int i = 0; i < rep->nrows; i++)
         have |= rep->rows[i].mode == mode && rep->rows[i].ncomms == c;
       if (!have) continue;
-      const char *col = colour[(k / 2) % 8];
-      char text[64];
-      for (int base = 0; base < 1 + rep->o->has_baseline; base++) {
-        series(f, &a, rep, mode, c, base, col);
+      const char *col = colour[(mode * BENCH_MAX_COMM_COUNTS + b) % 8];
+      for (int kind = S_PLUGIN; kind <= S_BASE; kind++) {
+        if ((kind == S_COMPARE && !rep->o->compare) || (kind == S_BASE && !rep->o->baseline))
+          continue;
+        char text[64];
+        series(f, &a, rep, mode, c, kind, col);
         snprintf(text, sizeof(text), "%s, %d comm%s: %s", mode_name[mode], c, c > 1 ? "s" : "",
-                 base ? "baseline" : "plugin");
-        legend(f, k++, col, text, base);
+                 kinds[kind]);
+        legend(f, k++, col, text, kind);
       }
     }
   fprintf(f, "</svg>\n");

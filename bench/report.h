@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the parent collects: one row per (mode, comms, size), each with the
- * plugin and every baseline shape, every repetition kept. report.c prints
- * the table and the JSON, plot.c draws the SVG. */
+ * plugin, the compared plugin (--compare) and every baseline shape, every
+ * repetition kept; and per comm count, what each engine's comms cost the
+ * rank processes. report.c prints the table, targets.c judges the targets,
+ * report_json.c writes the JSON, plot.c draws the SVG. */
 #ifndef DIAG_BENCH_REPORT_H
 #define DIAG_BENCH_REPORT_H
 
@@ -13,7 +15,7 @@
 #define BENCH_MAX_ROWS 256
 
 struct variant {
-  int engine;
+  int engine; /* enum bench_engine */
   struct raw_shape shape;
   char name[24];
   int nrep;
@@ -25,28 +27,40 @@ struct variant {
   double foreign[BENCH_MAX_REPS];  /* share of the host's CPU others used meanwhile */
   double m_gbps, m_p50, m_p99, m_cpu, m_cpu_drv, m_host_cpu; /* medians */
   double pilot; /* the shape's median GB/s (p50 us for lat) in the selection pass */
+  int threads;  /* the most threads either rank had at the end of a repetition */
 };
 
 struct row {
   int mode, ncomms, window;
   uint64_t size, warm, iters;
-  int nvariant; /* variants[0] is the plugin */
-  struct variant variants[1 + BENCH_MAX_SHAPES];
+  int nvar; /* var[0] is the plugin, then the compared plugin (cmp), then the baseline shapes */
+  struct variant var[2 + BENCH_MAX_SHAPES + 1];
+  int cmp;                     /* the compared plugin's variant; -1 without --compare */
+  int first_raw;               /* the first baseline shape's variant */
   int best;                    /* the baseline shape compared against; -1 without baseline */
   double r_gbps, r_p50, r_cpu; /* plugin / baseline; 0 when there is none */
-  bool is_verified;
+  double c_gbps, c_p50, c_cpu; /* plugin / compared plugin; 0 when there is none */
+  int verified;
+};
+
+/* What one comm count's connections cost each rank process, per engine. */
+struct block {
+  int ncomms;
+  int raw_socks; /* baseline sockets per comm opened for this block */
+  int one_way;   /* only rank 0 -> rank 1 comms (no bidir or ping-pong in the block) */
+  struct bench_usage usage[2][ENG_COUNT];
 };
 
 struct opts {
   const char *placement; /* loopback | netns */
   const char *transport; /* tcp | ib */
   const char *plugin;
-  int abi, dev;
-  bool is_verbose, has_baseline, is_corrupting, is_lat_one_conn, is_wait_quiet, is_pinned;
+  const char *compare; /* the compared plugin's path, or NULL */
+  int abi, dev, verbose, baseline, corrupt, lat_one_conn, wait_quiet, pin;
   int modes[MODE_COUNT];
   uint64_t sizes[BENCH_MAX_SIZES], lat_sizes[BENCH_MAX_SIZES];
   int nsizes, nlat_sizes;
-  int comms[BENCH_MAX_COMMS], ncomms_list;
+  int comms[BENCH_MAX_COMM_COUNTS], ncomms_list;
   struct raw_shape raw_shapes[BENCH_MAX_SHAPES];
   int nraw_shapes;
   int window, reps, idle_us;
@@ -61,12 +75,16 @@ struct report {
   const struct opts *o;
   char where[256]; /* placement in words */
   char plugin_desc[512];
+  char compare_desc[512];
+  long nofile; /* RLIMIT_NOFILE the ranks run with */
+  struct block blocks[BENCH_MAX_COMM_COUNTS];
+  int nblocks;
   char started[32];
   double load1;
   int ncpu;
   struct row rows[BENCH_MAX_ROWS];
   int nrows;
-  bool has_failed;
+  int failed;
   char fail_msg[1024];
 };
 
@@ -77,12 +95,26 @@ int bench_run(struct report *rep);
 
 /* report.c */
 void report_header(FILE *f, const struct report *rep);
+/* What a comm count's connections cost, under its blocks. */
+void report_usage(FILE *f, const struct report *rep, const struct block *b);
 void report_block(FILE *f, const struct report *rep, const struct row *r);
 void report_row(FILE *f, const struct row *r);
 /* Medians, the best baseline shape, ratios. */
 void row_finish(struct row *r);
-/* Target verdicts (README's targets), printed under the table. */
+
+/* targets.c: verdicts on the README's targets, printed under the table
+ * and kept in the JSON. */
+#define NTARGETS 7
+struct verdict {
+  const char *name;
+  double worst;   /* the worst ratio seen */
+  char where[64]; /* the row it was seen in */
+  int seen, pass;
+};
+void judge(const struct report *rep, struct verdict v[NTARGETS]);
 void report_targets(FILE *f, const struct report *rep);
+
+/* report_json.c */
 int report_json(const struct report *rep, const char *path);
 
 /* plot.c */

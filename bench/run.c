@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The parent: starts the two worker ranks (in namespace hosts when asked),
- * relays their handles, and runs the plan. For every size it alternates
- * the plugin and the baseline shapes within each repetition (and flips the
- * order every other repetition), so machine noise lands on both. */
+ * and for each comm count has them connect that many comms of every
+ * engine (relaying their handles), then runs the plan. For every size it
+ * alternates the plugin, the compared plugin and the baseline shapes
+ * within each repetition (and flips the order every other repetition), so
+ * machine noise lands on all of them. */
 #include <errno.h>
 #include <math.h>
 #include <poll.h>
@@ -10,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,8 +25,8 @@
 struct ranks {
   int fd[2];
   pid_t pid[2];
-  int64_t *lats[2]; /* each rank's latencies of the last reply */
-  size_t lat_caps[2];
+  int64_t *lat[2];
+  size_t lat_cap[2];
   uint32_t run_id;
 };
 
@@ -44,18 +47,19 @@ static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) 
         .rank = r,
         .fd = sv[1],
         .plugin = o->plugin,
+        .compare = o->compare,
         .abi = o->abi,
         .dev = o->dev,
         .netns = ns ? ns->ns[r] : NULL,
-        .is_verbose = o->is_verbose,
-        .is_rdma_only = !strcmp(o->transport, "ib"),
-        .cpu = o->is_pinned ? r % (int)sysconf(_SC_NPROCESSORS_ONLN) : -1,
+        .verbose = o->verbose,
+        .rdma_only = !strcmp(o->transport, "ib"),
+        .cpu = o->pin ? r % (int)sysconf(_SC_NPROCESSORS_ONLN) : -1,
       };
       /* The plugin must use the path the baseline uses; an RDMA check may
        * need the fixture's own interface names, so the user's win there. */
       char ifname[24];
       snprintf(ifname, sizeof(ifname), "=%s", ns ? ns->veth[r] : "lo");
-      cfg.ifname = cfg.is_rdma_only && getenv("NCCL_SOCKET_IFNAME") ? NULL : ifname;
+      cfg.ifname = cfg.rdma_only && getenv("NCCL_SOCKET_IFNAME") ? NULL : ifname;
       cfg.addr = ns ? ns->addr[r] : "127.0.0.1";
       _exit(worker_main(&cfg));
     }
@@ -66,16 +70,16 @@ static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) 
   return 0;
 }
 
-static void stop(struct ranks *k, bool must_kill) {
+static void stop(struct ranks *k, int kill_them) {
   struct bench_cmd q = {.op = OP_QUIT};
   for (int r = 0; r < 2; r++) {
     if (k->pid[r] <= 0) continue;
-    if (must_kill) kill(k->pid[r], SIGKILL);
+    if (kill_them) kill(k->pid[r], SIGKILL);
     else io_write(k->fd[r], &q, sizeof(q));
     close(k->fd[r]);
     waitpid(k->pid[r], NULL, 0);
     k->pid[r] = 0;
-    free(k->lats[r]);
+    free(k->lat[r]);
   }
 }
 
@@ -85,21 +89,21 @@ static int read_timed(int fd, void *buf, size_t len) {
   return io_read(fd, buf, len);
 }
 
-static int read_one(struct ranks *k, int r, struct bench_res *res, bool has_lats) {
+static int read_one(struct ranks *k, int r, struct bench_res *res, int with_lat) {
   if (io_read(k->fd[r], res, sizeof(*res))) return -1;
-  if (!has_lats || !res->nlat) return 0;
-  if (res->nlat > k->lat_caps[r]) {
-    free(k->lats[r]);
-    k->lats[r] = malloc(res->nlat * sizeof(int64_t));
-    k->lat_caps[r] = k->lats[r] ? res->nlat : 0;
+  if (!with_lat || !res->nlat) return 0;
+  if (res->nlat > k->lat_cap[r]) {
+    free(k->lat[r]);
+    k->lat[r] = malloc(res->nlat * sizeof(int64_t));
+    k->lat_cap[r] = k->lat[r] ? res->nlat : 0;
   }
-  return k->lats[r] ? io_read(k->fd[r], k->lats[r], res->nlat * sizeof(int64_t)) : -1;
+  return k->lat[r] ? io_read(k->fd[r], k->lat[r], res->nlat * sizeof(int64_t)) : -1;
 }
 
 /* Reads both answers in whichever order they come, so the first rank to
  * fail is heard at once (its peer may be stuck waiting for it: the caller
  * then kills both). On failure rep->fail_msg names the rank and cause. */
-static int replies(struct ranks *k, struct bench_res res[2], struct report *rep, bool has_lats) {
+static int replies(struct ranks *k, struct bench_res res[2], struct report *rep, int with_lat) {
   int have[2] = {0, 0};
   while (!have[0] || !have[1]) {
     struct pollfd p[2] = {{have[0] ? -1 : k->fd[0], POLLIN, 0},
@@ -111,7 +115,7 @@ static int replies(struct ranks *k, struct bench_res res[2], struct report *rep,
     }
     for (int r = 0; r < 2; r++) {
       if (have[r] || !p[r].revents) continue;
-      if (read_one(k, r, &res[r], has_lats)) {
+      if (read_one(k, r, &res[r], with_lat)) {
         snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died", r);
         return -1;
       }
@@ -125,23 +129,37 @@ static int replies(struct ranks *k, struct bench_res res[2], struct report *rep,
   return 0;
 }
 
-static int setup(struct ranks *k, struct report *rep) {
-  const struct opts *o = rep->o;
-  uint64_t max_size = 8;
-  for (int i = 0; i < o->nsizes; i++) max_size = o->sizes[i] > max_size ? o->sizes[i] : max_size;
-  for (int i = 0; i < o->nlat_sizes; i++)
-    max_size = o->lat_sizes[i] > max_size ? o->lat_sizes[i] : max_size;
-  int max_comms = 1;
-  for (int i = 0; i < o->ncomms_list; i++)
-    max_comms = o->comms[i] > max_comms ? o->comms[i] : max_comms;
-  struct bench_cmd c = {
-    .op = OP_LISTEN, .max_comms = max_comms, .max_window = o->window, .max_size = max_size};
+/* Baseline sockets per comm for a block: the most any shape that will run
+ * uses (a thread per socket only while the threads stay few). */
+static int raw_socks(const struct opts *o, int ncomms) {
+  int n = 1;
+  for (int i = 0; i < o->nraw_shapes; i++) {
+    const struct raw_shape *s = &o->raw_shapes[i];
+    if (!s->event && 2 * ncomms * s->nsocks <= RAW_MAX_THREADS && s->nsocks > n) n = s->nsocks;
+  }
+  return n;
+}
+
+/* The largest message of the plan, and the buffer region a rank maps. */
+static void plan_limits(const struct opts *o, uint64_t *max_size, uint64_t *region) {
+  uint64_t m = 8;
+  for (int i = 0; i < o->nsizes; i++) m = o->sizes[i] > m ? o->sizes[i] : m;
+  for (int i = 0; i < o->nlat_sizes; i++) m = o->lat_sizes[i] > m ? o->lat_sizes[i] : m;
+  int c = 1;
+  for (int i = 0; i < o->ncomms_list; i++) c = o->comms[i] > c ? o->comms[i] : c;
+  uint64_t all = m * (uint64_t)o->window * (uint64_t)c;
+  *max_size = m;
+  *region = all < o->max_mem ? all : o->max_mem;
+}
+
+static int listen_both(struct ranks *k, struct report *rep, struct bench_cmd *c,
+                       struct bench_handles h[2]) {
   struct bench_res res[2];
-  struct bench_handles h[2];
-  for (int r = 0; r < 2; r++) io_write(k->fd[r], &c, sizeof(c));
+  for (int r = 0; r < 2; r++) io_write(k->fd[r], c, sizeof(*c));
   for (int r = 0; r < 2; r++) {
-    if (read_timed(k->fd[r], &res[r], sizeof(res[r])) ||
-        read_timed(k->fd[r], &h[r], sizeof(h[r]))) {
+    struct pollfd p = {k->fd[r], POLLIN, 0};
+    if (poll(&p, 1, REPLY_TIMEOUT_MS) != 1 || io_read(k->fd[r], &res[r], sizeof(res[r])) ||
+        handles_read(k->fd[r], &h[r])) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died while starting", r);
       return -1;
     }
@@ -151,13 +169,39 @@ static int setup(struct ranks *k, struct report *rep) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d: %s", r, res[r].err);
       return res[r].status;
     }
+  char *nl = strchr(res[0].err, '\n'); /* the plugin's description, then the compared one's */
+  if (nl) *nl = 0;
   snprintf(rep->plugin_desc, sizeof(rep->plugin_desc), "%s", res[0].err);
+  if (nl) snprintf(rep->compare_desc, sizeof(rep->compare_desc), "%s", nl + 1);
+  return 0;
+}
+
+/* One comm count's connections: every engine listens and connects, and
+ * each rank says what that cost it. */
+static int setup(struct ranks *k, struct report *rep, struct block *b) {
+  const struct opts *o = rep->o;
+  uint64_t max_size, region;
+  plan_limits(o, &max_size, &region);
+  struct bench_cmd c = {.op = OP_LISTEN,
+                        .ncomms = b->ncomms,
+                        .max_window = o->window,
+                        .max_size = max_size,
+                        .max_mem = region};
+  c.shape.nsocks = b->raw_socks = raw_socks(o, b->ncomms);
+  c.one_way = b->one_way;
+  struct bench_handles h[2] = {{{0}}};
+  int rc = listen_both(k, rep, &c, h);
   c.op = OP_CONNECT;
-  for (int r = 0; r < 2; r++) {
+  for (int r = 0; r < 2 && !rc; r++) {
     io_write(k->fd[r], &c, sizeof(c));
-    io_write(k->fd[r], &h[1 - r], sizeof(h[r]));
+    handles_write(k->fd[r], &h[1 - r]);
   }
-  return replies(k, res, rep, false);
+  free(h[0].plugin), free(h[1].plugin);
+  if (rc) return rc;
+  struct bench_res res[2];
+  if ((rc = replies(k, res, rep, 0))) return rc;
+  for (int r = 0; r < 2; r++) memcpy(b->usage[r], res[r].usage, sizeof(b->usage[r]));
+  return 0;
 }
 
 /* --wait-quiet: before a measurement, wait (up to a minute) for a moment
@@ -165,9 +209,9 @@ static int setup(struct ranks *k, struct report *rep) {
  * with builds make any single number meaningless. */
 static void wait_quiet(const struct report *rep) {
   for (int tries = 0; tries < 300; tries++) {
-    int64_t b = host_busy_ns(true), t = mono_ns();
+    int64_t b = host_busy_ns(1), t = mono_ns();
     usleep(200000);
-    double busy = (double)(host_busy_ns(true) - b) / ((double)(mono_ns() - t) * rep->ncpu);
+    double busy = (double)(host_busy_ns(1) - b) / ((double)(mono_ns() - t) * rep->ncpu);
     if (busy < 0.10) return;
   }
 }
@@ -185,22 +229,22 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
                         .warm = row->warm,
                         .iters = row->iters,
                         .run_id = ++k->run_id,
-                        .is_corrupting = rep->o->is_corrupting,
+                        .corrupt = rep->o->corrupt,
                         .idle_us = rep->o->idle_us};
   char ready[2];
-  if (rep->o->is_wait_quiet) wait_quiet(rep);
+  if (rep->o->wait_quiet) wait_quiet(rep);
   for (int r = 0; r < 2; r++) io_write(k->fd[r], &c, sizeof(c));
   for (int r = 0; r < 2; r++)
     if (read_timed(k->fd[r], &ready[r], 1)) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died or hung", r);
       return -1;
     }
-  int64_t host = host_busy_ns(true), proc = host_busy_ns(false), t = mono_ns();
+  int64_t host = host_busy_ns(1), proc = host_busy_ns(0), t = mono_ns();
   for (int r = 0; r < 2; r++) io_write(k->fd[r], "G", 1);
   struct bench_res res[2];
-  if (replies(k, res, rep, true)) return -1;
-  host = host_busy_ns(true) - host;
-  proc = host_busy_ns(false) - proc;
+  if (replies(k, res, rep, 1)) return -1;
+  host = host_busy_ns(1) - host;
+  proc = host_busy_ns(0) - proc;
   t = mono_ns() - t;
   int i = v->nrep++;
   double gb = (double)(res[0].moved + res[1].moved) / 2 / 1e9;
@@ -210,6 +254,8 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
   /* /proc/stat ticks are 10 ms: shorter runs say nothing */
   v->foreign[i] = t < 100000000 ? NAN : other < 0 ? 0 : other;
   v->cpu[i] = (double)(res[0].cpu_ns + res[1].cpu_ns) / 1e9 / gb;
+  for (int r = 0; r < 2; r++)
+    v->threads = res[r].threads > v->threads ? res[r].threads : v->threads;
   v->cpu_drv[i] = (double)(res[0].cpu_drv_ns + res[1].cpu_drv_ns) / 1e9 / gb;
   size_t n = 0;
   v->gbps[i] = 0;
@@ -218,16 +264,16 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
       v->gbps[i] +=
         (double)res[r].timed_msgs * (double)row->size / (double)(res[r].t_end_ns - res[r].t0_ns);
     if (r == 1 && res[1].nlat) { /* pool both ranks' values */
-      int64_t *all = realloc(k->lats[0], (res[0].nlat + res[1].nlat) * sizeof(int64_t));
+      int64_t *all = realloc(k->lat[0], (res[0].nlat + res[1].nlat) * sizeof(int64_t));
       if (!all) return -1;
-      memcpy(all + res[0].nlat, k->lats[1], res[1].nlat * sizeof(int64_t));
-      k->lats[0] = all;
-      k->lat_caps[0] = res[0].nlat + res[1].nlat;
+      memcpy(all + res[0].nlat, k->lat[1], res[1].nlat * sizeof(int64_t));
+      k->lat[0] = all;
+      k->lat_cap[0] = res[0].nlat + res[1].nlat;
     }
     n += res[r].nlat;
   }
-  v->p50[i] = (double)percentile(k->lats[0], n, 0.50) / 1e3;
-  v->p99[i] = (double)percentile(k->lats[0], n, 0.99) / 1e3;
+  v->p50[i] = (double)percentile(k->lat[0], n, 0.50) / 1e3;
+  v->p99[i] = (double)percentile(k->lat[0], n, 0.99) / 1e3;
   if (row->mode == MODE_LAT) v->gbps[i] = v->p50[i] > 0 ? (double)row->size / (v->p50[i] * 500) : 0;
   return 0;
 }
@@ -236,33 +282,54 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
  * way, as NCCL's two one-way comms are; --lat-one-conn adds both ways on
  * one connection (replies carry the ACKs: faster, but no plugin can do it,
  * since NCCL connects each direction on its own). */
-static const struct raw_shape lat_shapes[] = {
-  {1, false, false}, {1, true, false}, {1, false, true}, {1, true, true}};
+static const struct raw_shape lat_shapes[] = {{1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {1, 1, 1}};
 
-static void add_variants(const struct opts *o, struct row *r) {
-  r->variants[0] = (struct variant){.engine = ENGINE_PLUGIN, .shape = {1, 0, 0}};
-  snprintf(r->variants[0].name, sizeof(r->variants[0].name), "plugin");
-  r->nvariant = 1;
-  if (!o->has_baseline) return;
-  int n = r->mode == MODE_LAT ? (o->is_lat_one_conn ? 4 : 2) : o->nraw_shapes;
-  for (int i = 0; i < n && r->nvariant <= BENCH_MAX_SHAPES; i++) {
-    struct variant *v = &r->variants[r->nvariant++];
-    *v = (struct variant){.engine = ENGINE_RAW};
-    if (r->mode == MODE_LAT) {
-      v->shape = lat_shapes[i];
-      snprintf(v->name, sizeof(v->name), "%s %s", v->shape.is_spinning ? "spin" : "sleep",
-               v->shape.is_shared ? "1conn" : "2conn");
-    } else {
-      v->shape = o->raw_shapes[i];
-      snprintf(v->name, sizeof(v->name), "%d sock%s%s", v->shape.nsocks,
-               v->shape.nsocks > 1 ? "s" : "", v->shape.is_spinning ? " spin" : "");
-    }
+static void add_raw_shape(struct row *r, const struct raw_shape *sh) {
+  struct variant *v = &r->var[r->nvar++];
+  *v = (struct variant){.engine = ENG_RAW, .shape = *sh};
+  if (r->mode == MODE_LAT)
+    snprintf(v->name, sizeof(v->name), "%s %s", sh->spin ? "spin" : "sleep",
+             sh->shared ? "1conn" : "2conn");
+  else if (sh->event) snprintf(v->name, sizeof(v->name), "epoll");
+  else
+    snprintf(v->name, sizeof(v->name), "%d sock%s%s", sh->nsocks, sh->nsocks > 1 ? "s" : "",
+             sh->spin ? " spin" : "");
+}
+
+/* The plugin, the compared plugin, then the baseline shapes this row can
+ * run: a thread per socket only while the threads stay few; with several
+ * comms the epoll shape is always among them. */
+static void add_variants(const struct opts *o, struct row *r, int socks) {
+  r->var[0] = (struct variant){.engine = ENG_PLUGIN, .shape = {1, 0, 0, 0}};
+  snprintf(r->var[0].name, sizeof(r->var[0].name), "plugin");
+  r->nvar = 1;
+  r->cmp = -1;
+  if (o->compare) {
+    r->cmp = r->nvar++;
+    r->var[r->cmp] = (struct variant){.engine = ENG_COMPARE, .shape = {1, 0, 0, 0}};
+    snprintf(r->var[r->cmp].name, sizeof(r->var[r->cmp].name), "compare");
   }
+  r->first_raw = r->nvar;
+  if (!o->baseline) return;
+  if (r->mode == MODE_LAT) {
+    for (int i = 0; i < (o->lat_one_conn ? 4 : 2); i++) add_raw_shape(r, &lat_shapes[i]);
+    return;
+  }
+  int streams = r->ncomms * (r->mode == MODE_BIDIR ? 2 : 1), has_event = 0;
+  for (int i = 0; i < o->nraw_shapes && r->nvar < r->first_raw + BENCH_MAX_SHAPES; i++) {
+    const struct raw_shape *sh = &o->raw_shapes[i];
+    if (!sh->event && (sh->nsocks > socks || streams * sh->nsocks > RAW_MAX_THREADS)) continue;
+    has_event |= sh->event;
+    add_raw_shape(r, sh);
+  }
+  const struct raw_shape ev = {1, 0, 0, 1};
+  if ((r->ncomms > 1 || r->nvar == r->first_raw) && !has_event) add_raw_shape(r, &ev);
 }
 
 /* Window, warm-up and message count of a row; -1 when its buffers would
  * not fit in --max-mem. */
-static int plan_row(const struct opts *o, int mode, int ncomms, uint64_t size, struct row *r) {
+static int plan_row(const struct opts *o, int mode, int ncomms, uint64_t size, int socks,
+                    struct row *r) {
   memset(r, 0, sizeof(*r));
   r->mode = mode;
   r->ncomms = ncomms;
@@ -285,7 +352,7 @@ static int plan_row(const struct opts *o, int mode, int ncomms, uint64_t size, s
     r->iters = it;
     r->warm = it / 16 > (uint64_t)r->window ? it / 16 : (uint64_t)r->window;
   }
-  add_variants(o, r);
+  add_variants(o, r, socks);
   return 0;
 }
 
@@ -296,9 +363,9 @@ static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
   struct row tmp = *row;
   tmp.iters =
     row->iters / 4 > 2 * (uint64_t)row->window ? row->iters / 4 : 2 * (uint64_t)row->window;
-  for (int j = 0; j < row->nvariant; j++) {
-    tmp.variants[j].nrep = 0;
-    if (measure(k, rep, &tmp, &tmp.variants[j])) return -1;
+  for (int j = 0; j < row->nvar; j++) {
+    tmp.var[j].nrep = 0;
+    if (measure(k, rep, &tmp, &tmp.var[j])) return -1;
   }
   return 0;
 }
@@ -308,13 +375,14 @@ static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
  * the same noisy repetitions the ratio comes from would flatter the
  * baseline: the largest of several noisy medians is biased upwards. */
 static int select_shape(struct ranks *k, struct report *rep, struct row *row) {
-  if (rep->o->select_reps == 0 || row->nvariant <= 2) return 0;
+  int first = row->first_raw;
+  if (rep->o->select_reps == 0 || row->nvar - first <= 1) return 0;
   for (int i = 0; i < rep->o->select_reps; i++)
-    for (int j = 1; j < row->nvariant; j++)
-      if (measure(k, rep, row, &row->variants[i % 2 ? row->nvariant - j : j])) return -1;
+    for (int j = first; j < row->nvar; j++)
+      if (measure(k, rep, row, &row->var[i % 2 ? row->nvar - 1 - (j - first) : j])) return -1;
   row_finish(row);
-  for (int j = 1; j < row->nvariant; j++) {
-    struct variant *v = &row->variants[j];
+  for (int j = first; j < row->nvar; j++) {
+    struct variant *v = &row->var[j];
     v->pilot = row->mode == MODE_LAT ? v->m_p50 : v->m_gbps;
     v->nrep = 0;
   }
@@ -326,44 +394,78 @@ static int run_row(struct ranks *k, struct report *rep, struct row *row) {
   int chosen = select_shape(k, rep, row);
   if (chosen < 0) return -1;
   for (int i = 0; i < rep->o->reps; i++)
-    for (int j = 0; j < row->nvariant; j++) {
-      int v = i % 2 ? row->nvariant - 1 - j : j; /* flip the order every other repetition */
-      if (chosen && v && v != chosen) continue;
-      if (measure(k, rep, row, &row->variants[v])) return -1;
+    for (int j = 0; j < row->nvar; j++) {
+      int v = i % 2 ? row->nvar - 1 - j : j; /* flip the order every other repetition */
+      if (chosen && v >= row->first_raw && v != chosen) continue;
+      if (measure(k, rep, row, &row->var[v])) return -1;
     }
-  row->is_verified = true; /* a run with a bad byte or a short count fails instead */
+  row->verified = 1; /* a run with a bad byte or a short count fails instead */
   row_finish(row);
   return 0;
 }
 
+static int run_mode(struct ranks *k, struct report *rep, int mode, const struct block *b) {
+  const struct opts *o = rep->o;
+  int first = 1;
+  int ns = mode == MODE_LAT ? o->nlat_sizes : o->nsizes;
+  for (int si = 0; si < ns && rep->nrows < BENCH_MAX_ROWS; si++) {
+    uint64_t size = mode == MODE_LAT ? o->lat_sizes[si] : o->sizes[si];
+    struct row *row = &rep->rows[rep->nrows];
+    int nc = mode == MODE_LAT ? 1 : b->ncomms;
+    if (plan_row(o, mode, nc, size, b->raw_socks, row)) {
+      printf("# %llu bytes x %d comms skipped: its buffers exceed --max-mem\n",
+             (unsigned long long)size, nc);
+      continue;
+    }
+    if (first) report_block(stdout, rep, row);
+    first = 0;
+    if (run_row(k, rep, row)) return -1;
+    report_row(stdout, row);
+    fflush(stdout);
+    rep->nrows++;
+  }
+  return 0;
+}
+
+/* Per comm count: connect, say what it cost, run the bandwidth modes (and
+ * ping-pong, on one comm, in the first block). */
 static int run_plan(struct ranks *k, struct report *rep) {
   const struct opts *o = rep->o;
   static const int order[] = {MODE_UNI, MODE_BIDIR, MODE_LAT};
-  for (int oi = 0; oi < MODE_COUNT; oi++) {
-    int mode = order[oi];
-    if (!o->modes[mode]) continue;
-    int nc = mode == MODE_LAT ? 1 : o->ncomms_list;
-    for (int ci = 0; ci < nc; ci++) {
-      int first = 1;
-      int ns = mode == MODE_LAT ? o->nlat_sizes : o->nsizes;
-      for (int si = 0; si < ns && rep->nrows < BENCH_MAX_ROWS; si++) {
-        uint64_t size = mode == MODE_LAT ? o->lat_sizes[si] : o->sizes[si];
-        struct row *row = &rep->rows[rep->nrows];
-        if (plan_row(o, mode, mode == MODE_LAT ? 1 : o->comms[ci], size, row)) {
-          printf("# %llu bytes x %d comms skipped: its buffers exceed --max-mem\n",
-                 (unsigned long long)size, o->comms[ci]);
-          continue;
-        }
-        if (first) report_block(stdout, rep, row);
-        first = 0;
-        if (run_row(k, rep, row)) return -1;
-        report_row(stdout, row);
-        fflush(stdout);
-        rep->nrows++;
-      }
+  for (int ci = 0; ci < o->ncomms_list; ci++) {
+    struct block *b = &rep->blocks[rep->nblocks];
+    b->ncomms = o->comms[ci];
+    b->one_way = !o->modes[MODE_BIDIR] && !(o->modes[MODE_LAT] && ci == 0);
+    int rc = setup(k, rep, b);
+    if (rc) return rc;
+    rep->nblocks++;
+    if (ci == 0) report_header(stdout, rep);
+    report_usage(stdout, rep, b);
+    for (int oi = 0; oi < MODE_COUNT; oi++) {
+      int mode = order[oi];
+      if (!o->modes[mode] || (mode == MODE_LAT && ci > 0)) continue;
+      if (run_mode(k, rep, mode, b)) return -1;
     }
   }
   return 0;
+}
+
+/* Thousands of comms need tens of thousands of descriptors per rank: the
+ * soft limit goes up to the hard one, and the hard one too where we may. */
+static void raise_nofile(struct report *rep) {
+  const struct opts *o = rep->o;
+  int c = 1;
+  for (int i = 0; i < o->ncomms_list; i++) c = o->comms[i] > c ? o->comms[i] : c;
+  rlim_t want = (rlim_t)c * 24 + 1024;
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl)) return;
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
+    struct rlimit up = {want, want};
+    if (setrlimit(RLIMIT_NOFILE, &up) == 0) rl = up;
+  }
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0) rep->nofile = (long)rl.rlim_cur;
 }
 
 int bench_run(struct report *rep) {
@@ -380,12 +482,12 @@ int bench_run(struct report *rep) {
              ns.ns[0], ns.veth[0], ns.addr[0], ns.ns[1], ns.veth[1], ns.addr[1]);
   else snprintf(rep->where, sizeof(rep->where), "loopback (lo, 127.0.0.1), one host");
   struct ranks k = {0};
+  raise_nofile(rep);
   signal(SIGPIPE, SIG_IGN); /* a rank that died is reported, not fatal to us */
   if (spawn(&k, o, use_ns ? &ns : NULL)) {
     snprintf(rep->fail_msg, sizeof(rep->fail_msg), "cannot start the ranks: %s", strerror(errno));
     rc = -1;
-  } else if ((rc = setup(&k, rep)) == 0) {
-    report_header(stdout, rep);
+  } else {
     rc = run_plan(&k, rep);
   }
   stop(&k, rc != 0);
@@ -395,7 +497,7 @@ int bench_run(struct report *rep) {
     return 77;
   }
   if (rc) {
-    rep->has_failed = true;
+    rep->failed = 1;
     fprintf(stderr, "nccl-net-bench: FAILED: %s\n", rep->fail_msg);
     printf("# FAILED: %s\n", rep->fail_msg);
     return 1;

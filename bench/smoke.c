@@ -3,7 +3,9 @@
  * output must be well formed (the table, JSON that parses, an SVG) and
  * whose data must verify; a run with one damaged byte must fail loudly;
  * the RDMA functional check must skip cleanly where there is no RDMA
- * device. Speed is not judged here. argv[1] is the bench executable. */
+ * device; --compare drives NCCL's own Socket transport beside ours where
+ * one can be built; several comm counts report what their connections
+ * cost. Speed is not judged here. argv[1] is the bench executable. */
 #include <ctype.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -256,6 +258,96 @@ static void netns(void) {
   tap_end("netns placement: two namespace hosts");
 }
 
+/* The compared plugin: NCCL_DIAG_COMPARE_PLUGIN (a .so), or built by
+ * the build script of the peers folder that NCCL_DIAG_COMPARE_PEERS (or the build's
+ * compare_peers option) names. NULL with why when there is none. */
+static const char *compare_plugin(char *why, size_t cap) {
+  static char path[600];
+  const char *so = getenv("NCCL_DIAG_COMPARE_PLUGIN");
+  if (so && *so)
+    return access(so, R_OK) ? (snprintf(why, cap, "%s is not readable", so), NULL) : so;
+  const char *peers = getenv("NCCL_DIAG_COMPARE_PEERS");
+  if (!peers || !*peers) peers = getenv("SMOKE_COMPARE_PEERS");
+  if (!peers || !*peers) {
+    snprintf(why, cap,
+             "no peer plugin: set NCCL_DIAG_COMPARE_PLUGIN=PATH or "
+             "NCCL_DIAG_COMPARE_PEERS=DIR, or configure with -Dcompare_peers=DIR");
+    return NULL;
+  }
+  char cmd[1400], log[512];
+  snprintf(log, sizeof(log), "%s/peers.txt", dir);
+  snprintf(cmd, sizeof(cmd), "sh '%s/build.sh' '%s/peers' >'%s' 2>&1", peers, dir, log);
+  int st = system(cmd);
+  int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128;
+  char *t = slurp(log);
+  if (rc) {
+    snprintf(why, cap, "%s/build.sh %s: %s", peers, rc == 77 ? "skips" : "failed",
+             t ? strtok(t, "\n") : "no output");
+    free(t);
+    return NULL;
+  }
+  free(t);
+  snprintf(path, sizeof(path), "%s/peers/libnccl-net-ncclsock.so", dir);
+  return path;
+}
+
+/* --compare: NCCL's Socket transport measured beside ours, every row
+ * verified, its column, JSON rows, plot line and target verdicts there. */
+static void compare(void) {
+  char why[600];
+  const char *so = compare_plugin(why, sizeof(why));
+  if (!so) {
+    tap_skip("--compare: a second plugin in the same run", why);
+    return;
+  }
+  char log[512], json[512], svg[512];
+  snprintf(log, sizeof(log), "%s/cmp.txt", dir);
+  snprintf(json, sizeof(json), "%s/cmp.json", dir);
+  snprintf(svg, sizeof(svg), "%s/cmp.svg", dir);
+  const char *args[] = {"--compare",   so,     "--modes",     "uni,lat", "--sizes",        "8,64K",
+                        "--lat-sizes", "8",    "--reps",      "1",       "--target-bytes", "8M",
+                        "--max-msgs",  "1000", "--lat-iters", "100",     "--json",         json,
+                        "--svg",       svg,    NULL};
+  tap_begin();
+  int rc = run(args, log, NULL);
+  char *t = slurp(log), *j = slurp(json), *s = slurp(svg);
+  int rows = j ? count(j, "\"mode\": ") : 0;
+  CHECK(rc == 0, "exit status %d", rc);
+  CHECK(t && strstr(t, "# compare: ") && strstr(t, "plugin/compare"), "the table has the compare "
+                                                                      "column and its ratio");
+  CHECK(t && strstr(t, "GB/s >= 1.0x compare at every size") &&
+          strstr(t, "8-byte p50 <= 1.0x "
+                    "compare"),
+        "the footer judges the compare targets");
+  CHECK(json_valid(j) && rows == 3 && count(j, "\"compare\": {\"name\"") == rows &&
+          count(j, "\"verified\": true") == rows,
+        "%s: every one of %d rows has the compared plugin and verified", json, rows);
+  CHECK(s && count(s, "<polyline") == 3, "%s has plugin, compare and baseline lines", svg);
+  if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+  free(t), free(j), free(s);
+  tap_end("--compare: a second plugin in the same run");
+}
+
+/* Several comm counts: each connected on its own, with its cost. */
+static void comm_counts(void) {
+  char log[512], json[512];
+  snprintf(log, sizeof(log), "%s/comms.txt", dir);
+  snprintf(json, sizeof(json), "%s/comms.json", dir);
+  const char *args[] = {
+    "--modes",        "uni,bidir", "--sizes",    "4K",  "--comms", "1,24", "--reps", "1",
+    "--target-bytes", "4M",        "--max-msgs", "200", "--json",  json,   NULL};
+  int rc = run(args, log, NULL);
+  char *t = slurp(log), *j = slurp(json);
+  CHECK(rc == 0, "exit status %d", rc);
+  CHECK(t && strstr(t, "# 24 comms each way per rank: ") && strstr(t, "per comm"),
+        "the table says what 24 comms cost");
+  CHECK(j && count(j, "\"name\": \"epoll\"") >= 2, "with 24 comms the epoll baseline runs");
+  CHECK(json_valid(j) && count(j, "\"rss_kb\": ") >= 4 && count(j, "\"verified\": true") == 4,
+        "%s: connection costs and 4 verified rows", json);
+  if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+  free(t), free(j);
+}
+
 static void rdma_skip(void) {
   char log[512];
   snprintf(log, sizeof(log), "%s/ib.txt", dir);
@@ -317,6 +409,8 @@ int main(int argc, char **argv) {
   if (!dir) return 2;
   TAP_CASE("loopback: table, JSON, SVG, data verified", loopback);
   TAP_CASE("a damaged byte fails the run", corrupted);
+  compare();
+  TAP_CASE("several comm counts, each with what its connections cost", comm_counts);
   abi_tables();
   netns();
   TAP_CASE("rdma functional check skips without a device", rdma_skip);

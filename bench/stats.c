@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Clocks, CPU time, and the small statistics the report needs. */
+#include <dirent.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +34,7 @@ int64_t proc_cpu_ns(void) {
  * user, nice and system, plus irq and softirq when with_irq. With them it
  * catches network work the per-process clocks miss (ksoftirqd); without
  * them, minus our processes, it estimates what others ran meanwhile. */
-int64_t host_busy_ns(bool has_irq_time) {
+int64_t host_busy_ns(int with_irq) {
   FILE *f = fopen("/proc/stat", "re");
   if (!f) return 0;
   unsigned long long v[8] = {0};
@@ -41,8 +43,30 @@ int64_t host_busy_ns(bool has_irq_time) {
   fclose(f);
   if (n < 7) return 0;
   long hz = sysconf(_SC_CLK_TCK);
-  unsigned long long busy = v[0] + v[1] + v[2] + (has_irq_time ? v[5] + v[6] : 0);
+  unsigned long long busy = v[0] + v[1] + v[2] + (with_irq ? v[5] + v[6] : 0);
   return (int64_t)(busy * (1000000000ULL / (unsigned long long)(hz > 0 ? hz : 100)));
+}
+
+/* Resident memory is read after freed heap pages go back to the system
+ * (malloc_trim), so it is what the comms hold, not the transient peak of
+ * setting them up (a listen's state is freed once it accepted). */
+void usage_now(struct bench_usage *u) {
+  memset(u, 0, sizeof(*u));
+  malloc_trim(0);
+  FILE *f = fopen("/proc/self/status", "re");
+  char line[256];
+  while (f && fgets(line, sizeof(line), f)) {
+    long long v;
+    if (sscanf(line, "Threads: %lld", &v) == 1) u->threads = (int)v;
+    else if (sscanf(line, "VmRSS: %lld kB", &v) == 1) u->rss_kb = v;
+  }
+  if (f) fclose(f);
+  DIR *d = opendir("/proc/self/fd");
+  for (struct dirent *e; d && (e = readdir(d));) u->fds += e->d_name[0] != '.';
+  if (d) {
+    u->fds--; /* the directory's own descriptor */
+    closedir(d);
+  }
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -89,13 +113,13 @@ void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
                    struct bench_res *res) {
   int64_t t0 = 0, t1 = 0;
   for (int i = 0; i < n; i++) {
-    if (s[i].is_send) continue;
+    if (s[i].send) continue;
     if (s[i].done_ns[warm - 1] > t0) t0 = s[i].done_ns[warm - 1];
     if (s[i].done_ns[total - 1] > t1) t1 = s[i].done_ns[total - 1];
   }
   uint64_t c = 0;
   for (int i = 0; i < n; i++)
-    if (!s[i].is_send)
+    if (!s[i].send)
       for (uint64_t m = warm; m < total; m++) c += s[i].done_ns[m] > t0;
   res->t0_ns = t0;
   res->t_end_ns = t1;

@@ -17,25 +17,28 @@
 
 struct worker {
   const struct worker_cfg *cfg;
-  int plugin_status; /* 0 ready, -1 failed, 1 nothing to measure (skip) */
-  char plugin_err[512];
-  struct plugin_driver plugin;
-  struct raw_driver raw;
-  int ncomms, window;
-  size_t pool_len;
-  uint8_t *spool[BENCH_MAX_COMMS], *rpool[BENCH_MAX_COMMS];
+  int plug_status; /* 0 ready, -1 failed, 1 nothing to measure (skip) */
+  char plug_err[512];
+  struct plug plug, cmp; /* this build's plugin, and the compared one */
+  int has_cmp;
+  int one_way; /* this block's comms go from rank 0 to rank 1 only */
+  struct raw raw;
+  int ncomms, window;     /* this block's comms; the largest window */
+  size_t pool_len;        /* each region: every comm's window of slots */
+  uint8_t *spool, *rpool; /* the send and receive regions */
   uint64_t filled_size;
-  int filled_window;
-  int64_t *dones[2 * BENCH_MAX_COMMS];
-  int64_t *lats;
+  int filled_window, filled_comms, filled_mode; /* what the send slots hold */
+  struct stream *streams;                       /* 2 x ncomms */
+  int64_t *done, *lat;                          /* per stream: completion times; latencies */
   size_t done_cap, lat_cap;
   int64_t cmd_cpu0;
+  struct bench_usage usage[ENG_COUNT]; /* what each engine's comms added */
 };
 
-static int io_all(int fd, void *buf, size_t len, bool is_out) {
+static int io_all(int fd, void *buf, size_t len, int out) {
   uint8_t *p = buf;
   while (len) {
-    ssize_t n = is_out ? write(fd, p, len) : read(fd, p, len);
+    ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1;
     p += n;
@@ -44,64 +47,126 @@ static int io_all(int fd, void *buf, size_t len, bool is_out) {
   return 0;
 }
 
-int io_write(int fd, const void *buf, size_t len) { return io_all(fd, (void *)buf, len, true); }
-int io_read(int fd, void *buf, size_t len) { return io_all(fd, buf, len, false); }
+int io_write(int fd, const void *buf, size_t len) { return io_all(fd, (void *)buf, len, 1); }
+int io_read(int fd, void *buf, size_t len) { return io_all(fd, buf, len, 0); }
 
-/* Address space for the largest window of the largest size; pages are
- * touched only as far as a run uses them (the parent caps that). */
+/* Address space for every comm's window of the largest size, as one
+ * region per direction; pages are touched only as far as a run uses them
+ * (the parent caps that). */
 static int alloc_pools(struct worker *w, const struct bench_cmd *c, char *err, size_t cap) {
-  w->ncomms = c->max_comms;
+  if (w->spool) return 0;
   w->window = c->max_window;
-  w->pool_len = (size_t)c->max_window * (size_t)c->max_size;
-  for (int i = 0; i < w->ncomms; i++) {
-    w->spool[i] = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    w->rpool[i] = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (w->spool[i] == MAP_FAILED || w->rpool[i] == MAP_FAILED) {
-      w->spool[i] = w->rpool[i] = NULL;
-      snprintf(err, cap, "cannot map %zu bytes of buffers: %s", w->pool_len, strerror(errno));
-      return -1;
-    }
+  w->pool_len = c->max_mem;
+  w->spool = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  w->rpool = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (w->spool == MAP_FAILED || w->rpool == MAP_FAILED) {
+    w->spool = w->rpool = NULL;
+    snprintf(err, cap, "cannot map %zu bytes of buffers: %s", w->pool_len, strerror(errno));
+    return -1;
   }
   return 0;
 }
 
+static void usage_add(struct bench_usage *acc, const struct bench_usage *a,
+                      const struct bench_usage *b) {
+  acc->threads += b->threads - a->threads;
+  acc->fds += b->fds - a->fds;
+  acc->rss_kb += b->rss_kb - a->rss_kb;
+}
+
+/* Every engine's comms of the previous block closed, then ncomms of each
+ * listening; what each listen adds counts towards its engine's usage. */
 static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_res *res,
                      struct bench_handles *h) {
-  memset(h, 0, sizeof(*h));
-  if (alloc_pools(w, c, res->err, sizeof(res->err)) ||
-      raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->max_comms, BENCH_MAX_SOCKS, h, res->err,
-                 sizeof(res->err)))
-    return -1;
-  if (w->plugin_status) {
-    snprintf(res->err, sizeof(res->err), "%s", w->plugin_err);
-    return w->plugin_status;
+  if (w->plug_status) {
+    snprintf(res->err, sizeof(res->err), "%s", w->plug_err);
+    return w->plug_status;
   }
-  if (plugin_driver_listen(&w->plugin, c->max_comms, h, res->err, sizeof(res->err))) return -1;
-  snprintf(res->err, sizeof(res->err), "%s", w->plugin.desc); /* for the report header */
+  if (alloc_pools(w, c, res->err, sizeof(res->err))) return -1;
+  plug_close_comms(&w->plug);
+  if (w->has_cmp) plug_close_comms(&w->cmp);
+  raw_close(&w->raw);
+  free(w->streams);
+  w->streams = calloc(2 * (size_t)c->ncomms, sizeof(*w->streams));
+  h->plugin = calloc((size_t)c->ncomms * (w->has_cmp ? 2 : 1), BENCH_HANDLE_LEN);
+  if (!w->streams || !h->plugin) {
+    snprintf(res->err, sizeof(res->err), "out of memory for %d comms", c->ncomms);
+    return -1;
+  }
+  h->compare = w->has_cmp ? h->plugin + (size_t)c->ncomms * BENCH_HANDLE_LEN : NULL;
+  w->ncomms = c->ncomms;
+  w->filled_comms = 0;
+  memset(w->usage, 0, sizeof(w->usage));
+  struct bench_usage a, b;
+  usage_now(&a);
+  int has_send = !c->one_way || w->cfg->rank == 0, has_recv = !c->one_way || w->cfg->rank == 1;
+  w->one_way = c->one_way;
+  if (raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->ncomms, c->shape.nsocks, has_send,
+                 has_recv, &h->o, res->err, sizeof(res->err)))
+    return -1;
+  usage_now(&b);
+  usage_add(&w->usage[ENG_RAW], &a, &b);
+  if (plug_listen(&w->plug, c->ncomms, has_send, has_recv, h->plugin, res->err, sizeof(res->err)))
+    return -1;
+  usage_now(&a);
+  usage_add(&w->usage[ENG_PLUGIN], &b, &a);
+  h->o.ncomms = c->ncomms;
+  h->o.has_compare = w->has_cmp;
+  if (w->has_cmp &&
+      plug_listen(&w->cmp, c->ncomms, has_send, has_recv, h->compare, res->err, sizeof(res->err)))
+    return -1;
+  usage_now(&b);
+  usage_add(&w->usage[ENG_COMPARE], &a, &b);
+  /* for the report header: the plugin, then the compared one */
+  snprintf(res->err, sizeof(res->err), "%.380s%s%.380s", w->plug.desc, w->has_cmp ? "\n" : "",
+           w->has_cmp ? w->cmp.desc : "");
   return 0;
 }
 
+/* Each engine connects in turn, so what its comms cost the process is
+ * measured on its own. */
 static int do_connect(struct worker *w, const struct bench_handles *peer, struct bench_res *res) {
-  if (raw_connect(&w->raw, peer, res->err, sizeof(res->err))) return -1;
-  return plugin_driver_connect(&w->plugin, peer, w->spool, w->rpool, w->pool_len, res->err,
-                               sizeof(res->err));
+  struct bench_usage a, b;
+  if (peer->o.ncomms != w->ncomms || peer->o.has_compare != w->has_cmp) {
+    snprintf(res->err, sizeof(res->err), "the peer offers %d comms, this rank listened for %d",
+             peer->o.ncomms, w->ncomms);
+    return -1;
+  }
+  usage_now(&a);
+  if (plug_connect(&w->plug, peer->plugin, w->spool, w->rpool, w->pool_len, res->err,
+                   sizeof(res->err)))
+    return -1;
+  usage_now(&b);
+  usage_add(&w->usage[ENG_PLUGIN], &a, &b);
+  if (w->has_cmp && plug_connect(&w->cmp, peer->compare, w->spool, w->rpool, w->pool_len, res->err,
+                                 sizeof(res->err)))
+    return -1;
+  usage_now(&a);
+  usage_add(&w->usage[ENG_COMPARE], &b, &a);
+  if (raw_connect(&w->raw, &peer->o, res->err, sizeof(res->err))) return -1;
+  usage_now(&b);
+  usage_add(&w->usage[ENG_RAW], &a, &b);
+  memcpy(res->usage, w->usage, sizeof(res->usage));
+  return 0;
 }
 
 /* Which directions of which comms this rank drives in a run. */
 static int make_streams(struct worker *w, const struct bench_cmd *c, struct stream *s) {
   int n = 0, rank = w->cfg->rank;
   int ncomms = c->mode == MODE_LAT ? 1 : c->ncomms;
-  bool sends = c->mode != MODE_UNI || rank == 0, recvs = c->mode != MODE_UNI || rank == 1;
+  int sends = c->mode != MODE_UNI || rank == 0, recvs = c->mode != MODE_UNI || rank == 1;
+  size_t per_comm = (size_t)c->window * c->size; /* comm i's slots start at i x this */
   for (int i = 0; i < ncomms; i++) {
-    if (sends) s[n++] = (struct stream){.is_send = true, .comm = i, .pool = w->spool[i]};
-    if (recvs) s[n++] = (struct stream){.is_send = false, .comm = i, .pool = w->rpool[i]};
+    if (sends) s[n++] = (struct stream){.send = 1, .comm = i, .pool = w->spool + i * per_comm};
+    if (recvs) s[n++] = (struct stream){.send = 0, .comm = i, .pool = w->rpool + i * per_comm};
   }
+  uint64_t total = c->warm + c->iters;
   for (int i = 0; i < n; i++) {
     s[i].my_rank = rank;
     s[i].peer_rank = 1 - rank;
-    s[i].done_ns = w->dones[i];
+    s[i].done_ns = w->done + (size_t)i * total;
   }
   return n;
 }
@@ -109,26 +174,27 @@ static int make_streams(struct worker *w, const struct bench_cmd *c, struct stre
 /* Untimed: patterns into send slots (once per size), poison into receive
  * slots (every run, so the final full check sees only fresh bytes). */
 static void prepare(struct worker *w, const struct bench_cmd *c, struct stream *s, int n) {
-  int refill = w->filled_size != c->size || w->filled_window != c->window;
+  int refill =
+    w->filled_size != c->size || w->filled_window != c->window || w->filled_comms != c->ncomms ||
+    w->filled_mode != c->mode; /* a rank that only received (uni) did not fill its send slots */
   for (int i = 0; i < n; i++)
     for (int k = 0; k < c->window; k++) {
       uint8_t *slot = s[i].pool + (size_t)k * c->size;
-      if (!s[i].is_send) memset(slot, 0xee, c->size);
-      else if (refill) pattern_fill(slot, c->size, pattern_key(s[i].my_rank, s[i].comm, k));
+      if (!s[i].send) memset(slot, 0xee, c->size);
+      else if (refill) pat_fill(slot, c->size, pat_key(s[i].my_rank, s[i].comm, k));
     }
   w->filled_size = c->size;
   w->filled_window = c->window;
+  w->filled_comms = c->ncomms;
+  w->filled_mode = c->mode;
 }
 
-static int grow(int64_t **p, size_t *cap, size_t want, int count) {
+static int grow(int64_t **p, size_t *cap, size_t want) {
   if (want <= *cap) return 0;
-  for (int i = 0; i < count; i++) {
-    free(p[i]);
-    p[i] = malloc(want * sizeof(int64_t));
-    if (!p[i]) return -1;
-  }
-  *cap = want;
-  return 0;
+  free(*p);
+  *p = malloc(want * sizeof(int64_t));
+  *cap = *p ? want : 0;
+  return *p ? 0 : -1;
 }
 
 static int check_streams(struct stream *s, int n, const struct bench_cmd *c, char *err,
@@ -136,9 +202,9 @@ static int check_streams(struct stream *s, int n, const struct bench_cmd *c, cha
   uint64_t total = c->warm + c->iters;
   uint64_t from = total > (uint64_t)c->window ? total - (uint64_t)c->window : 0;
   for (int i = 0; i < n; i++) {
-    if (s[i].is_send) continue;
-    for (uint64_t m = from; m < total; m++) stream_check(&s[i], c, m, true);
-    if (s[i].has_failed) {
+    if (s[i].send) continue;
+    for (uint64_t m = from; m < total; m++) stream_check(&s[i], c, m, 1);
+    if (s[i].bad) {
       snprintf(err, cap, "%s", s[i].err);
       return -1;
     }
@@ -156,26 +222,33 @@ static int ready_go(struct worker *w) {
 static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res *res) {
   uint64_t total = c->warm + c->iters;
   if (c->ncomms > w->ncomms || c->window > w->window || c->window > BENCH_MAX_WINDOW ||
-      c->warm < (uint64_t)c->window || c->size % 8 || c->size * (uint64_t)c->window > w->pool_len) {
+      c->warm < (uint64_t)c->window || c->size % 8 ||
+      c->size * (uint64_t)c->window * (uint64_t)c->ncomms > w->pool_len ||
+      (c->engine == ENG_COMPARE && !w->has_cmp) || (c->mode != MODE_UNI && w->one_way)) {
     snprintf(res->err, sizeof(res->err), "run outside what was prepared");
     return ready_go(w), -1;
   }
-  if (grow(w->dones, &w->done_cap, total, 2 * BENCH_MAX_COMMS) ||
-      grow(&w->lats, &w->lat_cap, total * (size_t)c->ncomms, 1)) {
+  if (grow(&w->done, &w->done_cap, total * 2 * (size_t)c->ncomms) ||
+      grow(&w->lat, &w->lat_cap, total * (size_t)c->ncomms)) {
     snprintf(res->err, sizeof(res->err), "out of memory for %llu timestamps",
              (unsigned long long)total);
     return ready_go(w), -1;
   }
-  struct stream s[2 * BENCH_MAX_COMMS];
+  struct stream *s = w->streams;
   int n = make_streams(w, c, s);
   prepare(w, c, s, n);
   if (ready_go(w)) return -1;
-  struct run_ctx r = {.cmd = c, .streams = s, .nstreams = n, .lats = w->lats};
+  struct run_ctx r = {.cmd = c, .streams = s, .nstreams = n, .lat = w->lat};
   int64_t cpu = proc_cpu_ns();
   w->cmd_cpu0 = cpu;
-  int rc = c->engine == ENGINE_PLUGIN ? plugin_driver_run(&w->plugin, &r) : raw_run(&w->raw, &r);
+  int rc = c->engine == ENG_PLUGIN    ? plug_run(&w->plug, &r)
+           : c->engine == ENG_COMPARE ? plug_run(&w->cmp, &r)
+                                      : raw_run(&w->raw, &r);
   res->cpu_ns = proc_cpu_ns() - cpu;
   res->cpu_drv_ns = r.cpu_drv_ns;
+  struct bench_usage u;
+  usage_now(&u);
+  res->threads = u.threads;
   if (rc) {
     snprintf(res->err, sizeof(res->err), "%s", r.err);
     return -1;
@@ -188,20 +261,43 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   }
   stream_window(s, n, c->warm, total, res);
   for (int i = 0; i < n; i++)
-    if (!s[i].is_send)
-      res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window, w->lats + res->nlat);
+    if (!s[i].send)
+      res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window, w->lat + res->nlat);
   return 0;
 }
 
 static void worker_free(struct worker *w) {
-  plugin_driver_close(&w->plugin);
+  plug_close(&w->plug);
+  if (w->has_cmp) plug_close(&w->cmp);
   raw_close(&w->raw);
-  for (int i = 0; i < BENCH_MAX_COMMS; i++) {
-    if (w->spool[i]) munmap(w->spool[i], w->pool_len);
-    if (w->rpool[i]) munmap(w->rpool[i], w->pool_len);
-  }
-  for (int i = 0; i < 2 * BENCH_MAX_COMMS; i++) free(w->dones[i]);
-  free(w->lats);
+  if (w->spool) munmap(w->spool, w->pool_len);
+  if (w->rpool) munmap(w->rpool, w->pool_len);
+  free(w->streams);
+  free(w->done);
+  free(w->lat);
+}
+
+/* The handles in both directions: the offer, then its arrays. */
+int handles_write(int fd, const struct bench_handles *h) {
+  size_t len = (size_t)h->o.ncomms * BENCH_HANDLE_LEN;
+  return io_write(fd, &h->o, sizeof(h->o)) || (len && io_write(fd, h->plugin, len)) ||
+             (h->o.has_compare && len && io_write(fd, h->compare, len))
+           ? -1
+           : 0;
+}
+
+int handles_read(int fd, struct bench_handles *h) {
+  memset(h, 0, sizeof(*h));
+  if (io_read(fd, &h->o, sizeof(h->o)) || h->o.ncomms < 0 || h->o.ncomms > BENCH_MAX_COMMS)
+    return -1;
+  size_t len = (size_t)h->o.ncomms * BENCH_HANDLE_LEN;
+  h->plugin = calloc(len ? 2 * len : 1, 1);
+  if (!h->plugin) return -1;
+  h->compare = h->o.has_compare ? h->plugin + len : NULL;
+  return (len && io_read(fd, h->plugin, len)) ||
+             (h->o.has_compare && len && io_read(fd, h->compare, len))
+           ? -1
+           : 0;
 }
 
 /* Serves commands until quit or the parent goes away. */
@@ -210,22 +306,26 @@ static int serve(struct worker *w) {
   struct bench_cmd c;
   while (io_read(fd, &c, sizeof(c)) == 0) {
     struct bench_res res = {0};
-    struct bench_handles h;
+    struct bench_handles h = {0};
     if (c.op == OP_QUIT) return 0;
     if (c.op == OP_LISTEN) {
       res.status = do_listen(w, &c, &res, &h);
-      if (io_write(fd, &res, sizeof(res)) || io_write(fd, &h, sizeof(h))) return 1;
+      if (res.status) h.o.ncomms = 0, h.o.has_compare = 0;
+      int bad = io_write(fd, &res, sizeof(res)) || handles_write(fd, &h);
+      free(h.plugin);
+      if (bad) return 1;
       continue;
     }
     if (c.op == OP_CONNECT) {
-      if (io_read(fd, &h, sizeof(h))) return 1;
+      if (handles_read(fd, &h)) return 1;
       res.status = do_connect(w, &h, &res);
+      free(h.plugin);
     } else if (c.op == OP_RUN) {
       res.status = do_run(w, &c, &res);
       res.cpu_cmd_ns = proc_cpu_ns() - w->cmd_cpu0;
     }
     if (io_write(fd, &res, sizeof(res)) ||
-        (res.nlat && io_write(fd, w->lats, res.nlat * sizeof(int64_t))))
+        (res.nlat && io_write(fd, w->lat, res.nlat * sizeof(int64_t))))
       return 1;
   }
   return 1;
@@ -241,11 +341,19 @@ int worker_main(const struct worker_cfg *cfg) {
     CPU_SET(cfg->cpu, &set);
     sched_setaffinity(0, sizeof(set), &set);
   }
-  if (cfg->netns && netns_enter(cfg->netns, w.plugin_err, sizeof(w.plugin_err))) {
-    w.plugin_status = -1;
+  if (cfg->netns && netns_enter(cfg->netns, w.plug_err, sizeof(w.plug_err))) {
+    w.plug_status = -1;
   } else {
     if (cfg->ifname) setenv("NCCL_SOCKET_IFNAME", cfg->ifname, 1);
-    w.plugin_status = plugin_driver_open(&w.plugin, cfg, w.plugin_err, sizeof(w.plugin_err));
+    w.plug_status = plug_open(&w.plug, cfg, cfg->plugin, cfg->abi, w.plug_err, sizeof(w.plug_err));
+    if (!w.plug_status && cfg->compare) {
+      char err[400];
+      if (plug_open(&w.cmp, cfg, cfg->compare, 0, err, sizeof(err))) {
+        snprintf(w.plug_err, sizeof(w.plug_err), "the compared plugin: %s", err);
+        w.plug_status = -1;
+      }
+      w.has_cmp = 1; /* loaded as far as it went: closed at the end */
+    }
   }
   int rc = serve(&w);
   worker_free(&w);

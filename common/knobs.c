@@ -25,12 +25,15 @@ static const struct knob_def knobs[K_COUNT] = {
                        "address family of the interfaces to use: AF_INET or AF_INET6. Unset: both"},
   [K_NSOCKS_PERTHREAD] =
     {"NCCL_NSOCKS_PERTHREAD", KT_INT, "-2", -2, 64, NULL,
-     "TCP data sockets per helper thread (NCCL's meaning); -2 = automatic. "
+     "TCP data sockets per helper thread (NCCL's meaning); -2 = automatic (1). "
      "Sockets per connection = NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD, at most 64"},
   [K_SOCKET_NTHREADS] =
     {"NCCL_SOCKET_NTHREADS", KT_INT, "-2", -2, 16, NULL,
-     "helper threads per TCP connection (NCCL's meaning); 0 = the caller's thread moves all "
-     "data; -2 = automatic"},
+     "helper threads per TCP connection (NCCL's meaning: with NCCL_NSOCKS_PERTHREAD it sets the "
+     "data sockets per connection, and socket k is served by helper k modulo this); 0 = the "
+     "caller's thread moves all data; -2 = automatic (2). The helpers are not the connection's "
+     "own: every connection on a device shares at most NCCL_DIAG_SOCKET_POOL of them, so "
+     "thousands of connections cost no threads"},
   [K_IB_DISABLE] = {"NCCL_IB_DISABLE", KT_BOOL, "0", 0, 1, NULL,
                     "1 = do not use RDMA at all; every device is a TCP interface"},
   [K_IB_HCA] =
@@ -107,6 +110,12 @@ static const struct knob_def knobs[K_COUNT] = {
      "with helper threads, TCP stripes up to this size are still moved by the caller's thread "
      "(a hand-off costs more than they take); larger ones by the helpers. -2 = automatic: "
      "4 MiB when the peer is on this host (loopback), 1 MiB otherwise"},
+  [K_DIAG_SOCKET_POOL] =
+    {"NCCL_DIAG_SOCKET_POOL", KT_INT, "2", 1, 16, NULL,
+     "helper threads per device, shared by every TCP connection on it: they move the large "
+     "stripes of all its connections' data sockets, waiting in epoll; a connection uses "
+     "min(NCCL_SOCKET_NTHREADS, this) of them. Started with the device's first connection, "
+     "stopped with its last"},
   [K_DIAG_STALL_WARN_SEC] =
     {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
      "warn once when a request makes no progress for this many seconds (0 = never)"},

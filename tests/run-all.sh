@@ -6,7 +6,8 @@
 # ThreadSanitizer (the api suite on the v11 table, TCP and RDMA), and a clang one for the
 # libFuzzer targets (bounded runs). Last, the rxe suite of the normal build alone: its
 # QEMU guests use both CPUs (tests/rxe).
-# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1, SKIP_RXE=1.
+# Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1, SKIP_RXE=1,
+# NCCL_DIAG_COMPARE_PEERS or NCCL_DIAG_COMPARE_PLUGIN (see bench/README.md).
 set -u
 cd "$(dirname "$0")/.."
 top=$(pwd)
@@ -33,6 +34,13 @@ run_suites() { # dir, meson test args...
   local copy=$dir/meson-logs/testlog-${#logs[@]}.json
   [ -f "$dir/meson-logs/testlog.json" ] && cp "$dir/meson-logs/testlog.json" "$copy" && logs+=("$copy")
 }
+
+# nccl-net-bench --compare in the bench smoke test: NCCL's own transports as
+# plugins, from the peers folder beside the checkout where there is one.
+if [ -z "${NCCL_DIAG_COMPARE_PEERS:-}${NCCL_DIAG_COMPARE_PLUGIN:-}" ] &&
+   [ -f "$top/../shared/peers/nccl-builtin/build.sh" ]; then
+  export NCCL_DIAG_COMPARE_PEERS="$top/../shared/peers/nccl-builtin"
+fi
 
 step "build (gcc, debugoptimized)"
 main_ok=0

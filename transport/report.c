@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "transport/report.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/events.h"
 #include "common/log.h"
@@ -51,24 +53,32 @@ bool report_job_ifname(const char *if_a, const char *if_b, char *buf, size_t cap
   return buf[0] != 0;
 }
 
-void report_size_mismatch(const struct hello *mine, const struct hello *peer, char *buf,
-                          size_t cap) {
-  char diff[1200];
-  if (hello_diff(mine, peer, diff, sizeof(diff))) {
-    snprintf(
-      buf, cap,
-      "the two hosts differ where message sizes are decided: %s. Make them the same on every "
-      "node",
-      diff);
+void report_size_mismatch(const char *settings_diff, const char *peer_host, char *buf, size_t cap) {
+  if (settings_diff) {
+    snprintf(buf, cap,
+             "the two hosts differ where message sizes are decided: %s. Make them the same on "
+             "every node",
+             settings_diff);
     return;
   }
+  char me[64] = "this host";
+  if (!gethostname(me, sizeof(me) - 1)) me[sizeof(me) - 1] = 0;
   snprintf(buf, cap,
            "NCCL, the plugin and the NCCL_* settings that size messages (NCCL_PROTO, NCCL_ALGO, "
            "NCCL_BUFFSIZE, ...) are the same on %s and %s, so the application posts mismatched "
            "sizes: a send and a receive that do not pair up (ranks or tags out of step, or "
            "different counts on the two ranks). Check that both ranks issue the same sequence of "
            "sends and receives with the same sizes",
-           mine->host, peer->host);
+           me, peer_host);
+}
+
+char *report_settings_diff(const struct hello *mine, const struct hello *peer, int *err) {
+  char diff[1200];
+  *err = 0;
+  if (hello_diff(mine, peer, diff, sizeof(diff)) <= 0) return NULL;
+  char *d = strdup(diff);
+  if (!d) *err = ENOMEM;
+  return d;
 }
 
 int report_hello(const struct hello *mine, const struct hello *peer, const char *peer_desc,

@@ -23,9 +23,13 @@ bool report_job_ifname(const char *if_a, const char *if_b, char *buf, size_t cap
 /* The cause of a message larger than the receive posted for it, for the
  * WARN of the side that detects it: the fields in which the two hosts'
  * records differ (versions, the NCCL_* settings that shape messages) when
- * there are any, else the application's own calls, which then disagree. */
-void report_size_mismatch(const struct hello *mine, const struct hello *peer, char *buf,
-                          size_t cap);
+ * there are any (settings_diff), else the application's own calls, which
+ * then disagree. */
+void report_size_mismatch(const char *settings_diff, const char *peer_host, char *buf, size_t cap);
+/* What the two hello records differ in, for report_size_mismatch: kept by
+ * a comm from its setup, so the records need not be; NULL when they agree
+ * (or, with *err = ENOMEM, when it could not be kept). */
+char *report_settings_diff(const struct hello *mine, const struct hello *peer, int *err);
 
 /* Logs the handshake (INFO + event) and, when the records differ, one WARN
  * naming both hosts and each differing field. Returns the difference count. */

@@ -13,7 +13,7 @@
 
 void transport_peer_describe(struct transport_peer *p, const struct hello *h, const char *addr) {
   memset(p, 0, sizeof(*p));
-  p->hello = *h;
+  snprintf(p->host, sizeof(p->host), "%s", h->host);
   snprintf(p->addr, sizeof(p->addr), "%s", addr);
   snprintf(p->desc, sizeof(p->desc), "%s (%s%s%s)", h->host[0] ? h->host : "unknown host", addr,
            h->ifname[0] ? ", " : "", h->ifname);
@@ -27,6 +27,7 @@ void transport_setup_init(struct transport_setup *s, const struct transport_dev 
   s->is_send = is_send;
   s->ctrl_fd = ctrl_fd;
   s->mine = *mine;
+  s->peer_hello = *peer;
   transport_peer_describe(&s->peer, peer, peer_addr);
 }
 

@@ -88,11 +88,12 @@ int transport_host_reserve(struct transport_host *h, int n);
  * set; NULL when the reserved room is used up. */
 struct transport_dev *transport_host_add_dev(struct transport_host *h, const char *pci_path);
 
-/* The other side of a connection, for every message about it. */
+/* The other side of a connection, for every message about it. A comm
+ * keeps only this after setup; the hello records stay in the setup. */
 struct transport_peer {
-  struct hello hello; /* its hello record */
-  char addr[80];      /* "10.0.0.7<46417>" */
-  char desc[160];     /* "host-b (10.0.0.7<46417>, eth0)" */
+  char host[64];  /* its host name, from its hello */
+  char addr[80];  /* "10.0.0.7<46417>" */
+  char desc[160]; /* "host-b (10.0.0.7<46417>, eth0)" */
 };
 
 /* The NCCL code for an errno, at the ops boundary. A failed comm keeps the
@@ -131,7 +132,6 @@ struct transport_comm {
   const struct transport_comm_ops *ops;
   const struct transport_dev *dev;
   struct transport_peer peer;
-  struct hello mine;
   int max_recvs;
   struct liveness_peer *live; /* the peer process's liveness (transport/liveness.h), or NULL */
 };
@@ -141,7 +141,8 @@ struct transport_req {
   struct transport_comm *comm;
 };
 
-/* What connection setup hands a transport: sockets it now owns. */
+/* What connection setup hands a transport: sockets it now owns, and both
+ * hello records (the comm keeps what it needs of them). */
 struct transport_setup {
   const struct transport_dev *dev;
   bool is_send;
@@ -150,7 +151,7 @@ struct transport_setup {
   int data_fds[TRANSPORT_MAX_DATA_SOCKS];
   int nthreads;
   struct transport_peer peer;
-  struct hello mine;
+  struct hello mine, peer_hello;
 };
 
 /* TCP comm from a completed setup (tcp/tcp_comm.c); takes ownership of the
@@ -170,11 +171,14 @@ void transport_setup_init(struct transport_setup *s, const struct transport_dev 
                           int ctrl_fd, const struct hello *mine, const struct hello *peer,
                           const char *peer_addr);
 
-/* "host-b (10.0.0.7<46417>, eth0)" from a hello and a socket address. */
+/* "host-b (10.0.0.7<46417>, eth0)" and the host from a hello and a socket
+ * address. */
 void transport_peer_describe(struct transport_peer *p, const struct hello *h, const char *addr);
 
 /* Sockets per connection and helper threads, from the knobs (NCCL's
- * meaning: threads x sockets-per-thread, at most 64 sockets). */
+ * meaning: threads x sockets-per-thread, at most 64 sockets). The threads
+ * are how many of its device's shared helpers a connection's sockets are
+ * spread over (transport/tcp/tcp.h), not threads of its own. */
 void transport_socket_shape(int *nsocks, int *nthreads);
 
 #endif

@@ -27,6 +27,11 @@ void case_idle_wait(struct side *s);
 void case_idle_two_comms(struct side *s);
 void case_request_written(struct side *s);
 
+void case_oversized_sender(struct side *s);
+void case_receiver_closes_inflight(struct side *s);
+void case_stall_names_message(struct side *s);
+void case_many_comms_cost(struct side *s);
+
 void case_handle_format(struct side *s);
 void case_hello_mismatch(struct side *s);
 void case_strangers(struct side *s);

@@ -236,10 +236,12 @@ void case_many_comms(struct side *s) {
   side_close(s);
 }
 
-/* NCCL's meaning: threads x sockets per thread data sockets. */
+/* NCCL's meaning: threads x sockets per thread data sockets, spread over
+ * that many of the device's shared helpers (the pool allows 4 here). */
 void case_socket_shape(struct side *s) {
   setenv("NCCL_SOCKET_NTHREADS", "3", 1);
   setenv("NCCL_NSOCKS_PERTHREAD", "2", 1);
+  setenv("NCCL_DIAG_SOCKET_POOL", "4", 1);
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   CHECK(log_find(NCCL_LOG_INFO, "6 data sockets, 3 helper threads"),

@@ -13,6 +13,7 @@
 #include "transport/abort.h"
 #include "transport/ib/ib_comm.h"
 #include "transport/ib/ib_setup.h"
+#include "transport/report.h"
 #include "transport/sock.h"
 
 struct ib_req *ib_req_get(struct ib_comm *c) {
@@ -103,6 +104,7 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
     if (mrs[i]) v->dereg_mr(mrs[i]);
   free(c->fifo);
   free(c->sizes_out);
+  free(c->settings_diff);
   free(c->shadow);
   free(c->cr);
   free(c->flush_buf);
@@ -158,7 +160,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   c->base.ops = &ib_ops;
   c->base.dev = x->dev;
   c->base.peer = x->peer;
-  c->base.mine = x->mine;
+  c->peer_hello = x->peer_hello;
   c->base.max_recvs = IB_MAX_RECVS;
   c->is_send = x->is_send;
   c->dev = s->dev;
@@ -166,7 +168,12 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   take_resources(c, s);
   ib_setup_free(s);
   int err = 0;
-  if (c->is_send) {
+  /* The sender detects a message larger than the receive (ib_send.c). */
+  if (c->is_send) c->settings_diff = report_settings_diff(&x->mine, &x->peer_hello, &err);
+  if (err) WARN("connection with %s on %s: out of memory", x->peer.desc, c->dev->label);
+  if (err) {
+    /* nothing more to set up */
+  } else if (c->is_send) {
     c->sizes_out = calloc(IB_SLOTS * IB_MAX_RECVS, sizeof(uint32_t));
     c->sizes_mr = c->sizes_out
                     ? ib_mr_plain(c->dev, c->sizes_out, IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
@@ -191,7 +198,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   ev_int(&e, "qps", c->nqps);
   ev_end(&e);
   char same[160] = "";
-  int port = ib_local_port_of(x->peer.hello.ib.gid);
+  int port = ib_local_port_of(x->peer_hello.ib.gid);
   if (port >= 0) { /* both ends on this host: NCCL sends this node's own traffic over the network */
     const struct topo_host *h;
     topo_process(&h);

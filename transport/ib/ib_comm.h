@@ -40,6 +40,8 @@ struct ib_slot {
 
 struct ib_comm {
   struct transport_comm base;
+  struct hello peer_hello; /* its RDMA identity, for completion-error diagnoses */
+  char *settings_diff;     /* send side: what the two hosts' hellos differ in, or NULL */
   bool is_send;
   struct ib_dev *dev;
   int ctrl_fd;

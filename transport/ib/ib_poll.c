@@ -72,7 +72,7 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   char diag[2400];
   struct ib_wc_context cx = {what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0], !c->has_success,
                              wc_memory(c, kind, (int)(uint32_t)wc->wr_id), c->first_error};
-  ib_diag_wc(c->dev, &c->base.peer.hello, wc, &cx, diag, sizeof(diag));
+  ib_diag_wc(c->dev, &c->peer_hello, wc, &cx, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   /* A peer process that died took its registrations along: on a real
    * kernel its last writes fail with REM_ACCESS_ERR, which names an rkey

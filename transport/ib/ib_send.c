@@ -87,7 +87,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
               tag, n, seq));
   if (size > e[i].size) {
     char cause[1600];
-    report_size_mismatch(&c->base.mine, &c->base.peer.hello, cause, sizeof(cause));
+    report_size_mismatch(c->settings_diff, c->base.peer.host, cause, sizeof(cause));
     return transport_result(ib_fail(c, EMSGSIZE, true,
                                     "message %u to %s is %zu bytes but the posted receive holds "
                                     "%u bytes: %s",

@@ -3,24 +3,32 @@
  *
  * A connection is one control socket plus N data sockets. Every message
  * starts with a 24-byte header on the control socket. Small messages
- * (<= inline limit) follow their header there and are moved by the caller's
- * thread (isend/irecv/test), which keeps latency at one syscall each way.
- * Larger ones are cut into at most N stripes of `chunk` bytes, one per data
- * socket starting at socket seq % N; both sides derive the same cut from
- * the header, so the sender's settings are the only ones that matter.
+ * (<= inline limit) follow their header there. Larger ones are cut into at
+ * most N stripes of `chunk` bytes, one per data socket starting at socket
+ * seq % N; both sides derive the same cut from the header, so the sender's
+ * settings are the only ones that matter.
  *
- * Data sockets are served by helper threads (NCCL_SOCKET_NTHREADS, each
- * owning NCCL_NSOCKS_PERTHREAD sockets) that poll and move bytes, or by the
- * caller in test() when there are no helpers. With helpers, stripes up to
- * caller_max bytes (NCCL_DIAG_CALLER_MAX: 4 MiB when the peer is on this
- * host, 1 MiB otherwise) are still moved by the caller's thread in test()
- * (a hand-off to a sleeping helper costs more than they take); larger ones
- * go to the helpers, which sleep (on the receive side until a share of the
- * stripe has arrived, SO_RCVLOWAT) instead of competing with the kernel's
- * TCP work for the CPU. A per-socket owner flag keeps the two
- * from touching a socket at once. Each data socket has a
- * single-producer (the comm's driving thread) single-consumer (its helper)
- * ring of tasks; a request is done when its header and payload bytes are. */
+ * The control socket is moved by the caller's thread in test(), in
+ * batches: isend only queues its header (and inline payload), and the
+ * next test() writes every queued message in one sendmsg; on the receive
+ * side one recv brings whatever has arrived into a staging buffer, whose
+ * headers are matched to as many posted receives as there are. So a window
+ * of small messages costs one syscall each way, not one per message.
+ *
+ * Data sockets: stripes up to caller_max bytes (NCCL_DIAG_CALLER_MAX: 4
+ * MiB when the peer is on this host, 1 MiB otherwise) are moved by the
+ * caller's thread in test() (a hand-off costs more than they take);
+ * larger ones by the device's shared helper threads (tcp_pool.c): at most
+ * NCCL_DIAG_SOCKET_POOL per device, serving the data sockets of every
+ * connection on it through epoll, so thousands of connections need no
+ * threads of their own. A connection's sockets are spread over
+ * min(NCCL_SOCKET_NTHREADS, pool) of them, socket k on helper k % that,
+ * as NCCL's socket k is served by its thread k % NCCL_SOCKET_NTHREADS.
+ * Without helpers (NCCL_SOCKET_NTHREADS=0) the caller moves everything.
+ * A per-socket owner flag keeps the caller and a helper from touching a
+ * socket at once. Each data socket has a single-producer (the comm's
+ * driving thread) single-consumer ring of stripes; a request is done when
+ * its header and payload bytes are. */
 #ifndef DIAG_TRANSPORT_TCP_H
 #define DIAG_TRANSPORT_TCP_H
 
@@ -34,91 +42,87 @@
 #include "transport/transport.h"
 
 #define TCP_MAX_REQS NCCL_NET_MAX_REQUESTS
-#define TCP_RING 64 /* tasks per data socket: >= TCP_MAX_REQS stripes */
-#define TCP_CTRL_READAHEAD 16384
+#define TCP_RING TCP_MAX_REQS /* stripes per data socket: a message has at most one per socket */
+#define TCP_STAGE 16384       /* receive staging buffer, allocated while in use */
 
 struct tcp_comm;
+struct tcp_worker;
 
 struct tcp_req {
   struct transport_req base;
+  struct tcp_req *next; /* in the comm's free list, send queue or posted list */
   bool is_send;
+  bool is_hdr_done; /* header (and inline payload) fully moved */
+  bool has_warned_stall;
   uint8_t *data;
   size_t cap;  /* recv: capacity */
   size_t size; /* send: size; recv: from the header */
   int tag;
-  uint32_t seq;
-  bool is_hdr_done;     /* header (and inline payload) fully moved */
-  size_t inline_off;    /* inline payload bytes moved */
+  uint32_t seq;      /* send: its number; recv: the number it will take, then took */
+  size_t inline_off; /* recv: inline payload bytes copied */
+  size_t out_off;    /* send: header and inline bytes written */
+  size_t out_total;
   atomic_llong pending; /* data-socket bytes still to move */
   int64_t posted_ns;
-  bool has_warned_stall;
+  uint8_t hdr[MSG_HDR_LEN]; /* send: the encoded header */
 };
 
 struct tcp_task {
   uint8_t *buf;
-  size_t len;
-  size_t off;
+  uint32_t len; /* a stripe is at most 1 GiB */
+  uint32_t off;
   struct tcp_req *req;
 };
 
 struct tcp_sock {
   int fd;
   int index;
-  int thread;                      /* its helper, -1 when the caller moves everything */
+  struct tcp_comm *comm;
+  struct tcp_worker *worker;       /* its helper, NULL when the caller moves everything */
   atomic_int owner;                /* SOCK_FREE, or who is moving its bytes right now */
-  struct tcp_task tasks[TCP_RING]; /* a ring: head..tail */
   atomic_uint head;                /* consumer */
   atomic_uint tail;                /* producer */
+  struct tcp_task tasks[TCP_RING]; /* a ring: head..tail */
   int lowat;                       /* SO_RCVLOWAT the helper last set (receive side) */
-};
-
-struct tcp_thread {
-  struct tcp_comm *comm;
-  pthread_t tid;
-  bool is_started;
-  int efd; /* eventfd: new work, or stop */
-  atomic_bool is_sleeping;
-  int first, count; /* the data sockets it owns */
-};
-
-/* Control-socket send queue entry (header + optional inline payload). */
-struct tcp_out {
-  uint8_t hdr[MSG_HDR_LEN];
-  struct tcp_req *req;
-  size_t total; /* header + inline payload */
-  size_t off;
+  /* the helper's own: in its active list, and readable/writable since the
+   * last EAGAIN (edge-triggered epoll) */
+  struct tcp_sock *next_active;
+  bool is_active, is_ready;
+  /* the kick list: a driving thread hands the helper new work */
+  struct tcp_sock *next_kick;
+  atomic_bool is_kicked;
 };
 
 struct tcp_comm {
   struct transport_comm base;
   bool is_send;
+  bool is_same_host; /* both ends on this host (see tcp_comm_create) */
+  bool is_attached;  /* its data sockets are in the helpers' epoll sets */
+  bool is_quiesced;  /* failed: the helpers no longer touch it */
   int ctrl_fd;
-  int nsocks, nthreads;
-  bool is_same_host;          /* both ends on this host (see tcp_comm_create) */
-  struct tcp_sock *socks;     /* nsocks of them, each with its task ring */
-  struct tcp_thread *threads; /* nthreads of them */
-  atomic_bool is_stopping;
-  uint64_t moved;   /* bytes the driving thread moved: progress for the idle wait */
-  bool is_quiesced; /* helpers stopped after a failure */
+  int nsocks, nhelpers;
+  struct tcp_sock *socks; /* nsocks of them, each with its ring */
+  uint64_t moved;         /* bytes the driving thread moved: progress for the idle wait */
   size_t inline_max, min_chunk;
   size_t caller_max; /* stripes the caller moves itself when there are helpers */
   int64_t stall_ns;
+  char *settings_diff; /* settings the two hosts' hellos differ in, or NULL */
 
-  struct tcp_req reqs[TCP_MAX_REQS];
-  int nfree;
-  uint32_t next_seq;
+  struct tcp_req *reqs; /* TCP_MAX_REQS, allocated at the first request */
+  struct tcp_req *free_reqs;
+  uint32_t next_seq; /* send: the next message's number; recv: the next header's */
 
-  /* send side: control queue, FIFO */
-  struct tcp_out outgoing[TCP_MAX_REQS];
-  int outgoing_head, noutgoing;
+  /* send side: messages whose header (or inline payload) is not all
+   * written, oldest first; when to look for the receiver's notice next */
+  struct tcp_req *out_head, *out_tail;
+  int64_t next_notice_ns;
 
-  /* recv side: posted receives in order; the oldest without a header is
-   * the one the next header belongs to */
-  struct tcp_req *posted[TCP_MAX_REQS]; /* awaiting their header */
-  int posted_head, posted_count;
-  struct tcp_req *cur; /* inline payload being read */
-  uint8_t *readahead;  /* TCP_CTRL_READAHEAD bytes read from the control socket */
-  size_t readahead_off, readahead_len;
+  /* recv side: posted receives waiting for their header, oldest first */
+  struct tcp_req *posted_head, *posted_tail;
+  uint32_t next_post_seq; /* the message number the next posted receive takes */
+  struct tcp_req *cur;    /* inline payload being read */
+  uint8_t *stage;         /* bytes read from the control socket, not yet parsed */
+  size_t stage_off, stage_len;
   uint8_t hdr_buf[MSG_HDR_LEN];
   size_t hdr_got;
   bool has_warned_tag;
@@ -130,7 +134,7 @@ struct tcp_comm {
   pthread_mutex_t err_lock;
 };
 
-/* ---- tcp_comm.c: lifetime, failure, requests, registrations ---- */
+/* ---- tcp_comm.c: lifetime, failure, requests ---- */
 
 /* Fails the comm with err (see transport_result) and returns the comm's
  * errno: the first failure wins, is logged once and is what every later
@@ -143,23 +147,36 @@ int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...)
   __attribute__((format(printf, 4, 5)));
 
 /* What the driving thread returns once the comm failed (the comm's errno):
- * it first stops the helper threads, so none still reads or writes a
- * caller's buffer when the caller, told of the failure, frees it. */
+ * it first takes the comm from the helpers, so none still reads or writes
+ * a caller's buffer when the caller, told of the failure, frees it. */
 int tcp_failed(struct tcp_comm *c);
 
-/* A free request of the comm's pool, or NULL (all TCP_MAX_REQS in use). */
+/* A free request of the comm, or NULL: all TCP_MAX_REQS in use, or (when
+ * c->reqs is still NULL) no memory for them. */
 struct tcp_req *tcp_req_get(struct tcp_comm *c);
 void tcp_req_put(struct tcp_comm *c, struct tcp_req *r);
 
+/* ---- tcp_mr.c: registrations ---- */
+ncclResult_t tcp_reg_mr(struct transport_comm *xc, void *data, size_t size, int type,
+                        void **mhandle);
+ncclResult_t tcp_dereg_mr(struct transport_comm *xc, void *mhandle);
 /* Whether an isend/irecv buffer lies inside the registration it names (a
  * NULL handle names none); why says how not. */
 bool tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why, size_t cap);
 
-/* ---- tcp_abort.c ---- */
+/* ---- tcp_abort.c: what one side tells the other when it gives up ---- */
 
 /* Tells the peer why this side gives up (an abort frame on the control
  * socket) and resets the data sockets. */
 void tcp_abort_peer(struct tcp_comm *c, const char *reason);
+/* Send side: whether the receiver has said something (it only ever sends
+ * an abort notice, or closes); if so the comm fails with its words.
+ * Looks at most every millisecond unless is_now: 0 or the comm's errno. */
+int tcp_check_notice(struct tcp_comm *c, bool is_now);
+/* Receive side, at close: when data is still in flight (a receive posted
+ * or part-read, or bytes nobody took), tells the sender so, so its
+ * pending sends fail with that reason instead of succeeding. */
+void tcp_close_notice(struct tcp_comm *c);
 
 /* ---- tcp_data.c: stripes and data-socket work ---- */
 void tcp_stripe(size_t size, size_t chunk, int nsocks, uint32_t seq, int k, int *sock, size_t *off,
@@ -168,29 +185,49 @@ int tcp_nstripes(size_t size, size_t chunk);
 size_t tcp_chunk_for(const struct tcp_comm *c, size_t size);
 enum { SOCK_FREE = 0, SOCK_CALLER = 1, SOCK_HELPER = 2 };
 /* Queues a message's stripes on their sockets' rings (r->pending set
- * first) and wakes the helpers whose share they are; the caller moves its
- * own share in test(). */
+ * first) and hands the helpers the stripes that are theirs; the caller
+ * moves its own share in test(). */
 void tcp_push_message(struct tcp_comm *c, uint8_t *buf, size_t size, size_t chunk, uint32_t seq,
                       struct tcp_req *r);
 /* Moves bytes on one socket without blocking, stopping before a task
- * longer than max_task, and adds how many to *moved: 0, or the errno that
- * failed the comm (tcp_fail has logged it). A request whose last byte it
- * moves wakes idle waiters. */
-int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, size_t *moved);
+ * longer than max_task, and adds how many to *moved. *is_blocked is set
+ * when the socket took no more (EAGAIN). 0, or the errno that failed the
+ * comm (tcp_fail has logged it). A request whose last byte it moves wakes
+ * idle waiters. */
+int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, size_t *moved,
+                      bool *is_blocked);
+/* The length of the stripe at the head of the socket's ring, 0 if none. */
+size_t tcp_head_len(struct tcp_sock *s);
 /* The caller's share of the data sockets (see above): moves the stripes
- * it owns by size, wakes helpers for the rest. 0 or the comm's errno. */
+ * it owns by size, hands the rest to the helpers. 0 or the comm's errno. */
 int tcp_caller_progress(struct tcp_comm *c, size_t *moved);
-/* 0 or an errno (logged). */
-int tcp_threads_start(struct tcp_comm *c);
-void tcp_threads_stop(struct tcp_comm *c);
+
+/* ---- tcp_pool.c: the device's shared helper threads ---- */
+
+/* Spreads the comm's data sockets over its device's helpers (starting
+ * them if needed) and adds them to their epoll sets. 0 or an errno
+ * (logged). */
+int tcp_pool_attach(struct tcp_comm *c, int nthreads);
+/* Takes the comm's sockets from the helpers and returns once none of them
+ * touches the comm again. Idempotent. */
+void tcp_pool_detach(struct tcp_comm *c);
+/* The comm is gone: with the device's last comm its helpers stop. */
+void tcp_pool_release(struct tcp_comm *c);
+/* A socket's head stripe is its helper's: make sure the helper looks. */
+void tcp_pool_kick(struct tcp_sock *s);
 
 /* ---- tcp_send.c (isend) and tcp_recv.c (irecv): the control socket ---- */
 ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
                        void **request);
-/* The control socket's queue: 0, or the comm's errno once it failed. */
+/* Writes the queued headers and inline payloads: 0, or the comm's errno
+ * once it failed. */
 int tcp_send_progress(struct tcp_comm *c);
 ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                        void **mhandles, void **request);
+/* Parses what has arrived, matching headers to posted receives: 0, or the
+ * comm's errno once it failed. */
 int tcp_recv_progress(struct tcp_comm *c);
+/* Frees the staging buffer once it holds nothing and nothing waits. */
+void tcp_stage_trim(struct tcp_comm *c);
 
 #endif

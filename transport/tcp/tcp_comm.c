@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* TCP comm lifetime, memory registration, the request pool and test. */
+/* TCP comm lifetime, failure, the request pool and test. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/events.h"
@@ -15,15 +14,9 @@
 #include "common/log.h"
 #include "transport/abort.h"
 #include "transport/idle.h"
+#include "transport/report.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
-
-struct tcp_mr {
-  uint32_t obj;
-  uint8_t *base;
-  size_t size;
-  struct transport_comm *comm;
-};
 
 /* The first failure wins and is logged once; later calls only return it.
  * The WARN goes out before the failure is published, so no caller can see
@@ -59,81 +52,41 @@ int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...) {
   return c->fail_err;
 }
 
-struct tcp_req *tcp_req_get(struct tcp_comm *c) {
-  for (int i = 0; i < TCP_MAX_REQS; i++) {
-    struct tcp_req *r = &c->reqs[i];
-    if (r->base.obj == OBJ_REQ) continue;
-    memset(r, 0, sizeof(*r));
-    r->base.obj = OBJ_REQ;
-    r->base.comm = &c->base;
-    r->posted_ns = now_ns();
-    return r;
-  }
-  return NULL;
-}
-
-void tcp_req_put(struct tcp_comm *c, struct tcp_req *r) {
-  (void)c;
-  r->base.obj = OBJ_DEAD;
-}
-
-static ncclResult_t tcp_reg_mr(struct transport_comm *xc, void *data, size_t size, int type,
-                               void **mhandle) {
-  if (type != NCCL_PTR_HOST) {
-    WARN("regMr on the TCP connection with %s: memory type %d is not host memory; this device "
-         "only advertises NCCL_PTR_HOST",
-         xc->peer.desc, type);
-    return ncclInternalError;
-  }
-  struct tcp_mr *mr = calloc(1, sizeof(*mr));
-  if (!mr) {
-    WARN("regMr on the TCP connection with %s: out of memory", xc->peer.desc);
-    return ncclSystemError;
-  }
-  mr->obj = OBJ_MR;
-  mr->base = data;
-  mr->size = size;
-  mr->comm = xc;
-  *mhandle = mr;
-  return ncclSuccess;
-}
-
-static ncclResult_t tcp_dereg_mr(struct transport_comm *xc, void *mhandle) {
-  struct tcp_mr *mr = mhandle;
-  if (!mr) return ncclSuccess;
-  if (mr->obj != OBJ_MR) {
-    WARN("deregMr on the connection with %s: %p is not a registration of this plugin (already "
-         "deregistered?)",
-         xc->peer.desc, mhandle);
-    return ncclInternalError;
-  }
-  mr->obj = OBJ_DEAD;
-  free(mr);
-  return ncclSuccess;
-}
-
-bool tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why, size_t cap) {
-  const struct tcp_mr *mr = mhandle;
-  if (!mr) return true; /* NCCL may leave it NULL (bootstrap); nothing to check */
-  if (mr->obj != OBJ_MR) {
-    snprintf(why, cap, "memory handle %p is not a live registration", mhandle);
-    return false;
-  }
-  const uint8_t *p = data;
-  if (p < mr->base || size > mr->size || (size_t)(p - mr->base) > mr->size - size) {
-    snprintf(why, cap, "buffer %p + %zu bytes lies outside its registration %p + %zu bytes", data,
-             size, (void *)mr->base, mr->size);
-    return false;
-  }
-  return true;
-}
-
 int tcp_failed(struct tcp_comm *c) {
   if (!c->is_quiesced) {
-    tcp_threads_stop(c);
+    tcp_pool_detach(c);
     c->is_quiesced = true;
   }
   return c->fail_err;
+}
+
+/* Requests are allocated when the comm first moves data (an idle comm
+ * holds none) and reused through a free list; a finished request keeps
+ * its memory, tagged dead, so a late test() of it is named, not a crash. */
+struct tcp_req *tcp_req_get(struct tcp_comm *c) {
+  if (!c->reqs) {
+    c->reqs = calloc(TCP_MAX_REQS, sizeof(*c->reqs));
+    if (!c->reqs) return NULL;
+    for (int i = TCP_MAX_REQS - 1; i >= 0; i--) {
+      c->reqs[i].base.obj = OBJ_DEAD;
+      c->reqs[i].next = c->free_reqs;
+      c->free_reqs = &c->reqs[i];
+    }
+  }
+  struct tcp_req *r = c->free_reqs;
+  if (!r) return NULL;
+  c->free_reqs = r->next;
+  memset(r, 0, offsetof(struct tcp_req, hdr));
+  r->base.obj = OBJ_REQ;
+  r->base.comm = &c->base;
+  r->posted_ns = now_ns();
+  return r;
+}
+
+void tcp_req_put(struct tcp_comm *c, struct tcp_req *r) {
+  r->base.obj = OBJ_DEAD;
+  r->next = c->free_reqs;
+  c->free_reqs = r;
 }
 
 static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
@@ -142,32 +95,51 @@ static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
   if (waited < c->stall_ns) return;
   r->has_warned_stall = true;
   long long left = atomic_load(&r->pending);
-  WARN("%s of message %u (%zu bytes) with %s has made no progress for %lld s (%s, %lld payload "
-       "bytes outstanding). The peer may not have reached this operation yet, or it is hung, "
-       "dead or unreachable",
-       r->is_send ? "send" : "receive", r->seq, r->size, c->base.peer.desc,
-       (long long)(waited / 1000000000LL), r->is_hdr_done ? "header done" : "header pending", left);
+  char what[96];
+  if (r->is_send || r->is_hdr_done)
+    snprintf(what, sizeof(what), "%s of message %u (%zu bytes)", r->is_send ? "send" : "receive",
+             r->seq, r->size);
+  else snprintf(what, sizeof(what), "receive of message %u (up to %zu bytes)", r->seq, r->cap);
+  WARN("%s with %s has made no progress for %lld s (%s, %lld payload bytes outstanding). The "
+       "peer may not have reached this operation yet, or it is hung, dead or unreachable",
+       what, c->base.peer.desc, (long long)(waited / 1000000000LL),
+       r->is_hdr_done ? "header done" : "header pending", left);
 }
 
 /* Nothing moved for a while: sleep on what this comm waits for (its
  * control socket, and its data sockets when the caller moves the data),
  * on what the thread's other comms wait for, and on the helpers'
- * completions. */
+ * completions. A sender also watches its control socket for the
+ * receiver's notice. */
 static void idle_wait(struct tcp_comm *c) {
   struct pollfd fds[1 + TRANSPORT_MAX_DATA_SOCKS];
   int n = 0;
   short ev = c->is_send ? POLLOUT : POLLIN;
-  if (c->is_send ? c->noutgoing > 0 : (c->posted_count > 0 || c->cur != NULL))
-    fds[n++] = (struct pollfd){c->ctrl_fd, ev, 0};
+  if (c->is_send) fds[n++] = (struct pollfd){c->ctrl_fd, POLLIN | (c->out_head ? POLLOUT : 0), 0};
+  else if (c->posted_head || c->cur) fds[n++] = (struct pollfd){c->ctrl_fd, POLLIN, 0};
   /* The sockets whose head stripe the caller moves (all, without helpers). */
   for (int i = 0; i < c->nsocks; i++) {
     struct tcp_sock *s = &c->socks[i];
-    unsigned h = atomic_load(&s->head);
-    if (h != atomic_load(&s->tail) &&
-        (s->thread < 0 || s->tasks[h % TCP_RING].len <= c->caller_max))
-      fds[n++] = (struct pollfd){s->fd, ev, 0};
+    size_t len = tcp_head_len(s);
+    if (len && (!s->worker || len <= c->caller_max)) fds[n++] = (struct pollfd){s->fd, ev, 0};
   }
   transport_idle_wait(c, fds, n);
+}
+
+/* A request that made no progress in this call: is the peer still there
+ * (the liveness check), then wait a little, then warn once if it has
+ * stalled for long. 0 or the comm's errno. */
+static int no_progress(struct tcp_comm *c, struct tcp_req *r) {
+  char why[600];
+  if (liveness_peer_lost(c->base.live, why, sizeof(why)))
+    return tcp_fail(c, ECONNRESET, TCP_F_NOTIFY, "%s", why);
+  if (transport_idle_should_wait()) idle_wait(c);
+  check_stall(c, r);
+  return 0;
+}
+
+static bool req_done(struct tcp_req *r) {
+  return r->is_hdr_done && atomic_load_explicit(&r->pending, memory_order_acquire) == 0;
 }
 
 static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
@@ -179,22 +151,23 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   uint64_t before = c->moved;
   int err = c->is_send ? tcp_send_progress(c) : tcp_recv_progress(c);
   size_t m = 0;
-  if (!err) err = tcp_caller_progress(c, &m);
+  if (!err && c->nsocks) err = tcp_caller_progress(c, &m);
   c->moved += m;
+  if (!err && c->is_send) err = tcp_check_notice(c, false);
+  if (!err && !req_done(r)) {
+    if (c->moved != before) transport_idle_progress();
+    else err = no_progress(c, r);
+  }
   /* A helper thread may have failed the comm meanwhile. */
   if (err || atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
-  if (!r->is_hdr_done || atomic_load(&r->pending) != 0) {
-    if (c->moved != before) transport_idle_progress();
-    else if (transport_idle_should_wait()) idle_wait(c);
-    check_stall(c, r);
-    return ncclSuccess;
-  }
+  if (!req_done(r)) return ncclSuccess;
   transport_idle_progress();
   if (r->is_send) ev_count(C_BYTES_SENT, (int64_t)r->size);
   else ev_count(C_BYTES_RECV, (int64_t)r->size);
   if (sizes) sizes[0] = r->size > INT_MAX ? INT_MAX : (int)r->size;
   *done = 1;
   tcp_req_put(c, r);
+  if (!c->is_send) tcp_stage_trim(c);
   return ncclSuccess;
 }
 
@@ -209,14 +182,17 @@ static void comm_free(struct tcp_comm *c) {
   pthread_mutex_destroy(&c->err_lock);
   c->base.obj = OBJ_DEAD;
   free(c->socks);
-  free(c->threads);
-  free(c->readahead);
+  free(c->reqs);
+  free(c->stage);
+  free(c->settings_diff);
   free(c);
 }
 
 static ncclResult_t tcp_close(struct transport_comm *xc) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
-  tcp_threads_stop(c);
+  tcp_pool_detach(c);
+  tcp_pool_release(c);
+  if (!c->is_send && !atomic_load(&c->is_failed)) tcp_close_notice(c);
   transport_idle_forget(c); /* this thread's wait set; another's entries expire */
   close_fds(c);
   comm_free(c);
@@ -242,17 +218,42 @@ static const struct transport_comm_ops tcp_ops = {
   .close = tcp_close,
 };
 
-/* The comm's arrays, sized by what it has: its sockets (each with its task
- * ring), its helper threads, and on the receive side the control socket's
- * read-ahead. 0 or ENOMEM. */
-static int comm_alloc(struct tcp_comm *c) {
-  c->socks = calloc((size_t)c->nsocks, sizeof(*c->socks));
-  c->threads = calloc((size_t)c->nthreads, sizeof(*c->threads));
-  c->readahead = c->is_send ? NULL : malloc(TCP_CTRL_READAHEAD);
-  if ((c->nsocks && !c->socks) || (c->nthreads && !c->threads) || (!c->is_send && !c->readahead))
-    return ENOMEM;
-  for (int i = 0; i < c->nthreads; i++) c->threads[i].efd = -1;
-  return 0;
+/* Settings fixed at creation: the inline limit, stripes, the caller's
+ * share, the stall warning; and (receive side, for the truncation
+ * message) the settings in which the two hosts differ, kept only when
+ * they do. 0 or ENOMEM. */
+static int comm_settings(struct tcp_comm *c, const struct transport_setup *s) {
+  c->inline_max = c->nsocks ? (size_t)knob_int(K_DIAG_SOCKET_INLINE) : SIZE_MAX;
+  c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
+  /* Same host: the kernel copies through loopback, where one thread per
+   * side moves multi-MiB stripes faster than a hand-off to helpers; over a
+   * real link one flow per CPU is the ceiling, so helpers take stripes
+   * from 1 MiB (bench/README.md, round 3). Each side decides for itself. */
+  int64_t cm = knob_int(K_DIAG_CALLER_MAX);
+  c->caller_max = cm >= 0 ? (size_t)cm : c->is_same_host ? (4u << 20) : (1u << 20);
+  c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
+  int err = 0;
+  if (!c->is_send) c->settings_diff = report_settings_diff(&s->mine, &s->peer_hello, &err);
+  return err;
+}
+
+static void report_created(struct tcp_comm *c, const struct transport_setup *s) {
+  ev_count(C_COMMS_TCP, 1);
+  struct ev e;
+  ev_begin(&e, "connection");
+  ev_str(&e, "transport", "tcp");
+  ev_str(&e, "direction", c->is_send ? "send" : "recv");
+  ev_str(&e, "device", s->dev->name);
+  ev_str(&e, "peer", s->peer.desc);
+  ev_int(&e, "data_sockets", c->nsocks);
+  ev_int(&e, "threads", c->nhelpers);
+  ev_int(&e, "same_host", c->is_same_host);
+  ev_end(&e);
+  INFO(LOG_NET,
+       "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads "
+       "(stripes up to %zu bytes moved by the caller%s)",
+       c->is_send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nhelpers,
+       c->caller_max, c->is_same_host ? ", peer on this host" : "");
 }
 
 int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
@@ -260,10 +261,12 @@ int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   if (c) {
     c->is_send = s->is_send;
     c->nsocks = s->ndata;
-    c->nthreads = s->nthreads > c->nsocks ? c->nsocks : s->nthreads;
+    c->ctrl_fd = -1;
+    c->is_same_host = sock_same_host(s->ctrl_fd);
     pthread_mutex_init(&c->err_lock, NULL);
+    c->socks = c->nsocks ? calloc((size_t)c->nsocks, sizeof(*c->socks)) : NULL;
   }
-  if (!c || comm_alloc(c)) {
+  if (!c || (c->nsocks && !c->socks) || comm_settings(c, s)) {
     WARN("connection with %s on device %s: out of memory", s->peer.desc, s->dev->name);
     close(s->ctrl_fd);
     for (int i = 0; i < s->ndata; i++) close(s->data_fds[i]);
@@ -274,48 +277,18 @@ int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   c->base.ops = &tcp_ops;
   c->base.dev = s->dev;
   c->base.peer = s->peer;
-  c->base.mine = s->mine;
   c->base.max_recvs = 1;
   c->ctrl_fd = s->ctrl_fd;
-  c->is_same_host = sock_same_host(s->ctrl_fd);
   for (int i = 0; i < c->nsocks; i++) {
-    c->socks[i].fd = s->data_fds[i];
-    c->socks[i].index = i;
-    c->socks[i].thread = -1; /* set when helpers start */
-    c->socks[i].lowat = 1;   /* the kernel's default */
+    c->socks[i] = (struct tcp_sock){.fd = s->data_fds[i], .index = i, .comm = c, .lowat = 1};
   }
-  c->inline_max = c->nsocks ? (size_t)knob_int(K_DIAG_SOCKET_INLINE) : SIZE_MAX;
-  c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
-  /* Same host: the kernel copies through loopback, where one thread per
-   * side moves multi-MiB stripes faster than a hand-off to helpers; over a
-   * real link one flow per CPU is the ceiling, so helpers take stripes
-   * from 1 MiB (bench/README.md, round 3). Each side decides for itself. */
-  int64_t cm = knob_int(K_DIAG_CALLER_MAX);
-  c->caller_max = cm >= 0 ? (size_t)cm : c->is_same_host ? (4u << 20) : (1u << 20);
-  c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
-  int err = tcp_threads_start(c);
+  int err = tcp_pool_attach(c, s->nthreads);
   if (err) {
-    tcp_threads_stop(c);
     close_fds(c);
     comm_free(c);
     return err;
   }
-  ev_count(C_COMMS_TCP, 1);
-  struct ev e;
-  ev_begin(&e, "connection");
-  ev_str(&e, "transport", "tcp");
-  ev_str(&e, "direction", c->is_send ? "send" : "recv");
-  ev_str(&e, "device", s->dev->name);
-  ev_str(&e, "peer", s->peer.desc);
-  ev_int(&e, "data_sockets", c->nsocks);
-  ev_int(&e, "threads", c->nthreads);
-  ev_int(&e, "same_host", c->is_same_host);
-  ev_end(&e);
-  INFO(LOG_NET,
-       "%s connection with %s on device %s: TCP, %d data sockets, %d helper threads "
-       "(stripes up to %zu bytes moved by the caller%s)",
-       c->is_send ? "send" : "receive", s->peer.desc, s->dev->name, c->nsocks, c->nthreads,
-       c->caller_max, c->is_same_host ? ", peer on this host" : "");
+  report_created(c, s);
   *out = &c->base;
   return 0;
 }

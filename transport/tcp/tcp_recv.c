@@ -1,71 +1,95 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* irecv and the control-socket receive side: headers are matched to posted
- * receives in posting order (NCCL's rule), checked (sequence, size against
- * capacity), and their payload is either copied in from the control socket
- * or handed to the data sockets as stripes. */
+/* irecv and the control-socket receive side: one recv brings whatever has
+ * arrived into a staging buffer, whose headers are matched to posted
+ * receives in posting order (NCCL's rule) and checked (sequence, size
+ * against capacity); a payload is copied in from the staging buffer, read
+ * straight into the receive's buffer when it is large, or handed to the
+ * data sockets as stripes. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "transport/idle.h"
+#include "transport/report.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
-/* Bytes from the control socket: what was read ahead first, then the socket.
- * *got: bytes copied (may be 0). Returns 0, or the errno that failed the
- * comm (logged). */
-static int ctrl_read(struct tcp_comm *c, uint8_t *dst, size_t want, bool direct_ok, size_t *got) {
-  *got = 0;
-  if (c->readahead_off < c->readahead_len) {
-    size_t have = c->readahead_len - c->readahead_off;
-    *got = have < want ? have : want;
-    memcpy(dst, c->readahead + c->readahead_off, *got);
-    c->readahead_off += *got;
-    if (*got == want) return 0;
-  }
-  /* Large payloads go straight to the user's buffer; headers and small
-   * payloads through the read-ahead buffer, so one recv() can bring several. */
-  size_t n;
-  int err;
-  if (direct_ok && want - *got >= 4096) {
-    err = sock_recv(c->ctrl_fd, dst + *got, want - *got, &n);
-    *got += n;
-  } else {
-    err = sock_recv(c->ctrl_fd, c->readahead, TCP_CTRL_READAHEAD, &n);
-    c->readahead_off = 0;
-    c->readahead_len = n;
-    size_t more = n < want - *got ? n : want - *got;
-    memcpy(dst + *got, c->readahead, more);
-    c->readahead_off = more;
-    *got += more;
-  }
-  c->moved += *got;
-  if (!err || err == EAGAIN) return 0;
+/* One progress call's view of the socket: once a recv came back short the
+ * socket is empty, and another recv in the same call would only cost a
+ * syscall to learn EAGAIN. */
+struct rx {
+  bool is_drained;
+};
+
+static int ctrl_failed(struct tcp_comm *c, int err) {
   return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
                   "receiving on the control socket (message %u): %s; the peer process died, "
                   "closed the connection or the network dropped it",
                   c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
 }
 
+/* Bytes from the control socket into dst: the staged ones first, then the
+ * socket (straight into dst for a large rest, else through the staging
+ * buffer so one recv can bring several messages). *got: bytes copied (may
+ * be 0). Returns 0, or the errno that failed the comm (logged). */
+static int ctrl_read(struct tcp_comm *c, struct rx *x, uint8_t *dst, size_t want, bool direct_ok,
+                     size_t *got) {
+  *got = 0;
+  if (c->stage_off < c->stage_len) {
+    size_t have = c->stage_len - c->stage_off;
+    *got = have < want ? have : want;
+    memcpy(dst, c->stage + c->stage_off, *got);
+    c->stage_off += *got;
+    if (*got == want) return 0;
+  }
+  if (x->is_drained) return 0;
+  size_t n = 0, ask;
+  int err;
+  if (direct_ok && want - *got >= 4096) {
+    ask = want - *got;
+    err = sock_recv(c->ctrl_fd, dst + *got, ask, &n);
+    *got += n;
+  } else {
+    if (!c->stage && !(c->stage = malloc(TCP_STAGE)))
+      return tcp_fail(c, ENOMEM, 0, "out of memory for the control socket's staging buffer");
+    ask = TCP_STAGE;
+    err = sock_recv(c->ctrl_fd, c->stage, ask, &n);
+    c->stage_off = 0;
+    c->stage_len = n;
+    size_t more = n < want - *got ? n : want - *got;
+    memcpy(dst + *got, c->stage, more);
+    c->stage_off = more;
+    *got += more;
+  }
+  c->moved += n;
+  x->is_drained = err == EAGAIN || n < ask;
+  return !err || err == EAGAIN ? 0 : ctrl_failed(c, err);
+}
+
+void tcp_stage_trim(struct tcp_comm *c) {
+  if (c->stage && c->stage_off == c->stage_len && !c->posted_head && !c->cur) {
+    free(c->stage);
+    c->stage = NULL;
+    c->stage_off = c->stage_len = 0;
+  }
+}
+
 static int truncated(struct tcp_comm *c, const struct msg_hdr *h, struct tcp_req *r) {
-  char diff[1200];
-  int nd = hello_diff(&c->base.mine, &c->base.peer.hello, diff, sizeof(diff));
+  char cause[1600];
+  report_size_mismatch(c->settings_diff, c->base.peer.host, cause, sizeof(cause));
   return tcp_fail(c, EMSGSIZE, TCP_F_NOTIFY,
-                  "message %u from %s is %llu bytes but the posted receive holds %zu bytes: the "
-                  "ranks disagree on message sizes. %s%s",
-                  h->seq, c->base.peer.hello.host, (unsigned long long)h->size, r->cap,
-                  nd ? "The hosts differ in: "
-                     : "Check that NCCL versions, NCCL_PROTO, "
-                       "NCCL_ALGO and NCCL_BUFFSIZE match on every node",
-                  nd ? diff : "");
+                  "message %u from %s is %llu bytes but the posted receive holds %zu bytes: %s",
+                  h->seq, c->base.peer.desc, (unsigned long long)h->size, r->cap, cause);
 }
 
 static int start_message(struct tcp_comm *c, const struct msg_hdr *h) {
-  struct tcp_req *r = c->posted[c->posted_head];
-  c->posted_head = (c->posted_head + 1) % TCP_MAX_REQS;
-  c->posted_count--;
+  struct tcp_req *r = c->posted_head;
+  c->posted_head = r->next;
+  if (!c->posted_head) c->posted_tail = NULL;
+  r->next = NULL;
   c->next_seq++;
   if (h->size > r->cap) return truncated(c, h, r);
   r->size = (size_t)h->size;
@@ -104,8 +128,9 @@ static int peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
   size_t got = 0;
   int64_t end = now_ns() + 300000000LL;
   while (got < h->size && now_ns() < end) {
+    struct rx x = {false};
     size_t n;
-    int err = ctrl_read(c, (uint8_t *)reason + got, h->size - got, false, &n);
+    int err = ctrl_read(c, &x, (uint8_t *)reason + got, h->size - got, false, &n);
     got += n;
     if (err) break;
   }
@@ -114,45 +139,53 @@ static int peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
                   got ? reason : "(no reason received)");
 }
 
-int tcp_recv_progress(struct tcp_comm *c) {
+/* A whole header is in hdr_buf: check it and start its message. */
+static int header(struct tcp_comm *c) {
+  struct msg_hdr h;
+  char why[200] = "";
+  int err = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
+  if (!err && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
+  if (!err && h.seq != c->next_seq) {
+    snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
+    err = EPROTO;
+  }
+  if (err) {
+    return tcp_fail(c, EPROTO, TCP_F_NOTIFY,
+                    "corrupt message header on the control socket: %s. The byte stream is out "
+                    "of step (another process writing to this socket, or memory corruption); "
+                    "the connection cannot continue",
+                    why);
+  }
+  return start_message(c, &h);
+}
+
+/* staged_only: match what is staged, without reading the socket. */
+static int recv_progress(struct tcp_comm *c, bool staged_only) {
+  struct rx x = {staged_only};
   for (;;) {
     if (atomic_load(&c->is_failed)) return c->fail_err;
     if (c->cur) {
       struct tcp_req *r = c->cur;
       size_t n;
-      int err = ctrl_read(c, r->data + r->inline_off, r->size - r->inline_off, true, &n);
+      int err = ctrl_read(c, &x, r->data + r->inline_off, r->size - r->inline_off, true, &n);
       if (err) return err;
       r->inline_off += n;
       if (r->inline_off < r->size) return 0;
       r->is_hdr_done = true;
       c->cur = NULL;
     }
-    if (c->posted_count == 0) return 0;
+    if (!c->posted_head) return 0;
     size_t n;
-    int err = ctrl_read(c, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n);
+    int err = ctrl_read(c, &x, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n);
     if (err) return err;
     c->hdr_got += n;
     if (c->hdr_got < MSG_HDR_LEN) return 0;
     c->hdr_got = 0;
-    struct msg_hdr h;
-    char why[200] = "";
-    err = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
-    if (!err && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
-    if (!err && h.seq != c->next_seq) {
-      snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
-      err = EPROTO;
-    }
-    if (err) {
-      return tcp_fail(c, EPROTO, TCP_F_NOTIFY,
-                      "corrupt message header on the control socket: %s. The byte stream is out "
-                      "of step (another process writing to this socket, or memory corruption); "
-                      "the connection cannot continue",
-                      why);
-    }
-    err = start_message(c, &h);
-    if (err) return err;
+    if ((err = header(c))) return err;
   }
 }
+
+int tcp_recv_progress(struct tcp_comm *c) { return recv_progress(c, false); }
 
 ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                        void **mhandles, void **request) {
@@ -172,18 +205,24 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
   }
   struct tcp_req *r = tcp_req_get(c);
   if (!r) {
-    WARN("irecv from %s: more than %d requests in flight on one connection (NCCL never posts "
-         "that many: an API misuse)",
-         xc->peer.desc, TCP_MAX_REQS);
+    if (!c->reqs) WARN("irecv from %s: out of memory for the connection's requests", xc->peer.desc);
+    else
+      WARN("irecv from %s: more than %d requests in flight on one connection (NCCL never posts "
+           "that many: an API misuse)",
+           xc->peer.desc, TCP_MAX_REQS);
     return ncclInternalError;
   }
   r->is_send = false;
   r->data = data[0];
   r->cap = sizes[0];
   r->tag = tags ? tags[0] : 0;
-  c->posted[(c->posted_head + c->posted_count) % TCP_MAX_REQS] = r;
-  c->posted_count++;
+  r->seq = c->next_post_seq++; /* the message it will take, for the stall warning */
+  if (c->posted_tail) c->posted_tail->next = r;
+  else c->posted_head = r;
+  c->posted_tail = r;
   transport_idle_note(c, &(struct pollfd){c->ctrl_fd, POLLIN, 0}, 1);
   *request = r;
-  return tcp_recv_progress(c) ? transport_result(tcp_failed(c)) : ncclSuccess;
+  /* Headers already staged are matched now; the socket waits for test(). */
+  if (c->stage_off < c->stage_len && recv_progress(c, true)) return transport_result(tcp_failed(c));
+  return ncclSuccess;
 }

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The raw baseline's event shape: one socket per comm and every stream of
+ * this rank on the calling thread, with non-blocking send/recv and an
+ * edge-triggered epoll to wait. It is how a plain-socket program with
+ * hundreds or thousands of connections is written (a thread per socket
+ * does not scale there), so it is the baseline of runs with many comms.
+ * Streams that can move take turns one message at a time (a FIFO), so no
+ * comm runs ahead of the others. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/drv.h"
+
+#define EVENT_TIMEOUT_NS (300LL * 1000000000LL)
+
+struct ev_stream {
+  struct stream *s;
+  int fd;
+  uint64_t m; /* the message being moved */
+  size_t off; /* its bytes moved */
+  bool is_queued;
+};
+
+struct ev_run {
+  const struct bench_cmd *c;
+  struct ev_stream *es;
+  int *fifo; /* stream indices that can move, n of them from head */
+  int n, head, cap;
+  uint64_t total;
+  int left; /* streams not finished */
+};
+
+static void enqueue(struct ev_run *v, int i) {
+  if (v->es[i].is_queued || v->es[i].m >= v->total) return;
+  v->es[i].is_queued = true;
+  v->fifo[(v->head + v->n++) % v->cap] = i;
+}
+
+/* Moves the stream's current message as far as the socket lets it:
+ * 1 = it completed (the stream goes to the back of the queue), 0 = EAGAIN
+ * (it waits for its edge), -1 = a socket error (in err). */
+static int step(struct ev_run *v, struct ev_stream *e, char *err, size_t cap) {
+  const struct bench_cmd *c = v->c;
+  uint8_t *buf = e->s->pool + (size_t)(e->m % (uint64_t)c->window) * c->size;
+  if (e->s->send && e->off == 0) pat_stamp(buf, c->size, c->run_id, e->m, 0, c->size);
+  while (e->off < c->size) {
+    ssize_t n = e->s->send
+                  ? send(e->fd, buf + e->off, c->size - e->off, MSG_DONTWAIT | MSG_NOSIGNAL)
+                  : recv(e->fd, buf + e->off, c->size - e->off, MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) return 0;
+    if (n <= 0) {
+      snprintf(err, cap, "baseline comm %d %s: %s", e->s->comm, e->s->send ? "send" : "recv",
+               n < 0 ? strerror(errno) : "the peer closed the connection");
+      return -1;
+    }
+    e->off += (size_t)n;
+  }
+  e->s->done_ns[e->m] = mono_ns();
+  if (!e->s->send) stream_check(e->s, c, e->m, 0);
+  e->off = 0;
+  if (++e->m == v->total) v->left--;
+  return 1;
+}
+
+static int setup(struct raw *w, struct run_ctx *r, struct ev_run *v, int ep) {
+  v->c = r->cmd;
+  v->total = r->cmd->warm + r->cmd->iters;
+  v->cap = r->nstreams;
+  v->left = r->nstreams;
+  v->es = calloc((size_t)r->nstreams, sizeof(*v->es));
+  v->fifo = calloc((size_t)r->nstreams, sizeof(int));
+  if (!v->es || !v->fifo) {
+    snprintf(r->err, sizeof(r->err), "out of memory");
+    return -1;
+  }
+  for (int i = 0; i < r->nstreams; i++) {
+    struct ev_stream *e = &v->es[i];
+    e->s = &r->streams[i];
+    e->fd = (e->s->send ? w->sfds : w->rfds)[(size_t)e->s->comm * (size_t)w->nsocks];
+    struct epoll_event ev = {.events = EPOLLET | (e->s->send ? EPOLLOUT : EPOLLIN),
+                             .data.u32 = (uint32_t)i};
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, e->fd, &ev)) {
+      snprintf(r->err, sizeof(r->err), "baseline epoll_ctl: %s", strerror(errno));
+      return -1;
+    }
+    enqueue(v, i);
+  }
+  return 0;
+}
+
+static int drive(struct ev_run *v, int ep, char *err, size_t cap) {
+  struct epoll_event evs[256];
+  int64_t deadline = mono_ns() + EVENT_TIMEOUT_NS;
+  while (v->left) {
+    while (v->n) {
+      int i = v->fifo[v->head];
+      v->head = (v->head + 1) % v->cap;
+      v->n--;
+      v->es[i].is_queued = false;
+      int r = step(v, &v->es[i], err, cap);
+      if (r < 0) return -1;
+      if (r > 0) enqueue(v, i);
+    }
+    if (!v->left) break;
+    int n = epoll_wait(ep, evs, 256, 1000);
+    if (n < 0 && errno != EINTR) {
+      snprintf(err, cap, "baseline epoll_wait: %s", strerror(errno));
+      return -1;
+    }
+    for (int k = 0; k < n; k++) enqueue(v, (int)evs[k].data.u32);
+    if (n <= 0 && mono_ns() > deadline) {
+      snprintf(err, cap, "baseline: no completion within %lld s", EVENT_TIMEOUT_NS / 1000000000LL);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int raw_run_event(struct raw *w, struct run_ctx *r) {
+  struct ev_run v = {0};
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  int64_t t = thread_cpu_ns();
+  int rc = ep < 0 ? -1 : setup(w, r, &v, ep);
+  if (ep < 0) snprintf(r->err, sizeof(r->err), "baseline epoll_create1: %s", strerror(errno));
+  if (!rc) rc = drive(&v, ep, r->err, sizeof(r->err));
+  r->cpu_drv_ns = thread_cpu_ns() - t;
+  if (ep >= 0) close(ep); /* the sockets leave the set with it */
+  free(v.es);
+  free(v.fifo);
+  return rc;
+}
