@@ -25,6 +25,8 @@ void case_default_shape(struct side *s);
 void case_idle_wait(struct side *s);
 void case_idle_two_comms(struct side *s);
 void case_request_written(struct side *s);
+void case_misuse(struct side *s);
+void case_zero_bytes(struct side *s);
 
 void case_handle_format(struct side *s);
 void case_hello_mismatch(struct side *s);

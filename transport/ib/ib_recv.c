@@ -3,6 +3,7 @@
  * into the sender's FIFO) and iflush (an RDMA read on a queue pair
  * connected to itself, so GPU memory sees the data that landed). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +26,18 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   for (int i = 0; i < n; i++) {
     struct ib_mh *mh = mhandles ? mhandles[i] : NULL;
-    if (!mh || mh->obj != OBJ_MR || (uintptr_t)data[i] < mh->addr ||
-        (uintptr_t)data[i] + sizes[i] > mh->addr + mh->len || sizes[i] > UINT32_MAX) {
+    /* A 0-byte receive needs no memory: the sender writes nothing there. */
+    bool is_empty = sizes[i] == 0 && !mh;
+    if (!is_empty &&
+        (!mh || mh->obj != OBJ_MR || (uintptr_t)data[i] < mh->addr ||
+         (uintptr_t)data[i] + sizes[i] > mh->addr + mh->len || sizes[i] > UINT32_MAX)) {
       WARN("irecv of %zu bytes from %s: buffer %d (%p) lies outside its registration (or the "
            "registration is not live)",
            sizes[i], xc->peer.desc, i, data[i]);
       return ncclInternalError;
     }
     e[i] = (struct ib_cts){(uintptr_t)data[i],
-                           mh->mr->rkey,
+                           is_empty ? 0 : mh->mr->rkey,
                            (uint32_t)sizes[i],
                            tags ? tags[i] : 0,
                            (uint32_t)n,
