@@ -87,6 +87,8 @@ struct connecting {
   struct cand *cands;              /* the handle's ncands addresses */
   int cand_order[HANDLE_MAX_CAND]; /* local subnets first */
   const struct cand *winner;       /* from CONNECT_RDMA on */
+  const struct cand *refuser;      /* the first listener that refused us, with its reason */
+  bool is_refusal_final;           /* it was on the handle's own host: nothing else to try */
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;

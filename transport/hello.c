@@ -26,6 +26,7 @@ enum {
   T_SOCKS = 11,
   T_KNOB = 12,
   T_INFO = 13,
+  T_REASON = 14,
   T_IB = 20,
 };
 
@@ -105,6 +106,14 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   w_tlv(w, T_IB, b, t.len);
 }
 
+static void w_header(uint8_t *out, int kind, size_t body_len) {
+  struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
+  w_u32(&hw, HELLO_MAGIC);
+  w_u16(&hw, HELLO_VERSION);
+  w_u16(&hw, (uint16_t)kind);
+  w_u32(&hw, (uint32_t)body_len);
+}
+
 int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   *len = 0;
   if (cap < HELLO_HDR_LEN) return EMSGSIZE;
@@ -125,11 +134,7 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
   if (h->ib.is_present) w_ib(&w, &h->ib);
   if (w.has_overflow) return EMSGSIZE;
-  struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
-  w_u32(&hw, HELLO_MAGIC);
-  w_u16(&hw, HELLO_VERSION);
-  w_u16(&hw, (uint16_t)h->kind);
-  w_u32(&hw, (uint32_t)w.len);
+  w_header(out, h->kind, w.len);
   *len = HELLO_HDR_LEN + w.len;
   return 0;
 }
@@ -152,8 +157,8 @@ int hello_decode_header(const uint8_t *hdr, int *kind, uint32_t *body_len, char 
     snprintf(why, cap, "hello of %u bytes is longer than the %u allowed", len, HELLO_MAX_BODY);
     return EPROTO;
   }
-  if (k != HELLO_CONNECT && k != HELLO_ACCEPT) {
-    snprintf(why, cap, "hello kind %u is neither connect (1) nor accept (2)", k);
+  if (k != HELLO_CONNECT && k != HELLO_ACCEPT && k != HELLO_REFUSE) {
+    snprintf(why, cap, "hello kind %u is neither connect (1), accept (2) nor refuse (3)", k);
     return EPROTO;
   }
   *body_len = len;
@@ -265,6 +270,51 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
   if (h->nsocks > 64 || h->nthreads > 16) {
     snprintf(why, cap, "hello asks for %u sockets and %u threads (at most 64 and 16)", h->nsocks,
              h->nthreads);
+    return EPROTO;
+  }
+  return 0;
+}
+
+int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *len) {
+  *len = 0;
+  if (cap < HELLO_HDR_LEN) return EMSGSIZE;
+  char host[64] = {0}, text[HELLO_REASON_MAX];
+  gethostname(host, sizeof(host) - 1);
+  scopy(text, sizeof(text), reason);
+  struct wbuf w = {out + HELLO_HDR_LEN, cap - HELLO_HDR_LEN, 0, 0};
+  w_tlv_str(&w, T_PLUGIN_VERSION, DIAG_VERSION);
+  w_tlv_str(&w, T_HOST, host);
+  w_tlv_str(&w, T_REASON, text);
+  if (w.has_overflow) return EMSGSIZE;
+  w_header(out, HELLO_REFUSE, w.len);
+  *len = HELLO_HDR_LEN + w.len;
+  return 0;
+}
+
+int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *h, char *why,
+                         size_t cap) {
+  memset(h, 0, sizeof(*h));
+  struct rbuf r = {body, len, 0, 0};
+  bool has_reason = false;
+  while (r.off < r.len) {
+    uint16_t type = r_u16(&r);
+    uint16_t tlen = r_u16(&r);
+    const uint8_t *v = r_take(&r, tlen);
+    if (!v) {
+      snprintf(why, cap, "refusal field %u of %u bytes runs past the end of the record", type,
+               tlen);
+      return EPROTO;
+    }
+    if (type == T_HOST) wire_clean_str(h->host, sizeof(h->host), v, tlen);
+    if (type == T_PLUGIN_VERSION)
+      wire_clean_str(h->plugin_version, sizeof(h->plugin_version), v, tlen);
+    if (type == T_REASON) {
+      wire_clean_str(h->reason, sizeof(h->reason), v, tlen);
+      has_reason = true;
+    }
+  }
+  if (!has_reason) {
+    snprintf(why, cap, "refusal record without a reason");
     return EPROTO;
   }
   return 0;

@@ -17,7 +17,12 @@
 #define HELLO_MAX_BODY 4096
 #define HELLO_MAX_KNOBS 16
 
-enum hello_kind { HELLO_CONNECT = 1, HELLO_ACCEPT = 2 };
+/* HELLO_REFUSE: a listener's answer to a connection it will not take,
+ * sent before it closes the socket so the connector fails at once with the
+ * reason (hello_encode_refusal); an older connector reads an unknown kind
+ * and gives up on that address, as it did on the closed socket. */
+enum hello_kind { HELLO_CONNECT = 1, HELLO_ACCEPT = 2, HELLO_REFUSE = 3 };
+#define HELLO_REASON_MAX 480
 
 struct hello_knob {
   char name[40];
@@ -70,6 +75,20 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len);
 int hello_decode_header(const uint8_t *hdr, int *kind, uint32_t *body_len, char *why, size_t cap);
 /* Decodes the body whose length the header gave: 0, or EPROTO with why. */
 int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why, size_t cap);
+
+/* A listener's refusal: who refused, and why, in words for the connector. */
+struct hello_refusal {
+  char host[64];
+  char plugin_version[32];
+  char reason[HELLO_REASON_MAX];
+};
+
+/* Encodes a refusal record from this host: 0 with the total length in
+ * *len, or EMSGSIZE. The reason is cut to HELLO_REASON_MAX - 1 bytes. */
+int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *len);
+/* Decodes the body of a HELLO_REFUSE record: 0, or EPROTO with why. */
+int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *r, char *why,
+                         size_t cap);
 
 /* Fills the fields every hello carries: versions, host, pid, knobs. */
 void hello_fill_local(struct hello *h, int kind);

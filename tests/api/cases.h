@@ -27,6 +27,7 @@ void case_idle_two_comms(struct side *s);
 void case_request_written(struct side *s);
 void case_misuse(struct side *s);
 void case_zero_bytes(struct side *s);
+void case_stale_handle(struct side *s);
 
 void case_handle_format(struct side *s);
 void case_hello_mismatch(struct side *s);

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cases.h"
 
@@ -143,5 +144,54 @@ void case_zero_bytes(struct side *s) {
   CHECK(netload_dereg_mr(&s->nl, sc, NULL) == 0, "deregMr of NULL (NCCL's transports take it)");
   netload_close_send(&s->nl, sc);
   netload_close_recv(&s->nl, rc);
+  side_close(s);
+}
+
+/* A connector with a stale handle (the nonce of a listen that is gone) is
+ * told why by the listener and fails at once, naming the listener and the
+ * reason; the listener refuses it and still takes its real peer. */
+void case_stale_handle(struct side *s) {
+  if (side_open(s)) return;
+  unsigned char handle[NCCL_NET_HANDLE_MAXSIZE];
+  if (s->role == ROLE_RECV) {
+    void *lc = NULL, *rc = NULL;
+    CHECK(netload_listen(&s->nl, s->dev, handle, &lc) == 0 && lc, "listen");
+    if (!lc) return;
+    unsigned char stale[NCCL_NET_HANDLE_MAXSIZE];
+    memcpy(stale, handle, sizeof(stale));
+    stale[16] ^= 0x5a; /* the nonce: another listen's */
+    ctl_send(s, stale, sizeof(stale));
+    ctl_send(s, handle, sizeof(handle));
+    long long end = ms_now() + 30000;
+    while (!rc && ms_now() < end) {
+      if (netload_accept(&s->nl, lc, &rc)) break;
+      usleep(1000);
+    }
+    CHECK(rc, "the listener took no connection after refusing the stale one");
+    CHECK(log_find(NCCL_LOG_WARN, "refused connection from"), "the refusal is not logged here");
+    if (rc) netload_close_recv(&s->nl, rc);
+    netload_close_listen(&s->nl, lc);
+  } else {
+    unsigned char good[NCCL_NET_HANDLE_MAXSIZE];
+    ctl_recv(s, handle, sizeof(handle));
+    ctl_recv(s, good, sizeof(good));
+    void *sc = NULL;
+    int r = 0;
+    long long t0 = ms_now();
+    while (!r && !sc && ms_now() - t0 < 30000) r = netload_connect(&s->nl, s->dev, handle, &sc);
+    long long took = ms_now() - t0;
+    CHECK(r == ncclInvalidUsage && !sc, "connect with a stale handle: %d, comm %p", r, sc);
+    CHECK(took < 10000, "the refusal took %lld ms to surface", took);
+    const char *w = log_find(NCCL_LOG_WARN, "refused this connection");
+    CHECK(w && strstr(w, "no listen on port") && strstr(w, "stale"),
+          "the WARN must carry the listener's reason: %s", w ? w : "none");
+    sc = NULL;
+    r = 0;
+    for (long long end = ms_now() + 20000; !r && !sc && ms_now() < end;)
+      r = netload_connect(&s->nl, s->dev, good, &sc);
+    CHECK(r == 0 && sc, "connect with the real handle after a refusal: %d", r);
+    if (sc) netload_close_send(&s->nl, sc);
+  }
+  ctl_sync(s);
   side_close(s);
 }

@@ -62,6 +62,8 @@ static const struct api_case cases[] = {
   {"stale, foreign and wild handles and requests are refused by name", case_misuse, CORE,
    .timeout_s = 60},
   {"0-byte registrations and messages, NULL buffers", case_zero_bytes, CORE, .timeout_s = 60},
+  {"a stale handle's connector is told why and fails at once", case_stale_handle, TWO, CORE,
+   .timeout_s = 60},
   {"handle format", case_handle_format, .timeout_s = 30},
   {"hosts that differ are named (field story 2)", case_hello_mismatch, TWO, .timeout_s = 60},
   {"strangers on the listening port", case_strangers, TWO, .timeout_s = 60},

@@ -46,6 +46,9 @@ int main(int argc, char **argv) {
   if (hello_encode(&m, out, sizeof(out), &n)) return 1;
   snprintf(d, sizeof(d), "%s/hello", argv[1]);
   put(d, "connect", out, n);
+  if (hello_encode_refusal("no listen on port 4000 has nonce 0x0000000000000007", out, sizeof(out),
+                           &n) == 0)
+    put(d, "refuse", out, n);
 
   uint8_t f[MSG_HDR_LEN];
   struct preamble p = {ROLE_DATA, 3, 7, 9};
