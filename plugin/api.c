@@ -152,8 +152,9 @@ static struct diag_ctx *ctx_or_default(struct diag_ctx *ctx) {
 /* A comm the transport made, under an id (closed again when there is no
  * room for one). */
 static ncclResult_t publish_comm(enum registry_kind kind, struct transport_comm *c, void **out) {
+  transport_comm_watch(c);
   if (!api_comm_id(kind, c, c->peer.desc, out)) return ncclSuccess;
-  c->ops->close(c);
+  transport_comm_close(c);
   return ncclSystemError;
 }
 
@@ -194,12 +195,12 @@ ncclResult_t diag_accept(void *listen_comm, void **recv_comm) {
 
 ncclResult_t diag_close_send(void *send_comm) {
   struct transport_comm *c = api_comm_take("closeSend", send_comm, RK_BIT(RK_SEND));
-  return c ? c->ops->close(c) : ncclInternalError;
+  return c ? transport_comm_close(c) : ncclInternalError;
 }
 
 ncclResult_t diag_close_recv(void *recv_comm) {
   struct transport_comm *c = api_comm_take("closeRecv", recv_comm, RK_BIT(RK_RECV));
-  return c ? c->ops->close(c) : ncclInternalError;
+  return c ? transport_comm_close(c) : ncclInternalError;
 }
 
 ncclResult_t diag_close_listen(void *listen_comm) {

@@ -27,28 +27,8 @@ enum {
   T_KNOB = 12,
   T_INFO = 13,
   T_REASON = 14,
+  T_LIVE = 15,
   T_IB = 20,
-};
-
-/* NCCL settings that change the size or number of messages NCCL posts on a
- * connection: when nodes disagree the result is a truncated message or a
- * hang, so a difference is named at connect time. */
-static const char *const must_agree[] = {
-  "NCCL_PROTO",
-  "NCCL_ALGO",
-  "NCCL_BUFFSIZE",
-  "NCCL_LL_BUFFSIZE",
-  "NCCL_LL128_BUFFSIZE",
-  "NCCL_P2P_NET_CHUNKSIZE",
-  "NCCL_NCHANNELS_PER_NET_PEER",
-  "NCCL_DIAG_FALLBACK",
-  NULL,
-};
-
-/* Settings that legitimately differ but explain failures. */
-static const char *const info_knobs[] = {
-  "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
-  "NCCL_IB_DISABLE",    "NCCL_NET_PLUGIN",    "NCCL_NET",    NULL,
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
@@ -133,6 +113,13 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   for (int i = 0; i < h->nknobs; i++) w_tlv_knob(&w, T_KNOB, &h->knobs[i]);
   for (int i = 0; i < h->ninfo; i++) w_tlv_knob(&w, T_INFO, &h->info[i]);
   if (h->ib.is_present) w_ib(&w, &h->ib);
+  if (h->live.is_present) {
+    uint8_t b[10];
+    struct wbuf t = {b, sizeof(b), 0, 0};
+    w_u16(&t, h->live.port);
+    w_u64(&t, h->live.token);
+    w_tlv(&w, T_LIVE, b, t.len);
+  }
   if (w.has_overflow) return EMSGSIZE;
   w_header(out, h->kind, w.len);
   *len = HELLO_HDR_LEN + w.len;
@@ -253,6 +240,11 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
         return EPROTO;
       }
       break;
+    case T_LIVE:
+      h->live.port = r_u16(&f);
+      h->live.token = r_u64(&f);
+      h->live.is_present = !f.is_short && h->live.port != 0;
+      break;
     default: break; /* a newer peer's field: skipped */
     }
     if (f.is_short) {
@@ -318,28 +310,6 @@ int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *
     return EPROTO;
   }
   return 0;
-}
-
-static void fill_knobs(struct hello_knob *arr, int *n, const char *const *names) {
-  *n = 0;
-  for (int i = 0; names[i] && *n < HELLO_MAX_KNOBS; i++) {
-    const char *v = getenv(names[i]);
-    if (!v || !*v) continue;
-    snprintf(arr[*n].name, sizeof(arr[*n].name), "%s", names[i]);
-    snprintf(arr[*n].value, sizeof(arr[*n].value), "%s", v);
-    (*n)++;
-  }
-}
-
-void hello_fill_local(struct hello *h, int kind) {
-  memset(h, 0, sizeof(*h));
-  h->kind = kind;
-  snprintf(h->plugin_version, sizeof(h->plugin_version), "%s", DIAG_VERSION);
-  h->nccl_version = (uint32_t)nccl_version_code();
-  gethostname(h->host, sizeof(h->host) - 1);
-  h->pid = (uint32_t)getpid();
-  fill_knobs(h->knobs, &h->nknobs, must_agree);
-  fill_knobs(h->info, &h->ninfo, info_knobs);
 }
 
 static const char *knob_value(const struct hello_knob *arr, int n, const char *name) {

@@ -46,6 +46,15 @@ struct hello_ib {
   bool is_off_plane; /* the sender's own layout sets this device apart */
 };
 
+/* Where this side's process answers liveness checks (liveness.h): its
+ * port (the address is the control connection's) and a token naming the
+ * process. Absent from older peers and where the check cannot run. */
+struct hello_live {
+  bool is_present;
+  uint16_t port;
+  uint64_t token;
+};
+
 struct hello {
   int kind;
   char plugin_version[32];
@@ -64,6 +73,7 @@ struct hello {
   int ninfo; /* settings worth showing in a diagnosis */
   struct hello_knob info[HELLO_MAX_KNOBS];
   struct hello_ib ib;
+  struct hello_live live;
 };
 
 /* Encodes header + body into out: 0 with the total length in *len, or
@@ -90,7 +100,9 @@ int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *l
 int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *r, char *why,
                          size_t cap);
 
-/* Fills the fields every hello carries: versions, host, pid, knobs. */
+/* Fills the fields every hello carries: versions, host, pid, knobs, and
+ * this process's liveness endpoint (hello_local.c; it starts the liveness
+ * check on first use). */
 void hello_fill_local(struct hello *h, int kind);
 
 /* Lists each field in which two records disagree, as

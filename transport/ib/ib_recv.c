@@ -52,6 +52,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   }
   r->seq = seq;
   r->n = n;
+  r->tag = tags ? tags[0] : 0;
+  for (int i = 0; i < n; i++) r->bytes += sizes[i];
   struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
   int err = ibv_post_recv(q->qp, &rwr, &rbad);
@@ -63,11 +65,10 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   wr.opcode = IBV_WR_RDMA_WRITE;
   wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(*e);
   wr.wr.rdma.rkey = c->peer_fifo_rkey;
-  /* Unsignaled writes leave the send queue only behind a signaled one. */
-  if (++c->cts_count % IB_CTS_SIGNAL_EVERY == 0) {
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr_id = WR_ID(WR_CTS, slot);
-  }
+  /* Unsignaled writes leave the send queue only behind a signaled one; an
+   * unsignaled one that fails still completes, under this wr_id. */
+  wr.wr_id = WR_ID(WR_CTS, slot);
+  if (++c->cts_count % IB_CTS_SIGNAL_EVERY == 0) wr.send_flags = IBV_SEND_SIGNALED;
   if (!err) err = ibv_post_send(q->qp, &wr, &bad);
   if (err) {
     ib_req_put(c, r);
@@ -152,6 +153,8 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
       ib_fail(c, err, false, "posting a flush read failed: %s", strerror(err)));
   }
   r->n = 0;
+  r->is_flush = true;
+  r->seq = c->flush_seq;
   c->flush_reqs[slot] = r;
   c->flush_seq++;
   *request = r;

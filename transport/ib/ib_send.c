@@ -68,9 +68,10 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   if (ready == SLOT_WAITING) {
     /* NCCL calls again; meanwhile a receiver that died must not leave it
      * waiting for an entry that never comes. */
-    if (!ib_poll(c)) ib_check_peer(c);
+    if (!ib_poll(c) && !ib_check_peer(c)) ib_check_cts_wait(c, seq, size, tag);
     return transport_result(c->is_failed ? c->fail_err : 0);
   }
+  c->cts_wait_since = 0;
   struct ib_slot *sl = &c->slots[slot];
   if (sl->is_posted) { /* its previous use has not completed yet */
     ib_poll(c);
@@ -100,6 +101,8 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   r->is_send = true;
   r->seq = seq;
   r->n = 1;
+  r->bytes = size;
+  r->tag = tag;
   r->sizes[0] = (int)size;
   sl->is_used[i] = true;
   sl->reqs[i] = r;
@@ -131,6 +134,7 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
     wr[nwr].sg_list = &sge[nwr];
     wr[nwr].num_sge = 1;
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
+    wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled: seen only when it fails */
     wr[nwr].wr.rdma.remote_addr = e[i].addr;
     wr[nwr].wr.rdma.rkey = e[i].rkey;
     wr[nwr].next = &wr[nwr + 1];
