@@ -28,7 +28,8 @@
  *           deregMr, and test() of a completed request, each must be refused
  *
  * --pace-us sleeps between passes (an endless stream that leaves the CPU to
- * the other scenarios). --nofile N sets RLIMIT_NOFILE to the descriptors open after init plus N
+ * the other scenarios); --late-ms sleeps before the first operation (a rank
+ * busy elsewhere). --nofile N sets RLIMIT_NOFILE to the descriptors open after init plus N
  * before any connection: a process that runs out of them. */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,8 +51,8 @@ static struct {
   const char *role, *mode, *dir;
   size_t size;
   long long count;
-  int window, dev, nofile, max_seconds, pace_us;
-} opt = {"recv", "stream", ".", 1 << 20, 0, 4, 0, 0, 300, 0};
+  int window, dev, nofile, max_seconds, pace_us, late_ms;
+} opt = {"recv", "stream", ".", 1 << 20, 0, 4, 0, 0, 300, 0, 0};
 
 static struct netload nl;
 static char first_warn[1024], last_warn[1024];
@@ -247,6 +248,9 @@ static void stream(void *comm, bool is_send) {
   long long posted = 0, end = ms_now() + opt.max_seconds * 1000LL;
   bool bad = false;
   is_capturing = true;
+  /* Busy elsewhere before the first operation, as a rank still computing:
+   * the plugin's own thread must keep answering for this process. */
+  if (opt.late_ms) usleep((useconds_t)opt.late_ms * 1000);
   while (!opt.count || o.msgs < opt.count) {
     int r = stream_pass(comm, is_send, s, &posted, &o.msgs, &bad);
     if (bad) {
@@ -399,7 +403,7 @@ static int run_misuse(void) {
 static int usage(void) {
   fprintf(stderr, "usage: fault_side --role recv|send --dir DIR [--mode stream|stale|misuse]\n"
                   "       [--size BYTES] [--count N] [--window 1..8] [--dev N] [--nofile N]\n"
-                  "       [--max-seconds S] [--pace-us US]\n");
+                  "       [--max-seconds S] [--pace-us US] [--late-ms MS]\n");
   return 2;
 }
 
@@ -417,6 +421,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--nofile")) opt.nofile = atoi(v);
     else if (!strcmp(a, "--max-seconds")) opt.max_seconds = atoi(v);
     else if (!strcmp(a, "--pace-us")) opt.pace_us = atoi(v);
+    else if (!strcmp(a, "--late-ms")) opt.late_ms = atoi(v);
     else return usage();
     i++;
   }

@@ -348,6 +348,40 @@ def sc_stopped(h, tmp, c, victim):
     return [recv, send]
 
 
+def sc_late_peer(h, tmp, c):
+    """A receiver alive but busy for longer than the timeout before it posts:
+    the sender waits (warned that the peer is alive), and both complete."""
+    count = 8
+    late = (PEER_TIMEOUT + 10) * 1000
+    args = ['--size', '65536', '--count', str(count)]
+    recv, send = stream_pair(h, tmp, args + ['--late-ms', str(late)], args)
+    for x in (recv, send):
+        expect_verified(c, x, x.wait(late / 1000 + 60), count)
+    c.ok(send.log_has('it is alive and has not reached the matching operation') or
+         h.kind not in LIVENESS_TRANSPORTS,
+         'send: the no-progress warning says the peer is alive')
+    for x in (recv, send):
+        c.ok(x.finish() == 0, f'{x.role}: exits cleanly')
+    return [recv, send]
+
+
+def sc_short_stop(h, tmp, c):
+    """A process stopped for less than the timeout, then continued: nothing
+    fails, on either side."""
+    count = 2000
+    args = ['--size', '65536', '--count', str(count), '--pace-us', '2000']
+    recv, send = stream_pair(h, tmp, args, args)
+    if started(c, [recv, send]):
+        send.signal(signal.SIGSTOP)
+        time.sleep(PEER_TIMEOUT / 2)
+        send.signal(signal.SIGCONT)
+        for x in (recv, send):
+            expect_verified(c, x, x.wait(120), count)
+    for x in (recv, send):
+        c.ok(x.finish() == 0, f'{x.role}: exits cleanly')
+    return [recv, send]
+
+
 def sc_blackhole(h, tmp, c):
     recv, send = stream_pair(h, tmp, PACED, PACED)
     if started(c, [recv, send]):
@@ -452,6 +486,8 @@ SCENARIOS = [
     ('peer stopped (SIGSTOP): the sender', lambda h, t, c: sc_stopped(h, t, c, 'send'), True),
     ('peer stopped (SIGSTOP): the receiver', lambda h, t, c: sc_stopped(h, t, c, 'recv'), True),
     ('permanent blackhole', sc_blackhole, True),
+    ('peer alive but busy past the timeout: waited for', sc_late_peer, False),
+    ('peer stopped for half the timeout: nothing fails', sc_short_stop, False),
     ('30 % loss', lambda h, t, c: sc_loss(h, t, c, 30, 32, 1 << 20), False),
     ('peer killed: the sender', lambda h, t, c: sc_killed(h, t, c, 'send'), False),
     ('peer killed: the receiver', lambda h, t, c: sc_killed(h, t, c, 'recv'), False),

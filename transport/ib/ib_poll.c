@@ -148,23 +148,28 @@ static void describe(const struct ib_req *r, char *buf, size_t cap) {
              (unsigned long long)r->bytes, r->n, r->n == 1 ? "" : "s", r->tag);
 }
 
-/* The end of every no-progress warning: what the peer's liveness says. */
-static void stall_advice(const struct ib_comm *c, char *buf, size_t cap) {
+/* The end of every no-progress warning: what the peer's liveness says,
+ * and what that means for a request waiting on the peer (is_posted: its
+ * data is on the wire, so the peer has reached the matching operation). */
+static void stall_advice(const struct ib_comm *c, bool is_posted, char *buf, size_t cap) {
   char live[200];
-  switch (liveness_peer_state(c->base.live, live, sizeof(live))) {
-  case LIVENESS_UNCHECKED:
+  enum liveness_view v = liveness_peer_state(c->base.live, live, sizeof(live));
+  if (is_posted && v != LIVENESS_SILENT && v != LIVENESS_LOST)
+    snprintf(buf, cap,
+             "The receiver posted its receive but the write is not acknowledged: the fabric drops "
+             "or delays its packets (the queue pair gives up after NCCL_IB_TIMEOUT x "
+             "NCCL_IB_RETRY_CNT)%s%s",
+             live[0] ? "; the peer's process " : "", live);
+  else if (v == LIVENESS_UNCHECKED)
     snprintf(buf, cap,
              "The peer may not have reached the matching operation yet, or it is hung "
              "or unreachable");
-    break;
-  case LIVENESS_ANSWERS:
+  else if (v == LIVENESS_ANSWERS)
     snprintf(buf, cap,
              "The peer's process %s: it is alive and has not reached the matching operation yet "
              "(still busy, or the ranks' send and receive calls do not pair up)",
              live);
-    break;
-  default: snprintf(buf, cap, "The peer's process %s: it may be stopped, or cut off", live);
-  }
+  else snprintf(buf, cap, "The peer's process %s: it may be stopped, or cut off", live);
 }
 
 void ib_check_cts_wait(struct ib_comm *c, uint32_t seq, size_t size, int tag) {
@@ -178,7 +183,7 @@ void ib_check_cts_wait(struct ib_comm *c, uint32_t seq, size_t size, int tag) {
   if (!limit || c->has_warned_cts || now - c->cts_wait_since < limit) return;
   c->has_warned_cts = true;
   char advice[400];
-  stall_advice(c, advice, sizeof(advice));
+  stall_advice(c, false, advice, sizeof(advice));
   WARN("send of message %u (%zu bytes, tag %d) to %s on %s has waited %lld s for the receiver to "
        "post its receive. %s",
        seq, size, tag, c->base.peer.desc, c->dev->label,
@@ -193,7 +198,11 @@ static void check_stall(struct ib_comm *c, struct ib_req *r) {
   c->has_warned_stall = true;
   char what[200], advice[400];
   describe(r, what, sizeof(what));
-  stall_advice(c, advice, sizeof(advice));
+  if (r->is_flush)
+    snprintf(advice, sizeof(advice),
+             "It reads this host's own memory through the device: the "
+             "device or its driver does not complete work");
+  else stall_advice(c, r->is_send, advice, sizeof(advice));
   WARN("%s with %s on %s has not completed in %lld s. %s", what, c->base.peer.desc, c->dev->label,
        (long long)((now_ns() - r->posted_ns) / 1000000000LL), advice);
 }
