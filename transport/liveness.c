@@ -127,6 +127,7 @@ static struct liveness_peer *record_new(const struct hello *peer, const struct s
   p->pid = peer->pid;
   scopy(p->host, sizeof(p->host), peer->host[0] ? peer->host : "an unnamed host");
   p->fd = -1;
+  p->poll_index = -1;
   p->stage = LIVE_IDLE;
   atomic_store(&p->last_answer_ns, now_ns());
   return p;

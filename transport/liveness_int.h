@@ -51,6 +51,7 @@ struct liveness_peer {
   /* the thread's own */
   enum live_stage stage;
   int fd;
+  int poll_index; /* its slot in this pass's poll set, -1 when not polled */
   int64_t next_check_ns, next_try_ns, attempt_ns;
   uint32_t seq;
   unsigned checks, answers;

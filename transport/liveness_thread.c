@@ -288,7 +288,9 @@ static int build_polls(struct loop *L, int64_t now) {
   }
   L->nanswerers_polled = L->nanswerers;
   for (struct liveness_peer *p = st->peers; p; p = p->next) {
+    p->poll_index = -1;
     if (p->fd < 0) continue;
+    p->poll_index = n;
     L->fds[n] = (struct pollfd){p->fd, p->stage == LIVE_CONNECTING ? POLLOUT : POLLIN, 0};
     L->fd_peers[n++] = p;
   }
@@ -315,10 +317,9 @@ static void step_peers(struct loop *L, int nfds, int64_t now) {
       free(p);
       continue;
     }
-    short revents = 0;
-    for (int i = 2 + L->nanswerers_polled; i < nfds; i++)
-      if (L->fd_peers[i] == p && L->fds[i].fd == p->fd) revents = L->fds[i].revents;
-    peer_step(st, p, revents, now);
+    int i = p->poll_index;
+    bool is_polled = i >= 0 && i < nfds && L->fd_peers[i] == p && L->fds[i].fd == p->fd;
+    peer_step(st, p, is_polled ? L->fds[i].revents : 0, now);
     pp = &p->next;
   }
 }
