@@ -119,6 +119,14 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_DIAG_STALL_WARN_SEC] =
     {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
      "warn once when a request makes no progress for this many seconds (0 = never)"},
+  [K_DIAG_PEER_TIMEOUT_SEC] =
+    {"NCCL_DIAG_PEER_TIMEOUT_SEC", KT_INT, "120", 0, 86400, NULL,
+     "fail every request of a connection with ncclRemoteError when the peer's process has not "
+     "answered this plugin's liveness checks for this many seconds (its process stopped, frozen "
+     "or gone, its host down, or the network partitioned); a peer that is only slow to reach "
+     "its next operation keeps answering and is waited for. 0 = never. The default rides out "
+     "link flaps and spanning-tree reconvergence and still fails well before a framework's "
+     "collective timeout (PyTorch: 10 minutes); raise it to outlast a switch reboot on TCP"},
   [K_DIAG_HWLOC] =
     {"NCCL_DIAG_HWLOC", KT_BOOL, "1", 0, 1, NULL,
      "1 = read GPUs and CPU locality through hwloc when libhwloc.so.15 is installed (it honours "

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The version-neutral API: validation at the boundary, then dispatch. */
+/* The version-neutral API: init, devices, connection setup and close;
+ * registrations, transfers and test() are in api_data.c. The comms NCCL
+ * holds are ids (registry.h), resolved on every call. */
 #include "plugin/api.h"
+#include "plugin/api_ids.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -146,120 +149,61 @@ static struct diag_ctx *ctx_or_default(struct diag_ctx *ctx) {
   return ctx && ctx->obj == OBJ_CTX ? ctx : &default_ctx;
 }
 
+/* A comm the transport made, under an id (closed again when there is no
+ * room for one). */
+static ncclResult_t publish_comm(enum registry_kind kind, struct transport_comm *c, void **out) {
+  transport_comm_watch(c);
+  if (!api_comm_id(kind, c, c->peer.desc, out)) return ncclSuccess;
+  transport_comm_close(c);
+  return ncclSystemError;
+}
+
 ncclResult_t diag_listen(struct diag_ctx *ctx, int dev, void *handle, void **listen_comm) {
   (void)ctx_or_default(ctx);
   *listen_comm = NULL;
   const struct transport_dev *d = get_dev("listen", dev);
   if (!d) return ncclInvalidArgument;
-  return transport_listen(d, handle, listen_comm);
+  void *l = NULL;
+  ncclResult_t r = transport_listen(d, handle, &l);
+  if (r != ncclSuccess || !l) return r;
+  char desc[96];
+  snprintf(desc, sizeof(desc), "on device %s", d->name);
+  if (!api_comm_id(RK_LISTEN, l, desc, listen_comm)) return ncclSuccess;
+  transport_close_listen(l);
+  return ncclSystemError;
 }
 
 ncclResult_t diag_connect(struct diag_ctx *ctx, int dev, void *handle, void **send_comm) {
   *send_comm = NULL;
   const struct transport_dev *d = get_dev("connect", dev);
   if (!d) return ncclInvalidArgument;
-  return transport_connect(d, ctx_or_default(ctx)->traffic_class, handle, send_comm);
-}
-
-static int check_obj(const char *fn, const void *p, uint32_t want, const char *what) {
-  if (p && *(const uint32_t *)p == want) return 1;
-  WARN("%s: %p is not a %s of this plugin%s", fn, p, what,
-       p && *(const uint32_t *)p == OBJ_DEAD ? " (it was already closed)" : "");
-  return 0;
+  void *c = NULL;
+  ncclResult_t r = transport_connect(d, ctx_or_default(ctx)->traffic_class, handle, &c);
+  if (r != ncclSuccess || !c) return r;
+  return publish_comm(RK_SEND, c, send_comm);
 }
 
 ncclResult_t diag_accept(void *listen_comm, void **recv_comm) {
   *recv_comm = NULL;
-  if (!check_obj("accept", listen_comm, OBJ_LISTEN, "listen comm")) return ncclInternalError;
-  return transport_accept(listen_comm, recv_comm);
-}
-
-static struct transport_comm *any_comm(const char *fn, void *comm) {
-  if (comm && (*(uint32_t *)comm == OBJ_SEND || *(uint32_t *)comm == OBJ_RECV)) return comm;
-  check_obj(fn, comm, OBJ_SEND, "send or receive comm");
-  return NULL;
-}
-
-ncclResult_t diag_reg_mr(void *comm, void *data, size_t size, int type, void **mhandle) {
-  struct transport_comm *c = any_comm("regMr", comm);
-  if (!c) return ncclInternalError;
-  return c->ops->reg_mr(c, data, size, type, mhandle);
-}
-
-ncclResult_t diag_reg_mr_dmabuf(void *comm, void *data, size_t size, int type, uint64_t offset,
-                                int fd, void **mhandle) {
-  struct transport_comm *c = any_comm("regMrDmaBuf", comm);
-  if (!c) return ncclInternalError;
-  if (!c->ops->reg_mr_dmabuf) {
-    WARN("regMrDmaBuf on the %s connection with %s: this device does not do dma-buf", c->ops->name,
-         c->peer.desc);
-    return ncclInternalError;
-  }
-  return c->ops->reg_mr_dmabuf(c, data, size, type, offset, fd, mhandle);
-}
-
-ncclResult_t diag_dereg_mr(void *comm, void *mhandle) {
-  struct transport_comm *c = any_comm("deregMr", comm);
-  if (!c) return ncclInternalError;
-  return c->ops->dereg_mr(c, mhandle);
-}
-
-ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
-                        void **request) {
-  *request = NULL;
-  if (!check_obj("isend", send_comm, OBJ_SEND, "send comm")) return ncclInternalError;
-  struct transport_comm *c = send_comm;
-  if (size > DIAG_MAX_P2P_BYTES) {
-    WARN("isend of %zu bytes to %s refused: larger than the %llu bytes this plugin takes in one "
-         "message (its maxP2pBytes, which NCCL also assumes for tables before v9). NCCL splits "
-         "transfers below it; a caller that does not must split this one",
-         size, c->peer.desc, (unsigned long long)DIAG_MAX_P2P_BYTES);
-    return ncclInternalError;
-  }
-  return c->ops->isend(c, data, size, tag, mhandle, request);
-}
-
-ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
-                        void **mhandles, void **request) {
-  *request = NULL;
-  if (!check_obj("irecv", recv_comm, OBJ_RECV, "receive comm")) return ncclInternalError;
-  struct transport_comm *c = recv_comm;
-  if (n < 1 || n > c->max_recvs) {
-    WARN("irecv from %s: %d grouped receives, this device takes 1 to %d (maxRecvs)", c->peer.desc,
-         n, c->max_recvs);
-    return ncclInternalError;
-  }
-  return c->ops->irecv(c, n, data, sizes, tags, mhandles, request);
-}
-
-ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
-                         void **request) {
-  *request = NULL;
-  if (!check_obj("iflush", recv_comm, OBJ_RECV, "receive comm")) return ncclInternalError;
-  struct transport_comm *c = recv_comm;
-  return c->ops->iflush(c, n, data, sizes, mhandles, request);
-}
-
-ncclResult_t diag_test(void *request, int *done, int *sizes) {
-  *done = 0;
-  if (!check_obj("test", request, OBJ_REQ, "live request")) return ncclInternalError;
-  struct transport_req *r = request;
-  return r->comm->ops->test(request, done, sizes);
+  void *l = api_listen("accept", listen_comm);
+  if (!l) return ncclInternalError;
+  void *c = NULL;
+  ncclResult_t r = transport_accept(l, &c);
+  if (r != ncclSuccess || !c) return r;
+  return publish_comm(RK_RECV, c, recv_comm);
 }
 
 ncclResult_t diag_close_send(void *send_comm) {
-  if (!check_obj("closeSend", send_comm, OBJ_SEND, "send comm")) return ncclInternalError;
-  struct transport_comm *c = send_comm;
-  return c->ops->close(c);
+  struct transport_comm *c = api_comm_take("closeSend", send_comm, RK_BIT(RK_SEND));
+  return c ? transport_comm_close(c) : ncclInternalError;
 }
 
 ncclResult_t diag_close_recv(void *recv_comm) {
-  if (!check_obj("closeRecv", recv_comm, OBJ_RECV, "receive comm")) return ncclInternalError;
-  struct transport_comm *c = recv_comm;
-  return c->ops->close(c);
+  struct transport_comm *c = api_comm_take("closeRecv", recv_comm, RK_BIT(RK_RECV));
+  return c ? transport_comm_close(c) : ncclInternalError;
 }
 
 ncclResult_t diag_close_listen(void *listen_comm) {
-  if (!check_obj("closeListen", listen_comm, OBJ_LISTEN, "listen comm")) return ncclInternalError;
-  return transport_close_listen(listen_comm);
+  void *l = api_listen_take("closeListen", listen_comm);
+  return l ? transport_close_listen(l) : ncclInternalError;
 }

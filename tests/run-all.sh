@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs every test of the project and ends with one line:
 #   N passed, N failed[, N skipped]
-# Four builds: the normal one (all suites), ASan+UBSan (unit and api suites),
-# ThreadSanitizer (the api suite on the v11 table, TCP and RDMA), and a clang one for the
-# libFuzzer targets (bounded runs). Last, the rxe suite of the normal build alone: its
-# QEMU guests use both CPUs (tests/rxe).
+# Four builds: the normal one (all suites), ASan+UBSan (the unit, api, explain
+# and faults suites), ThreadSanitizer (the api suite on the v11 table, TCP and
+# RDMA), and a clang one for the libFuzzer targets (bounded runs). Last, the rxe
+# suite of the normal build alone: its QEMU guests use both CPUs (tests/rxe).
 # Environment: JOBS (parallel tests), SKIP_ASAN=1, SKIP_TSAN=1, SKIP_FUZZ=1, SKIP_RXE=1,
 # NCCL_DIAG_COMPARE_PEERS or NCCL_DIAG_COMPARE_PLUGIN (see bench/README.md).
 set -u
@@ -55,7 +55,7 @@ if [ "${SKIP_ASAN:-0}" != 1 ]; then
   step "build with AddressSanitizer + UndefinedBehaviorSanitizer"
   if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dfuzz=disabled; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      run_suites build-asan --suite unit --suite api --suite explain
+      run_suites build-asan --suite unit --suite api --suite explain --suite faults
   else
     echo "sanitizer build failed"; status=1; broken+=(--broken build-asan)
   fi

@@ -52,7 +52,7 @@ static int accept_new(struct listen_comm *l, int64_t now) {
     char peer[80];
     sockaddr_str((struct sockaddr *)&ss, peer, sizeof(peer));
     if (l->nincoming == LISTEN_MAX_INCOMING) {
-      listen_refuse(l, fd, peer, "too many connections are waiting to identify themselves");
+      listen_refuse(l, fd, peer, "too many connections are waiting to identify themselves", NULL);
       continue;
     }
     struct incoming *in = &l->incoming[l->nincoming++];
@@ -69,15 +69,21 @@ static bool place_socket(struct listen_comm *l, struct incoming *in, int64_t now
   char why[200];
   struct preamble p;
   if (preamble_decode(in->buf, &p, why, sizeof(why))) {
-    listen_refuse(l, in->fd, in->peer, why);
+    listen_refuse(l, in->fd, in->peer, why, NULL); /* not our protocol: nothing to say */
     return true;
   }
   if (p.nonce != l->nonce) {
+    char tell[240];
     snprintf(why, sizeof(why),
              "it presents nonce 0x%016llx, this listen's is 0x%016llx (a stale handle, or a "
              "connection meant for another listen)",
              (unsigned long long)p.nonce, (unsigned long long)l->nonce);
-    listen_refuse(l, in->fd, in->peer, why);
+    /* The listen's own nonce stays here: it is what keeps strangers out. */
+    snprintf(tell, sizeof(tell),
+             "no listen on port %u has nonce 0x%016llx (the handle is stale: its listen was "
+             "closed, or the process that made it restarted; or it is another listen's handle)",
+             l->port, (unsigned long long)p.nonce);
+    listen_refuse(l, in->fd, in->peer, why, tell);
     return true;
   }
   if (p.role == ROLE_CTRL) {
@@ -100,7 +106,7 @@ static bool place_socket(struct listen_comm *l, struct incoming *in, int64_t now
   }
   snprintf(why, sizeof(why), "data socket %u of connection 0x%016llx, which is not in setup here",
            p.index, (unsigned long long)p.connid);
-  listen_refuse(l, in->fd, in->peer, why);
+  listen_refuse(l, in->fd, in->peer, why, NULL);
   return true;
 }
 
@@ -117,7 +123,7 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
           snprintf(why, sizeof(why),
                    "it closed the connection after %zu bytes, before identifying itself", in->got);
         else snprintf(why, sizeof(why), "reading its first bytes failed: %s", strerror(err));
-        listen_refuse(l, in->fd, in->peer, why);
+        listen_refuse(l, in->fd, in->peer, why, NULL);
         drop_incoming(l, i);
         continue;
       }
@@ -130,7 +136,7 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
       char why[160];
       snprintf(why, sizeof(why), "it sent %zu of the 24 bytes that identify a peer in %lld ms",
                in->got, (long long)(l->handshake_ns / 1000000));
-      listen_refuse(l, in->fd, in->peer, why);
+      listen_refuse(l, in->fd, in->peer, why, NULL);
       drop_incoming(l, i);
       continue;
     }
@@ -163,15 +169,16 @@ static void build_reply(struct listen_comm *l) {
 static bool hello_received(struct listen_comm *l) {
   char why[200];
   struct hello *h = &l->peer_hello;
-  if (hello_decode_body(l->in.buf + HELLO_HDR_LEN, l->in.body_len, h, why, sizeof(why))) {
-    listen_refuse(l, -1, l->ctrl_peer, why);
-    listen_reset_conn(l);
-    return false;
-  }
+  bool is_ok = !hello_decode_body(l->in.buf + HELLO_HDR_LEN, l->in.body_len, h, why, sizeof(why));
   h->kind = l->in.kind;
-  if (h->nonce != l->nonce || h->connid != l->connid || h->kind != HELLO_CONNECT) {
+  if (is_ok && (h->nonce != l->nonce || h->connid != l->connid || h->kind != HELLO_CONNECT)) {
     snprintf(why, sizeof(why), "its hello names another listen or connection");
-    listen_refuse(l, -1, l->ctrl_peer, why);
+    is_ok = false;
+  }
+  if (!is_ok) { /* the socket is the refusal's to close, not the reset's */
+    int fd = l->ctrl_fd;
+    l->ctrl_fd = -1;
+    listen_refuse(l, fd, l->ctrl_peer, why, why);
     listen_reset_conn(l);
     return false;
   }
@@ -250,7 +257,7 @@ static enum progress step_hello(struct listen_comm *l) {
       snprintf(why, sizeof(why), "it %s after %zu of the %zu bytes of its hello",
                err == EPIPE ? "closed the connection" : strerror(err), l->in.got,
                record_reader_want(&l->in));
-    listen_refuse(l, -1, l->ctrl_peer, why);
+    listen_refuse(l, -1, l->ctrl_peer, why, NULL);
     listen_reset_conn(l);
     return PROGRESS_PENDING;
   }

@@ -217,6 +217,47 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
   }
 }
 
+/* "host-b" from "host-b.example.com", as the handle carries it. */
+static void short_host(const char *host, char *out, size_t cap) {
+  snprintf(out, cap, "%.*s", HANDLE_HOST_LEN - 1, host);
+  out[strcspn(out, ".")] = 0;
+}
+
+/* The listener at k refused us and said why (hello.h): the address is dead;
+ * when that listener runs on the handle's own host the handle itself is
+ * refused, and the connect fails at once (step_candidates). */
+static void refused(struct connecting *c, struct cand *k) {
+  struct hello_refusal r;
+  char why[200], text[640], a[HANDLE_HOST_LEN], b[HANDLE_HOST_LEN];
+  if (hello_decode_refusal(k->in.buf + HELLO_HDR_LEN, k->in.body_len, &r, why, sizeof(why)))
+    snprintf(r.reason, sizeof(r.reason), "a refusal we cannot read (%s)", why);
+  snprintf(text, sizeof(text), "the listener there (on %s) refused this connection: %s",
+           r.host[0] ? r.host : "an unnamed host", r.reason);
+  attempt_failed(c, k, 0, text);
+  short_host(r.host, a, sizeof(a));
+  short_host(c->h.host, b, sizeof(b));
+  if (!c->refuser) c->refuser = k;
+  if (!strcmp(a, b)) c->is_refusal_final = true;
+}
+
+static void fail_refused(struct connecting *c) {
+  char d[256];
+  const struct cand *k = c->refuser;
+  connect_cand_desc(c, k, d, sizeof(d));
+  ev_count(C_CONN_FAILURES, 1);
+  struct ev e;
+  ev_begin(&e, "connect_refused");
+  ev_str(&e, "device", c->dev->name);
+  ev_str(&e, "peer_host", c->h.host);
+  ev_str(&e, "listener", k->str);
+  ev_str(&e, "reason", k->last_why);
+  ev_end(&e);
+  WARN("cannot connect to %s for device %s: at %s, %s. The handle names a listen that is not open "
+       "there: pass every rank the handle of the listen that is open now (a handle kept across a "
+       "restart of the peer, or taken from another communicator, is refused)",
+       c->h.host, c->dev->name, d, k->last_why);
+}
+
 /* Whether this candidate's listener has answered our hello as the
  * listener this handle came from. */
 static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
@@ -248,6 +289,10 @@ static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
     return false;
   }
   struct hello *p = &c->peer;
+  if (k->in.kind == HELLO_REFUSE) {
+    refused(c, k);
+    return false;
+  }
   if (hello_decode_body(k->in.buf + HELLO_HDR_LEN, k->in.body_len, p, why, sizeof(why))) {
     attempt_failed(c, k, 0, why);
     k->stage = CAND_DEAD;
@@ -318,6 +363,10 @@ static bool all_dead(const struct connecting *c) {
 static enum progress step_candidates(struct connecting *c, int64_t now) {
   struct cand *k = progress_candidates(c, now);
   if (!k) {
+    if (c->refuser && (c->is_refusal_final || all_dead(c))) {
+      fail_refused(c);
+      return PROGRESS_FAILED;
+    }
     if (now <= c->deadline && !all_dead(c) && !c->local_err) return PROGRESS_PENDING;
     connect_report_failure(c);
     return PROGRESS_FAILED;
@@ -382,6 +431,9 @@ ncclResult_t transport_connect(const struct transport_dev *dev, int traffic_clas
   if (p == PROGRESS_PENDING) return ncclSuccess;
   registry_del(c);
   set_token(handle, 0);
+  bool is_refused = c->refuser != NULL;
   connecting_free(c);
-  return p == PROGRESS_FAILED ? ncclSystemError : ncclSuccess; /* logged where it failed */
+  if (p != PROGRESS_FAILED) return ncclSuccess;
+  /* Logged where it failed. A refused handle is not ours (any more). */
+  return is_refused ? ncclInvalidUsage : ncclSystemError;
 }

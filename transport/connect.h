@@ -88,9 +88,11 @@ struct connecting {
   enum connect_stage stage;
   int local_err; /* socket() failed here (EMFILE...): no address can be tried */
   int ncands;
-  struct cand *cands;        /* the handle's addresses as tried here (connect_cands.c) */
-  int *cand_order;           /* indices into cands: local subnets first */
-  const struct cand *winner; /* from CONNECT_RDMA on */
+  struct cand *cands;         /* the handle's addresses as tried here (connect_cands.c) */
+  int *cand_order;            /* indices into cands: local subnets first */
+  const struct cand *winner;  /* from CONNECT_RDMA on */
+  const struct cand *refuser; /* the first listener that refused us, with its reason */
+  bool is_refusal_final;      /* it was on the handle's own host: nothing else to try */
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;

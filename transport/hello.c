@@ -26,6 +26,8 @@ enum {
   T_SOCKS = 11,
   T_KNOB = 12,
   T_INFO = 13,
+  T_REASON = 14,
+  T_LIVE = 15,
   T_IB = 20,
   /* RDMA details (struct hello_rdma), each a field of its own */
   T_RDMA_GID_STATE = 40,
@@ -33,27 +35,6 @@ enum {
   T_RDMA_PKEY = 42,
   T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
   T_TRIED = 44,     /* one per address tried: errno, ms, interface, address */
-};
-
-/* NCCL settings that change the size or number of messages NCCL posts on a
- * connection: when nodes disagree the result is a truncated message or a
- * hang, so a difference is named at connect time. */
-static const char *const must_agree[] = {
-  "NCCL_PROTO",
-  "NCCL_ALGO",
-  "NCCL_BUFFSIZE",
-  "NCCL_LL_BUFFSIZE",
-  "NCCL_LL128_BUFFSIZE",
-  "NCCL_P2P_NET_CHUNKSIZE",
-  "NCCL_NCHANNELS_PER_NET_PEER",
-  "NCCL_DIAG_FALLBACK",
-  NULL,
-};
-
-/* Settings that legitimately differ but explain failures. */
-static const char *const info_knobs[] = {
-  "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
-  "NCCL_IB_DISABLE",    "NCCL_NET_PLUGIN",    "NCCL_NET",    NULL,
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
@@ -163,6 +144,14 @@ static void w_tried(struct wbuf *w, const struct hello_tried *t) {
   w_tlv(w, T_TRIED, b, tw.len);
 }
 
+static void w_header(uint8_t *out, int kind, size_t body_len) {
+  struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
+  w_u32(&hw, HELLO_MAGIC);
+  w_u16(&hw, HELLO_VERSION);
+  w_u16(&hw, (uint16_t)kind);
+  w_u32(&hw, (uint32_t)body_len);
+}
+
 int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   *len = 0;
   if (cap < HELLO_HDR_LEN) return EMSGSIZE;
@@ -184,12 +173,15 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   if (h->ib.is_present) w_ib(&w, &h->ib);
   w_rdma(&w, h);
   for (int i = 0; i < h->ntried && i < HELLO_MAX_TRIED; i++) w_tried(&w, &h->tried[i]);
+  if (h->live.is_present) {
+    uint8_t b[10];
+    struct wbuf t = {b, sizeof(b), 0, 0};
+    w_u16(&t, h->live.port);
+    w_u64(&t, h->live.token);
+    w_tlv(&w, T_LIVE, b, t.len);
+  }
   if (w.has_overflow) return EMSGSIZE;
-  struct wbuf hw = {out, HELLO_HDR_LEN, 0, 0};
-  w_u32(&hw, HELLO_MAGIC);
-  w_u16(&hw, HELLO_VERSION);
-  w_u16(&hw, (uint16_t)h->kind);
-  w_u32(&hw, (uint32_t)w.len);
+  w_header(out, h->kind, w.len);
   *len = HELLO_HDR_LEN + w.len;
   return 0;
 }
@@ -212,8 +204,8 @@ int hello_decode_header(const uint8_t *hdr, int *kind, uint32_t *body_len, char 
     snprintf(why, cap, "hello of %u bytes is longer than the %u allowed", len, HELLO_MAX_BODY);
     return EPROTO;
   }
-  if (k != HELLO_CONNECT && k != HELLO_ACCEPT) {
-    snprintf(why, cap, "hello kind %u is neither connect (1) nor accept (2)", k);
+  if (k != HELLO_CONNECT && k != HELLO_ACCEPT && k != HELLO_REFUSE) {
+    snprintf(why, cap, "hello kind %u is neither connect (1), accept (2) nor refuse (3)", k);
     return EPROTO;
   }
   *body_len = len;
@@ -271,6 +263,23 @@ static int parse_tried(const uint8_t *v, size_t len, struct hello_tried *t) {
   return 0;
 }
 
+/* The fields older peers do not send; one this version does not know (a
+ * newer peer's) is skipped. */
+static void parse_optional(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t len,
+                           struct hello *h) {
+  switch (type) {
+  case T_LIVE:
+    h->live.port = r_u16(f);
+    h->live.token = r_u64(f);
+    h->live.is_present = !f->is_short && h->live.port != 0;
+    break;
+  case T_TRIED:
+    if (h->ntried < HELLO_MAX_TRIED && parse_tried(v, len, &h->tried[h->ntried]) == 0) h->ntried++;
+    break;
+  default: parse_rdma(type, f, v, len, &h->rdma); break;
+  }
+}
+
 int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why, size_t cap) {
   memset(h, 0, sizeof(*h));
   struct rbuf r = {body, len, 0, 0};
@@ -323,11 +332,7 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
         return EPROTO;
       }
       break;
-    case T_TRIED:
-      if (h->ntried < HELLO_MAX_TRIED && parse_tried(v, tlen, &h->tried[h->ntried]) == 0)
-        h->ntried++;
-      break;
-    default: parse_rdma(type, &f, v, tlen, &h->rdma); break; /* else a newer peer's: skipped */
+    default: parse_optional(type, &f, v, tlen, h); break;
     }
     if (f.is_short) {
       snprintf(why, cap, "hello field %u is %u bytes, too short for its type", type, tlen);
@@ -349,26 +354,49 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
   return 0;
 }
 
-static void fill_knobs(struct hello_knob *arr, int *n, const char *const *names) {
-  *n = 0;
-  for (int i = 0; names[i] && *n < HELLO_MAX_KNOBS; i++) {
-    const char *v = getenv(names[i]);
-    if (!v || !*v) continue;
-    snprintf(arr[*n].name, sizeof(arr[*n].name), "%s", names[i]);
-    snprintf(arr[*n].value, sizeof(arr[*n].value), "%s", v);
-    (*n)++;
-  }
+int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *len) {
+  *len = 0;
+  if (cap < HELLO_HDR_LEN) return EMSGSIZE;
+  char host[64] = {0}, text[HELLO_REASON_MAX];
+  gethostname(host, sizeof(host) - 1);
+  scopy(text, sizeof(text), reason);
+  struct wbuf w = {out + HELLO_HDR_LEN, cap - HELLO_HDR_LEN, 0, 0};
+  w_tlv_str(&w, T_PLUGIN_VERSION, DIAG_VERSION);
+  w_tlv_str(&w, T_HOST, host);
+  w_tlv_str(&w, T_REASON, text);
+  if (w.has_overflow) return EMSGSIZE;
+  w_header(out, HELLO_REFUSE, w.len);
+  *len = HELLO_HDR_LEN + w.len;
+  return 0;
 }
 
-void hello_fill_local(struct hello *h, int kind) {
+int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *h, char *why,
+                         size_t cap) {
   memset(h, 0, sizeof(*h));
-  h->kind = kind;
-  snprintf(h->plugin_version, sizeof(h->plugin_version), "%s", DIAG_VERSION);
-  h->nccl_version = (uint32_t)nccl_version_code();
-  gethostname(h->host, sizeof(h->host) - 1);
-  h->pid = (uint32_t)getpid();
-  fill_knobs(h->knobs, &h->nknobs, must_agree);
-  fill_knobs(h->info, &h->ninfo, info_knobs);
+  struct rbuf r = {body, len, 0, 0};
+  bool has_reason = false;
+  while (r.off < r.len) {
+    uint16_t type = r_u16(&r);
+    uint16_t tlen = r_u16(&r);
+    const uint8_t *v = r_take(&r, tlen);
+    if (!v) {
+      snprintf(why, cap, "refusal field %u of %u bytes runs past the end of the record", type,
+               tlen);
+      return EPROTO;
+    }
+    if (type == T_HOST) wire_clean_str(h->host, sizeof(h->host), v, tlen);
+    if (type == T_PLUGIN_VERSION)
+      wire_clean_str(h->plugin_version, sizeof(h->plugin_version), v, tlen);
+    if (type == T_REASON) {
+      wire_clean_str(h->reason, sizeof(h->reason), v, tlen);
+      has_reason = true;
+    }
+  }
+  if (!has_reason) {
+    snprintf(why, cap, "refusal record without a reason");
+    return EPROTO;
+  }
+  return 0;
 }
 
 static const char *knob_value(const struct hello_knob *arr, int n, const char *name) {

@@ -17,7 +17,12 @@
 #define HELLO_MAX_BODY 4096
 #define HELLO_MAX_KNOBS 16
 
-enum hello_kind { HELLO_CONNECT = 1, HELLO_ACCEPT = 2 };
+/* HELLO_REFUSE: a listener's answer to a connection it will not take,
+ * sent before it closes the socket so the connector fails at once with the
+ * reason (hello_encode_refusal); an older connector reads an unknown kind
+ * and gives up on that address, as it did on the closed socket. */
+enum hello_kind { HELLO_CONNECT = 1, HELLO_ACCEPT = 2, HELLO_REFUSE = 3 };
+#define HELLO_REASON_MAX 480
 
 struct hello_knob {
   char name[40];
@@ -73,6 +78,15 @@ struct hello_tried {
   int ms;          /* how long its last attempt had run */
 };
 
+/* Where this side's process answers liveness checks (liveness.h): its
+ * port (the address is the control connection's) and a token naming the
+ * process. Absent from older peers and where the check cannot run. */
+struct hello_live {
+  bool is_present;
+  uint16_t port;
+  uint64_t token;
+};
+
 struct hello {
   int kind;
   char plugin_version[32];
@@ -94,6 +108,7 @@ struct hello {
   struct hello_rdma rdma; /* the GID and P_Key fields with ib, when ib.is_present */
   int ntried;             /* connector only */
   struct hello_tried tried[HELLO_MAX_TRIED];
+  struct hello_live live;
 };
 
 /* Encodes header + body into out: 0 with the total length in *len, or
@@ -106,7 +121,23 @@ int hello_decode_header(const uint8_t *hdr, int *kind, uint32_t *body_len, char 
 /* Decodes the body whose length the header gave: 0, or EPROTO with why. */
 int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *why, size_t cap);
 
-/* Fills the fields every hello carries: versions, host, pid, knobs. */
+/* A listener's refusal: who refused, and why, in words for the connector. */
+struct hello_refusal {
+  char host[64];
+  char plugin_version[32];
+  char reason[HELLO_REASON_MAX];
+};
+
+/* Encodes a refusal record from this host: 0 with the total length in
+ * *len, or EMSGSIZE. The reason is cut to HELLO_REASON_MAX - 1 bytes. */
+int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *len);
+/* Decodes the body of a HELLO_REFUSE record: 0, or EPROTO with why. */
+int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *r, char *why,
+                         size_t cap);
+
+/* Fills the fields every hello carries: versions, host, pid, knobs, and
+ * this process's liveness endpoint (hello_local.c; it starts the liveness
+ * check on first use). */
 void hello_fill_local(struct hello *h, int kind);
 
 /* Lists each field in which two records disagree, as

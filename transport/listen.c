@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/events.h"
@@ -22,7 +23,22 @@
 #include "transport/report.h"
 #include "transport/sock.h"
 
-void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why) {
+/* Best effort, never blocking: the record fits an empty socket buffer. What
+ * the connector sent is drained first, so the close ends in a FIN behind
+ * the record rather than a reset that could overtake it. */
+static void tell_refusal(int fd, const char *tell) {
+  uint8_t rec[HELLO_HDR_LEN + HELLO_REASON_MAX + 256];
+  size_t len;
+  if (hello_encode_refusal(tell, rec, sizeof(rec), &len)) return;
+  char sink[4096];
+  for (int i = 0; i < 64 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++) {
+  }
+  (void)!send(fd, rec, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+  shutdown(fd, SHUT_WR);
+}
+
+void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why,
+                   const char *tell) {
   l->refusals++;
   ev_count(C_REFUSED_CONNS, 1);
   struct ev e;
@@ -41,6 +57,7 @@ void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *
   else
     INFO(LOG_NET, "refused connection from %s to device %s port %u: %s", peer, l->dev->name,
          l->port, why);
+  if (fd >= 0 && tell) tell_refusal(fd, tell);
   if (fd >= 0) close(fd);
 }
 

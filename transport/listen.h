@@ -79,8 +79,12 @@ struct listen_comm {
 };
 
 /* Counts and logs a refused connection (the first few as WARNs) and closes
- * fd (when >= 0). */
-void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why);
+ * fd (when >= 0). tell, when not NULL, is the reason in words for the
+ * connector: sent as a refusal record (hello.h) before the close, to a
+ * connection that spoke our protocol, so it fails at once instead of at
+ * its connect timeout. */
+void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why,
+                   const char *tell);
 /* Drops the connection in setup, if any: the machine is idle again. */
 void listen_reset_conn(struct listen_comm *l);
 

@@ -6,6 +6,17 @@
  * answering, and after NCCL_DIAG_PEER_TIMEOUT_SEC every request of its
  * connections fails with the observation in words.
  *
+ * How: one thread per process (liveness_thread.c) with one listening
+ * socket; each side's hello carries its port and a token naming the
+ * process (hello.h). Each process keeps one connection to each peer
+ * process it has comms with, whatever their number, sends a check on it
+ * every few seconds, and the peer's liveness thread answers. A peer whose
+ * kernel acknowledges the checks but whose process does not answer is
+ * stopped or frozen; one whose kernel acknowledges nothing is down or cut
+ * off; one whose port refuses connections no longer runs. A gap in this
+ * process's own running (it was stopped itself) is not held against its
+ * peers.
+ *
  * A comm holds a reference to its peer's record (comm->live); the data
  * paths ask liveness_peer_lost() when a request has made no progress. */
 #ifndef DIAG_TRANSPORT_LIVENESS_H
@@ -13,12 +24,54 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "transport/hello.h"
 
 struct liveness_peer;
+
+/* This process's endpoint for its hello; starts the check on first use.
+ * out->is_present is false when the check is off (NCCL_DIAG_PEER_TIMEOUT_SEC
+ * =0) or cannot run here (said once, at INFO). */
+void liveness_local(struct hello_live *out);
+
+/* A peer process as its hello named it: what its checks need (a comm
+ * keeps this, not the hello). */
+struct liveness_who {
+  char host[64];
+  uint32_t pid;
+  struct hello_live live;
+};
+void liveness_who_from(struct liveness_who *w, const struct hello *peer);
+
+/* The record of the process behind peer at addr (the control connection's
+ * remote address), shared by every comm with that process and counted;
+ * NULL when the peer announces no endpoint, or is this process. */
+struct liveness_peer *liveness_peer_get(const struct liveness_who *peer,
+                                        const struct sockaddr *addr, socklen_t len);
+/* Drops a reference (NULL is fine); the last one ends the checks. */
+void liveness_peer_put(struct liveness_peer *p);
 
 /* true once the peer has stopped answering for the timeout; why then names
  * the peer and what was observed. p may be NULL (never lost). Cheap: an
  * atomic load unless lost. */
 bool liveness_peer_lost(const struct liveness_peer *p, char *why, size_t cap);
+
+/* The abort notice for the lost peer itself, should it run again (it was
+ * only stopped): "this process (pid 4242 on host-b) did not answer the
+ * liveness checks of host-a (pid 17) for 120 s ...". */
+void liveness_peer_notice(const struct liveness_peer *p, char *buf, size_t cap);
+
+/* For a no-progress warning, what the peer's process does: buf then says
+ * "answered a liveness check 0.4 s ago" or "has not answered liveness
+ * checks for 12 s (its connections fail at 120 s)"; "" when unchecked. */
+enum liveness_view { LIVENESS_UNCHECKED, LIVENESS_ANSWERS, LIVENESS_SILENT, LIVENESS_LOST };
+enum liveness_view liveness_peer_state(const struct liveness_peer *p, char *buf, size_t cap);
+
+/* "control socket: 2048 bytes unacknowledged, 3 retransmissions, the
+ * peer's receive window closed (2 probes)" from a connected TCP socket's
+ * TCP_INFO, for messages about a stalled connection; "" when unreadable. */
+void liveness_describe_socket(int fd, const char *name, char *buf, size_t cap);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/knobs.h"
@@ -14,6 +15,7 @@
 void transport_peer_describe(struct transport_peer *p, const struct hello *h, const char *addr) {
   memset(p, 0, sizeof(*p));
   snprintf(p->host, sizeof(p->host), "%s", h->host);
+  liveness_who_from(&p->who, h);
   snprintf(p->addr, sizeof(p->addr), "%s", addr);
   snprintf(p->desc, sizeof(p->desc), "%s (%s%s%s)", h->host[0] ? h->host : "unknown host", addr,
            h->ifname[0] ? ", " : "", h->ifname);
@@ -29,6 +31,21 @@ void transport_setup_init(struct transport_setup *s, const struct transport_dev 
   s->mine = *mine;
   s->peer_hello = *peer;
   transport_peer_describe(&s->peer, peer, peer_addr);
+  s->peer.sa_len = sizeof(s->peer.sa);
+  if (getpeername(ctrl_fd, (struct sockaddr *)&s->peer.sa, &s->peer.sa_len)) s->peer.sa_len = 0;
+}
+
+void transport_comm_watch(struct transport_comm *c) {
+  const struct transport_peer *p = &c->peer;
+  c->live =
+    p->sa_len ? liveness_peer_get(&p->who, (const struct sockaddr *)&p->sa, p->sa_len) : NULL;
+}
+
+ncclResult_t transport_comm_close(struct transport_comm *c) {
+  struct liveness_peer *live = c->live;
+  ncclResult_t r = c->ops->close(c);
+  liveness_peer_put(live);
+  return r;
 }
 
 /* NCCL's meaning: threads x sockets per thread, at most 64 sockets. Auto

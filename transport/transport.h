@@ -31,6 +31,7 @@
 #include <net/if.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "plugin/abi/nccl_common.h"
 #include "topo/addr.h"
@@ -91,9 +92,12 @@ struct transport_dev *transport_host_add_dev(struct transport_host *h, const cha
 /* The other side of a connection, for every message about it. A comm
  * keeps only this after setup; the hello records stay in the setup. */
 struct transport_peer {
-  char host[64];  /* its host name, from its hello */
-  char addr[80];  /* "10.0.0.7<46417>" */
-  char desc[160]; /* "host-b (10.0.0.7<46417>, eth0)" */
+  char host[64];              /* its host name, from its hello */
+  char addr[80];              /* "10.0.0.7<46417>" */
+  char desc[160];             /* "host-b (10.0.0.7<46417>, eth0)" */
+  struct liveness_who who;    /* its process, for liveness checks */
+  struct sockaddr_storage sa; /* the control connection's remote address */
+  socklen_t sa_len;           /* 0 when unknown */
 };
 
 /* The NCCL code for an errno, at the ops boundary. A failed comm keeps the
@@ -171,8 +175,13 @@ void transport_setup_init(struct transport_setup *s, const struct transport_dev 
                           int ctrl_fd, const struct hello *mine, const struct hello *peer,
                           const char *peer_addr);
 
-/* "host-b (10.0.0.7<46417>, eth0)" and the host from a hello and a socket
- * address. */
+/* A comm handed to NCCL: the reference to its peer process's liveness
+ * record is taken (comm->live), and given back when it closes. */
+void transport_comm_watch(struct transport_comm *c);
+ncclResult_t transport_comm_close(struct transport_comm *c);
+
+/* "host-b (10.0.0.7<46417>, eth0)", the host and the process from a hello
+ * and a socket address. */
 void transport_peer_describe(struct transport_peer *p, const struct hello *h, const char *addr);
 
 /* Sockets per connection and helper threads, from the knobs (NCCL's

@@ -26,6 +26,9 @@ void case_default_shape(struct side *s);
 void case_idle_wait(struct side *s);
 void case_idle_two_comms(struct side *s);
 void case_request_written(struct side *s);
+void case_misuse(struct side *s);
+void case_zero_bytes(struct side *s);
+void case_stale_handle(struct side *s);
 
 void case_oversized_sender(struct side *s);
 void case_receiver_closes_inflight(struct side *s);

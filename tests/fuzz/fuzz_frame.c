@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the fixed frames read from sockets: the 24-byte preamble every
- * incoming socket starts with, and the message header (including abort
- * notices) on control sockets. */
+ * incoming socket starts with, the message header (including abort
+ * notices) on control sockets, and the liveness check's frame. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "transport/frame.h"
+#include "transport/liveness_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -29,5 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     msg_hdr_encode(&h, out);
     if (memcmp(out, buf, MSG_HDR_LEN)) abort();
   }
+  _Static_assert(LIVE_FRAME_LEN <= sizeof(buf), "the liveness frame fits");
+  struct live_frame f;
+  if (live_frame_decode(buf, &f) == 0 && (f.type < LIVE_PING || f.type > LIVE_NOT_ME)) abort();
   return 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* libFuzzer: the hello record (header + TLV body) from the peer. A record
+/* libFuzzer: the hello record (header + TLV body) from the peer, and a
+ * listener's refusal record. A hello
  * that decodes must re-encode and decode to the same fields, and every
  * string it yields must be printable (they end up in log lines). */
 #include <stdint.h>
@@ -21,6 +22,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char why[256];
   if (hello_decode_header(data, &kind, &len, why, sizeof(why))) return 0;
   if (len > size - HELLO_HDR_LEN) len = (uint32_t)(size - HELLO_HDR_LEN);
+  if (kind == HELLO_REFUSE) { /* a listener's refusal: read by the connector */
+    struct hello_refusal r;
+    if (hello_decode_refusal(data + HELLO_HDR_LEN, len, &r, why, sizeof(why))) return 0;
+    printable(r.host), printable(r.plugin_version), printable(r.reason);
+    return 0;
+  }
   struct hello h, h2;
   if (hello_decode_body(data + HELLO_HDR_LEN, len, &h, why, sizeof(why))) return 0;
   printable(h.host), printable(h.dev), printable(h.addr), printable(h.plugin_version);

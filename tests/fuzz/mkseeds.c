@@ -35,7 +35,10 @@ int main(int argc, char **argv) {
   put(d, "two-candidates", hb, sizeof(hb));
 
   struct hello m;
-  hello_fill_local(&m, HELLO_CONNECT);
+  memset(&m, 0, sizeof(m));
+  m.kind = HELLO_CONNECT, m.nccl_version = 22809, m.pid = 4242;
+  strcpy(m.plugin_version, "0.1.0");
+  m.live.is_present = 1, m.live.port = 41000, m.live.token = 0x0102030405060708ULL;
   m.nonce = 7, m.connid = 9, m.nsocks = 2;
   strcpy(m.host, "host-a"), strcpy(m.dev, "eth0"), strcpy(m.transport, "tcp");
   m.nknobs = 1, strcpy(m.knobs[0].name, "NCCL_PROTO"), strcpy(m.knobs[0].value, "Simple");
@@ -46,6 +49,9 @@ int main(int argc, char **argv) {
   if (hello_encode(&m, out, sizeof(out), &n)) return 1;
   snprintf(d, sizeof(d), "%s/hello", argv[1]);
   put(d, "connect", out, n);
+  if (hello_encode_refusal("no listen on port 4000 has nonce 0x0000000000000007", out, sizeof(out),
+                           &n) == 0)
+    put(d, "refuse", out, n);
 
   uint8_t f[MSG_HDR_LEN];
   struct preamble p = {ROLE_DATA, 3, 7, 9};

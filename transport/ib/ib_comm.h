@@ -19,12 +19,14 @@ struct ib_req {
   struct transport_req base;
   bool is_send;
   bool is_done;
-  uint32_t seq; /* FIFO slot sequence */
-  int n;        /* receive: buffers; send: 1 */
+  bool is_flush;
+  uint32_t seq;   /* FIFO slot sequence; a flush's own sequence */
+  int n;          /* receive: buffers; send: 1 */
+  uint64_t bytes; /* send: its size; receive: the capacity of its buffers */
+  int tag;        /* the first buffer's */
   int sizes[IB_MAX_RECVS];
   bool is_gpu; /* a buffer of the request is GPU memory */
   int64_t posted_ns;
-  bool has_warned_stall;
 };
 
 /* The sends matched to one FIFO slot so far (a grouped receive needs all
@@ -81,6 +83,11 @@ struct ib_comm {
   bool has_success; /* a completion succeeded: errors after it are not path errors */
   char first_error[640];
   int64_t last_ctrl_check;
+  /* a send that waits for the receiver's clear-to-send (no request yet) */
+  uint32_t cts_wait_seq;
+  int64_t cts_wait_since; /* 0: not waiting */
+  bool has_warned_cts;
+  bool has_warned_stall; /* a no-progress warning since the last completion */
   bool is_failed;
   int fail_err; /* the first failure's errno, classed as transport_result() expects */
 };
@@ -105,8 +112,12 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq);
 /* Drains the completion queue. */
 int ib_poll(struct ib_comm *c);
 ncclResult_t ib_test(void *request, int *done, int *sizes);
-/* Rate-limited look at the control socket: the peer died, or gave up. */
+/* Rate-limited look at the control socket (the peer died, or gave up) and
+ * at the peer process's liveness (transport/liveness.h). */
 int ib_check_peer(struct ib_comm *c);
+/* A send still waiting for its clear-to-send: warns once when it has
+ * waited NCCL_DIAG_STALL_WARN_SEC, naming the message and the peer's state. */
+void ib_check_cts_wait(struct ib_comm *c, uint32_t seq, size_t size, int tag);
 /* The flush queue pair (connected to itself): 0 or an errno (logged). */
 int ib_flush_setup(struct ib_comm *c);
 

@@ -17,6 +17,7 @@
 #include "transport/abort.h"
 #include "transport/frame.h"
 #include "transport/ib/ib_comm.h"
+#include "transport/liveness.h"
 #include "transport/sock.h"
 
 #define CTRL_CHECK_NS 100000000LL
@@ -172,17 +173,86 @@ int ib_check_peer(struct ib_comm *c) {
                    "died or it closed this connection",
                    n == 0 ? "closed" : strerror(errno));
   }
-  return 0;
+  char why[1600];
+  if (!liveness_peer_lost(c->base.live, why, sizeof(why))) return 0;
+  /* Its process stopped answering: nothing will complete. The notice waits
+   * on the control socket for a peer that was only stopped, in its words. */
+  ib_fail(c, ECONNRESET, false, "%s", why);
+  liveness_peer_notice(c->base.live, why, sizeof(why));
+  transport_send_abort(c->ctrl_fd, 0, why);
+  return c->fail_err;
 }
 
+/* "send of message 17 (1048576 bytes, tag 3)" */
+static void describe(const struct ib_req *r, char *buf, size_t cap) {
+  if (r->is_flush)
+    snprintf(buf, cap, "flush %u (an RDMA read that makes received data visible to the GPU)",
+             r->seq);
+  else if (r->is_send)
+    snprintf(buf, cap, "send of message %u (%llu bytes, tag %d), posted", r->seq,
+             (unsigned long long)r->bytes, r->tag);
+  else
+    snprintf(buf, cap, "receive of message %u (up to %llu bytes in %d buffer%s, tag %d)", r->seq,
+             (unsigned long long)r->bytes, r->n, r->n == 1 ? "" : "s", r->tag);
+}
+
+/* The end of every no-progress warning: what the peer's liveness says,
+ * and what that means for a request waiting on the peer (is_posted: its
+ * data is on the wire, so the peer has reached the matching operation). */
+static void stall_advice(const struct ib_comm *c, bool is_posted, char *buf, size_t cap) {
+  char live[200];
+  enum liveness_view v = liveness_peer_state(c->base.live, live, sizeof(live));
+  if (is_posted && v != LIVENESS_SILENT && v != LIVENESS_LOST)
+    snprintf(buf, cap,
+             "The receiver posted its receive but the write is not acknowledged: the fabric drops "
+             "or delays its packets (the queue pair gives up after NCCL_IB_TIMEOUT x "
+             "NCCL_IB_RETRY_CNT)%s%s",
+             live[0] ? "; the peer's process " : "", live);
+  else if (v == LIVENESS_UNCHECKED)
+    snprintf(buf, cap,
+             "The peer may not have reached the matching operation yet, or it is hung "
+             "or unreachable");
+  else if (v == LIVENESS_ANSWERS)
+    snprintf(buf, cap,
+             "The peer's process %s: it is alive and has not reached the matching operation yet "
+             "(still busy, or the ranks' send and receive calls do not pair up)",
+             live);
+  else snprintf(buf, cap, "The peer's process %s: it may be stopped, or cut off", live);
+}
+
+void ib_check_cts_wait(struct ib_comm *c, uint32_t seq, size_t size, int tag) {
+  int64_t now = now_ns(), limit = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
+  if (!c->cts_wait_since || c->cts_wait_seq != seq) {
+    c->cts_wait_seq = seq;
+    c->cts_wait_since = now;
+    c->has_warned_cts = false;
+    return;
+  }
+  if (!limit || c->has_warned_cts || now - c->cts_wait_since < limit) return;
+  c->has_warned_cts = true;
+  char advice[400];
+  stall_advice(c, false, advice, sizeof(advice));
+  WARN("send of message %u (%zu bytes, tag %d) to %s on %s has waited %lld s for the receiver to "
+       "post its receive. %s",
+       seq, size, tag, c->base.peer.desc, c->dev->label,
+       (long long)((now - c->cts_wait_since) / 1000000000LL), advice);
+}
+
+/* One warning per stall of the connection, for the oldest request: the
+ * others wait behind it. */
 static void check_stall(struct ib_comm *c, struct ib_req *r) {
   int64_t limit = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
-  if (!limit || r->has_warned_stall || now_ns() - r->posted_ns < limit) return;
-  r->has_warned_stall = true;
-  WARN("%s of message %u with %s on %s has made no progress for %lld s. The peer may not have "
-       "reached this operation yet, or it is hung or unreachable",
-       r->is_send ? "send" : "receive", r->seq, c->base.peer.desc, c->dev->label,
-       (long long)((now_ns() - r->posted_ns) / 1000000000LL));
+  if (!limit || c->has_warned_stall || now_ns() - r->posted_ns < limit) return;
+  c->has_warned_stall = true;
+  char what[200], advice[400];
+  describe(r, what, sizeof(what));
+  if (r->is_flush)
+    snprintf(advice, sizeof(advice),
+             "It reads this host's own memory through the device: the "
+             "device or its driver does not complete work");
+  else stall_advice(c, r->is_send, advice, sizeof(advice));
+  WARN("%s with %s on %s has not completed in %lld s. %s", what, c->base.peer.desc, c->dev->label,
+       (long long)((now_ns() - r->posted_ns) / 1000000000LL), advice);
 }
 
 ncclResult_t ib_test(void *request, int *done, int *sizes) {
@@ -202,6 +272,7 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
     bytes += r->sizes[i];
   }
   ev_count(r->is_send ? C_BYTES_SENT : C_BYTES_RECV, bytes);
+  c->has_warned_stall = false; /* it moves again */
   ib_req_put(c, r);
   *done = 1;
   return ncclSuccess;

@@ -3,6 +3,7 @@
  * into the sender's FIFO) and iflush (an RDMA read on a queue pair
  * connected to itself, so GPU memory sees the data that landed). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,15 +26,18 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   for (int i = 0; i < n; i++) {
     struct ib_mh *mh = mhandles ? mhandles[i] : NULL;
-    if (!mh || mh->obj != OBJ_MR || (uintptr_t)data[i] < mh->addr ||
-        (uintptr_t)data[i] + sizes[i] > mh->addr + mh->len || sizes[i] > UINT32_MAX) {
+    /* A 0-byte receive needs no memory: the sender writes nothing there. */
+    bool is_empty = sizes[i] == 0 && !mh;
+    if (!is_empty &&
+        (!mh || mh->obj != OBJ_MR || (uintptr_t)data[i] < mh->addr ||
+         (uintptr_t)data[i] + sizes[i] > mh->addr + mh->len || sizes[i] > UINT32_MAX)) {
       WARN("irecv of %zu bytes from %s: buffer %d (%p) lies outside its registration (or the "
            "registration is not live)",
            sizes[i], xc->peer.desc, i, data[i]);
       return ncclInternalError;
     }
     e[i] = (struct ib_cts){(uintptr_t)data[i],
-                           mh->mr->rkey,
+                           is_empty ? 0 : mh->mr->rkey,
                            (uint32_t)sizes[i],
                            tags ? tags[i] : 0,
                            (uint32_t)n,
@@ -49,6 +53,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   r->seq = seq;
   r->n = n;
   for (int i = 0; i < n; i++) r->is_gpu |= ((struct ib_mh *)mhandles[i])->is_gpu;
+  r->tag = tags ? tags[0] : 0;
+  for (int i = 0; i < n; i++) r->bytes += sizes[i];
   struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
   int err = ibv_post_recv(q->qp, &rwr, &rbad);
@@ -60,8 +66,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   wr.opcode = IBV_WR_RDMA_WRITE;
   wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(*e);
   wr.wr.rdma.rkey = c->peer_fifo_rkey;
-  /* Unsignaled writes leave the send queue only behind a signaled one. An
-   * unsignaled write still completes when it fails: its wr_id names it. */
+  /* Unsignaled writes leave the send queue only behind a signaled one; an
+   * unsignaled one that fails still completes, under this wr_id. */
   wr.wr_id = WR_ID(WR_CTS, slot);
   if (++c->cts_count % IB_CTS_SIGNAL_EVERY == 0) wr.send_flags = IBV_SEND_SIGNALED;
   if (!err) err = ibv_post_send(q->qp, &wr, &bad);
@@ -149,6 +155,8 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
   }
   r->n = 0;
   r->is_gpu = mh->is_gpu; /* the read's source */
+  r->is_flush = true;
+  r->seq = c->flush_seq;
   c->flush_reqs[slot] = r;
   c->flush_seq++;
   *request = r;

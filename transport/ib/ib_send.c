@@ -69,9 +69,10 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   if (ready == SLOT_WAITING) {
     /* NCCL calls again; meanwhile a receiver that died must not leave it
      * waiting for an entry that never comes. */
-    if (!ib_poll(c)) ib_check_peer(c);
+    if (!ib_poll(c) && !ib_check_peer(c)) ib_check_cts_wait(c, seq, size, tag);
     return transport_result(c->is_failed ? c->fail_err : 0);
   }
+  c->cts_wait_since = 0;
   struct ib_slot *sl = &c->slots[slot];
   if (sl->is_posted) { /* its previous use has not completed yet */
     ib_poll(c);
@@ -102,6 +103,8 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   r->is_send = true;
   r->seq = seq;
   r->n = 1;
+  r->bytes = size;
+  r->tag = tag;
   r->sizes[0] = (int)size;
   r->is_gpu = mh && mh->is_gpu;
   sl->is_used[i] = true;

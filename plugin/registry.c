@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* See registry.h. Lookups read a slot's sequence (acquire), its fields,
+ * and the sequence again: a slot retired and reused meanwhile reads as
+ * stale, never as someone else's object. */
+#include "plugin/registry.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+_Static_assert(sizeof(void *) == 8, "ids are 64-bit values");
+
+#define ID_MARK 0xd1ull
+#define MARK_SHIFT 56
+#define KIND_SHIFT 53
+#define SLOT_SHIFT 29
+#define SLOT_MASK ((1u << 24) - 1)
+#define GEN_MASK ((1u << 29) - 1)
+#define REQ_GEN_BITS 21
+#define REQ_GEN_MASK ((1u << REQ_GEN_BITS) - 1)
+
+#define CHUNK 1024
+#define COMM_CHUNKS 1024 /* a million comms */
+#define MR_CHUNKS 4096   /* four million registrations */
+
+_Static_assert(REGISTRY_REQS_PER_COMM <= 256, "a request id has 8 bits for its slot");
+
+struct req_slot {
+  _Atomic uint32_t seq; /* odd while live */
+  _Atomic(void *) req;
+  int next_free;
+};
+
+struct comm_entry {
+  _Atomic uint32_t seq; /* odd while live */
+  _Atomic unsigned kind;
+  _Atomic(void *) obj;
+  /* Allocated when the slot first holds a send or receive comm and kept
+   * across reuse, so the generations of its requests keep counting. */
+  _Atomic(struct req_slot *) reqs;
+  int req_free;  /* free request slots: the comm's driving thread */
+  int next_free; /* free comm slots: under the lock */
+};
+
+struct mr_entry {
+  _Atomic uint32_t seq; /* odd while live */
+  _Atomic(void *) mh;
+  _Atomic uintptr_t base;
+  _Atomic size_t len;
+  _Atomic(const void *) comm;
+  int next_free;
+};
+
+struct table {
+  int nchunks;
+  size_t entry_size;
+  _Atomic(void *) *chunks;
+  _Atomic int used; /* slots handed out at least once */
+  int free_head;    /* -1: none */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic(void *) comm_chunks[COMM_CHUNKS];
+static _Atomic(void *) mr_chunks[MR_CHUNKS];
+static struct table comms = {COMM_CHUNKS, sizeof(struct comm_entry), comm_chunks, 0, -1};
+static struct table mrs = {MR_CHUNKS, sizeof(struct mr_entry), mr_chunks, 0, -1};
+
+static void *make_id(enum registry_kind kind, uint32_t slot, uint32_t low) {
+  uint64_t v = ID_MARK << MARK_SHIFT | (uint64_t)kind << KIND_SHIFT |
+               (uint64_t)(slot & SLOT_MASK) << SLOT_SHIFT | (low & GEN_MASK);
+  return (void *)(uintptr_t)v;
+}
+
+/* Whether id is one of ours of this kind: its slot and low bits. */
+static enum registry_miss split_id(const void *id, unsigned kinds, unsigned *kind, uint32_t *slot,
+                                   uint32_t *low) {
+  uint64_t v = (uint64_t)(uintptr_t)id;
+  unsigned k = (unsigned)(v >> KIND_SHIFT) & 7;
+  *kind = k;
+  if (v >> MARK_SHIFT != ID_MARK || k < RK_LISTEN || k > RK_REQ) return RM_NOT_OURS;
+  *slot = (uint32_t)(v >> SLOT_SHIFT) & SLOT_MASK;
+  *low = (uint32_t)v & GEN_MASK;
+  return RK_BIT(k) & kinds ? RM_NONE : RM_KIND;
+}
+
+static void *entry(struct table *t, uint32_t slot) {
+  if ((int)slot >= atomic_load_explicit(&t->used, memory_order_acquire)) return NULL;
+  char *chunk = atomic_load_explicit(&t->chunks[slot / CHUNK], memory_order_acquire);
+  return chunk ? chunk + (slot % CHUNK) * t->entry_size : NULL;
+}
+
+static int *next_free(struct table *t, void *e) {
+  return t == &comms ? &((struct comm_entry *)e)->next_free : &((struct mr_entry *)e)->next_free;
+}
+
+/* A slot to fill, under the lock: -1 when the table is full or out of memory. */
+static int slot_alloc(struct table *t) {
+  if (t->free_head >= 0) {
+    int s = t->free_head;
+    t->free_head = *next_free(t, entry(t, (uint32_t)s));
+    return s;
+  }
+  int s = atomic_load_explicit(&t->used, memory_order_relaxed);
+  if (s >= t->nchunks * CHUNK) return -1;
+  if (!atomic_load_explicit(&t->chunks[s / CHUNK], memory_order_relaxed)) {
+    void *chunk = calloc(CHUNK, t->entry_size);
+    if (!chunk) return -1;
+    atomic_store_explicit(&t->chunks[s / CHUNK], chunk, memory_order_release);
+  }
+  atomic_store_explicit(&t->used, s + 1, memory_order_release);
+  return s;
+}
+
+static void slot_free(struct table *t, int s) {
+  *next_free(t, entry(t, (uint32_t)s)) = t->free_head;
+  t->free_head = s;
+}
+
+/* The sequence a live slot has for an id's generation: 0 when not live. */
+static bool seq_matches(uint32_t seq, uint32_t gen, uint32_t mask) {
+  return (seq & 1) && (seq & mask) == gen;
+}
+
+static void reset_requests(struct comm_entry *e) {
+  struct req_slot *r = atomic_load_explicit(&e->reqs, memory_order_relaxed);
+  if (!r) return;
+  for (int i = 0; i < REGISTRY_REQS_PER_COMM; i++) {
+    uint32_t s = atomic_load_explicit(&r[i].seq, memory_order_relaxed);
+    if (s & 1) atomic_store_explicit(&r[i].seq, s + 1, memory_order_release);
+    r[i].next_free = i + 1 < REGISTRY_REQS_PER_COMM ? i + 1 : -1;
+  }
+  e->req_free = 0;
+}
+
+enum registry_miss registry_comm_add(enum registry_kind kind, void *obj, void **id) {
+  *id = NULL;
+  pthread_mutex_lock(&lock);
+  int s = slot_alloc(&comms);
+  struct comm_entry *e = s >= 0 ? entry(&comms, (uint32_t)s) : NULL;
+  if (e && kind != RK_LISTEN && !atomic_load_explicit(&e->reqs, memory_order_relaxed)) {
+    struct req_slot *r = calloc(REGISTRY_REQS_PER_COMM, sizeof(*r));
+    if (r) atomic_store_explicit(&e->reqs, r, memory_order_release);
+    else slot_free(&comms, s), e = NULL;
+  }
+  if (e) {
+    reset_requests(e);
+    atomic_store_explicit(&e->kind, (unsigned)kind, memory_order_relaxed);
+    atomic_store_explicit(&e->obj, obj, memory_order_relaxed);
+    uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&e->seq, seq, memory_order_release);
+    *id = make_id(kind, (uint32_t)s, seq & GEN_MASK);
+  }
+  pthread_mutex_unlock(&lock);
+  return e ? RM_NONE : RM_EXHAUSTED;
+}
+
+static struct comm_entry *comm_entry_of(const void *id, unsigned kinds, enum registry_kind *kind,
+                                        void **obj, enum registry_miss *miss) {
+  unsigned k = 0;
+  uint32_t slot = 0, gen = 0;
+  *miss = split_id(id, RK_BIT(RK_LISTEN) | RK_COMMS, &k, &slot, &gen);
+  if (kind) *kind = (enum registry_kind)k;
+  if (*miss) return NULL;
+  struct comm_entry *e = entry(&comms, slot);
+  uint32_t seq = e ? atomic_load_explicit(&e->seq, memory_order_acquire) : 0;
+  if (!e || !(gen & 1)) {
+    *miss = RM_NOT_OURS;
+    return NULL;
+  }
+  *obj = atomic_load_explicit(&e->obj, memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  if (!seq_matches(seq, gen, GEN_MASK) ||
+      atomic_load_explicit(&e->seq, memory_order_relaxed) != seq) {
+    *miss = RM_STALE;
+    return NULL;
+  }
+  *miss = RK_BIT(k) & kinds ? RM_NONE : RM_KIND;
+  return *miss ? NULL : e;
+}
+
+void *registry_comm_get(const void *id, unsigned kinds, enum registry_kind *kind,
+                        enum registry_miss *miss) {
+  void *obj = NULL;
+  return comm_entry_of(id, kinds, kind, &obj, miss) ? obj : NULL;
+}
+
+void *registry_comm_take(const void *id, unsigned kinds, enum registry_kind *kind,
+                         enum registry_miss *miss) {
+  void *obj = NULL;
+  pthread_mutex_lock(&lock);
+  struct comm_entry *e = comm_entry_of(id, kinds, kind, &obj, miss);
+  if (e) {
+    atomic_store_explicit(&e->seq, atomic_load_explicit(&e->seq, memory_order_relaxed) + 1,
+                          memory_order_release);
+    reset_requests(e);
+    slot_free(&comms, (int)(((uint64_t)(uintptr_t)id >> SLOT_SHIFT) & SLOT_MASK));
+  }
+  pthread_mutex_unlock(&lock);
+  return e ? obj : NULL;
+}
+
+enum registry_miss registry_mr_add(const void *comm, const struct registry_mr *mr, void **id) {
+  *id = NULL;
+  pthread_mutex_lock(&lock);
+  int s = slot_alloc(&mrs);
+  if (s >= 0) {
+    struct mr_entry *e = entry(&mrs, (uint32_t)s);
+    atomic_store_explicit(&e->mh, mr->mh, memory_order_relaxed);
+    atomic_store_explicit(&e->base, mr->base, memory_order_relaxed);
+    atomic_store_explicit(&e->len, mr->len, memory_order_relaxed);
+    atomic_store_explicit(&e->comm, comm, memory_order_relaxed);
+    uint32_t seq = atomic_load_explicit(&e->seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&e->seq, seq, memory_order_release);
+    *id = make_id(RK_MR, (uint32_t)s, seq & GEN_MASK);
+  }
+  pthread_mutex_unlock(&lock);
+  return s >= 0 ? RM_NONE : RM_EXHAUSTED;
+}
+
+static struct mr_entry *mr_entry_of(const void *comm, const void *id, struct registry_mr *out,
+                                    enum registry_miss *miss) {
+  unsigned k;
+  uint32_t slot = 0, gen = 0;
+  *miss = split_id(id, RK_BIT(RK_MR), &k, &slot, &gen);
+  if (*miss) return NULL;
+  struct mr_entry *e = entry(&mrs, slot);
+  uint32_t seq = e ? atomic_load_explicit(&e->seq, memory_order_acquire) : 0;
+  if (!e || !(gen & 1)) {
+    *miss = RM_NOT_OURS;
+    return NULL;
+  }
+  out->mh = atomic_load_explicit(&e->mh, memory_order_relaxed);
+  out->base = atomic_load_explicit(&e->base, memory_order_relaxed);
+  out->len = atomic_load_explicit(&e->len, memory_order_relaxed);
+  out->comm = atomic_load_explicit(&e->comm, memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  if (!seq_matches(seq, gen, GEN_MASK) ||
+      atomic_load_explicit(&e->seq, memory_order_relaxed) != seq) {
+    *miss = RM_STALE;
+    return NULL;
+  }
+  *miss = out->comm == comm ? RM_NONE : RM_FOREIGN;
+  return e;
+}
+
+enum registry_miss registry_mr_get(const void *comm, const void *id, struct registry_mr *out) {
+  enum registry_miss miss;
+  mr_entry_of(comm, id, out, &miss);
+  return miss;
+}
+
+enum registry_miss registry_mr_take(const void *comm, const void *id, struct registry_mr *out) {
+  enum registry_miss miss;
+  pthread_mutex_lock(&lock);
+  struct mr_entry *e = mr_entry_of(comm, id, out, &miss);
+  if (e && miss == RM_NONE) {
+    atomic_store_explicit(&e->seq, atomic_load_explicit(&e->seq, memory_order_relaxed) + 1,
+                          memory_order_release);
+    slot_free(&mrs, (int)(((uint64_t)(uintptr_t)id >> SLOT_SHIFT) & SLOT_MASK));
+  }
+  pthread_mutex_unlock(&lock);
+  return miss;
+}
+
+enum registry_miss registry_req_add(const void *comm, void *req, void **id) {
+  uint32_t cslot = (uint32_t)((uint64_t)(uintptr_t)comm >> SLOT_SHIFT) & SLOT_MASK;
+  struct comm_entry *e = entry(&comms, cslot);
+  struct req_slot *r = e ? atomic_load_explicit(&e->reqs, memory_order_acquire) : NULL;
+  *id = NULL;
+  if (!r || e->req_free < 0) return RM_EXHAUSTED;
+  int i = e->req_free;
+  e->req_free = r[i].next_free;
+  atomic_store_explicit(&r[i].req, req, memory_order_relaxed);
+  uint32_t seq = atomic_load_explicit(&r[i].seq, memory_order_relaxed) + 1;
+  atomic_store_explicit(&r[i].seq, seq, memory_order_release);
+  *id = make_id(RK_REQ, cslot, (uint32_t)i << REQ_GEN_BITS | (seq & REQ_GEN_MASK));
+  return RM_NONE;
+}
+
+static struct req_slot *req_slot_of(const void *id, struct comm_entry **ce, uint32_t *seq,
+                                    enum registry_miss *miss) {
+  unsigned k;
+  uint32_t slot = 0, low = 0;
+  *miss = split_id(id, RK_BIT(RK_REQ), &k, &slot, &low);
+  if (*miss) return NULL;
+  struct comm_entry *e = entry(&comms, slot);
+  struct req_slot *r = e ? atomic_load_explicit(&e->reqs, memory_order_acquire) : NULL;
+  uint32_t i = low >> REQ_GEN_BITS, gen = low & REQ_GEN_MASK;
+  if (!r || i >= REGISTRY_REQS_PER_COMM || !(gen & 1)) {
+    *miss = RM_NOT_OURS;
+    return NULL;
+  }
+  *seq = atomic_load_explicit(&r[i].seq, memory_order_acquire);
+  if (!seq_matches(*seq, gen, REQ_GEN_MASK)) {
+    *miss = RM_STALE;
+    return NULL;
+  }
+  *ce = e;
+  return &r[i];
+}
+
+void *registry_req_get(const void *id, enum registry_miss *miss) {
+  struct comm_entry *e;
+  uint32_t seq;
+  struct req_slot *r = req_slot_of(id, &e, &seq, miss);
+  if (!r) return NULL;
+  void *req = atomic_load_explicit(&r->req, memory_order_relaxed);
+  atomic_thread_fence(memory_order_acquire);
+  if (atomic_load_explicit(&r->seq, memory_order_relaxed) != seq) {
+    *miss = RM_STALE;
+    return NULL;
+  }
+  return req;
+}
+
+void registry_req_done(const void *id) {
+  struct comm_entry *e;
+  uint32_t seq;
+  enum registry_miss miss;
+  struct req_slot *r = req_slot_of(id, &e, &seq, &miss);
+  if (!r) return;
+  atomic_store_explicit(&r->seq, seq + 1, memory_order_release);
+  struct req_slot *base = atomic_load_explicit(&e->reqs, memory_order_relaxed);
+  r->next_free = e->req_free;
+  e->req_free = (int)(r - base);
+}
