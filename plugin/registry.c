@@ -25,6 +25,11 @@ _Static_assert(sizeof(void *) == 8, "ids are 64-bit values");
 
 _Static_assert(REGISTRY_REQS_PER_COMM <= 256, "a request id has 8 bits for its slot");
 
+/* A comm's request slots come in chunks, added as its requests in flight
+ * grow: an idle comm holds one chunk, not the most it could use. */
+#define REQ_CHUNK 16
+#define REQ_CHUNKS (REGISTRY_REQS_PER_COMM / REQ_CHUNK)
+
 struct req_slot {
   _Atomic uint32_t seq; /* odd while live */
   _Atomic(void *) req;
@@ -35,10 +40,11 @@ struct comm_entry {
   _Atomic uint32_t seq; /* odd while live */
   _Atomic unsigned kind;
   _Atomic(void *) obj;
-  /* Allocated when the slot first holds a send or receive comm and kept
-   * across reuse, so the generations of its requests keep counting. */
-  _Atomic(struct req_slot *) reqs;
-  int req_free;  /* free request slots: the comm's driving thread */
+  /* Allocated as the comm's requests first need them and kept across
+   * reuse, so the generations of its requests keep counting. */
+  _Atomic(struct req_slot *) req_chunks[REQ_CHUNKS];
+  int req_used;  /* slots handed out at least once: the comm's driving thread */
+  int req_free;  /* freed slots to reuse first, -1 none: the same thread */
   int next_free; /* free comm slots: under the lock */
 };
 
@@ -121,15 +127,22 @@ static bool seq_matches(uint32_t seq, uint32_t gen, uint32_t mask) {
   return (seq & 1) && (seq & mask) == gen;
 }
 
+/* Request slot i of a comm: NULL when its chunk was never needed. */
+static struct req_slot *req_at(struct comm_entry *e, uint32_t i) {
+  struct req_slot *c = i < REGISTRY_REQS_PER_COMM
+                         ? atomic_load_explicit(&e->req_chunks[i / REQ_CHUNK], memory_order_acquire)
+                         : NULL;
+  return c ? &c[i % REQ_CHUNK] : NULL;
+}
+
 static void reset_requests(struct comm_entry *e) {
-  struct req_slot *r = atomic_load_explicit(&e->reqs, memory_order_relaxed);
-  if (!r) return;
-  for (int i = 0; i < REGISTRY_REQS_PER_COMM; i++) {
-    uint32_t s = atomic_load_explicit(&r[i].seq, memory_order_relaxed);
-    if (s & 1) atomic_store_explicit(&r[i].seq, s + 1, memory_order_release);
-    r[i].next_free = i + 1 < REGISTRY_REQS_PER_COMM ? i + 1 : -1;
+  for (int i = 0; i < e->req_used; i++) {
+    struct req_slot *r = req_at(e, (uint32_t)i);
+    uint32_t s = atomic_load_explicit(&r->seq, memory_order_relaxed);
+    if (s & 1) atomic_store_explicit(&r->seq, s + 1, memory_order_release);
+    r->next_free = i + 1 < e->req_used ? i + 1 : -1;
   }
-  e->req_free = 0;
+  e->req_free = e->req_used ? 0 : -1;
 }
 
 enum registry_miss registry_comm_add(enum registry_kind kind, void *obj, void **id) {
@@ -137,11 +150,6 @@ enum registry_miss registry_comm_add(enum registry_kind kind, void *obj, void **
   pthread_mutex_lock(&lock);
   int s = slot_alloc(&comms);
   struct comm_entry *e = s >= 0 ? entry(&comms, (uint32_t)s) : NULL;
-  if (e && kind != RK_LISTEN && !atomic_load_explicit(&e->reqs, memory_order_relaxed)) {
-    struct req_slot *r = calloc(REGISTRY_REQS_PER_COMM, sizeof(*r));
-    if (r) atomic_store_explicit(&e->reqs, r, memory_order_release);
-    else slot_free(&comms, s), e = NULL;
-  }
   if (e) {
     reset_requests(e);
     atomic_store_explicit(&e->kind, (unsigned)kind, memory_order_relaxed);
@@ -262,47 +270,67 @@ enum registry_miss registry_mr_take(const void *comm, const void *id, struct reg
   return miss;
 }
 
+/* A request slot for the comm's driving thread: a freed one, else the
+ * next never used, with its chunk added when it is the first of one; -1
+ * when all are in flight or memory is short. */
+static int req_slot_alloc(struct comm_entry *e) {
+  if (e->req_free >= 0) {
+    int i = e->req_free;
+    e->req_free = req_at(e, (uint32_t)i)->next_free;
+    return i;
+  }
+  int i = e->req_used;
+  if (i >= REGISTRY_REQS_PER_COMM) return -1;
+  if (!req_at(e, (uint32_t)i)) {
+    struct req_slot *c = calloc(REQ_CHUNK, sizeof(*c));
+    if (!c) return -1;
+    atomic_store_explicit(&e->req_chunks[i / REQ_CHUNK], c, memory_order_release);
+  }
+  e->req_used = i + 1;
+  return i;
+}
+
 enum registry_miss registry_req_add(const void *comm, void *req, void **id) {
   uint32_t cslot = (uint32_t)((uint64_t)(uintptr_t)comm >> SLOT_SHIFT) & SLOT_MASK;
   struct comm_entry *e = entry(&comms, cslot);
-  struct req_slot *r = e ? atomic_load_explicit(&e->reqs, memory_order_acquire) : NULL;
   *id = NULL;
-  if (!r || e->req_free < 0) return RM_EXHAUSTED;
-  int i = e->req_free;
-  e->req_free = r[i].next_free;
-  atomic_store_explicit(&r[i].req, req, memory_order_relaxed);
-  uint32_t seq = atomic_load_explicit(&r[i].seq, memory_order_relaxed) + 1;
-  atomic_store_explicit(&r[i].seq, seq, memory_order_release);
+  int i = e ? req_slot_alloc(e) : -1;
+  if (i < 0) return RM_EXHAUSTED;
+  struct req_slot *r = req_at(e, (uint32_t)i);
+  atomic_store_explicit(&r->req, req, memory_order_relaxed);
+  uint32_t seq = atomic_load_explicit(&r->seq, memory_order_relaxed) + 1;
+  atomic_store_explicit(&r->seq, seq, memory_order_release);
   *id = make_id(RK_REQ, cslot, (uint32_t)i << REQ_GEN_BITS | (seq & REQ_GEN_MASK));
   return RM_NONE;
 }
 
-static struct req_slot *req_slot_of(const void *id, struct comm_entry **ce, uint32_t *seq,
-                                    enum registry_miss *miss) {
+static struct req_slot *req_slot_of(const void *id, struct comm_entry **ce, uint32_t *index,
+                                    uint32_t *seq, enum registry_miss *miss) {
   unsigned k;
   uint32_t slot = 0, low = 0;
   *miss = split_id(id, RK_BIT(RK_REQ), &k, &slot, &low);
   if (*miss) return NULL;
   struct comm_entry *e = entry(&comms, slot);
-  struct req_slot *r = e ? atomic_load_explicit(&e->reqs, memory_order_acquire) : NULL;
   uint32_t i = low >> REQ_GEN_BITS, gen = low & REQ_GEN_MASK;
-  if (!r || i >= REGISTRY_REQS_PER_COMM || !(gen & 1)) {
+  struct req_slot *r = e && (gen & 1) ? req_at(e, i) : NULL;
+  if (!r) {
     *miss = RM_NOT_OURS;
     return NULL;
   }
-  *seq = atomic_load_explicit(&r[i].seq, memory_order_acquire);
+  *seq = atomic_load_explicit(&r->seq, memory_order_acquire);
   if (!seq_matches(*seq, gen, REQ_GEN_MASK)) {
     *miss = RM_STALE;
     return NULL;
   }
   *ce = e;
-  return &r[i];
+  *index = i;
+  return r;
 }
 
 void *registry_req_get(const void *id, enum registry_miss *miss) {
   struct comm_entry *e;
-  uint32_t seq;
-  struct req_slot *r = req_slot_of(id, &e, &seq, miss);
+  uint32_t i, seq;
+  struct req_slot *r = req_slot_of(id, &e, &i, &seq, miss);
   if (!r) return NULL;
   void *req = atomic_load_explicit(&r->req, memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);
@@ -315,12 +343,11 @@ void *registry_req_get(const void *id, enum registry_miss *miss) {
 
 void registry_req_done(const void *id) {
   struct comm_entry *e;
-  uint32_t seq;
+  uint32_t i, seq;
   enum registry_miss miss;
-  struct req_slot *r = req_slot_of(id, &e, &seq, &miss);
+  struct req_slot *r = req_slot_of(id, &e, &i, &seq, &miss);
   if (!r) return;
   atomic_store_explicit(&r->seq, seq + 1, memory_order_release);
-  struct req_slot *base = atomic_load_explicit(&e->reqs, memory_order_relaxed);
   r->next_free = e->req_free;
-  e->req_free = (int)(r - base);
+  e->req_free = (int)i;
 }

@@ -101,6 +101,10 @@ void case_truncation(struct side *s) {
       snprintf(b, sizeof(b), "holds %zu bytes", cap);
       const char *w = log_find(NCCL_LOG_WARN, a);
       CHECK(w && strstr(w, b), "the WARN must name both sizes (%s, %s): %s", a, b, w ? w : "none");
+      /* Both sides run with the same settings: the application's calls. */
+      CHECK(w && strstr(w, "so the application posts mismatched sizes"),
+            "with the same settings the WARN must name the application's calls: %s",
+            w ? w : "none");
     }
     ctl_sync(s);
   }
