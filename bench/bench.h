@@ -14,6 +14,7 @@
 #ifndef DIAG_BENCH_H
 #define DIAG_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -27,7 +28,7 @@
 #define BENCH_MAX_SHAPES 6
 #define RAW_MAX_THREADS 64 /* a baseline shape of more threads per rank is not run */
 
-enum bench_engine { ENG_PLUGIN, ENG_RAW, ENG_COMPARE, ENG_COUNT };
+enum bench_engine { ENGINE_PLUGIN, ENGINE_RAW, ENGINE_COMPARE, ENGINE_COUNT };
 enum bench_mode { MODE_UNI, MODE_BIDIR, MODE_LAT, MODE_COUNT };
 enum bench_op { OP_LISTEN = 1, OP_CONNECT, OP_RUN, OP_QUIT };
 
@@ -38,9 +39,9 @@ enum bench_op { OP_LISTEN = 1, OP_CONNECT, OP_RUN, OP_QUIT };
  * plain-socket program with many connections would be written. */
 struct raw_shape {
   int nsocks;
-  int spin;
-  int shared; /* latency: both directions on one connection */
-  int event;
+  bool is_spinning;
+  bool is_shared; /* latency: both directions on one connection */
+  bool is_event;
 };
 
 /* Parent -> worker. One fixed-size record; OP_CONNECT is followed by the
@@ -56,20 +57,20 @@ struct bench_cmd {
   uint64_t size;
   uint64_t warm, iters; /* messages per comm and direction */
   uint32_t run_id;      /* salts the stamps, so stale data is caught */
-  int corrupt;          /* test hook: damage one received message */
+  bool is_corrupting;   /* test hook: damage one received message */
   int idle_us;          /* experiment: sleep this long instead of sched_yield() */
   /* OP_LISTEN: the comms of this block (closing the previous block's), and
    * how much buffer to prepare */
   int max_window;
   uint64_t max_size, max_mem;
-  int one_way; /* only rank 0 -> rank 1 comms: the block runs no mode that needs the others */
+  bool is_one_way; /* only rank 0 -> rank 1 comms: the block runs no mode that needs the others */
 };
 
 /* What a worker offers its peer at OP_LISTEN: this record, then ncomms
  * plugin handles and, with a compared plugin, ncomms of its handles. */
 struct bench_offer {
   int ncomms;
-  int has_compare;
+  bool has_compare;
   struct sockaddr_storage raw_addr;
   socklen_t raw_len;
 };
@@ -99,7 +100,7 @@ struct bench_res {
   int64_t cpu_drv_ns;  /* of the thread that called isend/irecv/test */
   int64_t cpu_cmd_ns;  /* of the process from "go" to this answer (checks included) */
   int threads;         /* the process's threads at the end of the run */
-  struct bench_usage usage[ENG_COUNT]; /* OP_CONNECT: what each engine's comms added */
+  struct bench_usage usage[ENGINE_COUNT]; /* OP_CONNECT: what each engine's comms added */
   uint32_t nlat;
 };
 
@@ -114,9 +115,9 @@ struct worker_cfg {
   const char *netns;   /* NULL = stay */
   const char *ifname;  /* NCCL_SOCKET_IFNAME for the plugin */
   const char *addr;    /* the raw baseline's address */
-  int rdma_only;       /* insist on an RDMA device (skip otherwise) */
+  bool is_rdma_only;   /* insist on an RDMA device (skip otherwise) */
   int cpu;             /* >= 0: pin the whole rank to this CPU */
-  int verbose;
+  bool is_verbose;
 };
 /* Runs in the forked child; returns its exit status. */
 int worker_main(const struct worker_cfg *cfg);
@@ -124,12 +125,12 @@ int worker_main(const struct worker_cfg *cfg);
 /* --- per-engine drivers (drv_plugin.c, drv_raw.c) ------------------------ */
 /* One direction of one comm in one run: its buffers and its record. */
 struct stream {
-  int send;
+  bool is_send;
   int comm;
   int peer_rank, my_rank;
   uint8_t *pool; /* window slots of `size` bytes */
   int64_t *done_ns;
-  int bad; /* first verification failure, described in err */
+  bool has_failed; /* verification: the first failure is described in err */
   char err[512];
 };
 
@@ -137,24 +138,25 @@ struct run_ctx {
   const struct bench_cmd *cmd;
   struct stream *streams;
   int nstreams;
-  int64_t *lat; /* out: latencies */
+  int64_t *lats; /* out: latencies */
   uint32_t nlat;
   int64_t cpu_drv_ns;
   char err[768];
 };
 
 /* --- verify.c ----------------------------------------------------------- */
-uint64_t pat_key(int sender_rank, int comm, int slot);
-void pat_fill(uint8_t *buf, size_t size, uint64_t key);
+uint64_t pattern_key(int sender_rank, int comm, int slot);
+void pattern_fill(uint8_t *buf, size_t size, uint64_t key);
 /* Stamps the first/last word of a message if they lie in [off, off+len):
  * each sender of a stripe stamps only its own bytes. */
-void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off, size_t len);
+void pattern_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off,
+                   size_t len);
 /* 1 = intact. Checks the stamps and a few sampled words; full = every word.
  * On failure *bad_off is the first wrong byte offset. */
-int pat_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
-              int full, size_t *bad_off);
+int pattern_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
+                  bool is_full, size_t *bad_off);
 /* For streams: check one completed message and record the first failure. */
-void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, int full);
+void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, bool is_full);
 
 /* --- stats.c ------------------------------------------------------------ */
 /* This process's threads, open descriptors and resident memory now (after
@@ -163,7 +165,7 @@ void usage_now(struct bench_usage *u);
 int64_t mono_ns(void);
 int64_t proc_cpu_ns(void);
 int64_t thread_cpu_ns(void);
-int64_t host_busy_ns(int with_irq);
+int64_t host_busy_ns(bool has_irq_time);
 double median(const double *v, int n);
 /* Sorts v in place; nearest-rank percentile, p in (0, 1]. */
 int64_t percentile(int64_t *v, size_t n, double p);

@@ -5,60 +5,62 @@
 #ifndef DIAG_BENCH_DRV_H
 #define DIAG_BENCH_DRV_H
 
+#include <stdbool.h>
+
 #include "bench/bench.h"
 #include "tools/netload.h"
 
 /* --- drv_plugin.c: a plugin through its ABI, driven like NCCL's proxy --- */
-struct plug {
-  struct netload nl;
-  int loaded, inited;
+struct plugin_driver {
+  struct netload net;
+  bool is_loaded, is_inited;
   int dev;
   int rank;
   int ncomms;
-  char desc[600]; /* "path, ABI vN \"name\", device D name" */
-  void **lcs;     /* ncomms of each: listens, send and receive comms, registrations */
-  void **scs, **rcs;
-  void **smhs, **rmhs;
-  int has_send, has_recv; /* the directions this rank holds in the block */
+  char desc[600];      /* "path, ABI vN \"name\", device D name" */
+  void **listen_comms; /* ncomms of each: listens, send and receive comms, registrations */
+  void **send_comms, **recv_comms;
+  void **send_mhandles, **recv_mhandles;
+  bool has_send, has_recv; /* the directions this rank holds in the block */
 };
 
 /* Loads and initialises the plugin at path (NULL: this build's) through
  * table abi (0: its newest) and picks the device. Returns 0, -1 on error, or 1 when there is
  * nothing to measure (err says why: a skip). */
-int plug_open(struct plug *p, const struct worker_cfg *cfg, const char *path, int abi, char *err,
-              size_t cap);
+int plugin_driver_open(struct plugin_driver *p, const struct worker_cfg *cfg, const char *path,
+                       int abi, char *err, size_t cap);
 /* Closes the previous block's comms, then (when this rank receives)
  * listens ncomms times, writing ncomms handles of BENCH_HANDLE_LEN bytes. */
-int plug_listen(struct plug *p, int ncomms, int has_send, int has_recv, uint8_t *handles, char *err,
-                size_t cap);
+int plugin_driver_listen(struct plugin_driver *p, int ncomms, bool has_send, bool has_recv,
+                         uint8_t *handles, char *err, size_t cap);
 /* Connects to the peer's handles while accepting the peer's connections,
  * then registers the buffer regions with every comm, as NCCL registers its
  * buffers. */
-int plug_connect(struct plug *p, const uint8_t *peer_handles, uint8_t *spool, uint8_t *rpool,
-                 size_t pool_len, char *err, size_t cap);
-int plug_run(struct plug *p, struct run_ctx *r);
+int plugin_driver_connect(struct plugin_driver *p, const uint8_t *peer_handles, uint8_t *spool,
+                          uint8_t *rpool, size_t pool_len, char *err, size_t cap);
+int plugin_driver_run(struct plugin_driver *p, struct run_ctx *r);
 /* Deregisters and closes the comms (the plugin stays loaded). */
-void plug_close_comms(struct plug *p);
-void plug_close(struct plug *p);
+void plugin_driver_close_comms(struct plugin_driver *p);
+void plugin_driver_close(struct plugin_driver *p);
 
 /* --- drv_raw.c: plain TCP sockets, the baseline --- */
-struct raw {
-  int ready;
+struct raw_driver {
+  bool is_ready;
   int rank;
-  int lfd;
+  int listen_fd;
   int ncomms, nsocks;
-  int has_send, has_recv; /* the directions this rank holds in the block */
-  int *sfds;              /* [comm * nsocks + sock]: this rank sends on them */
-  int *rfds;              /* and receives on these */
+  bool has_send, has_recv; /* the directions this rank holds in the block */
+  int *send_fds;           /* [comm * nsocks + sock]: this rank sends on them */
+  int *recv_fds;           /* and receives on these */
 };
 
 /* Closes the previous block's sockets, then listens for ncomms x nsocks. */
-int raw_listen(struct raw *w, int rank, const char *addr, int ncomms, int nsocks, int has_send,
-               int has_recv, struct bench_offer *o, char *err, size_t cap);
-int raw_connect(struct raw *w, const struct bench_offer *peer, char *err, size_t cap);
-int raw_run(struct raw *w, struct run_ctx *r);
+int raw_listen(struct raw_driver *w, int rank, const char *addr, int ncomms, int nsocks,
+               bool has_send, bool has_recv, struct bench_offer *o, char *err, size_t cap);
+int raw_connect(struct raw_driver *w, const struct bench_offer *peer, char *err, size_t cap);
+int raw_run(struct raw_driver *w, struct run_ctx *r);
 /* raw_event.c: the event shape (every comm on one thread, epoll). */
-int raw_run_event(struct raw *w, struct run_ctx *r);
-void raw_close(struct raw *w);
+int raw_run_event(struct raw_driver *w, struct run_ctx *r);
+void raw_close(struct raw_driver *w);
 
 #endif

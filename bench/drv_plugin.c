@@ -16,12 +16,12 @@
 
 #define RUN_TIMEOUT_NS (300LL * 1000000000LL)
 
-static int plug_verbose;
+static bool is_plugin_verbose;
 
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                    const char *fmt, ...) {
   (void)file, (void)line, (void)flags;
-  if (level > NCCL_LOG_WARN && !(plug_verbose && level == NCCL_LOG_INFO)) return;
+  if (level > NCCL_LOG_WARN && !(is_plugin_verbose && level == NCCL_LOG_INFO)) return;
   char msg[2048];
   va_list ap;
   va_start(ap, fmt);
@@ -32,21 +32,21 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char *fil
 
 /* A TCP device is named after its interface; an RDMA device after its HCA
  * port. The ABI has no transport field, so the name is what we have. */
-static int dev_is_rdma(const struct netload_props *pr) { return if_nametoindex(pr->name) == 0; }
+static bool is_rdma_dev(const struct netload_props *pr) { return if_nametoindex(pr->name) == 0; }
 
-int plug_open(struct plug *p, const struct worker_cfg *cfg, const char *path, int abi, char *err,
-              size_t cap) {
+int plugin_driver_open(struct plugin_driver *p, const struct worker_cfg *cfg, const char *path,
+                       int abi, char *err, size_t cap) {
   memset(p, 0, sizeof(*p));
   p->rank = cfg->rank;
-  plug_verbose = cfg->verbose;
-  if (netload_open(&p->nl, path, abi, err, cap)) return -1;
-  p->loaded = 1;
-  netload_init(&p->nl, logger); /* never fails by contract; devices says what is usable */
-  p->inited = 1;
+  is_plugin_verbose = cfg->is_verbose;
+  if (netload_open(&p->net, path, abi, err, cap)) return -1;
+  p->is_loaded = true;
+  netload_init(&p->net, logger); /* never fails by contract; devices says what is usable */
+  p->is_inited = true;
   int ndev = 0;
-  if (netload_devices(&p->nl, &ndev) || ndev <= 0) {
+  if (netload_devices(&p->net, &ndev) || ndev <= 0) {
     snprintf(err, cap, "the plugin offers no device (its WARN above says why)");
-    return cfg->rdma_only ? 1 : -1;
+    return cfg->is_rdma_only ? 1 : -1;
   }
   p->dev = cfg->dev >= 0 ? cfg->dev : 0;
   if (p->dev >= ndev) {
@@ -54,23 +54,23 @@ int plug_open(struct plug *p, const struct worker_cfg *cfg, const char *path, in
     return -1;
   }
   struct netload_props pr;
-  if (netload_props(&p->nl, p->dev, &pr)) {
+  if (netload_props(&p->net, p->dev, &pr)) {
     snprintf(err, cap, "getProperties(%d) failed", p->dev);
     return -1;
   }
-  if (cfg->rdma_only && !dev_is_rdma(&pr)) {
+  if (cfg->is_rdma_only && !is_rdma_dev(&pr)) {
     snprintf(err, cap, "the plugin offers no RDMA device (device %d is %s, a TCP interface)",
              p->dev, pr.name);
     return 1;
   }
-  snprintf(p->desc, sizeof(p->desc), "%s, ABI v%d \"%s\", device %d %s", p->nl.path, p->nl.version,
-           netload_name(&p->nl), p->dev, pr.name);
+  snprintf(p->desc, sizeof(p->desc), "%s, ABI v%d \"%s\", device %d %s", p->net.path,
+           p->net.version, netload_name(&p->net), p->dev, pr.name);
   return 0;
 }
 
-int plug_listen(struct plug *p, int ncomms, int has_send, int has_recv, uint8_t *handles, char *err,
-                size_t cap) {
-  plug_close_comms(p);
+int plugin_driver_listen(struct plugin_driver *p, int ncomms, bool has_send, bool has_recv,
+                         uint8_t *handles, char *err, size_t cap) {
+  plugin_driver_close_comms(p);
   p->has_send = has_send;
   p->has_recv = has_recv;
   void **all = calloc(5 * (size_t)ncomms, sizeof(void *));
@@ -78,13 +78,13 @@ int plug_listen(struct plug *p, int ncomms, int has_send, int has_recv, uint8_t 
     snprintf(err, cap, "out of memory for %d comms", ncomms);
     return -1;
   }
-  p->lcs = all, p->scs = all + ncomms, p->rcs = all + 2 * ncomms;
-  p->smhs = all + 3 * ncomms, p->rmhs = all + 4 * ncomms;
+  p->listen_comms = all, p->send_comms = all + ncomms, p->recv_comms = all + 2 * ncomms;
+  p->send_mhandles = all + 3 * ncomms, p->recv_mhandles = all + 4 * ncomms;
   p->ncomms = ncomms;
   for (int i = 0; i < ncomms && has_recv; i++) {
     uint8_t *h = handles + (size_t)i * BENCH_HANDLE_LEN;
     memset(h, 0, BENCH_HANDLE_LEN);
-    if (netload_listen(&p->nl, p->dev, h, &p->lcs[i]) || !p->lcs[i]) {
+    if (netload_listen(&p->net, p->dev, h, &p->listen_comms[i]) || !p->listen_comms[i]) {
       snprintf(err, cap, "listen %d of %d on device %d failed", i + 1, ncomms, p->dev);
       return -1;
     }
@@ -94,28 +94,31 @@ int plug_listen(struct plug *p, int ncomms, int has_send, int has_recv, uint8_t 
 
 /* NCCL connects and accepts each comm in turn, retrying the ones that are
  * not ready on its next pass. */
-static int connect_pass(struct plug *p, uint8_t *handles, int *left, char *err, size_t cap) {
+static int connect_pass(struct plugin_driver *p, uint8_t *handles, int *left, char *err,
+                        size_t cap) {
   *left = 0;
   for (int i = 0; i < p->ncomms; i++) {
-    if (p->has_send && !p->scs[i] &&
-        netload_connect(&p->nl, p->dev, handles + (size_t)i * BENCH_HANDLE_LEN, &p->scs[i])) {
+    if (p->has_send && !p->send_comms[i] &&
+        netload_connect(&p->net, p->dev, handles + (size_t)i * BENCH_HANDLE_LEN,
+                        &p->send_comms[i])) {
       snprintf(err, cap, "connect of comm %d failed", i);
       return -1;
     }
-    if (p->has_recv && !p->rcs[i] && netload_accept(&p->nl, p->lcs[i], &p->rcs[i])) {
+    if (p->has_recv && !p->recv_comms[i] &&
+        netload_accept(&p->net, p->listen_comms[i], &p->recv_comms[i])) {
       snprintf(err, cap, "accept of comm %d failed", i);
       return -1;
     }
-    if (p->rcs[i] && p->lcs[i]) { /* NCCL closes the listener at once */
-      netload_close_listen(&p->nl, p->lcs[i]);
-      p->lcs[i] = NULL;
+    if (p->recv_comms[i] && p->listen_comms[i]) { /* NCCL closes the listener at once */
+      netload_close_listen(&p->net, p->listen_comms[i]);
+      p->listen_comms[i] = NULL;
     }
-    *left += (p->has_send && !p->scs[i]) + (p->has_recv && !p->rcs[i]);
+    *left += (p->has_send && !p->send_comms[i]) + (p->has_recv && !p->recv_comms[i]);
   }
   return 0;
 }
 
-static int connect_all(struct plug *p, const uint8_t *peer, char *err, size_t cap) {
+static int connect_all(struct plugin_driver *p, const uint8_t *peer, char *err, size_t cap) {
   size_t len = (size_t)p->ncomms * BENCH_HANDLE_LEN;
   uint8_t *handles = malloc(len); /* NCCL's private, retried copy */
   if (!handles) {
@@ -139,14 +142,14 @@ static int connect_all(struct plug *p, const uint8_t *peer, char *err, size_t ca
   return rc;
 }
 
-int plug_connect(struct plug *p, const uint8_t *peer_handles, uint8_t *spool, uint8_t *rpool,
-                 size_t pool_len, char *err, size_t cap) {
+int plugin_driver_connect(struct plugin_driver *p, const uint8_t *peer_handles, uint8_t *spool,
+                          uint8_t *rpool, size_t pool_len, char *err, size_t cap) {
   if (connect_all(p, peer_handles, err, cap)) return -1;
   for (int i = 0; i < p->ncomms; i++) {
-    if ((p->scs[i] &&
-         netload_reg_mr(&p->nl, p->scs[i], spool, pool_len, NCCL_PTR_HOST, &p->smhs[i])) ||
-        (p->rcs[i] &&
-         netload_reg_mr(&p->nl, p->rcs[i], rpool, pool_len, NCCL_PTR_HOST, &p->rmhs[i]))) {
+    if ((p->send_comms[i] && netload_reg_mr(&p->net, p->send_comms[i], spool, pool_len,
+                                            NCCL_PTR_HOST, &p->send_mhandles[i])) ||
+        (p->recv_comms[i] && netload_reg_mr(&p->net, p->recv_comms[i], rpool, pool_len,
+                                            NCCL_PTR_HOST, &p->recv_mhandles[i]))) {
       snprintf(err, cap, "regMr of comm %d failed", i);
       return -1;
     }
@@ -155,30 +158,31 @@ int plug_connect(struct plug *p, const uint8_t *peer_handles, uint8_t *spool, ui
 }
 
 /* One connection's window as the driving thread sees it. */
-struct pq {
+struct plugin_queue {
   struct stream *s;
   void *comm, *mh;
   uint64_t posted, done;
   void *req[BENCH_MAX_WINDOW];
 };
 
-static int post(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err, size_t cap) {
+static int post(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
+                char *err, size_t cap) {
   uint64_t m = q->posted;
   int slot = (int)(m % (uint64_t)c->window);
   uint8_t *buf = q->s->pool + (size_t)slot * c->size;
   void *req = NULL;
   ncclResult_t r;
-  if (q->s->send) {
-    pat_stamp(buf, c->size, c->run_id, m, 0, c->size);
-    r = netload_isend(&p->nl, q->comm, buf, c->size, p->rank, q->mh, &req);
+  if (q->s->is_send) {
+    pattern_stamp(buf, c->size, c->run_id, m, 0, c->size);
+    r = netload_isend(&p->net, q->comm, buf, c->size, p->rank, q->mh, &req);
   } else {
     size_t sz = c->size;
     int tag = q->s->peer_rank;
-    r = netload_irecv(&p->nl, q->comm, 1, (void **)&buf, &sz, &tag, &q->mh, &req);
+    r = netload_irecv(&p->net, q->comm, 1, (void **)&buf, &sz, &tag, &q->mh, &req);
   }
   if (r) {
-    snprintf(err, cap, "%s of message %llu on comm %d returned %d", q->s->send ? "isend" : "irecv",
-             (unsigned long long)m, q->s->comm, r);
+    snprintf(err, cap, "%s of message %llu on comm %d returned %d",
+             q->s->is_send ? "isend" : "irecv", (unsigned long long)m, q->s->comm, r);
     return -1;
   }
   if (!req) return 0; /* "not now": NCCL retries on its next pass */
@@ -187,26 +191,26 @@ static int post(struct plug *p, struct pq *q, const struct bench_cmd *c, char *e
   return 1;
 }
 
-static int test_oldest(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err,
-                       size_t cap) {
+static int test_oldest(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
+                       char *err, size_t cap) {
   uint64_t m = q->done;
   int done = 0, sizes[NCCL_NET_MAX_REQUESTS] = {0};
-  ncclResult_t r = netload_test(&p->nl, q->req[m % (uint64_t)c->window], &done, sizes);
+  ncclResult_t r = netload_test(&p->net, q->req[m % (uint64_t)c->window], &done, sizes);
   if (r) {
     snprintf(err, cap, "test of message %llu on comm %d (%s) returned %d", (unsigned long long)m,
-             q->s->comm, q->s->send ? "send" : "recv", r);
+             q->s->comm, q->s->is_send ? "send" : "recv", r);
     return -1;
   }
   if (!done) return 0;
   q->s->done_ns[m] = mono_ns();
-  if (!q->s->send) {
-    if ((uint64_t)sizes[0] != c->size && !q->s->bad) {
-      q->s->bad = 1;
+  if (!q->s->is_send) {
+    if ((uint64_t)sizes[0] != c->size && !q->s->has_failed) {
+      q->s->has_failed = true;
       snprintf(q->s->err, sizeof(q->s->err),
                "DATA MISMATCH: comm %d message %llu: test() reports %d bytes, %llu were sent",
                q->s->comm, (unsigned long long)m, sizes[0], (unsigned long long)c->size);
     }
-    stream_check(q->s, c, m, 0);
+    stream_check(q->s, c, m, false);
   }
   q->done++;
   return 1;
@@ -214,11 +218,11 @@ static int test_oldest(struct plug *p, struct pq *q, const struct bench_cmd *c, 
 
 /* One pass: fill every window, test every oldest request until one is
  * not done. Returns 1 if anything moved, 0 if not, -1 on error. */
-static int pass(struct plug *p, struct pq *qs, int n, const struct bench_cmd *c, uint64_t total,
-                char *err, size_t cap) {
+static int pass(struct plugin_driver *p, struct plugin_queue *qs, int n, const struct bench_cmd *c,
+                uint64_t total, char *err, size_t cap) {
   int moved = 0;
   for (int i = 0; i < n; i++) {
-    struct pq *q = &qs[i];
+    struct plugin_queue *q = &qs[i];
     while (q->posted < total && q->posted - q->done < (uint64_t)c->window) {
       int r = post(p, q, c, err, cap);
       if (r < 0) return -1;
@@ -235,13 +239,13 @@ static int pass(struct plug *p, struct pq *qs, int n, const struct bench_cmd *c,
   return moved;
 }
 
-static void pq_init(struct plug *p, struct run_ctx *r, struct pq *qs) {
+static void plugin_queue_init(struct plugin_driver *p, struct run_ctx *r, struct plugin_queue *qs) {
   for (int i = 0; i < r->nstreams; i++) {
     struct stream *s = &r->streams[i];
     memset(&qs[i], 0, sizeof(qs[i]));
     qs[i].s = s;
-    qs[i].comm = s->send ? p->scs[s->comm] : p->rcs[s->comm];
-    qs[i].mh = s->send ? p->smhs[s->comm] : p->rmhs[s->comm];
+    qs[i].comm = s->is_send ? p->send_comms[s->comm] : p->recv_comms[s->comm];
+    qs[i].mh = s->is_send ? p->send_mhandles[s->comm] : p->recv_mhandles[s->comm];
   }
 }
 
@@ -253,15 +257,15 @@ static void no_progress(const struct bench_cmd *c) {
   else sched_yield();
 }
 
-static int run_bw(struct plug *p, struct run_ctx *r) {
+static int run_bw(struct plugin_driver *p, struct run_ctx *r) {
   const struct bench_cmd *c = r->cmd;
   uint64_t total = c->warm + c->iters;
-  struct pq *qs = calloc((size_t)r->nstreams, sizeof(*qs));
+  struct plugin_queue *qs = calloc((size_t)r->nstreams, sizeof(*qs));
   if (!qs) {
     snprintf(r->err, sizeof(r->err), "out of memory");
     return -1;
   }
-  pq_init(p, r, qs);
+  plugin_queue_init(p, r, qs);
   int64_t deadline = mono_ns() + RUN_TIMEOUT_NS;
   unsigned idle = 0;
   int rc = 0;
@@ -288,8 +292,8 @@ static int run_bw(struct plug *p, struct run_ctx *r) {
 }
 
 /* Polls one request of a connection until it is done. */
-static int wait_one(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err,
-                    size_t cap) {
+static int wait_one(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
+                    char *err, size_t cap) {
   int64_t deadline = mono_ns() + RUN_TIMEOUT_NS;
   for (unsigned n = 1;; n++) {
     int r = test_oldest(p, q, c, err, cap);
@@ -302,8 +306,8 @@ static int wait_one(struct plug *p, struct pq *q, const struct bench_cmd *c, cha
   }
 }
 
-static int post_retry(struct plug *p, struct pq *q, const struct bench_cmd *c, char *err,
-                      size_t cap) {
+static int post_retry(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
+                      char *err, size_t cap) {
   int r;
   while ((r = post(p, q, c, err, cap)) == 0) sched_yield();
   return r < 0 ? -1 : 0;
@@ -312,12 +316,13 @@ static int post_retry(struct plug *p, struct pq *q, const struct bench_cmd *c, c
 /* Ping-pong over a send comm and a receive comm (NCCL comms are one-way).
  * Rank 0 times each round trip from its isend to its irecv's completion;
  * its receive is posted before the clock starts, as NCCL posts ahead. */
-static int run_lat(struct plug *p, struct run_ctx *r) {
+static int run_lat(struct plugin_driver *p, struct run_ctx *r) {
   const struct bench_cmd *c = r->cmd;
   uint64_t total = c->warm + c->iters;
-  struct pq qs[2];
-  pq_init(p, r, qs);
-  struct pq *tx = qs[0].s->send ? &qs[0] : &qs[1], *rx = qs[0].s->send ? &qs[1] : &qs[0];
+  struct plugin_queue qs[2];
+  plugin_queue_init(p, r, qs);
+  struct plugin_queue *tx = qs[0].s->is_send ? &qs[0] : &qs[1],
+                      *rx = qs[0].s->is_send ? &qs[1] : &qs[0];
   char *err = r->err;
   size_t cap = sizeof(r->err);
   if (p->rank == 1 && post_retry(p, rx, c, err, cap)) return -1;
@@ -328,7 +333,7 @@ static int run_lat(struct plug *p, struct run_ctx *r) {
       if (post_retry(p, tx, c, err, cap) || wait_one(p, tx, c, err, cap) ||
           wait_one(p, rx, c, err, cap))
         return -1;
-      if (i >= c->warm) r->lat[r->nlat++] = rx->s->done_ns[i] - t;
+      if (i >= c->warm) r->lats[r->nlat++] = rx->s->done_ns[i] - t;
     } else {
       if (wait_one(p, rx, c, err, cap) || post_retry(p, tx, c, err, cap)) return -1;
       if (i + 1 < total && post_retry(p, rx, c, err, cap)) return -1;
@@ -338,29 +343,29 @@ static int run_lat(struct plug *p, struct run_ctx *r) {
   return 0;
 }
 
-int plug_run(struct plug *p, struct run_ctx *r) {
+int plugin_driver_run(struct plugin_driver *p, struct run_ctx *r) {
   int64_t t = thread_cpu_ns();
   int rc = r->cmd->mode == MODE_LAT ? run_lat(p, r) : run_bw(p, r);
   r->cpu_drv_ns = thread_cpu_ns() - t;
   return rc;
 }
 
-void plug_close_comms(struct plug *p) {
+void plugin_driver_close_comms(struct plugin_driver *p) {
   for (int i = 0; i < p->ncomms; i++) {
-    if (p->smhs[i]) netload_dereg_mr(&p->nl, p->scs[i], p->smhs[i]);
-    if (p->rmhs[i]) netload_dereg_mr(&p->nl, p->rcs[i], p->rmhs[i]);
-    if (p->scs[i]) netload_close_send(&p->nl, p->scs[i]);
-    if (p->rcs[i]) netload_close_recv(&p->nl, p->rcs[i]);
-    if (p->lcs[i]) netload_close_listen(&p->nl, p->lcs[i]);
+    if (p->send_mhandles[i]) netload_dereg_mr(&p->net, p->send_comms[i], p->send_mhandles[i]);
+    if (p->recv_mhandles[i]) netload_dereg_mr(&p->net, p->recv_comms[i], p->recv_mhandles[i]);
+    if (p->send_comms[i]) netload_close_send(&p->net, p->send_comms[i]);
+    if (p->recv_comms[i]) netload_close_recv(&p->net, p->recv_comms[i]);
+    if (p->listen_comms[i]) netload_close_listen(&p->net, p->listen_comms[i]);
   }
-  free(p->lcs); /* one allocation holds all five arrays */
-  p->lcs = p->scs = p->rcs = p->smhs = p->rmhs = NULL;
+  free(p->listen_comms); /* one allocation holds all five arrays */
+  p->listen_comms = p->send_comms = p->recv_comms = p->send_mhandles = p->recv_mhandles = NULL;
   p->ncomms = 0;
 }
 
-void plug_close(struct plug *p) {
-  plug_close_comms(p);
-  if (p->inited) netload_finalize(&p->nl);
-  if (p->loaded) netload_close(&p->nl);
+void plugin_driver_close(struct plugin_driver *p) {
+  plugin_driver_close_comms(p);
+  if (p->is_inited) netload_finalize(&p->net);
+  if (p->is_loaded) netload_close(&p->net);
   memset(p, 0, sizeof(*p));
 }

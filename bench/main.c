@@ -54,13 +54,13 @@ static const char usage_text[] =
   "  --plugin PATH  --abi 5..12  --dev N  -v\n"
   "Exit status: 0 measured and verified, 1 failed (bad data, errors), 77 skipped (said why).\n";
 
-static int parse_list(const char *s, uint64_t *out, int max, int sizes) {
+static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
   char buf[1024];
   snprintf(buf, sizeof(buf), "%s", s);
   int n = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == max) return -1;
-    uint64_t v = sizes ? parse_size(t) : strtoull(t, NULL, 10);
+    uint64_t v = are_sizes ? parse_size(t) : strtoull(t, NULL, 10);
     if (!v) return -1;
     out[n++] = v;
   }
@@ -69,7 +69,7 @@ static int parse_list(const char *s, uint64_t *out, int max, int sizes) {
 
 static int parse_ints(const char *s, int *out, int max, int lo, int hi) {
   uint64_t v[BENCH_MAX_SIZES];
-  int n = parse_list(s, v, max < BENCH_MAX_SIZES ? max : BENCH_MAX_SIZES, 0);
+  int n = parse_list(s, v, max < BENCH_MAX_SIZES ? max : BENCH_MAX_SIZES, false);
   for (int i = 0; i < n; i++) {
     if (v[i] < (uint64_t)lo || v[i] > (uint64_t)hi) return -1;
     out[i] = (int)v[i];
@@ -89,7 +89,7 @@ static int parse_shapes(const char *s, struct raw_shape *out) {
     if (n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS ||
         (*end && strcmp(end, "s") && strcmp(end, "e")) || (*end == 'e' && v != 1))
       return -1;
-    out[n++] = (struct raw_shape){(int)v, *end == 's', 0, *end == 'e'};
+    out[n++] = (struct raw_shape){(int)v, *end == 's', false, *end == 'e'};
   }
   return n;
 }
@@ -112,10 +112,11 @@ static void defaults(struct opts *o) {
   o->placement = "loopback";
   o->transport = "tcp";
   o->dev = -1;
-  o->baseline = 1;
+  o->has_baseline = true;
   for (int i = 0; i < MODE_COUNT; i++) o->modes[i] = 1;
-  o->nsizes = parse_list("8,64,512,4K,32K,256K,1M,4M,16M,64M,256M", o->sizes, BENCH_MAX_SIZES, 1);
-  o->nlat_sizes = parse_list("8,256,4K,64K", o->lat_sizes, BENCH_MAX_SIZES, 1);
+  o->nsizes =
+    parse_list("8,64,512,4K,32K,256K,1M,4M,16M,64M,256M", o->sizes, BENCH_MAX_SIZES, true);
+  o->nlat_sizes = parse_list("8,256,4K,64K", o->lat_sizes, BENCH_MAX_SIZES, true);
   o->comms[0] = 1;
   o->ncomms_list = 1;
   o->nraw_shapes = parse_shapes("1,2,4,1s,2s", o->raw_shapes);
@@ -138,9 +139,9 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--verbs-lib")) bad = setenv("NCCL_DIAG_IBVERBS_LIB", v, 1);
   else if (!strcmp(k, "--modes")) bad = parse_modes(v, o->modes);
   else if (!strcmp(k, "--sizes"))
-    bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, 1)) < 1;
+    bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, true)) < 1;
   else if (!strcmp(k, "--lat-sizes"))
-    bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, 1)) < 1;
+    bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, true)) < 1;
   else if (!strcmp(k, "--comms"))
     bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMM_COUNTS, 1, BENCH_MAX_COMMS)) < 1;
   else if (!strcmp(k, "--raw-shapes")) bad = (o->nraw_shapes = parse_shapes(v, o->raw_shapes)) < 1;
@@ -180,12 +181,13 @@ static int parse_args(struct opts *o, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
                   " %s", argv[i]);
-    if (!strcmp(argv[i], "-v")) o->verbose = 1;
-    else if (!strcmp(argv[i], "--no-baseline")) o->baseline = 0;
-    else if (!strcmp(argv[i], "--lat-one-conn")) o->lat_one_conn = 1;
-    else if (!strcmp(argv[i], "--wait-quiet")) o->wait_quiet = 1;
-    else if (!strcmp(argv[i], "--pin")) o->pin = 1;
-    else if (!strcmp(argv[i], "--corrupt")) o->corrupt = 1; /* test hook: proves checks bite */
+    if (!strcmp(argv[i], "-v")) o->is_verbose = true;
+    else if (!strcmp(argv[i], "--no-baseline")) o->has_baseline = false;
+    else if (!strcmp(argv[i], "--lat-one-conn")) o->is_lat_one_conn = true;
+    else if (!strcmp(argv[i], "--wait-quiet")) o->is_wait_quiet = true;
+    else if (!strcmp(argv[i], "--pin")) o->is_pinned = true;
+    else if (!strcmp(argv[i], "--corrupt"))
+      o->is_corrupting = true; /* test hook: proves checks bite */
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
     else if (i + 1 >= argc || option(o, argv[i], argv[i + 1])) {
       fprintf(stderr, "nccl-net-bench: bad option or value: %s%s%s\n", argv[i],
@@ -202,7 +204,7 @@ static int parse_args(struct opts *o, int argc, char **argv) {
     fprintf(stderr, "nccl-net-bench: sizes must be multiples of 8 bytes, at most 1G\n");
     return -1;
   }
-  if (!strcmp(o->transport, "ib")) o->baseline = 0; /* softverbs speed means nothing */
+  if (!strcmp(o->transport, "ib")) o->has_baseline = false; /* softverbs speed means nothing */
   return 0;
 }
 

@@ -18,11 +18,11 @@ static struct netns *active; /* what the signal handler removes */
 
 /* Runs `ip args...`; returns its exit status (127: not found). Only
  * fork/exec/wait, so the signal handler may use it too. */
-static int ip_run(char *const argv[], int quiet) {
+static int ip_run(char *const argv[], bool is_quiet) {
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
-    if (quiet) {
+    if (is_quiet) {
       int nul = open("/dev/null", O_WRONLY);
       if (nul >= 0) dup2(nul, 1), dup2(nul, 2);
     }
@@ -37,14 +37,14 @@ static int ip_run(char *const argv[], int quiet) {
 
 static void del_ns(const char *name) {
   char *argv[] = {"ip", "netns", "del", (char *)name, NULL};
-  ip_run(argv, 1);
+  ip_run(argv, true);
 }
 
 void netns_cleanup(struct netns *n) {
-  if (!n || !n->created) return;
+  if (!n || !n->is_created) return;
   del_ns(n->ns[0]);
   del_ns(n->ns[1]);
-  n->created = 0;
+  n->is_created = false;
   active = NULL;
 }
 
@@ -71,8 +71,8 @@ static int ip_steps(struct netns *n) {
     {"ip", "-n", n->ns[1], "link", "set", "lo", "up", NULL},
   };
   for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-    if (ip_run(steps[i], 0) != 0) return -1;
-    if (i == 1) n->created = 1; /* from here on there is something to remove */
+    if (ip_run(steps[i], false) != 0) return -1;
+    if (i == 1) n->is_created = true; /* from here on there is something to remove */
   }
   return 0;
 }
@@ -84,7 +84,7 @@ int netns_setup(struct netns *n, char *why, size_t cap) {
     return 1;
   }
   char *probe[] = {"ip", "-V", NULL};
-  if (ip_run(probe, 1) != 0) {
+  if (ip_run(probe, true) != 0) {
     snprintf(why, cap, "the ip command (iproute2) is not installed");
     return 1;
   }

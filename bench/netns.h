@@ -4,13 +4,14 @@
 #ifndef DIAG_BENCH_NETNS_H
 #define DIAG_BENCH_NETNS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct netns {
   char ns[2][32];   /* namespace names, one per rank */
   char veth[2][16]; /* the veth end inside each */
   char addr[2][16]; /* its IPv4 address */
-  int created;
+  bool is_created;
 };
 
 /* 0 = ready; 1 = cannot here (why says so: not root, no ip command);

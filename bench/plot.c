@@ -91,13 +91,13 @@ static void series(FILE *f, const struct axes *a, const struct report *rep, int 
   for (int i = 0; i < rep->nrows; i++) {
     const struct row *r = &rep->rows[i];
     if (r->mode != mode || r->ncomms != comms || pick(r, kind) < 0) continue;
-    fprintf(f, "%.1f,%.1f ", px(a, r->size), py(a, r->var[pick(r, kind)].m_gbps));
+    fprintf(f, "%.1f,%.1f ", px(a, r->size), py(a, r->variants[pick(r, kind)].m_gbps));
   }
   fprintf(f, "'/>\n");
   for (int i = 0; i < rep->nrows; i++) {
     const struct row *r = &rep->rows[i];
     if (r->mode != mode || r->ncomms != comms || pick(r, kind) < 0) continue;
-    double x = px(a, r->size), y = py(a, r->var[pick(r, kind)].m_gbps);
+    double x = px(a, r->size), y = py(a, r->variants[pick(r, kind)].m_gbps);
     if (kind == S_BASE)
       fprintf(f, "<rect x='%.1f' y='%.1f' width='7' height='7' fill='white' stroke='%s'/>\n",
               x - 3.5, y - 3.5, col);
@@ -123,8 +123,9 @@ static void limits(const struct report *rep, struct axes *a) {
     if (r->mode == MODE_LAT) continue;
     a->x0 = fmin(a->x0, log2((double)r->size));
     a->x1 = fmax(a->x1, log2((double)r->size));
-    for (int v = 0; v < r->nvar; v++)
-      if (r->var[v].m_gbps > 0) lo = fmin(lo, r->var[v].m_gbps), hi = fmax(hi, r->var[v].m_gbps);
+    for (int v = 0; v < r->nvariant; v++)
+      if (r->variants[v].m_gbps > 0)
+        lo = fmin(lo, r->variants[v].m_gbps), hi = fmax(hi, r->variants[v].m_gbps);
   }
   if (a->x0 > a->x1) a->x0 = 3, a->x1 = 28;
   if (hi <= 0) lo = 0.1, hi = 10;
@@ -158,7 +159,7 @@ int plot_svg(const struct report *rep, const char *path) {
       if (!have) continue;
       const char *col = colour[(mode * BENCH_MAX_COMM_COUNTS + b) % 8];
       for (int kind = S_PLUGIN; kind <= S_BASE; kind++) {
-        if ((kind == S_COMPARE && !rep->o->compare) || (kind == S_BASE && !rep->o->baseline))
+        if ((kind == S_COMPARE && !rep->o->compare) || (kind == S_BASE && !rep->o->has_baseline))
           continue;
         char text[64];
         series(f, &a, rep, mode, c, kind, col);

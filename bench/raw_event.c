@@ -48,28 +48,28 @@ static void enqueue(struct ev_run *v, int i) {
 static int step(struct ev_run *v, struct ev_stream *e, char *err, size_t cap) {
   const struct bench_cmd *c = v->c;
   uint8_t *buf = e->s->pool + (size_t)(e->m % (uint64_t)c->window) * c->size;
-  if (e->s->send && e->off == 0) pat_stamp(buf, c->size, c->run_id, e->m, 0, c->size);
+  if (e->s->is_send && e->off == 0) pattern_stamp(buf, c->size, c->run_id, e->m, 0, c->size);
   while (e->off < c->size) {
-    ssize_t n = e->s->send
+    ssize_t n = e->s->is_send
                   ? send(e->fd, buf + e->off, c->size - e->off, MSG_DONTWAIT | MSG_NOSIGNAL)
                   : recv(e->fd, buf + e->off, c->size - e->off, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return 0;
     if (n <= 0) {
-      snprintf(err, cap, "baseline comm %d %s: %s", e->s->comm, e->s->send ? "send" : "recv",
+      snprintf(err, cap, "baseline comm %d %s: %s", e->s->comm, e->s->is_send ? "send" : "recv",
                n < 0 ? strerror(errno) : "the peer closed the connection");
       return -1;
     }
     e->off += (size_t)n;
   }
   e->s->done_ns[e->m] = mono_ns();
-  if (!e->s->send) stream_check(e->s, c, e->m, 0);
+  if (!e->s->is_send) stream_check(e->s, c, e->m, false);
   e->off = 0;
   if (++e->m == v->total) v->left--;
   return 1;
 }
 
-static int setup(struct raw *w, struct run_ctx *r, struct ev_run *v, int ep) {
+static int setup(struct raw_driver *w, struct run_ctx *r, struct ev_run *v, int ep) {
   v->c = r->cmd;
   v->total = r->cmd->warm + r->cmd->iters;
   v->cap = r->nstreams;
@@ -83,8 +83,8 @@ static int setup(struct raw *w, struct run_ctx *r, struct ev_run *v, int ep) {
   for (int i = 0; i < r->nstreams; i++) {
     struct ev_stream *e = &v->es[i];
     e->s = &r->streams[i];
-    e->fd = (e->s->send ? w->sfds : w->rfds)[(size_t)e->s->comm * (size_t)w->nsocks];
-    struct epoll_event ev = {.events = EPOLLET | (e->s->send ? EPOLLOUT : EPOLLIN),
+    e->fd = (e->s->is_send ? w->send_fds : w->recv_fds)[(size_t)e->s->comm * (size_t)w->nsocks];
+    struct epoll_event ev = {.events = EPOLLET | (e->s->is_send ? EPOLLOUT : EPOLLIN),
                              .data.u32 = (uint32_t)i};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, e->fd, &ev)) {
       snprintf(r->err, sizeof(r->err), "baseline epoll_ctl: %s", strerror(errno));
@@ -123,7 +123,7 @@ static int drive(struct ev_run *v, int ep, char *err, size_t cap) {
   return 0;
 }
 
-int raw_run_event(struct raw *w, struct run_ctx *r) {
+int raw_run_event(struct raw_driver *w, struct run_ctx *r) {
   struct ev_run v = {0};
   int ep = epoll_create1(EPOLL_CLOEXEC);
   int64_t t = thread_cpu_ns();

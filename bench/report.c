@@ -25,24 +25,24 @@ static void medians(struct variant *v) {
 static double ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 void row_finish(struct row *r) {
-  for (int i = 0; i < r->nvar; i++) medians(&r->var[i]);
+  for (int i = 0; i < r->nvariant; i++) medians(&r->variants[i]);
   r->best = -1;
-  for (int i = r->first_raw; i < r->nvar; i++) {
-    const struct variant *v = &r->var[i], *b = r->best > 0 ? &r->var[r->best] : NULL;
+  for (int i = r->first_raw; i < r->nvariant; i++) {
+    const struct variant *v = &r->variants[i], *b = r->best > 0 ? &r->variants[r->best] : NULL;
     if (!v->nrep) continue; /* a shape the pilot pass did not choose */
     int better = !b || (r->mode == MODE_LAT ? v->m_p50 < b->m_p50 : v->m_gbps > b->m_gbps);
     if (better) r->best = i;
   }
-  const struct variant *p = &r->var[0];
+  const struct variant *p = &r->variants[0];
   r->r_gbps = r->r_p50 = r->r_cpu = r->c_gbps = r->c_p50 = r->c_cpu = 0;
   if (r->best > 0) {
-    const struct variant *b = &r->var[r->best];
+    const struct variant *b = &r->variants[r->best];
     r->r_gbps = ratio(p->m_gbps, b->m_gbps);
     r->r_p50 = ratio(p->m_p50, b->m_p50);
     r->r_cpu = ratio(p->m_cpu, b->m_cpu);
   }
-  if (r->cmp > 0 && r->var[r->cmp].nrep) {
-    const struct variant *c = &r->var[r->cmp];
+  if (r->cmp > 0 && r->variants[r->cmp].nrep) {
+    const struct variant *c = &r->variants[r->cmp];
     r->c_gbps = ratio(p->m_gbps, c->m_gbps);
     r->c_p50 = ratio(p->m_p50, c->m_p50);
     r->c_cpu = ratio(p->m_cpu, c->m_cpu);
@@ -73,10 +73,11 @@ void report_header(FILE *f, const struct report *rep) {
   fprintf(f, "# environment: ");
   print_env(f, "");
   fprintf(f, "# baseline: %s\n",
-          o->baseline ? "plain TCP sockets, TCP_NODELAY, one thread per socket (sleeping, or "
-                        "spinning for 'spin' shapes) or every comm on one epoll thread ('epoll'), "
-                        "same sizes/window/comms; the best shape per size, measured interleaved"
-                      : "none (functional run)");
+          o->has_baseline
+            ? "plain TCP sockets, TCP_NODELAY, one thread per socket (sleeping, or "
+              "spinning for 'spin' shapes) or every comm on one epoll thread ('epoll'), "
+              "same sizes/window/comms; the best shape per size, measured interleaved"
+            : "none (functional run)");
   if (o->compare)
     fprintf(f, "# compare: driven exactly as the plugin is, measured interleaved with it\n");
   fprintf(f, "# GB/s: payload received per second in steady state (bidir: both directions "
@@ -92,7 +93,7 @@ void report_header(FILE *f, const struct report *rep) {
 
 static void usage_line(FILE *f, const char *who, const struct block *b, int eng) {
   const struct bench_usage *u0 = &b->usage[0][eng], *u1 = &b->usage[1][eng];
-  double per = b->one_way ? b->ncomms : 2.0 * b->ncomms; /* the comms a rank holds */
+  double per = b->is_one_way ? b->ncomms : 2.0 * b->ncomms; /* the comms a rank holds */
   fprintf(f,
           "#   %-8s rank 0: %+d threads, %+d fds (%.1f per comm), %+.1f MB RSS (%.1f KB per comm); "
           "rank 1: %+d threads, %+d fds, %+.1f MB\n",
@@ -105,10 +106,11 @@ void report_usage(FILE *f, const struct report *rep, const struct block *b) {
           "#\n# %d comm%s %s: what connecting them added to each rank process "
           "(threads, descriptors, resident memory held)\n",
           b->ncomms, b->ncomms > 1 ? "s" : "",
-          b->one_way ? "from rank 0 to rank 1 (the block needs no others)" : "each way per rank");
-  usage_line(f, "plugin", b, ENG_PLUGIN);
-  if (rep->o->compare) usage_line(f, "compare", b, ENG_COMPARE);
-  if (rep->o->baseline) usage_line(f, "baseline", b, ENG_RAW);
+          b->is_one_way ? "from rank 0 to rank 1 (the block needs no others)"
+                        : "each way per rank");
+  usage_line(f, "plugin", b, ENGINE_PLUGIN);
+  if (rep->o->compare) usage_line(f, "compare", b, ENGINE_COMPARE);
+  if (rep->o->has_baseline) usage_line(f, "baseline", b, ENGINE_RAW);
 }
 
 void report_block(FILE *f, const struct report *rep, const struct row *r) {
@@ -132,21 +134,21 @@ void report_block(FILE *f, const struct report *rep, const struct row *r) {
 void report_row(FILE *f, const struct row *r) {
   char sz[24];
   fmt_size(sz, sizeof(sz), r->size);
-  const struct variant *p = &r->var[0];
+  const struct variant *p = &r->variants[0];
   fprintf(f, "  %9s %3d %7llu |%8.3f %8.1f %8.1f %9.3f |", sz, r->window,
           (unsigned long long)r->iters, p->m_gbps, p->m_p50, p->m_p99, p->m_cpu);
   if (r->cmp > 0) {
-    const struct variant *c = &r->var[r->cmp];
+    const struct variant *c = &r->variants[r->cmp];
     fprintf(f, "%8.3f %8.1f %9.3f |", c->m_gbps, c->m_p50, c->m_cpu);
   }
   if (r->best > 0) {
-    const struct variant *b = &r->var[r->best];
+    const struct variant *b = &r->variants[r->best];
     fprintf(f, "%8.3f %8.1f %8.1f %9.3f  %-12s|%7.2f %6.2f %5s", b->m_gbps, b->m_p50, b->m_p99,
             b->m_cpu, b->name, r->mode == MODE_LAT ? r->r_p50 : r->r_gbps, r->r_cpu,
-            r->verified ? "ok" : "BAD");
+            r->is_verified ? "ok" : "BAD");
   } else {
     fprintf(f, "%8s %8s %8s %9s  %-12s|%7s %6s %5s", "-", "-", "-", "-", "", "-", "-",
-            r->verified ? "ok" : "BAD");
+            r->is_verified ? "ok" : "BAD");
   }
   if (r->cmp > 0) fprintf(f, " |%7.2f %6.2f", r->mode == MODE_LAT ? r->c_p50 : r->c_gbps, r->c_cpu);
   fprintf(f, "\n");

@@ -33,22 +33,23 @@ struct variant {
 struct row {
   int mode, ncomms, window;
   uint64_t size, warm, iters;
-  int nvar; /* var[0] is the plugin, then the compared plugin (cmp), then the baseline shapes */
-  struct variant var[2 + BENCH_MAX_SHAPES + 1];
+  int nvariant; /* variants[0] is the plugin, then the compared plugin (cmp), then the baseline
+                   shapes */
+  struct variant variants[2 + BENCH_MAX_SHAPES + 1];
   int cmp;                     /* the compared plugin's variant; -1 without --compare */
   int first_raw;               /* the first baseline shape's variant */
   int best;                    /* the baseline shape compared against; -1 without baseline */
   double r_gbps, r_p50, r_cpu; /* plugin / baseline; 0 when there is none */
   double c_gbps, c_p50, c_cpu; /* plugin / compared plugin; 0 when there is none */
-  int verified;
+  bool is_verified;
 };
 
 /* What one comm count's connections cost each rank process, per engine. */
 struct block {
   int ncomms;
-  int raw_socks; /* baseline sockets per comm opened for this block */
-  int one_way;   /* only rank 0 -> rank 1 comms (no bidir or ping-pong in the block) */
-  struct bench_usage usage[2][ENG_COUNT];
+  int raw_socks;   /* baseline sockets per comm opened for this block */
+  bool is_one_way; /* only rank 0 -> rank 1 comms (no bidir or ping-pong in the block) */
+  struct bench_usage usage[2][ENGINE_COUNT];
 };
 
 struct opts {
@@ -56,7 +57,8 @@ struct opts {
   const char *transport; /* tcp | ib */
   const char *plugin;
   const char *compare; /* the compared plugin's path, or NULL */
-  int abi, dev, verbose, baseline, corrupt, lat_one_conn, wait_quiet, pin;
+  int abi, dev;
+  bool is_verbose, has_baseline, is_corrupting, is_lat_one_conn, is_wait_quiet, is_pinned;
   int modes[MODE_COUNT];
   uint64_t sizes[BENCH_MAX_SIZES], lat_sizes[BENCH_MAX_SIZES];
   int nsizes, nlat_sizes;
@@ -84,7 +86,7 @@ struct report {
   int ncpu;
   struct row rows[BENCH_MAX_ROWS];
   int nrows;
-  int failed;
+  bool has_failed;
   char fail_msg[1024];
 };
 
@@ -109,7 +111,7 @@ struct verdict {
   const char *name;
   double worst;   /* the worst ratio seen */
   char where[64]; /* the row it was seen in */
-  int seen, pass;
+  bool is_seen, has_passed;
 };
 void judge(const struct report *rep, struct verdict v[NTARGETS]);
 void report_targets(FILE *f, const struct report *rep);

@@ -41,13 +41,13 @@ static void jstat(FILE *f, const char *key, const double *reps, int n, double m)
 static void jvariant(FILE *f, const struct variant *v) {
   fprintf(f, "{\"name\": ");
   jstr(f, v->name);
-  static const char *const engines[ENG_COUNT] = {"plugin", "raw", "compare"};
+  static const char *const engines[ENGINE_COUNT] = {"plugin", "raw", "compare"};
   fprintf(f,
           ", \"engine\": \"%s\", \"sockets\": %d, \"spin\": %s, \"one_connection\": %s, "
           "\"epoll\": %s, \"threads\": %d, ",
-          engines[v->engine], v->shape.nsocks, v->shape.spin ? "true" : "false",
-          v->shape.shared ? "true" : "false", v->shape.event ? "true" : "false", v->threads);
-  if (v->engine == ENG_RAW) {
+          engines[v->engine], v->shape.nsocks, v->shape.is_spinning ? "true" : "false",
+          v->shape.is_shared ? "true" : "false", v->shape.is_event ? "true" : "false", v->threads);
+  if (v->engine == ENGINE_RAW) {
     fprintf(f, "\"pilot_median\": ");
     jnum(f, v->pilot);
     fprintf(f, ", ");
@@ -78,30 +78,30 @@ static void jrow(FILE *f, const struct row *r) {
           "\"warmup\": %llu, \"iters\": %llu, \"verified\": %s,\n     \"plugin\": ",
           mode_name[r->mode], r->ncomms, (unsigned long long)r->size, r->window,
           (unsigned long long)r->warm, (unsigned long long)r->iters,
-          r->verified ? "true" : "false");
-  jvariant(f, &r->var[0]);
+          r->is_verified ? "true" : "false");
+  jvariant(f, &r->variants[0]);
   fprintf(f, ",\n     \"compare\": ");
-  if (r->cmp > 0) jvariant(f, &r->var[r->cmp]);
+  if (r->cmp > 0) jvariant(f, &r->variants[r->cmp]);
   else fprintf(f, "null");
   fprintf(f, ",\n     \"baseline\": ");
-  if (r->best > 0) jvariant(f, &r->var[r->best]);
+  if (r->best > 0) jvariant(f, &r->variants[r->best]);
   else fprintf(f, "null");
   const struct {
     const char *key;
     double v;
-    int have;
+    bool has_value;
   } ratios[] = {{"gbps", r->r_gbps, r->best > 0},      {"p50", r->r_p50, r->best > 0},
                 {"cpu", r->r_cpu, r->best > 0},        {"compare_gbps", r->c_gbps, r->cmp > 0},
                 {"compare_p50", r->c_p50, r->cmp > 0}, {"compare_cpu", r->c_cpu, r->cmp > 0}};
   fprintf(f, ",\n     \"ratio\": {");
   for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++) {
     fprintf(f, "%s\"%s\": ", i ? ", " : "", ratios[i].key);
-    jnum(f, ratios[i].have ? ratios[i].v : NAN);
+    jnum(f, ratios[i].has_value ? ratios[i].v : NAN);
   }
   fprintf(f, "},\n     \"baseline_shapes\": [");
-  for (int i = r->first_raw; i < r->nvar; i++) {
+  for (int i = r->first_raw; i < r->nvariant; i++) {
     if (i > r->first_raw) fprintf(f, ",\n       ");
-    jvariant(f, &r->var[i]);
+    jvariant(f, &r->variants[i]);
   }
   fprintf(f, "]}");
 }
@@ -125,9 +125,9 @@ static void jparams(FILE *f, const struct opts *o) {
   fprintf(f, "], \"raw_shapes\": [");
   for (int i = 0; i < o->nraw_shapes; i++)
     fprintf(f, "%s\"%d%s\"", i ? ", " : "", o->raw_shapes[i].nsocks,
-            o->raw_shapes[i].spin    ? "s"
-            : o->raw_shapes[i].event ? "e"
-                                     : "");
+            o->raw_shapes[i].is_spinning ? "s"
+            : o->raw_shapes[i].is_event  ? "e"
+                                         : "");
   fprintf(f, "]},\n  \"environment\": {");
   int n = 0;
   for (char **e = environ; *e; e++) {
@@ -150,11 +150,12 @@ static void jtargets(FILE *f, const struct report *rep) {
   for (int i = 0; i < NTARGETS; i++) {
     fprintf(f, "%s{\"target\": ", i ? ",\n    " : "");
     jstr(f, v[i].name);
-    fprintf(f, ", \"measured\": %s, \"met\": %s, \"worst_ratio\": ", v[i].seen ? "true" : "false",
-            v[i].seen && v[i].pass ? "true" : "false");
-    jnum(f, v[i].seen ? v[i].worst : NAN);
+    fprintf(f,
+            ", \"measured\": %s, \"met\": %s, \"worst_ratio\": ", v[i].is_seen ? "true" : "false",
+            v[i].is_seen && v[i].has_passed ? "true" : "false");
+    jnum(f, v[i].is_seen ? v[i].worst : NAN);
     fprintf(f, ", \"worst_row\": ");
-    jstr(f, v[i].seen ? v[i].where : "");
+    jstr(f, v[i].is_seen ? v[i].where : "");
     fprintf(f, "}");
   }
   fprintf(f, "],\n");
@@ -167,14 +168,15 @@ static void jusage(FILE *f, const struct bench_usage *u) {
 
 /* Per comm count: what each engine's connections added to each rank. */
 static void jblocks(FILE *f, const struct report *rep) {
-  static const char *const engines[ENG_COUNT] = {"plugin", "raw", "compare"};
+  static const char *const engines[ENGINE_COUNT] = {"plugin", "raw", "compare"};
   fprintf(f, "  \"connections\": [");
   for (int b = 0; b < rep->nblocks; b++) {
     const struct block *k = &rep->blocks[b];
     fprintf(f, "%s{\"comms\": %d, \"one_way\": %s, \"baseline_sockets_per_comm\": %d",
-            b ? ",\n    " : "", k->ncomms, k->one_way ? "true" : "false", k->raw_socks);
-    for (int e = 0; e < ENG_COUNT; e++) {
-      if ((e == ENG_COMPARE && !rep->o->compare) || (e == ENG_RAW && !rep->o->baseline)) continue;
+            b ? ",\n    " : "", k->ncomms, k->is_one_way ? "true" : "false", k->raw_socks);
+    for (int e = 0; e < ENGINE_COUNT; e++) {
+      if ((e == ENGINE_COMPARE && !rep->o->compare) || (e == ENGINE_RAW && !rep->o->has_baseline))
+        continue;
       fprintf(f, ", \"%s\": {\"rank0\": ", engines[e]);
       jusage(f, &k->usage[0][e]);
       fprintf(f, ", \"rank1\": ");
@@ -211,7 +213,7 @@ int report_json(const struct report *rep, const char *path) {
   jparams(f, o);
   jtargets(f, rep);
   jblocks(f, rep);
-  fprintf(f, "  \"ok\": %s,\n  \"rows\": [\n", rep->failed ? "false" : "true");
+  fprintf(f, "  \"ok\": %s,\n  \"rows\": [\n", rep->has_failed ? "false" : "true");
   for (int i = 0; i < rep->nrows; i++) {
     jrow(f, &rep->rows[i]);
     fprintf(f, "%s\n", i + 1 < rep->nrows ? "," : "");

@@ -25,8 +25,8 @@
 struct ranks {
   int fd[2];
   pid_t pid[2];
-  int64_t *lat[2];
-  size_t lat_cap[2];
+  int64_t *lats[2]; /* each rank's latencies of the last reply */
+  size_t lat_caps[2];
   uint32_t run_id;
 };
 
@@ -51,15 +51,15 @@ static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) 
         .abi = o->abi,
         .dev = o->dev,
         .netns = ns ? ns->ns[r] : NULL,
-        .verbose = o->verbose,
-        .rdma_only = !strcmp(o->transport, "ib"),
-        .cpu = o->pin ? r % (int)sysconf(_SC_NPROCESSORS_ONLN) : -1,
+        .is_verbose = o->is_verbose,
+        .is_rdma_only = !strcmp(o->transport, "ib"),
+        .cpu = o->is_pinned ? r % (int)sysconf(_SC_NPROCESSORS_ONLN) : -1,
       };
       /* The plugin must use the path the baseline uses; an RDMA check may
        * need the fixture's own interface names, so the user's win there. */
       char ifname[24];
       snprintf(ifname, sizeof(ifname), "=%s", ns ? ns->veth[r] : "lo");
-      cfg.ifname = cfg.rdma_only && getenv("NCCL_SOCKET_IFNAME") ? NULL : ifname;
+      cfg.ifname = cfg.is_rdma_only && getenv("NCCL_SOCKET_IFNAME") ? NULL : ifname;
       cfg.addr = ns ? ns->addr[r] : "127.0.0.1";
       _exit(worker_main(&cfg));
     }
@@ -70,16 +70,16 @@ static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) 
   return 0;
 }
 
-static void stop(struct ranks *k, int kill_them) {
+static void stop(struct ranks *k, bool must_kill) {
   struct bench_cmd q = {.op = OP_QUIT};
   for (int r = 0; r < 2; r++) {
     if (k->pid[r] <= 0) continue;
-    if (kill_them) kill(k->pid[r], SIGKILL);
+    if (must_kill) kill(k->pid[r], SIGKILL);
     else io_write(k->fd[r], &q, sizeof(q));
     close(k->fd[r]);
     waitpid(k->pid[r], NULL, 0);
     k->pid[r] = 0;
-    free(k->lat[r]);
+    free(k->lats[r]);
   }
 }
 
@@ -89,21 +89,21 @@ static int read_timed(int fd, void *buf, size_t len) {
   return io_read(fd, buf, len);
 }
 
-static int read_one(struct ranks *k, int r, struct bench_res *res, int with_lat) {
+static int read_one(struct ranks *k, int r, struct bench_res *res, bool has_lats) {
   if (io_read(k->fd[r], res, sizeof(*res))) return -1;
-  if (!with_lat || !res->nlat) return 0;
-  if (res->nlat > k->lat_cap[r]) {
-    free(k->lat[r]);
-    k->lat[r] = malloc(res->nlat * sizeof(int64_t));
-    k->lat_cap[r] = k->lat[r] ? res->nlat : 0;
+  if (!has_lats || !res->nlat) return 0;
+  if (res->nlat > k->lat_caps[r]) {
+    free(k->lats[r]);
+    k->lats[r] = malloc(res->nlat * sizeof(int64_t));
+    k->lat_caps[r] = k->lats[r] ? res->nlat : 0;
   }
-  return k->lat[r] ? io_read(k->fd[r], k->lat[r], res->nlat * sizeof(int64_t)) : -1;
+  return k->lats[r] ? io_read(k->fd[r], k->lats[r], res->nlat * sizeof(int64_t)) : -1;
 }
 
 /* Reads both answers in whichever order they come, so the first rank to
  * fail is heard at once (its peer may be stuck waiting for it: the caller
  * then kills both). On failure rep->fail_msg names the rank and cause. */
-static int replies(struct ranks *k, struct bench_res res[2], struct report *rep, int with_lat) {
+static int replies(struct ranks *k, struct bench_res res[2], struct report *rep, bool has_lats) {
   int have[2] = {0, 0};
   while (!have[0] || !have[1]) {
     struct pollfd p[2] = {{have[0] ? -1 : k->fd[0], POLLIN, 0},
@@ -115,7 +115,7 @@ static int replies(struct ranks *k, struct bench_res res[2], struct report *rep,
     }
     for (int r = 0; r < 2; r++) {
       if (have[r] || !p[r].revents) continue;
-      if (read_one(k, r, &res[r], with_lat)) {
+      if (read_one(k, r, &res[r], has_lats)) {
         snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died", r);
         return -1;
       }
@@ -135,7 +135,7 @@ static int raw_socks(const struct opts *o, int ncomms) {
   int n = 1;
   for (int i = 0; i < o->nraw_shapes; i++) {
     const struct raw_shape *s = &o->raw_shapes[i];
-    if (!s->event && 2 * ncomms * s->nsocks <= RAW_MAX_THREADS && s->nsocks > n) n = s->nsocks;
+    if (!s->is_event && 2 * ncomms * s->nsocks <= RAW_MAX_THREADS && s->nsocks > n) n = s->nsocks;
   }
   return n;
 }
@@ -188,7 +188,7 @@ static int setup(struct ranks *k, struct report *rep, struct block *b) {
                         .max_size = max_size,
                         .max_mem = region};
   c.shape.nsocks = b->raw_socks = raw_socks(o, b->ncomms);
-  c.one_way = b->one_way;
+  c.is_one_way = b->is_one_way;
   struct bench_handles h[2] = {{{0}}};
   int rc = listen_both(k, rep, &c, h);
   c.op = OP_CONNECT;
@@ -199,7 +199,7 @@ static int setup(struct ranks *k, struct report *rep, struct block *b) {
   free(h[0].plugin), free(h[1].plugin);
   if (rc) return rc;
   struct bench_res res[2];
-  if ((rc = replies(k, res, rep, 0))) return rc;
+  if ((rc = replies(k, res, rep, false))) return rc;
   for (int r = 0; r < 2; r++) memcpy(b->usage[r], res[r].usage, sizeof(b->usage[r]));
   return 0;
 }
@@ -209,9 +209,9 @@ static int setup(struct ranks *k, struct report *rep, struct block *b) {
  * with builds make any single number meaningless. */
 static void wait_quiet(const struct report *rep) {
   for (int tries = 0; tries < 300; tries++) {
-    int64_t b = host_busy_ns(1), t = mono_ns();
+    int64_t b = host_busy_ns(true), t = mono_ns();
     usleep(200000);
-    double busy = (double)(host_busy_ns(1) - b) / ((double)(mono_ns() - t) * rep->ncpu);
+    double busy = (double)(host_busy_ns(true) - b) / ((double)(mono_ns() - t) * rep->ncpu);
     if (busy < 0.10) return;
   }
 }
@@ -229,22 +229,22 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
                         .warm = row->warm,
                         .iters = row->iters,
                         .run_id = ++k->run_id,
-                        .corrupt = rep->o->corrupt,
+                        .is_corrupting = rep->o->is_corrupting,
                         .idle_us = rep->o->idle_us};
   char ready[2];
-  if (rep->o->wait_quiet) wait_quiet(rep);
+  if (rep->o->is_wait_quiet) wait_quiet(rep);
   for (int r = 0; r < 2; r++) io_write(k->fd[r], &c, sizeof(c));
   for (int r = 0; r < 2; r++)
     if (read_timed(k->fd[r], &ready[r], 1)) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died or hung", r);
       return -1;
     }
-  int64_t host = host_busy_ns(1), proc = host_busy_ns(0), t = mono_ns();
+  int64_t host = host_busy_ns(true), proc = host_busy_ns(false), t = mono_ns();
   for (int r = 0; r < 2; r++) io_write(k->fd[r], "G", 1);
   struct bench_res res[2];
-  if (replies(k, res, rep, 1)) return -1;
-  host = host_busy_ns(1) - host;
-  proc = host_busy_ns(0) - proc;
+  if (replies(k, res, rep, true)) return -1;
+  host = host_busy_ns(true) - host;
+  proc = host_busy_ns(false) - proc;
   t = mono_ns() - t;
   int i = v->nrep++;
   double gb = (double)(res[0].moved + res[1].moved) / 2 / 1e9;
@@ -264,16 +264,16 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
       v->gbps[i] +=
         (double)res[r].timed_msgs * (double)row->size / (double)(res[r].t_end_ns - res[r].t0_ns);
     if (r == 1 && res[1].nlat) { /* pool both ranks' values */
-      int64_t *all = realloc(k->lat[0], (res[0].nlat + res[1].nlat) * sizeof(int64_t));
+      int64_t *all = realloc(k->lats[0], (res[0].nlat + res[1].nlat) * sizeof(int64_t));
       if (!all) return -1;
-      memcpy(all + res[0].nlat, k->lat[1], res[1].nlat * sizeof(int64_t));
-      k->lat[0] = all;
-      k->lat_cap[0] = res[0].nlat + res[1].nlat;
+      memcpy(all + res[0].nlat, k->lats[1], res[1].nlat * sizeof(int64_t));
+      k->lats[0] = all;
+      k->lat_caps[0] = res[0].nlat + res[1].nlat;
     }
     n += res[r].nlat;
   }
-  v->p50[i] = (double)percentile(k->lat[0], n, 0.50) / 1e3;
-  v->p99[i] = (double)percentile(k->lat[0], n, 0.99) / 1e3;
+  v->p50[i] = (double)percentile(k->lats[0], n, 0.50) / 1e3;
+  v->p99[i] = (double)percentile(k->lats[0], n, 0.99) / 1e3;
   if (row->mode == MODE_LAT) v->gbps[i] = v->p50[i] > 0 ? (double)row->size / (v->p50[i] * 500) : 0;
   return 0;
 }
@@ -282,48 +282,51 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
  * way, as NCCL's two one-way comms are; --lat-one-conn adds both ways on
  * one connection (replies carry the ACKs: faster, but no plugin can do it,
  * since NCCL connects each direction on its own). */
-static const struct raw_shape lat_shapes[] = {{1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {1, 1, 1}};
+static const struct raw_shape lat_shapes[] = {
+  {1, false, false}, {1, true, false}, {1, false, true}, {1, true, true}};
 
 static void add_raw_shape(struct row *r, const struct raw_shape *sh) {
-  struct variant *v = &r->var[r->nvar++];
-  *v = (struct variant){.engine = ENG_RAW, .shape = *sh};
+  struct variant *v = &r->variants[r->nvariant++];
+  *v = (struct variant){.engine = ENGINE_RAW, .shape = *sh};
   if (r->mode == MODE_LAT)
-    snprintf(v->name, sizeof(v->name), "%s %s", sh->spin ? "spin" : "sleep",
-             sh->shared ? "1conn" : "2conn");
-  else if (sh->event) snprintf(v->name, sizeof(v->name), "epoll");
+    snprintf(v->name, sizeof(v->name), "%s %s", sh->is_spinning ? "spin" : "sleep",
+             sh->is_shared ? "1conn" : "2conn");
+  else if (sh->is_event) snprintf(v->name, sizeof(v->name), "epoll");
   else
     snprintf(v->name, sizeof(v->name), "%d sock%s%s", sh->nsocks, sh->nsocks > 1 ? "s" : "",
-             sh->spin ? " spin" : "");
+             sh->is_spinning ? " spin" : "");
 }
 
 /* The plugin, the compared plugin, then the baseline shapes this row can
  * run: a thread per socket only while the threads stay few; with several
  * comms the epoll shape is always among them. */
 static void add_variants(const struct opts *o, struct row *r, int socks) {
-  r->var[0] = (struct variant){.engine = ENG_PLUGIN, .shape = {1, 0, 0, 0}};
-  snprintf(r->var[0].name, sizeof(r->var[0].name), "plugin");
-  r->nvar = 1;
+  r->variants[0] = (struct variant){.engine = ENGINE_PLUGIN, .shape = {1, false, false, false}};
+  snprintf(r->variants[0].name, sizeof(r->variants[0].name), "plugin");
+  r->nvariant = 1;
   r->cmp = -1;
   if (o->compare) {
-    r->cmp = r->nvar++;
-    r->var[r->cmp] = (struct variant){.engine = ENG_COMPARE, .shape = {1, 0, 0, 0}};
-    snprintf(r->var[r->cmp].name, sizeof(r->var[r->cmp].name), "compare");
+    r->cmp = r->nvariant++;
+    r->variants[r->cmp] =
+      (struct variant){.engine = ENGINE_COMPARE, .shape = {1, false, false, false}};
+    snprintf(r->variants[r->cmp].name, sizeof(r->variants[r->cmp].name), "compare");
   }
-  r->first_raw = r->nvar;
-  if (!o->baseline) return;
+  r->first_raw = r->nvariant;
+  if (!o->has_baseline) return;
   if (r->mode == MODE_LAT) {
-    for (int i = 0; i < (o->lat_one_conn ? 4 : 2); i++) add_raw_shape(r, &lat_shapes[i]);
+    for (int i = 0; i < (o->is_lat_one_conn ? 4 : 2); i++) add_raw_shape(r, &lat_shapes[i]);
     return;
   }
-  int streams = r->ncomms * (r->mode == MODE_BIDIR ? 2 : 1), has_event = 0;
-  for (int i = 0; i < o->nraw_shapes && r->nvar < r->first_raw + BENCH_MAX_SHAPES; i++) {
+  int streams = r->ncomms * (r->mode == MODE_BIDIR ? 2 : 1);
+  bool has_event = false;
+  for (int i = 0; i < o->nraw_shapes && r->nvariant < r->first_raw + BENCH_MAX_SHAPES; i++) {
     const struct raw_shape *sh = &o->raw_shapes[i];
-    if (!sh->event && (sh->nsocks > socks || streams * sh->nsocks > RAW_MAX_THREADS)) continue;
-    has_event |= sh->event;
+    if (!sh->is_event && (sh->nsocks > socks || streams * sh->nsocks > RAW_MAX_THREADS)) continue;
+    has_event |= sh->is_event;
     add_raw_shape(r, sh);
   }
-  const struct raw_shape ev = {1, 0, 0, 1};
-  if ((r->ncomms > 1 || r->nvar == r->first_raw) && !has_event) add_raw_shape(r, &ev);
+  const struct raw_shape ev = {1, false, false, true};
+  if ((r->ncomms > 1 || r->nvariant == r->first_raw) && !has_event) add_raw_shape(r, &ev);
 }
 
 /* Window, warm-up and message count of a row; -1 when its buffers would
@@ -363,9 +366,9 @@ static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
   struct row tmp = *row;
   tmp.iters =
     row->iters / 4 > 2 * (uint64_t)row->window ? row->iters / 4 : 2 * (uint64_t)row->window;
-  for (int j = 0; j < row->nvar; j++) {
-    tmp.var[j].nrep = 0;
-    if (measure(k, rep, &tmp, &tmp.var[j])) return -1;
+  for (int j = 0; j < row->nvariant; j++) {
+    tmp.variants[j].nrep = 0;
+    if (measure(k, rep, &tmp, &tmp.variants[j])) return -1;
   }
   return 0;
 }
@@ -376,13 +379,14 @@ static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
  * baseline: the largest of several noisy medians is biased upwards. */
 static int select_shape(struct ranks *k, struct report *rep, struct row *row) {
   int first = row->first_raw;
-  if (rep->o->select_reps == 0 || row->nvar - first <= 1) return 0;
+  if (rep->o->select_reps == 0 || row->nvariant - first <= 1) return 0;
   for (int i = 0; i < rep->o->select_reps; i++)
-    for (int j = first; j < row->nvar; j++)
-      if (measure(k, rep, row, &row->var[i % 2 ? row->nvar - 1 - (j - first) : j])) return -1;
+    for (int j = first; j < row->nvariant; j++)
+      if (measure(k, rep, row, &row->variants[i % 2 ? row->nvariant - 1 - (j - first) : j]))
+        return -1;
   row_finish(row);
-  for (int j = first; j < row->nvar; j++) {
-    struct variant *v = &row->var[j];
+  for (int j = first; j < row->nvariant; j++) {
+    struct variant *v = &row->variants[j];
     v->pilot = row->mode == MODE_LAT ? v->m_p50 : v->m_gbps;
     v->nrep = 0;
   }
@@ -394,12 +398,12 @@ static int run_row(struct ranks *k, struct report *rep, struct row *row) {
   int chosen = select_shape(k, rep, row);
   if (chosen < 0) return -1;
   for (int i = 0; i < rep->o->reps; i++)
-    for (int j = 0; j < row->nvar; j++) {
-      int v = i % 2 ? row->nvar - 1 - j : j; /* flip the order every other repetition */
+    for (int j = 0; j < row->nvariant; j++) {
+      int v = i % 2 ? row->nvariant - 1 - j : j; /* flip the order every other repetition */
       if (chosen && v >= row->first_raw && v != chosen) continue;
-      if (measure(k, rep, row, &row->var[v])) return -1;
+      if (measure(k, rep, row, &row->variants[v])) return -1;
     }
-  row->verified = 1; /* a run with a bad byte or a short count fails instead */
+  row->is_verified = true; /* a run with a bad byte or a short count fails instead */
   row_finish(row);
   return 0;
 }
@@ -435,7 +439,7 @@ static int run_plan(struct ranks *k, struct report *rep) {
   for (int ci = 0; ci < o->ncomms_list; ci++) {
     struct block *b = &rep->blocks[rep->nblocks];
     b->ncomms = o->comms[ci];
-    b->one_way = !o->modes[MODE_BIDIR] && !(o->modes[MODE_LAT] && ci == 0);
+    b->is_one_way = !o->modes[MODE_BIDIR] && !(o->modes[MODE_LAT] && ci == 0);
     int rc = setup(k, rep, b);
     if (rc) return rc;
     rep->nblocks++;
@@ -497,7 +501,7 @@ int bench_run(struct report *rep) {
     return 77;
   }
   if (rc) {
-    rep->failed = 1;
+    rep->has_failed = true;
     fprintf(stderr, "nccl-net-bench: FAILED: %s\n", rep->fail_msg);
     printf("# FAILED: %s\n", rep->fail_msg);
     return 1;

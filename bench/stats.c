@@ -31,10 +31,10 @@ int64_t proc_cpu_ns(void) {
 }
 
 /* Busy CPU of the whole host from /proc/stat (tick-sampled, so coarse):
- * user, nice and system, plus irq and softirq when with_irq. With them it
+ * user, nice and system, plus irq and softirq when has_irq_time. With them it
  * catches network work the per-process clocks miss (ksoftirqd); without
  * them, minus our processes, it estimates what others ran meanwhile. */
-int64_t host_busy_ns(int with_irq) {
+int64_t host_busy_ns(bool has_irq_time) {
   FILE *f = fopen("/proc/stat", "re");
   if (!f) return 0;
   unsigned long long v[8] = {0};
@@ -43,7 +43,7 @@ int64_t host_busy_ns(int with_irq) {
   fclose(f);
   if (n < 7) return 0;
   long hz = sysconf(_SC_CLK_TCK);
-  unsigned long long busy = v[0] + v[1] + v[2] + (with_irq ? v[5] + v[6] : 0);
+  unsigned long long busy = v[0] + v[1] + v[2] + (has_irq_time ? v[5] + v[6] : 0);
   return (int64_t)(busy * (1000000000ULL / (unsigned long long)(hz > 0 ? hz : 100)));
 }
 
@@ -113,13 +113,13 @@ void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
                    struct bench_res *res) {
   int64_t t0 = 0, t1 = 0;
   for (int i = 0; i < n; i++) {
-    if (s[i].send) continue;
+    if (s[i].is_send) continue;
     if (s[i].done_ns[warm - 1] > t0) t0 = s[i].done_ns[warm - 1];
     if (s[i].done_ns[total - 1] > t1) t1 = s[i].done_ns[total - 1];
   }
   uint64_t c = 0;
   for (int i = 0; i < n; i++)
-    if (!s[i].send)
+    if (!s[i].is_send)
       for (uint64_t m = warm; m < total; m++) c += s[i].done_ns[m] > t0;
   res->t0_ns = t0;
   res->t_end_ns = t1;

@@ -16,11 +16,11 @@ static void where(char *out, size_t cap, const struct row *r) {
            r->ncomms > 1 ? "s" : "");
 }
 
-/* A ratio that must stay at or above (low) or at or below (!low) a line. */
-static void see(struct verdict *v, double ratio, int low, const struct row *r) {
+/* A ratio that must stay at or above (is_low) or at or below (!is_low) a line. */
+static void see(struct verdict *v, double ratio, bool is_low, const struct row *r) {
   if (!(ratio > 0)) return; /* not measured */
-  int worse = !v->seen || (low ? ratio < v->worst : ratio > v->worst);
-  v->seen = 1;
+  int worse = !v->is_seen || (is_low ? ratio < v->worst : ratio > v->worst);
+  v->is_seen = true;
   if (worse) {
     v->worst = ratio;
     where(v->where, sizeof(v->where), r);
@@ -41,35 +41,37 @@ static const struct row *fewest_comms(const struct report *rep, const struct row
 static void judge_row(const struct report *rep, const struct row *r, struct verdict *v) {
   int bw = r->mode != MODE_LAT;
   if (r->best > 0) {
-    if (bw && r->size >= (1 << 20)) see(&v[T_BIG], r->r_gbps, 1, r);
-    if (bw && r->size <= 4096) see(&v[T_RATE], r->r_gbps, 1, r);
-    if (!bw && r->size == 8) see(&v[T_LAT], r->r_p50, 0, r);
-    if (r->mode == MODE_UNI && r->size >= (1 << 20)) see(&v[T_CPU], r->r_cpu, 0, r);
+    if (bw && r->size >= (1 << 20)) see(&v[T_BIG], r->r_gbps, true, r);
+    if (bw && r->size <= 4096) see(&v[T_RATE], r->r_gbps, true, r);
+    if (!bw && r->size == 8) see(&v[T_LAT], r->r_p50, false, r);
+    if (r->mode == MODE_UNI && r->size >= (1 << 20)) see(&v[T_CPU], r->r_cpu, false, r);
     const struct row *f = bw ? fewest_comms(rep, r) : NULL;
-    if (f && f->ncomms < r->ncomms && f->r_gbps > 0) see(&v[T_SCALE], r->r_gbps / f->r_gbps, 1, r);
+    if (f && f->ncomms < r->ncomms && f->r_gbps > 0)
+      see(&v[T_SCALE], r->r_gbps / f->r_gbps, true, r);
   }
-  if (r->cmp > 0 && bw) see(&v[T_CMP_GBPS], r->c_gbps, 1, r);
-  if (r->cmp > 0 && !bw && r->size == 8) see(&v[T_CMP_LAT], r->c_p50, 0, r);
+  if (r->cmp > 0 && bw) see(&v[T_CMP_GBPS], r->c_gbps, true, r);
+  if (r->cmp > 0 && !bw && r->size == 8) see(&v[T_CMP_LAT], r->c_p50, false, r);
 }
 
 void judge(const struct report *rep, struct verdict v[NTARGETS]) {
   static const struct {
     const char *name;
     double line;
-    int low;
+    bool is_low;
   } t[NTARGETS] = {
-    [T_BIG] = {"GB/s >= 0.9x baseline at >= 1 MiB (uni, bidir)", 0.9, 1},
-    [T_RATE] = {"message rate >= 0.5x baseline at 8 B - 4 KiB (uni, bidir)", 0.5, 1},
-    [T_LAT] = {"8-byte ping-pong p50 <= 1.05x baseline", 1.05, 0},
-    [T_CPU] = {"CPU s/GB <= 1.0x baseline (uni, >= 1 MiB)", 1.0, 0},
-    [T_CMP_GBPS] = {"GB/s >= 1.0x compare at every size", 1.0, 1},
-    [T_CMP_LAT] = {"8-byte p50 <= 1.0x compare", 1.0, 0},
-    [T_SCALE] = {"baseline ratio with more comms >= 0.9x the fewest comms' ratio", 0.9, 1},
+    [T_BIG] = {"GB/s >= 0.9x baseline at >= 1 MiB (uni, bidir)", 0.9, true},
+    [T_RATE] = {"message rate >= 0.5x baseline at 8 B - 4 KiB (uni, bidir)", 0.5, true},
+    [T_LAT] = {"8-byte ping-pong p50 <= 1.05x baseline", 1.05, false},
+    [T_CPU] = {"CPU s/GB <= 1.0x baseline (uni, >= 1 MiB)", 1.0, false},
+    [T_CMP_GBPS] = {"GB/s >= 1.0x compare at every size", 1.0, true},
+    [T_CMP_LAT] = {"8-byte p50 <= 1.0x compare", 1.0, false},
+    [T_SCALE] = {"baseline ratio with more comms >= 0.9x the fewest comms' ratio", 0.9, true},
   };
   for (int i = 0; i < NTARGETS; i++) v[i] = (struct verdict){.name = t[i].name};
   for (int i = 0; i < rep->nrows; i++) judge_row(rep, &rep->rows[i], v);
   for (int i = 0; i < NTARGETS; i++)
-    v[i].pass = v[i].seen && (t[i].low ? v[i].worst >= t[i].line : v[i].worst <= t[i].line);
+    v[i].has_passed =
+      v[i].is_seen && (t[i].is_low ? v[i].worst >= t[i].line : v[i].worst <= t[i].line);
 }
 
 /* How busy others kept the host while we measured: the noise floor. */
@@ -81,9 +83,10 @@ static void report_noise(FILE *f, const struct report *rep) {
     const struct row *r = &rep->rows[i];
     double row_max = 0;
     int seen = 0;
-    for (int v = 0; v < r->nvar; v++)
-      for (int k = 0; k < r->var[v].nrep; k++)
-        if (isfinite(r->var[v].foreign[k])) row_max = fmax(row_max, r->var[v].foreign[k]), seen = 1;
+    for (int v = 0; v < r->nvariant; v++)
+      for (int k = 0; k < r->variants[v].nrep; k++)
+        if (isfinite(r->variants[v].foreign[k]))
+          row_max = fmax(row_max, r->variants[v].foreign[k]), seen = 1;
     if (!seen) continue;
     all[n++] = row_max;
     worst = fmax(worst, row_max);
@@ -102,9 +105,9 @@ void report_targets(FILE *f, const struct report *rep) {
   fprintf(f, "#\n");
   report_noise(f, rep);
   for (int i = 0; i < NTARGETS; i++) {
-    if (!v[i].seen) fprintf(f, "# target: %-64s not measured in this run\n", v[i].name);
+    if (!v[i].is_seen) fprintf(f, "# target: %-64s not measured in this run\n", v[i].name);
     else
       fprintf(f, "# target: %-64s %s (worst ratio %.2f, %s)\n", v[i].name,
-              v[i].pass ? "MET" : "MISSED", v[i].worst, v[i].where);
+              v[i].has_passed ? "MET" : "MISSED", v[i].worst, v[i].where);
   }
 }

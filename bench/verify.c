@@ -18,12 +18,12 @@ static uint64_t mix(uint64_t x) {
   return x;
 }
 
-uint64_t pat_key(int sender_rank, int comm, int slot) {
+uint64_t pattern_key(int sender_rank, int comm, int slot) {
   return mix(((uint64_t)(sender_rank + 1) << 48) ^ ((uint64_t)(comm + 1) << 24) ^
              (uint64_t)(slot + 1));
 }
 
-static inline uint64_t pat_word(uint64_t key, size_t w) {
+static inline uint64_t pattern_word(uint64_t key, size_t w) {
   return key ^ (w * 0x9e3779b97f4a7c15ULL);
 }
 
@@ -31,12 +31,13 @@ static uint64_t stamp(uint32_t run_id, uint64_t seq) {
   return mix(((uint64_t)run_id << 40) ^ seq ^ 0x5a17ULL);
 }
 
-void pat_fill(uint8_t *buf, size_t size, uint64_t key) {
+void pattern_fill(uint8_t *buf, size_t size, uint64_t key) {
   uint64_t *w = (uint64_t *)buf;
-  for (size_t i = 0; i < size / 8; i++) w[i] = pat_word(key, i);
+  for (size_t i = 0; i < size / 8; i++) w[i] = pattern_word(key, i);
 }
 
-void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off, size_t len) {
+void pattern_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t off,
+                   size_t len) {
   uint64_t *w = (uint64_t *)buf;
   size_t n = size / 8;
   if (!n) return;
@@ -46,17 +47,17 @@ void pat_stamp(uint8_t *buf, size_t size, uint32_t run_id, uint64_t seq, size_t 
 }
 
 static int word_ok(const uint64_t *w, size_t n, size_t i, uint64_t key, uint64_t s) {
-  uint64_t want = i == 0 ? s : (i == n - 1 ? ~s : pat_word(key, i));
+  uint64_t want = i == 0 ? s : (i == n - 1 ? ~s : pattern_word(key, i));
   return w[i] == want;
 }
 
-int pat_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
-              int full, size_t *bad_off) {
+int pattern_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, uint64_t seq,
+                  bool is_full, size_t *bad_off) {
   const uint64_t *w = (const uint64_t *)buf;
   size_t n = size / 8;
   if (!n) return 1;
   uint64_t s = stamp(run_id, seq);
-  if (full) {
+  if (is_full) {
     for (size_t i = 0; i < n; i++)
       if (!word_ok(w, n, i, key, s)) {
         *bad_off = i * 8;
@@ -73,19 +74,20 @@ int pat_check(const uint8_t *buf, size_t size, uint64_t key, uint32_t run_id, ui
   return 1;
 }
 
-void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, int full) {
-  if (s->bad) return;
+void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, bool is_full) {
+  if (s->has_failed) return;
   int slot = (int)(m % (uint64_t)cmd->window);
   uint8_t *buf = s->pool + (size_t)slot * cmd->size;
   size_t off = 0;
-  if (cmd->corrupt && m + 1 == cmd->warm + cmd->iters && full)
+  if (cmd->is_corrupting && m + 1 == cmd->warm + cmd->iters && is_full)
     buf[cmd->size / 2] ^= 0x40; /* the smoke test's proof that a bad byte is caught */
-  if (pat_check(buf, cmd->size, pat_key(s->peer_rank, s->comm, slot), cmd->run_id, m, full, &off))
+  if (pattern_check(buf, cmd->size, pattern_key(s->peer_rank, s->comm, slot), cmd->run_id, m,
+                    is_full, &off))
     return;
-  s->bad = 1;
+  s->has_failed = true;
   snprintf(s->err, sizeof(s->err),
            "DATA MISMATCH: comm %d, message %llu of %llu (%llu bytes, from rank %d): byte %zu "
            "is wrong (%s check)",
            s->comm, (unsigned long long)m, (unsigned long long)(cmd->warm + cmd->iters),
-           (unsigned long long)cmd->size, s->peer_rank, off, full ? "full" : "sampled");
+           (unsigned long long)cmd->size, s->peer_rank, off, is_full ? "full" : "sampled");
 }

@@ -17,28 +17,28 @@
 
 struct worker {
   const struct worker_cfg *cfg;
-  int plug_status; /* 0 ready, -1 failed, 1 nothing to measure (skip) */
-  char plug_err[512];
-  struct plug plug, cmp; /* this build's plugin, and the compared one */
-  int has_cmp;
-  int one_way; /* this block's comms go from rank 0 to rank 1 only */
-  struct raw raw;
+  int plugin_status; /* 0 ready, -1 failed, 1 nothing to measure (skip) */
+  char plugin_err[512];
+  struct plugin_driver plugin, compare; /* this build's plugin, and the compared one */
+  bool has_compare;
+  bool is_one_way; /* this block's comms go from rank 0 to rank 1 only */
+  struct raw_driver raw;
   int ncomms, window;     /* this block's comms; the largest window */
   size_t pool_len;        /* each region: every comm's window of slots */
   uint8_t *spool, *rpool; /* the send and receive regions */
   uint64_t filled_size;
   int filled_window, filled_comms, filled_mode; /* what the send slots hold */
   struct stream *streams;                       /* 2 x ncomms */
-  int64_t *done, *lat;                          /* per stream: completion times; latencies */
+  int64_t *dones, *lats;                        /* per stream: completion times; latencies */
   size_t done_cap, lat_cap;
   int64_t cmd_cpu0;
-  struct bench_usage usage[ENG_COUNT]; /* what each engine's comms added */
+  struct bench_usage usage[ENGINE_COUNT]; /* what each engine's comms added */
 };
 
-static int io_all(int fd, void *buf, size_t len, int out) {
+static int io_all(int fd, void *buf, size_t len, bool is_out) {
   uint8_t *p = buf;
   while (len) {
-    ssize_t n = out ? write(fd, p, len) : read(fd, p, len);
+    ssize_t n = is_out ? write(fd, p, len) : read(fd, p, len);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return -1;
     p += n;
@@ -47,8 +47,8 @@ static int io_all(int fd, void *buf, size_t len, int out) {
   return 0;
 }
 
-int io_write(int fd, const void *buf, size_t len) { return io_all(fd, (void *)buf, len, 1); }
-int io_read(int fd, void *buf, size_t len) { return io_all(fd, buf, len, 0); }
+int io_write(int fd, const void *buf, size_t len) { return io_all(fd, (void *)buf, len, true); }
+int io_read(int fd, void *buf, size_t len) { return io_all(fd, buf, len, false); }
 
 /* Address space for every comm's window of the largest size, as one
  * region per direction; pages are touched only as far as a run uses them
@@ -80,48 +80,50 @@ static void usage_add(struct bench_usage *acc, const struct bench_usage *a,
  * listening; what each listen adds counts towards its engine's usage. */
 static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_res *res,
                      struct bench_handles *h) {
-  if (w->plug_status) {
-    snprintf(res->err, sizeof(res->err), "%s", w->plug_err);
-    return w->plug_status;
+  if (w->plugin_status) {
+    snprintf(res->err, sizeof(res->err), "%s", w->plugin_err);
+    return w->plugin_status;
   }
   if (alloc_pools(w, c, res->err, sizeof(res->err))) return -1;
-  plug_close_comms(&w->plug);
-  if (w->has_cmp) plug_close_comms(&w->cmp);
+  plugin_driver_close_comms(&w->plugin);
+  if (w->has_compare) plugin_driver_close_comms(&w->compare);
   raw_close(&w->raw);
   free(w->streams);
   w->streams = calloc(2 * (size_t)c->ncomms, sizeof(*w->streams));
-  h->plugin = calloc((size_t)c->ncomms * (w->has_cmp ? 2 : 1), BENCH_HANDLE_LEN);
+  h->plugin = calloc((size_t)c->ncomms * (w->has_compare ? 2 : 1), BENCH_HANDLE_LEN);
   if (!w->streams || !h->plugin) {
     snprintf(res->err, sizeof(res->err), "out of memory for %d comms", c->ncomms);
     return -1;
   }
-  h->compare = w->has_cmp ? h->plugin + (size_t)c->ncomms * BENCH_HANDLE_LEN : NULL;
+  h->compare = w->has_compare ? h->plugin + (size_t)c->ncomms * BENCH_HANDLE_LEN : NULL;
   w->ncomms = c->ncomms;
   w->filled_comms = 0;
   memset(w->usage, 0, sizeof(w->usage));
   struct bench_usage a, b;
   usage_now(&a);
-  int has_send = !c->one_way || w->cfg->rank == 0, has_recv = !c->one_way || w->cfg->rank == 1;
-  w->one_way = c->one_way;
+  bool has_send = !c->is_one_way || w->cfg->rank == 0,
+       has_recv = !c->is_one_way || w->cfg->rank == 1;
+  w->is_one_way = c->is_one_way;
   if (raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->ncomms, c->shape.nsocks, has_send,
                  has_recv, &h->o, res->err, sizeof(res->err)))
     return -1;
   usage_now(&b);
-  usage_add(&w->usage[ENG_RAW], &a, &b);
-  if (plug_listen(&w->plug, c->ncomms, has_send, has_recv, h->plugin, res->err, sizeof(res->err)))
+  usage_add(&w->usage[ENGINE_RAW], &a, &b);
+  if (plugin_driver_listen(&w->plugin, c->ncomms, has_send, has_recv, h->plugin, res->err,
+                           sizeof(res->err)))
     return -1;
   usage_now(&a);
-  usage_add(&w->usage[ENG_PLUGIN], &b, &a);
+  usage_add(&w->usage[ENGINE_PLUGIN], &b, &a);
   h->o.ncomms = c->ncomms;
-  h->o.has_compare = w->has_cmp;
-  if (w->has_cmp &&
-      plug_listen(&w->cmp, c->ncomms, has_send, has_recv, h->compare, res->err, sizeof(res->err)))
+  h->o.has_compare = w->has_compare;
+  if (w->has_compare && plugin_driver_listen(&w->compare, c->ncomms, has_send, has_recv, h->compare,
+                                             res->err, sizeof(res->err)))
     return -1;
   usage_now(&b);
-  usage_add(&w->usage[ENG_COMPARE], &a, &b);
+  usage_add(&w->usage[ENGINE_COMPARE], &a, &b);
   /* for the report header: the plugin, then the compared one */
-  snprintf(res->err, sizeof(res->err), "%.380s%s%.380s", w->plug.desc, w->has_cmp ? "\n" : "",
-           w->has_cmp ? w->cmp.desc : "");
+  snprintf(res->err, sizeof(res->err), "%.380s%s%.380s", w->plugin.desc, w->has_compare ? "\n" : "",
+           w->has_compare ? w->compare.desc : "");
   return 0;
 }
 
@@ -129,25 +131,25 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
  * measured on its own. */
 static int do_connect(struct worker *w, const struct bench_handles *peer, struct bench_res *res) {
   struct bench_usage a, b;
-  if (peer->o.ncomms != w->ncomms || peer->o.has_compare != w->has_cmp) {
+  if (peer->o.ncomms != w->ncomms || peer->o.has_compare != w->has_compare) {
     snprintf(res->err, sizeof(res->err), "the peer offers %d comms, this rank listened for %d",
              peer->o.ncomms, w->ncomms);
     return -1;
   }
   usage_now(&a);
-  if (plug_connect(&w->plug, peer->plugin, w->spool, w->rpool, w->pool_len, res->err,
-                   sizeof(res->err)))
+  if (plugin_driver_connect(&w->plugin, peer->plugin, w->spool, w->rpool, w->pool_len, res->err,
+                            sizeof(res->err)))
     return -1;
   usage_now(&b);
-  usage_add(&w->usage[ENG_PLUGIN], &a, &b);
-  if (w->has_cmp && plug_connect(&w->cmp, peer->compare, w->spool, w->rpool, w->pool_len, res->err,
-                                 sizeof(res->err)))
+  usage_add(&w->usage[ENGINE_PLUGIN], &a, &b);
+  if (w->has_compare && plugin_driver_connect(&w->compare, peer->compare, w->spool, w->rpool,
+                                              w->pool_len, res->err, sizeof(res->err)))
     return -1;
   usage_now(&a);
-  usage_add(&w->usage[ENG_COMPARE], &b, &a);
+  usage_add(&w->usage[ENGINE_COMPARE], &b, &a);
   if (raw_connect(&w->raw, &peer->o, res->err, sizeof(res->err))) return -1;
   usage_now(&b);
-  usage_add(&w->usage[ENG_RAW], &a, &b);
+  usage_add(&w->usage[ENGINE_RAW], &a, &b);
   memcpy(res->usage, w->usage, sizeof(res->usage));
   return 0;
 }
@@ -156,17 +158,19 @@ static int do_connect(struct worker *w, const struct bench_handles *peer, struct
 static int make_streams(struct worker *w, const struct bench_cmd *c, struct stream *s) {
   int n = 0, rank = w->cfg->rank;
   int ncomms = c->mode == MODE_LAT ? 1 : c->ncomms;
-  int sends = c->mode != MODE_UNI || rank == 0, recvs = c->mode != MODE_UNI || rank == 1;
+  bool sends = c->mode != MODE_UNI || rank == 0, recvs = c->mode != MODE_UNI || rank == 1;
   size_t per_comm = (size_t)c->window * c->size; /* comm i's slots start at i x this */
   for (int i = 0; i < ncomms; i++) {
-    if (sends) s[n++] = (struct stream){.send = 1, .comm = i, .pool = w->spool + i * per_comm};
-    if (recvs) s[n++] = (struct stream){.send = 0, .comm = i, .pool = w->rpool + i * per_comm};
+    if (sends)
+      s[n++] = (struct stream){.is_send = true, .comm = i, .pool = w->spool + i * per_comm};
+    if (recvs)
+      s[n++] = (struct stream){.is_send = false, .comm = i, .pool = w->rpool + i * per_comm};
   }
   uint64_t total = c->warm + c->iters;
   for (int i = 0; i < n; i++) {
     s[i].my_rank = rank;
     s[i].peer_rank = 1 - rank;
-    s[i].done_ns = w->done + (size_t)i * total;
+    s[i].done_ns = w->dones + (size_t)i * total;
   }
   return n;
 }
@@ -180,8 +184,8 @@ static void prepare(struct worker *w, const struct bench_cmd *c, struct stream *
   for (int i = 0; i < n; i++)
     for (int k = 0; k < c->window; k++) {
       uint8_t *slot = s[i].pool + (size_t)k * c->size;
-      if (!s[i].send) memset(slot, 0xee, c->size);
-      else if (refill) pat_fill(slot, c->size, pat_key(s[i].my_rank, s[i].comm, k));
+      if (!s[i].is_send) memset(slot, 0xee, c->size);
+      else if (refill) pattern_fill(slot, c->size, pattern_key(s[i].my_rank, s[i].comm, k));
     }
   w->filled_size = c->size;
   w->filled_window = c->window;
@@ -202,9 +206,9 @@ static int check_streams(struct stream *s, int n, const struct bench_cmd *c, cha
   uint64_t total = c->warm + c->iters;
   uint64_t from = total > (uint64_t)c->window ? total - (uint64_t)c->window : 0;
   for (int i = 0; i < n; i++) {
-    if (s[i].send) continue;
-    for (uint64_t m = from; m < total; m++) stream_check(&s[i], c, m, 1);
-    if (s[i].bad) {
+    if (s[i].is_send) continue;
+    for (uint64_t m = from; m < total; m++) stream_check(&s[i], c, m, true);
+    if (s[i].has_failed) {
       snprintf(err, cap, "%s", s[i].err);
       return -1;
     }
@@ -224,12 +228,12 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   if (c->ncomms > w->ncomms || c->window > w->window || c->window > BENCH_MAX_WINDOW ||
       c->warm < (uint64_t)c->window || c->size % 8 ||
       c->size * (uint64_t)c->window * (uint64_t)c->ncomms > w->pool_len ||
-      (c->engine == ENG_COMPARE && !w->has_cmp) || (c->mode != MODE_UNI && w->one_way)) {
+      (c->engine == ENGINE_COMPARE && !w->has_compare) || (c->mode != MODE_UNI && w->is_one_way)) {
     snprintf(res->err, sizeof(res->err), "run outside what was prepared");
     return ready_go(w), -1;
   }
-  if (grow(&w->done, &w->done_cap, total * 2 * (size_t)c->ncomms) ||
-      grow(&w->lat, &w->lat_cap, total * (size_t)c->ncomms)) {
+  if (grow(&w->dones, &w->done_cap, total * 2 * (size_t)c->ncomms) ||
+      grow(&w->lats, &w->lat_cap, total * (size_t)c->ncomms)) {
     snprintf(res->err, sizeof(res->err), "out of memory for %llu timestamps",
              (unsigned long long)total);
     return ready_go(w), -1;
@@ -238,12 +242,12 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   int n = make_streams(w, c, s);
   prepare(w, c, s, n);
   if (ready_go(w)) return -1;
-  struct run_ctx r = {.cmd = c, .streams = s, .nstreams = n, .lat = w->lat};
+  struct run_ctx r = {.cmd = c, .streams = s, .nstreams = n, .lats = w->lats};
   int64_t cpu = proc_cpu_ns();
   w->cmd_cpu0 = cpu;
-  int rc = c->engine == ENG_PLUGIN    ? plug_run(&w->plug, &r)
-           : c->engine == ENG_COMPARE ? plug_run(&w->cmp, &r)
-                                      : raw_run(&w->raw, &r);
+  int rc = c->engine == ENGINE_PLUGIN    ? plugin_driver_run(&w->plugin, &r)
+           : c->engine == ENGINE_COMPARE ? plugin_driver_run(&w->compare, &r)
+                                         : raw_run(&w->raw, &r);
   res->cpu_ns = proc_cpu_ns() - cpu;
   res->cpu_drv_ns = r.cpu_drv_ns;
   struct bench_usage u;
@@ -261,20 +265,20 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   }
   stream_window(s, n, c->warm, total, res);
   for (int i = 0; i < n; i++)
-    if (!s[i].send)
-      res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window, w->lat + res->nlat);
+    if (!s[i].is_send)
+      res->nlat += (uint32_t)stream_lat(&s[i], c->warm, total, c->window, w->lats + res->nlat);
   return 0;
 }
 
 static void worker_free(struct worker *w) {
-  plug_close(&w->plug);
-  if (w->has_cmp) plug_close(&w->cmp);
+  plugin_driver_close(&w->plugin);
+  if (w->has_compare) plugin_driver_close(&w->compare);
   raw_close(&w->raw);
   if (w->spool) munmap(w->spool, w->pool_len);
   if (w->rpool) munmap(w->rpool, w->pool_len);
   free(w->streams);
-  free(w->done);
-  free(w->lat);
+  free(w->dones);
+  free(w->lats);
 }
 
 /* The handles in both directions: the offer, then its arrays. */
@@ -310,7 +314,7 @@ static int serve(struct worker *w) {
     if (c.op == OP_QUIT) return 0;
     if (c.op == OP_LISTEN) {
       res.status = do_listen(w, &c, &res, &h);
-      if (res.status) h.o.ncomms = 0, h.o.has_compare = 0;
+      if (res.status) h.o.ncomms = 0, h.o.has_compare = false;
       int bad = io_write(fd, &res, sizeof(res)) || handles_write(fd, &h);
       free(h.plugin);
       if (bad) return 1;
@@ -325,7 +329,7 @@ static int serve(struct worker *w) {
       res.cpu_cmd_ns = proc_cpu_ns() - w->cmd_cpu0;
     }
     if (io_write(fd, &res, sizeof(res)) ||
-        (res.nlat && io_write(fd, w->lat, res.nlat * sizeof(int64_t))))
+        (res.nlat && io_write(fd, w->lats, res.nlat * sizeof(int64_t))))
       return 1;
   }
   return 1;
@@ -341,18 +345,19 @@ int worker_main(const struct worker_cfg *cfg) {
     CPU_SET(cfg->cpu, &set);
     sched_setaffinity(0, sizeof(set), &set);
   }
-  if (cfg->netns && netns_enter(cfg->netns, w.plug_err, sizeof(w.plug_err))) {
-    w.plug_status = -1;
+  if (cfg->netns && netns_enter(cfg->netns, w.plugin_err, sizeof(w.plugin_err))) {
+    w.plugin_status = -1;
   } else {
     if (cfg->ifname) setenv("NCCL_SOCKET_IFNAME", cfg->ifname, 1);
-    w.plug_status = plug_open(&w.plug, cfg, cfg->plugin, cfg->abi, w.plug_err, sizeof(w.plug_err));
-    if (!w.plug_status && cfg->compare) {
+    w.plugin_status =
+      plugin_driver_open(&w.plugin, cfg, cfg->plugin, cfg->abi, w.plugin_err, sizeof(w.plugin_err));
+    if (!w.plugin_status && cfg->compare) {
       char err[400];
-      if (plug_open(&w.cmp, cfg, cfg->compare, 0, err, sizeof(err))) {
-        snprintf(w.plug_err, sizeof(w.plug_err), "the compared plugin: %s", err);
-        w.plug_status = -1;
+      if (plugin_driver_open(&w.compare, cfg, cfg->compare, 0, err, sizeof(err))) {
+        snprintf(w.plugin_err, sizeof(w.plugin_err), "the compared plugin: %s", err);
+        w.plugin_status = -1;
       }
-      w.has_cmp = 1; /* loaded as far as it went: closed at the end */
+      w.has_compare = true; /* loaded as far as it went: closed at the end */
     }
   }
   int rc = serve(&w);
