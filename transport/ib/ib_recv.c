@@ -52,7 +52,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   }
   r->seq = seq;
   r->n = n;
-  for (int i = 0; i < n; i++) r->is_gpu |= ((struct ib_mh *)mhandles[i])->is_gpu;
+  for (int i = 0; i < n; i++) /* a 0-byte receive may come without a registration */
+    r->is_gpu |= mhandles[i] && ((struct ib_mh *)mhandles[i])->is_gpu;
   r->tag = tags ? tags[0] : 0;
   for (int i = 0; i < n; i++) r->bytes += sizes[i];
   struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
