@@ -408,7 +408,7 @@ static int usage(void) {
 }
 
 int main(int argc, char **argv) {
-  for (int i = 1; i < argc; i++) {
+  for (int i = 1; i < argc; i += 2) { /* --option value pairs */
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) return usage();
     if (!strcmp(a, "--role")) opt.role = v;
@@ -423,7 +423,6 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--pace-us")) opt.pace_us = atoi(v);
     else if (!strcmp(a, "--late-ms")) opt.late_ms = atoi(v);
     else return usage();
-    i++;
   }
   if (opt.window < 1 || opt.window > MAX_WINDOW || !opt.size) return usage();
   char err[512];
