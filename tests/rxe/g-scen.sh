@@ -50,10 +50,19 @@ pair() { # name listener-env connector-env [options...]
 
 # The plugin cuts a long diagnosis for NCCL's line buffer; a line that
 # continues the one before ("LOG WARN NET/diag ... ") is joined to it.
+# Plain bash: the guest has no awk and no /dev/fd.
 joined() { # file
-  awk '/^LOG (WARN|INFO) NET\/diag \.\.\. / && n { sub(/^LOG (WARN|INFO) NET\/diag \.\.\./, ""); prev = prev $0; next }
-       { if (n) print prev; prev = $0; n = 1 }
-       END { if (n) print prev }' "$1"
+  local line prev="" have=0 re='^LOG (WARN|INFO) NET/diag [.][.][.] (.*)$'
+  while IFS= read -r line; do
+    if [ $have = 1 ] && [[ $line =~ $re ]]; then
+      prev+=" ${BASH_REMATCH[2]}"
+      continue
+    fi
+    [ $have = 1 ] && printf '%s\n' "$prev"
+    prev=$line have=1
+  done <"$1"
+  [ $have = 1 ] && printf '%s\n' "$prev"
+  return 0
 }
 
 expect() { # side what text...
@@ -61,6 +70,7 @@ expect() { # side what text...
   shift 2
   [ "$sides" = both ] && sides="listen connect"
   for side in $sides; do
+    joined "$scen.$side" >"$scen.$side.joined"
     ok=0
     while IFS= read -r line; do
       case $what in
@@ -74,7 +84,7 @@ expect() { # side what text...
       ok=1
       for t in "$@"; do [[ $line == *"$t"* ]] || { ok=0; break; }; done
       [ $ok = 1 ] && break
-    done < <(joined "$scen.$side")
+    done <"$scen.$side.joined"
     if [ "$what" = nowarn ]; then
       [ $ok = -1 ] && problems+=("the $side side warned about: $1")
     elif [ $ok != 1 ]; then
