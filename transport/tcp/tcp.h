@@ -132,6 +132,10 @@ struct tcp_comm {
   atomic_bool is_failed;
   int fail_err;
   pthread_mutex_t err_lock;
+  /* the receiver's abort notice, once read: a helper that hit a reset and
+   * the caller's check race for it, and both must tell its reason */
+  pthread_mutex_t notice_lock;
+  char *notice;
 };
 
 /* ---- tcp_comm.c: lifetime, failure, requests ---- */
@@ -173,6 +177,10 @@ void tcp_abort_peer(struct tcp_comm *c, const char *reason);
  * an abort notice, or closes); if so the comm fails with its words.
  * Looks at most every millisecond unless is_now: 0 or the comm's errno. */
 int tcp_check_notice(struct tcp_comm *c, bool is_now);
+/* The receiver's abort notice into reason: read from the control socket
+ * (waiting up to wait_ms) by the first thread that asks, kept for the
+ * others. false when none came. */
+bool tcp_peer_notice(struct tcp_comm *c, char *reason, size_t cap, int wait_ms);
 /* Receive side, at close: when data is still in flight (a receive posted
  * or part-read, or bytes nobody took), tells the sender so, so its
  * pending sends fail with that reason instead of succeeding. */

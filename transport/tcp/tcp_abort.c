@@ -15,7 +15,9 @@
  * receiver's words. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -46,6 +48,18 @@ void tcp_abort_peer(struct tcp_comm *c, const char *reason) {
   if (devnull >= 0) close(devnull);
 }
 
+bool tcp_peer_notice(struct tcp_comm *c, char *reason, size_t cap, int wait_ms) {
+  pthread_mutex_lock(&c->notice_lock);
+  if (!c->notice) {
+    char buf[MSG_ABORT_MAX + 1];
+    if (transport_read_abort(c->ctrl_fd, buf, sizeof(buf), wait_ms)) c->notice = strdup(buf);
+  }
+  bool has_notice = c->notice != NULL;
+  if (has_notice) snprintf(reason, cap, "%s", c->notice);
+  pthread_mutex_unlock(&c->notice_lock);
+  return has_notice;
+}
+
 int tcp_check_notice(struct tcp_comm *c, bool is_now) {
   int64_t now = now_ns();
   if (!is_now && now < c->next_notice_ns) return 0;
@@ -54,7 +68,7 @@ int tcp_check_notice(struct tcp_comm *c, bool is_now) {
   ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
   char reason[MSG_ABORT_MAX + 1];
-  if (n > 0 && transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 300))
+  if (n > 0 && tcp_peer_notice(c, reason, sizeof(reason), 300))
     return tcp_fail(c, ECONNRESET, 0, "the receiving side ended the connection: %s", reason);
   int err = n < 0 ? errno : 0;
   return tcp_fail(c, ECONNRESET, 0,

@@ -29,8 +29,7 @@ int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if ((flags & TCP_F_SOCKET) && c->is_send &&
-        transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 300)) {
+    if ((flags & TCP_F_SOCKET) && c->is_send && tcp_peer_notice(c, reason, sizeof(reason), 300)) {
       snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
       err = ECONNRESET;
     }
@@ -100,10 +99,11 @@ static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
     snprintf(what, sizeof(what), "%s of message %u (%zu bytes)", r->is_send ? "send" : "receive",
              r->seq, r->size);
   else snprintf(what, sizeof(what), "receive of message %u (up to %zu bytes)", r->seq, r->cap);
-  WARN("%s with %s has made no progress for %lld s (%s, %lld payload bytes outstanding). The "
-       "peer may not have reached this operation yet, or it is hung, dead or unreachable",
-       what, c->base.peer.desc, (long long)(waited / 1000000000LL),
-       r->is_hdr_done ? "header done" : "header pending", left);
+  char advice[400];
+  liveness_stall_advice(c->base.live, advice, sizeof(advice));
+  WARN("%s with %s has made no progress for %lld s (%s, %lld payload bytes outstanding). %s", what,
+       c->base.peer.desc, (long long)(waited / 1000000000LL),
+       r->is_hdr_done ? "header done" : "header pending", left, advice);
 }
 
 /* Nothing moved for a while: sleep on what this comm waits for (its
@@ -180,6 +180,8 @@ static void close_fds(struct tcp_comm *c) {
 
 static void comm_free(struct tcp_comm *c) {
   pthread_mutex_destroy(&c->err_lock);
+  pthread_mutex_destroy(&c->notice_lock);
+  free(c->notice);
   c->base.obj = OBJ_DEAD;
   free(c->socks);
   free(c->reqs);
@@ -264,6 +266,7 @@ int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
     c->ctrl_fd = -1;
     c->is_same_host = sock_same_host(s->ctrl_fd);
     pthread_mutex_init(&c->err_lock, NULL);
+    pthread_mutex_init(&c->notice_lock, NULL);
     c->socks = c->nsocks ? calloc((size_t)c->nsocks, sizeof(*c->socks)) : NULL;
   }
   if (!c || (c->nsocks && !c->socks) || comm_settings(c, s)) {
