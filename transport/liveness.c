@@ -199,3 +199,18 @@ enum liveness_view liveness_peer_state(const struct liveness_peer *p, char *buf,
            quiet, (long long)(state.timeout_ns / 1000000000LL));
   return LIVENESS_SILENT;
 }
+
+void liveness_stall_advice(const struct liveness_peer *p, char *buf, size_t cap) {
+  char live[200];
+  enum liveness_view v = liveness_peer_state(p, live, sizeof(live));
+  if (v == LIVENESS_UNCHECKED)
+    snprintf(buf, cap,
+             "The peer may not have reached the matching operation yet, or it is hung "
+             "or unreachable");
+  else if (v == LIVENESS_ANSWERS)
+    snprintf(buf, cap,
+             "The peer's process %s: it is alive and has not reached the matching operation yet "
+             "(still busy, or the ranks' send and receive calls do not pair up)",
+             live);
+  else snprintf(buf, cap, "The peer's process %s: it may be stopped, or cut off", live);
+}

@@ -69,6 +69,11 @@ void liveness_peer_notice(const struct liveness_peer *p, char *buf, size_t cap);
 enum liveness_view { LIVENESS_UNCHECKED, LIVENESS_ANSWERS, LIVENESS_SILENT, LIVENESS_LOST };
 enum liveness_view liveness_peer_state(const struct liveness_peer *p, char *buf, size_t cap);
 
+/* The end of a no-progress warning for a request that waits on its peer:
+ * what the peer's liveness says and what that means (alive but not at the
+ * matching operation yet, silent, or not checked). */
+void liveness_stall_advice(const struct liveness_peer *p, char *buf, size_t cap);
+
 /* "control socket: 2048 bytes unacknowledged, 3 retransmissions, the
  * peer's receive window closed (2 probes)" from a connected TCP socket's
  * TCP_INFO, for messages about a stalled connection; "" when unreadable. */

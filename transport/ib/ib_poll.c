@@ -208,16 +208,7 @@ static void stall_advice(const struct ib_comm *c, bool is_posted, char *buf, siz
              "or delays its packets (the queue pair gives up after NCCL_IB_TIMEOUT x "
              "NCCL_IB_RETRY_CNT)%s%s",
              live[0] ? "; the peer's process " : "", live);
-  else if (v == LIVENESS_UNCHECKED)
-    snprintf(buf, cap,
-             "The peer may not have reached the matching operation yet, or it is hung "
-             "or unreachable");
-  else if (v == LIVENESS_ANSWERS)
-    snprintf(buf, cap,
-             "The peer's process %s: it is alive and has not reached the matching operation yet "
-             "(still busy, or the ranks' send and receive calls do not pair up)",
-             live);
-  else snprintf(buf, cap, "The peer's process %s: it may be stopped, or cut off", live);
+  else liveness_stall_advice(c->base.live, buf, cap);
 }
 
 void ib_check_cts_wait(struct ib_comm *c, uint32_t seq, size_t size, int tag) {
