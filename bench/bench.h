@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "tools/proc_usage.h"
+
 #define BENCH_MAX_WINDOW 8      /* NCCL_STEPS: requests in flight per connection */
 #define BENCH_MAX_COMMS 8192    /* per direction; arrays are sized by the block's count */
 #define BENCH_MAX_COMM_COUNTS 8 /* entries of --comms */
@@ -80,13 +82,6 @@ struct bench_handles {
   uint8_t *plugin, *compare; /* ncomms x BENCH_HANDLE_LEN each */
 };
 
-/* What an engine's connections cost the process: the difference before
- * and after it connected a block's comms (both directions). */
-struct bench_usage {
-  int threads, fds;
-  int64_t rss_kb;
-};
-
 /* Worker -> parent, followed by `nlat` int64 nanosecond values (message
  * lifetimes for bandwidth runs, round trips for latency runs). */
 struct bench_res {
@@ -100,7 +95,7 @@ struct bench_res {
   int64_t cpu_drv_ns;  /* of the thread that called isend/irecv/test */
   int64_t cpu_cmd_ns;  /* of the process from "go" to this answer (checks included) */
   int threads;         /* the process's threads at the end of the run */
-  struct bench_usage usage[ENGINE_COUNT]; /* OP_CONNECT: what each engine's comms added */
+  struct proc_usage usage[ENGINE_COUNT]; /* OP_CONNECT: what each engine's comms added */
   uint32_t nlat;
 };
 
@@ -161,7 +156,6 @@ void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, boo
 /* --- stats.c ------------------------------------------------------------ */
 /* This process's threads, open descriptors and resident memory now (after
  * returning freed heap pages: what is held, not the peak). */
-void usage_now(struct bench_usage *u);
 int64_t mono_ns(void);
 int64_t proc_cpu_ns(void);
 int64_t thread_cpu_ns(void);

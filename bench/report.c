@@ -92,7 +92,7 @@ void report_header(FILE *f, const struct report *rep) {
 }
 
 static void usage_line(FILE *f, const char *who, const struct block *b, int eng) {
-  const struct bench_usage *u0 = &b->usage[0][eng], *u1 = &b->usage[1][eng];
+  const struct proc_usage *u0 = &b->usage[0][eng], *u1 = &b->usage[1][eng];
   double per = b->is_one_way ? b->ncomms : 2.0 * b->ncomms; /* the comms a rank holds */
   fprintf(f,
           "#   %-8s rank 0: %+d threads, %+d fds (%.1f per comm), %+.1f MB RSS (%.1f KB per comm); "

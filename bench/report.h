@@ -49,7 +49,7 @@ struct block {
   int ncomms;
   int raw_socks;   /* baseline sockets per comm opened for this block */
   bool is_one_way; /* only rank 0 -> rank 1 comms (no bidir or ping-pong in the block) */
-  struct bench_usage usage[2][ENGINE_COUNT];
+  struct proc_usage usage[2][ENGINE_COUNT];
 };
 
 struct opts {

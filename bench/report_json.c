@@ -161,7 +161,7 @@ static void jtargets(FILE *f, const struct report *rep) {
   fprintf(f, "],\n");
 }
 
-static void jusage(FILE *f, const struct bench_usage *u) {
+static void jusage(FILE *f, const struct proc_usage *u) {
   fprintf(f, "{\"threads\": %d, \"fds\": %d, \"rss_kb\": %lld}", u->threads, u->fds,
           (long long)u->rss_kb);
 }

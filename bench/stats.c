@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Clocks, CPU time, and the small statistics the report needs. */
-#include <dirent.h>
-#include <malloc.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,28 +43,6 @@ int64_t host_busy_ns(bool has_irq_time) {
   long hz = sysconf(_SC_CLK_TCK);
   unsigned long long busy = v[0] + v[1] + v[2] + (has_irq_time ? v[5] + v[6] : 0);
   return (int64_t)(busy * (1000000000ULL / (unsigned long long)(hz > 0 ? hz : 100)));
-}
-
-/* Resident memory is read after freed heap pages go back to the system
- * (malloc_trim), so it is what the comms hold, not the transient peak of
- * setting them up (a listen's state is freed once it accepted). */
-void usage_now(struct bench_usage *u) {
-  memset(u, 0, sizeof(*u));
-  malloc_trim(0);
-  FILE *f = fopen("/proc/self/status", "re");
-  char line[256];
-  while (f && fgets(line, sizeof(line), f)) {
-    long long v;
-    if (sscanf(line, "Threads: %lld", &v) == 1) u->threads = (int)v;
-    else if (sscanf(line, "VmRSS: %lld kB", &v) == 1) u->rss_kb = v;
-  }
-  if (f) fclose(f);
-  DIR *d = opendir("/proc/self/fd");
-  for (struct dirent *e; d && (e = readdir(d));) u->fds += e->d_name[0] != '.';
-  if (d) {
-    u->fds--; /* the directory's own descriptor */
-    closedir(d);
-  }
 }
 
 static int cmp_double(const void *a, const void *b) {

@@ -32,7 +32,7 @@ struct worker {
   int64_t *dones, *lats;                        /* per stream: completion times; latencies */
   size_t done_cap, lat_cap;
   int64_t cmd_cpu0;
-  struct bench_usage usage[ENGINE_COUNT]; /* what each engine's comms added */
+  struct proc_usage usage[ENGINE_COUNT]; /* what each engine's comms added */
 };
 
 static int io_all(int fd, void *buf, size_t len, bool is_out) {
@@ -69,8 +69,8 @@ static int alloc_pools(struct worker *w, const struct bench_cmd *c, char *err, s
   return 0;
 }
 
-static void usage_add(struct bench_usage *acc, const struct bench_usage *a,
-                      const struct bench_usage *b) {
+static void usage_add(struct proc_usage *acc, const struct proc_usage *a,
+                      const struct proc_usage *b) {
   acc->threads += b->threads - a->threads;
   acc->fds += b->fds - a->fds;
   acc->rss_kb += b->rss_kb - a->rss_kb;
@@ -99,27 +99,27 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
   w->ncomms = c->ncomms;
   w->filled_comms = 0;
   memset(w->usage, 0, sizeof(w->usage));
-  struct bench_usage a, b;
-  usage_now(&a);
+  struct proc_usage a, b;
+  proc_usage_now(&a);
   bool has_send = !c->is_one_way || w->cfg->rank == 0,
        has_recv = !c->is_one_way || w->cfg->rank == 1;
   w->is_one_way = c->is_one_way;
   if (raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->ncomms, c->shape.nsocks, has_send,
                  has_recv, &h->o, res->err, sizeof(res->err)))
     return -1;
-  usage_now(&b);
+  proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_RAW], &a, &b);
   if (plugin_driver_listen(&w->plugin, c->ncomms, has_send, has_recv, h->plugin, res->err,
                            sizeof(res->err)))
     return -1;
-  usage_now(&a);
+  proc_usage_now(&a);
   usage_add(&w->usage[ENGINE_PLUGIN], &b, &a);
   h->o.ncomms = c->ncomms;
   h->o.has_compare = w->has_compare;
   if (w->has_compare && plugin_driver_listen(&w->compare, c->ncomms, has_send, has_recv, h->compare,
                                              res->err, sizeof(res->err)))
     return -1;
-  usage_now(&b);
+  proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_COMPARE], &a, &b);
   /* for the report header: the plugin, then the compared one */
   snprintf(res->err, sizeof(res->err), "%.380s%s%.380s", w->plugin.desc, w->has_compare ? "\n" : "",
@@ -130,25 +130,25 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
 /* Each engine connects in turn, so what its comms cost the process is
  * measured on its own. */
 static int do_connect(struct worker *w, const struct bench_handles *peer, struct bench_res *res) {
-  struct bench_usage a, b;
+  struct proc_usage a, b;
   if (peer->o.ncomms != w->ncomms || peer->o.has_compare != w->has_compare) {
     snprintf(res->err, sizeof(res->err), "the peer offers %d comms, this rank listened for %d",
              peer->o.ncomms, w->ncomms);
     return -1;
   }
-  usage_now(&a);
+  proc_usage_now(&a);
   if (plugin_driver_connect(&w->plugin, peer->plugin, w->spool, w->rpool, w->pool_len, res->err,
                             sizeof(res->err)))
     return -1;
-  usage_now(&b);
+  proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_PLUGIN], &a, &b);
   if (w->has_compare && plugin_driver_connect(&w->compare, peer->compare, w->spool, w->rpool,
                                               w->pool_len, res->err, sizeof(res->err)))
     return -1;
-  usage_now(&a);
+  proc_usage_now(&a);
   usage_add(&w->usage[ENGINE_COMPARE], &b, &a);
   if (raw_connect(&w->raw, &peer->o, res->err, sizeof(res->err))) return -1;
-  usage_now(&b);
+  proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_RAW], &a, &b);
   memcpy(res->usage, w->usage, sizeof(res->usage));
   return 0;
@@ -250,8 +250,8 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
                                          : raw_run(&w->raw, &r);
   res->cpu_ns = proc_cpu_ns() - cpu;
   res->cpu_drv_ns = r.cpu_drv_ns;
-  struct bench_usage u;
-  usage_now(&u);
+  struct proc_usage u;
+  proc_usage_now(&u);
   res->threads = u.threads;
   if (rc) {
     snprintf(res->err, sizeof(res->err), "%s", r.err);

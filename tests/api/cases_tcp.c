@@ -8,8 +8,6 @@
  *  - thousands of comms in one process: the device's shared helpers are
  *    the only threads, each comm holds its sockets and at most a few
  *    descriptors and kilobytes more. */
-#include <dirent.h>
-#include <malloc.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +16,7 @@
 #include <unistd.h>
 
 #include "cases.h"
+#include "tools/proc_usage.h"
 
 static void close_comm(struct side *s, void *comm) {
   if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
@@ -124,30 +123,6 @@ void case_stall_names_message(struct side *s) {
 
 /* ---- scale ---- */
 
-struct usage {
-  int threads, fds;
-  long long rss_kb; /* held: after freed heap pages went back to the system */
-};
-
-static void usage_now(struct usage *u) {
-  memset(u, 0, sizeof(*u));
-  malloc_trim(0);
-  FILE *f = fopen("/proc/self/status", "re");
-  char line[256];
-  while (f && fgets(line, sizeof(line), f)) {
-    long long v;
-    if (sscanf(line, "Threads: %lld", &v) == 1) u->threads = (int)v;
-    else if (sscanf(line, "VmRSS: %lld kB", &v) == 1) u->rss_kb = v;
-  }
-  if (f) fclose(f);
-  DIR *d = opendir("/proc/self/fd");
-  for (struct dirent *e; d && (e = readdir(d));) u->fds += e->d_name[0] != '.';
-  if (d) {
-    u->fds--; /* the directory's own descriptor */
-    closedir(d);
-  }
-}
-
 /* Room for n comms' descriptors: the soft limit up to the hard one, the
  * hard one too where we may. How many comms fit. */
 static int fit_comms(int n, int per_comm) {
@@ -184,7 +159,7 @@ static const char *sanitizer(void) {
 /* What the comms cost, per comm, against the targets: at most the
  * device's 2 helpers plus 1 (the process-wide liveness check) threads, at
  * most 3 descriptors beyond a comm's data sockets, at most 16 KB held. */
-static void judge(const struct usage *a, const struct usage *b, int n, int nsocks,
+static void judge(const struct proc_usage *a, const struct proc_usage *b, int n, int nsocks,
                   const char *when) {
   double fds = (double)(b->fds - a->fds) / n, kb = (double)(b->rss_kb - a->rss_kb) / n;
   const char *san = sanitizer();
@@ -206,19 +181,19 @@ void case_many_comms_cost(struct side *s) {
   if (side_open(s)) return;
   if (n < 2000) printf("#   the descriptor limit fits %d comms, not 2000\n", n);
   void **comms = calloc((size_t)n, sizeof(void *));
-  struct usage base, idle, used;
-  usage_now(&base);
+  struct proc_usage base, idle, used;
+  proc_usage_now(&base);
   int opened = 0;
   for (int i = 0; i < n && comms; i++) opened += pair_open(s, &comms[i]) == 0;
   CHECK(opened == n, "%d of %d comms opened", opened, n);
-  usage_now(&idle);
+  proc_usage_now(&idle);
   if (opened == n) {
     judge(&base, &idle, n, 2, "just connected");
     int bad = 0;
     for (int i = 0; i < n; i++) bad += xfer_one(s, comms[i], 64 + (size_t)i % 4000, 4096, i) != 0;
     for (int i = 0; i < 4; i++) bad += xfer_one(s, comms[i * (n / 4)], 16 << 20, 16 << 20, i) != 0;
     CHECK(bad == 0, "%d transfers failed", bad);
-    usage_now(&used);
+    proc_usage_now(&used);
     judge(&base, &used, n, 2, "after a message each");
   }
   ctl_sync(s);
