@@ -119,7 +119,7 @@ struct verdict {
   char where[64]; /* the row it was seen in */
   bool is_seen, has_passed;
 };
-void judge(const struct report *rep, struct verdict v[NTARGETS]);
+void targets_judge(const struct report *rep, struct verdict v[NTARGETS]);
 void report_targets(FILE *f, const struct report *rep);
 
 /* report_json.c */
