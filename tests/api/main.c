@@ -202,6 +202,7 @@ int main(int argc, char **argv) {
            : real_verbs  ? "RDMA (the system's libibverbs)"
                          : "RDMA (softverbs)",
            netns_recv ? "two network namespace hosts" : "one host (loopback)");
+  warn_stats_begin();
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     const struct api_case *c = &cases[i];
     char name[200];
@@ -224,5 +225,6 @@ int main(int argc, char **argv) {
     if (run_case(c)) tap_case_failed = 1;
     tap_end(name);
   }
+  warn_stats_print();
   return tap_done();
 }
