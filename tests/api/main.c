@@ -165,6 +165,8 @@ static const struct api_case cases[] = {
   /* cases_msgs.c */
   {"ports up, no usable GID (all-IPv6 RoCE): one WARN with the port, cause and fix",
    case_ib_ipv6_only_warns, IB_ONLY, SOFT_ONLY, .timeout_s = 30},
+  {"NCCL_SOCKET_IFNAME on a link-local interface: both sides lead with it, eth0 named",
+   case_forced_link_local_if, TWO, OWN_HOSTS, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
