@@ -199,15 +199,17 @@ static void warn_none_usable(const struct topo_host *h, struct topo_choice *c,
                              struct topo_issue *is, int active, const char *hint) {
   char ports[400] = "";
   size_t o = 0;
-  int first = -1;
+  int first = -1, n = 0;
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port_choice *pc = &c->pc[p];
     if (pc->verdict == TV_STATE || pc->verdict == TV_DISABLED) continue;
     if (first < 0) first = p;
-    o = topo_cat(ports, sizeof(ports), o, "%s%s port %d", o ? ", " : "",
-                 h->hcas[h->ports[p].hca].name, h->ports[p].num);
+    if (n++ < 4)
+      o = topo_cat(ports, sizeof(ports), o, "%s%s port %d", o ? ", " : "",
+                   h->hcas[h->ports[p].hca].name, h->ports[p].num);
   }
   if (first < 0) return;
+  if (n > 4) topo_cat(ports, sizeof(ports), o, ", ...");
   const char *tail = "every connection of this process runs over TCP, at TCP speed (to use TCP "
                      "knowingly, set NCCL_IB_DISABLE=1)";
   if (active == 1)
@@ -219,8 +221,25 @@ static void warn_none_usable(const struct topo_host *h, struct topo_choice *c,
                     "to use them; until then %s",
                     active, ports, hint, tail);
   else
-    topo_issue_warn(c, is, "%d RDMA ports are up (%s) but none is used: %s; until then %s", active,
-                    ports, c->why_none, tail);
+    topo_issue_warn(c, is,
+                    "%d RDMA ports are up (%s) but none is used (the first, %s port %d: %s); "
+                    "until then %s",
+                    active, ports, h->hcas[h->ports[first].hca].name, h->ports[first].num,
+                    c->pc[first].why, tail);
+}
+
+/* Whether NCCL_IB_HCA is what refused every active port: its own error
+ * and the NCCL_IB_HCA recommendation say what to do, and turning RDMA off
+ * (NCCL_IB_DISABLE=1) would contradict that recommendation. */
+static bool is_filtered_out(const struct topo_host *h, const struct topo_choice *c) {
+  bool has_filtered = false;
+  for (int p = 0; p < h->nport; p++) {
+    const struct topo_port_choice *pc = &c->pc[p];
+    if (pc->verdict == TV_STATE || pc->verdict == TV_DISABLED) continue;
+    if (pc->verdict != TV_FILTER) return false;
+    has_filtered = true;
+  }
+  return has_filtered;
 }
 
 /* No device: would one knob make the refused ports usable? */
@@ -242,6 +261,7 @@ static void advise_none(const struct topo_host *h, struct topo_choice *c) {
     active == 1 ? " is" : "s are", c->why_none);
   char name[40];
   const char *eq = hint && is_same_hint ? strchr(hint, '=') : NULL;
+  if (is_filtered_out(h, c)) return;
   warn_none_usable(h, c, is, active, eq ? hint : NULL);
   struct topo_setting *r;
   if (eq && (size_t)(eq - hint) < sizeof(name)) {
