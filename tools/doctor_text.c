@@ -353,7 +353,9 @@ static void print_issues(FILE *f, const struct doctor *d) {
     for (int i = 0; i < c->nissue; i++) {
       if (c->issues[i].severity != s) continue;
       wrapped(f, pre, 11, c->issues[i].text);
-      if (c->issues[i].fix) wrapped(f, "           fix: ", 11, c->issues[i].fix);
+      /* A text that already ends with its fix does not repeat it. */
+      if (c->issues[i].fix && !strstr(c->issues[i].text, c->issues[i].fix))
+        wrapped(f, "           fix: ", 11, c->issues[i].fix);
     }
     for (int i = 0; i < d->nfinding; i++) {
       if (d->findings[i].severity != s) continue;
@@ -370,7 +372,10 @@ static void print_issues(FILE *f, const struct doctor *d) {
 static void print_recs(FILE *f, const struct doctor *d) {
   const struct topo_choice *c = d->c;
   fprintf(f, "\nRecommended settings\n");
-  if (!c->nsetting)
+  int errors = doctor_count(d, TOPO_ERROR), warnings = doctor_count(d, TOPO_WARNING);
+  if (!c->nsetting && errors)
+    fprintf(f, "  none from the automatic choices: fix the errors above first\n");
+  else if (!c->nsetting)
     fprintf(f, "  none needed: the automatic choices above are what NCCL should use\n");
   for (int i = 0; i < c->nsetting; i++) {
     const struct topo_setting *r = &c->settings[i];
@@ -379,7 +384,6 @@ static void print_recs(FILE *f, const struct doctor *d) {
     snprintf(pre, sizeof(pre), "      # %s: ", r->status);
     wrapped(f, pre, 8, r->why);
   }
-  int errors = doctor_count(d, TOPO_ERROR), warnings = doctor_count(d, TOPO_WARNING);
   fprintf(f, "\nverdict: %s, %d error%s, %d warning%s; exit status %d\n", doctor_transport(d),
           errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
 }

@@ -130,15 +130,19 @@ static void warn_unroutable(const struct transport_dev *dev, const struct handle
   if (!h->ncands || !report_first(key)) return;
   netif_list_str(&transport_host()->ifs, have, sizeof(have));
   const char *ifname = knob_str(K_SOCKET_IFNAME);
+  char fix[240] = "bring up the interface on the network the nodes share, or set "
+                  "NCCL_SOCKET_IFNAME to it";
+  char works[200];
+  if (report_routable_ifname(h->cands[0].ifname, works, sizeof(works)))
+    snprintf(fix, sizeof(fix), "set %s on every node", works);
   WARN("%s offers other hosts only %s to connect to device %s: %s. NCCL_SOCKET_IFNAME%s%s selects "
-       "nothing routable on %s (it has %s): bring up the interface on the network the nodes "
-       "share, or set NCCL_SOCKET_IFNAME to it",
+       "nothing routable on %s (it has %s): %s",
        h->host, list, dev->name,
        has_loopback ? "a loopback address, which no other host can reach, so connections from "
                       "other nodes fail (a job on this host alone works)"
                     : "link-local, which only a host on the same link reaches (routers never "
                       "forward it), so nodes on other links cannot connect",
-       ifname ? "=" : " (unset)", ifname ? ifname : "", h->host, have);
+       ifname ? "=" : " (unset)", ifname ? ifname : "", h->host, have, fix);
 }
 
 static int listen_family(const struct transport_dev *dev) {

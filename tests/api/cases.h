@@ -91,6 +91,10 @@ void case_ib_gdr_on(struct side *s);
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);
 void case_ib_retry_forced_gid(struct side *s);
+/* cases_msgs.c: what users read leads with the specific cause */
+void case_ib_ipv6_only_warns(struct side *s);
+/* cases_sockdiag.c, for the same */
+void case_forced_link_local_if(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

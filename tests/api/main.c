@@ -162,6 +162,11 @@ static const struct api_case cases[] = {
    ONE_HOST, .timeout_s = 60},
   {"RETRY_EXC_ERR with NCCL_IB_GID_INDEX forced: the GID index advice again",
    case_ib_retry_forced_gid, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  /* cases_msgs.c */
+  {"ports up, no usable GID (all-IPv6 RoCE): one WARN with the port, cause and fix",
+   case_ib_ipv6_only_warns, IB_ONLY, SOFT_ONLY, .timeout_s = 30},
+  {"NCCL_SOCKET_IFNAME on a link-local interface: both sides lead with it, eth0 named",
+   case_forced_link_local_if, TWO, OWN_HOSTS, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
@@ -202,6 +207,7 @@ int main(int argc, char **argv) {
            : real_verbs  ? "RDMA (the system's libibverbs)"
                          : "RDMA (softverbs)",
            netns_recv ? "two network namespace hosts" : "one host (loopback)");
+  warn_stats_begin();
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     const struct api_case *c = &cases[i];
     char name[200];
@@ -224,5 +230,6 @@ int main(int argc, char **argv) {
     if (run_case(c)) tap_case_failed = 1;
     tap_end(name);
   }
+  warn_stats_print();
   return tap_done();
 }
