@@ -128,8 +128,22 @@ static void warn_unroutable(const struct transport_dev *dev, const struct handle
   char key[480], have[700];
   snprintf(key, sizeof(key), "unroutable|%s", list);
   if (!h->ncands || !report_first(key)) return;
-  netif_list_str(&transport_host()->ifs, have, sizeof(have));
   const char *ifname = knob_str(K_SOCKET_IFNAME);
+  /* "=lo" names loopback exactly: a one-host job (a test, a bench) chose
+   * it on purpose, so it is said, not warned; a connector elsewhere still
+   * names this address and host when it cannot reach it. */
+  if (has_loopback && ifname && ifname[0] == '=') {
+    bool is_all_loopback = true;
+    for (int i = 0; i < h->ncands; i++) is_all_loopback &= ipaddr_is_loopback(&h->cands[i].addr);
+    if (is_all_loopback) {
+      INFO(LOG_NET,
+           "%s offers only %s for device %s, as NCCL_SOCKET_IFNAME=%s asks: ranks on "
+           "this host connect, other hosts cannot",
+           h->host, list, dev->name, ifname);
+      return;
+    }
+  }
+  netif_list_str(&transport_host()->ifs, have, sizeof(have));
   char fix[240] = "bring up the interface on the network the nodes share, or set "
                   "NCCL_SOCKET_IFNAME to it";
   char works[200];

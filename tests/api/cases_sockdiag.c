@@ -126,6 +126,27 @@ void case_offers_loopback(struct side *s) {
   side_close(s);
 }
 
+/* NCCL_SOCKET_IFNAME==lo names loopback exactly (a one-host job, a bench):
+ * the listener says so in an INFO line, with no WARN, and the pair works. */
+void case_chosen_loopback(struct side *s) {
+  setenv("NCCL_SOCKET_IFNAME", "=lo", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 4096, 4096, 5) == 0, "a message over loopback");
+  if (s->role == ROLE_RECV) {
+    CHECK(!log_find(NCCL_LOG_WARN, "offers other hosts only"),
+          "no WARN for a loopback address the user chose exactly: %s",
+          log_find(NCCL_LOG_WARN, "offers other hosts only"));
+    const char *i = log_find(NCCL_LOG_INFO, "as NCCL_SOCKET_IFNAME==lo asks");
+    CHECK(i && strstr(i, "other hosts cannot"), "an INFO line says what it means: %s",
+          i ? i : "none");
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
 /* Only 169.254.x.x on the link: the listener says that only hosts on the
  * same link reach it; a peer on that link still connects. */
 void case_offers_link_local_v4(struct side *s) {

@@ -92,6 +92,8 @@ static const struct api_case cases[] = {
    .timeout_s = 60},
   {"a listener that offers only its loopback address: both sides say so", case_offers_loopback, TWO,
    OWN_HOSTS, .timeout_s = 60},
+  {"NCCL_SOCKET_IFNAME==lo: loopback chosen exactly is said, not warned", case_chosen_loopback, TWO,
+   TCP_ONLY, ONE_HOST, .timeout_s = 30},
   {"a listener that offers only 169.254.x.x: it says only its link reaches it",
    case_offers_link_local_v4, TWO, OWN_HOSTS, .timeout_s = 60},
   {"IPv6 link-local only: connected through the local link", case_link_local_v6_pair, TWO,
