@@ -162,6 +162,11 @@ static const struct api_case cases[] = {
    ONE_HOST, .timeout_s = 60},
   {"RETRY_EXC_ERR with NCCL_IB_GID_INDEX forced: the GID index advice again",
    case_ib_retry_forced_gid, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  /* cases_pattern_tcp.c */
+  {"a send delivered before the receiver's clean close completes", case_send_done_after_clean_close,
+   TWO, .timeout_s = 60},
+  {"a receive that arrived before the sender's clean close completes",
+   case_recv_done_after_clean_close, TWO, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
