@@ -91,9 +91,12 @@ void case_ib_gdr_on(struct side *s);
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);
 void case_ib_retry_forced_gid(struct side *s);
-/* cases_pattern_tcp.c: NCCL's call patterns: clean closes */
+/* cases_pattern_tcp.c: NCCL's call patterns: clean closes, late accepts */
 void case_send_done_after_clean_close(struct side *s);
 void case_recv_done_after_clean_close(struct side *s);
+void case_late_accept_then_another(struct side *s);
+void case_late_accepts_many(struct side *s);
+void case_accept_25s_late(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 
