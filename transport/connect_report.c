@@ -41,10 +41,12 @@ void connect_report_detour(struct connecting *c, const struct cand *won) {
   for (int o2 = 0; o2 < c->ncands; o2++) {
     const struct cand *k = &c->cands[c->cand_order[o2]];
     if (k == won) break;
-    if (!k->attempts) continue;
+    /* Reachable: connected, and the listener took another attempt of ours
+     * (it drops the ones it did not take) */
+    if (!k->attempts || k->was_connected) continue;
     char d[256], what[700];
     connect_cand_desc(c, k, d, sizeof(d));
-    if (k->stage == CAND_CONNECTING || k->stage == CAND_HELLO)
+    if (k->stage == CAND_CONNECTING)
       snprintf(what, sizeof(what), "no answer after %lld ms (%d attempt%s)",
                (long long)((now - k->attempt_start) / 1000000), k->attempts,
                k->attempts == 1 ? "" : "s");
@@ -110,6 +112,7 @@ enum fail_cause {
   FC_INVALID,    /* EINVAL: an address this host cannot connect to */
   FC_FORBIDDEN,  /* EACCES, EPERM: a local rule forbids it */
   FC_REJECTED,   /* the process there broke or refused our handshake */
+  FC_BUSY,       /* connected, the process there has not answered yet */
   FC_OTHER,
   FC_COUNT
 };
@@ -117,7 +120,7 @@ enum fail_cause {
 static enum fail_cause cause_of(const struct cand *k) {
   if (k->is_peer_loopback) return FC_LOOPBACK;
   if (!k->attempts) return FC_NO_LINK;
-  if (k->stage == CAND_HELLO) return FC_REJECTED; /* connected, our hello unanswered */
+  if (k->stage == CAND_HELLO) return FC_BUSY; /* connected, our hello unanswered */
   /* A link-local address reaches one link; whatever the errno, the link
    * this host tried is not the listener's. */
   if (ipaddr_is_link_local(&k->hc.addr) && (k->stage == CAND_CONNECTING || k->last_err))
@@ -200,9 +203,13 @@ static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, co
                     host);
   case FC_REJECTED:
     return topo_cat(buf, cap, o,
-                    "the process listening there is not the one this handle came from, or it "
-                    "refused us: see %s's log (a handle from an earlier run, or another plugin "
-                    "version)",
+                    "the process listening there closed our connection or answered in a way this "
+                    "build cannot read, without a refusal: see %s's log for why",
+                    host);
+  case FC_BUSY:
+    return topo_cat(buf, cap, o,
+                    "the process listening there has the connection but has not answered yet (it "
+                    "has not called accept: busy, slow to start, or stopped): see %s's log",
                     host);
   case FC_OTHER:
   case FC_COUNT: break;

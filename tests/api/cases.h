@@ -96,6 +96,12 @@ void case_ib_retry_forced_gid(struct side *s);
 void case_ib_ipv6_only_warns(struct side *s);
 /* cases_sockdiag.c, for the same */
 void case_forced_link_local_if(struct side *s);
+/* cases_pattern_tcp.c: NCCL's call patterns: clean closes, late accepts */
+void case_send_done_after_clean_close(struct side *s);
+void case_recv_done_after_clean_close(struct side *s);
+void case_late_accept_then_another(struct side *s);
+void case_late_accepts_many(struct side *s);
+void case_accept_25s_late(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

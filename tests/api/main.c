@@ -169,6 +169,17 @@ static const struct api_case cases[] = {
    case_ib_ipv6_only_warns, IB_ONLY, SOFT_ONLY, .timeout_s = 30},
   {"NCCL_SOCKET_IFNAME on a link-local interface: both sides lead with it, eth0 named",
    case_forced_link_local_if, TWO, OWN_HOSTS, .timeout_s = 60},
+  /* cases_pattern_tcp.c */
+  {"a send delivered before the receiver's clean close completes", case_send_done_after_clean_close,
+   TWO, .timeout_s = 60},
+  {"a receive that arrived before the sender's clean close completes",
+   case_recv_done_after_clean_close, TWO, .timeout_s = 60},
+  {"accept 300 ms after connect, then another pair on the same listen comm",
+   case_late_accept_then_another, TWO, .timeout_s = 60},
+  {"8 connects accepted 300-600 ms late on one listen comm pair correctly", case_late_accepts_many,
+   TWO, .timeout_s = 90},
+  {"an accept 25 s after connect still connects", case_accept_25s_late, TWO, TCP_ONLY, ONE_HOST,
+   .abi_only = 11, .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
