@@ -197,6 +197,9 @@ static void build_hello(struct connecting *c, struct cand *k) {
   (void)hello_encode(m, k->out_buf + PREAMBLE_LEN, sizeof(k->out_buf) - PREAMBLE_LEN, &len);
   record_writer_start(&k->out, k->out_buf, PREAMBLE_LEN + len);
   record_reader_init(&k->in, k->in_buf, sizeof(k->in_buf), HELLO_HDR_LEN, hello_decode_header);
+  /* The wait for a busy listener has no deadline: a host that dies under
+   * it must still end it, in the time a silent peer is given. */
+  sock_keepalive(k->fd, (int)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
 }
 
 static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
@@ -291,7 +294,13 @@ static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
   }
   enum progress got = record_read(&k->in, k->fd, &err, why, sizeof(why));
   if (got == PROGRESS_FAILED) {
-    if (err != EPROTO) /* else why names what is wrong with the header */
+    if (err == ETIMEDOUT)
+      snprintf(why, sizeof(why),
+               "the host stopped answering while its process had not yet taken the connection "
+               "(no TCP keepalive answer in NCCL_DIAG_PEER_TIMEOUT_SEC=%lld s): the host is down "
+               "or the network between the two is cut",
+               (long long)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
+    else if (err != EPROTO) /* else why names what is wrong with the header */
       snprintf(why, sizeof(why),
                "the process listening there %s our handshake (it is not the listener this "
                "handle came from, or it refused us: see its log)",

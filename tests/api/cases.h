@@ -102,6 +102,7 @@ void case_recv_done_after_clean_close(struct side *s);
 void case_late_accept_then_another(struct side *s);
 void case_late_accepts_many(struct side *s);
 void case_accept_25s_late(struct side *s);
+void case_listener_host_dies_before_accept(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

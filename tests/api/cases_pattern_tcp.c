@@ -326,3 +326,43 @@ void case_accept_25s_late(struct side *s) {
   if (lc) netload_close_listen(&s->nl, lc);
   side_close(s);
 }
+
+/* The listener's host goes silent (every packet dropped there) while its
+ * process has not yet taken our connection: the connector, which waits for
+ * a busy listener without a deadline, still ends within the peer timeout,
+ * naming a host that stopped answering, not a refusal or a stale handle. */
+void case_listener_host_dies_before_accept(struct side *s) {
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc = NULL, *comm = NULL;
+  setenv("NCCL_DIAG_PEER_TIMEOUT_SEC", "4", 1);
+  if (side_open(s)) return;
+  if (s->role == ROLE_RECV) {
+    CHECK(netload_listen(&s->nl, s->dev, handle, &lc) == 0 && lc, "listen");
+    ctl_send(s, handle, sizeof(handle));
+    usleep(1500 * 1000); /* the connector is connected and waits for our answer */
+    CHECK(shell("nft add table inet diagblk && nft add chain inet diagblk in "
+                "'{ type filter hook input priority 0; policy drop; }' && nft add chain inet "
+                "diagblk out '{ type filter hook output priority 0; policy drop; }'") == 0,
+          "drop every packet on this host");
+    ctl_recv_int(s); /* the connector is done */
+    shell("nft delete table inet diagblk");
+  } else {
+    ctl_recv(s, handle, sizeof(handle));
+    long long t0 = ms_now();
+    int r = 0;
+    while (!comm && !r && ms_now() - t0 < 40000) {
+      r = netload_connect(&s->nl, s->dev, handle, &comm);
+      if (!comm && !r) usleep(1000);
+    }
+    long long ms = ms_now() - t0;
+    CHECK(!comm && r != ncclSuccess, "connect must fail, returned %d after %lld ms", r, ms);
+    CHECK(ms < 20000, "it must fail within the peer timeout (4 s) and slack: %lld ms", ms);
+    const char *w = log_find(NCCL_LOG_WARN, "stopped answering");
+    CHECK(w && !strstr(w, "earlier run"), "the WARN names a host that stopped answering: %s",
+          w ? w : "none");
+    ctl_send_int(s, 0);
+  }
+  if (comm) netload_close_send(&s->nl, comm);
+  if (lc) netload_close_listen(&s->nl, lc);
+  side_close(s);
+}

@@ -180,6 +180,9 @@ static const struct api_case cases[] = {
    TWO, .timeout_s = 90},
   {"an accept 25 s after connect still connects", case_accept_25s_late, TWO, TCP_ONLY, ONE_HOST,
    .abi_only = 11, .timeout_s = 60},
+  {"the listener's host goes silent before its accept: the connector ends, naming it",
+   case_listener_host_dies_before_accept, TWO, TCP_ONLY, NETNS, ROOT, .abi_only = 11,
+   .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
