@@ -112,7 +112,7 @@ def edges():
         rc, out, err = explain(['--json', junk])
         try:
             json.loads(out)
-            ok = rc in (0, 1)
+            ok = rc == 1
         except ValueError:
             ok = False
         case(ok, 'binary garbage: no crash, --json still parses', (rc, out[:300], err[:300]))
@@ -125,7 +125,14 @@ def edges():
     rc, out, err = explain(['--rules'])
     case(rc == 0 and 'rtr' in out and 'completion' in out, '--rules lists the signatures', out)
     rc, out, err = explain(['-'], b'')
-    case(rc == 0 and 'no NCCL log lines' in out, 'empty stdin: nothing found, exit 0', (rc, out))
+    case(rc == 2 and 'no NCCL output found in the input' in err, 'empty stdin: exit 2, no NCCL output',
+         (rc, out, err))
+    rc, out, err = explain(['-'], b'epoch 1 loss 0.31\nepoch 2 loss 0.29\n')
+    case(rc == 2 and 'no NCCL output found' in err and 'no problem' not in out,
+         'a log with nothing of NCCL: exit 2, never "no problem"', (rc, out, err))
+    rc, out, err = explain(['--rules'])
+    case(all('(NCCL ' in line for line in out.splitlines() if line.strip()),
+         '--rules names the NCCL versions of every rule', out)
 
 
 def main():

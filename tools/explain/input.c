@@ -21,8 +21,24 @@ static int add_file(struct logset *ls, const char *name) {
   struct logfile *f = &v[ls->nfiles];
   memset(f, 0, sizeof(*f));
   f->name = strdup(name);
+  ls->cur_len = 0, ls->is_cur_last = false;
   if (!f->name) return -1;
   return ls->nfiles++;
+}
+
+/* Appends more to the kept line o (its text moves with raw). */
+static void join_to(struct logset *ls, struct rec *o, const char *more) {
+  size_t at = (size_t)(o->text - o->raw);
+  size_t len = strlen(o->raw), add = strlen(more);
+  if (len + add >= EXPLAIN_LINE_MAX) return; /* the rules have read enough of it */
+  char *raw = malloc(len + add + 1);
+  if (!raw) return;
+  memcpy(raw, o->raw, len);
+  memcpy(raw + len, more, add + 1);
+  char *old = o->raw;
+  o->raw = raw, o->text = raw + at;
+  free(old);
+  ls->bytes += add;
 }
 
 /* A plugin line cut for NCCL's line buffer continues with "... ": it joins
@@ -38,24 +54,37 @@ static bool join_continuation(struct logset *ls, int file, struct rec *r) {
       o = c;
   }
   if (!o) return false;
-  const char *more = r->text + 3;         /* in the new line's own copy */
-  size_t at = (size_t)(o->text - o->raw); /* the text moves with raw */
-  size_t len = strlen(o->raw), add = strlen(more);
-  if (len + add >= EXPLAIN_LINE_MAX) return true; /* the rules have read enough of it */
-  char *raw = malloc(len + add + 1);
-  if (!raw) return true;
-  memcpy(raw, o->raw, len);
-  memcpy(raw + len, more, add + 1);
-  free(o->raw);
-  o->raw = raw, o->text = raw + at;
-  ls->bytes += add;
+  join_to(ls, o, r->text + 3);
+  return true;
+}
+
+/* A terminal that wrapped a pasted line at its width (80, 120 ... columns)
+ * leaves the rest on the next line with no prefix: it joins the NCCL line
+ * right before it when that line filled a whole terminal row. */
+static bool is_terminal_width(size_t n) {
+  static const size_t widths[] = {80, 100, 120, 128, 132, 140, 150, 160, 180, 200, 220, 240, 256};
+  for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
+    if (n == widths[i]) return true;
+  return false;
+}
+
+static bool join_wrapped(struct logset *ls, int file, const struct rec *r) {
+  if (r->has_prefix || r->level != REC_TEXT || !ls->nrecs) return false;
+  struct rec *o = &ls->recs[ls->nrecs - 1];
+  if (o->file != file || !ls->is_prev_last || o->level == REC_TEXT ||
+      !is_terminal_width(ls->prev_len) || r->raw[0] == ' ' || r->raw[0] == '\t')
+    return false;
+  join_to(ls, o, r->raw);
   return true;
 }
 
 static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   long lineno = ++ls->files[file].nlines;
+  size_t physical = len && line[len - 1] == '\r' ? len - 1 : len;
   if (len >= EXPLAIN_LINE_MAX) len = EXPLAIN_LINE_MAX - 1;
   while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
+  ls->prev_len = ls->cur_len, ls->cur_len = physical;
+  ls->is_prev_last = ls->is_cur_last, ls->is_cur_last = false;
   if (!len || ls->is_capped) return 0;
   if (ls->bytes + len > LOGSET_BYTES_MAX) {
     ls->is_capped = true;
@@ -74,11 +103,14 @@ static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   struct rec *r = &ls->recs[ls->nrecs];
   explain_parse_line(copy, r);
   r->file = file;
-  if (join_continuation(ls, file, r) || !explain_rec_relevant(r)) {
+  bool is_wrapped = join_wrapped(ls, file, r);
+  ls->is_cur_last = is_wrapped;
+  if (is_wrapped || join_continuation(ls, file, r) || !explain_rec_relevant(r)) {
     free(copy);
     return 0;
   }
   r->file = file, r->lineno = (int)lineno, r->idx = ls->nrecs;
+  ls->is_cur_last = true;
   ls->bytes += len;
   ls->nrecs++;
   return 0;

@@ -40,11 +40,7 @@ bool gid_match(const struct rec *r) {
 
 /* A GID index of the version's own choice before 2.21 was 0. */
 static bool version_before(const char *version, int major, int minor) {
-  long a = 0, b = 0;
-  if (!version || !text_long(version, &a)) return false;
-  const char *dot = strchr(version, '.');
-  if (!dot || !text_long(dot + 1, &b)) return false;
-  return a < major || (a == major && b < minor);
+  return rules_version_before(version, major, minor);
 }
 
 enum gid_kind { GK_FORCED, GK_OLD_DEFAULT, GK_AUTO, GK_SUSPECT, GK_COUNT };

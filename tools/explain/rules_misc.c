@@ -113,19 +113,45 @@ void watchdog_build(const struct explain_ctx *cx, const struct hits *h) {
 
 /* --- what no rule explains ------------------------------------------------ */
 
+/* An error as a program around NCCL prints it: PyTorch's exceptions, the
+ * ncclResult_t names and texts, a failed verbs call quoted without NCCL's
+ * prefix. */
 bool unknown_match(const struct rec *r) {
+  static const char *const errors[] = {
+    "unhandled system error",
+    "unhandled cuda error",
+    "internal error",
+    "remote process exited or there was a network error",
+    "invalid usage",
+    "invalid argument",
+    "ncclSystemError",
+    "ncclInternalError",
+    "ncclRemoteError",
+    "ncclUnhandledCudaError",
+    "ncclInvalidUsage",
+    "ncclInvalidArgument",
+    "NCCL error",
+    "NCCL Error",
+    "DistBackendError",
+    "NCCL communicator was aborted",
+    "Failed to initialize any NET plugin",
+    "Call to ibv_",
+  };
   const char *t = r->text;
   if (r->level == REC_WARN) return true;
-  return r->level == REC_TEXT &&
-         (strstr(t, "unhandled system error") || strstr(t, "ncclSystemError") ||
-          strstr(t, "ncclInternalError") || strstr(t, "ncclRemoteError") ||
-          strstr(t, "unhandled cuda error") || strstr(t, "NCCL error in"));
+  if (r->level != REC_TEXT) return false;
+  bool is_nccl = strstr(t, "NCCL") || strstr(t, "nccl") || strstr(t, "ibv_");
+  for (size_t i = 0; is_nccl && i < sizeof(errors) / sizeof(errors[0]); i++)
+    if (strstr(t, errors[i])) return true;
+  return false;
 }
 
 void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   if (cx->out->n) return; /* other findings explain the job; these follow from them */
-  bool has_warn = false;
+  bool has_warn = false, has_info = false;
   for (size_t i = 0; i < h->n; i++) has_warn |= h->v[i]->level == REC_WARN;
+  for (size_t i = 0; i < cx->ls->nrecs && !has_info; i++)
+    has_info = cx->ls->recs[i].level == REC_INFO && !cx->ls->recs[i].is_diag;
   struct finding *f = finding_new(cx->out, "unexplained-warn", CONF_LOW);
   if (!f) return;
   const struct rec *first = NULL;
@@ -134,6 +160,16 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
       first = first ? first : h->v[i];
       finding_evidence(f, h->v[i]);
     }
+  if (has_info) {
+    finding_cause(
+      f,
+      "no confident cause: NCCL failed (\"%.300s\") and no rule of this tool recognises it in this NCCL_DEBUG=INFO log",
+      first->text);
+    finding_fix(
+      f,
+      "explain the logs of every rank together (the first rank to fail names the cause; NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p gives one file per process), run nccl-net-diag doctor on the hosts named, and add NCCL_DEBUG_SUBSYS=ALL if one rank's log shows no WARN");
+    return;
+  }
   if (has_warn) {
     finding_cause(
       f, "no confident cause: NCCL warned \"%.300s\" and no rule of this tool recognises it",
