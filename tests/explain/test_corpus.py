@@ -44,6 +44,9 @@ def matches(f, want):
     for s in want.get('exports', []):
         if s not in f.get('exports', []):
             return f'exports lack "{s}"'
+    for s in want.get('no_exports', []):
+        if s in f.get('exports', []):
+            return f'exports have "{s}"'
     for h in want.get('hosts', []):
         if h not in f.get('hosts', []):
             return f'hosts lack "{h}"'

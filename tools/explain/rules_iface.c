@@ -13,7 +13,8 @@ enum if_kind { IF_OK, IF_LOOPBACK, IF_BRIDGE, IF_VETH, IF_LINK_LOCAL, IF_IB_LL, 
 static enum if_kind if_kind(const char *iface, const char *ip) {
   bool is_ll = !strncmp(ip, "169.254.", 8) || !strncmp(ip, "fe80", 4);
   if (!strncmp(iface, "lo", 2) || !strncmp(ip, "127.", 4) || !strcmp(ip, "::1")) return IF_LOOPBACK;
-  if (!strncmp(iface, "docker", 6) || !strncmp(iface, "virbr", 5)) return IF_BRIDGE;
+  if (!strncmp(iface, "docker", 6) || !strncmp(iface, "virbr", 5) || !strncmp(iface, "br-", 3))
+    return IF_BRIDGE; /* br-<id>: a docker user-defined network */
   if (!strncmp(iface, "veth", 4)) return IF_VETH;
   if (is_ll && !strncmp(iface, "ib", 2)) return IF_IB_LL;
   return is_ll ? IF_LINK_LOCAL : IF_OK;

@@ -232,7 +232,12 @@ static void add_gid_index_fix(struct finding *f, const struct corr_host *h) {
   size_t n = strlen(f->fix);
   if (forced)
     snprintf(f->fix + n, sizeof(f->fix) - n, "; %s sets NCCL_IB_GID_INDEX=%s now", h->name, forced);
-  finding_export(f, "NCCL_IB_GID_INDEX=-1");
+  n = strlen(f->fix);
+  if (h && h->version[0] && rules_version_before(h->version, 2, 21))
+    snprintf(f->fix + n, sizeof(f->fix) - n,
+             "; NCCL %s does not accept -1 (2.21+ does): set the RoCE v2 index show_gids lists",
+             h->version);
+  else finding_export(f, "NCCL_IB_GID_INDEX=-1");
 }
 
 /* ENODATA, ENODEV, EINVAL: the local side refused the attributes. */
@@ -260,7 +265,7 @@ static struct finding *refused(const struct explain_ctx *cx, const struct rtr_ca
       tr, c->where, c->m.gid_index);
     finding_fix(
       f,
-      "let NCCL choose (NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container");
+      "let NCCL choose (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container");
   } else if (c->kind == RK_REMOTE_ZERO) {
     if (!(f = finding_new(cx->out, "rtr", CONF_HIGH))) return NULL;
     finding_cause(
@@ -311,7 +316,9 @@ static struct finding *rtr_finding(const struct explain_ctx *cx, const struct rt
       f,
       "on the peer%s%s, let NCCL choose the IPv4-mapped RoCE v2 GID (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or set the index show_gids lists for it",
       c->rhost ? " " : "", c->rhost ? c->rhost : "");
-    finding_export(f, "NCCL_IB_GID_INDEX=-1");
+    const struct corr_host *h = corr_find(cx->corr, c->r->host);
+    if (!h || !h->version[0] || !rules_version_before(h->version, 2, 21))
+      finding_export(f, "NCCL_IB_GID_INDEX=-1");
     return f;
   }
   if (c->m.err == ETIMEDOUT) return timedout(cx, c);

@@ -77,7 +77,7 @@ static void retry_exceeded(const struct explain_ctx *cx, const struct wcerr *w, 
     if (!(f = finding_new(cx->out, "completion", CONF_MEDIUM))) return;
     finding_cause(
       f,
-      "RDMA writes from %s%s%s to peer %s were never acknowledged (IBV_WC_RETRY_EXC_ERR, 12): the two GIDs sit on different subnets (%s and %s) and the path between them does not carry RoCE traffic",
+      "RDMA writes from %s%s%s to peer %s were never acknowledged (IBV_WC_RETRY_EXC_ERR, 12): the two GIDs look like different subnets (%s and %s, read with a /24 or /64 mask: the log carries no netmask) and the path between them may not carry RoCE traffic",
       w->hca[0] ? w->hca : "its HCA", r->host[0] ? " on " : "", r->host, w->peer, ls, rs);
     finding_fix(
       f,
