@@ -4,6 +4,7 @@
  * so a training log of millions of lines keeps only its NCCL part. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -171,6 +172,19 @@ void logset_finish(struct logset *ls) {
     if (!r->host[0] || state[r->file] == 2) continue;
     if (!state[r->file]) scopy(f->host, sizeof(f->host), r->host), state[r->file] = 1;
     else if (strcmp(f->host, r->host)) state[r->file] = 2, f->host[0] = 0;
+  }
+  /* A file with no host at all (WARN lines pasted without their prefix)
+   * stands for one host of its own, so rules that reason per host read it. */
+  int nbare = 0;
+  for (int f = 0; f < ls->nfiles; f++) nbare += !state[f] && ls->files[f].nlines;
+  for (int f = 0; f < ls->nfiles; f++) {
+    if (state[f] || !ls->files[f].nlines) continue;
+    const char *base = strrchr(ls->files[f].name, '/');
+    if (nbare == 1) scopy(ls->files[f].host, sizeof(ls->files[f].host), "this host");
+    else
+      snprintf(ls->files[f].host, sizeof(ls->files[f].host), "the host of %s",
+               base ? base + 1 : ls->files[f].name);
+    state[f] = 1;
   }
   for (size_t i = 0; i < ls->nrecs; i++) {
     struct rec *r = &ls->recs[i];

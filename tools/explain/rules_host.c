@@ -32,7 +32,8 @@ static void host_list(const struct finding *f, char *buf, size_t cap) {
 bool shm_match(const struct rec *r) {
   const char *t = r->text;
   bool is_shm = strstr(t, "shared memory segment") || strstr(t, "/dev/shm") ||
-                strstr(t, "shm_open") || strstr(t, "nccl-shm") || strstr(t, "posix_fallocate");
+                strstr(t, "shm_open") || strstr(t, "nccl-shm") || strstr(t, "posix_fallocate") ||
+                strstr(t, "failed to extend");
   bool is_fail = strstr(t, "rror") || strstr(t, "fail") || strstr(t, "No space left") ||
                  strstr(t, "Cannot allocate");
   return is_shm && is_fail;

@@ -4,6 +4,7 @@
  * side's failure, so the rules look for the host behind the address and
  * for that host's own first error. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tools/explain/rules.h"
@@ -178,7 +179,10 @@ static bool closed_peer(const char *t, char *peer, size_t cap) {
   const char *p = text_after(t, "Connection closed by remote peer ");
   if (!p && strstr(t, "Connection reset by peer")) p = text_after(t, "recv from ");
   if (!p && strstr(t, "Connection reset by peer")) p = text_after(t, "send to ");
-  return p && text_token(p, "", peer, cap);
+  if (p && text_token(p, "", peer, cap)) return true;
+  if (!strstr(t, "Connection closed by remote peer")) return false;
+  snprintf(peer, cap, "(a peer this NCCL version does not name)"); /* 2.4-2.9 */
+  return true;
 }
 
 bool closed_match(const struct rec *r) {

@@ -1,21 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Completions with error, by status (common/wcstatus.h has what each one
  * means), pointed at the peer when the peer's log shows what happened. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/wcstatus.h"
 #include "tools/explain/rules.h"
 
-/* 2.12-2.19: "with error 12, opcode 0, len 0, vendor err 129 (Send) localGid X remoteGid Y";
+/* 2.4-2.9: "Got completion with error 12, opcode 0, len 0, vendor err 129";
+ * 2.12-2.19: "with error 12, opcode 0, len 0, vendor err 129 (Send) localGid X remoteGid Y";
  * 2.20-2.28.3: "with status=12 opcode=0 len=0 vendor err 129 (Send) localGid X remoteGidsY";
  * 2.28.9+: "with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ... hca mlx5_0". */
 bool wcerr_parse(const char *text, struct wcerr *w) {
   const char *p = text_after(text, "Got completion from peer ");
+  bool has_peer = p != NULL;
+  if (!p) p = text_after(text, "Got completion"); /* 2.4-2.9 name no peer */
   if (!p) return false;
   memset(w, 0, sizeof(*w));
   w->status = -1;
-  text_token(p, ",", w->peer, sizeof(w->peer));
+  if (has_peer) text_token(p, ",", w->peer, sizeof(w->peer));
+  else snprintf(w->peer, sizeof(w->peer), "(not named in this NCCL version's message)");
   long v;
   const char *s = text_after(p, " with error ");
   if (!s) s = text_after(p, " with status=");
