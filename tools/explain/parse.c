@@ -47,10 +47,16 @@ static bool level_word(const char **p, struct rec *r) {
     enum rec_level level;
     bool is_diag;
   } words[] = {
-    {"NCCL INFO ", REC_INFO, false},      {"NCCL WARN ", REC_WARN, false},
-    {"NCCL TRACE ", REC_TRACE, false},    {"NCCL CALL ", REC_TRACE, false},
-    {"NET/diag WARN ", REC_WARN, true},   {"NET/diag INFO ", REC_INFO, true},
+    {"NCCL INFO ", REC_INFO, false},
+    {"NCCL WARN ", REC_WARN, false},
+    {"NCCL TRACE ", REC_TRACE, false},
+    {"NCCL CALL ", REC_TRACE, false},
+    {"NET/diag WARN ", REC_WARN, true},
+    {"NET/diag INFO ", REC_INFO, true},
     {"NET/diag TRACE ", REC_TRACE, true},
+    /* NCCL 2.0-2.3: the level without "NCCL" */
+    {"WARN ", REC_WARN, false},
+    {"INFO ", REC_INFO, false},
   };
   for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
     if (skip(p, words[i].word)) {

@@ -125,7 +125,7 @@ void netplug_build(const struct explain_ctx *cx, const struct hits *h) {
 bool ofi_match(const struct rec *r) {
   const char *t = r->text;
   if (!strstr(t, "NET/OFI") && !strstr(t, "OFI ") && !strstr(t, "libfabric")) return false;
-  return r->level == REC_WARN || strstr(t, "failed") || strstr(t, "rror");
+  return r->level == REC_WARN || strstr(t, "WARN") || strstr(t, "failed") || strstr(t, "rror");
 }
 
 void ofi_build(const struct explain_ctx *cx, const struct hits *h) {

@@ -28,6 +28,7 @@ bool connfail_parse(const char *t, struct connfail *c) {
     else if ((e = text_after(p, " failed : "))) c->err = text_errno(e);
     else if ((e = text_after(p, " failed with error "))) c->err = text_errno(e);
   } else if ((p = text_after(t, "connect returned "))) c->err = text_errno(p);
+  else if ((p = text_after(t, "Call to connect failed : "))) c->err = text_errno(p); /* 2.0-2.3 */
   else if (strstr(t, "Connect: exceeded retries") || strstr(t, "onnect: exceeded retries"))
     c->err = ECONNREFUSED;
   else if (strstr(t, "onnect: exceeded timeouts")) c->err = ETIMEDOUT;
