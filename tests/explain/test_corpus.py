@@ -19,6 +19,7 @@ those with "heldout": true are not asserted here (the rules are not tuned
 on them): score.py scores every such case.
 Usage: test_corpus.py NCCL_NET_DIAG CORPUS_DIR"""
 import glob
+import re
 import json
 import os
 import subprocess
@@ -147,7 +148,7 @@ def edges():
     case(rc == 2 and 'no NCCL output found' in err and 'no problem' not in out,
          'a log with nothing of NCCL: exit 2, never "no problem"', (rc, out, err))
     rc, out, err = explain(['--rules'])
-    case(all('(NCCL ' in line for line in out.splitlines() if line.strip()),
+    case(all(re.search(r'\((NCCL \d|any NCCL|aws-ofi)', line) for line in out.splitlines() if line.strip()),
          '--rules names the NCCL versions of every rule', out)
 
 

@@ -26,7 +26,7 @@ static void usage(FILE *f) {
 
 static void list_rules(void) {
   for (size_t i = 0; i < explain_nrules; i++)
-    printf("%-19s %s (NCCL %s)\n", explain_rules[i].id, explain_rules[i].signature,
+    printf("%-19s %s (%s)\n", explain_rules[i].id, explain_rules[i].signature,
            explain_rules[i].versions);
 }
 
