@@ -99,7 +99,8 @@ static struct finding *unowned(const struct explain_ctx *cx, const struct rec *r
   const char *common = rules_common_iface(cx->corr, NULL);
   char known[512];
   struct finding *f;
-  if (ip[0] && addrs_of_hosts(cx->corr, known, sizeof(known))[0]) {
+  /* "no host uses it" says something only when the logs hold the peers */
+  if (ip[0] && cx->corr->nhosts >= 2 && addrs_of_hosts(cx->corr, known, sizeof(known))[0]) {
     if (!(f = finding_new(cx->out, "connect", CONF_MEDIUM))) return NULL;
     finding_cause(
       f,
@@ -113,15 +114,25 @@ static struct finding *unowned(const struct explain_ctx *cx, const struct rec *r
     return f;
   }
   if (!(f = finding_new(cx->out, "connect", CONF_LOW))) return NULL;
+  bool is_refused = strstr(what, "ECONNREFUSED") || strstr(what, "ECONNABORTED");
   finding_cause(
-    f,
-    "no confident cause: %s: nothing listened there (the peer exited or had not started), a firewall rejects it, or the peer advertised an address this host cannot reach",
-    what);
+    f, "no confident cause: %s: %s, or the peer advertised an address this host cannot reach", what,
+    is_refused
+      ? "nothing listened there (the peer exited or had not started), a firewall rejects it"
+      : "no route to the address or no answer from it (the peer's host down, a firewall that drops)");
   finding_fix(
     f,
     "collect every host's log with NCCL_DEBUG=INFO (its 'Bootstrap : Using' line says which host owns %s), check that host is alive, test with nc -zv %s <port> from %s, and pin one interface with NCCL_SOCKET_IFNAME on every node",
     ip[0] ? ip : "the address", ip[0] ? ip : "<address>",
     r->host[0] ? r->host : "the failing host");
+  const struct corr_host *h = corr_find(cx->corr, r->host);
+  if (h && !strncmp(h->boot_if, "ib", 2)) {
+    size_t n = strlen(f->cause);
+    snprintf(
+      f->cause + n, sizeof(f->cause) - n,
+      "; %s bootstraps on %s, an IPoIB interface, which NCCL prefers by default: if IPoIB is not up between all nodes, its sockets cannot connect",
+      h->name, h->boot_if);
+  }
   return f;
 }
 
