@@ -204,6 +204,11 @@ bool explain_rec_relevant(const struct rec *r) {
     "libfabric",
     "fi_",
     "ProcessGroup",
+    "Cuda failure",
+    "CUDA failure",
+    "CUDA error",
+    "cuda runtime error",
+    "Duplicate GPU",
   };
   if (r->has_prefix || r->level != REC_TEXT) return true;
   for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)

@@ -129,6 +129,8 @@ bool rank_match(const struct rec *r);
 void rank_build(const struct explain_ctx *cx, const struct hits *h);
 bool wrongtype_match(const struct rec *r);
 void wrongtype_build(const struct explain_ctx *cx, const struct hits *h);
+bool cuda_match(const struct rec *r);
+void cuda_build(const struct explain_ctx *cx, const struct hits *h);
 bool sockcreate_match(const struct rec *r);
 void sockcreate_build(const struct explain_ctx *cx, const struct hits *h);
 bool netplug_match(const struct rec *r);

@@ -136,6 +136,7 @@ bool unknown_match(const struct rec *r) {
     "NCCL communicator was aborted",
     "Failed to initialize any NET plugin",
     "Call to ibv_",
+    "Test NCCL failure", /* nccl-tests */
   };
   const char *t = r->text;
   if (r->level == REC_WARN) return true;
