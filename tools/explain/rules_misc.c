@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the plugin already diagnosed, hangs without an NCCL error, and the
  * WARN lines no rule explains. */
+#include <stdio.h>
 #include <string.h>
 
 #include "tools/explain/rules.h"
@@ -147,6 +148,17 @@ bool unknown_match(const struct rec *r) {
   return false;
 }
 
+/* A verbs call NCCL reports with no errno (before 2.12 it printed none):
+ * what usually lies behind it, as a lead, not a cause. */
+static void verbs_hint(struct finding *f, const struct rec *first) {
+  const char *t = first->text;
+  if (!strstr(t, "Call to ibv_") || strstr(t, "error") || strstr(t, "errno")) return;
+  size_t n = strlen(f->fix);
+  snprintf(
+    f->fix + n, sizeof(f->fix) - n,
+    "; a verbs call that fails with no errno is most often, in a container, the locked-memory limit (ulimit -l; docker run --ulimit memlock=-1) or RDMA devices the container cannot open (/dev/infiniband)");
+}
+
 void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   if (cx->out->n) return; /* other findings explain the job; these follow from them */
   bool has_warn = false, has_info = false;
@@ -169,6 +181,7 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
     finding_fix(
       f,
       "explain the logs of every rank together (the first rank to fail names the cause; NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p gives one file per process), run nccl-net-diag doctor on the hosts named, and add NCCL_DEBUG_SUBSYS=ALL if one rank's log shows no WARN");
+    verbs_hint(f, first);
     return;
   }
   if (has_warn) {
@@ -188,4 +201,5 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   }
   finding_export(f, "NCCL_DEBUG=INFO");
   finding_export(f, "NCCL_DEBUG_SUBSYS=INIT,NET");
+  verbs_hint(f, first);
 }
