@@ -13,15 +13,18 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: nccl-net-diag explain [--json] [-v] FILE... ('-' reads stdin)\n"
           "  Reads NCCL logs (NCCL_DEBUG=INFO or WARN output, NCCL_DEBUG_FILE files, whole job\n"
-          "  logs with tracebacks; one file per rank or host, or all in one) from NCCL 2.4 to\n"
-          "  2.30, IB or Socket transport or this plugin, and names each failure's cause and fix\n"
-          "  with the lines that show it. Reading all hosts' logs together lets it name the host\n"
-          "  that differs and the side that failed first.\n"
+          "  logs with tracebacks, WARN lines pasted without their prefix; one file per rank or\n"
+          "  host, or all in one) from NCCL 2.4 to 2.30, IB or Socket transport, aws-ofi-nccl or\n"
+          "  this plugin, and names each failure's cause and fix with the lines that show it.\n"
+          "  Reading all hosts' logs together lets it name the host that differs and the side\n"
+          "  that failed first.\n"
           "  --json   the findings as a JSON array of {rule, confidence, cause, fix, exports,\n"
           "           hosts, evidence}\n"
           "  -v       quote every line of evidence\n"
           "  --rules  list the failure signatures it knows\n"
-          "Exit status: 0 nothing found, 1 findings, 2 unreadable input or bad usage.\n");
+          "Exit status: 0 nothing found in NCCL output, 1 findings (an error no rule knows is\n"
+          "  a 'no confident cause' finding), 2 unreadable input, input with no NCCL output at\n"
+          "  all, or bad usage.\n");
 }
 
 static void list_rules(void) {
