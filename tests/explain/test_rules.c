@@ -126,6 +126,7 @@ static const struct match_case matches[] = {
    false},
   {"ofi", "h:1:2 [0] nccl_ofi_net.c:1 NCCL WARN NET/OFI Couldn't find any optimal provider", true},
   {"ofi", "h:1:2 [0] NCCL INFO NET/OFI Selected Provider is efa", false},
+  {"ofi", "h:1:2 [0] NCCL INFO NET/OFI Setting FI_EFA_FORK_SAFE failed, using defaults", false},
   {"cuda",
    "h:1:2 [0] init.cc:904 NCCL WARN Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 1a000",
    true},

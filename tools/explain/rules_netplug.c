@@ -125,6 +125,7 @@ void netplug_build(const struct explain_ctx *cx, const struct hits *h) {
 bool ofi_match(const struct rec *r) {
   const char *t = r->text;
   if (!strstr(t, "NET/OFI") && !strstr(t, "OFI ") && !strstr(t, "libfabric")) return false;
+  if (r->level == REC_INFO || r->level == REC_TRACE) return false; /* the plugin's own narration */
   return r->level == REC_WARN || strstr(t, "WARN") || strstr(t, "failed") || strstr(t, "rror");
 }
 
