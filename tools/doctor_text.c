@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/agree.h"
 #include "tools/doctor.h"
 #include "topo/gid.h"
 #include "topo/pkey.h"
@@ -315,9 +316,25 @@ static void print_value(FILE *f, const char *value) {
   else fprintf(f, "unset");
 }
 
+/* What each set variable means across nodes, from the must-agree table. */
+static void print_agreement(FILE *f, const struct doctor_env *e) {
+  for (int i = 0; i < e->nvar; i++) {
+    const struct agree_entry *a = agree_lookup(e->vars[i].name);
+    if (!a || (a->cls != AGREE_MUST && a->cls != AGREE_PER_HOST)) continue;
+    char line[600];
+    snprintf(line, sizeof(line), "%s %s: %s", e->vars[i].name,
+             a->cls == AGREE_MUST ? "must be the same on every node"
+                                  : "names this node's hardware: it may differ, but every node "
+                                    "must select the network the others use",
+             a->why);
+    wrapped(f, "  ", 4, line);
+  }
+}
+
 static void print_env(FILE *f, const struct doctor *d) {
   fprintf(f, "\nNCCL_* variables\n");
   print_vars(f, "this process", &d->self);
+  print_agreement(f, &d->self);
   if (!d->has_pid1) {
     wrapped(f, "  PID 1: ", 4, d->pid1_why);
   } else {
