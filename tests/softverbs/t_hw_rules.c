@@ -339,6 +339,58 @@ out:
   svt_pair_close(&p);
 }
 
+struct cq_destroyer {
+  struct ibv_cq *cq;
+  atomic_bool done;
+};
+
+static void *destroy_cq_main(void *arg) {
+  struct cq_destroyer *d = arg;
+  ibv_destroy_cq(d->cq);
+  atomic_store(&d->done, true);
+  return NULL;
+}
+
+/* Rule 4 for a CQ, and mlx5's CQ cleaning: a QP destroyed or reset takes
+ * its completions out of its CQ; destroy_cq waits for the CQ_ERR ack. */
+static void case_cq_clean_and_destroy_wait(void) {
+  struct svt_pair p;
+  struct ibv_qp_cap cap = {
+    .max_send_wr = 8, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1};
+  struct ibv_wc wc[8];
+  struct ibv_async_event ev;
+  if (!pair_with(&p, &cap)) goto out;
+  write_slot(&p, 0, 5, IBV_SEND_SIGNALED, 1);
+  CHECK(landed(&p, 0, 5), "write landed");
+  struct ibv_qp_attr ra = {.qp_state = IBV_QPS_RESET};
+  CHECK(!ibv_modify_qp(p.a.qp, &ra, IBV_QP_STATE), "to RESET");
+  CHECK(ibv_poll_cq(p.a.cq, 8, wc) == 0, "RESET left the QP's completion in its CQ");
+  struct ibv_cq *small = ibv_create_cq(p.b.ctx, 1, NULL, NULL, 0);
+  struct ibv_qp_init_attr ia = {
+    .send_cq = small, .recv_cq = small, .qp_type = IBV_QPT_RC, .cap = cap};
+  struct ibv_qp *q = small ? ibv_create_qp(p.b.pd, &ia) : NULL;
+  CHECK(q != NULL, "a QP on a 1-entry CQ");
+  if (!q) goto out;
+  struct ibv_qp_attr ea = {.qp_state = IBV_QPS_ERR};
+  ibv_modify_qp(q, &ea, IBV_QP_STATE);
+  for (int i = 0; i < 2; i++) svt_post_recv(q, p.b.buf, 8, p.b.mr->lkey, (uint64_t)i);
+  CHECK(readable(p.b.ctx->async_fd, 5000) && !ibv_get_async_event(p.b.ctx, &ev) &&
+          ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == small,
+        "two flushes on a 1-entry CQ: CQ_ERR");
+  ibv_destroy_qp(q);
+  CHECK(ibv_poll_cq(small, 8, wc) == 0, "destroy_qp left the QP's completion in its CQ");
+  struct cq_destroyer d = {.cq = small};
+  pthread_t t;
+  pthread_create(&t, NULL, destroy_cq_main, &d);
+  usleep(300000);
+  CHECK(!atomic_load(&d.done), "ibv_destroy_cq returned with CQ_ERR not acknowledged");
+  ibv_ack_async_event(&ev);
+  pthread_join(t, NULL);
+  CHECK(atomic_load(&d.done), "ibv_destroy_cq returns after the acknowledgement");
+out:
+  svt_pair_close(&p);
+}
+
 /* The wait is bounded in tests: the library names the QP and aborts. */
 static void case_destroy_unacked_aborts(void) {
   int fds[2];
@@ -386,5 +438,7 @@ int main(void) {
            case_destroy_waits_for_ack);
   TAP_CASE("destroy_qp with an event never acknowledged: named, aborted",
            case_destroy_unacked_aborts);
+  TAP_CASE("RESET and destroy_qp clean the CQ; destroy_cq waits for the CQ_ERR ack",
+           case_cq_clean_and_destroy_wait);
   return tap_done();
 }
