@@ -127,6 +127,9 @@ static void case_sq_unsignaled_forever(void) {
     CHECK(landed(&p, 15, 2), "the writes did not land");
     CHECK(ibv_poll_cq(p.a.cq, 1, &wc) == 0, "an unsignaled WR made a completion");
     int rc = post_one_more(&p, NULL, &bad_ok);
+    /* The ACK may come late on a loaded host: relaxed, it frees a slot in time. */
+    for (double t0 = svt_now(); relaxed && rc && svt_now() - t0 < 5; usleep(10000))
+      rc = post_one_more(&p, NULL, &bad_ok);
     if (relaxed) CHECK(rc == 0, "SOFTVERBS_SQ_FREE=ack: slots free on ACK, got %d", rc);
     else CHECK(rc == ENOMEM && bad_ok, "16 unsignaled WRs hold all 16 slots: got %d", rc);
   next:
