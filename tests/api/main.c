@@ -124,6 +124,15 @@ static const struct api_case cases[] = {
    ONE_HOST, SOFT_ONLY, .timeout_s = 60},
   {"REM_ACCESS_ERR later on: rkey or registration named", case_ib_rem_access, TWO, IB_ONLY,
    ONE_HOST, SOFT_ONLY, .timeout_s = 60},
+  /* cases_pattern_ib.c */
+  {"rdma data path: 2 queue pairs, 2,400 messages", case_ib_qps2_one, TWO, IB_ONLY,
+   .timeout_s = 180},
+  {"rdma data path: 4 queue pairs, 2,400 messages", case_ib_qps4_one, TWO, IB_ONLY,
+   .timeout_s = 180},
+  {"rdma data path: 2 queue pairs, messages split over both", case_ib_qps2_split, TWO, IB_ONLY,
+   .timeout_s = 180},
+  {"rdma data path: 4 queue pairs, messages split over all", case_ib_qps4_split, TWO, IB_ONLY,
+   .timeout_s = 180},
   /* cases_ibpair.c, cases_ibhost.c, cases_ibwc.c: fixture hosts (P_Key tables, PF and
    * VF, GPUs, peer memory) and injected completion errors that softverbs provides */
   /* cases_ibpair.c */

@@ -141,6 +141,9 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   c->peer_cr_rkey = s->peer_info.cr_rkey;
   c->peer_fifo_addr = s->peer_info.fifo_addr;
   c->peer_fifo_rkey = s->peer_info.fifo_rkey;
+  /* The sender's setting rules both sides: they must post alike. */
+  c->is_split =
+    s->is_send ? knob_int(K_IB_SPLIT_DATA_ON_QPS) != 0 : (s->peer_info.flags & IBREC_F_SPLIT) != 0;
   s->cq = NULL;
   s->nqps = 0;
   s->fifo = s->shadow = NULL;

@@ -38,6 +38,7 @@ struct ib_slot {
   void *bufs[IB_MAX_RECVS];
   uint32_t lkeys[IB_MAX_RECVS];
   bool is_posted;
+  int pending; /* signaled writes of the posted slot not completed yet (one per queue pair used) */
 };
 
 struct ib_comm {
@@ -50,6 +51,9 @@ struct ib_comm {
   struct ibv_cq *cq;
   int nqps;
   struct ib_qp qps[IB_MAX_QPS];
+  bool is_split; /* every message is spread over all queue pairs */
+  uint8_t
+    unsignaled[IB_MAX_QPS]; /* per queue pair: unsignaled writes since its last signaled one */
   /* send side */
   struct ib_cts *fifo;
   struct ibv_mr *fifo_mr;
@@ -68,7 +72,7 @@ struct ib_comm {
   uint32_t peer_fifo_rkey;
   uint32_t recv_seq;
   struct ib_req *slot_reqs[IB_SLOTS];
-  int cts_count;
+  uint8_t recv_pending[IB_SLOTS]; /* immediates a receive still waits for */
   /* flush (GPU memory): a queue pair connected to itself */
   bool has_flush;
   struct ib_qp flush_qp;

@@ -118,6 +118,11 @@ static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
                      r->seq, sz, e[i].size);
     r->sizes[i] = (int)sz;
   }
+  if (c->recv_pending[slot] > 1) { /* a split message: the other queue pairs' parts come next */
+    c->recv_pending[slot]--;
+    return 0;
+  }
+  c->recv_pending[slot] = 0;
   r->is_done = true;
   c->slot_reqs[slot] = NULL;
   return 0;
@@ -131,6 +136,7 @@ static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
   switch (kind) {
   case WR_DATA: {
     struct ib_slot *sl = &c->slots[slot];
+    if (--sl->pending > 0) return 0; /* a split message: the other queue pairs' parts */
     for (int i = 0; i < sl->n; i++)
       if (sl->reqs[i]) sl->reqs[i]->is_done = true;
     sl->is_posted = false;

@@ -118,29 +118,38 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   return transport_result(ib_post_slot(c, seq));
 }
 
-/* Posts the data writes of every send of the slot, then the one signaled
- * write-with-immediate that completes them all on the receiver. */
-int ib_post_slot(struct ib_comm *c, uint32_t seq) {
-  int slot = (int)(seq % IB_SLOTS);
+/* The part of a message a queue pair carries when a message is split over
+ * parts of them: 128-byte multiples, so NCCL's LL and LL128 protocols
+ * still see whole lines (NCCL's rule). */
+static void part_of(uint32_t size, int part, int parts, uint32_t *off, uint32_t *len) {
+  uint32_t chunk = parts == 1 ? size : (((size + parts - 1) / parts + 127) / 128) * 128;
+  uint64_t start = (uint64_t)chunk * (uint64_t)part;
+  *off = start >= size ? size : (uint32_t)start;
+  *len = size - *off < chunk ? size - *off : chunk;
+}
+
+/* One queue pair's share of a slot: the data writes, then the one signaled
+ * write-with-immediate that completes them on the receiver (every post on
+ * a queue pair ends signaled, so its send queue always drains). */
+static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int parts) {
   struct ib_slot *sl = &c->slots[slot];
   const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_sge sge[IB_MAX_RECVS + 1];
   struct ibv_send_wr wr[IB_MAX_RECVS + 1], *bad = NULL;
-  int nwr = 0;
   memset(wr, 0, sizeof(wr));
+  uint32_t size0 = (uint32_t)sl->reqs[0]->sizes[0];
+  int nwr = 0;
   for (int i = 0; i < sl->n; i++) {
-    uint32_t sz = (uint32_t)sl->reqs[i]->sizes[0];
-    c->sizes_out[slot * IB_MAX_RECVS + i] = sz;
-    if (!sz) continue;
-    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i], sz, sl->lkeys[i]};
+    uint32_t off, len;
+    part_of((uint32_t)sl->reqs[i]->sizes[0], part, parts, &off, &len);
+    if (!len) continue;
+    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i] + off, len, sl->lkeys[i]};
     wr[nwr].sg_list = &sge[nwr];
     wr[nwr].num_sge = 1;
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
-    wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled, but an error completes it */
-    wr[nwr].wr.rdma.remote_addr = e[i].addr;
-    wr[nwr].wr.rdma.rkey = e[i].rkey;
     wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled: seen only if it fails */
+    wr[nwr].wr.rdma.remote_addr = e[i].addr + off;
+    wr[nwr].wr.rdma.rkey = e[i].rkey;
     wr[nwr].next = &wr[nwr + 1];
     nwr++;
   }
@@ -148,8 +157,9 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
   last->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
   last->send_flags = IBV_SEND_SIGNALED;
   last->wr_id = WR_ID(WR_DATA, slot);
+  last->next = NULL;
   if (sl->n == 1) {
-    last->imm_data = htonl((uint32_t)sl->reqs[0]->sizes[0]);
+    last->imm_data = htonl(size0);
   } else {
     sge[nwr] = (struct ibv_sge){(uintptr_t)&c->sizes_out[slot * IB_MAX_RECVS],
                                 (uint32_t)((size_t)sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
@@ -159,11 +169,26 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
     last->wr.rdma.rkey = c->peer_cr_rkey;
     last->imm_data = htonl((uint32_t)sl->n);
   }
-  last->next = NULL;
+  return ibv_post_send(q->qp, wr, &bad);
+}
+
+/* Every send of the slot is there: its writes go on the queue pair of the
+ * message, or on all of them when messages are split. */
+int ib_post_slot(struct ib_comm *c, uint32_t seq) {
+  int slot = (int)(seq % IB_SLOTS);
+  struct ib_slot *sl = &c->slots[slot];
+  for (int i = 0; i < sl->n; i++)
+    c->sizes_out[slot * IB_MAX_RECVS + i] = (uint32_t)sl->reqs[i]->sizes[0];
+  int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);
+  int parts = c->is_split ? c->nqps : 1;
   sl->is_posted = true;
-  int err = ibv_post_send(q->qp, wr, &bad);
-  if (err)
-    return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
-                   strerror(err));
+  sl->pending = parts;
+  for (int k = 0; k < parts; k++) {
+    struct ib_qp *q = &c->qps[first + k];
+    int err = post_part(c, slot, q, k, parts);
+    if (err)
+      return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
+                     strerror(err));
+  }
   return 0;
 }
