@@ -125,6 +125,14 @@ static const struct api_case cases[] = {
   {"REM_ACCESS_ERR later on: rkey or registration named", case_ib_rem_access, TWO, IB_ONLY,
    ONE_HOST, SOFT_ONLY, .timeout_s = 60},
   /* cases_pattern_ib.c */
+  {"rdma data path: a receive completed before the sender closed is done",
+   case_ib_done_after_sender_close, TWO, IB_ONLY, .timeout_s = 60},
+  {"rdma data path: a send completed before the receiver closed is done",
+   case_ib_done_after_receiver_close, TWO, IB_ONLY, .timeout_s = 60},
+  {"rdma data path: a send whose tag no posted receive carries waits", case_ib_tag_waits, TWO,
+   IB_ONLY, .timeout_s = 60},
+  {"rdma data path: a grouped send's stall names its missing siblings", case_ib_stall_siblings, TWO,
+   IB_ONLY, .timeout_s = 60},
   {"rdma data path: 2 queue pairs, 2,400 messages", case_ib_qps2_one, TWO, IB_ONLY,
    .timeout_s = 180},
   {"rdma data path: 4 queue pairs, 2,400 messages", case_ib_qps4_one, TWO, IB_ONLY,
@@ -133,6 +141,8 @@ static const struct api_case cases[] = {
    .timeout_s = 180},
   {"rdma data path: 4 queue pairs, messages split over all", case_ib_qps4_split, TWO, IB_ONLY,
    .timeout_s = 180},
+  {"rdma data path: a completion error holds no call", case_ib_wc_error_nonblocking, TWO, IB_ONLY,
+   SOFT_ONLY, .timeout_s = 60},
   /* cases_ibpair.c, cases_ibhost.c, cases_ibwc.c: fixture hosts (P_Key tables, PF and
    * VF, GPUs, peer memory) and injected completion errors that softverbs provides */
   /* cases_ibpair.c */

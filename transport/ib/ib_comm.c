@@ -24,7 +24,6 @@ struct ib_req *ib_req_get(struct ib_comm *c) {
     memset(r, 0, sizeof(*r));
     r->base.obj = OBJ_REQ;
     r->base.comm = &c->base;
-    r->posted_ns = now_ns();
     c->inflight++;
     return r;
   }
@@ -108,6 +107,7 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
   free(c->shadow);
   free(c->cr);
   free(c->flush_buf);
+  free(c->verdict_diag);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
   c->base.obj = OBJ_DEAD;
   free(c);

@@ -61,6 +61,10 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
   if (c->is_failed) return transport_result(c->fail_err);
+  if (c->verdict != IB_VERDICT_NONE) { /* a failure is being judged: NCCL calls again */
+    int64_t now = 0;
+    return transport_result(ib_idle(c, NULL, &now));
+  }
   uint32_t seq = c->recv_seq;
   int slot = (int)(seq % IB_SLOTS);
   if (c->slot_reqs[slot]) {

@@ -27,20 +27,25 @@ static enum slot_state slot_state(const struct ib_cts *e, uint32_t seq, int *n) 
   return SLOT_READY;
 }
 
-/* The index of the entry a send with this tag fills, or -1: none. */
-static int match_entry(struct ib_comm *c, struct ib_slot *sl, const struct ib_cts *e, int tag) {
+/* The index of the free entry of the slot posted with this tag, or -1:
+ * none (NCCL's rule, for a single receive too: the send is not posted and
+ * NCCL calls again, as when a shared connection's other sender is a step
+ * ahead). */
+static int match_entry(const struct ib_slot *sl, const struct ib_cts *e, int tag) {
   for (int i = 0; i < sl->n; i++)
     if (!sl->is_used[i] && e[i].tag == tag) return i;
-  if (sl->n == 1 && !sl->is_used[0]) {
-    /* NCCL pairs n == 1 receives by order; a differing tag is odd, not fatal. */
-    if (!c->has_warned_tag)
-      WARN("send connection with %s: a send with tag %d meets a receive posted with tag %d; the "
-           "data is delivered in order, but the ranks' send/receive calls may not pair up",
-           c->base.peer.desc, tag, e[0].tag);
-    c->has_warned_tag = true;
-    return 0;
-  }
   return -1;
+}
+
+/* No request this time (NCCL calls again); every IB_IDLE_EVERY such calls
+ * look at the peer and at how long the send has waited, and for what. */
+static ncclResult_t not_now(struct ib_comm *c, uint32_t seq, size_t size, int tag,
+                            bool is_tag_unmatched) {
+  c->is_tag_unmatched = is_tag_unmatched;
+  int64_t now = 0;
+  int err = ib_idle(c, NULL, &now);
+  if (!err && now) ib_check_cts_wait(c, now, seq, size, tag);
+  return transport_result(err);
 }
 
 ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mhandle,
@@ -59,33 +64,25 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   uint32_t seq = c->send_seq;
   int slot = (int)(seq % IB_SLOTS), n = 0;
   struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  enum slot_state ready = slot_state(e, seq, &n);
+  enum slot_state ready = c->verdict ? SLOT_WAITING : slot_state(e, seq, &n);
   if (ready == SLOT_CORRUPT)
     return transport_result(
       ib_fail(c, EPROTO, true,
               "clear-to-send slot %d announces %u receives (1 to %d allowed): the FIFO is "
               "corrupt or the peer is not a compatible libnccl-net-diag",
               slot, e[0].nreqs, IB_MAX_RECVS));
-  if (ready == SLOT_WAITING) {
-    /* NCCL calls again; meanwhile a receiver that died must not leave it
-     * waiting for an entry that never comes. */
-    if (!ib_poll(c) && !ib_check_peer(c)) ib_check_cts_wait(c, seq, size, tag);
-    return transport_result(c->is_failed ? c->fail_err : 0);
-  }
-  c->cts_wait_since = 0;
+  /* A receiver that died must not leave NCCL calling for an entry that
+   * never comes: not_now looks at it. */
+  if (ready == SLOT_WAITING) return not_now(c, seq, size, tag, false);
   struct ib_slot *sl = &c->slots[slot];
   if (sl->is_posted) { /* its previous use has not completed yet */
-    ib_poll(c);
+    ib_poll(c, NULL);
     if (sl->is_posted) return transport_result(c->is_failed ? c->fail_err : 0);
   }
   if (!sl->n) memset(sl, 0, sizeof(*sl)), sl->n = n;
-  int i = match_entry(c, sl, e, tag);
-  if (i < 0)
-    return transport_result(
-      ib_fail(c, ENOMSG, true,
-              "a send with tag %d matches none of the %d receives grouped in message %u: the "
-              "ranks' send and receive calls do not pair up",
-              tag, n, seq));
+  int i = match_entry(sl, e, tag);
+  if (i < 0) return not_now(c, seq, size, tag, true);
+  c->cts_wait_since = 0;
   if (size > e[i].size) {
     char cause[1600];
     report_size_mismatch(c->settings_diff, c->base.peer.host, cause, sizeof(cause));
