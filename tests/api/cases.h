@@ -80,6 +80,8 @@ void case_ib_qps2_one(struct side *s);
 void case_ib_qps4_one(struct side *s);
 void case_ib_qps2_split(struct side *s);
 void case_ib_qps4_split(struct side *s);
+void case_ib_qps4_split_ar(struct side *s);
+void case_ib_qps1_ar(struct side *s);
 void case_ib_wc_error_nonblocking(struct side *s);
 
 /* cases_ibpair.c: RDMA pairs that cannot talk, named with cause and fix */

@@ -227,7 +227,7 @@ void case_ib_stall_siblings(struct side *s) {
   side_close(s);
 }
 
-/* 2,400 messages, 16 in flight, on a connection of several queue pairs:
+/* 2,400 messages, 16 in flight, on a connection of one or more queue pairs:
  * single receives of varied sizes (0 to 60 KB), every 8th a grouped one. */
 static void many_on_qps(struct side *s, const char *qps, const char *split) {
   enum { MSGS = 2400, WIN = 16 };
@@ -236,7 +236,7 @@ static void many_on_qps(struct side *s, const char *qps, const char *split) {
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   char want[40];
-  snprintf(want, sizeof(want), "RDMA, %s queue pairs", qps);
+  snprintf(want, sizeof(want), "RDMA, %s queue pair", qps);
   CHECK(log_find(NCCL_LOG_INFO, want), "not %s queue pairs", qps);
   struct pbuf b;
   pbuf_open(s, comm, &b, (size_t)WIN * 2 * CAP);
@@ -294,6 +294,20 @@ void case_ib_qps4_one(struct side *s) { many_on_qps(s, "4", "0"); }
 void case_ib_qps2_split(struct side *s) { many_on_qps(s, "2", "1"); }
 
 void case_ib_qps4_split(struct side *s) { many_on_qps(s, "4", "1"); }
+
+/* Adaptive routing on: messages above the threshold are written before a
+ * 0-byte immediate, the others ride in the write-with-immediate. */
+void case_ib_qps4_split_ar(struct side *s) {
+  setenv("NCCL_IB_ADAPTIVE_ROUTING", "1", 1);
+  setenv("NCCL_IB_AR_THRESHOLD", "20000", 1);
+  many_on_qps(s, "4", "1");
+}
+
+void case_ib_qps1_ar(struct side *s) {
+  setenv("NCCL_IB_ADAPTIVE_ROUTING", "1", 1);
+  setenv("NCCL_IB_AR_THRESHOLD", "20000", 1);
+  many_on_qps(s, "1", "0");
+}
 
 /* A completion error while the peer lives on: no call holds the caller
  * while the plugin waits for the peer's side of the story; the failure

@@ -141,6 +141,10 @@ static const struct api_case cases[] = {
    .timeout_s = 180},
   {"rdma data path: 4 queue pairs, messages split over all", case_ib_qps4_split, TWO, IB_ONLY,
    .timeout_s = 180},
+  {"rdma data path: 4 queue pairs, split, adaptive routing", case_ib_qps4_split_ar, TWO, IB_ONLY,
+   .timeout_s = 180},
+  {"rdma data path: 1 queue pair, adaptive routing", case_ib_qps1_ar, TWO, IB_ONLY,
+   .timeout_s = 180},
   {"rdma data path: a completion error holds no call", case_ib_wc_error_nonblocking, TWO, IB_ONLY,
    SOFT_ONLY, .timeout_s = 60},
   /* cases_ibpair.c, cases_ibhost.c, cases_ibwc.c: fixture hosts (P_Key tables, PF and

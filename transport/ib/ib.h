@@ -9,11 +9,13 @@
  *  - isend polls its FIFO slot for idx == seq + 1 and for a free entry with
  *    its tag (else *request = NULL, NCCL retries), checks the size against
  *    the capacity, and when all n sends of the slot are there posts on the
- *    message's QP (or a 128-byte-aligned part on each QP when split) per
- *    buffer an RDMA write, then one signaled write-with-immediate (imm =
- *    size for n == 1; for n > 1 it carries the n sizes into the receiver's
- *    completion record for the slot). RC delivers in order, so the
- *    immediate's completion on the receiver means every byte has landed.
+ *    message's QP (or a 128-byte-aligned part on each QP when split) one
+ *    signaled write-with-immediate that carries the data itself for n == 1
+ *    (imm = size), or, for n > 1 and for large messages under adaptive
+ *    routing, RDMA writes of the data first and then the write-with-immediate
+ *    (for n > 1 it carries the n sizes into the receiver's completion record
+ *    for the slot). RC delivers in order, so the immediate's completion on
+ *    the receiver means every byte has landed.
  * Every post on a QP ends with a signaled work request, and the receiver's
  * CTS writes are signaled every IB_CTS_SIGNAL_EVERY on their QP: a send
  * queue drains only through signaled completions of its own QP (mlx5).

@@ -144,6 +144,9 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   /* The sender's setting rules both sides: they must post alike. */
   c->is_split =
     s->is_send ? knob_int(K_IB_SPLIT_DATA_ON_QPS) != 0 : (s->peer_info.flags & IBREC_F_SPLIT) != 0;
+  int64_t ar = knob_int(K_IB_ADAPTIVE_ROUTING);
+  c->is_ar = ar == -2 ? s->dev->td->ll == TOPO_LL_IB : ar == 1;
+  c->ar_threshold = (uint64_t)knob_int(K_IB_AR_THRESHOLD);
   s->cq = NULL;
   s->nqps = 0;
   s->fifo = s->shadow = NULL;

@@ -59,9 +59,11 @@ struct ib_comm {
   struct ibv_cq *cq;
   int nqps;
   struct ib_qp qps[IB_MAX_QPS];
-  bool is_split; /* every message is spread over all queue pairs */
-  uint8_t
-    unsignaled[IB_MAX_QPS]; /* per queue pair: unsignaled writes since its last signaled one */
+  bool is_split;         /* every message is spread over all queue pairs */
+  bool is_ar;            /* adaptive routing: large data apart from the immediate */
+  uint64_t ar_threshold; /* NCCL_IB_AR_THRESHOLD */
+  /* per queue pair: unsignaled writes since its last signaled one */
+  uint8_t unsignaled[IB_MAX_QPS];
   /* send side */
   struct ib_cts *fifo;
   struct ibv_mr *fifo_mr;

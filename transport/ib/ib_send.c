@@ -125,9 +125,13 @@ static void part_of(uint32_t size, int part, int parts, uint32_t *off, uint32_t 
   *len = size - *off < chunk ? size - *off : chunk;
 }
 
-/* One queue pair's share of a slot: the data writes, then the one signaled
- * write-with-immediate that completes them on the receiver (every post on
- * a queue pair ends signaled, so its send queue always drains). */
+/* One queue pair's share of a slot, ending in the one signaled
+ * write-with-immediate that completes it on the receiver (every post on a
+ * queue pair ends signaled, so its send queue always drains). A single
+ * receive's data rides in the write-with-immediate itself; a grouped one
+ * writes the sizes there, and with adaptive routing a large message is
+ * written before a 0-byte immediate (the fabric may reorder a write's
+ * packets, not two writes). */
 static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int parts) {
   struct ib_slot *sl = &c->slots[slot];
   const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
@@ -135,6 +139,7 @@ static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int
   struct ibv_send_wr wr[IB_MAX_RECVS + 1], *bad = NULL;
   memset(wr, 0, sizeof(wr));
   uint32_t size0 = (uint32_t)sl->reqs[0]->sizes[0];
+  bool is_fold = sl->n == 1 && !(c->is_ar && size0 > c->ar_threshold);
   int nwr = 0;
   for (int i = 0; i < sl->n; i++) {
     uint32_t off, len;
@@ -151,6 +156,7 @@ static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int
     nwr++;
   }
   struct ibv_send_wr *last = &wr[nwr];
+  if (is_fold && nwr) last = &wr[--nwr]; /* the data write carries the immediate */
   last->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
   last->send_flags = IBV_SEND_SIGNALED;
   last->wr_id = WR_ID(WR_DATA, slot);
