@@ -65,6 +65,18 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_IB_QPS_PER_CONNECTION] =
     {"NCCL_IB_QPS_PER_CONNECTION", KT_INT, "1", 1, 128, NULL,
      "RC queue pairs per connection; requests are spread over them round-robin"},
+  [K_IB_SPLIT_DATA_ON_QPS] =
+    {"NCCL_IB_SPLIT_DATA_ON_QPS", KT_INT, "0", 0, 1, NULL,
+     "1 = every message is split over all the connection's queue pairs; 0 = each message goes "
+     "on one queue pair, the next message on the next (the sender's setting rules)"},
+  [K_IB_ADAPTIVE_ROUTING] =
+    {"NCCL_IB_ADAPTIVE_ROUTING", KT_INT, "-2", -2, 1, NULL,
+     "1 = the fabric may reorder packets: a message above NCCL_IB_AR_THRESHOLD is written apart "
+     "from its completion notice; -2 = on for InfiniBand, off for RoCE"},
+  [K_IB_AR_THRESHOLD] =
+    {"NCCL_IB_AR_THRESHOLD", KT_INT, "8192", 0, 2147483647, NULL,
+     "with adaptive routing, messages above this many bytes are written apart from their "
+     "completion notice"},
   [K_DIAG_FALLBACK] =
     {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
      "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "

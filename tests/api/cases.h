@@ -72,6 +72,19 @@ void case_ib_mtu_mismatch(struct side *s);
 void case_ib_retry_exc(struct side *s);
 void case_ib_rem_access(struct side *s);
 
+/* cases_pattern_ib.c: the RDMA data path under NCCL's calling patterns */
+void case_ib_done_after_sender_close(struct side *s);
+void case_ib_done_after_receiver_close(struct side *s);
+void case_ib_tag_waits(struct side *s);
+void case_ib_stall_siblings(struct side *s);
+void case_ib_qps2_one(struct side *s);
+void case_ib_qps4_one(struct side *s);
+void case_ib_qps2_split(struct side *s);
+void case_ib_qps4_split(struct side *s);
+void case_ib_qps4_split_ar(struct side *s);
+void case_ib_qps1_ar(struct side *s);
+void case_ib_wc_error_nonblocking(struct side *s);
+
 /* cases_ibpair.c: RDMA pairs that cannot talk, named with cause and fix */
 void case_ib_cross_rail(struct side *s);
 void case_ib_gid_empty_on_peer(struct side *s);

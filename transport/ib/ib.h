@@ -3,17 +3,22 @@
  *
  * Data protocol (receiver-driven, as NCCL's own IB transport):
  *  - irecv(n buffers) takes FIFO slot seq % IB_SLOTS, posts a receive for the
- *    immediate on QP seq % nqps, and RDMA-writes n clear-to-send entries
- *    (address, rkey, capacity, tag, idx = seq + 1) into the sender's FIFO.
- *  - isend polls its FIFO slot for idx == seq + 1 (else *request = NULL,
- *    NCCL retries), matches the entry by tag, checks the size against the
- *    capacity, and when all n sends of the slot are there posts per buffer an
- *    RDMA write, then one write-with-immediate on the same QP (imm = size for
- *    n == 1; for n > 1 it carries the n sizes into the receiver's completion
- *    record for the slot). RC delivers in order, so the immediate's
- *    completion on the receiver means every byte has landed.
- * Only the final write of a request is signaled; the receiver's CTS writes
- * are signaled every IB_CTS_SIGNAL_EVERY, to keep its send queue drained.
+ *    immediate on QP seq % nqps (on every QP with NCCL_IB_SPLIT_DATA_ON_QPS=1),
+ *    and RDMA-writes n clear-to-send entries (address, rkey, capacity, tag,
+ *    idx = seq + 1) into the sender's FIFO, always on QP 0.
+ *  - isend polls its FIFO slot for idx == seq + 1 and for a free entry with
+ *    its tag (else *request = NULL, NCCL retries), checks the size against
+ *    the capacity, and when all n sends of the slot are there posts on the
+ *    message's QP (or a 128-byte-aligned part on each QP when split) one
+ *    signaled write-with-immediate that carries the data itself for n == 1
+ *    (imm = size), or, for n > 1 and for large messages under adaptive
+ *    routing, RDMA writes of the data first and then the write-with-immediate
+ *    (for n > 1 it carries the n sizes into the receiver's completion record
+ *    for the slot). RC delivers in order, so the immediate's completion on
+ *    the receiver means every byte has landed.
+ * Every post on a QP ends with a signaled work request, and the receiver's
+ * CTS writes are signaled every IB_CTS_SIGNAL_EVERY on their QP: a send
+ * queue drains only through signaled completions of its own QP (mlx5).
  *
  * Connection setup runs on the shared TCP control connection after the
  * hello (ib_setup.c): compatibility check, QPs to INIT, INFO records, RTR and

@@ -24,7 +24,6 @@ struct ib_req *ib_req_get(struct ib_comm *c) {
     memset(r, 0, sizeof(*r));
     r->base.obj = OBJ_REQ;
     r->base.comm = &c->base;
-    r->posted_ns = now_ns();
     c->inflight++;
     return r;
   }
@@ -108,6 +107,7 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
   free(c->shadow);
   free(c->cr);
   free(c->flush_buf);
+  free(c->verdict_diag);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
   c->base.obj = OBJ_DEAD;
   free(c);
@@ -141,6 +141,12 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   c->peer_cr_rkey = s->peer_info.cr_rkey;
   c->peer_fifo_addr = s->peer_info.fifo_addr;
   c->peer_fifo_rkey = s->peer_info.fifo_rkey;
+  /* The sender's setting rules both sides: they must post alike. */
+  c->is_split =
+    s->is_send ? knob_int(K_IB_SPLIT_DATA_ON_QPS) != 0 : (s->peer_info.flags & IBREC_F_SPLIT) != 0;
+  int64_t ar = knob_int(K_IB_ADAPTIVE_ROUTING);
+  c->is_ar = ar == -2 ? s->dev->td->ll == TOPO_LL_IB : ar == 1;
+  c->ar_threshold = (uint64_t)knob_int(K_IB_AR_THRESHOLD);
   s->cq = NULL;
   s->nqps = 0;
   s->fifo = s->shadow = NULL;

@@ -38,6 +38,15 @@ struct ib_slot {
   void *bufs[IB_MAX_RECVS];
   uint32_t lkeys[IB_MAX_RECVS];
   bool is_posted;
+  int pending; /* signaled writes of the posted slot not completed yet (one per queue pair used) */
+};
+
+/* A failure seen but not judged yet: the proxy thread must not wait for
+ * the evidence, later calls collect it (ib_poll.c). */
+enum ib_verdict {
+  IB_VERDICT_NONE,
+  IB_VERDICT_HANGUP, /* the control socket closed: the fabric may still complete work */
+  IB_VERDICT_WC,     /* a completion failed: the peer's control socket may yet explain it */
 };
 
 struct ib_comm {
@@ -50,6 +59,11 @@ struct ib_comm {
   struct ibv_cq *cq;
   int nqps;
   struct ib_qp qps[IB_MAX_QPS];
+  bool is_split;         /* every message is spread over all queue pairs */
+  bool is_ar;            /* adaptive routing: large data apart from the immediate */
+  uint64_t ar_threshold; /* NCCL_IB_AR_THRESHOLD */
+  /* per queue pair: unsignaled writes since its last signaled one */
+  uint8_t unsignaled[IB_MAX_QPS];
   /* send side */
   struct ib_cts *fifo;
   struct ibv_mr *fifo_mr;
@@ -68,7 +82,7 @@ struct ib_comm {
   uint32_t peer_fifo_rkey;
   uint32_t recv_seq;
   struct ib_req *slot_reqs[IB_SLOTS];
-  int cts_count;
+  uint8_t recv_pending[IB_SLOTS]; /* immediates a receive still waits for */
   /* flush (GPU memory): a queue pair connected to itself */
   bool has_flush;
   struct ib_qp flush_qp;
@@ -79,14 +93,19 @@ struct ib_comm {
   /* requests and state */
   struct ib_req reqs[IB_SEND_REQS];
   int inflight;
-  bool has_warned_tag;
   bool has_success; /* a completion succeeded: errors after it are not path errors */
   char first_error[640];
   int64_t last_ctrl_check;
+  uint32_t idle_calls; /* calls that found nothing to do: the clock is read every IB_IDLE_EVERY */
+  enum ib_verdict verdict;
+  int64_t verdict_since;
+  char *verdict_diag; /* IB_VERDICT_WC: the completion's diagnosis */
   /* a send that waits for the receiver's clear-to-send (no request yet) */
   uint32_t cts_wait_seq;
   int64_t cts_wait_since; /* 0: not waiting */
   bool has_warned_cts;
+  bool is_tag_unmatched; /* the entry is there, but no free entry carries the send's tag */
+  int cts_wait_tag;
   bool has_warned_stall; /* a no-progress warning since the last completion */
   bool is_failed;
   int fail_err; /* the first failure's errno, classed as transport_result() expects */
@@ -109,15 +128,31 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
 /* Sends that found their FIFO slot complete (all of a group): posted.
  * These return 0 or the comm's errno once it failed. */
 int ib_post_slot(struct ib_comm *c, uint32_t seq);
-/* Drains the completion queue. */
-int ib_poll(struct ib_comm *c);
+/* Drains the completion queue; *found (may be NULL) counts the completions. */
+int ib_poll(struct ib_comm *c, int *found);
+/* A call that found nothing to do: every IB_IDLE_EVERY of them reads the
+ * clock once and looks at the peer (and, for r, the stall warning). An
+ * unjudged failure is judged on every call. Returns the comm's errno once
+ * it failed. */
+#define IB_IDLE_EVERY 64
+int ib_idle(struct ib_comm *c, struct ib_req *r, int64_t *now);
 ncclResult_t ib_test(void *request, int *done, int *sizes);
 /* Rate-limited look at the control socket (the peer died, or gave up) and
  * at the peer process's liveness (transport/liveness.h). */
-int ib_check_peer(struct ib_comm *c);
+int ib_check_peer(struct ib_comm *c, int64_t now);
+/* The peer's abort notice, when bytes wait on the control socket: the
+ * comm fails with its reason (returns its errno), or 0. */
+int ib_peer_gave_up(struct ib_comm *c);
+/* A completion failed with this diagnosis: judged at once when the port is
+ * down or the control socket already closed, else by later calls
+ * (ib_settle). Returns the comm's errno once it failed. */
+int ib_wc_verdict(struct ib_comm *c, const char *diag);
+/* Judges a pending failure as far as the evidence allows now. */
+int ib_settle(struct ib_comm *c, int64_t now);
 /* A send still waiting for its clear-to-send: warns once when it has
- * waited NCCL_DIAG_STALL_WARN_SEC, naming the message and the peer's state. */
-void ib_check_cts_wait(struct ib_comm *c, uint32_t seq, size_t size, int tag);
+ * waited NCCL_DIAG_STALL_WARN_SEC, naming the message, what it waits for
+ * and the peer's state. */
+void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size, int tag);
 /* The flush queue pair (connected to itself): 0 or an errno (logged). */
 int ib_flush_setup(struct ib_comm *c);
 

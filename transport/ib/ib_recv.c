@@ -11,11 +11,60 @@
 #include "common/log.h"
 #include "transport/ib/ib_comm.h"
 
+/* The receive of the immediate on the queue pair the message comes on,
+ * or on each of them when every message is split over all. */
+static int post_recvs(struct ib_comm *c, uint32_t seq, int slot) {
+  int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);
+  int count = c->is_split ? c->nqps : 1;
+  for (int k = 0; k < count; k++) {
+    struct ib_qp *q = &c->qps[first + k];
+    struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
+    int err = ibv_post_recv(q->qp, &rwr, &rbad);
+    if (err)
+      return ib_fail(c, err, true, "posting receive %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
+                     strerror(err));
+  }
+  c->recv_pending[slot] = (uint8_t)count;
+  return 0;
+}
+
+/* The clear-to-send entries go on the first queue pair only (one per
+ * device, as NCCL does). An unsignaled write leaves a send queue only when
+ * a later signaled completion of the same queue pair is polled (mlx5), so
+ * the count of unsignaled writes is kept per queue pair; an unsignaled one
+ * that fails still completes, under its wr_id. */
+static int post_cts(struct ib_comm *c, uint32_t seq, int slot, int n) {
+  struct ib_qp *q = &c->qps[0];
+  struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
+  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * sizeof(*e)), c->shadow_mr->lkey};
+  struct ibv_send_wr wr, *bad;
+  memset(&wr, 0, sizeof(wr));
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(*e);
+  wr.wr.rdma.rkey = c->peer_fifo_rkey;
+  wr.wr_id = WR_ID(WR_CTS, slot);
+  if (++c->unsignaled[0] >= IB_CTS_SIGNAL_EVERY) {
+    wr.send_flags = IBV_SEND_SIGNALED;
+    c->unsignaled[0] = 0;
+  }
+  int err = ibv_post_send(q->qp, &wr, &bad);
+  if (err)
+    return ib_fail(c, err, true, "posting the clear-to-send of receive %u on qp 0x%x failed: %s",
+                   seq, q->qp->qp_num, strerror(err));
+  return 0;
+}
+
 ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                       void **mhandles, void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
   if (c->is_failed) return transport_result(c->fail_err);
+  if (c->verdict != IB_VERDICT_NONE) { /* a failure is being judged: NCCL calls again */
+    int64_t now = 0;
+    return transport_result(ib_idle(c, NULL, &now));
+  }
   uint32_t seq = c->recv_seq;
   int slot = (int)(seq % IB_SLOTS);
   if (c->slot_reqs[slot]) {
@@ -56,26 +105,11 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
     r->is_gpu |= mhandles[i] && ((struct ib_mh *)mhandles[i])->is_gpu;
   r->tag = tags ? tags[0] : 0;
   for (int i = 0; i < n; i++) r->bytes += sizes[i];
-  struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
-  struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
-  int err = ibv_post_recv(q->qp, &rwr, &rbad);
-  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * sizeof(*e)), c->shadow_mr->lkey};
-  struct ibv_send_wr wr, *bad;
-  memset(&wr, 0, sizeof(wr));
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(*e);
-  wr.wr.rdma.rkey = c->peer_fifo_rkey;
-  /* Unsignaled writes leave the send queue only behind a signaled one; an
-   * unsignaled one that fails still completes, under this wr_id. */
-  wr.wr_id = WR_ID(WR_CTS, slot);
-  if (++c->cts_count % IB_CTS_SIGNAL_EVERY == 0) wr.send_flags = IBV_SEND_SIGNALED;
-  if (!err) err = ibv_post_send(q->qp, &wr, &bad);
+  int err = post_recvs(c, seq, slot);
+  if (!err) err = post_cts(c, seq, slot, n);
   if (err) {
     ib_req_put(c, r);
-    return transport_result(ib_fail(c, err, true, "posting receive %u on qp 0x%x failed: %s", seq,
-                                    q->qp->qp_num, strerror(err)));
+    return transport_result(c->fail_err);
   }
   c->slot_reqs[slot] = r;
   c->recv_seq++;

@@ -27,20 +27,25 @@ static enum slot_state slot_state(const struct ib_cts *e, uint32_t seq, int *n) 
   return SLOT_READY;
 }
 
-/* The index of the entry a send with this tag fills, or -1: none. */
-static int match_entry(struct ib_comm *c, struct ib_slot *sl, const struct ib_cts *e, int tag) {
+/* The index of the free entry of the slot posted with this tag, or -1:
+ * none (NCCL's rule, for a single receive too: the send is not posted and
+ * NCCL calls again, as when a shared connection's other sender is a step
+ * ahead). */
+static int match_entry(const struct ib_slot *sl, const struct ib_cts *e, int tag) {
   for (int i = 0; i < sl->n; i++)
     if (!sl->is_used[i] && e[i].tag == tag) return i;
-  if (sl->n == 1 && !sl->is_used[0]) {
-    /* NCCL pairs n == 1 receives by order; a differing tag is odd, not fatal. */
-    if (!c->has_warned_tag)
-      WARN("send connection with %s: a send with tag %d meets a receive posted with tag %d; the "
-           "data is delivered in order, but the ranks' send/receive calls may not pair up",
-           c->base.peer.desc, tag, e[0].tag);
-    c->has_warned_tag = true;
-    return 0;
-  }
   return -1;
+}
+
+/* No request this time (NCCL calls again); every IB_IDLE_EVERY such calls
+ * look at the peer and at how long the send has waited, and for what. */
+static ncclResult_t not_now(struct ib_comm *c, uint32_t seq, size_t size, int tag,
+                            bool is_tag_unmatched) {
+  c->is_tag_unmatched = is_tag_unmatched;
+  int64_t now = 0;
+  int err = ib_idle(c, NULL, &now);
+  if (!err && now) ib_check_cts_wait(c, now, seq, size, tag);
+  return transport_result(err);
 }
 
 ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mhandle,
@@ -59,33 +64,25 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   uint32_t seq = c->send_seq;
   int slot = (int)(seq % IB_SLOTS), n = 0;
   struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  enum slot_state ready = slot_state(e, seq, &n);
+  enum slot_state ready = c->verdict ? SLOT_WAITING : slot_state(e, seq, &n);
   if (ready == SLOT_CORRUPT)
     return transport_result(
       ib_fail(c, EPROTO, true,
               "clear-to-send slot %d announces %u receives (1 to %d allowed): the FIFO is "
               "corrupt or the peer is not a compatible libnccl-net-diag",
               slot, e[0].nreqs, IB_MAX_RECVS));
-  if (ready == SLOT_WAITING) {
-    /* NCCL calls again; meanwhile a receiver that died must not leave it
-     * waiting for an entry that never comes. */
-    if (!ib_poll(c) && !ib_check_peer(c)) ib_check_cts_wait(c, seq, size, tag);
-    return transport_result(c->is_failed ? c->fail_err : 0);
-  }
-  c->cts_wait_since = 0;
+  /* A receiver that died must not leave NCCL calling for an entry that
+   * never comes: not_now looks at it. */
+  if (ready == SLOT_WAITING) return not_now(c, seq, size, tag, false);
   struct ib_slot *sl = &c->slots[slot];
   if (sl->is_posted) { /* its previous use has not completed yet */
-    ib_poll(c);
+    ib_poll(c, NULL);
     if (sl->is_posted) return transport_result(c->is_failed ? c->fail_err : 0);
   }
   if (!sl->n) memset(sl, 0, sizeof(*sl)), sl->n = n;
-  int i = match_entry(c, sl, e, tag);
-  if (i < 0)
-    return transport_result(
-      ib_fail(c, ENOMSG, true,
-              "a send with tag %d matches none of the %d receives grouped in message %u: the "
-              "ranks' send and receive calls do not pair up",
-              tag, n, seq));
+  int i = match_entry(sl, e, tag);
+  if (i < 0) return not_now(c, seq, size, tag, true);
+  c->cts_wait_since = 0;
   if (size > e[i].size) {
     char cause[1600];
     report_size_mismatch(c->settings_diff, c->base.peer.host, cause, sizeof(cause));
@@ -118,38 +115,54 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   return transport_result(ib_post_slot(c, seq));
 }
 
-/* Posts the data writes of every send of the slot, then the one signaled
- * write-with-immediate that completes them all on the receiver. */
-int ib_post_slot(struct ib_comm *c, uint32_t seq) {
-  int slot = (int)(seq % IB_SLOTS);
+/* The part of a message a queue pair carries when a message is split over
+ * parts of them: 128-byte multiples, so NCCL's LL and LL128 protocols
+ * still see whole lines (NCCL's rule). */
+static void part_of(uint32_t size, int part, int parts, uint32_t *off, uint32_t *len) {
+  uint32_t chunk = parts == 1 ? size : (((size + parts - 1) / parts + 127) / 128) * 128;
+  uint64_t start = (uint64_t)chunk * (uint64_t)part;
+  *off = start >= size ? size : (uint32_t)start;
+  *len = size - *off < chunk ? size - *off : chunk;
+}
+
+/* One queue pair's share of a slot, ending in the one signaled
+ * write-with-immediate that completes it on the receiver (every post on a
+ * queue pair ends signaled, so its send queue always drains). A single
+ * receive's data rides in the write-with-immediate itself; a grouped one
+ * writes the sizes there, and with adaptive routing a large message is
+ * written before a 0-byte immediate (the fabric may reorder a write's
+ * packets, not two writes). */
+static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int parts) {
   struct ib_slot *sl = &c->slots[slot];
   const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  struct ib_qp *q = &c->qps[seq % (uint32_t)c->nqps];
   struct ibv_sge sge[IB_MAX_RECVS + 1];
   struct ibv_send_wr wr[IB_MAX_RECVS + 1], *bad = NULL;
-  int nwr = 0;
   memset(wr, 0, sizeof(wr));
+  uint32_t size0 = (uint32_t)sl->reqs[0]->sizes[0];
+  bool is_fold = sl->n == 1 && !(c->is_ar && size0 > c->ar_threshold);
+  int nwr = 0;
   for (int i = 0; i < sl->n; i++) {
-    uint32_t sz = (uint32_t)sl->reqs[i]->sizes[0];
-    c->sizes_out[slot * IB_MAX_RECVS + i] = sz;
-    if (!sz) continue;
-    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i], sz, sl->lkeys[i]};
+    uint32_t off, len;
+    part_of((uint32_t)sl->reqs[i]->sizes[0], part, parts, &off, &len);
+    if (!len) continue;
+    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i] + off, len, sl->lkeys[i]};
     wr[nwr].sg_list = &sge[nwr];
     wr[nwr].num_sge = 1;
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
-    wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled, but an error completes it */
-    wr[nwr].wr.rdma.remote_addr = e[i].addr;
-    wr[nwr].wr.rdma.rkey = e[i].rkey;
     wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled: seen only if it fails */
+    wr[nwr].wr.rdma.remote_addr = e[i].addr + off;
+    wr[nwr].wr.rdma.rkey = e[i].rkey;
     wr[nwr].next = &wr[nwr + 1];
     nwr++;
   }
   struct ibv_send_wr *last = &wr[nwr];
+  if (is_fold && nwr) last = &wr[--nwr]; /* the data write carries the immediate */
   last->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
   last->send_flags = IBV_SEND_SIGNALED;
   last->wr_id = WR_ID(WR_DATA, slot);
+  last->next = NULL;
   if (sl->n == 1) {
-    last->imm_data = htonl((uint32_t)sl->reqs[0]->sizes[0]);
+    last->imm_data = htonl(size0);
   } else {
     sge[nwr] = (struct ibv_sge){(uintptr_t)&c->sizes_out[slot * IB_MAX_RECVS],
                                 (uint32_t)((size_t)sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
@@ -159,11 +172,26 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
     last->wr.rdma.rkey = c->peer_cr_rkey;
     last->imm_data = htonl((uint32_t)sl->n);
   }
-  last->next = NULL;
+  return ibv_post_send(q->qp, wr, &bad);
+}
+
+/* Every send of the slot is there: its writes go on the queue pair of the
+ * message, or on all of them when messages are split. */
+int ib_post_slot(struct ib_comm *c, uint32_t seq) {
+  int slot = (int)(seq % IB_SLOTS);
+  struct ib_slot *sl = &c->slots[slot];
+  for (int i = 0; i < sl->n; i++)
+    c->sizes_out[slot * IB_MAX_RECVS + i] = (uint32_t)sl->reqs[i]->sizes[0];
+  int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);
+  int parts = c->is_split ? c->nqps : 1;
   sl->is_posted = true;
-  int err = ibv_post_send(q->qp, wr, &bad);
-  if (err)
-    return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
-                   strerror(err));
+  sl->pending = parts;
+  for (int k = 0; k < parts; k++) {
+    struct ib_qp *q = &c->qps[first + k];
+    int err = post_part(c, slot, q, k, parts);
+    if (err)
+      return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
+                     strerror(err));
+  }
   return 0;
 }

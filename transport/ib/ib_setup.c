@@ -59,6 +59,7 @@ static void make_info(struct ib_setup *s) {
   memset(r, 0, sizeof(*r));
   r->type = IBREC_INFO;
   r->flags = local_fallback_ok() ? IBREC_F_FALLBACK : 0;
+  if (s->is_send && knob_int(K_IB_SPLIT_DATA_ON_QPS)) r->flags |= IBREC_F_SPLIT;
   int nqps = s->is_send ? (int)knob_int(K_IB_QPS_PER_CONNECTION) : s->peer_info.nqps;
   if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
   if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) ==

@@ -22,7 +22,10 @@
 #define IBREC_MAX_BODY (64 + IBREC_MAX_QPS * 4 + IBREC_REASON_MAX)
 
 enum ibrec_type { IBREC_INFO = 1, IBREC_STATUS = 2 };
-enum { IBREC_F_FALLBACK = 1 }; /* NCCL_DIAG_FALLBACK=auto on this side */
+enum {
+  IBREC_F_FALLBACK = 1, /* NCCL_DIAG_FALLBACK=auto on this side */
+  IBREC_F_SPLIT = 2,    /* the sender spreads each message over all queue pairs */
+};
 
 struct ibrec {
   int type;
