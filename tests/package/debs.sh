@@ -36,8 +36,11 @@ if [ "${2:-}" = "--inside" ]; then
   check "dpkg -i installs both packages (only libc needed)" dpkg -i "${debs[@]}"
   multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
   lib=/usr/lib/$multiarch/libnccl-net-diag.so
-  check "ldconfig -p lists $lib (the package's ldconfig trigger ran)" \
-    bash -c "ldconfig -p | grep -E '=> (/usr)?/lib/$multiarch/libnccl-net-diag\.so$'"
+  # The first entry is the one dlopen takes: another copy (an old 'meson
+  # install' in /usr/local) would shadow the package's.
+  check "ldconfig -p lists $lib first (the package's ldconfig trigger ran)" \
+    bash -c "ldconfig -p | grep -m1 -E '^[[:space:]]+libnccl-net-diag\.so ' |
+      grep -E '=> (/usr)?/lib/$multiarch/libnccl-net-diag\.so$' || { ldconfig -p | grep nccl-net-diag; false; }"
   # NCCL_NET_PLUGIN=diag: NCCL calls dlopen("libnccl-net-diag.so"). The tool
   # takes a bare name the same way, and selftest then drives the plugin.
   check "dlopen(\"libnccl-net-diag.so\") by name finds the installed plugin and it moves data" \
