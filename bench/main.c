@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/report.h"
+#include "common/version.h"
 #include "tools/netload.h" /* the ABI versions --abi takes */
 
 static const char usage_text[] =
@@ -53,7 +54,7 @@ static const char usage_text[] =
   "                              (default 2; 0 = choose on the measured repetitions themselves)\n"
   "  --driver-idle-us N          experiment, not NCCL: the plugin's driving thread sleeps N us\n"
   "                              instead of sched_yield() when a pass made no progress\n"
-  "  --plugin PATH  --abi 5..12  --dev N  -v\n"
+  "  --plugin PATH  --abi 5..12  --dev N  -v  --version\n"
   "Exit status: 0 measured and verified, 1 failed (bad data, errors), 77 skipped (said why).\n";
 
 static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
@@ -201,6 +202,7 @@ static int parse_args(struct opts *o, int argc, char **argv) {
     else if (!strcmp(argv[i], "--corrupt"))
       o->is_corrupting = true; /* test hook: proves checks bite */
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
+    else if (!strcmp(argv[i], "--version")) return 2;
     else if (i + 1 >= argc || option(o, argv[i], argv[i + 1])) {
       fprintf(stderr, "nccl-net-bench: bad option or value: %s%s%s\n", argv[i],
               i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
@@ -234,6 +236,10 @@ int main(int argc, char **argv) {
   static struct opts o;
   static struct report rep;
   int pr = parse_args(&o, argc, argv);
+  if (pr == 2) {
+    printf("nccl-net-bench %s\n", DIAG_VERSION);
+    return 0;
+  }
   if (pr) {
     fputs(usage_text, pr > 0 ? stdout : stderr);
     return pr > 0 ? 0 : 2;

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Plugin version; meson passes the project version in DIAG_VERSION. */
+/* Plugin version. Its one source is the project version in meson.build,
+ * which meson passes as DIAG_VERSION; the packages take it from there too. */
 #ifndef DIAG_COMMON_VERSION_H
 #define DIAG_COMMON_VERSION_H
 
 #ifndef DIAG_VERSION
-#define DIAG_VERSION "0.0.0-dev"
+#error "DIAG_VERSION is set by meson.build from the project version: build with meson"
 #endif
 
 #endif

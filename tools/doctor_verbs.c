@@ -6,7 +6,9 @@
  * would run over TCP, or with fewer devices than the other nodes. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "common/knobs.h"
 #include "tools/doctor.h"
@@ -70,6 +72,37 @@ static void gpudirect(struct doctor *d, const struct ib_probe *pr) {
     d->h->ngpu, d->h->ngpu == 1 ? "" : "s", pr->peermem, open->dmabuf);
 }
 
+/* Whether this process may pin memory past its limit: CAP_IPC_LOCK (bit 14)
+ * in CapEff of /proc/self/status, which the kernel checks when it pins a
+ * registration. */
+static bool may_lock_past_limit(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return false;
+  char line[256];
+  unsigned long long eff = 0;
+  while (fgets(line, sizeof(line), f))
+    if (!strncmp(line, "CapEff:", 7)) eff = strtoull(line + 7, NULL, 16);
+  fclose(f);
+  return eff & (1ULL << 14);
+}
+
+/* Registering NCCL's buffers pins them: under a small locked-memory limit
+ * every registration fails with ENOMEM and the job fails, though the ports
+ * open. The kernel's default is 8 MiB (64 KiB before Linux 5.16); NCCL registers several MiB per
+ * channel and peer, so anything under 1 GiB is named. */
+static void locked_memory(struct doctor *d) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY) return;
+  if (rl.rlim_cur >= (1ULL << 30) || may_lock_past_limit()) return;
+  finding(d, TOPO_ERROR,
+          "raise it to unlimited: ulimit -l unlimited (limits.conf memlock, systemd "
+          "LimitMEMLOCK=infinity); in a container --ulimit memlock=-1 or --cap-add IPC_LOCK",
+          "the locked-memory limit of this process is %llu KiB and it may not lock past it "
+          "(no CAP_IPC_LOCK): registering NCCL's buffers for RDMA would fail with ENOMEM "
+          "although the ports open",
+          (unsigned long long)rl.rlim_cur / 1024);
+}
+
 void doctor_probe(struct doctor *d) {
   static struct ib_probe pr;
   const struct topo_choice *c = d->c;
@@ -98,6 +131,7 @@ void doctor_probe(struct doctor *d) {
   }
   if (!pr.nopen) none_opened(d, &pr);
   else some_not_opened(d, &pr);
+  if (pr.nopen) locked_memory(d);
   gpudirect(d, &pr);
 }
 
