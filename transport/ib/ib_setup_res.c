@@ -11,7 +11,7 @@
 #include "common/knobs.h"
 #include "transport/ib/ib_setup.h"
 
-#define CQ_DEPTH 1024
+#define CQ_MIN_DEPTH 1024
 #define FIFO_BYTES (sizeof(struct ib_cts) * IB_SLOTS * IB_MAX_RECVS)
 #define CR_BYTES (sizeof(uint32_t) * IB_SLOTS * IB_MAX_RECVS)
 
@@ -50,9 +50,22 @@ fail:
   return ENOMEM;
 }
 
+/* Every work request of every queue pair may complete at once (an error
+ * flushes the unsignaled ones too): a CQ that overruns stops and takes its
+ * queue pairs to the error state, so it holds them all, as NCCL sizes its
+ * CQ by the queue pairs of a connection. */
+static int cq_depth(const struct ib_dev *d, int nqps, int send_wr, int recv_wr) {
+  long want = (long)nqps * (send_wr + recv_wr);
+  if (want < CQ_MIN_DEPTH) want = CQ_MIN_DEPTH;
+  if (d->attr.max_cqe > 0 && want > d->attr.max_cqe) want = d->attr.max_cqe;
+  return (int)want;
+}
+
 int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
   struct ib_dev *d = s->dev;
-  s->cq = d->v->create_cq(d->ctx, CQ_DEPTH, NULL, NULL, 0);
+  int send_wr = cap_wr(d, s->is_send ? IB_MAX_REQS * (IB_MAX_RECVS + 2) : 2 * IB_SLOTS);
+  int recv_wr = cap_wr(d, s->is_send ? 1 : 2 * IB_MAX_REQS);
+  s->cq = d->v->create_cq(d->ctx, cq_depth(d, nqps, send_wr, recv_wr), NULL, NULL, 0);
   if (!s->cq) {
     int err = errno ? errno : ENOMEM;
     snprintf(why, cap, "%s: creating a completion queue failed: %s%s", d->label, strerror(err),
@@ -61,8 +74,6 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
   }
   int err = make_memory(s, why, cap);
   if (err) return err;
-  int send_wr = cap_wr(d, s->is_send ? IB_MAX_REQS * (IB_MAX_RECVS + 2) : 2 * IB_SLOTS);
-  int recv_wr = cap_wr(d, s->is_send ? 1 : 2 * IB_MAX_REQS);
   int access = IBV_ACCESS_REMOTE_WRITE | (s->is_send ? 0 : IBV_ACCESS_REMOTE_READ);
   for (int i = 0; i < nqps; i++) {
     char detail[512];
