@@ -94,13 +94,13 @@ static void locked_memory(struct doctor *d) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_MEMLOCK, &rl) || rl.rlim_cur == RLIM_INFINITY) return;
   if (rl.rlim_cur >= (1ULL << 30) || may_lock_past_limit()) return;
-  finding(d, TOPO_ERROR,
-          "raise it to unlimited: ulimit -l unlimited (limits.conf memlock, systemd "
-          "LimitMEMLOCK=infinity); in a container --ulimit memlock=-1 or --cap-add IPC_LOCK",
-          "the locked-memory limit of this process is %llu KiB and it may not lock past it "
-          "(no CAP_IPC_LOCK): registering NCCL's buffers for RDMA would fail with ENOMEM "
-          "although the ports open",
-          (unsigned long long)rl.rlim_cur / 1024);
+  doctor_finding(d, TOPO_ERROR,
+                 "raise it to unlimited: ulimit -l unlimited (limits.conf memlock, systemd "
+                 "LimitMEMLOCK=infinity); in a container --ulimit memlock=-1 or --cap-add IPC_LOCK",
+                 "the locked-memory limit of this process is %llu KiB and it may not lock past it "
+                 "(no CAP_IPC_LOCK): registering NCCL's buffers for RDMA would fail with ENOMEM "
+                 "although the ports open",
+                 (unsigned long long)rl.rlim_cur / 1024);
 }
 
 void doctor_probe(struct doctor *d) {

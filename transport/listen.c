@@ -98,6 +98,8 @@ static void add_candidates(struct handle *h, const struct transport_dev *dev, in
       for (int k = 0; k < n->naddr && h->ncands < HANDLE_MAX_CAND; k++) {
         const struct ipaddr *a = &n->addr[k];
         if (family == AF_INET && a->family != AF_INET) continue;
+        if (family == AF_INET6 && a->family != AF_INET6 && knob_enum(K_SOCKET_FAMILY) == 1)
+          continue; /* IPv6 asked for: no IPv4-mapped candidates */
         /* An IPv6 link-local address only where nothing better is there:
          * it takes room in the handle and reaches one link at most. */
         if (ipaddr_is_link_local(a) && a->family == AF_INET6 && has_routable) continue;
@@ -161,6 +163,10 @@ static void warn_unroutable(const struct transport_dev *dev, const struct handle
 
 static int listen_family(const struct transport_dev *dev) {
   const struct transport_host *host = transport_host();
+  /* NCCL_SOCKET_FAMILY decides, as it decided the interfaces: an interface
+   * with both families must not offer the other one. */
+  int fam = knob_enum(K_SOCKET_FAMILY);
+  if (fam == 0 || fam == 1) return fam == 0 ? AF_INET : AF_INET6;
   if (dev->addr.family == AF_INET6) return AF_INET6;
   for (int j = 0; j < host->choice.n; j++) {
     const struct netif *n = &host->ifs.ifs[host->choice.idx[j]];

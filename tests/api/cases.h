@@ -48,6 +48,8 @@ void case_detour(struct side *s);
 
 void case_offers_loopback(struct side *s);
 void case_chosen_loopback(struct side *s);
+void case_socket_family_v4(struct side *s);
+void case_socket_family_v6(struct side *s);
 void case_offers_link_local_v4(struct side *s);
 void case_link_local_v6_pair(struct side *s);
 void case_connect_causes(struct side *s);

@@ -147,6 +147,40 @@ void case_chosen_loopback(struct side *s) {
   side_close(s);
 }
 
+/* Both hosts have IPv4 and IPv6 on eth0; NCCL_SOCKET_FAMILY names one
+ * family, and the listen offers addresses of that family only, so the
+ * connector can only ever use it (the setting is a way out of a family that
+ * does not route). */
+static void family_pair(struct side *s, const char *family, const char *want_info) {
+  if (two_hosts(s, "eth0", "eth0")) return;
+  int me = s->role == ROLE_RECV ? 1 : 2;
+  shell("ip addr add 10.93.0.%d/24 dev eth0 && ip addr add fd93::%d/64 dev eth0 nodad", me, me);
+  CHECK(!link_up("eth0"), "eth0 does not come up");
+  ctl_sync(s);
+  setenv("NCCL_SOCKET_FAMILY", family, 1);
+  if (side_open(s)) return;
+  s->dev = device_named(s, "eth0");
+  void *comm;
+  if (pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 4096, 4096, 11) == 0, "a message with NCCL_SOCKET_FAMILY=%s", family);
+  if (s->role == ROLE_RECV) {
+    const char *i = log_find(NCCL_LOG_INFO, "listening for device eth0");
+    CHECK(i && strstr(i, "(1 addresses"), "NCCL_SOCKET_FAMILY=%s: one address offered: %s", family,
+          i ? i : "none");
+  } else {
+    const char *i = log_find(NCCL_LOG_INFO, want_info);
+    CHECK(i != NULL, "the connector used %s", want_info);
+    if (!i) log_dump();
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
+void case_socket_family_v4(struct side *s) { family_pair(s, "AF_INET", "10.93.0.1"); }
+void case_socket_family_v6(struct side *s) { family_pair(s, "AF_INET6", "fd93::1"); }
+
 /* Only 169.254.x.x on the link: the listener says that only hosts on the
  * same link reach it; a peer on that link still connects. */
 void case_offers_link_local_v4(struct side *s) {
