@@ -28,6 +28,8 @@ struct proxy_opts {
   int timeout_s;
   int flush; /* iflush after every received step with bytes */
   int listen_per_channel;
+  int slow_last_ms; /* rank 1 first tests a connection's last step this long after posting it */
+  int in_step;      /* a group's tags post their sends in step (NCCL's subs need not) */
   size_t max_size;
   uint64_t seed;
   int transport_ib;
@@ -39,6 +41,7 @@ struct proxy_opts {
 
 struct proxy_sub { /* one tag of a send connection, progressing on its own as NCCL's subs do */
   int posted, done, filled;
+  long long last_posted_ms;
   void *reqs[PROXY_STEPS];
 };
 
@@ -62,6 +65,7 @@ struct proxy_recv {
   int hello;
   void *hello_req;
   int posted, received;
+  long long last_posted_ms;
   void *reqs[PROXY_STEPS];
   int tags[PROXY_STEPS][PROXY_MAX_GROUP];
   void *flush_req;
@@ -84,7 +88,8 @@ struct proxy_rank {
   uint64_t rng;
   long nulls_send, nulls_recv, calls_connect, calls_accept;
   int failed;
-  char peer_state; /* 0, or what the peer wrote: 'D' done, 'F' failed */
+  char first_fault[300]; /* the first failure, for the TAP line */
+  char peer_state;       /* 0, or what the peer wrote: 'D' done, 'F' failed */
 };
 
 /* proxy_data.c */

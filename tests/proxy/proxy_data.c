@@ -87,6 +87,7 @@ void proxy_fail(struct proxy_rank *r, const char *fmt, ...) {
   va_end(ap);
   printf("#   rank %d: %s (after %lld ms)\n", r->rank, msg, proxy_ms() - r->t0);
   fflush(stdout);
+  if (!r->failed) snprintf(r->first_fault, sizeof(r->first_fault), "%s", msg);
   r->failed = 1;
 }
 
@@ -131,6 +132,8 @@ static int send_hello(struct proxy_rank *r, struct proxy_send *s) {
 static int sub_post(struct proxy_rank *r, struct proxy_send *s, int tag) {
   struct proxy_sub *u = &s->subs[tag];
   if (u->posted >= r->o->steps || u->posted >= u->done + r->depth) return 0;
+  for (int t = 0; r->o->in_step && t < r->group; t++)
+    if (s->subs[t].posted < u->posted) return 0; /* every tag posts step n before any posts n+1 */
   size_t n = proxy_msg_size(r->o, r->rank, s->ch, u->posted, tag);
   uint8_t *p = slot_of(r, s->buf, u->posted, tag);
   if (u->filled != u->posted + 1) {
@@ -144,13 +147,21 @@ static int sub_post(struct proxy_rank *r, struct proxy_send *s, int tag) {
                       s->ch, u->posted, tag, n, res, proxy_res_name(res)),
            -1;
   if (!*req) return r->nulls_send++, 0; /* busy: NCCL tries again next round */
-  u->posted++;
+  if (++u->posted == r->o->steps) u->last_posted_ms = proxy_ms();
   return 1;
+}
+
+/* A busy proxy thread: rank 1 comes back to a connection's last requests
+ * (the last NCCL_STEPS) only a while after it posted the final one, when
+ * its peer may have closed already. */
+static int slow(const struct proxy_rank *r, int step, long long last_posted_ms) {
+  if (r->rank != 1 || !r->o->slow_last_ms || step < r->o->steps - r->depth) return 0;
+  return !last_posted_ms || proxy_ms() < last_posted_ms + r->o->slow_last_ms;
 }
 
 static int sub_test(struct proxy_rank *r, struct proxy_send *s, int tag) {
   struct proxy_sub *u = &s->subs[tag];
-  if (u->done >= u->posted) return 0;
+  if (u->done >= u->posted || slow(r, u->done, u->last_posted_ms)) return 0;
   int done = 0, size = -1;
   int res = netload_test(&r->nl, u->reqs[u->done % r->depth], &done, &size);
   if (res)
@@ -250,7 +261,7 @@ static int recv_post(struct proxy_rank *r, struct proxy_recv *v) {
                       v->posted, 0, g - 1, g, res, proxy_res_name(res)),
            -1;
   if (!*req) return r->nulls_recv++, 0;
-  v->posted++;
+  if (++v->posted == r->o->steps) v->last_posted_ms = proxy_ms();
   return 1;
 }
 
@@ -331,7 +342,7 @@ static int recv_test(struct proxy_rank *r, struct proxy_recv *v) {
     if (!done) return 0;
     v->flushing = 0;
   } else {
-    if (v->received >= v->posted || v->hello < 2) return 0;
+    if (v->received >= v->posted || v->hello < 2 || slow(r, step, v->last_posted_ms)) return 0;
     int sizes[64]; /* NCCL_PROXY_MAX_SUBS ints, zeroed */
     memset(sizes, 0, sizeof(sizes));
     res = netload_test(&r->nl, v->reqs[step % r->depth], &done, sizes);

@@ -6,7 +6,7 @@
  *
  *   proxy_driver [--abi 5..12] [--channels N] [--steps N] [--group N]
  *     [--depth N] [--max-size BYTES] [--seed N] [--late-accept MS]
- *     [--close-lag MS] [--flush] [--listen-per-channel] [--timeout S]
+ *     [--close-lag MS] [--slow-last MS] [--flush] [--listen-per-channel] [--in-step] [--timeout S]
  *     [--transport tcp|ib] [--netns RANK0_NS,RANK1_NS]
  *     [--env K=V] [--env-recv K=V] [--env-send K=V] [--label TEXT]
  *
@@ -28,8 +28,9 @@
 static int usage(const char *argv0) {
   fprintf(stderr,
           "usage: %s [--abi 5..12] [--channels N] [--steps N] [--group N] [--depth N]\n"
-          "       [--max-size BYTES] [--seed N] [--late-accept MS] [--close-lag MS] [--flush]\n"
-          "       [--listen-per-channel] [--timeout S] [--transport tcp|ib]\n"
+          "       [--max-size BYTES] [--seed N] [--late-accept MS] [--close-lag MS]\n"
+          "       [--slow-last MS] [--flush]\n"
+          "       [--listen-per-channel] [--in-step] [--timeout S] [--transport tcp|ib]\n"
           "       [--netns RANK0,RANK1] [--env K=V] [--env-recv K=V] [--env-send K=V]\n"
           "       [--label TEXT]\n",
           argv0);
@@ -57,6 +58,7 @@ static int parse(struct proxy_opts *o, int argc, char **argv) {
     int bad = 0, x;
     if (!strcmp(a, "--flush")) o->flush = 1;
     else if (!strcmp(a, "--listen-per-channel")) o->listen_per_channel = 1;
+    else if (!strcmp(a, "--in-step")) o->in_step = 1;
     else if (!v) return -1;
     else if (++i, !strcmp(a, "--abi"))
       bad = int_opt(a, v, NETLOAD_ABI_MIN, NETLOAD_ABI_MAX, &o->abi);
@@ -65,6 +67,7 @@ static int parse(struct proxy_opts *o, int argc, char **argv) {
     else if (!strcmp(a, "--group")) bad = int_opt(a, v, 1, PROXY_MAX_GROUP, &o->group);
     else if (!strcmp(a, "--depth")) bad = int_opt(a, v, 1, PROXY_STEPS, &o->depth);
     else if (!strcmp(a, "--late-accept")) bad = int_opt(a, v, 0, 600000, &o->late_accept_ms);
+    else if (!strcmp(a, "--slow-last")) bad = int_opt(a, v, 0, 600000, &o->slow_last_ms);
     else if (!strcmp(a, "--close-lag")) bad = int_opt(a, v, 0, 600000, &o->close_lag_ms);
     else if (!strcmp(a, "--timeout")) bad = int_opt(a, v, 1, 3600, &o->timeout_s);
     else if (!strcmp(a, "--max-size"))
@@ -177,9 +180,11 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   signal(SIGPIPE, SIG_IGN);
-  tap_diag("%s: seed %llu, sizes 0 to %zu bytes, late accept %d ms, close lag %d ms%s%s", o.label,
-           (unsigned long long)o.seed, o.max_size, o.late_accept_ms, o.close_lag_ms,
-           o.flush ? ", iflush" : "", o.listen_per_channel ? ", a listen comm per channel" : "");
+  tap_diag(
+    "%s: seed %llu, sizes 0 to %zu bytes, late accept %d ms, close lag %d ms, slow last test %d ms%s%s",
+    o.label, (unsigned long long)o.seed, o.max_size, o.late_accept_ms, o.close_lag_ms,
+    o.slow_last_ms, o.flush ? ", iflush" : "",
+    o.listen_per_channel ? ", a listen comm per channel" : "");
   int sv[2], rd[2], st[2];
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) return 1;
   pid_t pids[2];

@@ -257,8 +257,13 @@ static int progress(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET_
     }
     if (!moved) sched_yield();
   }
-  if (!connected) report(fd, "connect", 0, "see the rank's lines above");
-  if (!finished) report(fd, "data", 0, "see the rank's lines above");
+  if (!connected) {
+    int ns = 0;
+    for (int c = 0; c < r->o->channels; c++) ns += r->sends[c].comm != NULL;
+    report(fd, "connect", 0, "%d of %d send and %d of %d recv comms when it stopped: %s", ns,
+           r->o->channels, r->accepted, r->o->channels, r->first_fault);
+  }
+  if (!finished) report(fd, "data", 0, "%s", r->first_fault);
   return r->failed ? -1 : 0;
 }
 
@@ -272,7 +277,7 @@ int proxy_rank_run(struct proxy_rank *r, int fd) {
   r->rng = r->o->seed ^ (0x51ed27u + (uint64_t)r->rank);
   for (int c = 0; c < r->o->channels; c++) r->sends[c].ch = c, r->recvs[c].ch = -1;
   if (load(r) || exchange_handles(r, peer_handles)) {
-    report(fd, "connect", 0, "the plugin did not load or listen: see above");
+    report(fd, "connect", 0, "%s", r->first_fault);
     report(fd, "data", 0, "not reached");
     report(fd, "close", 0, "not reached");
     return 1;
@@ -292,9 +297,9 @@ int proxy_rank_run(struct proxy_rank *r, int fd) {
   int warns = __atomic_load_n(&log_warns, __ATOMIC_RELAXED);
   if (!bad && warns)
     proxy_fail(r, "the plugin logged %d WARN lines in a run without faults (above)", warns);
-  report(fd, "close", !r->failed,
-         r->failed ? "see the rank's lines above"
-                   : "every comm closed at once after its last "
-                     "test(), finalize returned ncclSuccess");
+  report(fd, "close", !r->failed, "%s",
+         r->failed ? r->first_fault
+                   : "every comm closed at once after its last test(), finalize returned "
+                     "ncclSuccess");
   return r->failed;
 }
