@@ -26,7 +26,8 @@ struct proxy_opts {
   int channels, steps, group, depth;
   int late_accept_ms, close_lag_ms;
   int timeout_s;
-  int flush; /* iflush after every received step with bytes */
+  int rounds; /* connect, move and close this many times in one process */
+  int flush;  /* iflush after every received step with bytes */
   int listen_per_channel;
   int slow_last_ms; /* rank 1 first tests a connection's last step this long after posting it */
   int in_step;      /* a group's tags post their sends in step (NCCL's subs need not) */
@@ -87,7 +88,7 @@ struct proxy_rank {
   long long t0, deadline;
   uint64_t rng;
   long nulls_send, nulls_recv, calls_connect, calls_accept;
-  int failed;
+  int failed, round;
   char first_fault[300]; /* the first failure, for the TAP line */
   char peer_state;       /* 0, or what the peer wrote: 'D' done, 'F' failed */
 };

@@ -85,6 +85,11 @@ void proxy_fail(struct proxy_rank *r, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
+  if (r->o->rounds > 1) {
+    char tmp[1024];
+    snprintf(tmp, sizeof(tmp), "round %d: %s", r->round + 1, msg);
+    snprintf(msg, sizeof(msg), "%s", tmp);
+  }
   printf("#   rank %d: %s (after %lld ms)\n", r->rank, msg, proxy_ms() - r->t0);
   fflush(stdout);
   if (!r->failed) snprintf(r->first_fault, sizeof(r->first_fault), "%s", msg);

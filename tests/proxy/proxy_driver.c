@@ -6,8 +6,9 @@
  *
  *   proxy_driver [--abi 5..12] [--channels N] [--steps N] [--group N]
  *     [--depth N] [--max-size BYTES] [--seed N] [--late-accept MS]
- *     [--close-lag MS] [--slow-last MS] [--flush] [--listen-per-channel] [--in-step] [--timeout S]
- *     [--transport tcp|ib] [--netns RANK0_NS,RANK1_NS]
+ *     [--close-lag MS] [--slow-last MS] [--flush] [--listen-per-channel]
+ *     [--in-step] [--rounds N] [--timeout S] [--transport tcp|ib]
+ *     [--netns RANK0_NS,RANK1_NS]
  *     [--env K=V] [--env-recv K=V] [--env-send K=V] [--label TEXT]
  *
  * --env-recv applies to rank 0 and --env-send to rank 1, so the api
@@ -30,7 +31,8 @@ static int usage(const char *argv0) {
           "usage: %s [--abi 5..12] [--channels N] [--steps N] [--group N] [--depth N]\n"
           "       [--max-size BYTES] [--seed N] [--late-accept MS] [--close-lag MS]\n"
           "       [--slow-last MS] [--flush]\n"
-          "       [--listen-per-channel] [--in-step] [--timeout S] [--transport tcp|ib]\n"
+          "       [--listen-per-channel] [--in-step] [--rounds N] [--timeout S]\n"
+          "       [--transport tcp|ib]\n"
           "       [--netns RANK0,RANK1] [--env K=V] [--env-recv K=V] [--env-send K=V]\n"
           "       [--label TEXT]\n",
           argv0);
@@ -69,6 +71,7 @@ static int parse(struct proxy_opts *o, int argc, char **argv) {
     else if (!strcmp(a, "--late-accept")) bad = int_opt(a, v, 0, 600000, &o->late_accept_ms);
     else if (!strcmp(a, "--slow-last")) bad = int_opt(a, v, 0, 600000, &o->slow_last_ms);
     else if (!strcmp(a, "--close-lag")) bad = int_opt(a, v, 0, 600000, &o->close_lag_ms);
+    else if (!strcmp(a, "--rounds")) bad = int_opt(a, v, 1, 10000, &o->rounds);
     else if (!strcmp(a, "--timeout")) bad = int_opt(a, v, 1, 3600, &o->timeout_s);
     else if (!strcmp(a, "--max-size"))
       bad = int_opt(a, v, 0, 64 << 20, &x), o->max_size = (size_t)x;
@@ -168,6 +171,7 @@ int main(int argc, char **argv) {
                          .steps = 64,
                          .group = 1,
                          .timeout_s = 60,
+                         .rounds = 1,
                          .max_size = 4 << 20,
                          .seed = 1,
                          .close_lag_ms = 5};

@@ -167,6 +167,7 @@ static int close_round(struct proxy_rank *r) {
                           proxy_res_name(res)),
                -1;
       s->closed = 1;
+      free(s->buf);
     }
     if (v->finished_ms && !v->closed && now >= v->finished_ms + lag) {
       if ((res = netload_dereg_mr(&r->nl, v->comm, v->mh)) ||
@@ -175,6 +176,7 @@ static int close_round(struct proxy_rank *r) {
                           proxy_res_name(res)),
                -1;
       v->closed = 1;
+      free(v->buf);
     }
     left += !s->closed + !v->closed;
   }
@@ -223,13 +225,13 @@ static int peer_failed(struct proxy_rank *r) {
 
 /* The proxy thread: every connection, round-robin, until all are closed. */
 static int progress(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET_HANDLE_MAXSIZE]) {
-  int connected = 0, finished = 0, left = 1;
+  int connected = 0, finished = 0, left = 1, is_last = r->round == r->o->rounds - 1;
   while (left) {
     int moved = 0, x;
     if (!connected) {
       if ((x = setup_round(r, peer_handles)) < 0) break;
       moved |= x;
-      if ((connected = all_connected(r)))
+      if ((connected = all_connected(r)) && is_last)
         report(fd, "connect", 1,
                "%d send and %d recv comms, %d listen comms, in %lld ms (%ld "
                "connect and %ld accept calls)",
@@ -243,7 +245,7 @@ static int progress(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET_
       moved |= x;
     }
     if (r->failed) break;
-    if (!finished && (finished = all_finished(r)))
+    if (!finished && (finished = all_finished(r)) && is_last)
       report(fd, "data", 1,
              "%d steps on %d channels each way checked in %lld ms (%ld sends and "
              "%ld receives refused for now with a NULL request)",
@@ -267,6 +269,32 @@ static int progress(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET_
   return r->failed ? -1 : 0;
 }
 
+/* One round: fresh listen comms, handles to the peer, every connection up,
+ * through and closed, then both ranks meet. */
+static int one_round(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET_HANDLE_MAXSIZE]) {
+  memset(r->sends, 0, (size_t)r->o->channels * sizeof(*r->sends));
+  memset(r->recvs, 0, (size_t)r->o->channels * sizeof(*r->recvs));
+  for (int c = 0; c < r->o->channels; c++) r->sends[c].ch = c, r->recvs[c].ch = -1;
+  r->accepted = r->listens_closed = 0, r->peer_state = 0;
+  r->nulls_send = r->nulls_recv = r->calls_connect = r->calls_accept = 0;
+  if (exchange_handles(r, peer_handles)) {
+    report(fd, "connect", 0, "%s", r->first_fault);
+    report(fd, "data", 0, "not reached");
+    return -1;
+  }
+  r->t0 = proxy_ms();
+  r->deadline = r->t0 + r->o->timeout_s * 1000LL;
+  int bad = progress(r, fd, peer_handles);
+  /* Both ranks are done with their comms (or failed) before either goes
+   * on: a failing rank's exit would otherwise fail its peer too. */
+  char b = bad ? 'F' : 'D';
+  struct pollfd pfd = {r->ctl, POLLIN, 0};
+  if (write(r->ctl, &b, 1) != 1 ||
+      (!r->peer_state && (poll(&pfd, 1, 30000) != 1 || read(r->ctl, &b, 1) != 1 || b != 'D')))
+    return proxy_fail(r, "rank %d did not finish its side", r->peer), -1;
+  return bad;
+}
+
 int proxy_rank_run(struct proxy_rank *r, int fd) {
   r->nlisten = r->o->listen_per_channel ? r->o->channels : 1;
   r->listens = calloc((size_t)r->nlisten, sizeof(void *));
@@ -275,23 +303,15 @@ int proxy_rank_run(struct proxy_rank *r, int fd) {
   char(*peer_handles)[NCCL_NET_HANDLE_MAXSIZE] =
     calloc((size_t)r->nlisten, NCCL_NET_HANDLE_MAXSIZE);
   r->rng = r->o->seed ^ (0x51ed27u + (uint64_t)r->rank);
-  for (int c = 0; c < r->o->channels; c++) r->sends[c].ch = c, r->recvs[c].ch = -1;
-  if (load(r) || exchange_handles(r, peer_handles)) {
+  if (load(r)) {
     report(fd, "connect", 0, "%s", r->first_fault);
     report(fd, "data", 0, "not reached");
     report(fd, "close", 0, "not reached");
     return 1;
   }
-  r->t0 = proxy_ms();
-  r->deadline = r->t0 + r->o->timeout_s * 1000LL;
-  int bad = progress(r, fd, peer_handles);
-  /* Both ranks are done with their comms (or failed) before either
-   * finalizes: a failing rank's exit would otherwise fail its peer too. */
-  char b = bad ? 'F' : 'D';
-  struct pollfd pfd = {r->ctl, POLLIN, 0};
-  if (write(r->ctl, &b, 1) != 1 ||
-      (!r->peer_state && (poll(&pfd, 1, 30000) != 1 || read(r->ctl, &b, 1) != 1)))
-    proxy_fail(r, "rank %d did not finish its side", r->peer);
+  int bad = 0;
+  for (r->round = 0; r->round < r->o->rounds && !bad; r->round++)
+    bad = one_round(r, fd, peer_handles);
   int res = netload_finalize(&r->nl);
   if (res) proxy_fail(r, "finalize returned %d (%s)", res, proxy_res_name(res));
   int warns = __atomic_load_n(&log_warns, __ATOMIC_RELAXED);
