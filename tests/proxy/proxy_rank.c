@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "proxy.h"
+#include "tools/proc_usage.h"
 
 static int log_rank, log_warns, log_echo;
 
@@ -295,6 +296,34 @@ static int one_round(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET
   return bad;
 }
 
+/* Every round closes all it opened: after the last, the process holds
+ * about what it held after the first. A couple more is the plugin's
+ * once-per-process state made on first need (its idle-wait eventfd, made
+ * the first time the thread goes idle); a leak grows with the rounds.
+ * Helper threads get a moment to exit. */
+#define ONCE_PER_PROCESS 2
+static int check_leaks(struct proxy_rank *r, const struct proc_usage *first) {
+  struct proc_usage now;
+  long long end = proxy_ms() + 2000;
+  int more_threads, more_fds;
+  do {
+    proc_usage_now(&now);
+    more_threads = now.threads - first->threads, more_fds = now.fds - first->fds;
+    if (more_threads <= ONCE_PER_PROCESS && more_fds <= ONCE_PER_PROCESS) break;
+    usleep(20000);
+  } while (proxy_ms() < end);
+  printf("#   rank %d after round 1: %d threads, %d descriptors, %lld kB; after round %d: %d, %d, "
+         "%lld kB\n",
+         r->rank, first->threads, first->fds, (long long)first->rss_kb, r->o->rounds, now.threads,
+         now.fds, (long long)now.rss_kb);
+  if (more_threads <= ONCE_PER_PROCESS && more_fds <= ONCE_PER_PROCESS) return 0;
+  proxy_fail(r,
+             "%d more threads and %d more descriptors after %d rounds than after the first: "
+             "closed comms left them behind",
+             more_threads, more_fds, r->o->rounds);
+  return -1;
+}
+
 int proxy_rank_run(struct proxy_rank *r, int fd) {
   r->nlisten = r->o->listen_per_channel ? r->o->channels : 1;
   r->listens = calloc((size_t)r->nlisten, sizeof(void *));
@@ -310,8 +339,13 @@ int proxy_rank_run(struct proxy_rank *r, int fd) {
     return 1;
   }
   int bad = 0;
-  for (r->round = 0; r->round < r->o->rounds && !bad; r->round++)
+  struct proc_usage first = {0};
+  for (r->round = 0; r->round < r->o->rounds && !bad; r->round++) {
     bad = one_round(r, fd, peer_handles);
+    if (r->round == 0) proc_usage_now(&first);
+  }
+  r->round = r->o->rounds - 1;
+  if (!bad && r->o->rounds > 1) bad = check_leaks(r, &first);
   int res = netload_finalize(&r->nl);
   if (res) proxy_fail(r, "finalize returned %d (%s)", res, proxy_res_name(res));
   int warns = __atomic_load_n(&log_warns, __ATOMIC_RELAXED);
