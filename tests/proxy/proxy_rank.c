@@ -260,13 +260,13 @@ static int progress(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET_
     }
     if (!moved) sched_yield();
   }
-  if (!connected) {
+  if (!connected || (r->failed && !is_last)) {
     int ns = 0;
     for (int c = 0; c < r->o->channels; c++) ns += r->sends[c].comm != NULL;
     report(fd, "connect", 0, "%d of %d send and %d of %d recv comms when it stopped: %s", ns,
            r->o->channels, r->accepted, r->o->channels, r->first_fault);
   }
-  if (!finished) report(fd, "data", 0, "%s", r->first_fault);
+  if (!finished || (r->failed && !is_last)) report(fd, "data", 0, "%s", r->first_fault);
   return r->failed ? -1 : 0;
 }
 

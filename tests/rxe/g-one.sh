@@ -45,13 +45,13 @@ done
 proxy_run() { # name, then the driver's options
   local name=$1
   shift
-  "$BUILD/tests/proxy/proxy_driver" --abi 11 --transport ib --timeout 120 --label "rxe $name" \
+  "$BUILD/tests/proxy/proxy_driver" --abi 11 --transport ib --timeout 60 --label "rxe $name" \
     --env-recv NCCL_IB_HCA==rxe0 --env-send NCCL_IB_HCA==rxe1 "$@" >"$RXE_OUT/25-proxy-$name.tap" 2>&1
 }
-proxy_run grouped-in-step --channels 2 --steps 100 --group 4 --in-step --max-size 262144
-proxy_run grouped --channels 2 --steps 100 --group 4 --max-size 262144 --seed 2
-proxy_run slow-last-flush --channels 2 --steps 50 --max-size 1048576 --slow-last 200 --flush --seed 3
-proxy_run late-accept-qps4 --channels 4 --steps 200 --max-size 65536 --late-accept 300 \
+proxy_run grouped-in-step --channels 2 --steps 50 --group 4 --in-step --max-size 65536
+proxy_run grouped --channels 2 --steps 50 --group 4 --max-size 65536 --seed 2
+proxy_run slow-last-flush --channels 2 --steps 30 --max-size 262144 --slow-last 200 --flush --seed 3
+proxy_run late-accept-qps4 --channels 2 --steps 100 --max-size 65536 --late-accept 300 \
   --env NCCL_IB_QPS_PER_CONNECTION=4 --env NCCL_IB_SPLIT_DATA_ON_QPS=1 --seed 4
 
 # --- failure scenarios
