@@ -292,7 +292,7 @@ static int one_round(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET
   struct pollfd pfd = {r->ctl, POLLIN, 0};
   if (write(r->ctl, &b, 1) != 1 ||
       (!r->peer_state && (poll(&pfd, 1, 30000) != 1 || read(r->ctl, &b, 1) != 1 || b != 'D')))
-    return proxy_fail(r, "rank %d did not finish its side", r->peer), -1;
+    return bad ? -1 : (proxy_fail(r, "rank %d did not finish its side", r->peer), -1);
   return bad;
 }
 
