@@ -291,9 +291,11 @@ static int one_round(struct proxy_rank *r, int fd, char (*peer_handles)[NCCL_NET
   char b = bad ? 'F' : 'D';
   struct pollfd pfd = {r->ctl, POLLIN, 0};
   if (write(r->ctl, &b, 1) != 1 ||
-      (!r->peer_state && (poll(&pfd, 1, 30000) != 1 || read(r->ctl, &b, 1) != 1 || b != 'D')))
-    return bad ? -1 : (proxy_fail(r, "rank %d did not finish its side", r->peer), -1);
-  return bad;
+      (!r->peer_state && (poll(&pfd, 1, 30000) != 1 || read(r->ctl, &b, 1) != 1)))
+    return bad ? -1 : (proxy_fail(r, "rank %d died or hung: no word from it in 30 s", r->peer), -1);
+  if (!r->peer_state && b == 'F' && !bad) /* its own lines say why; nothing failed here */
+    printf("#   rank %d: rank %d failed after this rank was done\n", r->rank, r->peer);
+  return bad || (!r->peer_state && b == 'F') ? -1 : 0;
 }
 
 /* Every round closes all it opened: after the last, the process holds
@@ -343,6 +345,11 @@ int proxy_rank_run(struct proxy_rank *r, int fd) {
   for (r->round = 0; r->round < r->o->rounds && !bad; r->round++) {
     bad = one_round(r, fd, peer_handles);
     if (r->round == 0) proc_usage_now(&first);
+  }
+  if (bad && !r->failed && r->round < r->o->rounds) { /* the peer failed in an earlier round */
+    proxy_fail(r, "stopped after round %d: rank %d failed (its lines say why)", r->round, r->peer);
+    report(fd, "connect", 0, "%s", r->first_fault);
+    report(fd, "data", 0, "%s", r->first_fault);
   }
   r->round = r->o->rounds - 1;
   if (!bad && r->o->rounds > 1) bad = check_leaks(r, &first);
