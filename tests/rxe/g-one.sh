@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # One guest, two soft-RoCE devices on a veth pair (g-lib.sh two_rxe): doctor
 # against ibv_devinfo, the conformance suite over real verbs on the v11 and
-# v8 tables, and the failure scenarios one kernel can show.
+# v8 tables, the proxy driver, and the failure scenarios one kernel can show.
 . "${BASH_SOURCE%/*}/g-lib.sh"
 . "${BASH_SOURCE%/*}/g-scen.sh"
 hostname rxe-guest
@@ -37,6 +37,22 @@ for abi in ${API_ABIS-11 8}; do
   "$BUILD/tests/api/api_suite" --abi $abi --transport ib --verbs real \
     --env-recv NCCL_IB_HCA==rxe0 --env-send NCCL_IB_HCA==rxe1 >"$RXE_OUT/20-api-v$abi.tap" 2>&1
 done
+
+# --- NCCL's proxy-thread call pattern (tests/proxy) over real verbs: rank 0
+# on rxe0, rank 1 on rxe1, each both sending and receiving. Small, as TCG is
+# slow: grouped receives with the tags in step and out of step, a slow last
+# test() after the peer closed, a late accept with four QPs per connection.
+proxy_run() { # name, then the driver's options
+  local name=$1
+  shift
+  "$BUILD/tests/proxy/proxy_driver" --abi 11 --transport ib --timeout 60 --label "rxe $name" \
+    --env-recv NCCL_IB_HCA==rxe0 --env-send NCCL_IB_HCA==rxe1 "$@" >"$RXE_OUT/25-proxy-$name.tap" 2>&1
+}
+proxy_run grouped-in-step --channels 2 --steps 50 --group 4 --in-step --max-size 65536
+proxy_run grouped --channels 2 --steps 50 --group 4 --max-size 65536 --seed 2
+proxy_run slow-last-flush --channels 2 --steps 30 --max-size 262144 --slow-last 200 --flush --seed 3
+proxy_run late-accept-qps4 --channels 2 --steps 100 --max-size 65536 --late-accept 300 \
+  --env NCCL_IB_QPS_PER_CONNECTION=4 --env NCCL_IB_SPLIT_DATA_ON_QPS=1 --seed 4
 
 # --- failure scenarios
 . "${BASH_SOURCE%/*}/g-one-scen.sh"
