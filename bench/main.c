@@ -177,7 +177,7 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--dev")) o->dev = atoi(v), bad = o->dev < 0;
   else if (!strcmp(k, "--rank-env")) bad = parse_rank_env(o, v);
   else return -1;
-  return bad ? -1 : 0;
+  return bad ? -2 : 0;
 }
 
 static int check_sizes(const struct opts *o) {
@@ -190,7 +190,7 @@ static int check_sizes(const struct opts *o) {
 
 static int parse_args(struct opts *o, int argc, char **argv) {
   defaults(o);
-  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench");
+  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), bad = 0;
   for (int i = 1; i < argc; i++) {
     n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
                   " %s", argv[i]);
@@ -203,9 +203,13 @@ static int parse_args(struct opts *o, int argc, char **argv) {
       o->is_corrupting = true; /* test hook: proves checks bite */
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
     else if (!strcmp(argv[i], "--version")) return 2;
-    else if (i + 1 >= argc || option(o, argv[i], argv[i + 1])) {
-      fprintf(stderr, "nccl-net-bench: bad option or value: %s%s%s\n", argv[i],
-              i + 1 < argc ? " " : "", i + 1 < argc ? argv[i + 1] : "");
+    else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1]))) {
+      if (bad == -2)
+        fprintf(stderr, "nccl-net-bench: bad value '%s' for %s (-h gives what each option takes)\n",
+                argv[i + 1], argv[i]);
+      else if (i + 1 < argc || option(o, argv[i], "1") == -1)
+        fprintf(stderr, "nccl-net-bench: unknown option '%s' (-h lists the options)\n", argv[i]);
+      else fprintf(stderr, "nccl-net-bench: option %s needs a value\n", argv[i]);
       return -1;
     } else {
       i++;

@@ -179,9 +179,10 @@ int cmd_doctor(int argc, char **argv) {
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
       usage(stdout);
       return 0;
+    } else if (!strcmp(argv[i], "--pid1-environ")) {
+      return tool_usage_error("doctor", "option --pid1-environ needs a value");
     } else {
-      usage(stderr);
-      return 2;
+      return tool_usage_error("doctor", "unknown option '%s'", argv[i]);
     }
   }
   memset(&d, 0, sizeof(d));

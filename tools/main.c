@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag: the plugin's code, outside a training job. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,25 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   fprintf(stderr, "%s %s\n", level == NCCL_LOG_WARN ? "WARN" : "INFO", msg);
+}
+
+int tool_usage_error(const char *cmd, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "nccl-net-diag %s: %s\n(nccl-net-diag %s -h lists the options)\n", cmd, msg, cmd);
+  return 2;
+}
+
+int tool_parse_int(const char *s, long lo, long hi, long *out) {
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end || errno || v < lo || v > hi) return EINVAL;
+  *out = v;
+  return 0;
 }
 
 size_t tool_parse_size(const char *s) {
@@ -51,9 +71,9 @@ size_t tool_parse_size(const char *s) {
 
 static void usage(FILE *f) {
   fprintf(f,
+          "usage: nccl-net-diag COMMAND [options]\n"
           "nccl-net-diag %s: the libnccl-net-diag NCCL network plugin, outside a training job\n"
           "\n"
-          "usage: nccl-net-diag COMMAND [options]\n"
           "  selftest   load the plugin as NCCL does, list its devices, and move verified data\n"
           "             through each one on this host\n"
           "  params     every environment variable the plugin reads: default, value, meaning\n"

@@ -30,11 +30,16 @@ static int print_agree(void) {
 
 int cmd_params(int argc, char **argv) {
   bool is_set_only = argc > 1 && !strcmp(argv[1], "--set");
-  if (argc > 1 && !strcmp(argv[1], "--agree")) return print_agree();
-  if (argc > 1 && !is_set_only) {
-    fprintf(stderr, "usage: nccl-net-diag params [--set | --agree]\n");
-    return 2;
+  if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+    printf("usage: nccl-net-diag params [--set | --agree]\n"
+           "Every environment variable the plugin reads: its default, its value here, its\n"
+           "meaning. --set: only those set. --agree: which NCCL settings every node must share,\n"
+           "which may differ, and why.\n");
+    return 0;
   }
+  if (argc > 1 && !strcmp(argv[1], "--agree") && argc == 2) return print_agree();
+  if (argc > 2 || (argc > 1 && !is_set_only))
+    return tool_usage_error("params", "unknown option '%s'", argv[argc > 2 && is_set_only ? 2 : 1]);
   log_set_stderr_level(LOG_LEVEL_WARN); /* a bad value is reported as NCCL would see it */
   knob_load(1);
   for (int i = 0; i < K_COUNT; i++) {

@@ -9,6 +9,7 @@
  * they are lost). */
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,31 +188,49 @@ static int rdma_lost(struct netload *nl, int ndev, char *why, size_t cap) {
   return lost;
 }
 
+static void selftest_usage(FILE *f) {
+  fprintf(f,
+          "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi %d..%d] "
+          "[--plugin PATH] [-v]\n"
+          "Loads the plugin as NCCL does, lists its devices, and moves verified data through each\n"
+          "one on this host.\n"
+          "exit status: 0 PASS, 1 FAIL, 2 usage, 3 DEGRADED (the data moved over TCP although\n"
+          "this host has usable RDMA ports)\n",
+          NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
+}
+
 int cmd_selftest(int argc, char **argv) {
   size_t size = 64 << 20;
   int iters = 32, version = 0;
   const char *plugin = NULL;
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--size") && i + 1 < argc) size = tool_parse_size(argv[++i]);
-    else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--abi") && i + 1 < argc) version = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--plugin") && i + 1 < argc) plugin = argv[++i];
-    else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
-    else {
-      fprintf(stderr,
-              "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi %d..%d] "
-              "[--plugin PATH] [-v]\n"
-              "exit status: 0 PASS, 1 FAIL, 2 usage, 3 DEGRADED (the data moved over TCP "
-              "although this host has usable RDMA ports)\n",
-              NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
-      return 2;
+    const char *o = argv[i];
+    bool has_value = !strcmp(o, "--size") || !strcmp(o, "--iters") || !strcmp(o, "--abi") ||
+                     !strcmp(o, "--plugin");
+    long v = 0;
+    if (!strcmp(o, "-h") || !strcmp(o, "--help")) return selftest_usage(stdout), 0;
+    if (!strcmp(o, "-v")) tool_verbose = 1;
+    else if (!has_value) return tool_usage_error("selftest", "unknown option '%s'", o);
+    else if (i + 1 >= argc) return tool_usage_error("selftest", "option %s needs a value", o);
+    else if (!strcmp(o, "--plugin")) plugin = argv[++i];
+    else if (!strcmp(o, "--size")) {
+      size = tool_parse_size(argv[++i]);
+      if (!size)
+        return tool_usage_error("selftest",
+                                "bad value '%s' for --size: a size such as 4096, 64K, 1M", argv[i]);
+    } else if (!strcmp(o, "--iters")) {
+      if (tool_parse_int(argv[++i], 1, 1000000, &v))
+        return tool_usage_error(
+          "selftest", "bad value '%s' for --iters: an integer from 1 to 1000000", argv[i]);
+      iters = (int)v;
+    } else if (!strcmp(o, "--abi")) {
+      if (tool_parse_int(argv[++i], NETLOAD_ABI_MIN, NETLOAD_ABI_MAX, &v))
+        return tool_usage_error("selftest", "bad value '%s' for --abi: %d to %d", argv[i],
+                                NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
+      version = (int)v;
     }
   }
   size = (size + 7) & ~(size_t)7;
-  if (!size || iters < 1) {
-    fprintf(stderr, "selftest: --size and --iters must be positive\n");
-    return 2;
-  }
   struct netload nl;
   char err[512];
   if (netload_open(&nl, plugin, version, err, sizeof(err))) {

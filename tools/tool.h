@@ -14,6 +14,14 @@ extern int tool_verbose;
 void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* The one CLI convention: -h/--help prints usage on stdout and exits 0;
+ * a usage error's first line on stderr names it ("nccl-net-diag CMD:
+ * unknown option '--x'", "... option --x needs a value", "... bad value 'v'
+ * for --x: the range"), then where to look; it exits 2. Returns 2. */
+int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* An integer in [lo, hi] written in full ("12", not "12x"): 0, or EINVAL. */
+int tool_parse_int(const char *s, long lo, long hi, long *out);
+
 /* "64M", "1G", "4096" -> bytes; 0 on error. */
 size_t tool_parse_size(const char *s);
 

@@ -64,21 +64,44 @@ static int parse_pairs(struct probe_opts *o, const char *v) {
   return 0;
 }
 
-/* One option with its value; -1 unknown or bad. */
-static int option(struct probe_opts *o, const char *name, const char *v) {
+/* An integer option in [lo, hi]; the range goes in why when it is not. */
+static int int_option(const char *v, long lo, long hi, int *out, const char **why) {
+  static char text[96];
+  long x;
+  if (tool_parse_int(v, lo, hi, &x)) {
+    snprintf(text, sizeof(text), "an integer from %ld to %ld", lo, hi);
+    *why = text;
+    return -2;
+  }
+  *out = (int)x;
+  return 0;
+}
+
+/* One option with its value: 0, -1 for a name it does not know, -2 for a
+ * bad value (why says what it takes). */
+static int option(struct probe_opts *o, const char *name, const char *v, const char **why) {
+  *why = "";
   if (!strcmp(name, "--json")) o->json_path = v;
-  else if (!strcmp(name, "--timeout")) o->timeout_s = atoi(v);
-  else if (!strcmp(name, "--bytes")) o->bytes = tool_parse_size(v);
-  else if (!strcmp(name, "--pings")) o->pings = atoi(v);
-  else if (!strcmp(name, "--pairs")) return parse_pairs(o, v);
-  else if (!strcmp(name, "--all-pairs-max")) o->all_pairs_max = atoi(v);
+  else if (!strcmp(name, "--timeout")) return int_option(v, 5, 86400, &o->timeout_s, why);
+  else if (!strcmp(name, "--bytes")) {
+    if (!(o->bytes = tool_parse_size(v))) return *why = "a size such as 64M", -2;
+  } else if (!strcmp(name, "--pings")) return int_option(v, 0, 100000, &o->pings, why);
+  else if (!strcmp(name, "--pairs")) {
+    if (parse_pairs(o, v)) return *why = "all, ring or sample:HOSTS", -2;
+  } else if (!strcmp(name, "--all-pairs-max"))
+    return int_option(v, 2, 1000000, &o->all_pairs_max, why);
   else if (!strcmp(name, "--seed")) o->seed = (unsigned)strtoul(v, NULL, 0);
-  else if (!strcmp(name, "--slow-ratio")) o->slow_ratio = strtod(v, NULL);
-  else if (!strcmp(name, "--rendezvous")) o->rendezvous = v;
+  else if (!strcmp(name, "--slow-ratio")) {
+    char *end;
+    o->slow_ratio = strtod(v, &end);
+    if (end == v || *end || o->slow_ratio <= 0 || o->slow_ratio >= 1)
+      return *why = "a number between 0 and 1, such as 0.33", -2;
+  } else if (!strcmp(name, "--rendezvous")) o->rendezvous = v;
   else if (!strcmp(name, "--job-id")) o->job_id = v;
   else if (!strcmp(name, "--nccl-lib")) o->nccl_lib = v;
   else if (!strcmp(name, "--plugin")) o->plugin = v;
-  else if (!strcmp(name, "--abi")) o->abi = atoi(v);
+  else if (!strcmp(name, "--abi"))
+    return int_option(v, NETLOAD_ABI_MIN, NETLOAD_ABI_MAX, &o->abi, why);
   else return -1;
   return 0;
 }
@@ -97,11 +120,12 @@ static int parse(struct probe_opts *o, int argc, char **argv) {
       o->verbose = 1;
       continue;
     }
-    if (i + 1 >= argc || option(o, argv[i], argv[i + 1])) {
-      fprintf(stderr, "nccl-net-diag probe: bad option '%s'%s\n\n", argv[i],
-              i + 1 >= argc ? " (it needs a value)" : "");
-      return usage(stderr), 2;
-    }
+    const char *why;
+    int bad = option(o, argv[i], i + 1 < argc ? argv[i + 1] : "", &why);
+    if (bad == -1) return tool_usage_error("probe", "unknown option '%s'", argv[i]);
+    if (i + 1 >= argc) return tool_usage_error("probe", "option %s needs a value", argv[i]);
+    if (bad)
+      return tool_usage_error("probe", "bad value '%s' for %s: %s", argv[i + 1], argv[i], why);
     i++;
   }
   const char *bad = o->timeout_s < 5                    ? "--timeout must be at least 5 seconds"
