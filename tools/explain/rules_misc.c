@@ -117,6 +117,29 @@ void watchdog_build(const struct explain_ctx *cx, const struct hits *h) {
 /* An error as a program around NCCL prints it: PyTorch's exceptions, the
  * ncclResult_t names and texts, a failed verbs call quoted without NCCL's
  * prefix. */
+/* NCCLCHECK's return trace ("group.cc:64 -> 2 [Async thread]", NCCL 2.4-2.30)
+ * reaching the group that ran ncclCommInitRank: init failed, even when
+ * the step that failed printed no WARN. Traces that stop lower down are
+ * often harmless (a missing sysfs path), so only these count. */
+static bool is_failed_init_trace(const char *t) {
+  const char *a = strstr(t, " -> ");
+  if (!a || a[4] < '1' || a[4] > '9') return false;
+  return strstr(t, "[Async thread]") || strstr(t, "group.cc:");
+}
+
+/* What a message NCCL words tersely usually means, as a lead. */
+static void message_hint(struct finding *f, const struct rec *first) {
+  size_t n = strlen(f->fix);
+  if (strstr(first->text, "does not loop back to start"))
+    snprintf(
+      f->fix + n, sizeof(f->fix) - n,
+      "; a ring that does not loop back means the ranks computed different topologies: run the same NCCL version on every host, leave NCCL_HOSTID unset, and use NCCL 2.20 or later (2.19 could read unset PCI link speeds)");
+  else if (is_failed_init_trace(first->text))
+    snprintf(
+      f->fix + n, sizeof(f->fix) - n,
+      "; these lines are NCCL's return trace with no WARN before them: the failing step did not say why, so the other ranks' logs (or NCCL_DEBUG_SUBSYS=ALL) hold the reason");
+}
+
 bool unknown_match(const struct rec *r) {
   static const char *const errors[] = {
     "unhandled system error",
@@ -141,6 +164,7 @@ bool unknown_match(const struct rec *r) {
   };
   const char *t = r->text;
   if (r->level == REC_WARN) return true;
+  if (r->level == REC_INFO) return is_failed_init_trace(t);
   if (r->level != REC_TEXT) return false;
   bool is_nccl = strstr(t, "NCCL") || strstr(t, "nccl") || strstr(t, "ibv_");
   for (size_t i = 0; is_nccl && i < sizeof(errors) / sizeof(errors[0]); i++)
@@ -182,6 +206,7 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
       f,
       "explain the logs of every rank together (the first rank to fail names the cause; NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p gives one file per process), run nccl-net-diag doctor on the hosts named, and add NCCL_DEBUG_SUBSYS=ALL if one rank's log shows no WARN");
     verbs_hint(f, first);
+    message_hint(f, first);
     return;
   }
   if (has_warn) {
@@ -202,4 +227,5 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   finding_export(f, "NCCL_DEBUG=INFO");
   finding_export(f, "NCCL_DEBUG_SUBSYS=INIT,NET");
   verbs_hint(f, first);
+  message_hint(f, first);
 }

@@ -222,7 +222,7 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
       tr, c->where);
     finding_fix(
       f,
-      "run nccl-net-diag doctor and show_gids on both hosts and compare the subnets of the GIDs NCCL uses; then ib_write_bw -d <dev> -x <GID index> between the two hosts; with NCCL 2.24+ the message names both GIDs");
+      "run nccl-net-diag doctor and show_gids on both hosts and compare the subnets of the GIDs NCCL uses; then ib_write_bw -d <dev> -x <GID index> between the two hosts; with NCCL 2.24+ the message names both GIDs. On a rail-optimised fabric (NIC k of each node reaches only NIC k of the others) this is a cross-rail pair: set NCCL_CROSS_NIC=0 on every node");
     return f;
   }
 }
