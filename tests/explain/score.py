@@ -21,8 +21,8 @@ def judge(path):
     logs = sorted(glob.glob(os.path.join(path, '*.log')))
     rc, out, _ = test_corpus.explain(['--json'] + logs)
     try:
-        doc = json.loads(out)
-    except ValueError:
+        doc = json.loads(out)['findings']
+    except (ValueError, KeyError, TypeError):
         doc = []
     why = []
     if rc != exp['exit']:

@@ -55,6 +55,11 @@ struct logset {
   size_t nrecs, cap;
   size_t bytes;   /* text kept */
   bool is_capped; /* stopped keeping lines at the memory cap */
+  /* Lines that say NCCL INFO or WARN in a form the reader does not know:
+   * how many, and where the first one is. */
+  long nunread;
+  int unread_file, unread_lineno;
+  char unread_first[160];
   /* The previous and this line as read: a terminal's wrap joins them. */
   size_t prev_len, cur_len;
   bool is_prev_last, is_cur_last; /* the line is (part of) the last kept record */
