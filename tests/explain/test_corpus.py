@@ -93,7 +93,7 @@ def run_case(path):
     if exp.get('heldout'):
         case(True, f'{name}: held out from tuning (scored by score.py) # skip')
         return
-    logs = sorted(glob.glob(os.path.join(path, '*.log')))
+    logs = sorted(glob.glob(os.path.join(path, exp.get('files', '*.log'))))
     if exp.get('stdin'):
         with open(logs[0], 'rb') as fh:
             data = fh.read()

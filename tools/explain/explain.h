@@ -71,6 +71,9 @@ int logset_read_path(struct logset *ls, const char *path, char *why, size_t cap)
 int logset_read_buffer(struct logset *ls, const char *name, const char *data, size_t len);
 /* After the last file: lines without a host take their file's only host. */
 void logset_finish(struct logset *ls);
+/* Hosts that share a hostname but bootstrap from different addresses
+ * become "name/address" (logset_finish calls it). */
+void logset_split_hosts(struct logset *ls);
 void logset_free(struct logset *ls);
 /* "node-a.log:12" */
 void rec_where(const struct logset *ls, const struct rec *r, char *buf, size_t cap);

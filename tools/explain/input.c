@@ -174,6 +174,7 @@ int logset_read_buffer(struct logset *ls, const char *name, const char *data, si
 }
 
 void logset_finish(struct logset *ls) {
+  logset_split_hosts(ls);
   /* 0: no host seen in the file, 1: one host, 2: several */
   int *state = calloc((size_t)ls->nfiles + 1, sizeof(int));
   if (!state) return;
