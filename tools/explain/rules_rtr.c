@@ -47,7 +47,7 @@ bool rtr_match(const struct rec *r) {
   return !r->is_diag && mqp_parse(r->text, &m);
 }
 
-enum rtr_kind { RK_PLAIN, RK_REMOTE_LL, RK_REMOTE_ZERO, RK_SAME, RK_RAIL, RK_SUBNET };
+enum rtr_kind { RK_PLAIN, RK_REMOTE_LL, RK_REMOTE_ZERO, RK_SAME, RK_RAIL, RK_RAIL_PEER, RK_SUBNET };
 
 /* What one failure says, in words the finding reuses. */
 struct rtr_case {
@@ -114,6 +114,20 @@ static void classify(const struct explain_ctx *cx, struct rtr_case *c) {
     if (p->has_gid && strcmp(p->dev, m->dev) && log_gid_same_subnet(&p->gid, &m->rgid)) {
       snprintf(c->rail_dev, sizeof(c->rail_dev), "%s", p->dev);
       c->kind = RK_RAIL;
+      return;
+    }
+  }
+  /* This host's lines show no port on the remote's subnet, but the remote's
+   * own lines may show one of its ports on ours: the same rail fabric, seen
+   * from the other side. */
+  const struct corr_port *rp = NULL;
+  const struct corr_host *rh = corr_find_gid(cx->corr, &m->rgid, &rp);
+  for (int i = 0; rh && rh != h && i < rh->nports; i++) {
+    const struct corr_port *p = &rh->ports[i];
+    if (p->has_gid && p != rp && strcmp(p->dev, rp->dev) &&
+        log_gid_same_subnet(&p->gid, &m->lgid)) {
+      snprintf(c->rail_dev, sizeof(c->rail_dev), "%s", p->dev);
+      c->kind = RK_RAIL_PEER;
       return;
     }
   }
@@ -188,6 +202,18 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
       f,
       "keep every connection on its own rail with NCCL_CROSS_NIC=0 on every node; if %s is not meant for GPU traffic (a storage or management plane), exclude it on every node with NCCL_IB_HCA=^%s",
       c->rdev[0] ? c->rdev : c->rail_dev, c->rdev[0] ? c->rdev : c->rail_dev);
+    finding_export(f, "NCCL_CROSS_NIC=0");
+    return f;
+  case RK_RAIL_PEER:
+    if (!(f = finding_new(cx->out, "rtr", CONF_HIGH))) return NULL;
+    finding_cause(
+      f,
+      "%s timed out (ETIMEDOUT) from %s to %s: %s reaches %s (the subnet of %s on %s) through its %s, not through %s, so NCCL paired NICs of different rails that are not connected to each other (subnets read as /24 or /64: the log shows no netmask; ip -br addr on both hosts confirms)",
+      tr, c->where, c->remote, c->rhost, c->lsub, c->m.dev, c->r->host, c->rail_dev, c->rdev);
+    finding_fix(
+      f,
+      "keep every connection on its own rail with NCCL_CROSS_NIC=0 on every node; if %s is not meant for GPU traffic (a storage or management plane), exclude it on every node with NCCL_IB_HCA=^%s",
+      c->rdev, c->rdev);
     finding_export(f, "NCCL_CROSS_NIC=0");
     return f;
   case RK_SUBNET:
