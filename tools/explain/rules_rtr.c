@@ -285,13 +285,20 @@ static struct finding *refused(const struct explain_ctx *cx, const struct rtr_ca
       c->m.dev);
   } else if (c->m.err == ENODEV) {
     if (!(f = finding_new(cx->out, "rtr", forced ? CONF_HIGH : CONF_MEDIUM))) return NULL;
+    char idx[32] = "the GID index NCCL chose";
+    if (c->m.gid_index >= 0) snprintf(idx, sizeof(idx), "GID index %d", c->m.gid_index);
     finding_cause(
-      f,
-      "%s failed with ENODEV on %s: GID index %d does not exist in this network namespace, the mark of a forced NCCL_IB_GID_INDEX that a container's GID table lacks",
-      tr, c->where, c->m.gid_index);
+      f, "%s failed with ENODEV on %s: %s does not exist in this network namespace, %s", tr,
+      c->where, idx,
+      forced
+        ? "the mark of a forced NCCL_IB_GID_INDEX that a container's GID table lacks"
+        : "so this device has no usable GID here (its netdev not in the container, or a GID table the container's drivers do not match)");
     finding_fix(
       f,
-      "let NCCL choose (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container");
+      "let NCCL choose (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container; if the device is not meant for this job, leave it out on every node with NCCL_IB_HCA=^%s",
+      c->m.dev[0]        ? c->m.dev
+      : h && h->nib == 1 ? h->ib_names[0]
+                         : "<device>");
   } else if (c->kind == RK_REMOTE_ZERO) {
     if (!(f = finding_new(cx->out, "rtr", CONF_HIGH))) return NULL;
     finding_cause(
