@@ -80,7 +80,9 @@ static const char *rec_ip(const struct boot *v, int n, const struct rec *r) {
 void logset_split_hosts(struct logset *ls) {
   struct boot *v = NULL;
   int n = boots_read(ls, &v);
-  char(*names)[EXPLAIN_HOST_MAX] = n ? calloc(ls->nrecs, sizeof(*names)) : NULL;
+  bool is_any = false; /* most inputs: no hostname shared, nothing to rename */
+  for (int i = 0; i < n && !is_any; i++) is_any = host_is_shared(v, n, v[i].host);
+  char(*names)[EXPLAIN_HOST_MAX] = is_any ? calloc(ls->nrecs, sizeof(*names)) : NULL;
   for (size_t i = 0; names && i < ls->nrecs; i++) {
     const struct rec *r = &ls->recs[i];
     if (!r->host[0] || !host_is_shared(v, n, r->host)) continue;
