@@ -18,11 +18,11 @@ import test_corpus  # noqa: E402
 def judge(path):
     with open(os.path.join(path, 'expect.json')) as fh:
         exp = json.load(fh)
-    logs = sorted(glob.glob(os.path.join(path, '*.log')))
+    logs = sorted(glob.glob(os.path.join(path, exp.get('files', '*.log'))))
     rc, out, _ = test_corpus.explain(['--json'] + logs)
     try:
-        doc = json.loads(out)
-    except ValueError:
+        doc = json.loads(out)['findings']
+    except (ValueError, KeyError, TypeError):
         doc = []
     why = []
     if rc != exp['exit']:

@@ -62,8 +62,8 @@ def explain(text):
     p = subprocess.run([TOOL, 'explain', '--json', '-'], input=text.encode(), capture_output=True,
                        timeout=60)
     try:
-        doc = json.loads(p.stdout)
-    except ValueError:
+        doc = json.loads(p.stdout)['findings']
+    except (ValueError, KeyError, TypeError):
         doc = None
     return p.returncode, doc, p.stderr.decode('utf-8', 'replace')
 

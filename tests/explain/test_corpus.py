@@ -93,7 +93,7 @@ def run_case(path):
     if exp.get('heldout'):
         case(True, f'{name}: held out from tuning (scored by score.py) # skip')
         return
-    logs = sorted(glob.glob(os.path.join(path, '*.log')))
+    logs = sorted(glob.glob(os.path.join(path, exp.get('files', '*.log'))))
     if exp.get('stdin'):
         with open(logs[0], 'rb') as fh:
             data = fh.read()
@@ -104,17 +104,43 @@ def run_case(path):
         trc, text, _ = explain(logs)
     case(rc == exp['exit'] and trc == rc, f"{name}: exit {exp['exit']}", (rc, trc, err[-500:]))
     try:
-        doc = json.loads(out)
-        ok = isinstance(doc, list)
-    except ValueError as e:
-        doc, ok = [], False
+        top = json.loads(out)
+        doc = top['findings']
+        ok = isinstance(doc, list) and isinstance(top['input'], dict)
+    except (ValueError, KeyError, TypeError) as e:
+        top, doc, ok = {}, [], False
         err = f'{e}: {out[:1000]}'
-    case(ok, f'{name}: --json is a JSON array', err)
+    case(ok, f'{name}: --json is {{input, findings}}', err)
     check_findings(name, doc, exp)
+    check_input(name, top.get('input', {}), text, exp)
     for s in exp.get('text', []):
         case(s in text, f'{name}: the text report says "{s}"', text[-2000:])
     if exp['exit'] == 0:
         case('no problem found' in text, f'{name}: the text report says nothing was found', text)
+
+
+def check_input(name, got, text, exp):
+    """What the report says it read: the NCCL versions named, and the lines
+    it could not read (a count and the first), in --json and in the text."""
+    want = exp.get('input')
+    if not want:
+        return
+    if 'versions' in want:
+        case(got.get('nccl_versions') == want['versions'],
+             f'{name}: --json names NCCL versions {want["versions"]}', got)
+        line = 'NCCL version' + ('s' if len(want['versions']) != 1 else '') + ': '
+        line += ', '.join(want['versions']) or 'none named in the input'
+        case(line in text, f'{name}: the text report says "{line}"', text[:600])
+    if 'unread' in want:
+        first = got.get('first_unread') or {}
+        case(got.get('unread_lines') == want['unread'] and
+             (not want['unread'] or want['first_unread'] in first.get('text', '')),
+             f'{name}: --json counts {want["unread"]} unread lines, first "{want.get("first_unread")}"',
+             got)
+        if want['unread']:
+            case(f'not read: {want["unread"]} line' in text and want['first_unread'] in text,
+                 f'{name}: the text report counts the unread lines and quotes the first',
+                 text[:600])
 
 
 def edges():
@@ -128,9 +154,8 @@ def edges():
             fh.write(bytes(range(256)) * 64 + b'\nNCCL WARN \x1b[31m\xff\xfe broken\n')
         rc, out, err = explain(['--json', junk])
         try:
-            json.loads(out)
-            ok = rc == 1
-        except ValueError:
+            ok = rc == 1 and isinstance(json.loads(out)['findings'], list)
+        except (ValueError, KeyError, TypeError):
             ok = False
         case(ok, 'binary garbage: no crash, --json still parses', (rc, out[:300], err[:300]))
         rc, text, err = explain([junk])

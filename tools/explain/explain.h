@@ -55,6 +55,11 @@ struct logset {
   size_t nrecs, cap;
   size_t bytes;   /* text kept */
   bool is_capped; /* stopped keeping lines at the memory cap */
+  /* Lines that say NCCL INFO or WARN in a form the reader does not know:
+   * how many, and where the first one is. */
+  long nunread;
+  int unread_file, unread_lineno;
+  char unread_first[160];
   /* The previous and this line as read: a terminal's wrap joins them. */
   size_t prev_len, cur_len;
   bool is_prev_last, is_cur_last; /* the line is (part of) the last kept record */
@@ -66,6 +71,9 @@ int logset_read_path(struct logset *ls, const char *path, char *why, size_t cap)
 int logset_read_buffer(struct logset *ls, const char *name, const char *data, size_t len);
 /* After the last file: lines without a host take their file's only host. */
 void logset_finish(struct logset *ls);
+/* Hosts that share a hostname but bootstrap from different addresses
+ * become "name/address" (logset_finish calls it). */
+void logset_split_hosts(struct logset *ls);
 void logset_free(struct logset *ls);
 /* "node-a.log:12" */
 void rec_where(const struct logset *ls, const struct rec *r, char *buf, size_t cap);

@@ -79,6 +79,16 @@ static bool join_wrapped(struct logset *ls, int file, const struct rec *r) {
   return true;
 }
 
+/* A line that names NCCL's INFO or WARN but that no prefix form of the
+ * reader took: counted, so the report can say what it skipped. */
+static void note_unread(struct logset *ls, int file, long lineno, const struct rec *r) {
+  if (r->level != REC_TEXT || !(strstr(r->raw, "NCCL WARN") || strstr(r->raw, "NCCL INFO"))) return;
+  if (!ls->nunread++) {
+    ls->unread_file = file, ls->unread_lineno = (int)lineno;
+    snprintf(ls->unread_first, sizeof(ls->unread_first), "%s", r->raw);
+  }
+}
+
 static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   long lineno = ++ls->files[file].nlines;
   size_t physical = len && line[len - 1] == '\r' ? len - 1 : len;
@@ -104,6 +114,7 @@ static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   struct rec *r = &ls->recs[ls->nrecs];
   explain_parse_line(copy, r);
   r->file = file;
+  note_unread(ls, file, lineno, r);
   bool is_wrapped = join_wrapped(ls, file, r);
   ls->is_cur_last = is_wrapped;
   if (is_wrapped || join_continuation(ls, file, r) || !explain_rec_relevant(r)) {
@@ -163,6 +174,7 @@ int logset_read_buffer(struct logset *ls, const char *name, const char *data, si
 }
 
 void logset_finish(struct logset *ls) {
+  logset_split_hosts(ls);
   /* 0: no host seen in the file, 1: one host, 2: several */
   int *state = calloc((size_t)ls->nfiles + 1, sizeof(int));
   if (!state) return;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Findings as text (what a user of a 16-node job reads: the cause, the fix
- * with its export lines, the hosts, the lines that show it) and as JSON (an
- * array of {rule, confidence, cause, fix, exports, hosts, evidence}). Log
+ * with its export lines, the hosts, the lines that show it) and as JSON
+ * ({input, findings}: what was read, the NCCL versions named and the lines
+ * not read; each finding {rule, confidence, cause, fix, exports, hosts,
+ * evidence}). Log
  * lines are untrusted: control bytes never reach the terminal, and the JSON
  * stays valid UTF-8. */
 #include <string.h>
@@ -31,6 +33,60 @@ static void wrap(FILE *out, const char *lead, int indent, const char *text) {
   fprintf(out, "\n");
 }
 
+/* --- what the input showed ------------------------------------------ */
+
+#define VERSIONS_MAX 8
+
+struct versions {
+  int n;
+  char v[VERSIONS_MAX][24];
+};
+
+static void version_add(struct versions *vs, const char *p) {
+  char v[24];
+  size_t n = 0;
+  while (n + 1 < sizeof(v) && ((p[n] >= '0' && p[n] <= '9') || p[n] == '.')) v[n] = p[n], n++;
+  while (n && v[n - 1] == '.') n--;
+  v[n] = 0;
+  if (!strchr(v, '.')) return; /* "2.19.3", not a stray number */
+  for (int i = 0; i < vs->n; i++)
+    if (!strcmp(vs->v[i], v)) return;
+  if (vs->n < VERSIONS_MAX) snprintf(vs->v[vs->n++], sizeof(vs->v[0]), "%s", v);
+}
+
+/* Every NCCL version the input names: "NCCL version 2.19.3+cuda12.3" lines
+ * (any host, or none), and the versions the hosts' lines gave. */
+static void input_versions(const struct logset *ls, const struct corr *c, struct versions *vs) {
+  vs->n = 0;
+  for (int i = 0; i < c->nhosts; i++)
+    if (c->hosts[i].version[0]) version_add(vs, c->hosts[i].version);
+  for (size_t i = 0; i < ls->nrecs; i++) {
+    const char *p = strstr(ls->recs[i].raw, "NCCL version ");
+    if (p) version_add(vs, p + strlen("NCCL version "));
+  }
+}
+
+static const char *file_name(const struct logset *ls, int file) {
+  return file >= 0 && file < ls->nfiles ? ls->files[file].name : "?";
+}
+
+static void text_input(FILE *out, const struct logset *ls, const struct corr *c) {
+  struct versions vs;
+  input_versions(ls, c, &vs);
+  fprintf(out, "NCCL version%s: ", vs.n == 1 ? "" : "s");
+  if (!vs.n) fprintf(out, "none named in the input");
+  for (int i = 0; i < vs.n; i++) fprintf(out, "%s%s", i ? ", " : "", vs.v[i]);
+  fprintf(out, "\n");
+  if (!ls->nunread) return;
+  char clean[200];
+  text_clean(ls->unread_first, clean, sizeof(clean));
+  fprintf(
+    out,
+    "not read: %ld line%s NCCL INFO or WARN in a form this tool does not know; first: %s:%d: %s\n",
+    ls->nunread, ls->nunread == 1 ? " names" : "s name", file_name(ls, ls->unread_file),
+    ls->unread_lineno, clean);
+}
+
 static void text_summary(FILE *out, const struct logset *ls, const struct corr *c) {
   long lines = 0;
   for (int i = 0; i < ls->nfiles; i++) lines += ls->files[i].nlines;
@@ -43,6 +99,7 @@ static void text_summary(FILE *out, const struct logset *ls, const struct corr *
   if (ls->is_capped)
     fprintf(out,
             "note: the input is larger than this tool keeps in memory; its end was not read\n");
+  text_input(out, ls, c);
 }
 
 static void text_finding(FILE *out, const struct logset *ls, int n, const struct finding *f,
@@ -156,13 +213,40 @@ static void json_finding(FILE *out, const struct logset *ls, const struct findin
   fprintf(out, "],\n   \"more_evidence\": %zu}", f->ncovered - n);
 }
 
+static void json_input(FILE *out, const struct logset *ls, const struct corr *c) {
+  long lines = 0;
+  for (int i = 0; i < ls->nfiles; i++) lines += ls->files[i].nlines;
+  fprintf(out, "{\"input\": {\"files\": %d, \"lines\": %ld, \"hosts\": [", ls->nfiles, lines);
+  for (int i = 0; i < c->nhosts; i++) {
+    fprintf(out, "%s", i ? ", " : "");
+    json_str(out, c->hosts[i].name);
+  }
+  struct versions vs;
+  input_versions(ls, c, &vs);
+  fprintf(out, "],\n  \"nccl_versions\": [");
+  for (int i = 0; i < vs.n; i++) {
+    fprintf(out, "%s", i ? ", " : "");
+    json_str(out, vs.v[i]);
+  }
+  fprintf(out, "], \"truncated\": %s, \"unread_lines\": %ld, \"first_unread\": ",
+          ls->is_capped ? "true" : "false", ls->nunread);
+  if (!ls->nunread) fprintf(out, "null");
+  else {
+    fprintf(out, "{\"file\": ");
+    json_str(out, file_name(ls, ls->unread_file));
+    fprintf(out, ", \"line\": %d, \"text\": ", ls->unread_lineno);
+    json_str(out, ls->unread_first);
+    fprintf(out, "}");
+  }
+  fprintf(out, "},\n \"findings\": [");
+}
+
 void report_json(FILE *out, const struct logset *ls, const struct corr *c,
                  const struct findings *fs) {
-  (void)c;
-  fprintf(out, "[");
+  json_input(out, ls, c);
   for (int i = 0; i < fs->n; i++) {
     fprintf(out, "%s\n", i ? "," : "");
     json_finding(out, ls, fs->v[i]);
   }
-  fprintf(out, "%s]\n", fs->n ? "\n" : "");
+  fprintf(out, "%s]}\n", fs->n ? "\n" : "");
 }

@@ -16,6 +16,7 @@ enum cuda_kind {
   CK_DRIVER,
   CK_ORDINAL,
   CK_OOM,
+  CK_ASYNC_COPY,
   CK_COUNT,
 };
 
@@ -31,6 +32,8 @@ static int cuda_kind_of(const struct rec *r) {
   if (strstr(t, "driver version is insufficient")) return CK_DRIVER;
   if (strstr(t, "invalid device ordinal")) return CK_ORDINAL;
   if (strstr(t, "out of memory")) return CK_OOM;
+  /* 2.18.1-2.18.5 transport.cc: see CK_ASYNC_COPY in cuda_text */
+  if (strstr(t, "invalid argument") && strstr(r->src, "transport.cc")) return CK_ASYNC_COPY;
   return -1;
 }
 
@@ -85,6 +88,15 @@ static void cuda_text(struct finding *f, enum cuda_kind k, const char *hosts) {
       f,
       "launch at most as many processes per node as GPUs (torchrun --nproc_per_node), and check CUDA_VISIBLE_DEVICES and the local rank each process uses");
     break;
+  case CK_ASYNC_COPY:
+    finding_cause(
+      f,
+      "connecting peers failed on %s with Cuda failure 'invalid argument' in transport.cc: NCCL 2.18.1 to 2.18.5 read a device pointer with an asynchronous copy and used it before the copy completed, so the next copy got a bad address (an NCCL bug, fixed in 2.18.6 and 2.19)",
+      hosts);
+    finding_fix(
+      f,
+      "upgrade NCCL to 2.18.6 or 2.19+ on every node (for PyTorch: pip install -U nvidia-nccl-cu12, or a build that bundles a newer NCCL); NCCL_DEBUG=VERSION prints the version a job loads");
+    break;
   default:
     finding_cause(
       f,
@@ -101,6 +113,12 @@ void cuda_build(const struct explain_ctx *cx, const struct hits *h) {
   for (size_t i = 0; i < h->n; i++) {
     int k = cuda_kind_of(h->v[i]);
     if (k < 0) continue;
+    if (k == CK_ASYNC_COPY) { /* only the versions with that transport.cc */
+      const struct corr_host *ch = corr_find(cx->corr, h->v[i]->host);
+      if (ch && ch->version[0] &&
+          (rules_version_before(ch->version, 2, 18) || !rules_version_before(ch->version, 2, 19)))
+        continue;
+    }
     enum confidence conf = k == CK_DUPLICATE || k == CK_DRIVER ? CONF_HIGH : CONF_MEDIUM;
     if (!groups[k] && !(groups[k] = finding_new(cx->out, "cuda", conf))) return;
     finding_evidence(groups[k], h->v[i]);

@@ -40,9 +40,10 @@ bool shm_match(const struct rec *r) {
 }
 
 void shm_build(const struct explain_ctx *cx, const struct hits *h) {
-  bool is_full = false, is_attach = false;
+  bool is_full = false, is_attach = false, is_denied = false;
   for (size_t i = 0; i < h->n; i++) {
     const char *t = h->v[i]->text;
+    is_denied |= strstr(t, "Permission denied") != NULL;
     is_full |= strstr(t, "No space left") || strstr(t, "(28)") || strstr(t, "fallocate") ||
                strstr(t, "failed to extend");
     is_attach |= strstr(t, "attaching to") && strstr(t, "No such file");
@@ -51,6 +52,16 @@ void shm_build(const struct explain_ctx *cx, const struct hits *h) {
   if (!f) return;
   char hosts[400];
   host_list(f, hosts, sizeof(hosts));
+  if (is_denied && !is_full) {
+    finding_cause(
+      f,
+      "NCCL could not create its shared memory segment in /dev/shm on %s: Permission denied, the user of the job may not create files in /dev/shm",
+      hosts);
+    finding_fix(
+      f,
+      "make /dev/shm writable for every user as it is by default (chmod 1777 /dev/shm, or mount it as tmpfs with mode=1777); ls -ld /dev/shm shows the mode");
+    return;
+  }
   if (is_attach && !is_full) {
     finding_cause(
       f,

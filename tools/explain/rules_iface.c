@@ -133,14 +133,19 @@ void bootif_build(const struct explain_ctx *cx, const struct hits *hits) {
   for (int i = 0; i < cx->corr->nhosts; i++) {
     const struct corr_host *h = &cx->corr->hosts[i];
     bool seen[IF_COUNT] = {0};
-    if (cx->corr->nhosts < 2 && !h->nwarn) continue;
+    /* NCCL_SOCKET_IFNAME=lo names loopback on purpose: a job meant for
+     * more than this host (the log of one host alone cannot tell) */
+    const char *want = corr_env(h, "NCCL_SOCKET_IFNAME");
+    bool is_forced_lo = want && (!strncmp(want, "lo", 2) || !strncmp(want, "=lo", 3));
+    if (cx->corr->nhosts < 2 && !h->nwarn && !is_forced_lo) continue;
     for (int a = 0; a < h->naddrs; a++) {
       const struct corr_addr *ad = &h->addrs[a];
       if (ad->rec != h->boot_rec && ad->rec != h->sock_rec) continue;
       enum if_kind k = if_kind(ad->iface, ad->ip);
       if (k == IF_OK) continue;
       if (!groups[k]) {
-        enum confidence conf = k == IF_LOOPBACK ? CONF_HIGH : CONF_MEDIUM;
+        enum confidence conf =
+          k == IF_LOOPBACK && (cx->corr->nhosts > 1 || h->nwarn) ? CONF_HIGH : CONF_MEDIUM;
         if (!(groups[k] = finding_new(cx->out, "bootstrap-iface", conf))) return;
         bootif_text(cx, groups[k], k, h, ad->iface, ad->ip);
       }

@@ -117,6 +117,45 @@ void watchdog_build(const struct explain_ctx *cx, const struct hits *h) {
 /* An error as a program around NCCL prints it: PyTorch's exceptions, the
  * ncclResult_t names and texts, a failed verbs call quoted without NCCL's
  * prefix. */
+/* NCCLCHECK's return trace ("group.cc:64 -> 2 [Async thread]", NCCL 2.4-2.30)
+ * reaching the group that ran ncclCommInitRank: init failed, even when
+ * the step that failed printed no WARN. Traces that stop lower down are
+ * often harmless (a missing sysfs path), so only these count. */
+static bool is_failed_init_trace(const char *t) {
+  const char *a = strstr(t, " -> ");
+  if (!a || a[4] < '1' || a[4] > '9') return false;
+  return strstr(t, "[Async thread]") || strstr(t, "group.cc:");
+}
+
+/* Any line of the input that says this (a "Last error:" line is not
+ * always among the hits). */
+static bool input_says(const struct logset *ls, const char *what) {
+  for (size_t i = 0; i < ls->nrecs; i++)
+    if (strstr(ls->recs[i].raw, what)) return true;
+  return false;
+}
+
+/* What a message NCCL words tersely usually means, as a lead. */
+static void message_hint(struct finding *f, const struct logset *ls, const struct rec *first) {
+  size_t n = strlen(f->fix);
+  if (strstr(first->text, "does not loop back to start"))
+    snprintf(
+      f->fix + n, sizeof(f->fix) - n,
+      "; a ring that does not loop back means the ranks computed different topologies: run the same NCCL version on every host, leave NCCL_HOSTID unset, and use NCCL 2.20 or later (2.19 could read unset PCI link speeds)");
+  else if (input_says(ls, "no algorithm/protocol available"))
+    snprintf(
+      f->fix + n, sizeof(f->fix) - n,
+      "; 'no algorithm/protocol available' means NCCL_ALGO or NCCL_PROTO (set in this job, a launcher or nccl.conf) leave nothing that implements this collective: unset them, or add an algorithm and protocol that do (NCCL 2.12+ names the setting in the message)");
+  else if (strstr(first->text, "watchdog thread terminated") && strstr(first->text, "CUDA error"))
+    snprintf(
+      f->fix + n, sizeof(f->fix) - n,
+      "; a CUDA error reported by PyTorch's NCCL watchdog comes from the GPU work it waits on (a kernel that faulted, or a GPU that failed: dmesg shows Xid errors), not from the network; rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel");
+  else if (is_failed_init_trace(first->text))
+    snprintf(
+      f->fix + n, sizeof(f->fix) - n,
+      "; these lines are NCCL's return trace with no WARN before them: the failing step did not say why, so the other ranks' logs (or NCCL_DEBUG_SUBSYS=ALL) hold the reason");
+}
+
 bool unknown_match(const struct rec *r) {
   static const char *const errors[] = {
     "unhandled system error",
@@ -137,10 +176,12 @@ bool unknown_match(const struct rec *r) {
     "NCCL communicator was aborted",
     "Failed to initialize any NET plugin",
     "Call to ibv_",
-    "Test NCCL failure", /* nccl-tests */
+    "Test NCCL failure",                         /* nccl-tests */
+    "watchdog thread terminated with exception", /* PyTorch 1.13-2.x */
   };
   const char *t = r->text;
   if (r->level == REC_WARN) return true;
+  if (r->level == REC_INFO) return is_failed_init_trace(t);
   if (r->level != REC_TEXT) return false;
   bool is_nccl = strstr(t, "NCCL") || strstr(t, "nccl") || strstr(t, "ibv_");
   for (size_t i = 0; is_nccl && i < sizeof(errors) / sizeof(errors[0]); i++)
@@ -182,6 +223,7 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
       f,
       "explain the logs of every rank together (the first rank to fail names the cause; NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p gives one file per process), run nccl-net-diag doctor on the hosts named, and add NCCL_DEBUG_SUBSYS=ALL if one rank's log shows no WARN");
     verbs_hint(f, first);
+    message_hint(f, cx->ls, first);
     return;
   }
   if (has_warn) {
@@ -202,4 +244,5 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   finding_export(f, "NCCL_DEBUG=INFO");
   finding_export(f, "NCCL_DEBUG_SUBSYS=INIT,NET");
   verbs_hint(f, first);
+  message_hint(f, cx->ls, first);
 }

@@ -39,6 +39,9 @@ static bool plugin_missing_name(const char *t, char *name, size_t cap) {
     while (len && name[len - 1] == '.') name[--len] = 0;
     if (!len || !strcmp(name, "Using") || !strcmp(name, "using")) break;
     if (!strcmp(name, "libnccl-net.so")) continue;
+    /* NCCL_NET_PLUGIN=none is how a job turns plugins off (2.12-2.20 then
+     * look for libnccl-net-none.so and go on with their own transport) */
+    if (!strcmp(name, "none") || !strcmp(name, "libnccl-net-none.so")) return false;
     if (len > 3 && !strcmp(name + len - 3, ".so")) return true;
     if (!first[0]) snprintf(first, sizeof(first), "%s", name);
   }

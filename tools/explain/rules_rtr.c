@@ -47,7 +47,7 @@ bool rtr_match(const struct rec *r) {
   return !r->is_diag && mqp_parse(r->text, &m);
 }
 
-enum rtr_kind { RK_PLAIN, RK_REMOTE_LL, RK_REMOTE_ZERO, RK_SAME, RK_RAIL, RK_SUBNET };
+enum rtr_kind { RK_PLAIN, RK_REMOTE_LL, RK_REMOTE_ZERO, RK_SAME, RK_RAIL, RK_RAIL_PEER, RK_SUBNET };
 
 /* What one failure says, in words the finding reuses. */
 struct rtr_case {
@@ -114,6 +114,20 @@ static void classify(const struct explain_ctx *cx, struct rtr_case *c) {
     if (p->has_gid && strcmp(p->dev, m->dev) && log_gid_same_subnet(&p->gid, &m->rgid)) {
       snprintf(c->rail_dev, sizeof(c->rail_dev), "%s", p->dev);
       c->kind = RK_RAIL;
+      return;
+    }
+  }
+  /* This host's lines show no port on the remote's subnet, but the remote's
+   * own lines may show one of its ports on ours: the same rail fabric, seen
+   * from the other side. */
+  const struct corr_port *rp = NULL;
+  const struct corr_host *rh = corr_find_gid(cx->corr, &m->rgid, &rp);
+  for (int i = 0; rh && rh != h && i < rh->nports; i++) {
+    const struct corr_port *p = &rh->ports[i];
+    if (p->has_gid && p != rp && strcmp(p->dev, rp->dev) &&
+        log_gid_same_subnet(&p->gid, &m->lgid)) {
+      snprintf(c->rail_dev, sizeof(c->rail_dev), "%s", p->dev);
+      c->kind = RK_RAIL_PEER;
       return;
     }
   }
@@ -190,6 +204,18 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
       c->rdev[0] ? c->rdev : c->rail_dev, c->rdev[0] ? c->rdev : c->rail_dev);
     finding_export(f, "NCCL_CROSS_NIC=0");
     return f;
+  case RK_RAIL_PEER:
+    if (!(f = finding_new(cx->out, "rtr", CONF_HIGH))) return NULL;
+    finding_cause(
+      f,
+      "%s timed out (ETIMEDOUT) from %s to %s: %s reaches %s (the subnet of %s on %s) through its %s, not through %s, so NCCL paired NICs of different rails that are not connected to each other (subnets read as /24 or /64: the log shows no netmask; ip -br addr on both hosts confirms)",
+      tr, c->where, c->remote, c->rhost, c->lsub, c->m.dev, c->r->host, c->rail_dev, c->rdev);
+    finding_fix(
+      f,
+      "keep every connection on its own rail with NCCL_CROSS_NIC=0 on every node; if %s is not meant for GPU traffic (a storage or management plane), exclude it on every node with NCCL_IB_HCA=^%s",
+      c->rdev, c->rdev);
+    finding_export(f, "NCCL_CROSS_NIC=0");
+    return f;
   case RK_SUBNET:
     if (!(f = finding_new(cx->out, "rtr", CONF_MEDIUM))) return NULL;
     finding_cause(
@@ -222,7 +248,7 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
       tr, c->where);
     finding_fix(
       f,
-      "run nccl-net-diag doctor and show_gids on both hosts and compare the subnets of the GIDs NCCL uses; then ib_write_bw -d <dev> -x <GID index> between the two hosts; with NCCL 2.24+ the message names both GIDs");
+      "run nccl-net-diag doctor and show_gids on both hosts and compare the subnets of the GIDs NCCL uses; then ib_write_bw -d <dev> -x <GID index> between the two hosts; with NCCL 2.24+ the message names both GIDs. On a rail-optimised fabric (NIC k of each node reaches only NIC k of the others) this is a cross-rail pair: set NCCL_CROSS_NIC=0 on every node");
     return f;
   }
 }
@@ -259,13 +285,20 @@ static struct finding *refused(const struct explain_ctx *cx, const struct rtr_ca
       c->m.dev);
   } else if (c->m.err == ENODEV) {
     if (!(f = finding_new(cx->out, "rtr", forced ? CONF_HIGH : CONF_MEDIUM))) return NULL;
+    char idx[32] = "the GID index NCCL chose";
+    if (c->m.gid_index >= 0) snprintf(idx, sizeof(idx), "GID index %d", c->m.gid_index);
     finding_cause(
-      f,
-      "%s failed with ENODEV on %s: GID index %d does not exist in this network namespace, the mark of a forced NCCL_IB_GID_INDEX that a container's GID table lacks",
-      tr, c->where, c->m.gid_index);
+      f, "%s failed with ENODEV on %s: %s does not exist in this network namespace, %s", tr,
+      c->where, idx,
+      forced
+        ? "the mark of a forced NCCL_IB_GID_INDEX that a container's GID table lacks"
+        : "so this device has no usable GID here (its netdev not in the container, or a GID table the container's drivers do not match)");
     finding_fix(
       f,
-      "let NCCL choose (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container");
+      "let NCCL choose (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container; if the device is not meant for this job, leave it out on every node with NCCL_IB_HCA=^%s",
+      c->m.dev[0]        ? c->m.dev
+      : h && h->nib == 1 ? h->ib_names[0]
+                         : "<device>");
   } else if (c->kind == RK_REMOTE_ZERO) {
     if (!(f = finding_new(cx->out, "rtr", CONF_HIGH))) return NULL;
     finding_cause(

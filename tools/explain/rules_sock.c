@@ -32,6 +32,10 @@ bool connfail_parse(const char *t, struct connfail *c) {
   else if (strstr(t, "Connect: exceeded retries") || strstr(t, "onnect: exceeded retries"))
     c->err = ECONNREFUSED;
   else if (strstr(t, "onnect: exceeded timeouts")) c->err = ETIMEDOUT;
+  /* 2.19-2.23: the connect's poll() woke with an error and no POLLOUT, most
+   * often a peer that never answered the SYN: read as timed out */
+  else if (strstr(t, "socketPollConnect poll() returned") && strstr(t, "no POLLOUT"))
+    c->err = ETIMEDOUT;
   c->is_retry = strstr(t, "retrying") != NULL;
   return c->err != 0;
 }

@@ -59,6 +59,36 @@ static const struct corr_host *peer_host(const struct corr *c, const struct wcer
   return h;
 }
 
+/* Both GIDs are this host's own ports (its per-QP lines show them): the
+ * pair is two NICs of one node, which the plugin names the same way. */
+static bool is_same_host(const struct corr *c, const struct wcerr *w, const struct rec *r) {
+  if (!w->has_lgid || !w->has_rgid || !r->host[0]) return false;
+  const struct corr_port *lp = NULL, *rp = NULL;
+  const struct corr_host *lh = corr_find_gid(c, &w->lgid, &lp);
+  const struct corr_host *rh = corr_find_gid(c, &w->rgid, &rp);
+  return lh && lh == rh && !strcmp(lh->name, r->host) && lp != rp;
+}
+
+static void same_host_pair(const struct explain_ctx *cx, const struct wcerr *w, const struct rec *r,
+                           struct finding **out) {
+  const struct corr_port *lp = NULL, *rp = NULL;
+  corr_find_gid(cx->corr, &w->lgid, &lp);
+  corr_find_gid(cx->corr, &w->rgid, &rp);
+  struct finding *f = finding_new(cx->out, "completion", CONF_MEDIUM);
+  if (!(*out = f)) return;
+  char lg[64], rg[64];
+  log_gid_text(&w->lgid, lg, sizeof(lg)), log_gid_text(&w->rgid, rg, sizeof(rg));
+  finding_cause(
+    f,
+    "RDMA writes between two NICs of the same host %s (%s, GID %s, and %s, GID %s) were never acknowledged (IBV_WC_RETRY_EXC_ERR, 12): NCCL sent traffic between GPUs of one node over the network, and the kernel of %s must resolve its own other port's address as a neighbour, which arp_ignore, arp_announce or rp_filter on those netdevs often prevent",
+    r->host, lp->dev, lg, rp->dev, rg, r->host);
+  finding_fix(
+    f,
+    "set NCCL_NET_DISABLE_INTRA=1 (NCCL 2.12+) to keep traffic between GPUs of one node off the network; to keep it there, check arp_ignore, arp_announce and rp_filter of both netdevs and 'ip neigh' on %s",
+    r->host);
+  finding_export(f, "NCCL_NET_DISABLE_INTRA=1");
+}
+
 /* Status 12: what the GIDs and the peer's own log add. */
 static void retry_exceeded(const struct explain_ctx *cx, const struct wcerr *w, const struct rec *r,
                            struct finding **out) {
@@ -75,6 +105,9 @@ static void retry_exceeded(const struct explain_ctx *cx, const struct wcerr *w, 
     finding_fix(
       f,
       "set NCCL_IB_GID_INDEX to the IPv4-mapped RoCE v2 GID on every node (NCCL 2.21+ chooses it with NCCL_IB_GID_INDEX=-1; see the GID finding)");
+  } else if (is_same_host(cx->corr, w, r)) {
+    same_host_pair(cx, w, r, &f);
+    if (!f) return;
   } else if (ph && ph->first_warn && !strstr(ph->first_warn->text, "Got completion")) {
     if (!(f = finding_new(cx->out, "completion", CONF_MEDIUM))) return;
     finding_cause(
