@@ -65,6 +65,9 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_IB_QPS_PER_CONNECTION] =
     {"NCCL_IB_QPS_PER_CONNECTION", KT_INT, "1", 1, 128, NULL,
      "RC queue pairs per connection; requests are spread over them round-robin"},
+  [K_GDR_FLUSH_DISABLE] = {"NCCL_GDR_FLUSH_DISABLE", KT_BOOL, "0", 0, 1, NULL,
+                           "1 = no flush read after receives into GPU memory (GPUDirect RDMA "
+                           "through nvidia_peermem or dma-buf)"},
   [K_DIAG_FALLBACK] =
     {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
      "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "

@@ -87,6 +87,9 @@ void case_ib_host_unopenable(struct side *s);
 void case_ib_host_no_verbs(struct side *s);
 void case_ib_gdr_off(struct side *s);
 void case_ib_gdr_on(struct side *s);
+/* cases_ibdev.c: what the RDMA device and its host decide */
+void case_ib_dmabuf_flush(struct side *s);
+void case_ib_dmabuf_flush_off(struct side *s);
 /* cases_ibwc.c: the fix at failure time */
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);

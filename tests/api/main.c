@@ -155,6 +155,11 @@ static const struct api_case cases[] = {
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"GPUDirect RDMA on with nvidia_peermem: GPU memory offered, nothing said", case_ib_gdr_on,
    IB_ONLY, SOFT_ONLY, .timeout_s = 30},
+  /* cases_ibdev.c */
+  {"GPUDirect RDMA through dma-buf only: a receive is flushed", case_ib_dmabuf_flush, TWO, IB_ONLY,
+   SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"dma-buf only with NCCL_GDR_FLUSH_DISABLE=1: no flush", case_ib_dmabuf_flush_off, TWO, IB_ONLY,
+   SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_ibwc.c */
   {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},

@@ -110,6 +110,11 @@ bool ib_gdr_peermem(char *why, size_t cap);
 /* Whether the device registers dma-buf memory; why says what was found. */
 bool ib_gdr_dmabuf(const struct verbs_ops *v, struct ibv_pd *pd, const char *dev, char *why,
                    size_t cap);
+/* Whether a receive connection gets a flush queue pair: GPU memory reaches
+ * the NIC through peer memory or dma-buf (NCCL flushes in both cases)
+ * unless NCCL_GDR_FLUSH_DISABLE; NCCL_DIAG_FORCE_FLUSH forces it. */
+bool ib_gdr_wants_flush(int ptr_support, bool is_disabled, bool is_forced);
+bool ib_dev_wants_flush(const struct ib_dev *d);
 /* Once per process, on a host with GPUs whose opened ports all lack both:
  * one WARN with each probe's finding, the consequence and the fix. */
 void ib_gdr_report(const struct ib_state *st);

@@ -181,7 +181,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
                     : NULL;
     if (!c->sizes_out) WARN("connection with %s on %s: out of memory", x->peer.desc, c->dev->label);
     if (!c->sizes_mr) err = ENOMEM;
-  } else if ((c->dev->ptr_support & NCCL_PTR_CUDA) || knob_int(K_DIAG_FORCE_FLUSH)) {
+  } else if (ib_dev_wants_flush(c->dev)) {
     err = ib_flush_setup(c);
   }
   if (err) {

@@ -353,4 +353,8 @@ int sv_fault_modify(const char *dev, int to_state);
 enum ibv_wc_status sv_fault_wc(const char *dev);
 uint32_t sv_vendor_err(enum ibv_wc_status st);
 
+/* ---- dma-buf, fork, port and device events (sv_hostcaps.c) ---- */
+void sv_hostcaps_open(struct sv_ctx *ctx);
+void sv_hostcaps_close(struct sv_ctx *ctx);
+
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* softverbs: strings, fork support, ECE and the verbs softverbs declines. */
+/* softverbs: strings, ECE and the verbs softverbs declines. */
 #include "sv.h"
 
 #include <errno.h>
@@ -107,10 +107,6 @@ SV_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state) {
                                     "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
   return (unsigned)port_state < sizeof str / sizeof str[0] ? str[port_state] : "unknown";
 }
-
-/* Nothing is pinned, so fork needs no care. */
-SV_EXPORT int ibv_fork_init(void) { return 0; }
-SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
 
 /* No vendor options to negotiate: callers treat EOPNOTSUPP as "ECE off". */
 SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece) {

@@ -97,14 +97,6 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t l
   return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
 }
 
-/* No GPU memory here: EOPNOTSUPP is how callers learn dma-buf is unsupported. */
-SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
-                                           uint64_t iova, int fd, int access) {
-  (void)pd, (void)offset, (void)length, (void)iova, (void)fd, (void)access;
-  errno = EOPNOTSUPP;
-  return NULL;
-}
-
 SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr) {
   struct sv_mr *mr = (struct sv_mr *)ibmr;
   struct sv_ctx *ctx = sv_ctx_of(ibmr->context);

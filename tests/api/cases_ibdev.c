@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the RDMA device and its host decide (over softverbs, which models
+ * them): GPUDirect RDMA through dma-buf alone, fatal device events, fork
+ * safety. */
+#include <dlfcn.h>
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "cases.h"
+
+static void close_comm(struct side *s, void *comm) {
+  if (!comm) return;
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+}
+
+/* regMrDmaBuf of the table in use (v6 and later). */
+static ncclResult_t reg_dmabuf(struct side *s, void *comm, void *data, size_t size, int fd,
+                               void **mh) {
+  const struct netload *nl = &s->nl;
+  switch (nl->version) {
+  case 6: return nl->v6->regMrDmaBuf(comm, data, size, NCCL_PTR_CUDA, 0, fd, mh);
+  case 7: return nl->v7->regMrDmaBuf(comm, data, size, NCCL_PTR_CUDA, 0, fd, mh);
+  case 8: return nl->v8->regMrDmaBuf(comm, data, size, NCCL_PTR_CUDA, 0, fd, mh);
+  case 9: return nl->v9->regMrDmaBuf(comm, data, size, NCCL_PTR_CUDA, 0, fd, mh);
+  case 10: return nl->v10->regMrDmaBuf(comm, data, size, NCCL_PTR_CUDA, 0, fd, mh);
+  case 11: return nl->v11->regMrDmaBuf(comm, data, size, NCCL_PTR_CUDA, 0, fd, mh);
+  case 12: return nl->v12->regMrDmaBuf(comm, data, size, NCCL_PTR_CUDA, 0, fd, mh);
+  default: return ncclInvalidUsage;
+  }
+}
+
+/* A GPU host whose NICs reach GPU memory through dma-buf only (no
+ * nvidia_peermem): a receive into GPU memory is followed by a flush read,
+ * as NCCL does, unless NCCL_GDR_FLUSH_DISABLE=1. */
+static void dmabuf_receive(struct side *s, bool is_flush_expected) {
+  if (use_fixture(s, ROLE_RECV, "dgx-h100") || use_fixture(s, ROLE_SEND, "dgx-h100")) return;
+  setenv("SOFTVERBS_DMABUF", "1", 1);
+  void *comm = NULL;
+  if (side_open(s)) return;
+  if (s->nl.version < 6) { /* v5 has no dma-buf registration */
+    side_close(s);
+    return;
+  }
+  struct netload_props p;
+  CHECK(!netload_props(&s->nl, 0, &p) && p.ptr_support == (NCCL_PTR_HOST | NCCL_PTR_DMABUF),
+        "dma-buf only: ptrSupport 0x%x", p.ptr_support);
+  CHECK(!log_find(NCCL_LOG_WARN, "GPUDirect RDMA is off"), "dma-buf is GPUDirect RDMA: %s",
+        log_find(NCCL_LOG_WARN, "GPUDirect RDMA is off"));
+  if (pair_open(s, &comm)) return;
+  enum { SIZE = 65536, MSG = 50000 };
+  int fd = memfd_create("gpu-buffer", 0);
+  CHECK(fd >= 0 && ftruncate(fd, SIZE) == 0, "memfd");
+  uint8_t *buf = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *mh = NULL, *req = NULL;
+  CHECK(buf != MAP_FAILED && reg_dmabuf(s, comm, buf, SIZE, fd, &mh) == ncclSuccess && mh,
+        "regMrDmaBuf of GPU memory");
+  if (s->role == ROLE_SEND) {
+    fill_pattern(buf, MSG, 9);
+    long long end = ms_now() + 20000;
+    int r;
+    do r = netload_isend(&s->nl, comm, buf, MSG, 3, mh, &req);
+    while (!r && !req && ms_now() < end);
+    CHECK(!r && req && wait_req(s, req, NULL, 20000) == 0, "send into GPU memory");
+  } else {
+    CHECK(log_find(NCCL_LOG_INFO, "flush queue pair") != NULL || !is_flush_expected,
+          "the receive connection has no flush queue pair");
+    size_t cap = SIZE;
+    int tag = 3, got = 0;
+    void *data = buf;
+    CHECK(netload_irecv(&s->nl, comm, 1, &data, &cap, &tag, &mh, &req) == 0 && req, "irecv");
+    CHECK(req && wait_req(s, req, &got, 20000) == 0 && got == MSG, "receive: %d bytes", got);
+    CHECK(check_pattern(buf, MSG, 9) == MSG, "received data");
+    req = NULL;
+    CHECK(netload_iflush(&s->nl, comm, 1, &data, &got, &mh, &req) == 0, "iflush");
+    if (is_flush_expected) {
+      CHECK(req != NULL, "no flush read after a receive into GPU memory reached through dma-buf");
+      if (req) CHECK(wait_req(s, req, NULL, 10000) == 0, "the flush read did not complete");
+    } else {
+      CHECK(req == NULL, "NCCL_GDR_FLUSH_DISABLE=1, yet a flush was posted");
+    }
+  }
+  ctl_sync(s);
+  netload_dereg_mr(&s->nl, comm, mh);
+  close_comm(s, comm);
+  munmap(buf, SIZE);
+  close(fd);
+  side_close(s);
+}
+
+void case_ib_dmabuf_flush(struct side *s) { dmabuf_receive(s, true); }
+
+void case_ib_dmabuf_flush_off(struct side *s) {
+  setenv("NCCL_GDR_FLUSH_DISABLE", "1", 1);
+  dmabuf_receive(s, false);
+}

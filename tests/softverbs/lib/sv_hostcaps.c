@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* softverbs: what the host's kernel and drivers decide rather than the
+ * fabric: dma-buf registration, fork safety and port/device events.
+ *
+ *   SOFTVERBS_DMABUF=1       ibv_reg_dmabuf_mr works, as with a GPU driver
+ *                            that exports dma-bufs (the NVIDIA open kernel
+ *                            modules): fd -1 fails with EBADF (the probe's
+ *                            "supported" answer); a real fd (a memfd in the
+ *                            tests) is mapped and registered at iova. Unset:
+ *                            EOPNOTSUPP, as without a GPU.
+ *   SOFTVERBS_FORK=needed    a kernel without copy-on-fork for pinned pages
+ *                            (before Linux 5.13): ibv_is_fork_initialized
+ *                            says DISABLED until ibv_fork_init is called,
+ *                            then ENABLED. Unset: UNNEEDED.
+ *   SOFTVERBS_PORT_EVENTS=1  (read at ibv_open_device) the context watches
+ *                            SOFTVERBS_PORT_DOWN and raises PORT_ERR /
+ *                            PORT_ACTIVE when a port's entry appears or
+ *                            goes, and DEVICE_FATAL once when
+ *                            SOFTVERBS_DEVICE_FATAL names the device ("*":
+ *                            every device), within about 10 ms.
+ * A dma-buf mapping stays until the process ends (deregistration does not
+ * know it). */
+#include "sv.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+                                           uint64_t iova, int fd, int access) {
+  if (!sv_env("SOFTVERBS_DMABUF")) {
+    errno = EOPNOTSUPP;
+    return NULL;
+  }
+  if (fd < 0) {
+    errno = EBADF;
+    return NULL;
+  }
+  void *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)offset);
+  if (p == MAP_FAILED) return NULL; /* errno from mmap */
+  struct ibv_mr *mr = ibv_reg_mr_iova2(pd, p, length, iova, (unsigned)access);
+  if (!mr) {
+    int err = errno;
+    munmap(p, length);
+    errno = err;
+  }
+  return mr;
+}
+
+static atomic_bool fork_enabled;
+
+/* Nothing is pinned, so fork needs no care unless a kernel is modelled that
+ * lacks copy-on-fork. */
+SV_EXPORT int ibv_fork_init(void) {
+  atomic_store(&fork_enabled, true);
+  return 0;
+}
+
+SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void) {
+  const char *v = sv_env("SOFTVERBS_FORK");
+  if (!v || strcmp(v, "needed")) return IBV_FORK_UNNEEDED;
+  return atomic_load(&fork_enabled) ? IBV_FORK_ENABLED : IBV_FORK_DISABLED;
+}
+
+/* ---- port and device events ---- */
+
+struct watch {
+  struct sv_ctx *ctx;
+  pthread_t tid;
+  atomic_bool stop;
+  struct watch *next;
+};
+
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct watch *watches;
+
+static void raise_port(struct sv_ctx *ctx, enum ibv_event_type type, int port) {
+  struct ibv_async_event ev;
+  memset(&ev, 0, sizeof ev);
+  ev.event_type = type;
+  ev.element.port_num = port;
+  if (write(ctx->async_wfd, &ev, sizeof ev) != (ssize_t)sizeof ev)
+    sv_log("async event %s dropped: %s", ibv_event_type_str(type), strerror(errno));
+  else sv_log("device %s port %d: %s raised", ctx->dev->ibdev.name, port, ibv_event_type_str(type));
+}
+
+static bool names_device(const char *list, const char *dev) {
+  if (!list) return false;
+  char buf[256], *save = NULL;
+  snprintf(buf, sizeof buf, "%s", list);
+  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
+    if (!strcmp(t, "*") || !strcmp(t, dev)) return true;
+  return false;
+}
+
+static void *watch_main(void *arg) {
+  struct watch *w = arg;
+  struct sv_device *d = w->ctx->dev;
+  bool down[SV_MAX_PORTS + 1] = {0}, is_fatal = false;
+  for (int i = 0; i < d->nports; i++)
+    down[d->ports[i].num] = sv_fault_port_down(d->ibdev.name, d->ports[i].num);
+  while (!atomic_load(&w->stop)) {
+    for (int i = 0; i < d->nports; i++) {
+      int num = d->ports[i].num;
+      bool now = sv_fault_port_down(d->ibdev.name, num);
+      if (now != down[num])
+        raise_port(w->ctx, now ? IBV_EVENT_PORT_ERR : IBV_EVENT_PORT_ACTIVE, num);
+      down[num] = now;
+    }
+    if (!is_fatal && names_device(sv_env("SOFTVERBS_DEVICE_FATAL"), d->ibdev.name)) {
+      is_fatal = true;
+      raise_port(w->ctx, IBV_EVENT_DEVICE_FATAL, d->nports ? d->ports[0].num : 1);
+    }
+    usleep(10000);
+  }
+  return NULL;
+}
+
+void sv_hostcaps_open(struct sv_ctx *ctx) {
+  if (!sv_env("SOFTVERBS_PORT_EVENTS")) return;
+  struct watch *w = calloc(1, sizeof *w);
+  if (!w) return;
+  w->ctx = ctx;
+  if (pthread_create(&w->tid, NULL, watch_main, w)) {
+    free(w);
+    return;
+  }
+  pthread_mutex_lock(&watch_lock);
+  w->next = watches;
+  watches = w;
+  pthread_mutex_unlock(&watch_lock);
+}
+
+void sv_hostcaps_close(struct sv_ctx *ctx) {
+  pthread_mutex_lock(&watch_lock);
+  struct watch **pp = &watches, *w = NULL;
+  while (*pp && (*pp)->ctx != ctx) pp = &(*pp)->next;
+  if (*pp) {
+    w = *pp;
+    *pp = w->next;
+  }
+  pthread_mutex_unlock(&watch_lock);
+  if (!w) return;
+  atomic_store(&w->stop, true);
+  pthread_join(w->tid, NULL);
+  free(w);
+}
