@@ -65,6 +65,10 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_IB_QPS_PER_CONNECTION] =
     {"NCCL_IB_QPS_PER_CONNECTION", KT_INT, "1", 1, 128, NULL,
      "RC queue pairs per connection; requests are spread over them round-robin"},
+  [K_IB_RETURN_ASYNC_EVENTS] =
+    {"NCCL_IB_RETURN_ASYNC_EVENTS", KT_BOOL, "1", 0, 1, NULL,
+     "1 = a fatal device, queue pair or completion queue event fails every connection it "
+     "affects at its next call; 0 = only logged"},
   [K_GDR_FLUSH_DISABLE] = {"NCCL_GDR_FLUSH_DISABLE", KT_BOOL, "0", 0, 1, NULL,
                            "1 = no flush read after receives into GPU memory (GPUDirect RDMA "
                            "through nvidia_peermem or dma-buf)"},

@@ -90,6 +90,7 @@ void case_ib_gdr_on(struct side *s);
 /* cases_ibdev.c: what the RDMA device and its host decide */
 void case_ib_dmabuf_flush(struct side *s);
 void case_ib_dmabuf_flush_off(struct side *s);
+void case_ib_device_fatal(struct side *s);
 /* cases_ibwc.c: the fix at failure time */
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);

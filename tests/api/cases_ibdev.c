@@ -99,3 +99,42 @@ void case_ib_dmabuf_flush_off(struct side *s) {
   setenv("NCCL_GDR_FLUSH_DISABLE", "1", 1);
   dmabuf_receive(s, false);
 }
+
+/* A fatal device event on the receiver's NIC (DEVICE_FATAL, as after a
+ * firmware or PCIe failure): the receiver's next call fails with a WARN
+ * naming the device and port; the sender hears why on its next calls. */
+void case_ib_device_fatal(struct side *s) {
+  setenv("SOFTVERBS_PORT_EVENTS", "1", 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 70000, 70000, 4) == 0, "transfer before the event");
+  ctl_sync(s);
+  if (s->role == ROLE_RECV) {
+    setenv("SOFTVERBS_DEVICE_FATAL", "*", 1);
+    long long end = ms_now() + 5000;
+    while (!log_find(NCCL_LOG_WARN, "fatal device error") && ms_now() < end) usleep(10000);
+    const char *w = log_find(NCCL_LOG_WARN, "fatal device error");
+    CHECK(w && strstr(w, "device mlx5_") && strstr(w, " port 1") && strstr(w, "dmesg"),
+          "the event is named with its device and port when it arrives: %s", w ? w : "none");
+  }
+  ctl_sync(s);
+  long long t0 = ms_now();
+  int r = xfer_one(s, comm, 70000, 70000, 5);
+  long long took = ms_now() - t0;
+  if (s->role == ROLE_RECV) {
+    CHECK(r == ncclSystemError, "the receiver's next call: %d, expected ncclSystemError", r);
+    const char *w = log_find(NCCL_LOG_WARN, "reported a fatal error");
+    CHECK(w && strstr(w, "receive connection with") && strstr(w, "device mlx5_") &&
+            strstr(w, " port 1 on ") && strstr(w, "restart the job"),
+          "the connection's failure names the device, port, host and fix: %s", w ? w : "none");
+  } else {
+    CHECK(r == ncclRemoteError || r == ncclSystemError, "the sender's calls: %d", r);
+    const char *w = log_find(NCCL_LOG_WARN, "reported a fatal error");
+    CHECK(w && strstr(w, "device mlx5_") && strstr(w, "receiving side"),
+          "the sender hears the receiver's device failure: %s", w ? w : "none");
+  }
+  CHECK(took < 15000, "the failure took %lld ms to surface", took);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

@@ -160,6 +160,8 @@ static const struct api_case cases[] = {
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"dma-buf only with NCCL_GDR_FLUSH_DISABLE=1: no flush", case_ib_dmabuf_flush_off, TWO, IB_ONLY,
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"fatal device event: the next call fails on both sides, device and port named",
+   case_ib_device_fatal, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_ibwc.c */
   {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},

@@ -52,6 +52,19 @@ struct ib_cts {
 
 _Static_assert(sizeof(struct ib_cts) == 32, "a CTS entry is 32 bytes");
 
+/* A fatal asynchronous event (ib_fatal.c): the device, or one of its
+ * completion queues or queue pairs, can no longer be trusted. */
+enum ib_fatal_kind { IB_FATAL_DEVICE, IB_FATAL_CQ, IB_FATAL_QP };
+struct ib_fatal_rec {
+  enum ib_fatal_kind kind;
+  const void *obj; /* the CQ or QP (compared, never dereferenced) */
+  uint32_t qpn;
+  unsigned gen;  /* the device's fatal generation it raised */
+  int64_t at_ns; /* when it was seen */
+  char what[80];
+};
+#define IB_MAX_FATALS 16
+
 /* An opened RDMA port (one NCCL device), shared by all its comms. */
 struct ib_dev {
   const struct topo_dev *td; /* the topology's view: names, GID, subnet, MTU */
@@ -72,7 +85,10 @@ struct ib_dev {
   bool has_gid_now;
   uint8_t gid_now[16];
   char subnet_now[64];
-  int port_down; /* a port error was seen and no port active since (atomic) */
+  int port_down;      /* a port error was seen and no port active since (atomic) */
+  unsigned fatal_gen; /* fatal events so far (atomic); their records under lock */
+  struct ib_fatal_rec fatals[IB_MAX_FATALS];
+  int nfatal;
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
@@ -102,6 +118,12 @@ void ib_dev_refresh_gid(struct ib_dev *d);
 /* "host-b (10.0.0.7)": a peer by host name and address, since containers
  * often share host names. */
 void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
+
+/* ---- fatal asynchronous events (ib_fatal.c) ---- */
+/* From the device's event thread: a device-fatal event (WARN here) or a
+ * fatal CQ or QP event is recorded, unless NCCL_IB_RETURN_ASYNC_EVENTS=0;
+ * the connections it affects fail at their next call. */
+void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const char *what);
 
 /* ---- GPUDirect RDMA (ib_gdr.c) ---- */
 /* Whether a peer-memory client is loaded; why says which, or what was

@@ -57,11 +57,13 @@ static void *async_main(void *arg) {
       if (ev.event_type != IBV_EVENT_COMM_EST)
         WARN("device %s qp 0x%x: %s", d->label, ev.element.qp ? ev.element.qp->qp_num : 0, what);
       break;
+    case IBV_EVENT_DEVICE_FATAL: break; /* said by ib_fatal_note */
     case IBV_EVENT_CQ_ERR:
       WARN("device %s: completion queue error: %s (a completion queue overflowed)", d->label, what);
       break;
     default: WARN("device %s: %s", d->label, what);
     }
+    ib_fatal_note(d, &ev, what);
     struct ev e;
     ev_begin(&e, "async_event");
     ev_str(&e, "device", d->td->name);
