@@ -138,3 +138,31 @@ void case_ib_device_fatal(struct side *s) {
   close_comm(s, comm);
   side_close(s);
 }
+
+/* On a kernel without copy-on-fork for pinned pages, init makes registered
+ * memory fork-safe with ibv_fork_init, as NCCL does: the library then says
+ * fork protection is on. */
+void case_ib_fork_init(struct side *s) {
+  setenv("SOFTVERBS_FORK", "needed", 1);
+  if (side_open(s)) return;
+  const char *lib = getenv("NCCL_DIAG_IBVERBS_LIB");
+  void *dl = lib ? dlopen(lib, RTLD_NOW | RTLD_NOLOAD) : NULL;
+  enum ibv_fork_status (*status)(void) =
+    dl ? (enum ibv_fork_status(*)(void))dlsym(dl, "ibv_is_fork_initialized") : NULL;
+  CHECK(status, "the verbs library the plugin loaded (%s) is not in the process", lib);
+  if (status)
+    CHECK(status() == IBV_FORK_ENABLED, "fork protection is %d after init, expected ENABLED (%d)",
+          (int)status(), (int)IBV_FORK_ENABLED);
+  CHECK(log_find(NCCL_LOG_INFO, "fork protection on"), "init says fork protection is on");
+  if (dl) dlclose(dl);
+  side_close(s);
+}
+
+/* Where the kernel keeps registered memory safe across fork (Linux 5.13+),
+ * nothing is called or said. */
+void case_ib_fork_unneeded(struct side *s) {
+  if (side_open(s)) return;
+  CHECK(!log_find(NCCL_LOG_INFO, "fork protection"), "nothing to say: %s",
+        log_find(NCCL_LOG_INFO, "fork protection"));
+  side_close(s);
+}

@@ -162,6 +162,10 @@ static const struct api_case cases[] = {
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"fatal device event: the next call fails on both sides, device and port named",
    case_ib_device_fatal, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"kernel without copy-on-fork: ibv_fork_init at init", case_ib_fork_init, IB_ONLY, SOFT_ONLY,
+   .timeout_s = 30},
+  {"kernel with copy-on-fork: no ibv_fork_init", case_ib_fork_unneeded, IB_ONLY, SOFT_ONLY,
+   .timeout_s = 30},
   /* cases_ibwc.c */
   {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},

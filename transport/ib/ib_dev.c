@@ -202,6 +202,7 @@ static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, in
     return err;
   }
   st.is_loaded = true;
+  verbs_fork_init(&st.v);
   errno = 0;
   *list = st.v.get_device_list(n);
   if (!*list || *n == 0) {

@@ -38,12 +38,18 @@ struct verbs_ops {
   const char *(*event_type_str)(enum ibv_event_type t);
   const char *(*wc_status_str)(enum ibv_wc_status s);
   int (*fork_init)(void);
+  enum ibv_fork_status (*is_fork_initialized)(void); /* optional (IBVERBS_1.13) */
 };
 
 /* Loads the library named by NCCL_DIAG_IBVERBS_LIB (default
  * libibverbs.so.1). 0, or with why filled ENOENT (not found) or ENOSYS (a
  * symbol missing: an incompatible library). */
 int verbs_load(struct verbs_ops *v, char *why, size_t cap);
+
+/* Makes registered memory safe across fork() as NCCL does at init, unless
+ * the library says the kernel already does (Linux 5.13+, rdma-core 35+) or
+ * it was done; a failure is said once with its consequence. */
+void verbs_fork_init(const struct verbs_ops *v);
 
 /* ibv_query_port as the header's inline does it, without the symbol. */
 int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,
