@@ -65,6 +65,11 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_IB_QPS_PER_CONNECTION] =
     {"NCCL_IB_QPS_PER_CONNECTION", KT_INT, "1", 1, 128, NULL,
      "RC queue pairs per connection; requests are spread over them round-robin"},
+  [K_IB_PCI_RELAXED_ORDERING] =
+    {"NCCL_IB_PCI_RELAXED_ORDERING", KT_INT, "2", 0, 2, NULL,
+     "PCIe relaxed ordering on the registrations of NCCL's buffers: 0 = off; 1 or 2 = on where "
+     "libibverbs can ask for it (ibv_reg_mr_iova2, rdma-core 28+); a device that refuses it is "
+     "used without"},
   [K_IB_RETURN_ASYNC_EVENTS] =
     {"NCCL_IB_RETURN_ASYNC_EVENTS", KT_BOOL, "1", 0, 1, NULL,
      "1 = a fatal device, queue pair or completion queue event fails every connection it "

@@ -93,6 +93,7 @@ void case_ib_dmabuf_flush_off(struct side *s);
 void case_ib_device_fatal(struct side *s);
 void case_ib_fork_init(struct side *s);
 void case_ib_fork_unneeded(struct side *s);
+void case_ib_relaxed_ordering(struct side *s);
 /* cases_ibwc.c: the fix at failure time */
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);

@@ -166,3 +166,32 @@ void case_ib_fork_unneeded(struct side *s) {
         log_find(NCCL_LOG_INFO, "fork protection"));
   side_close(s);
 }
+
+/* PCIe relaxed ordering, as NCCL asks for it on its buffers' registrations
+ * (NCCL_IB_PCI_RELAXED_ORDERING, default 2): on the receiver a kernel that
+ * refuses the flag gets the registration without it, said once; the
+ * sender has it off (0), so nothing is refused there. */
+void case_ib_relaxed_ordering(struct side *s) {
+  setenv("SOFTVERBS_NO_RELAXED_ORDERING", "1", 1);
+  if (s->role == ROLE_SEND) setenv("NCCL_IB_PCI_RELAXED_ORDERING", "0", 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  for (unsigned i = 0; i < 3; i++)
+    CHECK(xfer_one(s, comm, 100000 + i, 200000, i) == 0, "transfer %u", i);
+  if (s->role == ROLE_RECV) {
+    const char *l = log_find(NCCL_LOG_INFO, "relaxed ordering");
+    CHECK(l && strstr(l, "refuses PCIe relaxed ordering") && strstr(l, "Invalid argument") &&
+            strstr(l, "NCCL_IB_PCI_RELAXED_ORDERING=0"),
+          "the refusal is named with its errno and the knob: %s", l ? l : "none");
+    CHECK(log_count(NCCL_LOG_INFO, "relaxed ordering") == 1, "said once, not per registration");
+  } else {
+    CHECK(!log_find(NCCL_LOG_INFO, "relaxed ordering"),
+          "NCCL_IB_PCI_RELAXED_ORDERING=0 asks for nothing: %s",
+          log_find(NCCL_LOG_INFO, "relaxed ordering"));
+  }
+  CHECK(!log_find(NCCL_LOG_WARN, "registration"), "no registration failed: %s",
+        log_find(NCCL_LOG_WARN, "registration"));
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

@@ -166,6 +166,8 @@ static const struct api_case cases[] = {
    .timeout_s = 30},
   {"kernel with copy-on-fork: no ibv_fork_init", case_ib_fork_unneeded, IB_ONLY, SOFT_ONLY,
    .timeout_s = 30},
+  {"PCIe relaxed ordering: asked for, dropped once where refused, off with 0",
+   case_ib_relaxed_ordering, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_ibwc.c */
   {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},

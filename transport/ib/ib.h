@@ -85,6 +85,7 @@ struct ib_dev {
   bool has_gid_now;
   uint8_t gid_now[16];
   char subnet_now[64];
+  bool is_ro;         /* registrations ask for PCIe relaxed ordering (atomic: cleared if refused) */
   int port_down;      /* a port error was seen and no port active since (atomic) */
   unsigned fatal_gen; /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
@@ -184,6 +185,10 @@ struct ib_mh {
   bool is_gpu; /* registered as GPU memory (NCCL_PTR_CUDA) */
 };
 
+/* Whether registrations of NCCL's buffers ask for PCIe relaxed ordering:
+ * NCCL_IB_PCI_RELAXED_ORDERING (1 or 2, NCCL's default 2) and a libibverbs
+ * with ibv_reg_mr_iova2 (IBVERBS_1.8), as NCCL decides it. */
+bool ib_mr_relaxed_ordering(const struct verbs_ops *v);
 /* Whether the device can register memory of this NCCL_PTR_* type (a WARN
  * says why not). */
 bool ib_mr_type_ok(const struct ib_dev *d, int type);

@@ -16,7 +16,8 @@ static void *sym(void *dl, const char *name, int optional_version) {
   void *p = dlvsym(dl, name, "IBVERBS_1.1");
   if (!p && optional_version)
     p = dlvsym(dl, name,
-               optional_version == 12   ? "IBVERBS_1.12"
+               optional_version == 8    ? "IBVERBS_1.8"
+               : optional_version == 12 ? "IBVERBS_1.12"
                : optional_version == 13 ? "IBVERBS_1.13"
                                         : "IBVERBS_1.0");
   if (!p) p = dlsym(dl, name);
@@ -68,6 +69,7 @@ int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
   NEED(wc_status_str, "ibv_wc_status_str");
   NEED(fork_init, "ibv_fork_init");
   *(void **)&v->reg_dmabuf_mr = sym(v->dl, "ibv_reg_dmabuf_mr", 12);
+  *(void **)&v->reg_mr_iova2 = sym(v->dl, "ibv_reg_mr_iova2", 8);
   *(void **)&v->is_fork_initialized = sym(v->dl, "ibv_is_fork_initialized", 13);
   return 0;
 fail:

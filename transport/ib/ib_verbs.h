@@ -26,6 +26,8 @@ struct verbs_ops {
   struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
   struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
                                   int fd, int access); /* optional (IBVERBS_1.12) */
+  struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
+                                 unsigned int access); /* optional (IBVERBS_1.8) */
   int (*dereg_mr)(struct ibv_mr *mr);
   struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_ctx,
                               struct ibv_comp_channel *ch, int vector);

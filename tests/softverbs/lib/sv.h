@@ -356,5 +356,7 @@ uint32_t sv_vendor_err(enum ibv_wc_status st);
 /* ---- dma-buf, fork, port and device events (sv_hostcaps.c) ---- */
 void sv_hostcaps_open(struct sv_ctx *ctx);
 void sv_hostcaps_close(struct sv_ctx *ctx);
+/* false: SOFTVERBS_NO_RELAXED_ORDERING refuses IBV_ACCESS_RELAXED_ORDERING. */
+bool sv_hostcaps_access_ok(unsigned access);
 
 #endif

@@ -18,6 +18,10 @@
  *                            goes, and DEVICE_FATAL once when
  *                            SOFTVERBS_DEVICE_FATAL names the device ("*":
  *                            every device), within about 10 ms.
+ *   SOFTVERBS_NO_RELAXED_ORDERING=1
+ *                            a registration asking for
+ *                            IBV_ACCESS_RELAXED_ORDERING fails with EINVAL,
+ *                            as on a kernel that rejects the optional flag.
  * A dma-buf mapping stays until the process ends (deregistration does not
  * know it). */
 #include "sv.h"
@@ -49,6 +53,10 @@ SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, s
     errno = err;
   }
   return mr;
+}
+
+bool sv_hostcaps_access_ok(unsigned access) {
+  return !(access & IBV_ACCESS_RELAXED_ORDERING) || !sv_env("SOFTVERBS_NO_RELAXED_ORDERING");
 }
 
 static atomic_bool fork_enabled;

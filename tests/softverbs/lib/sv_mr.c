@@ -61,7 +61,8 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
                          IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
   /* Remote write or atomic access requires local write (verbs rule). */
   bool needs_local = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-  if (!length || (access & ~known) || (needs_local && !(access & IBV_ACCESS_LOCAL_WRITE))) {
+  if (!length || (access & ~known) || (needs_local && !(access & IBV_ACCESS_LOCAL_WRITE)) ||
+      !sv_hostcaps_access_ok(access)) {
     errno = EINVAL;
     return NULL;
   }
