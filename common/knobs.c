@@ -70,6 +70,9 @@ static const struct knob_def knobs[K_COUNT] = {
      "PCIe relaxed ordering on the registrations of NCCL's buffers: 0 = off; 1 or 2 = on where "
      "libibverbs can ask for it (ibv_reg_mr_iova2, rdma-core 28+); a device that refuses it is "
      "used without"},
+  [K_IB_ECE_ENABLE] = {"NCCL_IB_ECE_ENABLE", KT_BOOL, "1", 0, 1, NULL,
+                       "1 = negotiate enhanced connection establishment options (ibv_query_ece / "
+                       "ibv_set_ece) with the peer when both NICs offer them"},
   [K_IB_RETURN_ASYNC_EVENTS] =
     {"NCCL_IB_RETURN_ASYNC_EVENTS", KT_BOOL, "1", 0, 1, NULL,
      "1 = a fatal device, queue pair or completion queue event fails every connection it "

@@ -94,6 +94,9 @@ void case_ib_device_fatal(struct side *s);
 void case_ib_fork_init(struct side *s);
 void case_ib_fork_unneeded(struct side *s);
 void case_ib_relaxed_ordering(struct side *s);
+void case_ib_ece_unsupported(struct side *s);
+void case_ib_ece_both(struct side *s);
+void case_ib_ece_one(struct side *s);
 /* cases_ibwc.c: the fix at failure time */
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);

@@ -195,3 +195,45 @@ void case_ib_relaxed_ordering(struct side *s) {
   close_comm(s, comm);
   side_close(s);
 }
+
+/* ECE on by default (NCCL_IB_ECE_ENABLE=1) over devices without it
+ * (softverbs answers EOPNOTSUPP, as libibverbs without a provider that
+ * has it): the connection is RDMA and nothing is said. */
+void case_ib_ece_unsupported(struct side *s) {
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 30000, 30000, 6) == 0, "transfer");
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is RDMA");
+  CHECK(!log_find(NCCL_LOG_INFO, "connection establishment") &&
+          !log_find(NCCL_LOG_WARN, "connection establishment") && !log_find(NCCL_LOG_WARN, "ece"),
+        "nothing said about ECE: %s", log_find(NCCL_LOG_INFO, "connection establishment"));
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* Both NICs offer ECE (the receiver options 0x3, the sender 0x5): each
+ * queue pair is given the peer's options before RTR; with only one side
+ * offering it, nothing is set. */
+static void ece_pair(struct side *s, const char *recv_opts, const char *send_opts) {
+  const char *mine = s->role == ROLE_RECV ? recv_opts : send_opts;
+  const char *theirs = s->role == ROLE_RECV ? send_opts : recv_opts;
+  if (mine) setenv("SOFTVERBS_ECE", mine, 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 30000, 30000, 7) == 0, "transfer");
+  char want[64];
+  snprintf(want, sizeof(want), "(vendor 0x2c9, options %s)", theirs ? theirs : "none");
+  const char *l = log_find(NCCL_LOG_INFO, "with the peer's options");
+  if (mine && theirs)
+    CHECK(l && strstr(l, want) && strstr(l, " qp 0x"), "the peer's options %s given: %s", want,
+          l ? l : "none");
+  else CHECK(!l, "one side without ECE: nothing set: %s", l);
+  CHECK(!log_find(NCCL_LOG_INFO, "are refused"), "%s", log_find(NCCL_LOG_INFO, "are refused"));
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+void case_ib_ece_both(struct side *s) { ece_pair(s, "0x3", "0x5"); }
+void case_ib_ece_one(struct side *s) { ece_pair(s, "0x3", NULL); }

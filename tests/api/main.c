@@ -168,6 +168,12 @@ static const struct api_case cases[] = {
    .timeout_s = 30},
   {"PCIe relaxed ordering: asked for, dropped once where refused, off with 0",
    case_ib_relaxed_ordering, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"ECE on, devices without it: RDMA, nothing said", case_ib_ece_unsupported, TWO, IB_ONLY,
+   SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"ECE on both NICs: each queue pair gets the peer's options before RTR", case_ib_ece_both, TWO,
+   IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"ECE on one NIC only: nothing set", case_ib_ece_one, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST,
+   .timeout_s = 60},
   /* cases_ibwc.c */
   {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},

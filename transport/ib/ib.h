@@ -85,7 +85,9 @@ struct ib_dev {
   bool has_gid_now;
   uint8_t gid_now[16];
   char subnet_now[64];
-  bool is_ro;         /* registrations ask for PCIe relaxed ordering (atomic: cleared if refused) */
+  bool is_ro;   /* registrations ask for PCIe relaxed ordering (atomic: cleared if refused) */
+  bool has_ece; /* its queue pairs offer enhanced connection establishment (ib_ece.c) */
+  uint32_t ece_vendor, ece_options, ece_comp_mask;
   int port_down;      /* a port error was seen and no port active since (atomic) */
   unsigned fatal_gen; /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
@@ -125,6 +127,16 @@ void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
  * fatal CQ or QP event is recorded, unless NCCL_IB_RETURN_ASYNC_EVENTS=0;
  * the connections it affects fail at their next call. */
 void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const char *what);
+
+/* ---- enhanced connection establishment (ib_ece.c) ---- */
+/* At open: whether the device's queue pairs offer ECE, and which options. */
+void ib_ece_probe(struct ib_dev *d);
+/* The device's options into the hello (nothing when it has none). */
+void ib_ece_fill_hello(const struct ib_dev *d, struct hello_rdma *r);
+/* Before RTR: gives q the peer's options when both sides offer ECE; a
+ * refusal is said (INFO) and the queue pair connects without them. */
+struct ib_qp;
+void ib_ece_apply(const struct ib_dev *d, struct ib_qp *q, const struct hello *peer);
 
 /* ---- GPUDirect RDMA (ib_gdr.c) ---- */
 /* Whether a peer-memory client is loaded; why says which, or what was

@@ -116,6 +116,7 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
   pthread_mutex_init(&d->lock, NULL);
   d->ptr_support = NCCL_PTR_HOST | gpu_support(d);
   d->is_ro = ib_mr_relaxed_ordering(d->v);
+  ib_ece_probe(d);
   if (pthread_create(&d->async_tid, NULL, async_main, d) == 0) {
     pthread_detach(d->async_tid);
     d->is_async_started = true;

@@ -101,6 +101,7 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
   p.tc = s->tc;
   for (int i = 0; i < s->nqps; i++) {
     p.qpn = s->peer_info.qpns[i];
+    ib_ece_apply(s->dev, &s->qps[i], &s->peer);
     int err = ib_qp_rtr(&s->qps[i], &p, &s->peer, why, cap);
     if (!err) err = ib_qp_rts(&s->qps[i], why, cap);
     if (err) return err;

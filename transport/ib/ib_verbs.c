@@ -17,6 +17,7 @@ static void *sym(void *dl, const char *name, int optional_version) {
   if (!p && optional_version)
     p = dlvsym(dl, name,
                optional_version == 8    ? "IBVERBS_1.8"
+               : optional_version == 10 ? "IBVERBS_1.10"
                : optional_version == 12 ? "IBVERBS_1.12"
                : optional_version == 13 ? "IBVERBS_1.13"
                                         : "IBVERBS_1.0");
@@ -70,6 +71,8 @@ int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
   NEED(fork_init, "ibv_fork_init");
   *(void **)&v->reg_dmabuf_mr = sym(v->dl, "ibv_reg_dmabuf_mr", 12);
   *(void **)&v->reg_mr_iova2 = sym(v->dl, "ibv_reg_mr_iova2", 8);
+  *(void **)&v->query_ece = sym(v->dl, "ibv_query_ece", 10);
+  *(void **)&v->set_ece = sym(v->dl, "ibv_set_ece", 10);
   *(void **)&v->is_fork_initialized = sym(v->dl, "ibv_is_fork_initialized", 13);
   return 0;
 fail:

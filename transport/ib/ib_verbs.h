@@ -40,7 +40,9 @@ struct verbs_ops {
   const char *(*event_type_str)(enum ibv_event_type t);
   const char *(*wc_status_str)(enum ibv_wc_status s);
   int (*fork_init)(void);
-  enum ibv_fork_status (*is_fork_initialized)(void); /* optional (IBVERBS_1.13) */
+  enum ibv_fork_status (*is_fork_initialized)(void);        /* optional (IBVERBS_1.13) */
+  int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece); /* optional (IBVERBS_1.10) */
+  int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);   /* optional (IBVERBS_1.10) */
 };
 
 /* Loads the library named by NCCL_DIAG_IBVERBS_LIB (default

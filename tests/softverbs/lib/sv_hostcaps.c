@@ -18,6 +18,11 @@
  *                            goes, and DEVICE_FATAL once when
  *                            SOFTVERBS_DEVICE_FATAL names the device ("*":
  *                            every device), within about 10 ms.
+ *   SOFTVERBS_ECE=0x5        queue pairs offer enhanced connection
+ *                            establishment with these options (vendor
+ *                            0x02c9, as mlx5); ibv_set_ece takes options
+ *                            of that vendor with comp_mask 0 (EINVAL
+ *                            otherwise). Unset: both verbs EOPNOTSUPP.
  *   SOFTVERBS_NO_RELAXED_ORDERING=1
  *                            a registration asking for
  *                            IBV_ACCESS_RELAXED_ORDERING fails with EINVAL,
@@ -72,6 +77,26 @@ SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void) {
   const char *v = sv_env("SOFTVERBS_FORK");
   if (!v || strcmp(v, "needed")) return IBV_FORK_UNNEEDED;
   return atomic_load(&fork_enabled) ? IBV_FORK_ENABLED : IBV_FORK_DISABLED;
+}
+
+#define SV_ECE_VENDOR 0x02c9u
+
+SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece) {
+  (void)qp;
+  long opts = sv_env_long("SOFTVERBS_ECE", -1, 0, 0xffffffffL);
+  if (opts < 0) return EOPNOTSUPP;
+  ece->vendor_id = SV_ECE_VENDOR;
+  ece->options = (uint32_t)opts;
+  ece->comp_mask = 0;
+  return 0;
+}
+
+SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece) {
+  (void)qp;
+  if (sv_env_long("SOFTVERBS_ECE", -1, 0, 0xffffffffL) < 0) return EOPNOTSUPP;
+  if (ece->vendor_id != SV_ECE_VENDOR || ece->comp_mask) return EINVAL;
+  sv_log("qp 0x%x: ECE options 0x%x set", qp->qp_num, ece->options);
+  return 0;
 }
 
 /* ---- port and device events ---- */
