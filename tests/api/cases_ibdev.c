@@ -237,3 +237,46 @@ static void ece_pair(struct side *s, const char *recv_opts, const char *send_opt
 
 void case_ib_ece_both(struct side *s) { ece_pair(s, "0x3", "0x5"); }
 void case_ib_ece_one(struct side *s) { ece_pair(s, "0x3", NULL); }
+
+/* InfiniBand with the subnet manager's MTU at 2048 on the receiver's port
+ * (sysfs does not show it; verbs do): both sides run RTR at the smaller
+ * of the two ports' active MTUs, and the difference is named. */
+void case_ib_active_mtu(struct side *s) {
+  if (use_fixture(s, ROLE_RECV, "ib-hdr") || use_fixture(s, ROLE_SEND, "ib-hdr-b")) return;
+  if (s->role == ROLE_RECV) setenv("SOFTVERBS_ACTIVE_MTU", "*:2048", 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 300000, 300000, 8) == 0, "transfer");
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is RDMA");
+  const char *r = log_find(NCCL_LOG_INFO, "INIT -> RTR");
+  CHECK(r && strstr(r, "path_mtu 2048") && strstr(r, "dlid "),
+        "RTR at the smaller active MTU, by LID (one subnet, no GRH): %s", r ? r : "none");
+  if (s->role == ROLE_RECV) {
+    const char *l = log_find(NCCL_LOG_INFO, "active MTU");
+    CHECK(l && strstr(l, "active MTU 2048"), "the port's MTU is read from verbs: %s",
+          l ? l : "none");
+  }
+  const char *w = log_find(NCCL_LOG_WARN, "MTU");
+  CHECK(w && strstr(w, "2048") && strstr(w, "4096") && strstr(w, "uses 2048"),
+        "the two MTUs named: %s", w ? w : "none");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* NCCL_IB_SL and NCCL_IB_TC as NCCL applies them: the connecting side's
+ * values set both sides' queue pairs (its metadata carries them, the
+ * receiver adopts them), so a value set on the sending node alone still
+ * takes effect on the path, in both directions. */
+void case_ib_sl_tc(struct side *s) {
+  if (s->role == ROLE_SEND) setenv("NCCL_IB_SL", "3", 1), setenv("NCCL_IB_TC", "106", 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 30000, 30000, 9) == 0, "transfer");
+  const char *r = log_find(NCCL_LOG_INFO, "INIT -> RTR");
+  CHECK(r && strstr(r, "traffic_class 106") && strstr(r, "sl 3"),
+        "the sender's SL and traffic class on this side's queue pair: %s", r ? r : "none");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

@@ -174,6 +174,10 @@ static const struct api_case cases[] = {
    IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"ECE on one NIC only: nothing set", case_ib_ece_one, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST,
    .timeout_s = 60},
+  {"InfiniBand: the port's active MTU from verbs, the smaller of both used", case_ib_active_mtu,
+   TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"NCCL_IB_SL and NCCL_IB_TC of the connecting side on both sides' queue pairs", case_ib_sl_tc,
+   TWO, IB_ONLY, .timeout_s = 60},
   /* cases_ibwc.c */
   {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},

@@ -88,8 +88,10 @@ struct ib_dev {
   bool is_ro;   /* registrations ask for PCIe relaxed ordering (atomic: cleared if refused) */
   bool has_ece; /* its queue pairs offer enhanced connection establishment (ib_ece.c) */
   uint32_t ece_vendor, ece_options, ece_comp_mask;
-  int port_down;      /* a port error was seen and no port active since (atomic) */
-  unsigned fatal_gen; /* fatal events so far (atomic); their records under lock */
+  int mtu;              /* the port's active MTU as verbs report it, bytes */
+  bool is_grh_required; /* the port's IBV_QPF_GRH_REQUIRED */
+  int port_down;        /* a port error was seen and no port active since (atomic) */
+  unsigned fatal_gen;   /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
   int nfatal;
 };
@@ -231,6 +233,26 @@ struct ib_path { /* what RTR needs about the remote side */
   int dlid;
   int sl, tc;
 };
+
+/* What both ends contribute to the path (ib_path.c). */
+struct ib_path_ends {
+  bool is_roce;
+  int local_mtu, remote_mtu; /* active MTUs, bytes (0 unknown) */
+  const uint8_t *local_gid, *remote_gid;
+  int local_gid_index, remote_lid;
+  bool is_grh_required; /* the local port's IBV_QPF_GRH_REQUIRED */
+  int sl, tc;
+};
+/* How the path is addressed, for the log. */
+enum ib_grh {
+  IB_GRH_ROCE,                 /* always global */
+  IB_GRH_NONE,                 /* InfiniBand, same subnet: by LID */
+  IB_GRH_PORT_REQUIRES,        /* same subnet, the port requires a GRH */
+  IB_GRH_OTHER_SUBNET,         /* through a router: GRH, DLID = the remote FLID */
+  IB_GRH_OTHER_SUBNET_NO_FLID, /* GRH, but the remote GID has no FLID: DLID = its LID */
+};
+/* Fills p (all but qpn) as NCCL addresses an RTR: MTU, GRH, DLID, SL, TC. */
+enum ib_grh ib_path_address(const struct ib_path_ends *e, struct ib_path *p);
 
 /* Each returns 0 or the errno, with the cause and the fix in why (for RTR
  * the full diagnosis, ib_diag.c), and logs nothing but the transition

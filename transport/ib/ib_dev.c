@@ -83,6 +83,19 @@ static int gpu_support(struct ib_dev *d) {
   return s;
 }
 
+/* The port's active MTU as verbs report it (the subnet manager's or the
+ * netdev's; sysfs does not show it), and whether it requires a GRH
+ * (IBV_QPF_GRH_REQUIRED, 1 << 0 in the port's flags, rdma-core 27+). */
+static void port_path_attrs(struct ib_dev *d, const struct ibv_port_attr *pa) {
+  const struct topo_dev *t = d->td;
+  d->mtu = verbs_mtu_bytes(pa->active_mtu);
+  if (!d->mtu) d->mtu = t->mtu;
+  d->is_grh_required = pa->flags & 1;
+  if (d->mtu != t->mtu)
+    INFO(LOG_INIT, "device %s: active MTU %d (from the port; the topology assumed %d)", d->label,
+         d->mtu, t->mtu);
+}
+
 /* 0, or an errno with why filled. */
 static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t cap) {
   const struct topo_dev *t = d->td;
@@ -100,6 +113,7 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
     snprintf(why, cap, "cannot query %s: %s", d->label, strerror(err));
     return err;
   }
+  port_path_attrs(d, &pa);
   if (pa.state != IBV_PORT_ACTIVE) {
     snprintf(why, cap, "%s is %s for verbs although sysfs said ACTIVE", d->label,
              pa.state == IBV_PORT_DOWN   ? "DOWN"

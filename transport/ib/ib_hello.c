@@ -81,7 +81,7 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
                 : t->gid_type == GID_TYPE_V2                                    ? 2
                 : t->gid_type == GID_TYPE_V1                                    ? 1
                                                                                 : 0;
-  b->mtu = t->mtu;
+  b->mtu = d->mtu;
   b->lid = t->lid;
   b->pkey_index = (int)knob_int(K_IB_PKEY);
   scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");

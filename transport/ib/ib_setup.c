@@ -71,7 +71,7 @@ static void make_info(struct ib_setup *s) {
     snprintf(why, sizeof(why), "the peer could not set up its side: %s", s->peer_info.reason);
   }
   if (s->notes[0]) WARN("connection with %s: %s", s->peer_desc, s->notes);
-  r->mtu = (uint32_t)s->dev->td->mtu;
+  r->mtu = (uint32_t)s->dev->mtu;
   r->max_recvs = IB_MAX_RECVS;
   if (s->is_send) {
     ib_choose_sl_tc(s->traffic_class, &s->sl, &s->tc);

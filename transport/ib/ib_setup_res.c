@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/knobs.h"
+#include "common/log.h"
 #include "transport/ib/ib_setup.h"
 
 #define CQ_DEPTH 1024
@@ -91,14 +92,21 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
   const struct topo_dev *t = s->dev->td;
   struct ib_path p;
   memset(&p, 0, sizeof(p));
-  p.mtu = t->mtu;
-  if (s->peer.ib.mtu && s->peer.ib.mtu < p.mtu) p.mtu = s->peer.ib.mtu;
-  p.is_global = t->ll != TOPO_LL_IB;
-  memcpy(p.dgid, s->peer.ib.gid, 16);
-  p.sgid_index = t->gid_index;
-  p.dlid = s->peer.ib.lid;
-  p.sl = s->sl;
-  p.tc = s->tc;
+  struct ib_path_ends e = {.is_roce = t->ll != TOPO_LL_IB,
+                           .local_mtu = s->dev->mtu,
+                           .remote_mtu = s->peer.ib.mtu,
+                           .local_gid = s->mine.ib.gid, /* as our hello announced it */
+                           .remote_gid = s->peer.ib.gid,
+                           .local_gid_index = t->gid_index,
+                           .remote_lid = s->peer.ib.lid,
+                           .is_grh_required = s->dev->is_grh_required,
+                           .sl = s->sl,
+                           .tc = s->tc};
+  if (ib_path_address(&e, &p) == IB_GRH_OTHER_SUBNET_NO_FLID)
+    WARN("connection with %s: %s is on another InfiniBand subnet than %s, but its GID carries no "
+         "FLID to route by: trying its LID %d, which only a router that maps it reaches. "
+         "Configure FLIDs on the routers (or keep the job within one subnet)",
+         s->peer_desc, s->peer.ib.dev, s->dev->label, s->peer.ib.lid);
   for (int i = 0; i < s->nqps; i++) {
     p.qpn = s->peer_info.qpns[i];
     ib_ece_apply(s->dev, &s->qps[i], &s->peer);

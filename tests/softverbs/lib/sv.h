@@ -358,5 +358,7 @@ void sv_hostcaps_open(struct sv_ctx *ctx);
 void sv_hostcaps_close(struct sv_ctx *ctx);
 /* false: SOFTVERBS_NO_RELAXED_ORDERING refuses IBV_ACCESS_RELAXED_ORDERING. */
 bool sv_hostcaps_access_ok(unsigned access);
+/* The active MTU SOFTVERBS_ACTIVE_MTU sets for the port, else mtu. */
+enum ibv_mtu sv_hostcaps_active_mtu(const char *dev, int port, enum ibv_mtu mtu);
 
 #endif

@@ -23,6 +23,11 @@
  *                            0x02c9, as mlx5); ibv_set_ece takes options
  *                            of that vendor with comp_mask 0 (EINVAL
  *                            otherwise). Unset: both verbs EOPNOTSUPP.
+ *   SOFTVERBS_ACTIVE_MTU=mlx5_0:2048,...
+ *                            the active MTU ibv_query_port reports for
+ *                            that device (":port" optional; "*": all), as
+ *                            a subnet manager's MTU that sysfs does not
+ *                            show.
  *   SOFTVERBS_NO_RELAXED_ORDERING=1
  *                            a registration asking for
  *                            IBV_ACCESS_RELAXED_ORDERING fails with EINVAL,
@@ -62,6 +67,23 @@ SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, s
 
 bool sv_hostcaps_access_ok(unsigned access) {
   return !(access & IBV_ACCESS_RELAXED_ORDERING) || !sv_env("SOFTVERBS_NO_RELAXED_ORDERING");
+}
+
+enum ibv_mtu sv_hostcaps_active_mtu(const char *dev, int port, enum ibv_mtu mtu) {
+  const char *v = sv_env("SOFTVERBS_ACTIVE_MTU");
+  if (!v) return mtu;
+  char list[256], *save = NULL;
+  snprintf(list, sizeof list, "%s", v);
+  for (char *item = strtok_r(list, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+    char *f[3] = {item, NULL, NULL};
+    for (int i = 1; i < 3 && (f[i] = strchr(f[i - 1], ':')) != NULL; i++) *f[i]++ = 0;
+    const char *bytes = f[2] ? f[2] : f[1];
+    if (!bytes || (strcmp(f[0], "*") && strcmp(f[0], dev)) || (f[2] && atoi(f[1]) != port))
+      continue;
+    for (int m = IBV_MTU_4096; m >= IBV_MTU_256; m--)
+      if ((128 << m) <= atoi(bytes)) return (enum ibv_mtu)m;
+  }
+  return mtu;
 }
 
 static atomic_bool fork_enabled;
