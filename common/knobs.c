@@ -70,6 +70,14 @@ static const struct knob_def knobs[K_COUNT] = {
      "PCIe relaxed ordering on the registrations of NCCL's buffers: 0 = off; 1 or 2 = on where "
      "libibverbs can ask for it (ibv_reg_mr_iova2, rdma-core 28+); a device that refuses it is "
      "used without"},
+  [K_IB_MQP_RETRY_CNT] =
+    {"NCCL_IB_MQP_RETRY_CNT", KT_INT, "34", 0, 1000, NULL,
+     "times a queue pair's RTR that timed out is retried before the connection falls back to "
+     "TCP or fails (34 with 100 ms steps: about a minute); 0 = decide at the first timeout"},
+  [K_IB_MQP_RETRY_SLEEP_MSEC] = {"NCCL_IB_MQP_RETRY_SLEEP_MSEC", KT_INT, "100", 0, 60000, NULL,
+                                 "wait before RTR retry k: k times this many milliseconds"},
+  [K_IB_MQP_RETRY_ALL] = {"NCCL_IB_MQP_RETRY_ALL", KT_BOOL, "0", 0, 1, NULL,
+                          "1 = retry RTR on any error, not only a timeout (ETIMEDOUT)"},
   [K_IB_ECE_ENABLE] = {"NCCL_IB_ECE_ENABLE", KT_BOOL, "1", 0, 1, NULL,
                        "1 = negotiate enhanced connection establishment options (ibv_query_ece / "
                        "ibv_set_ece) with the peer when both NICs offer them"},

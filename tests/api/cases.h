@@ -99,6 +99,8 @@ void case_ib_ece_both(struct side *s);
 void case_ib_ece_one(struct side *s);
 void case_ib_active_mtu(struct side *s);
 void case_ib_sl_tc(struct side *s);
+void case_ib_rtr_retry_recovers(struct side *s);
+void case_ib_rtr_retry_spent(struct side *s);
 /* cases_ibwc.c: the fix at failure time */
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);

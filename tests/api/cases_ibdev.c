@@ -280,3 +280,76 @@ void case_ib_sl_tc(struct side *s) {
   close_comm(s, comm);
   side_close(s);
 }
+
+/* An RTR that times out the first three times (a neighbour slow to
+ * answer), with NCCL's retry budget: named at the first failure, then the
+ * connection comes up over RDMA. */
+void case_ib_rtr_retry_recovers(struct side *s) {
+  if (s->role == ROLE_RECV) setenv("SOFTVERBS_FAIL_MODIFY", "RTR:ETIMEDOUT:*:3", 1);
+  void *comm = NULL;
+  if (side_open(s)) return;
+  long long t0 = ms_now();
+  if (pair_open(s, &comm)) return;
+  long long took = ms_now() - t0;
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is RDMA after the retries");
+  if (s->role == ROLE_RECV) {
+    const char *w = log_find(NCCL_LOG_WARN, "Retrying for up to");
+    CHECK(w && strstr(w, "RTR of qp 0x") && strstr(w, "ETIMEDOUT") &&
+            strstr(w, "NCCL_IB_MQP_RETRY_CNT=34") && strstr(w, "NCCL_IB_MQP_RETRY_CNT=0"),
+          "the first failure named with its diagnosis and the budget: %s", w ? w : "none");
+    const char *i = log_find(NCCL_LOG_INFO, "RTR succeeded after 3 retries");
+    CHECK(i, "the recovery is said");
+    CHECK(took >= 500 && took < 10000, "three retries wait 100+200+300 ms: %lld ms", took);
+  }
+  CHECK(!log_find(NCCL_LOG_WARN, "RDMA path from") || log_find(NCCL_LOG_WARN, "Retrying"),
+        "no fallback: %s", log_find(NCCL_LOG_WARN, "carries on over TCP"));
+  CHECK(xfer_one(s, comm, 100000, 100000, 10) == 0, "transfer");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
+/* An RTR that always times out, with a budget of 5 retries (1.5 s of
+ * waits): the cause is named within a second, the fall back to TCP comes
+ * only when the budget is spent, on both sides. */
+void case_ib_rtr_retry_spent(struct side *s) {
+  if (s->role == ROLE_RECV) setenv("SOFTVERBS_FAIL_MODIFY", "RTR:ETIMEDOUT", 1);
+  setenv("NCCL_IB_MQP_RETRY_CNT", "5", 1);
+  void *comm = NULL;
+  if (side_open(s)) return;
+  if (s->role == ROLE_SEND) {
+    long long t0 = ms_now();
+    if (pair_send(s, &comm)) return;
+    long long took = ms_now() - t0;
+    const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
+    CHECK(w && strstr(w, "reported by the peer") && strstr(w, "after 5 retries") &&
+            strstr(w, "over TCP"),
+          "the sender hears the verdict after the budget: %s", w ? w : "none");
+    CHECK(took >= 1400, "the fall back waited for the budget: %lld ms", took);
+  } else {
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void *lc = NULL;
+    CHECK(netload_listen(&s->nl, s->dev, handle, &lc) == 0 && lc, "listen");
+    ctl_send_int(s, 0);
+    ctl_send(s, handle, sizeof(handle));
+    long long t0 = ms_now(), named = -1, end = t0 + 30000;
+    int r = 0;
+    while (!comm && !r && ms_now() < end) {
+      r = netload_accept(&s->nl, lc, &comm);
+      if (named < 0 && log_find(NCCL_LOG_WARN, "Retrying for up to")) named = ms_now() - t0;
+      if (!comm) usleep(1000);
+    }
+    long long took = ms_now() - t0;
+    CHECK(!r && comm, "accept: %d", r);
+    CHECK(named >= 0 && named < 1000, "the cause is named %lld ms after accept began", named);
+    CHECK(took >= 1400, "the fall back waited for the budget: %lld ms", took);
+    const char *w = log_find(NCCL_LOG_WARN, "carries on over TCP");
+    CHECK(w && strstr(w, "ETIMEDOUT") && strstr(w, "after 5 retries over"),
+          "the verdict names the cause and the retries: %s", w ? w : "none");
+    netload_close_listen(&s->nl, lc);
+  }
+  if (comm) CHECK(xfer_one(s, comm, 100000, 100000, 11) == 0, "transfer over TCP");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

@@ -178,6 +178,10 @@ static const struct api_case cases[] = {
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"NCCL_IB_SL and NCCL_IB_TC of the connecting side on both sides' queue pairs", case_ib_sl_tc,
    TWO, IB_ONLY, .timeout_s = 60},
+  {"RTR timing out three times: named at once, retried as NCCL does, then RDMA",
+   case_ib_rtr_retry_recovers, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"RTR always timing out: named within a second, TCP only when the retries are spent",
+   case_ib_rtr_retry_spent, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_ibwc.c */
   {"LOC_PROT_ERR on GPU memory: PCIe ACS, confirmed with NCCL_NET_GDR_LEVEL", case_ib_loc_prot_gpu,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "common/knobs.h"
-#include "common/log.h"
 #include "transport/ib/ib_setup.h"
 
 #define CQ_DEPTH 1024
@@ -86,36 +85,6 @@ void ib_choose_sl_tc(int traffic_class, int *sl, int *tc) {
   int cls = traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF ? -1 : traffic_class;
   *sl = ksl >= 0 ? ksl : cls >= 0 ? cls & 0xf : 0;
   *tc = ktc >= 0 ? ktc : cls >= 0 ? cls & 0xff : 0;
-}
-
-int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
-  const struct topo_dev *t = s->dev->td;
-  struct ib_path p;
-  memset(&p, 0, sizeof(p));
-  struct ib_path_ends e = {.is_roce = t->ll != TOPO_LL_IB,
-                           .local_mtu = s->dev->mtu,
-                           .remote_mtu = s->peer.ib.mtu,
-                           .local_gid = s->mine.ib.gid, /* as our hello announced it */
-                           .remote_gid = s->peer.ib.gid,
-                           .local_gid_index = t->gid_index,
-                           .remote_lid = s->peer.ib.lid,
-                           .is_grh_required = s->dev->is_grh_required,
-                           .sl = s->sl,
-                           .tc = s->tc};
-  if (ib_path_address(&e, &p) == IB_GRH_OTHER_SUBNET_NO_FLID)
-    WARN("connection with %s: %s is on another InfiniBand subnet than %s, but its GID carries no "
-         "FLID to route by: trying its LID %d, which only a router that maps it reaches. "
-         "Configure FLIDs on the routers (or keep the job within one subnet)",
-         s->peer_desc, s->peer.ib.dev, s->dev->label, s->peer.ib.lid);
-  for (int i = 0; i < s->nqps; i++) {
-    p.qpn = s->peer_info.qpns[i];
-    ib_ece_apply(s->dev, &s->qps[i], &s->peer);
-    int err = ib_qp_rtr(&s->qps[i], &p, &s->peer, why, cap);
-    if (!err) err = ib_qp_rts(&s->qps[i], why, cap);
-    if (err) return err;
-  }
-  ib_compat_rtr_ok(s->dev, &s->peer, s->peer_desc);
-  return 0;
 }
 
 void ib_res_free(struct ib_setup *s) {
