@@ -353,3 +353,36 @@ void case_ib_rtr_retry_spent(struct side *s) {
   close_comm(s, comm);
   side_close(s);
 }
+
+/* A port that goes down and comes back (a link flap) is said with its
+ * device and port, and connections carry on, as in NCCL: PORT_ERR is not
+ * fatal (a link back within the QP timeout loses nothing). With
+ * NCCL_IB_RETURN_ASYNC_EVENTS=0 a fatal device event is only logged. */
+void case_ib_port_flap(struct side *s) {
+  setenv("SOFTVERBS_PORT_EVENTS", "1", 1);
+  if (s->role == ROLE_RECV) setenv("NCCL_IB_RETURN_ASYNC_EVENTS", "0", 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 70000, 70000, 12) == 0, "transfer before the events");
+  if (s->role == ROLE_RECV) {
+    setenv("SOFTVERBS_PORT_DOWN", "*", 1);
+    long long end = ms_now() + 5000;
+    while (!log_find(NCCL_LOG_WARN, "port error") && ms_now() < end) usleep(10000);
+    unsetenv("SOFTVERBS_PORT_DOWN");
+    while (!log_find(NCCL_LOG_WARN, "port active") && ms_now() < end) usleep(10000);
+    setenv("SOFTVERBS_DEVICE_FATAL", "*", 1);
+    while (!log_find(NCCL_LOG_WARN, "fatal device error") && ms_now() < end) usleep(10000);
+    const char *w = log_find(NCCL_LOG_WARN, "port error");
+    CHECK(w && strstr(w, "device mlx5_") && strstr(w, "port 1") && strstr(w, "link went down"),
+          "the port error names the device and port: %s", w ? w : "none");
+    CHECK(log_find(NCCL_LOG_WARN, "port active"), "the port's return is said");
+    CHECK(log_find(NCCL_LOG_WARN, "fatal device error"), "the fatal event is logged");
+  }
+  ctl_sync(s);
+  CHECK(xfer_one(s, comm, 70000, 70000, 13) == 0, "the connection carries on");
+  CHECK(!log_find(NCCL_LOG_WARN, "reported a fatal error"), "no connection failed: %s",
+        log_find(NCCL_LOG_WARN, "reported a fatal error"));
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
