@@ -60,6 +60,9 @@ static const struct knob_def knobs[K_COUNT] = {
                "InfiniBand service level; -1 = the communicator's traffic class, else 0"},
   [K_IB_TC] = {"NCCL_IB_TC", KT_INT, "-1", -1, 255, NULL,
                "RoCE traffic class (GRH); -1 = the communicator's traffic class, else 0"},
+  [K_IB_FIFO_TC] = {"NCCL_IB_FIFO_TC", KT_INT, "-1", -1, 255, NULL,
+                    "RoCE traffic class of the receiving side's queue pairs, which carry the "
+                    "clear-to-send messages (and the acknowledgements); -1 = NCCL_IB_TC's"},
   [K_IB_PKEY] = {"NCCL_IB_PKEY", KT_INT, "0", 0, 65535, NULL,
                  "index into the port's P_Key table (not a P_Key value); RoCE uses index 0"},
   [K_IB_QPS_PER_CONNECTION] =

@@ -100,6 +100,7 @@ void case_ib_ece_both(struct side *s);
 void case_ib_ece_one(struct side *s);
 void case_ib_active_mtu(struct side *s);
 void case_ib_sl_tc(struct side *s);
+void case_ib_fifo_tc(struct side *s);
 void case_ib_rtr_retry_recovers(struct side *s);
 void case_ib_rtr_retry_spent(struct side *s);
 /* cases_ibwc.c: the fix at failure time */

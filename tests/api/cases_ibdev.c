@@ -281,6 +281,23 @@ void case_ib_sl_tc(struct side *s) {
   side_close(s);
 }
 
+/* NCCL_IB_FIFO_TC on the receiving side: its queue pairs (the
+ * clear-to-send writes) take that class, the sender's keep NCCL_IB_TC. */
+void case_ib_fifo_tc(struct side *s) {
+  setenv("NCCL_IB_FIFO_TC", "96", 1);
+  setenv("NCCL_IB_TC", "106", 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 30000, 30000, 14) == 0, "transfer");
+  const char *r = log_find(NCCL_LOG_INFO, "INIT -> RTR");
+  const char *want = s->role == ROLE_RECV ? "traffic_class 96" : "traffic_class 106";
+  CHECK(r && strstr(r, want), "%s on the %s side: %s", want,
+        s->role == ROLE_RECV ? "receiving" : "sending", r ? r : "none");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
 /* An RTR that times out the first three times (a neighbour slow to
  * answer), with NCCL's retry budget: named at the first failure, then the
  * connection comes up over RDMA. */

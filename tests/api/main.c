@@ -180,6 +180,8 @@ static const struct api_case cases[] = {
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"NCCL_IB_SL and NCCL_IB_TC of the connecting side on both sides' queue pairs", case_ib_sl_tc,
    TWO, IB_ONLY, .timeout_s = 60},
+  {"NCCL_IB_FIFO_TC on the receiving side's queue pairs", case_ib_fifo_tc, TWO, IB_ONLY,
+   .timeout_s = 60},
   {"RTR timing out three times: named at once, retried as NCCL does, then RDMA",
    case_ib_rtr_retry_recovers, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"RTR always timing out: named within a second, TCP only when the retries are spent",

@@ -43,6 +43,10 @@ static void path_of(struct ib_setup *s, struct ib_path *p) {
                            .is_grh_required = s->dev->is_grh_required,
                            .sl = s->sl,
                            .tc = s->tc};
+  /* NCCL 2.22+: the receiver's queue pairs carry the small clear-to-send
+   * writes, which NCCL_IB_FIFO_TC may put in a class of their own. */
+  int fifo_tc = (int)knob_int(K_IB_FIFO_TC);
+  if (!s->is_send && fifo_tc >= 0) e.tc = fifo_tc;
   if (ib_path_address(&e, p) == IB_GRH_OTHER_SUBNET_NO_FLID && !s->rtr_qp && !s->rtr_total)
     WARN("connection with %s: %s is on another InfiniBand subnet than %s, but its GID carries no "
          "FLID to route by: trying its LID %d, which only a router that maps it reaches. "
