@@ -100,17 +100,34 @@ void case_ib_dmabuf_flush_off(struct side *s) {
   dmabuf_receive(s, false);
 }
 
+/* softverbs' port and device events: the words of this side's event file
+ * (SOFTVERBS_PORT_EVENTS), rewritten whole. */
+static const char *events_path(void) {
+  static char path[128];
+  if (!path[0]) snprintf(path, sizeof(path), "/tmp/diag-api-portev-%d", (int)getpid());
+  return path;
+}
+
+static void events_set(const char *words) {
+  char tmp[160];
+  snprintf(tmp, sizeof(tmp), "%s.tmp", events_path());
+  FILE *f = fopen(tmp, "w");
+  if (f) fputs(words, f), fclose(f);
+  rename(tmp, events_path());
+}
+
 /* A fatal device event on the receiver's NIC (DEVICE_FATAL, as after a
  * firmware or PCIe failure): the receiver's next call fails with a WARN
  * naming the device and port; the sender hears why on its next calls. */
 void case_ib_device_fatal(struct side *s) {
-  setenv("SOFTVERBS_PORT_EVENTS", "1", 1);
+  events_set("");
+  setenv("SOFTVERBS_PORT_EVENTS", events_path(), 1);
   void *comm = NULL;
   if (side_open(s) || pair_open(s, &comm)) return;
   CHECK(xfer_one(s, comm, 70000, 70000, 4) == 0, "transfer before the event");
   ctl_sync(s);
   if (s->role == ROLE_RECV) {
-    setenv("SOFTVERBS_DEVICE_FATAL", "*", 1);
+    events_set("fatal:*");
     long long end = ms_now() + 5000;
     while (!log_find(NCCL_LOG_WARN, "fatal device error") && ms_now() < end) usleep(10000);
     const char *w = log_find(NCCL_LOG_WARN, "fatal device error");
@@ -137,6 +154,7 @@ void case_ib_device_fatal(struct side *s) {
   ctl_sync(s);
   close_comm(s, comm);
   side_close(s);
+  unlink(events_path());
 }
 
 /* On a kernel without copy-on-fork for pinned pages, init makes registered
@@ -376,18 +394,19 @@ void case_ib_rtr_retry_spent(struct side *s) {
  * fatal (a link back within the QP timeout loses nothing). With
  * NCCL_IB_RETURN_ASYNC_EVENTS=0 a fatal device event is only logged. */
 void case_ib_port_flap(struct side *s) {
-  setenv("SOFTVERBS_PORT_EVENTS", "1", 1);
+  events_set("");
+  setenv("SOFTVERBS_PORT_EVENTS", events_path(), 1);
   if (s->role == ROLE_RECV) setenv("NCCL_IB_RETURN_ASYNC_EVENTS", "0", 1);
   void *comm = NULL;
   if (side_open(s) || pair_open(s, &comm)) return;
   CHECK(xfer_one(s, comm, 70000, 70000, 12) == 0, "transfer before the events");
   if (s->role == ROLE_RECV) {
-    setenv("SOFTVERBS_PORT_DOWN", "*", 1);
+    events_set("down:*");
     long long end = ms_now() + 5000;
     while (!log_find(NCCL_LOG_WARN, "port error") && ms_now() < end) usleep(10000);
-    unsetenv("SOFTVERBS_PORT_DOWN");
+    events_set("");
     while (!log_find(NCCL_LOG_WARN, "port active") && ms_now() < end) usleep(10000);
-    setenv("SOFTVERBS_DEVICE_FATAL", "*", 1);
+    events_set("fatal:*");
     while (!log_find(NCCL_LOG_WARN, "fatal device error") && ms_now() < end) usleep(10000);
     const char *w = log_find(NCCL_LOG_WARN, "port error");
     CHECK(w && strstr(w, "device mlx5_") && strstr(w, "port 1") && strstr(w, "link went down"),
@@ -402,4 +421,5 @@ void case_ib_port_flap(struct side *s) {
   ctl_sync(s);
   close_comm(s, comm);
   side_close(s);
+  unlink(events_path());
 }

@@ -12,12 +12,16 @@
  *                            (before Linux 5.13): ibv_is_fork_initialized
  *                            says DISABLED until ibv_fork_init is called,
  *                            then ENABLED. Unset: UNNEEDED.
- *   SOFTVERBS_PORT_EVENTS=1  (read at ibv_open_device) the context watches
- *                            SOFTVERBS_PORT_DOWN and raises PORT_ERR /
- *                            PORT_ACTIVE when a port's entry appears or
- *                            goes, and DEVICE_FATAL once when
- *                            SOFTVERBS_DEVICE_FATAL names the device ("*":
- *                            every device), within about 10 ms.
+ *   SOFTVERBS_PORT_EVENTS=FILE
+ *                            (read at ibv_open_device) the context watches
+ *                            FILE, which the test rewrites while it runs
+ *                            (an environment variable changed then would
+ *                            race with the watcher's getenv): a word
+ *                            "down:mlx5_2[:1]" ("down:*": all) reports that
+ *                            port DOWN, raising PORT_ERR when it appears and
+ *                            PORT_ACTIVE when it goes; "fatal:mlx5_2"
+ *                            ("fatal:*") raises DEVICE_FATAL once. Within
+ *                            about 10 ms.
  *   SOFTVERBS_ECE=0x5        queue pairs offer enhanced connection
  *                            establishment with these options (vendor
  *                            0x02c9, as mlx5); ibv_set_ece takes options
@@ -127,6 +131,7 @@ struct watch {
   struct sv_ctx *ctx;
   pthread_t tid;
   atomic_bool stop;
+  char path[256];
   struct watch *next;
 };
 
@@ -143,30 +148,46 @@ static void raise_port(struct sv_ctx *ctx, enum ibv_event_type type, int port) {
   else sv_log("device %s port %d: %s raised", ctx->dev->ibdev.name, port, ibv_event_type_str(type));
 }
 
-static bool names_device(const char *list, const char *dev) {
-  if (!list) return false;
-  char buf[256], *save = NULL;
-  snprintf(buf, sizeof buf, "%s", list);
-  for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-    if (!strcmp(t, "*") || !strcmp(t, dev)) return true;
+/* Whether the words of the watched file hold kind:dev[:port] for this
+ * device and port (port 0: any). */
+static bool file_says(const char *words, const char *kind, const char *dev, int port) {
+  char buf[512], *save = NULL;
+  snprintf(buf, sizeof buf, "%s", words);
+  size_t klen = strlen(kind);
+  for (char *t = strtok_r(buf, " \t\n,", &save); t; t = strtok_r(NULL, " \t\n,", &save)) {
+    if (strncmp(t, kind, klen) || t[klen] != ':') continue;
+    char *d = t + klen + 1, *colon = strchr(d, ':');
+    if (colon) *colon = 0;
+    if ((!strcmp(d, "*") || !strcmp(d, dev)) && (!colon || !port || atoi(colon + 1) == port))
+      return true;
+  }
   return false;
+}
+
+static void read_words(const char *path, char *buf, size_t cap) {
+  buf[0] = 0;
+  FILE *f = fopen(path, "re");
+  if (!f) return;
+  size_t n = fread(buf, 1, cap - 1, f);
+  buf[n] = 0;
+  fclose(f);
 }
 
 static void *watch_main(void *arg) {
   struct watch *w = arg;
   struct sv_device *d = w->ctx->dev;
   bool down[SV_MAX_PORTS + 1] = {0}, is_fatal = false;
-  for (int i = 0; i < d->nports; i++)
-    down[d->ports[i].num] = sv_fault_port_down(d->ibdev.name, d->ports[i].num);
+  char words[512];
   while (!atomic_load(&w->stop)) {
+    read_words(w->path, words, sizeof words);
     for (int i = 0; i < d->nports; i++) {
       int num = d->ports[i].num;
-      bool now = sv_fault_port_down(d->ibdev.name, num);
+      bool now = file_says(words, "down", d->ibdev.name, num);
       if (now != down[num])
         raise_port(w->ctx, now ? IBV_EVENT_PORT_ERR : IBV_EVENT_PORT_ACTIVE, num);
       down[num] = now;
     }
-    if (!is_fatal && names_device(sv_env("SOFTVERBS_DEVICE_FATAL"), d->ibdev.name)) {
+    if (!is_fatal && file_says(words, "fatal", d->ibdev.name, 0)) {
       is_fatal = true;
       raise_port(w->ctx, IBV_EVENT_DEVICE_FATAL, d->nports ? d->ports[0].num : 1);
     }
@@ -176,10 +197,12 @@ static void *watch_main(void *arg) {
 }
 
 void sv_hostcaps_open(struct sv_ctx *ctx) {
-  if (!sv_env("SOFTVERBS_PORT_EVENTS")) return;
+  const char *path = sv_env("SOFTVERBS_PORT_EVENTS");
+  if (!path) return;
   struct watch *w = calloc(1, sizeof *w);
   if (!w) return;
   w->ctx = ctx;
+  snprintf(w->path, sizeof w->path, "%s", path);
   if (pthread_create(&w->tid, NULL, watch_main, w)) {
     free(w);
     return;
