@@ -23,9 +23,16 @@
  * 1 s), for the budget both sides allow. */
 #define RTR_ATTEMPT_NS 1500000000LL
 
+static int64_t budget_ns(int64_t cnt, int64_t step_ms) {
+  return step_ms * 1000000LL * cnt * (cnt + 1) / 2 + cnt * RTR_ATTEMPT_NS;
+}
+
+/* This side's budget, or NCCL's default one if larger: a peer left at
+ * the defaults may retry that long while this side waits for its result. */
 int64_t ib_rtr_budget_ns(void) {
-  int64_t cnt = knob_int(K_IB_MQP_RETRY_CNT), step = knob_int(K_IB_MQP_RETRY_SLEEP_MSEC);
-  return step * 1000000LL * cnt * (cnt + 1) / 2 + cnt * RTR_ATTEMPT_NS;
+  int64_t own = budget_ns(knob_int(K_IB_MQP_RETRY_CNT), knob_int(K_IB_MQP_RETRY_SLEEP_MSEC));
+  int64_t def = budget_ns(34, 100);
+  return own > def ? own : def;
 }
 
 static bool is_retryable(int err) { return err == ETIMEDOUT || knob_int(K_IB_MQP_RETRY_ALL); }
@@ -77,7 +84,7 @@ static int retry_later(struct ib_setup *s, int i, int err, char *why, size_t cap
            "that answers late recovers; otherwise the connection then falls back to TCP or "
            "fails (NCCL_IB_MQP_RETRY_CNT=0 decides at once)",
            s->dev->label, s->peer_desc, s->qps[i].qp->qp_num, why,
-           (long long)(ib_rtr_budget_ns() / 1000000000LL), cnt,
+           (long long)(budget_ns(cnt, knob_int(K_IB_MQP_RETRY_SLEEP_MSEC)) / 1000000000LL), cnt,
            (long long)knob_int(K_IB_MQP_RETRY_SLEEP_MSEC));
   }
   s->rtr_retries++;

@@ -73,7 +73,8 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap);
 int ib_res_connect(struct ib_setup *s, char *why, size_t cap);
 void ib_res_free(struct ib_setup *s);
 /* How much longer than NCCL_DIAG_CONNECT_TIMEOUT_MS the setup may take
- * when RTR retries spend their whole budget (both sides wait that long). */
+ * when RTR retries spend their whole budget, on this side or (at NCCL's
+ * defaults) on the peer's. */
 int64_t ib_rtr_budget_ns(void);
 
 #endif
