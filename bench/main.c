@@ -43,6 +43,8 @@ static const char usage_text[] =
   "  --no-baseline               plugin only\n"
   "  --lat-one-conn              also a latency baseline with both directions on one connection\n"
   "  --pin                       pin rank r (all its threads) to CPU r, both engines alike\n"
+  "  --rank-env R:NAME=VALUE     set NAME in rank R (0 or 1) only, before it loads a plugin\n"
+  "                              (e.g. 0:NCCL_IB_HCA==rxe0 1:NCCL_IB_HCA==rxe1); repeatable\n"
   "  --wait-quiet                before each measurement, wait until the host is >= 90 % idle\n"
   "  --json FILE                 the whole record as JSON ('-' = stdout, the table to stderr)\n"
   "  --svg FILE                  GB/s against size, plugin and baseline\n"
@@ -92,6 +94,15 @@ static int parse_shapes(const char *s, struct raw_shape *out) {
     out[n++] = (struct raw_shape){(int)v, *end == 's', false, *end == 'e'};
   }
   return n;
+}
+
+/* "1:NCCL_IB_HCA==rxe1": the rank, then an environment entry. */
+static int parse_rank_env(struct opts *o, const char *v) {
+  if ((v[0] != '0' && v[0] != '1') || v[1] != ':' || !strchr(v + 2, '=') || v[2] == '=') return -1;
+  if (o->nrank_envs == BENCH_MAX_RANK_ENVS) return -1;
+  o->rank_env_ranks[o->nrank_envs] = v[0] - '0';
+  o->rank_envs[o->nrank_envs++] = v + 2;
+  return 0;
 }
 
 static int parse_modes(const char *s, int *modes) {
@@ -163,6 +174,7 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--abi"))
     o->abi = atoi(v), bad = o->abi < NETLOAD_ABI_MIN || o->abi > NETLOAD_ABI_MAX;
   else if (!strcmp(k, "--dev")) o->dev = atoi(v), bad = o->dev < 0;
+  else if (!strcmp(k, "--rank-env")) bad = parse_rank_env(o, v);
   else return -1;
   return bad ? -1 : 0;
 }

@@ -59,6 +59,20 @@ static void print_env(FILE *f, const char *prefix) {
   fprintf(f, "%s\n", any ? "" : "no NCCL_* variables set: the plugin's defaults");
 }
 
+/* What the bench itself sets in the ranks, and why: never the user's doing. */
+static void print_bench_env(FILE *f, const struct report *rep) {
+  const struct opts *o = rep->o;
+  bool is_ib = !strcmp(o->transport, "ib");
+  if (!is_ib || !getenv("NCCL_SOCKET_IFNAME"))
+    fprintf(f,
+            "# set by the bench: NCCL_SOCKET_IFNAME=%s in each rank (%s), so the plugin "
+            "takes the path the baseline measures\n",
+            strcmp(o->placement, "netns") ? "=lo" : "=<the rank's veth>",
+            strcmp(o->placement, "netns") ? "both ranks on this host" : "two namespace hosts");
+  for (int i = 0; i < o->nrank_envs; i++)
+    fprintf(f, "# set by --rank-env in rank %d only: %s\n", o->rank_env_ranks[i], o->rank_envs[i]);
+}
+
 void report_header(FILE *f, const struct report *rep) {
   const struct opts *o = rep->o;
   fprintf(f, "# nccl-net-bench %s, %s, %d CPUs, load average %.2f\n", DIAG_VERSION, rep->started,
@@ -72,6 +86,7 @@ void report_header(FILE *f, const struct report *rep) {
             o->idle_us);
   fprintf(f, "# environment: ");
   print_env(f, "");
+  print_bench_env(f, rep);
   fprintf(f, "# baseline: %s\n",
           o->has_baseline
             ? "plain TCP sockets, TCP_NODELAY, one thread per socket (sleeping, or "

@@ -52,6 +52,8 @@ struct block {
   struct proc_usage usage[2][ENGINE_COUNT];
 };
 
+enum { BENCH_MAX_RANK_ENVS = 16 };
+
 struct opts {
   const char *placement; /* loopback | netns */
   const char *transport; /* tcp | ib */
@@ -70,6 +72,10 @@ struct opts {
   uint64_t target_bytes, max_mem, raw_min_stripe;
   uint64_t max_msgs, lat_iters;
   const char *json, *svg;
+  /* --rank-env R:NAME=VALUE: set in rank R only, before it loads a plugin */
+  const char *rank_envs[BENCH_MAX_RANK_ENVS];
+  int rank_env_ranks[BENCH_MAX_RANK_ENVS];
+  int nrank_envs;
   char command[2048];
 };
 
@@ -113,7 +119,7 @@ struct verdict {
   char where[64]; /* the row it was seen in */
   bool is_seen, has_passed;
 };
-void judge(const struct report *rep, struct verdict v[NTARGETS]);
+void targets_judge(const struct report *rep, struct verdict v[NTARGETS]);
 void report_targets(FILE *f, const struct report *rep);
 
 /* report_json.c */

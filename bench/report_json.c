@@ -145,7 +145,7 @@ static void jparams(FILE *f, const struct opts *o) {
 
 static void jtargets(FILE *f, const struct report *rep) {
   struct verdict v[NTARGETS];
-  judge(rep, v);
+  targets_judge(rep, v);
   fprintf(f, "  \"targets\": [");
   for (int i = 0; i < NTARGETS; i++) {
     fprintf(f, "%s{\"target\": ", i ? ",\n    " : "");

@@ -30,6 +30,21 @@ struct ranks {
   uint32_t run_id;
 };
 
+/* --rank-env entries for rank r; true when one of them names
+ * NCCL_SOCKET_IFNAME (then the bench's own choice steps aside). */
+static bool apply_rank_env(const struct opts *o, int r) {
+  bool has_ifname = false;
+  for (int i = 0; i < o->nrank_envs; i++) {
+    if (o->rank_env_ranks[i] != r) continue;
+    const char *kv = o->rank_envs[i], *eq = strchr(kv, '=');
+    char name[128];
+    snprintf(name, sizeof(name), "%.*s", (int)(eq - kv), kv);
+    setenv(name, eq + 1, 1);
+    has_ifname |= !strcmp(name, "NCCL_SOCKET_IFNAME");
+  }
+  return has_ifname;
+}
+
 static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) {
   for (int r = 0; r < 2; r++) {
     int sv[2];
@@ -61,7 +76,10 @@ static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) 
       snprintf(ifname, sizeof(ifname), "=%s", ns ? ns->veth[r] : "lo");
       cfg.ifname = cfg.is_rdma_only && getenv("NCCL_SOCKET_IFNAME") ? NULL : ifname;
       cfg.addr = ns ? ns->addr[r] : "127.0.0.1";
-      _exit(worker_main(&cfg));
+      if (apply_rank_env(o, r)) cfg.ifname = NULL; /* the user named this rank's interface */
+      int rc = worker_main(&cfg);
+      fflush(NULL); /* a plugin's buffered log (NCCL's own prints to stdout) */
+      _exit(rc);
     }
     close(sv[1]);
     k->fd[r] = sv[0];
@@ -142,12 +160,24 @@ static int raw_socks(const struct opts *o, int ncomms) {
 
 /* The largest message of the plan, and the buffer region a rank maps. */
 static void plan_limits(const struct opts *o, uint64_t *max_size, uint64_t *region) {
-  uint64_t m = 8;
-  for (int i = 0; i < o->nsizes; i++) m = o->sizes[i] > m ? o->sizes[i] : m;
-  for (int i = 0; i < o->nlat_sizes; i++) m = o->lat_sizes[i] > m ? o->lat_sizes[i] : m;
+  /* Sized by what this run measures: a ping-pong needs one slot of its
+   * largest size, a bandwidth mode a window of its largest. Real verbs pin
+   * every registered byte, so a latency run must not map the sweep's 1 GiB. */
+  uint64_t m = 8, all = 8;
   int c = 1;
   for (int i = 0; i < o->ncomms_list; i++) c = o->comms[i] > c ? o->comms[i] : c;
-  uint64_t all = m * (uint64_t)o->window * (uint64_t)c;
+  if (o->modes[MODE_UNI] || o->modes[MODE_BIDIR])
+    for (int i = 0; i < o->nsizes; i++) {
+      m = o->sizes[i] > m ? o->sizes[i] : m;
+      uint64_t need = o->sizes[i] * (uint64_t)o->window * (uint64_t)c;
+      all = need > all ? need : all;
+    }
+  if (o->modes[MODE_LAT])
+    for (int i = 0; i < o->nlat_sizes; i++) {
+      m = o->lat_sizes[i] > m ? o->lat_sizes[i] : m;
+      uint64_t need = o->lat_sizes[i] * (uint64_t)c;
+      all = need > all ? need : all;
+    }
   *max_size = m;
   *region = all < o->max_mem ? all : o->max_mem;
 }

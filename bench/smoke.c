@@ -348,6 +348,42 @@ static void comm_counts(void) {
   free(t), free(j);
 }
 
+/* --rank-env sets a variable in one rank only: an interface that rank 1
+ * lacks fails rank 1, named as such, and the header says who set what. */
+static void rank_env(void) {
+  char log[512];
+  snprintf(log, sizeof(log), "%s/rank-env.txt", dir);
+  const char *args[] = {"--modes",
+                        "lat",
+                        "--lat-sizes",
+                        "8",
+                        "--lat-iters",
+                        "100",
+                        "--reps",
+                        "1",
+                        "--no-baseline",
+                        "--rank-env",
+                        "1:NCCL_SOCKET_IFNAME==nosuch0",
+                        NULL};
+  int rc = run(args, log, NULL);
+  char *t = slurp(log);
+  CHECK(rc == 1, "exit status %d, 1 expected (rank 1 has no such interface)", rc);
+  CHECK(t && strstr(t, "rank 1: the plugin offers no device") && !strstr(t, "rank 0: "),
+        "rank 1, and only rank 1, fails");
+  if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+  free(t);
+  args[10] = "0:NCCL_DIAG_SPIN_US=10"; /* a harmless one: the run completes */
+  rc = run(args, log, NULL);
+  t = slurp(log);
+  CHECK(rc == 0, "exit status %d with a harmless per-rank setting", rc);
+  CHECK(t && strstr(t, "# set by --rank-env in rank 0 only: NCCL_DIAG_SPIN_US=10"),
+        "the header names the per-rank setting");
+  CHECK(t && strstr(t, "# set by the bench: NCCL_SOCKET_IFNAME==lo"),
+        "the header says what the bench set itself");
+  if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+  free(t);
+}
+
 static void rdma_skip(void) {
   char log[512];
   snprintf(log, sizeof(log), "%s/ib.txt", dir);
@@ -413,6 +449,7 @@ int main(int argc, char **argv) {
   TAP_CASE("several comm counts, each with what its connections cost", comm_counts);
   abi_tables();
   netns();
+  TAP_CASE("--rank-env reaches one rank only", rank_env);
   TAP_CASE("rdma functional check skips without a device", rdma_skip);
   rdma_softverbs();
   char cmd[600];

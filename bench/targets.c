@@ -53,7 +53,7 @@ static void judge_row(const struct report *rep, const struct row *r, struct verd
   if (r->cmp > 0 && !bw && r->size == 8) see(&v[T_CMP_LAT], r->c_p50, false, r);
 }
 
-void judge(const struct report *rep, struct verdict v[NTARGETS]) {
+void targets_judge(const struct report *rep, struct verdict v[NTARGETS]) {
   static const struct {
     const char *name;
     double line;
@@ -101,7 +101,7 @@ static void report_noise(FILE *f, const struct report *rep) {
 
 void report_targets(FILE *f, const struct report *rep) {
   struct verdict v[NTARGETS];
-  judge(rep, v);
+  targets_judge(rep, v);
   fprintf(f, "#\n");
   report_noise(f, rep);
   for (int i = 0; i < NTARGETS; i++) {

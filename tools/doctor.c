@@ -158,6 +158,7 @@ static int run(struct doctor *d, bool is_json) {
   d->h = &h;
   d->c = &c;
   doctor_probe(d);
+  doctor_check_knobs(d);
   d->exit_status = doctor_count(d, TOPO_ERROR) ? 1 : 0;
   if (is_json) doctor_print_json(stdout, d);
   else doctor_print_text(stdout, d);

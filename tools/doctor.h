@@ -52,6 +52,12 @@ struct doctor {
 /* doctor_verbs.c: opens the chosen ports through verbs, when this host's
  * own devices are the ones described, and records what it finds. */
 void doctor_probe(struct doctor *d);
+/* Records a finding (NULL when the list is full). */
+struct doctor_finding *doctor_finding(struct doctor *d, enum topo_severity s, const char *fix,
+                                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* doctor_knobs.c: every NCCL_* value NCCL or the plugin will not take as
+ * written is an error, named with what each of them does with it instead. */
+void doctor_check_knobs(struct doctor *d);
 /* Whether the chosen ports can carry RDMA here (probed, or not probed). */
 bool doctor_has_rdma(const struct doctor *d);
 /* Problems of a severity, the topology's and doctor's own. */

@@ -19,16 +19,15 @@
  *                  socket_index, main, why, nccl_index, nccl_address, nccl_why}],
  *  "socket": {ifname, chosen, main, main_why, error,
  *             nccl: {rule, bootstrap, bootstrap_address, chosen}},
- *  "env": {process, pid1, pid1_source, pid1_error, differences: [{name, process, pid1}],
- *          evaluated_with},
- *  "verbs": {probed, why_not_probed, library, loaded, error, opened,
- *            ports: [{device, port, opened, error}]},
- *  "gpudirect": {probed, enabled, peermem, dmabuf},
+ *  "env": {process, agreement: {NAME: class}, pid1, pid1_source, pid1_error, differences: [{name,
+ * process, pid1}], evaluated_with}, "verbs": {probed, why_not_probed, library, loaded, error,
+ * opened, ports: [{device, port, opened, error}]}, "gpudirect": {probed, enabled, peermem, dmabuf},
  *  "notes", "problems": [{severity, text, fix}], "errors",
  *  "recommendations": [{name, value, status, why, export}], "exit_status"} */
 #include <stdio.h>
 #include <string.h>
 
+#include "common/agree.h"
 #include "common/events.h"
 #include "common/version.h"
 #include "tools/doctor.h"
@@ -328,6 +327,12 @@ static void put_vars(struct json_writer *w, const char *key, const struct doctor
 static void put_env(struct json_writer *w, const struct doctor *d) {
   json_open(w, "env", '{');
   put_vars(w, "process", &d->self);
+  json_open(w, "agreement", '{'); /* the must-agree table's class of each */
+  for (int i = 0; i < d->self.nvar; i++) {
+    const struct agree_entry *a = agree_lookup(d->self.vars[i].name);
+    if (a) json_str(w, d->self.vars[i].name, agree_class_name(a->cls));
+  }
+  json_close(w, '}');
   if (d->has_pid1) put_vars(w, "pid1", &d->pid1);
   else json_null(w, "pid1");
   json_str(w, "pid1_source", d->pid1_src);

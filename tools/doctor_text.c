@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/agree.h"
 #include "tools/doctor.h"
 #include "topo/gid.h"
 #include "topo/pkey.h"
@@ -315,9 +316,25 @@ static void print_value(FILE *f, const char *value) {
   else fprintf(f, "unset");
 }
 
+/* What each set variable means across nodes, from the must-agree table. */
+static void print_agreement(FILE *f, const struct doctor_env *e) {
+  for (int i = 0; i < e->nvar; i++) {
+    const struct agree_entry *a = agree_lookup(e->vars[i].name);
+    if (!a || (a->cls != AGREE_MUST && a->cls != AGREE_PER_HOST)) continue;
+    char line[600];
+    snprintf(line, sizeof(line), "%s %s: %s", e->vars[i].name,
+             a->cls == AGREE_MUST ? "must be the same on every node"
+                                  : "names this node's hardware: it may differ, but every node "
+                                    "must select the network the others use",
+             a->why);
+    wrapped(f, "  ", 4, line);
+  }
+}
+
 static void print_env(FILE *f, const struct doctor *d) {
   fprintf(f, "\nNCCL_* variables\n");
   print_vars(f, "this process", &d->self);
+  print_agreement(f, &d->self);
   if (!d->has_pid1) {
     wrapped(f, "  PID 1: ", 4, d->pid1_why);
   } else {
@@ -353,7 +370,9 @@ static void print_issues(FILE *f, const struct doctor *d) {
     for (int i = 0; i < c->nissue; i++) {
       if (c->issues[i].severity != s) continue;
       wrapped(f, pre, 11, c->issues[i].text);
-      if (c->issues[i].fix) wrapped(f, "           fix: ", 11, c->issues[i].fix);
+      /* A text that already ends with its fix does not repeat it. */
+      if (c->issues[i].fix && !strstr(c->issues[i].text, c->issues[i].fix))
+        wrapped(f, "           fix: ", 11, c->issues[i].fix);
     }
     for (int i = 0; i < d->nfinding; i++) {
       if (d->findings[i].severity != s) continue;
@@ -370,7 +389,10 @@ static void print_issues(FILE *f, const struct doctor *d) {
 static void print_recs(FILE *f, const struct doctor *d) {
   const struct topo_choice *c = d->c;
   fprintf(f, "\nRecommended settings\n");
-  if (!c->nsetting)
+  int errors = doctor_count(d, TOPO_ERROR), warnings = doctor_count(d, TOPO_WARNING);
+  if (!c->nsetting && errors)
+    fprintf(f, "  none from the automatic choices: fix the errors above first\n");
+  else if (!c->nsetting)
     fprintf(f, "  none needed: the automatic choices above are what NCCL should use\n");
   for (int i = 0; i < c->nsetting; i++) {
     const struct topo_setting *r = &c->settings[i];
@@ -379,7 +401,6 @@ static void print_recs(FILE *f, const struct doctor *d) {
     snprintf(pre, sizeof(pre), "      # %s: ", r->status);
     wrapped(f, pre, 8, r->why);
   }
-  int errors = doctor_count(d, TOPO_ERROR), warnings = doctor_count(d, TOPO_WARNING);
   fprintf(f, "\nverdict: %s, %d error%s, %d warning%s; exit status %d\n", doctor_transport(d),
           errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
 }

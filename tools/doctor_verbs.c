@@ -12,9 +12,7 @@
 #include "tools/doctor.h"
 #include "topo/sysfs.h"
 
-static struct doctor_finding *finding(struct doctor *d, enum topo_severity s, const char *fix,
-                                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static struct doctor_finding *finding(struct doctor *d, enum topo_severity s, const char *fix,
+struct doctor_finding *doctor_finding(struct doctor *d, enum topo_severity s, const char *fix,
                                       const char *fmt, ...) {
   if (d->nfinding == DOCTOR_MAX_FINDINGS) return NULL;
   struct doctor_finding *f = &d->findings[d->nfinding++];
@@ -36,22 +34,22 @@ static void none_opened(struct doctor *d, const struct ib_probe *pr) {
   const struct topo_choice *c = d->c;
   int same = 1;
   for (int i = 1; i < pr->nport; i++) same &= pr->ports[i].err == pr->ports[0].err;
-  finding(d, TOPO_ERROR, fix_devices,
-          "%d RDMA port%s present but none can be opened here: %s%s; NCCL would run every "
-          "connection over TCP, at TCP speed",
-          c->ndev, c->ndev == 1 ? " is" : "s are", pr->ports[0].why,
-          pr->nport > 1 && same ? " (every port alike)" : "");
+  doctor_finding(d, TOPO_ERROR, fix_devices,
+                 "%d RDMA port%s present but none can be opened here: %s%s; NCCL would run every "
+                 "connection over TCP, at TCP speed",
+                 c->ndev, c->ndev == 1 ? " is" : "s are", pr->ports[0].why,
+                 pr->nport > 1 && same ? " (every port alike)" : "");
 }
 
 static void some_not_opened(struct doctor *d, const struct ib_probe *pr) {
   for (int i = 0; i < pr->nport; i++) {
     const struct ib_probe_port *pp = &pr->ports[i];
     if (pp->is_open) continue;
-    finding(d, TOPO_ERROR, fix_devices,
-            "RDMA device %s port %d cannot be used here: %s; this node then offers NCCL %d "
-            "device%s where its peers may offer %d, and NCCL may hang",
-            d->c->dev[pp->dev].name, d->c->dev[pp->dev].ib_port, pp->why, pr->nopen,
-            pr->nopen == 1 ? "" : "s", pr->nport);
+    doctor_finding(d, TOPO_ERROR, fix_devices,
+                   "RDMA device %s port %d cannot be used here: %s; this node then offers NCCL %d "
+                   "device%s where its peers may offer %d, and NCCL may hang",
+                   d->c->dev[pp->dev].name, d->c->dev[pp->dev].ib_port, pp->why, pr->nopen,
+                   pr->nopen == 1 ? "" : "s", pr->nport);
   }
 }
 
@@ -62,13 +60,14 @@ static void gpudirect(struct doctor *d, const struct ib_probe *pr) {
     if (pr->ports[i].has_dmabuf) return;
     if (pr->ports[i].is_open && !open) open = &pr->ports[i];
   }
-  finding(d, TOPO_WARNING,
-          "load nvidia_peermem (modprobe nvidia_peermem; nv_peer_mem with MLNX_OFED), or use "
-          "dma-buf (Linux 5.12+, rdma-core 34+, the NVIDIA open kernel modules)",
-          "GPUDirect RDMA is off: %d NVIDIA GPU%s, but the NICs cannot reach GPU memory: %s; "
-          "%s. NCCL would stage every GPU buffer in host memory: each byte crosses PCIe twice and "
-          "network bandwidth per GPU drops well below the NICs' rate",
-          d->h->ngpu, d->h->ngpu == 1 ? "" : "s", pr->peermem, open->dmabuf);
+  doctor_finding(
+    d, TOPO_WARNING,
+    "load nvidia_peermem (modprobe nvidia_peermem; nv_peer_mem with MLNX_OFED), or use "
+    "dma-buf (Linux 5.12+, rdma-core 34+, the NVIDIA open kernel modules)",
+    "GPUDirect RDMA is off: %d NVIDIA GPU%s, but the NICs cannot reach GPU memory: %s; "
+    "%s. NCCL would stage every GPU buffer in host memory: each byte crosses PCIe twice and "
+    "network bandwidth per GPU drops well below the NICs' rate",
+    d->h->ngpu, d->h->ngpu == 1 ? "" : "s", pr->peermem, open->dmabuf);
 }
 
 void doctor_probe(struct doctor *d) {
@@ -87,13 +86,14 @@ void doctor_probe(struct doctor *d) {
   d->is_probed = true;
   d->probe = &pr;
   if (ib_probe_ports(c, &pr)) {
-    finding(d, TOPO_ERROR,
-            pr.is_loaded ? "load the RDMA driver (mlx5_ib for ConnectX) or run on the host that "
-                           "has the devices"
-                         : "install rdma-core's libibverbs1 (or mount it into the container)",
-            "%d RDMA port%s chosen but %s; NCCL would run every connection over TCP, at TCP "
-            "speed",
-            c->ndev, c->ndev == 1 ? " is" : "s are", pr.why);
+    doctor_finding(d, TOPO_ERROR,
+                   pr.is_loaded
+                     ? "load the RDMA driver (mlx5_ib for ConnectX) or run on the host that "
+                       "has the devices"
+                     : "install rdma-core's libibverbs1 (or mount it into the container)",
+                   "%d RDMA port%s chosen but %s; NCCL would run every connection over TCP, at TCP "
+                   "speed",
+                   c->ndev, c->ndev == 1 ? " is" : "s are", pr.why);
     return;
   }
   if (!pr.nopen) none_opened(d, &pr);

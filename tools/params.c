@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/agree.h"
 #include "common/knobs.h"
 #include "common/log.h"
 #include "tools/tool.h"
@@ -17,10 +18,21 @@ static const char *type_name(enum knob_type t) {
   }
 }
 
+/* --agree: which NCCL settings every node must share, and why (the table
+ * the handshake, doctor, probe and explain all read). */
+static int print_agree(void) {
+  size_t n;
+  const struct agree_entry *t = agree_table(&n);
+  for (size_t i = 0; i < n; i++)
+    printf("%s\t%s\t%s\n", t[i].name, agree_class_name(t[i].cls), t[i].why);
+  return 0;
+}
+
 int cmd_params(int argc, char **argv) {
   bool is_set_only = argc > 1 && !strcmp(argv[1], "--set");
+  if (argc > 1 && !strcmp(argv[1], "--agree")) return print_agree();
   if (argc > 1 && !is_set_only) {
-    fprintf(stderr, "usage: nccl-net-diag params [--set]\n");
+    fprintf(stderr, "usage: nccl-net-diag params [--set | --agree]\n");
     return 2;
   }
   log_set_stderr_level(LOG_LEVEL_WARN); /* a bad value is reported as NCCL would see it */

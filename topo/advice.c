@@ -191,6 +191,57 @@ static void advise_gid(const struct topo_host *h, struct topo_choice *c) {
   }
 }
 
+/* Ports up, none usable: RDMA is lost for the whole process, which a job
+ * run with NCCL_DEBUG=WARN must see. One WARN: the port (or the ports and
+ * the one setting they share) with the cause and the fix, and what happens
+ * until then, in the words of the transport's host-wide fallback. */
+static void warn_none_usable(const struct topo_host *h, struct topo_choice *c,
+                             struct topo_issue *is, int active, const char *hint) {
+  char ports[400] = "";
+  size_t o = 0;
+  int first = -1, n = 0;
+  for (int p = 0; p < h->nport; p++) {
+    const struct topo_port_choice *pc = &c->pc[p];
+    if (pc->verdict == TV_STATE || pc->verdict == TV_DISABLED) continue;
+    if (first < 0) first = p;
+    if (n++ < 4)
+      o = topo_cat(ports, sizeof(ports), o, "%s%s port %d", o ? ", " : "",
+                   h->hcas[h->ports[p].hca].name, h->ports[p].num);
+  }
+  if (first < 0) return;
+  if (n > 4) topo_cat(ports, sizeof(ports), o, ", ...");
+  const char *tail = "every connection of this process runs over TCP, at TCP speed (to use TCP "
+                     "knowingly, set NCCL_IB_DISABLE=1)";
+  if (active == 1)
+    topo_issue_warn(c, is, "RDMA device %s is up but not used: %s; until then %s", ports,
+                    c->pc[first].why, tail);
+  else if (hint)
+    topo_issue_warn(c, is,
+                    "%d RDMA ports are up (%s) but none is used: no usable GID on any; set %s "
+                    "to use them; until then %s",
+                    active, ports, hint, tail);
+  else
+    topo_issue_warn(c, is,
+                    "%d RDMA ports are up (%s) but none is used (the first, %s port %d: %s); "
+                    "until then %s",
+                    active, ports, h->hcas[h->ports[first].hca].name, h->ports[first].num,
+                    c->pc[first].why, tail);
+}
+
+/* Whether NCCL_IB_HCA is what refused every active port: its own error
+ * and the NCCL_IB_HCA recommendation say what to do, and turning RDMA off
+ * (NCCL_IB_DISABLE=1) would contradict that recommendation. */
+static bool is_filtered_out(const struct topo_host *h, const struct topo_choice *c) {
+  bool has_filtered = false;
+  for (int p = 0; p < h->nport; p++) {
+    const struct topo_port_choice *pc = &c->pc[p];
+    if (pc->verdict == TV_STATE || pc->verdict == TV_DISABLED) continue;
+    if (pc->verdict != TV_FILTER) return false;
+    has_filtered = true;
+  }
+  return has_filtered;
+}
+
 /* No device: would one knob make the refused ports usable? */
 static void advise_none(const struct topo_host *h, struct topo_choice *c) {
   const char *hint = NULL;
@@ -205,10 +256,13 @@ static void advise_none(const struct topo_host *h, struct topo_choice *c) {
     else is_same_hint &= !strcmp(hint, pc->gid.hint);
   }
   if (!active || c->prefs.is_ib_disabled) return;
-  topo_issue(c, TOPO_WARNING, "%d RDMA port%s up but none is usable, so traffic goes over TCP: %s",
-             active, active == 1 ? " is" : "s are", c->why_none);
+  struct topo_issue *is = topo_issue(
+    c, TOPO_WARNING, "%d RDMA port%s up but none is usable, so traffic goes over TCP: %s", active,
+    active == 1 ? " is" : "s are", c->why_none);
   char name[40];
   const char *eq = hint && is_same_hint ? strchr(hint, '=') : NULL;
+  if (is_filtered_out(h, c)) return;
+  warn_none_usable(h, c, is, active, eq ? hint : NULL);
   struct topo_setting *r;
   if (eq && (size_t)(eq - hint) < sizeof(name)) {
     snprintf(name, sizeof(name), "%.*s", (int)(eq - hint), hint);

@@ -162,6 +162,15 @@ static void refusal(const struct topo_gid *tbl, int n, const struct gid_prefs *p
              ": only link-local GIDs; give the netdev an %s address (RoCE v2 GIDs are made from "
              "the netdev's addresses)",
              p->family == AF_INET ? "IPv4" : "IPv6");
+  else if (!strncmp(out->hint, "NCCL_IB_ADDR_FAMILY=", 20))
+    snprintf(out->note + o, sizeof(out->note) - o,
+             ": its routable GIDs are %s and NCCL_IB_ADDR_FAMILY is %s; set %s to use this port",
+             p->family == AF_INET ? "IPv6" : "IPv4", family_name(p->family), out->hint);
+  else if (!strncmp(out->hint, "NCCL_IB_ROCE_VERSION_NUM=", 25))
+    snprintf(out->note + o, sizeof(out->note) - o,
+             ": its routable GIDs are RoCE v%d and NCCL_IB_ROCE_VERSION_NUM is %d; set %s to use "
+             "this port",
+             p->roce_version == 2 ? 1 : 2, p->roce_version, out->hint);
   else if (out->hint[0])
     snprintf(out->note + o, sizeof(out->note) - o, ": set %s to use this port", out->hint);
   else snprintf(out->note + o, sizeof(out->note) - o, " (every entry's reason is listed)");

@@ -391,3 +391,34 @@ void netif_default_route(const struct netif_list *l, char *ifname, size_t cap) {
   }
   fclose(f);
 }
+
+/* Whether interface i is one other nodes can reach: up, not loopback, not
+ * a container or VM bridge, with an address of family (AF_UNSPEC: any)
+ * that routes beyond its link; the address's index, or -1. */
+static int routable_addr(const struct netif *n, int family) {
+  if (!n->up || n->loopback || !strncmp(n->name, "docker", 6) || !strncmp(n->name, "virbr", 5))
+    return -1;
+  for (int k = 0; k < n->naddr; k++)
+    if (ipaddr_is_routable(&n->addr[k]) && (family == AF_UNSPEC || n->addr[k].family == family))
+      return k;
+  return -1;
+}
+
+int netif_routable_pick(const struct netif_list *l, const char *skip, int *addr_idx,
+                        bool *has_default) {
+  char dflt[IF_NAMESIZE + 1];
+  netif_default_route(l, dflt, sizeof(dflt));
+  *has_default = false;
+  for (int pass = 0; pass < 3; pass++)
+    for (int i = 0; i < l->n; i++) {
+      const struct netif *n = &l->ifs[i];
+      if (skip && !strcmp(n->name, skip)) continue;
+      if (pass == 0 && strcmp(n->name, dflt)) continue;
+      int k = routable_addr(n, pass == 2 ? AF_UNSPEC : AF_INET);
+      if (k < 0) continue;
+      *addr_idx = k;
+      *has_default = pass == 0;
+      return i;
+    }
+  return -1;
+}

@@ -85,6 +85,13 @@ void netif_list_str(const struct netif_list *l, char *buf, size_t cap);
  * /proc/net/route; an interface file may have a copy of it beside it,
  * named route. */
 void netif_default_route(const struct netif_list *l, char *ifname, size_t cap);
+/* The interface other nodes most likely reach this host through, for the
+ * fix of a setting that selects none: up, not loopback or a container
+ * bridge, with a routable address; the default route's interface first,
+ * then one with IPv4, then one with IPv6. skip (or NULL) is left out. Its
+ * index and, in *addr_idx, its address's; -1 when none qualifies. */
+int netif_routable_pick(const struct netif_list *l, const char *skip, int *addr_idx,
+                        bool *has_default);
 /* The interface that has address a itself (or NULL). */
 const struct netif *netif_with_addr(const struct netif_list *l, const struct ipaddr *a);
 /* The interface owning an address in the same subnet as a (or NULL). */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/log.h"
 #include "common/strutil.h"
@@ -240,7 +241,12 @@ static int read_hca(struct topo_host *h, const char *name) {
 int rdma_discover(struct topo_host *h) {
   char names[TOPO_MAX_HCAS + 1][SYSFS_NAME_MAX];
   int n, r = sysfs_list(names, TOPO_MAX_HCAS + 1, &n, "class/infiniband");
-  if (r == ENOENT)
+  struct stat st;
+  if (r == ENOENT && stat(h->sysfs_root, &st))
+    snprintf(h->why_no_rdma, sizeof(h->why_no_rdma),
+             "the sysfs root %s does not exist (NCCL_DIAG_SYSFS_ROOT names a missing folder)",
+             h->sysfs_root);
+  else if (r == ENOENT)
     snprintf(h->why_no_rdma, sizeof(h->why_no_rdma),
              "%s/class/infiniband does not exist (no RDMA driver loaded)", h->sysfs_root);
   else if (r)

@@ -149,20 +149,20 @@ static void check_nccl(const struct topo_host *h, struct topo_choice *c,
   if (why) {
     issue_with_fix(c, is_certain ? TOPO_ERROR : TOPO_WARNING, fix,
                    "NCCL's bootstrap and built-in transports would use %s (%s), chosen by %s: %s, "
-                   "so the other nodes cannot connect to this one. Fix: %s",
-                   b->name, addr, m->rule, why, fix);
+                   "so the other nodes cannot connect to this one",
+                   b->name, addr, m->rule, why);
   } else if (!m->is_filtered && m->pass == 1 && v->boot != v->main_if && v->is_decided) {
     issue_with_fix(c, TOPO_WARNING, fix,
                    "NCCL's bootstrap would use %s (%s) merely because it comes first in interface "
                    "order, but the main interface is %s (%s): a node whose bootstrap address is "
-                   "on a network its peers do not reach makes their connections time out. Fix: %s",
-                   b->name, addr, h->ifs.ifs[v->main_if].name, v->decided_by, fix);
+                   "on a network its peers do not reach makes their connections time out",
+                   b->name, addr, h->ifs.ifs[v->main_if].name, v->decided_by);
   } else if (!m->is_filtered && !v->is_decided && v->ngood > 1) {
     issue_with_fix(c, TOPO_NOTE, fix,
                    "%d interfaces could carry NCCL's bootstrap (%s) and nothing on this host (no "
                    "default route, no RDMA rail) says which one reaches the other nodes; NCCL "
-                   "takes %s (%s) by %s. Fix: %s",
-                   v->ngood, v->good, b->name, addr, m->rule, fix);
+                   "takes %s (%s) by %s",
+                   v->ngood, v->good, b->name, addr, m->rule);
   }
 }
 

@@ -38,8 +38,10 @@ static void report_pair(const struct topo_host *h, struct topo_choice *c, int p,
   /* In a container the virtual function is usually the one meant for it. */
   int vf = h->hcas[h->ports[q].hca].pf_busid[0] ? q : p;
   snprintf(keep, sizeof(keep), "==%s", h->hcas[h->ports[vf].hca].name);
+  /* An error: NCCL's numbers (bandwidth, ports of a NIC) would be wrong for
+   * the whole job, not one connection. */
   struct topo_issue *is = topo_issue(
-    c, TOPO_WARNING,
+    c, TOPO_ERROR,
     "%s and %s drive one physical port: NCCL would count that port's bandwidth twice, and its "
     "built-in IB transport fuses them into one bogus dual-port NIC; expose only one of them to "
     "this host or container (NCCL_IB_HCA%s selects the virtual function), or set "

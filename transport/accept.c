@@ -64,6 +64,17 @@ static int accept_new(struct listen_comm *l, int64_t now) {
   return 0;
 }
 
+static void note_answered(struct listen_comm *l, uint64_t connid) {
+  l->answered[l->nanswered++ % LISTEN_ANSWERED] = connid;
+}
+
+static bool was_answered(const struct listen_comm *l, uint64_t connid) {
+  unsigned n = l->nanswered < LISTEN_ANSWERED ? l->nanswered : LISTEN_ANSWERED;
+  for (unsigned i = 0; i < n; i++)
+    if (l->answered[i] == connid) return true;
+  return false;
+}
+
 /* Whether the socket was consumed (attached or refused); false: it waits. */
 static bool place_socket(struct listen_comm *l, struct incoming *in, int64_t now) {
   char why[200];
@@ -88,7 +99,17 @@ static bool place_socket(struct listen_comm *l, struct incoming *in, int64_t now
   }
   if (p.role == ROLE_CTRL) {
     /* The same connector trying another of our addresses in parallel: it
-     * waits here, and takes over if the first attempt breaks. */
+     * waits here, and takes over if the first attempt breaks before we
+     * answer it. Once one attempt is answered the connector takes that one
+     * (the first answer wins) and abandons the others: never handed out. */
+    if (was_answered(l, p.connid)) {
+      INFO(LOG_NET,
+           "listen on device %s port %u: dropped %s, an attempt of connection 0x%016llx that "
+           "raced on another address, which the connector abandoned",
+           l->dev->name, l->port, in->peer, (unsigned long long)p.connid);
+      close(in->fd);
+      return true;
+    }
     if (l->stage != ACCEPT_IDLE) return false;
     l->ctrl_fd = in->fd;
     l->connid = p.connid;
@@ -117,6 +138,15 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
       size_t n;
       int err = sock_recv(in->fd, in->buf + in->got, PREAMBLE_LEN - in->got, &n);
       in->got += n;
+      if (err == EPIPE && in->got == 0) {
+        /* Nothing said at all: a connect of ours that lost its race before
+         * it wrote (the connector closes those), or a port probe. */
+        INFO(LOG_NET, "connection from %s to device %s port %u closed before it sent anything",
+             in->peer, l->dev->name, l->port);
+        close(in->fd);
+        drop_incoming(l, i);
+        continue;
+      }
       if (err && err != EAGAIN) {
         char why[160];
         if (err == EPIPE)
@@ -132,7 +162,9 @@ static void identify_incoming(struct listen_comm *l, int64_t now) {
       drop_incoming(l, i);
       continue;
     }
-    if (now > in->deadline) {
+    /* One that identified itself as ours waits for the connection in setup
+     * (which has its own deadline), however long that takes. */
+    if (in->got < PREAMBLE_LEN && now > in->deadline) {
       char why[160];
       snprintf(why, sizeof(why), "it sent %zu of the 24 bytes that identify a peer in %lld ms",
                in->got, (long long)(l->handshake_ns / 1000000));
@@ -278,6 +310,7 @@ static enum progress step_answer(struct listen_comm *l) {
     listen_reset_conn(l);
     return PROGRESS_PENDING;
   }
+  note_answered(l, l->connid);
   struct transport_peer peer;
   transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
   l->ibs = ib_setup_new(l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,

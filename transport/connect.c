@@ -11,7 +11,10 @@
  * attempt with its errno, and completes the first one whose listener
  * answers our hello with the right nonce. When that is not the address we
  * preferred, the user hears which one failed, which one worked, and what
- * NCCL_SOCKET_IFNAME would avoid the detour. */
+ * NCCL_SOCKET_IFNAME would avoid the detour. A connection that is up waits
+ * for the listener's answer as long as it takes (NCCL accepts when its
+ * proxy gets to it); only a refusal, a broken connection or no connection
+ * at all ends the connect. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -163,7 +166,7 @@ static void fill_tried(const struct connecting *c, const struct cand *k, struct 
   for (int i = 0; i < c->ncands && m->ntried < HELLO_MAX_TRIED; i++) {
     const struct cand *t = &c->cands[c->cand_order[i]];
     bool is_refused_by_process = t->stage == CAND_DEAD && !t->last_err; /* it was reached */
-    if (t == k || !t->attempts || t->stage == CAND_HELLO || is_refused_by_process) continue;
+    if (t == k || !t->attempts || t->was_connected || is_refused_by_process) continue;
     struct hello_tried *e = &m->tried[m->ntried++];
     snprintf(e->addr, sizeof(e->addr), "%s", t->str);
     snprintf(e->ifname, sizeof(e->ifname), "%s", t->hc.ifname);
@@ -194,6 +197,9 @@ static void build_hello(struct connecting *c, struct cand *k) {
   (void)hello_encode(m, k->out_buf + PREAMBLE_LEN, sizeof(k->out_buf) - PREAMBLE_LEN, &len);
   record_writer_start(&k->out, k->out_buf, PREAMBLE_LEN + len);
   record_reader_init(&k->in, k->in_buf, sizeof(k->in_buf), HELLO_HDR_LEN, hello_decode_header);
+  /* The wait for a busy listener has no deadline: a host that dies under
+   * it must still end it, in the time a silent peer is given. */
+  sock_keepalive(k->fd, (int)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
 }
 
 static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
@@ -202,6 +208,7 @@ static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
   int err = sock_connect_start((struct sockaddr *)&k->ss, k->sl, &k->fd);
   if (err == 0) {
     k->stage = CAND_HELLO;
+    k->was_connected = true;
     build_hello(c, k);
   } else if (err == EINPROGRESS) {
     k->stage = CAND_CONNECTING;
@@ -258,6 +265,23 @@ static void fail_refused(struct connecting *c) {
        c->h.host, c->dev->name, d, k->last_why);
 }
 
+/* Connected, and our hello unanswered for long: the listening process has
+ * not taken the connection yet (NCCL accepts when its proxy gets to it, so
+ * a busy or slow rank answers late), or it is stopped. A process that
+ * exited or refuses us would have closed the connection or said so. The
+ * connect keeps waiting, as NCCL's own socket transport does; said once. */
+static void warn_busy_listener(struct connecting *c, const struct cand *k, int64_t now) {
+  if (c->has_warned_busy) return;
+  c->has_warned_busy = true;
+  char d[256];
+  connect_cand_desc(c, k, d, sizeof(d));
+  WARN("connect to %s for device %s: the TCP connection to %s is up, but the process listening "
+       "there has not taken it in %lld s (it has not called accept yet: busy, slow to start, or "
+       "stopped); still waiting for it. If the job stays stuck here, see on %s why that rank "
+       "stalled",
+       c->h.host, c->dev->name, d, (long long)((now - k->attempt_start) / 1000000000LL), c->h.host);
+}
+
 /* Whether this candidate's listener has answered our hello as the
  * listener this handle came from. */
 static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
@@ -270,7 +294,13 @@ static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
   }
   enum progress got = record_read(&k->in, k->fd, &err, why, sizeof(why));
   if (got == PROGRESS_FAILED) {
-    if (err != EPROTO) /* else why names what is wrong with the header */
+    if (err == ETIMEDOUT)
+      snprintf(why, sizeof(why),
+               "the host stopped answering while its process had not yet taken the connection "
+               "(no TCP keepalive answer in NCCL_DIAG_PEER_TIMEOUT_SEC=%lld s): the host is down "
+               "or the network between the two is cut",
+               (long long)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
+    else if (err != EPROTO) /* else why names what is wrong with the header */
       snprintf(why, sizeof(why),
                "the process listening there %s our handshake (it is not the listener this "
                "handle came from, or it refused us: see its log)",
@@ -280,12 +310,7 @@ static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
     return false;
   }
   if (got == PROGRESS_PENDING) {
-    if (now - k->attempt_start > c->handshake_ns) {
-      snprintf(why, sizeof(why), "connected, but no answer to our hello in %lld ms",
-               (long long)(c->handshake_ns / 1000000));
-      attempt_failed(c, k, 0, why);
-      k->stage = CAND_DEAD;
-    }
+    if (now - k->attempt_start > c->handshake_ns) warn_busy_listener(c, k, now);
     return false;
   }
   struct hello *p = &c->peer;
@@ -322,6 +347,7 @@ static struct cand *progress_candidates(struct connecting *c, int64_t now) {
       int err = sock_connect_done(k->fd);
       if (err == 0) {
         k->stage = CAND_HELLO;
+        k->was_connected = true;
         build_hello(c, k);
       } else if (err != EINPROGRESS) {
         char why[160];
@@ -351,6 +377,14 @@ static void enter(struct connecting *c, enum connect_stage next) {
   c->stage = next;
 }
 
+/* A connection is up and waits for the listener's answer: the listener is
+ * there, only busy, and no deadline ends the wait. */
+static bool any_connected(const struct connecting *c) {
+  for (int i = 0; i < c->ncands; i++)
+    if (c->cands[i].stage == CAND_HELLO) return true;
+  return false;
+}
+
 /* No candidate is left to try: each failed in a way a retry cannot mend. */
 static bool all_dead(const struct connecting *c) {
   for (int i = 0; i < c->ncands; i++)
@@ -367,11 +401,13 @@ static enum progress step_candidates(struct connecting *c, int64_t now) {
       fail_refused(c);
       return PROGRESS_FAILED;
     }
-    if (now <= c->deadline && !all_dead(c) && !c->local_err) return PROGRESS_PENDING;
+    if ((now <= c->deadline || any_connected(c)) && !all_dead(c) && !c->local_err)
+      return PROGRESS_PENDING;
     connect_report_failure(c);
     return PROGRESS_FAILED;
   }
   c->winner = k;
+  c->deadline = now + (c->deadline - c->start); /* the data sockets' own time */
   c->ctrl_fd = k->fd;
   k->fd = -1;
   snprintf(c->peer_addr, sizeof(c->peer_addr), "%s", k->str);

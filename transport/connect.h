@@ -58,7 +58,8 @@ struct cand {
   int fd;
   enum cand_stage stage;
   int attempts;
-  int last_err; /* of the last failed attempt; 0: the process there refused us */
+  bool was_connected; /* a TCP connection came up: reachable, whatever happened next */
+  int last_err;       /* of the last failed attempt; 0: the process there refused us */
   char last_why[640];
   int64_t next_try, attempt_start;
   uint8_t out_buf[PREAMBLE_LEN + HELLO_HDR_LEN + HELLO_MAX_BODY];
@@ -93,6 +94,7 @@ struct connecting {
   const struct cand *winner;  /* from CONNECT_RDMA on */
   const struct cand *refuser; /* the first listener that refused us, with its reason */
   bool is_refusal_final;      /* it was on the handle's own host: nothing else to try */
+  bool has_warned_busy;       /* the listener has been slow to answer: said once */
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;

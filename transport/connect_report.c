@@ -3,7 +3,6 @@
  * one described with its interface, host and reachability; the detour when
  * an address we preferred failed and a later one worked; and, when none
  * worked, why, with the fix. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,10 +41,12 @@ void connect_report_detour(struct connecting *c, const struct cand *won) {
   for (int o2 = 0; o2 < c->ncands; o2++) {
     const struct cand *k = &c->cands[c->cand_order[o2]];
     if (k == won) break;
-    if (!k->attempts) continue;
+    /* Reachable: connected, and the listener took another attempt of ours
+     * (it drops the ones it did not take) */
+    if (!k->attempts || k->was_connected) continue;
     char d[256], what[700];
     connect_cand_desc(c, k, d, sizeof(d));
-    if (k->stage == CAND_CONNECTING || k->stage == CAND_HELLO)
+    if (k->stage == CAND_CONNECTING)
       snprintf(what, sizeof(what), "no answer after %lld ms (%d attempt%s)",
                (long long)((now - k->attempt_start) / 1000000), k->attempts,
                k->attempts == 1 ? "" : "s");
@@ -102,14 +103,16 @@ static void fail_peer_loopback(const struct connecting *c) {
 
 /* Why an address did not work, as far as its last attempt tells. */
 enum fail_cause {
-  FC_LOOPBACK,  /* the loopback address of a listener on another host */
-  FC_NO_LINK,   /* link-local, and this host has no link-local interface */
-  FC_REFUSED,   /* ECONNREFUSED: nothing listens there any more */
-  FC_NO_ROUTE,  /* EHOSTUNREACH and kin: no route, or a router says so */
-  FC_NO_ANSWER, /* ETIMEDOUT, or still unanswered at the deadline */
-  FC_INVALID,   /* EINVAL: an address this host cannot connect to */
-  FC_FORBIDDEN, /* EACCES, EPERM: a local rule forbids it */
-  FC_REJECTED,  /* the process there broke or refused our handshake */
+  FC_LOOPBACK,   /* the loopback address of a listener on another host */
+  FC_NO_LINK,    /* link-local, and this host has no link-local interface */
+  FC_LINK_LOCAL, /* link-local, tried through a local link, and no answer there */
+  FC_REFUSED,    /* ECONNREFUSED: nothing listens there any more */
+  FC_NO_ROUTE,   /* EHOSTUNREACH and kin: no route, or a router says so */
+  FC_NO_ANSWER,  /* ETIMEDOUT, or still unanswered at the deadline */
+  FC_INVALID,    /* EINVAL: an address this host cannot connect to */
+  FC_FORBIDDEN,  /* EACCES, EPERM: a local rule forbids it */
+  FC_REJECTED,   /* the process there broke or refused our handshake */
+  FC_BUSY,       /* connected, the process there has not answered yet */
   FC_OTHER,
   FC_COUNT
 };
@@ -117,8 +120,12 @@ enum fail_cause {
 static enum fail_cause cause_of(const struct cand *k) {
   if (k->is_peer_loopback) return FC_LOOPBACK;
   if (!k->attempts) return FC_NO_LINK;
+  if (k->stage == CAND_HELLO) return FC_BUSY; /* connected, our hello unanswered */
+  /* A link-local address reaches one link; whatever the errno, the link
+   * this host tried is not the listener's. */
+  if (ipaddr_is_link_local(&k->hc.addr) && (k->stage == CAND_CONNECTING || k->last_err))
+    return FC_LINK_LOCAL;
   if (k->stage == CAND_CONNECTING) return FC_NO_ANSWER;
-  if (k->stage == CAND_HELLO) return FC_REJECTED; /* connected, our hello unanswered */
   switch (k->last_err) {
   case 0: return FC_REJECTED;
   case ECONNREFUSED: return FC_REFUSED;
@@ -138,8 +145,21 @@ static enum fail_cause cause_of(const struct cand *k) {
 
 /* One sentence: the cause, and the fix on the host that has to change. */
 static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, const char *host,
-                         const char *have) {
+                         const char *have, const struct cand *k) {
+  char works[200];
   switch (fc) {
+  case FC_LINK_LOCAL:
+    if (!report_routable_ifname(k->local_if[0] ? k->local_if : NULL, works, sizeof(works)))
+      snprintf(works, sizeof(works),
+               "NCCL_SOCKET_IFNAME to an interface with a routable address "
+               "(this host has %s)",
+               have);
+    return topo_cat(buf, cap, o,
+                    "%s offered a link-local address, which reaches only its own link, and the "
+                    "link this host tried it through%s%s%s is another one (no answer there): set "
+                    "%s on every node",
+                    host, k->local_if[0] ? " (" : "", k->local_if, k->local_if[0] ? ")" : "",
+                    works);
   case FC_LOOPBACK:
     return topo_cat(buf, cap, o,
                     "%s offered its loopback address: NCCL_SOCKET_IFNAME on %s selects nothing "
@@ -183,9 +203,13 @@ static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, co
                     host);
   case FC_REJECTED:
     return topo_cat(buf, cap, o,
-                    "the process listening there is not the one this handle came from, or it "
-                    "refused us: see %s's log (a handle from an earlier run, or another plugin "
-                    "version)",
+                    "the process listening there closed our connection or answered in a way this "
+                    "build cannot read, without a refusal: see %s's log for why",
+                    host);
+  case FC_BUSY:
+    return topo_cat(buf, cap, o,
+                    "the process listening there has the connection but has not answered yet (it "
+                    "has not called accept: busy, slow to start, or stopped): see %s's log",
                     host);
   case FC_OTHER:
   case FC_COUNT: break;
@@ -227,11 +251,9 @@ static void failure_text(const struct connecting *c, char *tried, size_t tcap, c
     seen[fc] = true;
     oc = topo_cat(causes, ccap, oc, "%s", oc ? ". " : "");
     if (ncause > 1) oc = topo_cat(causes, ccap, oc, "%s: ", k->str);
-    size_t at = oc;
-    oc = cause_text(causes, ccap, oc, fc, c->h.host, have);
-    if (ncause == 1 && at < ccap) causes[at] = (char)toupper((unsigned char)causes[at]);
+    oc = cause_text(causes, ccap, oc, fc, c->h.host, have, k);
   }
-  if (!oc) topo_cat(causes, ccap, 0, "This host has %s", have);
+  if (!oc) topo_cat(causes, ccap, 0, "this host has %s", have);
 }
 
 /* socket() itself failed here: no address can be tried. */
@@ -258,9 +280,9 @@ void connect_report_failure(struct connecting *c) {
   else if (only_peer_loopback(c)) fail_peer_loopback(c);
   else if (now_ns() > c->deadline)
     WARN("cannot connect to %s for device %s within %lld ms (NCCL_DIAG_CONNECT_TIMEOUT_MS): %s. "
-         "%s",
-         c->h.host, c->dev->name, (long long)((c->deadline - c->start) / 1000000), tried, causes);
+         "Tried %s",
+         c->h.host, c->dev->name, (long long)((c->deadline - c->start) / 1000000), causes, tried);
   else
-    WARN("cannot connect to %s for device %s, and no address is left to try: %s. %s", c->h.host,
-         c->dev->name, tried, causes);
+    WARN("cannot connect to %s for device %s, and no address is left to try: %s. Tried %s",
+         c->h.host, c->dev->name, causes, tried);
 }

@@ -8,40 +8,33 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/agree.h"
 #include "common/ncclver.h"
 #include "common/version.h"
 #include "transport/hello.h"
 #include "transport/liveness.h"
 
-/* NCCL settings that change the size or number of messages NCCL posts on a
- * connection: when nodes disagree the result is a truncated message or a
- * hang, so a difference is named at connect time. */
-static const char *const must_agree[] = {
-  "NCCL_PROTO",
-  "NCCL_ALGO",
-  "NCCL_BUFFSIZE",
-  "NCCL_LL_BUFFSIZE",
-  "NCCL_LL128_BUFFSIZE",
-  "NCCL_P2P_NET_CHUNKSIZE",
-  "NCCL_NCHANNELS_PER_NET_PEER",
-  "NCCL_DIAG_FALLBACK",
-  NULL,
-};
+static void knob_add(struct hello_knob *arr, int *n, const char *name) {
+  const char *v = getenv(name);
+  if (!v || !*v || *n == HELLO_MAX_KNOBS) return;
+  snprintf(arr[*n].name, sizeof(arr[*n].name), "%s", name);
+  snprintf(arr[*n].value, sizeof(arr[*n].value), "%s", v);
+  (*n)++;
+}
 
-/* Settings that legitimately differ but explain failures. */
-static const char *const info_knobs[] = {
-  "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX",
-  "NCCL_IB_DISABLE",    "NCCL_NET_PLUGIN",    "NCCL_NET",    NULL,
-};
-
-static void fill_knobs(struct hello_knob *arr, int *n, const char *const *names) {
-  *n = 0;
-  for (int i = 0; names[i] && *n < HELLO_MAX_KNOBS; i++) {
-    const char *v = getenv(names[i]);
-    if (!v || !*v) continue;
-    snprintf(arr[*n].name, sizeof(arr[*n].name), "%s", names[i]);
-    snprintf(arr[*n].value, sizeof(arr[*n].value), "%s", v);
-    (*n)++;
+/* From the must-agree table (common/agree.h): the settings both ends of a
+ * connection must share are compared, and a difference named at connect
+ * time; those that name each node's hardware, or choose the plugin, ride
+ * along to explain a failure. */
+static void fill_knobs(struct hello *h) {
+  size_t n;
+  const struct agree_entry *t = agree_table(&n);
+  h->nknobs = h->ninfo = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (strchr(t[i].name, '*')) continue;
+    if (t[i].cls == AGREE_MUST && t[i].is_in_handshake) knob_add(h->knobs, &h->nknobs, t[i].name);
+    else if (t[i].cls == AGREE_PER_HOST || t[i].cls == AGREE_MUST)
+      knob_add(h->info, &h->ninfo, t[i].name);
   }
 }
 
@@ -52,7 +45,6 @@ void hello_fill_local(struct hello *h, int kind) {
   h->nccl_version = (uint32_t)nccl_version_code();
   gethostname(h->host, sizeof(h->host) - 1);
   h->pid = (uint32_t)getpid();
-  fill_knobs(h->knobs, &h->nknobs, must_agree);
-  fill_knobs(h->info, &h->ninfo, info_knobs);
+  fill_knobs(h);
   liveness_local(&h->live);
 }

@@ -128,17 +128,35 @@ static void warn_unroutable(const struct transport_dev *dev, const struct handle
   char key[480], have[700];
   snprintf(key, sizeof(key), "unroutable|%s", list);
   if (!h->ncands || !report_first(key)) return;
-  netif_list_str(&transport_host()->ifs, have, sizeof(have));
   const char *ifname = knob_str(K_SOCKET_IFNAME);
+  /* "=lo" names loopback exactly: a one-host job (a test, a bench) chose
+   * it on purpose, so it is said, not warned; a connector elsewhere still
+   * names this address and host when it cannot reach it. */
+  if (has_loopback && ifname && ifname[0] == '=') {
+    bool is_all_loopback = true;
+    for (int i = 0; i < h->ncands; i++) is_all_loopback &= ipaddr_is_loopback(&h->cands[i].addr);
+    if (is_all_loopback) {
+      INFO(LOG_NET,
+           "%s offers only %s for device %s, as NCCL_SOCKET_IFNAME=%s asks: ranks on "
+           "this host connect, other hosts cannot",
+           h->host, list, dev->name, ifname);
+      return;
+    }
+  }
+  netif_list_str(&transport_host()->ifs, have, sizeof(have));
+  char fix[240] = "bring up the interface on the network the nodes share, or set "
+                  "NCCL_SOCKET_IFNAME to it";
+  char works[200];
+  if (report_routable_ifname(h->cands[0].ifname, works, sizeof(works)))
+    snprintf(fix, sizeof(fix), "set %s on every node", works);
   WARN("%s offers other hosts only %s to connect to device %s: %s. NCCL_SOCKET_IFNAME%s%s selects "
-       "nothing routable on %s (it has %s): bring up the interface on the network the nodes "
-       "share, or set NCCL_SOCKET_IFNAME to it",
+       "nothing routable on %s (it has %s): %s",
        h->host, list, dev->name,
        has_loopback ? "a loopback address, which no other host can reach, so connections from "
                       "other nodes fail (a job on this host alone works)"
                     : "link-local, which only a host on the same link reaches (routers never "
                       "forward it), so nodes on other links cannot connect",
-       ifname ? "=" : " (unset)", ifname ? ifname : "", h->host, have);
+       ifname ? "=" : " (unset)", ifname ? ifname : "", h->host, have, fix);
 }
 
 static int listen_family(const struct transport_dev *dev) {

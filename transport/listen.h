@@ -29,6 +29,10 @@
 #include "transport/transport.h"
 
 #define LISTEN_MAX_INCOMING 32
+/* Connections whose hello this listen answered, remembered so that the
+ * connector's other attempts (the same connection raced on another of our
+ * addresses) are dropped when they come up, however late. */
+#define LISTEN_ANSWERED 256
 
 /* A socket that has not identified itself yet. */
 struct incoming {
@@ -76,6 +80,8 @@ struct listen_comm {
   struct ib_setup *ibs; /* ACCEPT_RDMA */
   int ndata, ndata_arrived;
   int data_fds[TRANSPORT_MAX_DATA_SOCKS];
+  uint64_t answered[LISTEN_ANSWERED]; /* a ring of connection ids, the newest at nanswered - 1 */
+  unsigned nanswered;
 };
 
 /* Counts and logs a refused connection (the first few as WARNs) and closes

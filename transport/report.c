@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/events.h"
+#include "common/knobs.h"
 #include "common/log.h"
 #include "common/ncclver.h"
+#include "transport/transport.h"
 
 #define REPORT_SLOTS 256
 
@@ -51,6 +54,23 @@ bool report_job_ifname(const char *if_a, const char *if_b, char *buf, size_t cap
     snprintf(buf, cap, "%s", a ? if_a : if_b);
   }
   return buf[0] != 0;
+}
+
+bool report_routable_ifname(const char *skip, char *buf, size_t cap) {
+  const struct netif_list *l = &transport_host()->ifs;
+  int k;
+  bool has_default;
+  int i = netif_routable_pick(l, skip, &k, &has_default);
+  buf[0] = 0;
+  if (i < 0) return false;
+  const struct netif *n = &l->ifs[i];
+  char a[64];
+  ipaddr_cidr(&n->addr[k], a, sizeof(a));
+  bool needs_v6 = n->addr[k].family == AF_INET6 && knob_enum(K_SOCKET_FAMILY) == 0;
+  snprintf(buf, cap, "NCCL_SOCKET_IFNAME=%s%s (here %s has %s, is up%s)", n->name,
+           needs_v6 ? " and NCCL_SOCKET_FAMILY=AF_INET6" : "", n->name, a,
+           has_default ? " and holds the default route" : "");
+  return true;
 }
 
 void report_size_mismatch(const char *settings_diff, const char *peer_host, char *buf, size_t cap) {

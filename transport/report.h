@@ -20,6 +20,13 @@ bool report_first(const char *key);
  * left. */
 bool report_job_ifname(const char *if_a, const char *if_b, char *buf, size_t cap);
 
+/* The setting that selects the interface other nodes most likely reach
+ * this host through (topo/netif.h, netif_routable_pick), for a fix:
+ * "NCCL_SOCKET_IFNAME=eth0 (here eth0 has 10.0.0.5/24, is up and holds the
+ * default route)". skip (or NULL) is the interface that does not work.
+ * false when no interface qualifies. */
+bool report_routable_ifname(const char *skip, char *buf, size_t cap);
+
 /* The cause of a message larger than the receive posted for it, for the
  * WARN of the side that detects it: the fields in which the two hosts'
  * records differ (versions, the NCCL_* settings that shape messages) when

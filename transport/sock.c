@@ -27,6 +27,17 @@ void sock_tune(int fd) {
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+void sock_keepalive(int fd, int sec) {
+  if (sec <= 0) return;
+  int one = 1, idle = sec / 4 > 0 ? sec / 4 : 1, intvl = sec / 8 > 0 ? sec / 8 : 1, cnt = 6;
+  unsigned user_ms = (unsigned)sec * 1000u; /* also bounds unacknowledged data */
+  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+  setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_ms, sizeof(user_ms));
+}
+
 int sock_listen(int family, int *fd, uint16_t *port) {
   struct sockaddr_storage addr = {0};
   socklen_t len;

@@ -22,6 +22,10 @@ int sock_connect_start(const struct sockaddr *addr, socklen_t len, int *fd);
 /* 0 = connected, EINPROGRESS = not yet, else the connect's errno. */
 int sock_connect_done(int fd);
 void sock_tune(int fd);
+/* TCP keepalive and a user timeout of about SEC seconds (0: none): a
+ * connection whose host stops answering fails with ETIMEDOUT in that time,
+ * while a live host's kernel answers for a process that is only busy. */
+void sock_keepalive(int fd, int sec);
 /* Whether a connected socket's two ends are on this host (a loopback
  * address, or the same address at both ends): the kernel then moves its
  * bytes by copying through the loopback device, never a NIC. */

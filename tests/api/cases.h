@@ -47,6 +47,7 @@ void case_ifname_grammar(struct side *s);
 void case_detour(struct side *s);
 
 void case_offers_loopback(struct side *s);
+void case_chosen_loopback(struct side *s);
 void case_offers_link_local_v4(struct side *s);
 void case_link_local_v6_pair(struct side *s);
 void case_connect_causes(struct side *s);
@@ -107,6 +108,17 @@ void case_ib_rtr_retry_spent(struct side *s);
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);
 void case_ib_retry_forced_gid(struct side *s);
+/* cases_msgs.c: what users read leads with the specific cause */
+void case_ib_ipv6_only_warns(struct side *s);
+/* cases_sockdiag.c, for the same */
+void case_forced_link_local_if(struct side *s);
+/* cases_pattern_tcp.c: NCCL's call patterns: clean closes, late accepts */
+void case_send_done_after_clean_close(struct side *s);
+void case_recv_done_after_clean_close(struct side *s);
+void case_late_accept_then_another(struct side *s);
+void case_late_accepts_many(struct side *s);
+void case_accept_25s_late(struct side *s);
+void case_listener_host_dies_before_accept(struct side *s);
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

@@ -157,8 +157,9 @@ static void story5_env(struct side *s, const char *fallback) {
 
 /* The kernel would reach a GID on another subnet of the same L2 segment, so
  * the pair is named as a risk before RTR; RTR then times out (the planes
- * are separate segments) and the failure names both GIDs, both subnets, the
- * kernel's cause and the fix. */
+ * are separate segments) and the failure leads with its cause (host-a's
+ * layout sets mlx5_bond_0 apart) and the fix, then both GIDs and both
+ * subnets. */
 static void story5_diagnosis(void) {
   const char *risk = log_find(NCCL_LOG_WARN, "may fail unless the fabric routes or bridges");
   CHECK(risk && strstr(risk, "::ffff:10.1.4.") && strstr(risk, "::ffff:10.0.0."),
@@ -169,9 +170,11 @@ static void story5_diagnosis(void) {
   CHECK(strstr(w, "::ffff:10.1.4.") && strstr(w, "::ffff:10.0.0."), "both GIDs must be named: %s",
         w);
   CHECK(strstr(w, "10.1.4.0/24") && strstr(w, "10.0.0.0/24"), "both subnets must be named: %s", w);
-  CHECK(strstr(w, "ETIMEDOUT") && strstr(w, "not resolvable from this GID's netdev"),
-        "RTR's answer and its meaning must be named: %s", w);
-  CHECK(strstr(w, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix must be named: %s", w);
+  CHECK(warn_leads_with(w, "mlx5_bond_0 on host-a is set apart by its host's layout", 200) &&
+          strstr(w, "ETIMEDOUT"),
+        "the device of another plane first (host-a's layout says so), and RTR's answer: %s", w);
+  CHECK(strstr(w, "NCCL_IB_HCA=^mlx5_bond_0") && !strstr(w, "Likely causes"),
+        "the fix, without the generic causes: %s", w);
 }
 
 void case_story5_fallback(struct side *s) {
@@ -281,9 +284,19 @@ static void wc_error(struct side *s, const char *inject, const char *status, con
         w ? w : "none");
   if (s->role == ROLE_RECV)
     CHECK(w && strstr(w, "sending side ended the connection"), "the receiver must hear the reason");
-  if (s->role == ROLE_SEND && first_after_rtr)
-    CHECK(w && strstr(w, "first RDMA write after RTR") && strstr(w, "ib_write_bw -d"),
-          "a first-write failure must point at the path and how to confirm it: %s", w ? w : "none");
+  /* Both ends are one NIC of this host: that is the cause, said first on
+   * both sides; the commands that confirm the path go to the INFO line. */
+  if (first_after_rtr) {
+    CHECK(w && strstr(w, "first RDMA write after RTR") && warn_leads_with(w, "same host", 200),
+          "a first-write failure on one NIC of one host says so first: %s", w ? w : "none");
+    CHECK(w && strstr(w, "NCCL_NET_DISABLE_INTRA=1") && !strstr(w, "ib_write_bw"),
+          "the fix in the WARN, the commands that confirm the path elsewhere: %s", w ? w : "none");
+  }
+  if (s->role == ROLE_SEND && first_after_rtr) {
+    const char *i = log_find(NCCL_LOG_INFO, "the path: local GID");
+    CHECK(i && strstr(i, "ib_write_bw -d"), "how to confirm the path, in the INFO line: %s",
+          i ? i : "none");
+  }
   if (s->role == ROLE_SEND && !first_after_rtr)
     CHECK(w && !strstr(w, "first RDMA write after RTR"), "not the first write: %s", w ? w : "none");
   ctl_sync(s);

@@ -66,7 +66,7 @@ void case_ib_cross_rail(struct side *s) {
   const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
   CHECK(w && strstr(w, mine) && strstr(w, rail), "the rail this host has on the peer's subnet: %s",
         w ? w : "none");
-  CHECK(w && strstr(w, "Cross-rail pair") && strstr(w, "NCCL_CROSS_NIC=0") &&
+  CHECK(w && warn_leads_with(w, "cross-rail pair", 200) && strstr(w, "NCCL_CROSS_NIC=0") &&
           strstr(w, "NCCL_P2P_PXN_LEVEL"),
         "the cause (cross-rail) and the fix (NCCL_CROSS_NIC=0, PXN): %s", w ? w : "none");
   CHECK(w && !strstr(w, "NCCL_IB_HCA=^"), "a rail NIC must not be excluded: %s", w ? w : "none");
@@ -237,10 +237,13 @@ void case_ib_same_host_rtr(struct side *s) {
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");
-  CHECK(w && strstr(w, "ETIMEDOUT") && strstr(w, "Both ends are NICs of this host") &&
+  CHECK(w && strstr(w, "ETIMEDOUT") &&
+          warn_leads_with(w, "both ends are NICs of the same host", 200) &&
           strstr(w, "neighbour") && strstr(w, "NCCL_NET_DISABLE_INTRA=1"),
-        "the cause on this host and the fix: %s", w ? w : "none");
-  CHECK(w && !strstr(w, "Cross-rail"), "two NICs of one host are not a cross-rail pair: %s",
+        "the cause on this host first, and the fix: %s", w ? w : "none");
+  CHECK(w && !strstr(w, "ib_write_bw") && !strstr(w, "Likely causes"),
+        "no generic causes or commands once the cause is known: %s", w ? w : "none");
+  CHECK(w && !strstr(w, "cross-rail"), "two NICs of one host are not a cross-rail pair: %s",
         w ? w : "none");
   tcp_transfer(s, comm);
   ctl_sync(s);

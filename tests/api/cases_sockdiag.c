@@ -126,6 +126,27 @@ void case_offers_loopback(struct side *s) {
   side_close(s);
 }
 
+/* NCCL_SOCKET_IFNAME==lo names loopback exactly (a one-host job, a bench):
+ * the listener says so in an INFO line, with no WARN, and the pair works. */
+void case_chosen_loopback(struct side *s) {
+  setenv("NCCL_SOCKET_IFNAME", "=lo", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 4096, 4096, 5) == 0, "a message over loopback");
+  if (s->role == ROLE_RECV) {
+    CHECK(!log_find(NCCL_LOG_WARN, "offers other hosts only"),
+          "no WARN for a loopback address the user chose exactly: %s",
+          log_find(NCCL_LOG_WARN, "offers other hosts only"));
+    const char *i = log_find(NCCL_LOG_INFO, "as NCCL_SOCKET_IFNAME==lo asks");
+    CHECK(i && strstr(i, "other hosts cannot"), "an INFO line says what it means: %s",
+          i ? i : "none");
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
 /* Only 169.254.x.x on the link: the listener says that only hosts on the
  * same link reach it; a peer on that link still connects. */
 void case_offers_link_local_v4(struct side *s) {
@@ -238,7 +259,7 @@ void case_connect_causes(struct side *s) {
   setenv("NCCL_DIAG_CONNECT_TIMEOUT_MS", "1500", 1);
   if (side_open(s)) return;
   s->dev = device_named(s, "eth1");
-  const char *refused[] = {"ECONNREFUSED", "Nothing listens there any more",
+  const char *refused[] = {"ECONNREFUSED", "nothing listens there any more",
                            "process on host-a that handed out this address has exited or was "
                            "restarted",
                            "host-a's log", NULL};
@@ -478,4 +499,51 @@ void case_size_mismatch_same(struct side *s) {
 
 void case_size_mismatch_proto(struct side *s) {
   if (!private_uts(s->role == ROLE_RECV ? "host-a" : "host-b")) size_mismatch(s, true);
+}
+
+/* NCCL_SOCKET_IFNAME=usb0 on two hosts whose usb0 holds only 169.254.x.x,
+ * each on its own link (a BMC's USB network), while eth0 joins them with
+ * routable addresses and the default route. The listener names eth0 as
+ * the setting that works; the connector, whose attempt through its own
+ * usb0 goes unanswered, says first that the address is link-local on
+ * another link, not that a firewall drops it or that the peer exited. */
+void case_forced_link_local_if(struct side *s) {
+  if (two_hosts(s, "eth0", "eth0")) return;
+  bool is_recv = s->role == ROLE_RECV;
+  int bad = shell("ip addr add 10.91.0.%d/24 dev eth0 && ip link add usb0 type veth peer name "
+                  "usb0p && ip addr add 169.254.7.%d/16 dev usb0 && ip link set usb0p up && ip "
+                  "link set usb0 up",
+                  is_recv ? 1 : 2, is_recv ? 1 : 2);
+  CHECK(!bad, "cannot give the hosts eth0 and usb0");
+  ctl_sync(s);
+  CHECK(!link_up("eth0") && !shell("ip route add default dev eth0"), "eth0 does not come up");
+  ctl_sync(s);
+  setenv("NCCL_SOCKET_IFNAME", "usb0", 1);
+  setenv("NCCL_DIAG_CONNECT_TIMEOUT_MS", "3000", 1);
+  if (side_open(s)) return;
+  s->dev = device_named(s, "usb0");
+  if (is_recv) {
+    void *lc = listen_and_ship(s);
+    const char *w = log_find(NCCL_LOG_WARN, "offers other hosts only");
+    CHECK(w && strstr(w, "169.254.7.1 (usb0)") && strstr(w, "link-local") &&
+            strstr(w, "set NCCL_SOCKET_IFNAME=eth0 (here eth0 has 10.91.0.1/24, is up and holds "
+                      "the default route) on every node"),
+          "the listener names the interface that works: %s", w ? w : "none");
+    ctl_recv_int(s); /* the connector is done */
+    if (lc) netload_close_listen(&s->nl, lc);
+  } else {
+    void *sc;
+    long long ms = 0;
+    int r = connect_until_done(s, &sc, &ms, 20000);
+    CHECK(r != ncclSuccess && !sc, "connect to host-a's usb0 address must fail: %d", r);
+    const char *w = log_find(NCCL_LOG_WARN, "cannot connect to host-a");
+    CHECK(w && warn_leads_with(w, "host-a offered a link-local address", 200) &&
+            strstr(w, "NCCL_SOCKET_IFNAME=eth0"),
+          "the connector leads with the link-local cause and names eth0: %s", w ? w : "none");
+    CHECK(w && !strstr(w, "firewall") && !strstr(w, "exited"),
+          "no firewall or exited peer for a link-local address on another link: %s",
+          w ? w : "none");
+    ctl_send_int(s, 0);
+  }
+  side_close(s);
 }

@@ -104,9 +104,80 @@ void log_dump(void) {
   fflush(stdout);
 }
 
+int warn_leads_with(const char *warn, const char *needle, size_t within) {
+  const char *at = warn ? strstr(warn, needle) : NULL;
+  return at && (size_t)(at - warn) + strlen(needle) <= within;
+}
+
+/* ---- WARN lengths ---- */
+
+/* NCCL formats a message into a 1024-byte line after its own prefix
+ * ("host:pid:tid [dev] source:line NCCL WARN "): a WARN is judged with room
+ * for that prefix. Every WARN a case logged is measured (a continuation is
+ * joined to its first line); the lengths go to a file the suite reads at
+ * the end for its summary. */
+#define NCCL_PREFIX_ROOM 60
+#define WARN_LINE_MAX 1000
+static int warn_stats_fd = -1;
+static int naccounted;
+
+static void warn_account(void) {
+  for (; naccounted < nlog; naccounted++) {
+    if (logbuf[naccounted].level != NCCL_LOG_WARN) continue;
+    size_t len = strlen(logbuf[naccounted].text) + NCCL_PREFIX_ROOM;
+    CHECK(len < WARN_LINE_MAX,
+          "a WARN of %zu characters with NCCL's prefix (one NCCL line holds %d): %.200s...", len,
+          WARN_LINE_MAX, logbuf[naccounted].text);
+    if (warn_stats_fd >= 0) {
+      char rec[32];
+      int n = snprintf(rec, sizeof(rec), "%zu\n", len);
+      if (write(warn_stats_fd, rec, (size_t)n) != n) warn_stats_fd = -1;
+    }
+  }
+}
+
+void warn_stats_begin(void) {
+  FILE *f = tmpfile();
+  warn_stats_fd = f ? dup(fileno(f)) : -1;
+  if (f) fclose(f);
+}
+
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+void warn_stats_print(void) {
+  static size_t lens[65536];
+  size_t n = 0;
+  char buf[4096];
+  if (warn_stats_fd < 0 || lseek(warn_stats_fd, 0, SEEK_SET)) return;
+  FILE *f = fdopen(warn_stats_fd, "r");
+  if (!f) return;
+  while (n < sizeof(lens) / sizeof(lens[0]) && fgets(buf, sizeof(buf), f))
+    lens[n++] = (size_t)strtoul(buf, NULL, 10);
+  fclose(f);
+  warn_stats_fd = -1;
+  if (!n) {
+    tap_diag("plugin WARNs: none");
+    return;
+  }
+  qsort(lens, n, sizeof(lens[0]), cmp_size);
+  size_t under400 = 0, over = 0;
+  for (size_t i = 0; i < n; i++) {
+    under400 += lens[i] < 400;
+    over += lens[i] >= WARN_LINE_MAX;
+  }
+  tap_diag("plugin WARNs: %zu, length with NCCL's prefix: min %zu, median %zu, p90 %zu, max %zu; "
+           "%zu under 400, %zu of %d or more",
+           n, lens[0], lens[n / 2], lens[n * 9 / 10], lens[n - 1], under400, over, WARN_LINE_MAX);
+}
+
 void log_clear(void) {
   pthread_mutex_lock(&log_lock);
+  warn_account();
   nlog = 0;
+  naccounted = 0;
   pthread_mutex_unlock(&log_lock);
 }
 
@@ -369,6 +440,9 @@ static void child(const struct api_case *c, int role, int ctl) {
   apply_env(role == ROLE_SINGLE ? ROLE_RECV : role);
   tap_begin();
   c->run(&s);
+  pthread_mutex_lock(&log_lock);
+  warn_account();
+  pthread_mutex_unlock(&log_lock);
   if (tap_case_failed && !log_echo) {
     printf("#   --- plugin log of the %s side ---\n", role == ROLE_RECV   ? "receiver"
                                                       : role == ROLE_SEND ? "sender"

@@ -59,6 +59,13 @@ int log_count(int level, const char *needle);
 const char *log_find(int level, const char *needle);
 void log_dump(void);
 void log_clear(void);
+/* Whether needle occurs within the first `within` characters of a captured
+ * WARN: a diagnosis must lead with its specific cause. */
+int warn_leads_with(const char *warn, const char *needle, size_t within);
+/* Every WARN a case's plugin logged must fit one NCCL line (checked after
+ * each case); the suite prints their length distribution at the end. */
+void warn_stats_begin(void);
+void warn_stats_print(void);
 
 /* Control channel between the two sides. */
 void ctl_send(struct side *s, const void *buf, size_t len);

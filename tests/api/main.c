@@ -92,6 +92,8 @@ static const struct api_case cases[] = {
    .timeout_s = 60},
   {"a listener that offers only its loopback address: both sides say so", case_offers_loopback, TWO,
    OWN_HOSTS, .timeout_s = 60},
+  {"NCCL_SOCKET_IFNAME==lo: loopback chosen exactly is said, not warned", case_chosen_loopback, TWO,
+   TCP_ONLY, ONE_HOST, .timeout_s = 30},
   {"a listener that offers only 169.254.x.x: it says only its link reaches it",
    case_offers_link_local_v4, TWO, OWN_HOSTS, .timeout_s = 60},
   {"IPv6 link-local only: connected through the local link", case_link_local_v6_pair, TWO,
@@ -193,6 +195,25 @@ static const struct api_case cases[] = {
    ONE_HOST, .timeout_s = 60},
   {"RETRY_EXC_ERR with NCCL_IB_GID_INDEX forced: the GID index advice again",
    case_ib_retry_forced_gid, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  /* cases_msgs.c */
+  {"ports up, no usable GID (all-IPv6 RoCE): one WARN with the port, cause and fix",
+   case_ib_ipv6_only_warns, IB_ONLY, SOFT_ONLY, .timeout_s = 30},
+  {"NCCL_SOCKET_IFNAME on a link-local interface: both sides lead with it, eth0 named",
+   case_forced_link_local_if, TWO, OWN_HOSTS, .timeout_s = 60},
+  /* cases_pattern_tcp.c */
+  {"a send delivered before the receiver's clean close completes", case_send_done_after_clean_close,
+   TWO, .timeout_s = 60},
+  {"a receive that arrived before the sender's clean close completes",
+   case_recv_done_after_clean_close, TWO, .timeout_s = 60},
+  {"accept 300 ms after connect, then another pair on the same listen comm",
+   case_late_accept_then_another, TWO, .timeout_s = 60},
+  {"8 connects accepted 300-600 ms late on one listen comm pair correctly", case_late_accepts_many,
+   TWO, .timeout_s = 90},
+  {"an accept 25 s after connect still connects", case_accept_25s_late, TWO, TCP_ONLY, ONE_HOST,
+   .abi_only = 11, .timeout_s = 60},
+  {"the listener's host goes silent before its accept: the connector ends, naming it",
+   case_listener_host_dies_before_accept, TWO, TCP_ONLY, NETNS, ROOT, .abi_only = 11,
+   .timeout_s = 60},
 };
 
 int main(int argc, char **argv) {
@@ -233,6 +254,7 @@ int main(int argc, char **argv) {
            : real_verbs  ? "RDMA (the system's libibverbs)"
                          : "RDMA (softverbs)",
            netns_recv ? "two network namespace hosts" : "one host (loopback)");
+  warn_stats_begin();
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     const struct api_case *c = &cases[i];
     char name[200];
@@ -255,5 +277,6 @@ int main(int argc, char **argv) {
     if (run_case(c)) tap_case_failed = 1;
     tap_end(name);
   }
+  warn_stats_print();
   return tap_done();
 }

@@ -49,8 +49,15 @@ static const struct line_case lines[] = {
   {"[rank0]:[E1107 10:22:45.123456589 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught", "", 0, 0,
    -1, "", 0, REC_TEXT, false, "[rank0]:[E1107"},
   {"  12:00:00 host:1:2 [0] NCCL INFO x", "host", 1, 2, 0, "", 0, REC_INFO, false, "x"},
-  {"a:b:c [0] NCCL INFO not a prefix", "", 0, 0, -1, "", 0, REC_TEXT, false, "a:b:c"},
-  {"h:1:2 [x] NCCL INFO bad device", "", 0, 0, -1, "", 0, REC_TEXT, false, "h:1:2"},
+  /* no host:pid:tid: still an NCCL line, with no host */
+  {"a:b:c [0] NCCL INFO not a prefix", "", 0, 0, -1, "", 0, REC_INFO, false, "not a prefix"},
+  {"h:1:2 [x] NCCL INFO bad device", "", 0, 0, -1, "", 0, REC_INFO, false, "bad device"},
+  {"[rank0]: misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to x failed", "", 0, 0, -1,
+   "misc/socket.cc", 484, REC_WARN, false, "socketStartConnect"},
+  {"0: NCCL WARN NET/Plugin : Plugin load returned 2", "", 0, 0, -1, "", 0, REC_WARN, false,
+   "NET/Plugin"},
+  {"[1,0]<stderr>:include/shm.h:48 NCCL WARN Error while creating shared memory segment", "", 0, 0,
+   -1, "include/shm.h", 48, REC_WARN, false, "Error while creating"},
 };
 
 static void parse_lines(void) {

@@ -8,7 +8,8 @@
 # otherwise (with the console's tail on stdout, as TAP comments).
 # usage: guest.sh CACHE OUT SCRIPT LIMIT [extra QEMU arguments...]
 # Environment: GUEST_CPUS (2), GUEST_MEM (2G), RXE_ACCEL (tcg), RXE_SHARE (a
-# folder that several guests see as /rxe-share).
+# folder that several guests see as /rxe-share), GUEST_APPEND (more kernel
+# arguments).
 set -u
 cache=$1 out=$2 script=$3 limit=$4
 shift 4
@@ -24,7 +25,7 @@ timeout -k 5 $((limit + 30)) qemu-system-x86_64 \
   -machine q35,accel=$accel -cpu max -smp "${GUEST_CPUS:-2}" -m "${GUEST_MEM:-2G}" \
   -nographic -no-reboot -nodefaults -serial stdio \
   -kernel "$cache/vmlinuz" -initrd "$cache/initramfs.gz" \
-  -append "console=ttyS0 quiet loglevel=4 panic=-1 rxe.script=$script rxe.limit=$limit rxe.share=$shared" \
+  -append "console=ttyS0 quiet loglevel=4 panic=-1 rxe.script=$script rxe.limit=$limit rxe.share=$shared ${GUEST_APPEND:-}" \
   -virtfs local,path=/,mount_tag=root,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$out,mount_tag=out,security_model=none" \
   "${share[@]}" "$@" </dev/null >"$out/console.log" 2>&1

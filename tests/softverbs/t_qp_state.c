@@ -126,8 +126,12 @@ static void case_rtr_to_rts(void) {
   CHECK(q.timeout == 14 && q.retry_cnt == 7 && q.dest_qp_num == peer_info.qpn &&
           q.path_mtu == IBV_MTU_4096 && q.port_num == 1 && q.ah_attr.grh.sgid_index == 3,
         "query_qp returns what was set");
-  CHECK(qi.send_cq == ep.cq && qi.cap.max_send_wr == 256 && qi.qp_type == IBV_QPT_RC,
-        "init attributes");
+  /* 256 WRs of 4 SGEs or 64 bytes inline: 320-byte WQEs, the queue rounded
+   * up to 128 KiB, as mlx5 sizes it: 409 WRs, 124 bytes inline. */
+  CHECK(qi.send_cq == ep.cq && qi.cap.max_send_wr == 409 && qi.cap.max_inline_data == 124 &&
+          qi.qp_type == IBV_QPT_RC,
+        "init attributes: max_send_wr %u max_inline_data %u", qi.cap.max_send_wr,
+        qi.cap.max_inline_data);
   a = rts_attr();
   a.min_rnr_timer = 3;
   CHECK(modify(a, M(MIN_RNR_TIMER)) == 0, "RTS -> RTS, MIN_RNR_TIMER");

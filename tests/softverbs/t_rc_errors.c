@@ -185,11 +185,15 @@ out:
   svt_pair_close(&p);
 }
 
+/* A CQ of 4 holds 7 (mlx5 rounds to 2^k - 1); the 8th completion overruns
+ * it: CQ_ERR, the CQ keeps its 7 entries and takes no more, and the QP that
+ * uses it enters ERR. */
 static void case_cq_overrun(void) {
   struct svt_pair p;
-  struct ibv_wc wc[8];
+  struct ibv_wc wc[10];
   if (!open_pair(&p)) goto out;
   struct ibv_cq *small = ibv_create_cq(p.a.ctx, 4, NULL, NULL, 0);
+  CHECK(small && small->cqe == 7, "cqe %d, want 7", small ? small->cqe : -1);
   struct ibv_qp_init_attr ia = {
     .send_cq = small,
     .recv_cq = small,
@@ -213,7 +217,12 @@ static void case_cq_overrun(void) {
   CHECK(async_event(p.a.ctx, &ev) && ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == small,
         "CQ_ERR event");
   ibv_ack_async_event(&ev);
-  CHECK(ibv_poll_cq(small, 8, wc) == 4, "the CQ holds its 4 entries");
+  double t0 = svt_now();
+  while (state_of(ea.qp) != IBV_QPS_ERR && svt_now() - t0 < 5) continue;
+  CHECK(state_of(ea.qp) == IBV_QPS_ERR, "the QP on the overrun CQ is %d, not ERR", state_of(ea.qp));
+  svt_post(ea.qp, IBV_WR_RDMA_WRITE, p.a.buf, 8, p.a.mr->lkey, p.ib.addr, p.ib.rkey, 0,
+           IBV_SEND_SIGNALED, 9);
+  CHECK(ibv_poll_cq(small, 10, wc) == 7, "the CQ holds its 7 entries, and nothing after");
   CHECK(ibv_destroy_cq(small) == EBUSY, "a CQ in use must not be destroyed");
   ibv_destroy_qp(ea.qp);
   CHECK(!ibv_destroy_cq(small), "destroy cq");

@@ -69,6 +69,7 @@ static int add_port(const char *name, const char *path, int numa, const char *ne
   strcpy(d->pci_path, path);
   strcpy(d->busid, strrchr(path, '/') + 1);
   d->numa = numa;
+  d->pf = -1; /* a physical function, as discovery says of one */
   pci_chain_from_path(&d->chain, path, numa);
   d->first_port = H.nport;
   d->nports = 1;

@@ -45,6 +45,17 @@ static void setup(void) {
   snprintf(peer.ib.subnet, sizeof(peer.ib.subnet), "10.0.0.0/24");
 }
 
+/* needle within the first `within` characters: the cause leads. */
+static int leads_with(const char *t, const char *needle, size_t within) {
+  const char *at = strstr(t, needle);
+  return at && (size_t)(at - t) + strlen(needle) <= within;
+}
+
+/* One NCCL line holds a WARN: the connection's words around this text
+ * (about 140 characters, the receiver's "the sending side ended the
+ * connection") and NCCL's prefix (about 60) leave this much. */
+#define DIAG_MAX 800
+
 static void diag_mem(enum ibv_wc_status st, int first, enum wc_memory mem, const char *first_error,
                      char *out, size_t cap) {
   struct ibv_wc wc;
@@ -70,10 +81,13 @@ static void retry_first(void) {
   CHECK(strstr(t, "first RDMA write after RTR"), "the first-write cause: %s", t);
   CHECK(strstr(t, "::ffff:10.1.4.5") && strstr(t, "::ffff:10.0.0.7") && strstr(t, "10.0.0.0/24"),
         "both GIDs and the remote subnet: %s", t);
+  CHECK(!strstr(t, "ib_write_bw -d") && strlen(t) < DIAG_MAX,
+        "the commands go to the details, the text fits one line (%zu): %s", strlen(t), t);
+  CHECK(!strstr(t, "opcode") && !strstr(t, "byte_len"), "fields invalid on error printed: %s", t);
+  ib_diag_path_details(&dev, &peer, t, sizeof(t));
   CHECK(strstr(t, "ib_write_bw -d mlx5_bond_0 -x 3 on host-b (10.0.0.7)") &&
           strstr(t, "ib_write_bw -d mlx5_4 -x 3 <its address>"),
-        "how to confirm the path, the peer by host and address: %s", t);
-  CHECK(!strstr(t, "opcode") && !strstr(t, "byte_len"), "fields invalid on error printed: %s", t);
+        "the details: how to confirm the path, the peer by host and address: %s", t);
 }
 
 static void retry_later(void) {
@@ -111,18 +125,24 @@ static void rtr_timeout(void) {
   char t[3000];
   setup();
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
-  CHECK(
-    strstr(t, "ETIMEDOUT") &&
-      strstr(t, "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24)") &&
-      strstr(
-        t,
-        "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 port 1 on host-b (10.0.0.7)"),
-    "both sides with index, netdev, subnet and host: %s", t);
-  CHECK(strstr(t, "NCCL_IB_HCA=^mlx5_bond_0"), "the fix: %s", t);
+  CHECK(leads_with(t,
+                   "RTR failed with Connection timed out (ETIMEDOUT) from GID 3 ::ffff:10.1.4.5 "
+                   "(xgbe4, 10.1.4.0/24) of mlx5_4 port 1 to GID 3 ::ffff:10.0.0.7 (bond0, "
+                   "10.0.0.0/24) of mlx5_bond_0 port 1 on host-b",
+                   200),
+        "no specific cause: the failure and both sides in short first: %s", t);
+  CHECK(strstr(t, "NCCL_IB_HCA=^mlx5_bond_0") && strlen(t) < DIAG_MAX, "the fix, in %zu: %s",
+        strlen(t), t);
+  ib_diag_path_details(&dev, &peer, t, sizeof(t));
+  CHECK(strstr(t, "local GID 3 ::ffff:10.1.4.5 (RoCE v2, xgbe4, 10.1.4.0/24)") &&
+          strstr(t, "remote GID 3 ::ffff:10.0.0.7 (RoCE v2, bond0, 10.0.0.0/24) of mlx5_bond_0 "
+                    "port 1 on host-b (10.0.0.7)"),
+        "the details: both sides with index, type, netdev, subnet and host: %s", t);
   peer.ib.is_off_plane = 1;
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
-  CHECK(strstr(t, "host-b's layout sets its mlx5_bond_0 apart"), "the peer's own plane verdict: %s",
-        t);
+  CHECK(leads_with(t, "mlx5_bond_0 on host-b is set apart by its host's layout", 100) &&
+          strstr(t, "NCCL_IB_HCA=^mlx5_bond_0 on every node") && !strstr(t, "Likely causes"),
+        "the peer's own plane verdict first, no generic causes: %s", t);
 }
 
 static void rtr_link_local_and_einval(void) {
@@ -131,8 +151,9 @@ static void rtr_link_local_and_einval(void) {
   memset(peer.ib.gid, 0, 16);
   peer.ib.gid[0] = 0xfe, peer.ib.gid[1] = 0x80, peer.ib.gid[15] = 1;
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
-  CHECK(strstr(t, "link-local") && strstr(t, "NCCL_IB_GID_INDEX=-1"), "link-local called out: %s",
-        t);
+  CHECK(leads_with(t, "GID 3 fe80::1 of mlx5_bond_0 on host-b is link-local", 100) &&
+          strstr(t, "NCCL_IB_GID_INDEX=-1") && !strstr(t, "Likely causes"),
+        "link-local called out first: %s", t);
   ib_diag_rtr(&dev, &peer, EINVAL, t, sizeof(t));
   CHECK(strstr(t, "EINVAL") && strstr(t, "NCCL_IB_GID_INDEX"), "EINVAL points at the GID index: %s",
         t);
@@ -146,12 +167,16 @@ static void rtr_kernel_errnos(void) {
   ib_diag_rtr(&dev, &peer, ETIMEDOUT, t, sizeof(t));
   const char *subnet = strstr(t, "different subnets"), *down = strstr(t, "is down"),
              *arp = strstr(t, "rp_filter=1 or arp_ignore=2");
-  CHECK(strstr(t, "not resolvable from this GID's netdev xgbe4"), "ETIMEDOUT: resolution: %s", t);
+  CHECK(strstr(t, "not resolvable from this GID's netdev xgbe4") && strlen(t) < DIAG_MAX,
+        "ETIMEDOUT: resolution, in %zu: %s", strlen(t), t);
   CHECK(subnet && down && arp && subnet < down && down < arp,
         "ETIMEDOUT: the causes in order (subnet or route, the peer's port down, ARP filtered): %s",
         t);
   ib_diag_rtr(&dev, &peer, ENETUNREACH, t, sizeof(t));
-  CHECK(strstr(t, "ENETUNREACH") && strstr(t, "netdev xgbe4 is down") &&
+  CHECK(leads_with(t,
+                   "RTR failed with Network is unreachable (ENETUNREACH): this GID's netdev "
+                   "xgbe4 is down",
+                   100) &&
           strstr(t, "ip link set xgbe4 up") && !strstr(t, "rp_filter"),
         "ENETUNREACH: this GID's netdev is down: %s", t);
   ib_diag_rtr(&dev, &peer, ENODATA, t, sizeof(t));
@@ -201,16 +226,18 @@ static void retry_gid_index(void) {
   memset(peer.ib.gid, 0, 16);
   peer.ib.gid[0] = 0xfe, peer.ib.gid[1] = 0x80, peer.ib.gid[15] = 1;
   diag(IBV_WC_RETRY_EXC_ERR, 1, "", t, sizeof(t));
-  CHECK(strstr(t, "link-local GIDs") && strstr(t, "NCCL_IB_GID_INDEX=-1"),
-        "link-local: the GID index advice: %s", t);
+  CHECK(leads_with(t, "GID 3 fe80::1 of mlx5_bond_0 on host-b is link-local", 100) &&
+          strstr(t, "NCCL_IB_GID_INDEX=-1") && strstr(t, "IBV_WC_RETRY_EXC_ERR (12)") &&
+          !strstr(t, "does not carry RoCE/IB traffic"),
+        "link-local: the GID index advice first, not the generic causes: %s", t);
   setup();
   snprintf(peer.info[0].name, sizeof(peer.info[0].name), "NCCL_IB_GID_INDEX");
   snprintf(peer.info[0].value, sizeof(peer.info[0].value), "3");
   peer.ninfo = 1;
   diag(IBV_WC_RETRY_EXC_ERR, 1, "", t, sizeof(t));
   CHECK(strstr(t, "NCCL_IB_GID_INDEX is forced (unset here, 3 on host-b") &&
-          strstr(t, "unset it on every node"),
-        "a forced index: the GID index advice: %s", t);
+          strstr(t, "unset it on every node") && strlen(t) < DIAG_MAX,
+        "a forced index: the GID index advice, in %zu: %s", strlen(t), t);
 }
 
 int main(void) {

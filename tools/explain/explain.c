@@ -13,20 +13,24 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: nccl-net-diag explain [--json] [-v] FILE... ('-' reads stdin)\n"
           "  Reads NCCL logs (NCCL_DEBUG=INFO or WARN output, NCCL_DEBUG_FILE files, whole job\n"
-          "  logs with tracebacks; one file per rank or host, or all in one) from NCCL 2.12 to\n"
-          "  2.30, IB or Socket transport or this plugin, and names each failure's cause and fix\n"
-          "  with the lines that show it. Reading all hosts' logs together lets it name the host\n"
-          "  that differs and the side that failed first.\n"
+          "  logs with tracebacks, WARN lines pasted without their prefix; one file per rank or\n"
+          "  host, or all in one) from NCCL 2.4 to 2.30, IB or Socket transport, aws-ofi-nccl or\n"
+          "  this plugin, and names each failure's cause and fix with the lines that show it.\n"
+          "  Reading all hosts' logs together lets it name the host that differs and the side\n"
+          "  that failed first.\n"
           "  --json   the findings as a JSON array of {rule, confidence, cause, fix, exports,\n"
           "           hosts, evidence}\n"
           "  -v       quote every line of evidence\n"
           "  --rules  list the failure signatures it knows\n"
-          "Exit status: 0 nothing found, 1 findings, 2 unreadable input or bad usage.\n");
+          "Exit status: 0 nothing found in NCCL output, 1 findings (an error no rule knows is\n"
+          "  a 'no confident cause' finding), 2 unreadable input, input with no NCCL output at\n"
+          "  all, or bad usage.\n");
 }
 
 static void list_rules(void) {
   for (size_t i = 0; i < explain_nrules; i++)
-    printf("%-18s %s\n", explain_rules[i].id, explain_rules[i].signature);
+    printf("%-19s %s (%s)\n", explain_rules[i].id, explain_rules[i].signature,
+           explain_rules[i].versions);
 }
 
 int cmd_explain(int argc, char **argv) {
@@ -57,7 +61,15 @@ int cmd_explain(int argc, char **argv) {
   struct corr c;
   struct findings fs;
   int err = explain_analyse(&ls, &c, &fs);
-  if (err) fprintf(stderr, "nccl-net-diag explain: %s\n", strerror(err));
+  bool is_nccl = false;
+  for (size_t i = 0; i < ls.nrecs && !is_nccl; i++)
+    is_nccl = ls.recs[i].has_prefix || ls.recs[i].level != REC_TEXT;
+  if (!err && !fs.n && !is_nccl) {
+    fprintf(
+      stderr,
+      "nccl-net-diag explain: no NCCL output found in the input (no NCCL INFO or WARN lines, no NCCL error text): paste the job's output with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET set, or pass the NCCL_DEBUG_FILE files\n");
+    err = -1;
+  } else if (err) fprintf(stderr, "nccl-net-diag explain: %s\n", strerror(err));
   else if (is_json) report_json(stdout, &ls, &c, &fs);
   else report_text(stdout, &ls, &c, &fs, all);
   int rc = err ? 2 : fs.n ? 1 : 0;

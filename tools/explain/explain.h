@@ -55,6 +55,9 @@ struct logset {
   size_t nrecs, cap;
   size_t bytes;   /* text kept */
   bool is_capped; /* stopped keeping lines at the memory cap */
+  /* The previous and this line as read: a terminal's wrap joins them. */
+  size_t prev_len, cur_len;
+  bool is_prev_last, is_cur_last; /* the line is (part of) the last kept record */
 };
 
 /* 0, or an errno with the reason in why (unreadable, a directory). */

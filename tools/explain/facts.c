@@ -55,6 +55,8 @@ static const struct {
   {EINVAL, "EINVAL", "Invalid argument"},
   {ENFILE, "ENFILE", "Too many open files in system"},
   {EMFILE, "EMFILE", "Too many open files"},
+  {EAFNOSUPPORT, "EAFNOSUPPORT", "Address family not supported by protocol"},
+  {ENOSPC, "ENOSPC", "No space left on device"},
   {EPIPE, "EPIPE", "Broken pipe"},
   {ENODATA, "ENODATA", "No data available"},
   {EPROTO, "EPROTO", "Protocol error"},

@@ -4,6 +4,7 @@
  * so a training log of millions of lines keeps only its NCCL part. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -21,8 +22,24 @@ static int add_file(struct logset *ls, const char *name) {
   struct logfile *f = &v[ls->nfiles];
   memset(f, 0, sizeof(*f));
   f->name = strdup(name);
+  ls->cur_len = 0, ls->is_cur_last = false;
   if (!f->name) return -1;
   return ls->nfiles++;
+}
+
+/* Appends more to the kept line o (its text moves with raw). */
+static void join_to(struct logset *ls, struct rec *o, const char *more) {
+  size_t at = (size_t)(o->text - o->raw);
+  size_t len = strlen(o->raw), add = strlen(more);
+  if (len + add >= EXPLAIN_LINE_MAX) return; /* the rules have read enough of it */
+  char *raw = malloc(len + add + 1);
+  if (!raw) return;
+  memcpy(raw, o->raw, len);
+  memcpy(raw + len, more, add + 1);
+  char *old = o->raw;
+  o->raw = raw, o->text = raw + at;
+  free(old);
+  ls->bytes += add;
 }
 
 /* A plugin line cut for NCCL's line buffer continues with "... ": it joins
@@ -38,24 +55,37 @@ static bool join_continuation(struct logset *ls, int file, struct rec *r) {
       o = c;
   }
   if (!o) return false;
-  const char *more = r->text + 3;         /* in the new line's own copy */
-  size_t at = (size_t)(o->text - o->raw); /* the text moves with raw */
-  size_t len = strlen(o->raw), add = strlen(more);
-  if (len + add >= EXPLAIN_LINE_MAX) return true; /* the rules have read enough of it */
-  char *raw = malloc(len + add + 1);
-  if (!raw) return true;
-  memcpy(raw, o->raw, len);
-  memcpy(raw + len, more, add + 1);
-  free(o->raw);
-  o->raw = raw, o->text = raw + at;
-  ls->bytes += add;
+  join_to(ls, o, r->text + 3);
+  return true;
+}
+
+/* A terminal that wrapped a pasted line at its width (80, 120 ... columns)
+ * leaves the rest on the next line with no prefix: it joins the NCCL line
+ * right before it when that line filled a whole terminal row. */
+static bool is_terminal_width(size_t n) {
+  static const size_t widths[] = {80, 100, 120, 128, 132, 140, 150, 160, 180, 200, 220, 240, 256};
+  for (size_t i = 0; i < sizeof(widths) / sizeof(widths[0]); i++)
+    if (n == widths[i]) return true;
+  return false;
+}
+
+static bool join_wrapped(struct logset *ls, int file, const struct rec *r) {
+  if (r->has_prefix || r->level != REC_TEXT || !ls->nrecs) return false;
+  struct rec *o = &ls->recs[ls->nrecs - 1];
+  if (o->file != file || !ls->is_prev_last || o->level == REC_TEXT ||
+      !is_terminal_width(ls->prev_len) || r->raw[0] == ' ' || r->raw[0] == '\t')
+    return false;
+  join_to(ls, o, r->raw);
   return true;
 }
 
 static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   long lineno = ++ls->files[file].nlines;
+  size_t physical = len && line[len - 1] == '\r' ? len - 1 : len;
   if (len >= EXPLAIN_LINE_MAX) len = EXPLAIN_LINE_MAX - 1;
   while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
+  ls->prev_len = ls->cur_len, ls->cur_len = physical;
+  ls->is_prev_last = ls->is_cur_last, ls->is_cur_last = false;
   if (!len || ls->is_capped) return 0;
   if (ls->bytes + len > LOGSET_BYTES_MAX) {
     ls->is_capped = true;
@@ -74,11 +104,14 @@ static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   struct rec *r = &ls->recs[ls->nrecs];
   explain_parse_line(copy, r);
   r->file = file;
-  if (join_continuation(ls, file, r) || !explain_rec_relevant(r)) {
+  bool is_wrapped = join_wrapped(ls, file, r);
+  ls->is_cur_last = is_wrapped;
+  if (is_wrapped || join_continuation(ls, file, r) || !explain_rec_relevant(r)) {
     free(copy);
     return 0;
   }
   r->file = file, r->lineno = (int)lineno, r->idx = ls->nrecs;
+  ls->is_cur_last = true;
   ls->bytes += len;
   ls->nrecs++;
   return 0;
@@ -139,6 +172,19 @@ void logset_finish(struct logset *ls) {
     if (!r->host[0] || state[r->file] == 2) continue;
     if (!state[r->file]) scopy(f->host, sizeof(f->host), r->host), state[r->file] = 1;
     else if (strcmp(f->host, r->host)) state[r->file] = 2, f->host[0] = 0;
+  }
+  /* A file with no host at all (WARN lines pasted without their prefix)
+   * stands for one host of its own, so rules that reason per host read it. */
+  int nbare = 0;
+  for (int f = 0; f < ls->nfiles; f++) nbare += !state[f] && ls->files[f].nlines;
+  for (int f = 0; f < ls->nfiles; f++) {
+    if (state[f] || !ls->files[f].nlines) continue;
+    const char *base = strrchr(ls->files[f].name, '/');
+    if (nbare == 1) scopy(ls->files[f].host, sizeof(ls->files[f].host), "this host");
+    else
+      snprintf(ls->files[f].host, sizeof(ls->files[f].host), "the host of %s",
+               base ? base + 1 : ls->files[f].name);
+    state[f] = 1;
   }
   for (size_t i = 0; i < ls->nrecs; i++) {
     struct rec *r = &ls->recs[i];

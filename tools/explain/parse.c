@@ -47,10 +47,16 @@ static bool level_word(const char **p, struct rec *r) {
     enum rec_level level;
     bool is_diag;
   } words[] = {
-    {"NCCL INFO ", REC_INFO, false},      {"NCCL WARN ", REC_WARN, false},
-    {"NCCL TRACE ", REC_TRACE, false},    {"NCCL CALL ", REC_TRACE, false},
-    {"NET/diag WARN ", REC_WARN, true},   {"NET/diag INFO ", REC_INFO, true},
+    {"NCCL INFO ", REC_INFO, false},
+    {"NCCL WARN ", REC_WARN, false},
+    {"NCCL TRACE ", REC_TRACE, false},
+    {"NCCL CALL ", REC_TRACE, false},
+    {"NET/diag WARN ", REC_WARN, true},
+    {"NET/diag INFO ", REC_INFO, true},
     {"NET/diag TRACE ", REC_TRACE, true},
+    /* NCCL 2.0-2.3: the level without "NCCL" */
+    {"WARN ", REC_WARN, false},
+    {"INFO ", REC_INFO, false},
   };
   for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
     if (skip(p, words[i].word)) {
@@ -129,6 +135,32 @@ static bool prefix_at(const char *p, struct rec *r, const char **text) {
   return true;
 }
 
+/* A line whose host:pid:tid a launcher or the user cut off: "[rank0]:
+ * misc/socket.cc:484 NCCL WARN ...", "NCCL INFO ...". The level words
+ * anywhere in the line still make it an NCCL line; a source word right
+ * before them is kept. */
+static const char *bare_level(const char *line, struct rec *r) {
+  static const char *const words[] = {"NCCL WARN ", "NCCL INFO ", "NET/diag WARN "};
+  for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+    const char *at = strstr(line, words[i]);
+    if (!at) continue;
+    const char *p = at;
+    if (!level_word(&p, r)) continue;
+    const char *w = at; /* the word before: "file.cc:123 " */
+    if (w > line + 1 && w[-1] == ' ') {
+      const char *b = w - 1;
+      while (b > line && !strchr(" ]>", b[-1]) && w - b < 200) b--;
+      while (*b == ':') b++; /* "[1,0]<stderr>:" */
+      struct rec tmp = *r;
+      const char *q = b;
+      if (source_word(&q, &tmp) && q == at) *r = tmp;
+    }
+    return p;
+  }
+  while (*line == ' ' || *line == '\t') line++;
+  return line;
+}
+
 void explain_parse_line(char *line, struct rec *r) {
   r->raw = line;
   r->host[0] = 0, r->src[0] = 0;
@@ -139,10 +171,7 @@ void explain_parse_line(char *line, struct rec *r) {
     if (p != line && is_host_char(p[-1])) continue;
     if (!is_host_char(*p) || !prefix_at(p, r, &text)) text = NULL;
   }
-  if (!text) {
-    text = line;
-    while (*text == ' ' || *text == '\t') text++;
-  }
+  if (!text) text = bare_level(line, r);
   /* Inside NCCL this plugin's lines are "NCCL WARN NET/diag ...". */
   if (!strncmp(text, "NET/diag ", 9)) r->is_diag = true, text += 9;
   r->text = text;
@@ -165,8 +194,23 @@ bool explain_rec_relevant(const struct rec *r) {
     "completion",
     "async event",
     "DistBackendError",
+    "shared memory",
+    "/dev/shm",
+    "No space left on device",
+    "Cannot allocate memory",
+    "MEMLOCK",
+    "Invalid rank",
+    "OFI",
+    "libfabric",
+    "fi_",
+    "ProcessGroup",
+    "Cuda failure",
+    "CUDA failure",
+    "CUDA error",
+    "cuda runtime error",
+    "Duplicate GPU",
   };
-  if (r->has_prefix) return true;
+  if (r->has_prefix || r->level != REC_TEXT) return true;
   for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
     if (strstr(r->text, needles[i])) return true;
   return false;

@@ -87,12 +87,10 @@ void report_text(FILE *out, const struct logset *ls, const struct corr *c,
   text_summary(out, ls, c);
   if (!fs->n) {
     bool has_nccl = false;
-    for (size_t i = 0; i < ls->nrecs && !has_nccl; i++) has_nccl = ls->recs[i].has_prefix;
-    if (has_nccl) fprintf(out, "no problem found in these logs\n");
-    else
-      fprintf(
-        out,
-        "no problem found, but the input has no NCCL log lines: run the job with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET and explain that log\n");
+    for (size_t i = 0; i < ls->nrecs && !has_nccl; i++)
+      has_nccl = ls->recs[i].has_prefix || ls->recs[i].level != REC_TEXT;
+    fprintf(out, "%s\n",
+            has_nccl ? "no problem found in these logs" : "no NCCL output found in the input");
     return;
   }
   int nconf = 0;

@@ -10,37 +10,67 @@
 const struct rule explain_rules[] = {
   /* what the plugin itself already diagnosed */
   {"plugin-diagnosis", "a NET/diag WARN of this plugin (it names cause and fix itself)", diag_match,
-   diag_build},
+   diag_build, "any NCCL (this plugin's own lines)"},
   /* hosts that differ from the rest: often the root of the errors below */
-  {"version-skew", "different \"NCCL version\" lines across hosts", NULL, version_build},
-  {"plugin-skew", "different NET/Plugin outcomes across hosts", NULL, plugin_build},
+  {"version-skew", "different \"NCCL version\" lines across hosts", NULL, version_build,
+   "NCCL 2.4-2.30"},
+  {"plugin-skew", "different NET/Plugin outcomes across hosts", NULL, plugin_build,
+   "NCCL 2.12-2.30"},
+  {"net-plugin-missing",
+   "a net plugin asked for and not found (Failed to initialize any NET plugin, or the job ran on without it)",
+   netplug_match, netplug_build, "NCCL 2.4-2.30; Failed to initialize any NET plugin 2.27+"},
   {"settings-skew", "NCCL settings that must agree, set differently across hosts", NULL,
-   settings_build},
-  {"resources", "file descriptors exhausted, EAGAIN on accept", resource_match, resource_build},
+   settings_build, "NCCL 2.12-2.30"},
+  /* the host or container around NCCL */
+  {"shm",
+   "/dev/shm too small or not shared (shared memory segment errors, No space left on device)",
+   shm_match, shm_build, "NCCL 2.4-2.30"},
+  {"memlock", "memory registration failing with ENOMEM (the locked-memory limit)", memlock_match,
+   memlock_build, "NCCL 2.4-2.30"},
+  {"invalid-rank", "Invalid rank requested r/n (world size smaller than the ranks launched)",
+   rank_match, rank_build, "NCCL 2.4-2.30"},
+  {"cuda",
+   "GPU-side failures read as network ones: Duplicate GPU, CUDA 802 (fabric manager), NVLS set-up, out of memory, invalid device ordinal, old driver",
+   cuda_match, cuda_build, "NCCL 2.4-2.30"},
+  {"transport-mismatch", "wrong type 4 != 3: one node on IB, the other on sockets", wrongtype_match,
+   wrongtype_build, "NCCL 2.16-2.30"},
+  {"resources", "file descriptors exhausted, EAGAIN on accept", resource_match, resource_build,
+   "NCCL 2.12-2.30"},
+  {"socket-create", "Socket creation failed (file descriptors, address family, a security profile)",
+   sockcreate_match, sockcreate_build, "NCCL 2.4-2.30"},
   {"ifname", "NCCL_SOCKET_IFNAME naming no interface on a host (no socket interface found)",
-   ifname_match, ifname_build},
+   ifname_match, ifname_build, "NCCL 2.4-2.30"},
   {"addr-family", "connecting to an address of family N (neither AF_INET nor AF_INET6)",
-   family_match, family_build},
+   family_match, family_build, "NCCL 2.8-2.30"},
   {"bootstrap-iface", "bootstrap on loopback, link-local, docker, veth or link-local-only ib*",
-   NULL, bootif_build},
+   NULL, bootif_build, "NCCL 2.4-2.30"},
+  {"ofi", "aws-ofi-nccl (NET/OFI) and libfabric errors", ofi_match, ofi_build,
+   "aws-ofi-nccl, any NCCL"},
   {"ib-fallback", "NET/IB found no device and NCCL fell back to sockets", ibfallback_match,
-   ibfallback_build},
-  {"gid-index", "a link-local or RoCE v1 GID chosen or forced", gid_match, gid_build},
+   ibfallback_build, "NCCL 2.4-2.30"},
+  {"gid-index", "a link-local or RoCE v1 GID chosen or forced", gid_match, gid_build,
+   "NCCL 2.12-2.30"},
+  {"gid-default", "completion error 12 on RoCE before NCCL 2.21 with no NCCL_IB_GID_INDEX set",
+   oldgid_match, oldgid_build, "NCCL 2.4-2.20"},
   {"rtr", "ibv_modify_qp failing (ETIMEDOUT, ENETUNREACH, ENODEV, EINVAL, ENODATA)", rtr_match,
-   rtr_build},
-  {"mtu-mismatch", "ports of different MTUs on the two sides", NULL, mtu_build},
-  {"async-event", "port errors and fatal async events", async_match, async_build},
-  {"completion", "completions with error (status 12, 5, 4, 10, 13, ...)", wc_match, wc_build},
-  {"device-set", "different RDMA device sets across hosts", NULL, devset_build},
-  {"gdr-disabled", "GPU Direct RDMA disabled on every HCA (no peer memory)", gdr_match, gdr_build},
+   rtr_build, "NCCL 2.12-2.30"},
+  {"mtu-mismatch", "ports of different MTUs on the two sides", NULL, mtu_build, "NCCL 2.21-2.30"},
+  {"async-event", "port errors and fatal async events", async_match, async_build, "NCCL 2.4-2.30"},
+  {"completion", "completions with error (status 12, 5, 4, 10, 13, ...)", wc_match, wc_build,
+   "NCCL 2.4-2.30"},
+  {"device-set", "different RDMA device sets across hosts", NULL, devset_build, "NCCL 2.4-2.30"},
+  {"gdr-disabled", "GPU Direct RDMA disabled on every HCA (no peer memory)", gdr_match, gdr_build,
+   "NCCL 2.12-2.30"},
   {"truncated", "message truncated: receiving N bytes instead of M", truncated_match,
-   truncated_build},
-  {"connect", "connect refused, timed out, unreachable or aborted", connect_match, connect_build},
+   truncated_build, "NCCL 2.4-2.30"},
+  {"connect", "connect refused, timed out, unreachable or aborted", connect_match, connect_build,
+   "NCCL 2.4-2.30"},
   {"closed-by-peer", "connection closed by the remote peer (the peer failed first)", closed_match,
-   closed_build},
+   closed_build, "NCCL 2.4-2.30"},
   {"watchdog-timeout", "a PyTorch watchdog timeout with no NCCL error (a hang)", watchdog_match,
-   watchdog_build},
-  {"unexplained-warn", "NCCL WARN lines no rule explains", unknown_match, unknown_build},
+   watchdog_build, "any NCCL (PyTorch's message)"},
+  {"unexplained-warn", "NCCL WARN lines and NCCL errors no rule explains", unknown_match,
+   unknown_build, "NCCL 2.4-2.30"},
 };
 
 const size_t explain_nrules = sizeof(explain_rules) / sizeof(explain_rules[0]);
@@ -49,6 +79,14 @@ const struct rule *explain_rule(const char *id) {
   for (size_t i = 0; i < explain_nrules; i++)
     if (!strcmp(explain_rules[i].id, id)) return &explain_rules[i];
   return NULL;
+}
+
+bool rules_version_before(const char *version, int major, int minor) {
+  long a = 0, b = 0;
+  if (!version || !text_long(version, &a)) return false;
+  const char *dot = strchr(version, '.');
+  if (!dot || !text_long(dot + 1, &b)) return false;
+  return a < major || (a == major && b < minor);
 }
 
 bool rules_consequence(const struct explain_ctx *cx, const char *rule, const struct rec *r,

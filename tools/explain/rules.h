@@ -26,6 +26,7 @@ struct rule {
   const char *signature; /* what it recognises, in words */
   bool (*match)(const struct rec *r);
   void (*build)(const struct explain_ctx *cx, const struct hits *h);
+  const char *versions; /* the NCCL releases whose messages it reads */
 };
 
 extern const struct rule explain_rules[];
@@ -70,6 +71,8 @@ bool connfail_parse(const char *text, struct connfail *c);
 
 /* --- helpers for rule builders ------------------------------------------ */
 
+/* "2.19.3" is older than major.minor; false when unknown. */
+bool rules_version_before(const char *version, int major, int minor);
 /* The hosts' NCCL versions differ (text in buf); false when they agree. */
 bool rules_version_split(const struct corr *c, char *buf, size_t cap);
 /* Adds the version lines of every host to f (as evidence of a skew). */
@@ -117,6 +120,25 @@ bool resource_match(const struct rec *r);
 void resource_build(const struct explain_ctx *cx, const struct hits *h);
 bool closed_match(const struct rec *r);
 void closed_build(const struct explain_ctx *cx, const struct hits *h);
+
+bool shm_match(const struct rec *r);
+void shm_build(const struct explain_ctx *cx, const struct hits *h);
+bool memlock_match(const struct rec *r);
+void memlock_build(const struct explain_ctx *cx, const struct hits *h);
+bool rank_match(const struct rec *r);
+void rank_build(const struct explain_ctx *cx, const struct hits *h);
+bool wrongtype_match(const struct rec *r);
+void wrongtype_build(const struct explain_ctx *cx, const struct hits *h);
+bool cuda_match(const struct rec *r);
+void cuda_build(const struct explain_ctx *cx, const struct hits *h);
+bool sockcreate_match(const struct rec *r);
+void sockcreate_build(const struct explain_ctx *cx, const struct hits *h);
+bool netplug_match(const struct rec *r);
+void netplug_build(const struct explain_ctx *cx, const struct hits *h);
+bool ofi_match(const struct rec *r);
+void ofi_build(const struct explain_ctx *cx, const struct hits *h);
+bool oldgid_match(const struct rec *r);
+void oldgid_build(const struct explain_ctx *cx, const struct hits *h);
 
 void version_build(const struct explain_ctx *cx, const struct hits *h);
 void plugin_build(const struct explain_ctx *cx, const struct hits *h);

@@ -122,6 +122,25 @@ static void fallback_text(struct finding *f, enum fb_kind k, const struct corr_h
   }
 }
 
+/* NCCL warns that libibverbs is missing on every host without RDMA: with
+ * no sign of an RDMA device anywhere in the logs that is harmless, and a
+ * hang or error elsewhere has another cause. A WARN still gets a finding. */
+static void verbs_missing_alone(const struct explain_ctx *cx, const struct hits *h) {
+  struct finding *f = NULL;
+  for (size_t n = 0; n < h->n; n++) {
+    if (!strstr(h->v[n]->text, "libibverbs") || h->v[n]->level != REC_WARN) continue;
+    if (!f && !(f = finding_new(cx->out, "ib-fallback", CONF_LOW))) return;
+    finding_evidence(f, h->v[n]);
+  }
+  if (!f) return;
+  finding_cause(
+    f,
+    "no confident cause: NCCL could not load libibverbs, so it uses TCP sockets; that is harmless on hosts without an RDMA NIC (nothing in these logs shows one), and any hang or error of the job has another cause");
+  finding_fix(
+    f,
+    "if the hosts have InfiniBand or RoCE NICs, install rdma-core's verbs library and providers in the image (libibverbs1 ibverbs-providers); otherwise ignore this warning and look for the first rank that failed");
+}
+
 void ibfallback_build(const struct explain_ctx *cx, const struct hits *h) {
   const struct corr *c = cx->corr;
   struct finding *groups[FB_COUNT] = {0};
@@ -143,6 +162,7 @@ void ibfallback_build(const struct explain_ctx *cx, const struct hits *h) {
       if (!strcmp(h->v[n]->host, ch->name)) finding_evidence(groups[k], h->v[n]);
     finding_evidence(groups[k], ch->network_rec ? ch->network_rec : ch->sock_rec);
   }
+  if (!groups[FB_NO_VERBS]) verbs_missing_alone(cx, h);
 }
 
 /* --- device sets --------------------------------------------------------- */

@@ -40,11 +40,12 @@ bool gid_match(const struct rec *r) {
 
 /* A GID index of the version's own choice before 2.21 was 0. */
 static bool version_before(const char *version, int major, int minor) {
-  long a = 0, b = 0;
-  if (!version || !text_long(version, &a)) return false;
-  const char *dot = strchr(version, '.');
-  if (!dot || !text_long(dot + 1, &b)) return false;
-  return a < major || (a == major && b < minor);
+  return rules_version_before(version, major, minor);
+}
+
+/* NCCL_IB_GID_INDEX=-1 (choose automatically) exists from 2.21 on. */
+static bool accepts_auto(const struct corr_host *h) {
+  return h->version[0] && !version_before(h->version, 2, 21);
 }
 
 enum gid_kind { GK_FORCED, GK_OLD_DEFAULT, GK_AUTO, GK_SUSPECT, GK_COUNT };
@@ -89,11 +90,15 @@ static struct finding *link_local_in_use(const struct explain_ctx *cx, enum gid_
       "give the netdev of %s an IPv4 address, or for an IPv6-only port set NCCL_IB_ADDR_FAMILY=AF_INET6; check the GID table with show_gids or nccl-net-diag doctor on %s",
       dev, h->name);
   }
-  if (!f->fix[0]) {
+  if (!f->fix[0] && accepts_auto(h)) {
     finding_fix(
       f,
-      "let NCCL choose the IPv4-mapped RoCE v2 GID (NCCL 2.21+: NCCL_IB_GID_INDEX=-1), or set the index show_gids lists as RoCE v2 with an IPv4 address, on every node");
+      "let NCCL choose the IPv4-mapped RoCE v2 GID (NCCL_IB_GID_INDEX=-1, or unset it), or set the index show_gids lists as RoCE v2 with an IPv4 address, on every node");
     finding_export(f, "NCCL_IB_GID_INDEX=-1");
+  } else if (!f->fix[0]) {
+    finding_fix(
+      f,
+      "set NCCL_IB_GID_INDEX on every node to the index show_gids lists as RoCE v2 with an IPv4 address (NCCL before 2.21 does not accept -1; 2.21+ chooses it itself)");
   }
   return f;
 }
@@ -111,9 +116,11 @@ static struct finding *forced_suspect(const struct explain_ctx *cx, const struct
     v, h->name, v, v == 2 ? "the RoCE v1 entry of the IPv4 address" : "a link-local entry");
   finding_fix(
     f,
-    "check the table with show_gids on %s and force only the RoCE v2 entry with an IPv4 address, or let NCCL 2.21+ choose (NCCL_IB_GID_INDEX=-1)",
-    h->name);
-  finding_export(f, "NCCL_IB_GID_INDEX=-1");
+    "check the table with show_gids on %s and force only the RoCE v2 entry with an IPv4 address%s",
+    h->name,
+    accepts_auto(h) ? ", or let NCCL choose (NCCL_IB_GID_INDEX=-1)"
+                    : " (this NCCL is older than 2.21 or unknown, so -1 is not accepted)");
+  if (accepts_auto(h)) finding_export(f, "NCCL_IB_GID_INDEX=-1");
   return f;
 }
 

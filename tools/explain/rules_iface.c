@@ -13,7 +13,8 @@ enum if_kind { IF_OK, IF_LOOPBACK, IF_BRIDGE, IF_VETH, IF_LINK_LOCAL, IF_IB_LL, 
 static enum if_kind if_kind(const char *iface, const char *ip) {
   bool is_ll = !strncmp(ip, "169.254.", 8) || !strncmp(ip, "fe80", 4);
   if (!strncmp(iface, "lo", 2) || !strncmp(ip, "127.", 4) || !strcmp(ip, "::1")) return IF_LOOPBACK;
-  if (!strncmp(iface, "docker", 6) || !strncmp(iface, "virbr", 5)) return IF_BRIDGE;
+  if (!strncmp(iface, "docker", 6) || !strncmp(iface, "virbr", 5) || !strncmp(iface, "br-", 3))
+    return IF_BRIDGE; /* br-<id>: a docker user-defined network */
   if (!strncmp(iface, "veth", 4)) return IF_VETH;
   if (is_ll && !strncmp(iface, "ib", 2)) return IF_IB_LL;
   return is_ll ? IF_LINK_LOCAL : IF_OK;
@@ -166,7 +167,20 @@ static bool has_ifname_failure(const struct logset *ls) {
   return false;
 }
 
+/* The NCCL_SOCKET_IFNAME value a host's log shows, and its line. */
+static const char *socket_ifname_set(const struct corr *c, const struct rec **rec) {
+  for (int i = 0; i < c->nhosts; i++)
+    for (int k = 0; k < c->hosts[i].nenv; k++)
+      if (!strcmp(c->hosts[i].env[k].key, "NCCL_SOCKET_IFNAME")) {
+        *rec = c->hosts[i].env[k].rec;
+        return c->hosts[i].env[k].val;
+      }
+  return NULL;
+}
+
 void family_build(const struct explain_ctx *cx, const struct hits *h) {
+  const char *ifset;
+  const struct rec *ifrec = NULL;
   long family = 0;
   text_long(text_after(h->v[0]->text, "with family "), &family);
   char split[512];
@@ -198,6 +212,17 @@ void family_build(const struct explain_ctx *cx, const struct hits *h) {
       "a peer's address arrived empty (family %ld): a host found no interface matching NCCL_SOCKET_IFNAME and advertised no address (see the interface finding)",
       family);
     finding_fix(f, "set NCCL_SOCKET_IFNAME to an interface that exists on every node");
+  } else if ((ifset = socket_ifname_set(cx->corr, &ifrec))) {
+    if (!(f = finding_new(cx->out, "addr-family", CONF_MEDIUM))) return;
+    finding_cause(
+      f,
+      "a peer's address arrived empty or as garbage (family %ld): NCCL_SOCKET_IFNAME=%s is set, and a host where no interface matches it advertises no address (NCCL before 2.28 does not always say so); different NCCL versions across nodes show the same way",
+      family, ifset);
+    finding_fix(
+      f,
+      "check that %s exists and has an address on every node (ip -br addr), or list every node's name in NCCL_SOCKET_IFNAME (prefixes match); then check that every node runs the same NCCL version",
+      ifset);
+    finding_evidence(f, ifrec);
   } else {
     if (!(f = finding_new(cx->out, "addr-family", CONF_MEDIUM))) return;
     finding_cause(

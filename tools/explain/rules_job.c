@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/agree.h"
 #include "tools/explain/rules.h"
 
 /* values[i] for each host through get(); NULL where unknown. */
@@ -111,32 +112,6 @@ void plugin_build(const struct explain_ctx *cx, const struct hits *h) {
   free(is_odd);
 }
 
-/* Settings every rank must share; the size-changing ones (the first five)
- * are the truncation rule's when a message was truncated. */
-static const char *const must_agree[] = {
-  "NCCL_PROTO",
-  "NCCL_ALGO",
-  "NCCL_BUFFSIZE",
-  "NCCL_LL_BUFFSIZE",
-  "NCCL_LL128_BUFFSIZE",
-  "NCCL_NET",
-  "NCCL_NET_PLUGIN",
-  "NCCL_IB_DISABLE",
-  "NCCL_IB_HCA",
-  "NCCL_IB_GID_INDEX",
-  "NCCL_IB_ROCE_VERSION_NUM",
-  "NCCL_IB_ADDR_FAMILY",
-  "NCCL_SOCKET_IFNAME",
-  "NCCL_SOCKET_FAMILY",
-  "NCCL_IB_TIMEOUT",
-  "NCCL_IB_RETRY_CNT",
-  "NCCL_CROSS_NIC",
-  "NCCL_NSOCKS_PERTHREAD",
-  "NCCL_SOCKET_NTHREADS",
-  "NCCL_IB_QPS_PER_CONNECTION",
-  "NCCL_IB_SPLIT_DATA_ON_QPS",
-};
-
 static bool has_truncation(const struct logset *ls) {
   for (size_t i = 0; i < ls->nrecs; i++)
     if (truncated_match(&ls->recs[i])) return true;
@@ -163,25 +138,32 @@ void settings_build(const struct explain_ctx *cx, const struct hits *h) {
   bool skip_sizes = has_truncation(cx->ls);
   char text[1100] = "", split[512];
   struct finding *f = NULL;
-  for (size_t k = skip_sizes ? 5 : 0;
-       values && is_odd && k < sizeof(must_agree) / sizeof(must_agree[0]); k++) {
-    if (!key_split(c, must_agree[k], values, is_odd, split, sizeof(split))) continue;
+  size_t nt;
+  const struct agree_entry *t = agree_table(&nt);
+  /* From the must-agree table (common/agree.h): settings every rank must
+   * share, and those that name each node's hardware; with a truncation the
+   * size-changing ones are that rule's. */
+  for (size_t k = 0; values && is_odd && k < nt; k++) {
+    const char *key = t[k].name;
+    if (strchr(key, '*') || (t[k].cls != AGREE_MUST && t[k].cls != AGREE_PER_HOST) ||
+        (skip_sizes && t[k].changes_sizes))
+      continue;
+    if (!key_split(c, key, values, is_odd, split, sizeof(split))) continue;
     if (!f && !(f = finding_new(cx->out, "settings-skew", CONF_MEDIUM))) break;
     if (strlen(text) + strlen(split) + 40 < sizeof(text))
       snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s: %s", text[0] ? "; " : "",
-               must_agree[k], split);
+               key, split);
     for (int i = 0; i < c->nhosts; i++) {
       if (!values[i]) continue;
       if (is_odd[i] || !strcmp(values[i], "unset")) finding_host(f, c->hosts[i].name);
       for (int e = 0; e < c->hosts[i].nenv; e++)
-        if (!strcmp(c->hosts[i].env[e].key, must_agree[k]))
-          finding_evidence(f, c->hosts[i].env[e].rec);
+        if (!strcmp(c->hosts[i].env[e].key, key)) finding_evidence(f, c->hosts[i].env[e].rec);
     }
     bool has_majority = false; /* export only the value most hosts have */
     for (int i = 0; i < c->nhosts; i++) has_majority |= is_odd[i];
     for (int i = 0; has_majority && i < c->nhosts; i++)
       if (values[i] && !is_odd[i] && strcmp(values[i], "unset")) {
-        finding_export(f, "%s=%s", must_agree[k], values[i]);
+        finding_export(f, "%s=%s", key, values[i]);
         break;
       }
   }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* What the plugin already diagnosed, hangs without an NCCL error, and the
  * WARN lines no rule explains. */
+#include <stdio.h>
 #include <string.h>
 
 #include "tools/explain/rules.h"
@@ -113,19 +114,57 @@ void watchdog_build(const struct explain_ctx *cx, const struct hits *h) {
 
 /* --- what no rule explains ------------------------------------------------ */
 
+/* An error as a program around NCCL prints it: PyTorch's exceptions, the
+ * ncclResult_t names and texts, a failed verbs call quoted without NCCL's
+ * prefix. */
 bool unknown_match(const struct rec *r) {
+  static const char *const errors[] = {
+    "unhandled system error",
+    "unhandled cuda error",
+    "internal error",
+    "remote process exited or there was a network error",
+    "invalid usage",
+    "invalid argument",
+    "ncclSystemError",
+    "ncclInternalError",
+    "ncclRemoteError",
+    "ncclUnhandledCudaError",
+    "ncclInvalidUsage",
+    "ncclInvalidArgument",
+    "NCCL error",
+    "NCCL Error",
+    "DistBackendError",
+    "NCCL communicator was aborted",
+    "Failed to initialize any NET plugin",
+    "Call to ibv_",
+    "Test NCCL failure", /* nccl-tests */
+  };
   const char *t = r->text;
   if (r->level == REC_WARN) return true;
-  return r->level == REC_TEXT &&
-         (strstr(t, "unhandled system error") || strstr(t, "ncclSystemError") ||
-          strstr(t, "ncclInternalError") || strstr(t, "ncclRemoteError") ||
-          strstr(t, "unhandled cuda error") || strstr(t, "NCCL error in"));
+  if (r->level != REC_TEXT) return false;
+  bool is_nccl = strstr(t, "NCCL") || strstr(t, "nccl") || strstr(t, "ibv_");
+  for (size_t i = 0; is_nccl && i < sizeof(errors) / sizeof(errors[0]); i++)
+    if (strstr(t, errors[i])) return true;
+  return false;
+}
+
+/* A verbs call NCCL reports with no errno (before 2.12 it printed none):
+ * what usually lies behind it, as a lead, not a cause. */
+static void verbs_hint(struct finding *f, const struct rec *first) {
+  const char *t = first->text;
+  if (!strstr(t, "Call to ibv_") || strstr(t, "error") || strstr(t, "errno")) return;
+  size_t n = strlen(f->fix);
+  snprintf(
+    f->fix + n, sizeof(f->fix) - n,
+    "; a verbs call that fails with no errno is most often, in a container, the locked-memory limit (ulimit -l; docker run --ulimit memlock=-1) or RDMA devices the container cannot open (/dev/infiniband)");
 }
 
 void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   if (cx->out->n) return; /* other findings explain the job; these follow from them */
-  bool has_warn = false;
+  bool has_warn = false, has_info = false;
   for (size_t i = 0; i < h->n; i++) has_warn |= h->v[i]->level == REC_WARN;
+  for (size_t i = 0; i < cx->ls->nrecs && !has_info; i++)
+    has_info = cx->ls->recs[i].level == REC_INFO && !cx->ls->recs[i].is_diag;
   struct finding *f = finding_new(cx->out, "unexplained-warn", CONF_LOW);
   if (!f) return;
   const struct rec *first = NULL;
@@ -134,6 +173,17 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
       first = first ? first : h->v[i];
       finding_evidence(f, h->v[i]);
     }
+  if (has_info) {
+    finding_cause(
+      f,
+      "no confident cause: NCCL failed (\"%.300s\") and no rule of this tool recognises it in this NCCL_DEBUG=INFO log",
+      first->text);
+    finding_fix(
+      f,
+      "explain the logs of every rank together (the first rank to fail names the cause; NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p gives one file per process), run nccl-net-diag doctor on the hosts named, and add NCCL_DEBUG_SUBSYS=ALL if one rank's log shows no WARN");
+    verbs_hint(f, first);
+    return;
+  }
   if (has_warn) {
     finding_cause(
       f, "no confident cause: NCCL warned \"%.300s\" and no rule of this tool recognises it",
@@ -151,4 +201,5 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   }
   finding_export(f, "NCCL_DEBUG=INFO");
   finding_export(f, "NCCL_DEBUG_SUBSYS=INIT,NET");
+  verbs_hint(f, first);
 }

@@ -158,7 +158,7 @@ static struct finding *pair_from_qp_lines(const struct explain_ctx *cx, const st
         if (!f) return NULL;
         finding_cause(
           f,
-          "%s timed out (ETIMEDOUT) on %s; this NCCL version prints no GIDs, but its per-QP lines show %s of %s on %s and %s of %s on %s: different subnets, which the kernel could not resolve from one to the other within about 1 s",
+          "%s timed out (ETIMEDOUT) on %s; this NCCL version prints no GIDs, but its per-QP lines show %s of %s on %s and %s of %s on %s: different subnets (read as /24 or /64: the log shows no netmask), which the kernel could not resolve from one to the other within about 1 s",
           tr, c->r->host, p->dev, h->name, ls, q->dev, o->name, rs);
         finding_fix(
           f,
@@ -182,7 +182,7 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
     if (!(f = finding_new(cx->out, "rtr", CONF_HIGH))) return NULL;
     finding_cause(
       f,
-      "%s timed out (ETIMEDOUT) from %s to %s: %s reaches %s through %s, not through %s, so NCCL paired NICs of different rails that are not connected to each other",
+      "%s timed out (ETIMEDOUT) from %s to %s: %s reaches %s through %s, not through %s, so NCCL paired NICs of different rails that are not connected to each other (subnets read as /24 or /64: the log shows no netmask; ip -br addr on both hosts confirms)",
       tr, c->where, c->remote, c->r->host, c->rsub, c->rail_dev, c->m.dev);
     finding_fix(
       f,
@@ -194,7 +194,7 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
     if (!(f = finding_new(cx->out, "rtr", CONF_MEDIUM))) return NULL;
     finding_cause(
       f,
-      "%s timed out (ETIMEDOUT) from %s to %s: the two GIDs sit on different subnets and the kernel could not resolve the remote one from %s's netdev within about 1 s (no route, or no L2 path that answers ARP)",
+      "%s timed out (ETIMEDOUT) from %s to %s: the two GIDs sit on different subnets (read as /24 or /64: the log shows no netmask) and the kernel could not resolve the remote one from %s's netdev within about 1 s (no route, or no L2 path that answers ARP)",
       tr, c->where, c->remote, c->m.dev);
     finding_fix(
       f, "use RDMA ports of one plane on every node (NCCL_IB_HCA), or route between %s and %s",
@@ -205,7 +205,7 @@ static struct finding *timedout(const struct explain_ctx *cx, const struct rtr_c
     if (!(f = finding_new(cx->out, "rtr", CONF_LOW))) return NULL;
     finding_cause(
       f,
-      "no confident cause: %s timed out (ETIMEDOUT) from %s to %s although both GIDs are on %s: the peer's address did not answer ARP from %s's netdev within about 1 s (its port down, ARP filtered by rp_filter or arp_ignore, or the ports on different L2 segments or VLANs)",
+      "no confident cause: %s timed out (ETIMEDOUT) from %s to %s although both GIDs are on %s (read as /24 or /64: the log shows no netmask): the peer's address did not answer ARP from %s's netdev within about 1 s (its port down, ARP filtered by rp_filter or arp_ignore, or the ports on different L2 segments or VLANs)",
       tr, c->where, c->remote, c->lsub, c->m.dev);
     finding_fix(
       f,
@@ -232,7 +232,12 @@ static void add_gid_index_fix(struct finding *f, const struct corr_host *h) {
   size_t n = strlen(f->fix);
   if (forced)
     snprintf(f->fix + n, sizeof(f->fix) - n, "; %s sets NCCL_IB_GID_INDEX=%s now", h->name, forced);
-  finding_export(f, "NCCL_IB_GID_INDEX=-1");
+  n = strlen(f->fix);
+  if (h && h->version[0] && rules_version_before(h->version, 2, 21))
+    snprintf(f->fix + n, sizeof(f->fix) - n,
+             "; NCCL %s does not accept -1 (2.21+ does): set the RoCE v2 index show_gids lists",
+             h->version);
+  else finding_export(f, "NCCL_IB_GID_INDEX=-1");
 }
 
 /* ENODATA, ENODEV, EINVAL: the local side refused the attributes. */
@@ -260,7 +265,7 @@ static struct finding *refused(const struct explain_ctx *cx, const struct rtr_ca
       tr, c->where, c->m.gid_index);
     finding_fix(
       f,
-      "let NCCL choose (NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container");
+      "let NCCL choose (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or map the RoCE netdev with its addresses into the container");
   } else if (c->kind == RK_REMOTE_ZERO) {
     if (!(f = finding_new(cx->out, "rtr", CONF_HIGH))) return NULL;
     finding_cause(
@@ -311,7 +316,9 @@ static struct finding *rtr_finding(const struct explain_ctx *cx, const struct rt
       f,
       "on the peer%s%s, let NCCL choose the IPv4-mapped RoCE v2 GID (NCCL 2.21+: NCCL_IB_GID_INDEX=-1) or set the index show_gids lists for it",
       c->rhost ? " " : "", c->rhost ? c->rhost : "");
-    finding_export(f, "NCCL_IB_GID_INDEX=-1");
+    const struct corr_host *h = corr_find(cx->corr, c->r->host);
+    if (!h || !h->version[0] || !rules_version_before(h->version, 2, 21))
+      finding_export(f, "NCCL_IB_GID_INDEX=-1");
     return f;
   }
   if (c->m.err == ETIMEDOUT) return timedout(cx, c);

@@ -4,6 +4,7 @@
  * side's failure, so the rules look for the host behind the address and
  * for that host's own first error. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tools/explain/rules.h"
@@ -27,6 +28,7 @@ bool connfail_parse(const char *t, struct connfail *c) {
     else if ((e = text_after(p, " failed : "))) c->err = text_errno(e);
     else if ((e = text_after(p, " failed with error "))) c->err = text_errno(e);
   } else if ((p = text_after(t, "connect returned "))) c->err = text_errno(p);
+  else if ((p = text_after(t, "Call to connect failed : "))) c->err = text_errno(p); /* 2.0-2.3 */
   else if (strstr(t, "Connect: exceeded retries") || strstr(t, "onnect: exceeded retries"))
     c->err = ECONNREFUSED;
   else if (strstr(t, "onnect: exceeded timeouts")) c->err = ETIMEDOUT;
@@ -97,7 +99,8 @@ static struct finding *unowned(const struct explain_ctx *cx, const struct rec *r
   const char *common = rules_common_iface(cx->corr, NULL);
   char known[512];
   struct finding *f;
-  if (ip[0] && addrs_of_hosts(cx->corr, known, sizeof(known))[0]) {
+  /* "no host uses it" says something only when the logs hold the peers */
+  if (ip[0] && cx->corr->nhosts >= 2 && addrs_of_hosts(cx->corr, known, sizeof(known))[0]) {
     if (!(f = finding_new(cx->out, "connect", CONF_MEDIUM))) return NULL;
     finding_cause(
       f,
@@ -111,15 +114,25 @@ static struct finding *unowned(const struct explain_ctx *cx, const struct rec *r
     return f;
   }
   if (!(f = finding_new(cx->out, "connect", CONF_LOW))) return NULL;
+  bool is_refused = strstr(what, "ECONNREFUSED") || strstr(what, "ECONNABORTED");
   finding_cause(
-    f,
-    "no confident cause: %s: nothing listened there (the peer exited or had not started), a firewall rejects it, or the peer advertised an address this host cannot reach",
-    what);
+    f, "no confident cause: %s: %s, or the peer advertised an address this host cannot reach", what,
+    is_refused
+      ? "nothing listened there (the peer exited or had not started), a firewall rejects it"
+      : "no route to the address or no answer from it (the peer's host down, a firewall that drops)");
   finding_fix(
     f,
     "collect every host's log with NCCL_DEBUG=INFO (its 'Bootstrap : Using' line says which host owns %s), check that host is alive, test with nc -zv %s <port> from %s, and pin one interface with NCCL_SOCKET_IFNAME on every node",
     ip[0] ? ip : "the address", ip[0] ? ip : "<address>",
     r->host[0] ? r->host : "the failing host");
+  const struct corr_host *h = corr_find(cx->corr, r->host);
+  if (h && !strncmp(h->boot_if, "ib", 2)) {
+    size_t n = strlen(f->cause);
+    snprintf(
+      f->cause + n, sizeof(f->cause) - n,
+      "; %s bootstraps on %s, an IPoIB interface, which NCCL prefers by default: if IPoIB is not up between all nodes, its sockets cannot connect",
+      h->name, h->boot_if);
+  }
   return f;
 }
 
@@ -178,7 +191,10 @@ static bool closed_peer(const char *t, char *peer, size_t cap) {
   const char *p = text_after(t, "Connection closed by remote peer ");
   if (!p && strstr(t, "Connection reset by peer")) p = text_after(t, "recv from ");
   if (!p && strstr(t, "Connection reset by peer")) p = text_after(t, "send to ");
-  return p && text_token(p, "", peer, cap);
+  if (p && text_token(p, "", peer, cap)) return true;
+  if (!strstr(t, "Connection closed by remote peer")) return false;
+  snprintf(peer, cap, "(a peer this NCCL version does not name)"); /* 2.4-2.9 */
+  return true;
 }
 
 bool closed_match(const struct rec *r) {

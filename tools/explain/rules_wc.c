@@ -1,21 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Completions with error, by status (common/wcstatus.h has what each one
  * means), pointed at the peer when the peer's log shows what happened. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/wcstatus.h"
 #include "tools/explain/rules.h"
 
-/* 2.12-2.19: "with error 12, opcode 0, len 0, vendor err 129 (Send) localGid X remoteGid Y";
+/* 2.4-2.9: "Got completion with error 12, opcode 0, len 0, vendor err 129";
+ * 2.12-2.19: "with error 12, opcode 0, len 0, vendor err 129 (Send) localGid X remoteGid Y";
  * 2.20-2.28.3: "with status=12 opcode=0 len=0 vendor err 129 (Send) localGid X remoteGidsY";
  * 2.28.9+: "with status=IBV_WC_RETRY_EXC_ERR(12) opcode=... vendor_err=129 ... hca mlx5_0". */
 bool wcerr_parse(const char *text, struct wcerr *w) {
   const char *p = text_after(text, "Got completion from peer ");
+  bool has_peer = p != NULL;
+  if (!p) p = text_after(text, "Got completion"); /* 2.4-2.9 name no peer */
   if (!p) return false;
   memset(w, 0, sizeof(*w));
   w->status = -1;
-  text_token(p, ",", w->peer, sizeof(w->peer));
+  if (has_peer) text_token(p, ",", w->peer, sizeof(w->peer));
+  else snprintf(w->peer, sizeof(w->peer), "(not named in this NCCL version's message)");
   long v;
   const char *s = text_after(p, " with error ");
   if (!s) s = text_after(p, " with status=");
@@ -59,9 +64,6 @@ static void retry_exceeded(const struct explain_ctx *cx, const struct wcerr *w, 
                            struct finding **out) {
   const struct wc_status_info *in = wc_status_info(12);
   const struct corr_host *ph = peer_host(cx->corr, w);
-  char ls[64] = "", rs[64] = "";
-  if (w->has_lgid) log_gid_subnet(&w->lgid, ls, sizeof(ls));
-  if (w->has_rgid) log_gid_subnet(&w->rgid, rs, sizeof(rs));
   struct finding *f;
   if ((w->has_lgid && log_gid_is_link_local(&w->lgid)) ||
       (w->has_rgid && log_gid_is_link_local(&w->rgid))) {
@@ -73,15 +75,6 @@ static void retry_exceeded(const struct explain_ctx *cx, const struct wcerr *w, 
     finding_fix(
       f,
       "set NCCL_IB_GID_INDEX to the IPv4-mapped RoCE v2 GID on every node (NCCL 2.21+ chooses it with NCCL_IB_GID_INDEX=-1; see the GID finding)");
-  } else if (w->has_lgid && w->has_rgid && !log_gid_same_subnet(&w->lgid, &w->rgid)) {
-    if (!(f = finding_new(cx->out, "completion", CONF_MEDIUM))) return;
-    finding_cause(
-      f,
-      "RDMA writes from %s%s%s to peer %s were never acknowledged (IBV_WC_RETRY_EXC_ERR, 12): the two GIDs sit on different subnets (%s and %s) and the path between them does not carry RoCE traffic",
-      w->hca[0] ? w->hca : "its HCA", r->host[0] ? " on " : "", r->host, w->peer, ls, rs);
-    finding_fix(
-      f,
-      "use RDMA ports of one plane on every node (NCCL_IB_HCA) or route between the subnets; confirm with ib_write_bw between the two GIDs");
   } else if (ph && ph->first_warn && !strstr(ph->first_warn->text, "Got completion")) {
     if (!(f = finding_new(cx->out, "completion", CONF_MEDIUM))) return;
     finding_cause(
@@ -102,9 +95,14 @@ static void retry_exceeded(const struct explain_ctx *cx, const struct wcerr *w, 
       w->vendor < 0 ? 0 : w->vendor, in->cause,
       ph ? "; the peer's log shows no error before this"
          : "; the peer's log is not among these files");
-    finding_fix(f, "%s%s", in->fix,
-                ph ? ""
-                   : "; collect the peer's log (NCCL_DEBUG=INFO) and explain it with this one");
+    const struct corr_host *me = corr_find(cx->corr, r->host);
+    bool is_ib = me && me->nib && !me->is_roce;
+    finding_fix(
+      f, "%s%s%s", in->fix,
+      ph ? "" : "; collect the peer's log (NCCL_DEBUG=INFO) and explain it with this one",
+      is_ib
+        ? ""
+        : "; on RoCE, when it fails at once, check the GID: NCCL before 2.21 uses GID index 0 unless NCCL_IB_GID_INDEX names the RoCE v2 entry show_gids lists (often 3), and GIDs on subnets without a route between them fail the same way (compare them with ip -br addr: the log shows no netmask)");
   }
   if (ph) finding_host(f, ph->name);
   *out = f;

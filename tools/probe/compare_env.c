@@ -10,63 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/agree.h"
 #include "tools/probe/compare.h"
-
-enum env_class { EC_IGNORE, EC_DIFFERS, EC_PER_HOST, EC_MUST_AGREE };
-
-struct env_rule {
-  const char *name; /* a trailing '*' matches a prefix */
-  enum env_class cls;
-};
-
-/* First match wins. */
-static const struct env_rule rules[] = {
-  {"NCCL_DEBUG*", EC_IGNORE},
-  {"NCCL_DIAG_SYSFS_ROOT", EC_IGNORE},
-  {"NCCL_DIAG_IFADDRS", EC_IGNORE},
-  {"NCCL_DIAG_IBVERBS_LIB", EC_IGNORE},
-  {"NCCL_DIAG_LOG_FILE", EC_IGNORE},
-  {"NCCL_DIAG_PLUGIN_PATH", EC_IGNORE},
-  {"NCCL_HOSTID", EC_IGNORE},
-  {"NCCL_RAS_ADDR", EC_IGNORE},
-  {"NCCL_SOCKET_IFNAME", EC_PER_HOST},
-  {"NCCL_IB_HCA", EC_PER_HOST},
-  {"NCCL_TOPO_FILE", EC_PER_HOST},
-  {"NCCL_IB_TIMEOUT", EC_DIFFERS},
-  {"NCCL_IB_RETRY_CNT", EC_DIFFERS},
-  {"NCCL_IB_ADDR_RANGE", EC_DIFFERS},
-  {"NCCL_SOCKET_NTHREADS", EC_DIFFERS},
-  {"NCCL_NSOCKS_PERTHREAD", EC_DIFFERS},
-  {"NCCL_PROTO", EC_MUST_AGREE},
-  {"NCCL_ALGO", EC_MUST_AGREE},
-  {"NCCL_BUFFSIZE", EC_MUST_AGREE},
-  {"NCCL_LL_BUFFSIZE", EC_MUST_AGREE},
-  {"NCCL_LL128_BUFFSIZE", EC_MUST_AGREE},
-  {"NCCL_P2P_NET_CHUNKSIZE", EC_MUST_AGREE},
-  {"NCCL_NET", EC_MUST_AGREE},
-  {"NCCL_NET_PLUGIN", EC_MUST_AGREE},
-  {"NCCL_COMM_ID", EC_MUST_AGREE},
-  {"NCCL_CROSS_NIC", EC_MUST_AGREE},
-  {"NCCL_MIN_NCHANNELS", EC_MUST_AGREE},
-  {"NCCL_MAX_NCHANNELS", EC_MUST_AGREE},
-  {"NCCL_NCHANNELS_PER_NET_PEER", EC_MUST_AGREE},
-  {"NCCL_COLLNET_ENABLE", EC_MUST_AGREE},
-  {"NCCL_NVLS_ENABLE", EC_MUST_AGREE},
-  {"NCCL_IB_*", EC_MUST_AGREE},
-  {"NCCL_SOCKET_*", EC_MUST_AGREE},
-  {"NCCL_DIAG_FALLBACK", EC_MUST_AGREE},
-  {"NCCL_*", EC_DIFFERS},
-};
-
-static enum env_class classify(const char *name) {
-  for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
-    size_t n = strlen(rules[i].name);
-    if (rules[i].name[n - 1] == '*' ? !strncmp(name, rules[i].name, n - 1)
-                                    : !strcmp(name, rules[i].name))
-      return rules[i].cls;
-  }
-  return EC_DIFFERS;
-}
+#include "tools/probe/env_class.h"
 
 /* Every variable any rank sets, once. */
 static int names_of(const struct probe_run *r, const char ***out) {
@@ -137,13 +83,12 @@ static void compare_var(struct probe_run *r, const char *name, enum env_class cl
     cmp_minority_hosts(&gs, hosts, sizeof(hosts));
     if (cls == EC_PER_HOST) per_host_fix(r, name, fix, sizeof(fix));
     else env_fix(&gs, name, fix, sizeof(fix));
-    const char *why = cls == EC_MUST_AGREE ? "every rank must use the same value, or the job "
-                                             "fails or hangs"
-                      : cls == EC_PER_HOST
-                        ? "it names each node's hardware, and a node that "
-                          "picks another network than the others cannot reach them"
-                        : "a setting that differs between nodes is usually a "
-                          "mistake";
+    char why[400];
+    snprintf(why, sizeof(why), "%s: %s",
+             cls == EC_MUST_AGREE ? "every rank must use the same value"
+             : cls == EC_PER_HOST ? "it names each node's hardware"
+                                  : "worth a look",
+             agree_lookup(name)->why);
     probe_add_problem(r, cls == EC_MUST_AGREE ? SEV_ERROR : SEV_WARNING, hosts, fix,
                       "%s differs: %s (%s)", name, desc, why);
   }
@@ -158,7 +103,7 @@ static void compare_pid1(struct probe_run *r) {
     for (int i = 0; i < f->pid1.n; i++) {
       const struct probe_var *v = &f->pid1.v[i];
       const char *mine = probe_env_get(&f->env, v->name);
-      if (classify(v->name) == EC_IGNORE || (mine && !strcmp(mine, v->value))) continue;
+      if (probe_env_class(v->name) == EC_IGNORE || (mine && !strcmp(mine, v->value))) continue;
       char fix[1200];
       snprintf(fix, sizeof(fix),
                "on %s: export %s=%s in the job's environment (mpirun -x, srun "
@@ -176,7 +121,7 @@ void probe_compare_env(struct probe_run *r) {
   const char **names = NULL;
   int n = names_of(r, &names);
   for (int i = 0; i < n; i++) {
-    enum env_class cls = classify(names[i]);
+    enum env_class cls = probe_env_class(names[i]);
     if (cls != EC_IGNORE) compare_var(r, names[i], cls);
   }
   free(names);

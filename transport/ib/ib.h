@@ -282,10 +282,16 @@ void ib_compat_rtr_ok(const struct ib_dev *d, const struct hello *peer, const ch
  * sought on-link there), or this namespace cannot tell. */
 enum ib_route { IB_ROUTE_NONE, IB_ROUTE_FOUND, IB_ROUTE_UNKNOWN };
 enum ib_route ib_route_through(const char *netdev, const uint8_t *rgid, bool *via_gateway);
-/* Text for a failed RTR: both GIDs with index, netdev, subnet and host;
- * whether a local port sits on the remote's subnet and which NCCL_IB_HCA or
- * NCCL_IB_GID_INDEX would work; link-local GIDs called out. */
+/* Text for a failed RTR, for one WARN: the specific cause and its fix
+ * first when the plugin knows it (a pair on one host, a link-local GID, a
+ * cross-rail pair, a device of another plane, what the errno alone says),
+ * then both GIDs in short; the generic causes only without a specific one.
+ * The long form goes to an INFO line and the event file. */
 void ib_diag_rtr(const struct ib_dev *d, const struct hello *peer, int err, char *out, size_t cap);
+/* The long form of a failed path: both GIDs with index, type, netdev,
+ * subnet and host; the local ports on the remote's subnet; the ib_write_bw
+ * commands that confirm the path. */
+void ib_diag_path_details(const struct ib_dev *d, const struct hello *peer, char *out, size_t cap);
 /* The port of this host whose GID table holds gid (the remote end of a pair
  * is a NIC of this host), -1 when none does. */
 int ib_local_port_of(const uint8_t *gid);
@@ -296,10 +302,12 @@ struct ib_wc_context {
   enum wc_memory mem;      /* the local buffer's memory, as its registration said */
   const char *first_error; /* the connection's first error, for a flushed one */
 };
-/* Text for a failed completion: the valid wc fields, what the status means,
- * its cause and fix (common/wcstatus.h, as nccl-net-diag explain words
- * them, refined by the context), and for a retry error the path, the
- * NCCL_IB_GID_INDEX advice and a pair on one host. */
+/* Text for a failed completion: for a first write never acknowledged
+ * whose cause the plugin knows (a pair on one host, link-local GIDs, a
+ * cross-rail pair), that cause and its fix first; then the valid wc fields,
+ * what the status means, its cause and fix (common/wcstatus.h, as
+ * nccl-net-diag explain words them, refined by the context), and for a
+ * retry error the path in short and the NCCL_IB_GID_INDEX advice. */
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
                 const struct ib_wc_context *cx, char *out, size_t cap);
 

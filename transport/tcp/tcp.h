@@ -126,6 +126,9 @@ struct tcp_comm {
   uint8_t hdr_buf[MSG_HDR_LEN];
   size_t hdr_got;
   bool has_warned_tag;
+  /* the sender's end of the control stream was read: a clean close, which
+   * fails only the receives still waiting for their header or payload */
+  bool is_peer_closed;
 
   /* first error, set by whichever thread detects it (and logs it): an
    * errno classed as transport_result() expects */
@@ -174,9 +177,16 @@ bool tcp_mr_covers(const void *mhandle, const void *data, size_t size, char *why
  * socket) and resets the data sockets. */
 void tcp_abort_peer(struct tcp_comm *c, const char *reason);
 /* Send side: whether the receiver has said something (it only ever sends
- * an abort notice, or closes); if so the comm fails with its words.
- * Looks at most every millisecond unless is_now: 0 or the comm's errno. */
-int tcp_check_notice(struct tcp_comm *c, bool is_now);
+ * an abort notice, or closes); if so the comm fails with its words. A
+ * clean close (the end of the stream, no notice) fails the comm only when
+ * is_close_fatal: a request of ours is still in flight, or a new one is
+ * being posted; a receiver that closes after taking everything leaves the
+ * sender's delivered requests to complete. Looks at most every
+ * millisecond: 0 or the comm's errno. */
+int tcp_check_notice(struct tcp_comm *c, bool is_close_fatal);
+/* Send side: a message is still going out (its header, inline payload or
+ * a stripe not all written). */
+bool tcp_send_in_flight(struct tcp_comm *c);
 /* The receiver's abort notice into reason: read from the control socket
  * (waiting up to wait_ms) by the first thread that asks, kept for the
  * others. false when none came. */
@@ -235,6 +245,10 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
 /* Parses what has arrived, matching headers to posted receives: 0, or the
  * comm's errno once it failed. */
 int tcp_recv_progress(struct tcp_comm *c);
+/* After the sender's clean close: fails the comm when r can no longer
+ * complete (its header or inline payload had not all arrived). 0 or the
+ * comm's errno. */
+int tcp_recv_check_closed(struct tcp_comm *c, const struct tcp_req *r);
 /* Frees the staging buffer once it holds nothing and nothing waits. */
 void tcp_stage_trim(struct tcp_comm *c);
 

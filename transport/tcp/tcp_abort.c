@@ -60,13 +60,24 @@ bool tcp_peer_notice(struct tcp_comm *c, char *reason, size_t cap, int wait_ms) 
   return has_notice;
 }
 
-int tcp_check_notice(struct tcp_comm *c, bool is_now) {
+bool tcp_send_in_flight(struct tcp_comm *c) {
+  if (c->out_head) return true;
+  for (int i = 0; i < c->nsocks; i++)
+    if (tcp_head_len(&c->socks[i])) return true;
+  return false;
+}
+
+int tcp_check_notice(struct tcp_comm *c, bool is_close_fatal) {
   int64_t now = now_ns();
-  if (!is_now && now < c->next_notice_ns) return 0;
+  if (now < c->next_notice_ns) return 0;
   c->next_notice_ns = now + NOTICE_EVERY_NS;
   char b;
   ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+  /* The end of the stream and no notice: the receiver closed after taking
+   * all it was sent (with anything unread it tells us, or its kernel
+   * resets the connection). */
+  if (n == 0 && !is_close_fatal) return 0;
   char reason[MSG_ABORT_MAX + 1];
   if (n > 0 && tcp_peer_notice(c, reason, sizeof(reason), 300))
     return tcp_fail(c, ECONNRESET, 0, "the receiving side ended the connection: %s", reason);

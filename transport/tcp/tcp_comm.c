@@ -116,7 +116,8 @@ static void idle_wait(struct tcp_comm *c) {
   int n = 0;
   short ev = c->is_send ? POLLOUT : POLLIN;
   if (c->is_send) fds[n++] = (struct pollfd){c->ctrl_fd, POLLIN | (c->out_head ? POLLOUT : 0), 0};
-  else if (c->posted_head || c->cur) fds[n++] = (struct pollfd){c->ctrl_fd, POLLIN, 0};
+  else if ((c->posted_head || c->cur) && !c->is_peer_closed)
+    fds[n++] = (struct pollfd){c->ctrl_fd, POLLIN, 0};
   /* The sockets whose head stripe the caller moves (all, without helpers). */
   for (int i = 0; i < c->nsocks; i++) {
     struct tcp_sock *s = &c->socks[i];
@@ -142,24 +143,37 @@ static bool req_done(struct tcp_req *r) {
   return r->is_hdr_done && atomic_load_explicit(&r->pending, memory_order_acquire) == 0;
 }
 
+/* The peer's hang-up, as far as it concerns r: the send side fails on the
+ * receiver's notice, or on its close while something is still in flight;
+ * the receive side once r can no longer complete. 0 or the comm's errno. */
+static int check_hangup(struct tcp_comm *c, struct tcp_req *r) {
+  if (!c->is_send) return req_done(r) ? 0 : tcp_recv_check_closed(c, r);
+  return tcp_check_notice(c, !req_done(r) || tcp_send_in_flight(c));
+}
+
 static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_req *r = request;
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
-  if (atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
+  /* A receive whose bytes are all in the caller's buffer is done, whatever
+   * happened to the connection after. */
+  bool is_received = !c->is_send && req_done(r);
+  if (atomic_load(&c->is_failed) && !is_received) return transport_result(tcp_failed(c));
   transport_idle_note(c, NULL, 0); /* still driven by this thread */
   uint64_t before = c->moved;
-  int err = c->is_send ? tcp_send_progress(c) : tcp_recv_progress(c);
+  int err = 0;
+  if (!is_received) err = c->is_send ? tcp_send_progress(c) : tcp_recv_progress(c);
   size_t m = 0;
-  if (!err && c->nsocks) err = tcp_caller_progress(c, &m);
+  if (!err && c->nsocks && !is_received) err = tcp_caller_progress(c, &m);
   c->moved += m;
-  if (!err && c->is_send) err = tcp_check_notice(c, false);
+  if (!err) err = check_hangup(c, r);
   if (!err && !req_done(r)) {
     if (c->moved != before) transport_idle_progress();
     else err = no_progress(c, r);
   }
   /* A helper thread may have failed the comm meanwhile. */
-  if (err || atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
+  if (!c->is_send && req_done(r)) err = 0;
+  else if (err || atomic_load(&c->is_failed)) return transport_result(tcp_failed(c));
   if (!req_done(r)) return ncclSuccess;
   transport_idle_progress();
   if (r->is_send) ev_count(C_BYTES_SENT, (int64_t)r->size);

@@ -28,7 +28,7 @@ static int ctrl_failed(struct tcp_comm *c, int err) {
   return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
                   "receiving on the control socket (message %u): %s; the peer process died, "
                   "closed the connection or the network dropped it",
-                  c->next_seq, err == EPIPE ? "the peer closed the connection" : strerror(err));
+                  c->next_seq, strerror(err));
 }
 
 /* Bytes from the control socket into dst: the staged ones first, then the
@@ -66,7 +66,20 @@ static int ctrl_read(struct tcp_comm *c, struct rx *x, uint8_t *dst, size_t want
   }
   c->moved += n;
   x->is_drained = err == EAGAIN || n < ask;
+  if (err == EPIPE) { /* the sender closed: what arrived before still completes */
+    c->is_peer_closed = true;
+    return 0;
+  }
   return !err || err == EAGAIN ? 0 : ctrl_failed(c, err);
+}
+
+int tcp_recv_check_closed(struct tcp_comm *c, const struct tcp_req *r) {
+  if (!c->is_peer_closed || r->is_hdr_done || c->stage_off < c->stage_len) return 0;
+  return tcp_fail(c, ECONNRESET, TCP_F_SOCKET,
+                  "receiving on the control socket (message %u): the peer closed the connection "
+                  "before %s arrived; the peer process died, closed the connection or the network "
+                  "dropped it",
+                  r->seq, c->cur == r ? "all of the message" : "its header");
 }
 
 void tcp_stage_trim(struct tcp_comm *c) {
@@ -132,7 +145,7 @@ static int peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
     size_t n;
     int err = ctrl_read(c, &x, (uint8_t *)reason + got, h->size - got, false, &n);
     got += n;
-    if (err) break;
+    if (err || c->is_peer_closed) break;
   }
   reason[got] = 0;
   return tcp_fail(c, ECONNRESET, 0, "the sending side ended the connection: %s",

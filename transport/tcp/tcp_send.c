@@ -70,7 +70,7 @@ ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int t
                        void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
-  if (atomic_load(&c->is_failed) || tcp_check_notice(c, false))
+  if (atomic_load(&c->is_failed) || tcp_check_notice(c, true))
     return transport_result(tcp_failed(c));
   char why[200];
   if (!tcp_mr_covers(mh, data, size, why, sizeof(why))) {

@@ -24,11 +24,16 @@
 enum {
   SV_MAX_PORTS = 8,
   SV_MAX_SGE = 30,
-  SV_MAX_INLINE = 512,
   SV_MAX_WR = 32768,
   SV_MAX_RD_ATOM = 16,
   SV_MAX_CQE = 4194303,
   SV_QP_SLOTS = 256, /* QPs per listener: the QPN's low 8 bits */
+  /* Work-queue geometry as mlx5 computes it (sv_caps.c). */
+  SV_SQ_DESC_MAX = 1024, /* largest send WQE (the firmware's max_wqe_sz_sq) */
+  SV_RQ_DESC_MAX = 512,  /* largest receive WQE */
+  SV_SQ_OVERHEAD = 192,  /* an RC send WQE's control part, sized for its largest opcode */
+  SV_SEND_BB = 64,       /* send WQE building block */
+  SV_SEND_WQEBB_MAX = SV_MAX_WR,
 };
 
 /* ---- util (sv_util.c) ---- */
@@ -45,6 +50,7 @@ bool sv_gid_to_addr(const union ibv_gid *gid, struct sockaddr_storage *ss);
 int sv_qp_state_parse(const char *s);
 int sv_wc_status_parse(const char *s);
 const char *sv_qp_state_name(int state);
+bool sv_sq_free_on_ack(void); /* SOFTVERBS_SQ_FREE=ack: the relaxed, rxe-like rule */
 
 /* ---- fixture devices (sv_fixture.c) ---- */
 struct sv_gid {
@@ -93,6 +99,7 @@ int sv_fabric_lid(uint16_t lid, struct sockaddr_storage *out);
 
 /* ---- context, PD, MR ---- */
 struct sv_conn;
+struct sv_aev;
 struct sv_qp;
 
 struct sv_listener {
@@ -122,6 +129,8 @@ struct sv_ctx {
   pthread_t thread;
   int epfd, wakefd;
   atomic_bool stop;
+  pthread_mutex_t ev_lock; /* the async event queue; a leaf lock */
+  struct sv_aev *ev_head, *ev_tail;
   pthread_mutex_t grave_lock;
   struct sv_conn *grave;   /* killed connections, freed by the progress thread */
   struct sv_conn *pending; /* accepted, hello not yet read (progress thread only) */
@@ -145,16 +154,32 @@ int sv_mr_check(struct sv_ctx *ctx, struct ibv_pd *pd, uint32_t key, uint64_t ad
                 int access, void **host);
 void sv_ctx_wake(struct sv_ctx *ctx);
 void sv_async_raise(struct sv_ctx *ctx, enum ibv_event_type type, void *element);
+uint32_t sv_async_forget(struct sv_ctx *ctx, void *element, const uint32_t *reported);
+void sv_async_free_all(struct sv_ctx *ctx);
+void sv_wait_acks(struct sv_ctx *ctx, pthread_mutex_t *mu, pthread_cond_t *cond,
+                  const uint32_t *done, uint32_t want, const uint32_t *done2, uint32_t want2,
+                  const char *what);
 
 /* ---- CQ (sv_cq.c) ---- */
+/* Where a completion came from. Polling it releases its work queue's slots:
+ * a send completion every WR up to `upto`, a receive completion one. */
+struct sv_cqe_src {
+  struct sv_qp *qp;
+  uint32_t upto;
+  bool is_send;
+};
+
 struct sv_cq {
   struct ibv_cq ibcq;
   pthread_mutex_t lock;
   struct ibv_wc *ring;
+  struct sv_cqe_src *src;
   int cap, head, count;
-  bool overrun;
-  int armed; /* 0, or 1 + solicited_only */
+  atomic_bool overrun; /* the CQ is in error: nothing more is written */
+  int armed;           /* 0, or 1 + solicited_only */
   atomic_int refs;
+  uint32_t async_reported; /* CQ_ERR events handed out (ctx->ev_lock) */
+  uint32_t comp_reported;  /* completion events handed out (ibcq.mutex) */
 };
 
 struct sv_chan {
@@ -162,8 +187,12 @@ struct sv_chan {
   int wfd;
 };
 
-void sv_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited);
-void sv_cq_push_error(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st, uint32_t qp_num);
+void sv_cq_push(struct ibv_cq *cq, const struct ibv_wc *wc, bool solicited,
+                const struct sv_cqe_src *src);
+void sv_cq_push_error(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st,
+                      const struct sv_cqe_src *src);
+void sv_cq_clean(struct ibv_cq *cq, struct sv_qp *qp);
+bool sv_cq_in_error(struct ibv_cq *cq);
 void sv_chan_notify(struct ibv_comp_channel *ch, struct ibv_cq *cq);
 
 /* ---- QP ---- */
@@ -201,10 +230,15 @@ struct sv_qp {
   void *wqe_mem;
   struct sv_swqe *sq;
   /* Running counters (slot = n % size): head is the oldest WR not completed,
-   * tx the next to send, max the furthest ever sent, tail the next free. */
+   * tx the next to send, max the furthest ever sent, tail the next free;
+   * freed: slots below it are free again, which only a polled completion
+   * does (for an unsignaled WR, a later signaled one's). */
   uint32_t sq_size, sq_head, sq_tx, sq_max, sq_tail;
+  atomic_uint sq_freed;
   struct sv_rwqe *rq;
   uint32_t rq_size, rq_head, rq_tail;
+  atomic_uint rq_freed;
+  uint32_t events_reported; /* async events handed out (ctx->ev_lock) */
   /* requester */
   struct sv_conn *out;
   uint32_t next_psn;
@@ -227,6 +261,7 @@ static inline struct sv_rwqe *sv_rq_at(struct sv_qp *qp, uint32_t n) {
 /* PSNs are 24 bits; the signed distance a - b. */
 static inline int32_t sv_psn_diff(uint32_t a, uint32_t b) { return (int32_t)((a - b) << 8) >> 8; }
 
+int sv_caps_size(struct ibv_qp_cap *cap); /* sv_caps.c: checks and rounds, as mlx5 */
 struct sv_port *sv_qp_port(struct sv_qp *qp);
 void sv_qp_error(struct sv_qp *qp, int async_event);
 void sv_qp_reset(struct sv_qp *qp);

@@ -56,6 +56,8 @@ static void ctx_free(struct sv_ctx *ctx) {
   if (ctx->async_wfd >= 0) close(ctx->async_wfd);
   pthread_mutex_destroy(&ctx->qp_lock);
   pthread_mutex_destroy(&ctx->grave_lock);
+  sv_async_free_all(ctx);
+  pthread_mutex_destroy(&ctx->ev_lock);
   pthread_mutex_destroy(&ctx->ibctx.mutex);
   pthread_rwlock_destroy(&ctx->mr_lock);
   free(ctx->mrs);
@@ -85,15 +87,16 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device) {
   pthread_mutex_init(&ctx->ibctx.mutex, NULL);
   pthread_mutex_init(&ctx->qp_lock, NULL);
   pthread_mutex_init(&ctx->grave_lock, NULL);
+  pthread_mutex_init(&ctx->ev_lock, NULL);
   pthread_rwlock_init(&ctx->mr_lock, NULL);
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC)) {
+  /* One byte per queued async event (sv_event.c); a socket, so that events
+   * can be taken back without blocking whatever mode the application sets. */
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds)) {
     ctx->ibctx.async_fd = ctx->async_wfd = -1;
     ctx_free(ctx);
     return NULL;
   }
-  /* Events are written by the progress thread, which must never block. */
-  fcntl(fds[1], F_SETFL, O_NONBLOCK);
   ctx->ibctx.async_fd = fds[0];
   ctx->async_wfd = fds[1];
   for (int i = 0; i < d->nports; i++) ctx->net[d->ports[i].num] = sv_port_wants_net(&d->ports[i]);

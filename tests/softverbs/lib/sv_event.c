@@ -1,34 +1,115 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: asynchronous events and completion channels.
  *
- * Both are pipes that carry the event itself (an ibv_async_event, or the CQ
- * pointer), so the application can poll() the fd as with libibverbs, and a
- * read is one whole event (writes below PIPE_BUF are atomic). The write ends
- * are non-blocking: the progress thread never waits on an application that
- * does not read; an event that does not fit is dropped and logged. */
+ * Async events wait in a queue per context; the context's async_fd is one
+ * end of a socket pair that carries one byte per queued event, so the
+ * application can poll() it as with libibverbs. As the kernel and
+ * libibverbs do, an event counts against its QP or CQ once the application
+ * has read it (ibv_get_async_event); destroying the object drops the events
+ * not read yet and waits until every event read was acknowledged
+ * (ibv_ack_async_event). A real libibverbs waits forever; softverbs names
+ * the object and aborts after SOFTVERBS_ACK_WAIT_MS (default 30000).
+ *
+ * A completion channel is a pipe that carries the CQ pointer. The write
+ * ends are non-blocking: the progress thread never waits on an application
+ * that does not read; an event that does not fit is dropped and logged. */
 #include "sv.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
-void sv_async_raise(struct sv_ctx *ctx, enum ibv_event_type type, void *element) {
+struct sv_aev {
+  struct sv_aev *next;
   struct ibv_async_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.event_type = type;
-  if (type == IBV_EVENT_CQ_ERR) ev.element.cq = element;
-  else ev.element.qp = element;
-  if (write(ctx->async_wfd, &ev, sizeof ev) != (ssize_t)sizeof ev)
+};
+
+static bool is_cq_event(enum ibv_event_type t) { return t == IBV_EVENT_CQ_ERR; }
+
+void sv_async_raise(struct sv_ctx *ctx, enum ibv_event_type type, void *element) {
+  struct sv_aev *a = calloc(1, sizeof *a);
+  if (!a) {
+    sv_log("async event %s dropped: out of memory", ibv_event_type_str(type));
+    return;
+  }
+  a->ev.event_type = type;
+  if (is_cq_event(type)) a->ev.element.cq = element;
+  else a->ev.element.qp = element;
+  char token = 1;
+  pthread_mutex_lock(&ctx->ev_lock);
+  if (send(ctx->async_wfd, &token, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1) {
+    pthread_mutex_unlock(&ctx->ev_lock);
     sv_log("async event %s dropped: %s", ibv_event_type_str(type), strerror(errno));
+    free(a);
+    return;
+  }
+  if (ctx->ev_tail) ctx->ev_tail->next = a;
+  else ctx->ev_head = a;
+  ctx->ev_tail = a;
+  pthread_mutex_unlock(&ctx->ev_lock);
+}
+
+/* Drops the events for element not read yet (with their tokens) and
+ * returns *reported, the number read: no event for it is read after this. */
+uint32_t sv_async_forget(struct sv_ctx *ctx, void *element, const uint32_t *reported) {
+  pthread_mutex_lock(&ctx->ev_lock);
+  struct sv_aev **pp = &ctx->ev_head, *last = NULL;
+  while (*pp) {
+    struct sv_aev *a = *pp;
+    if ((void *)a->ev.element.qp != element) {
+      last = a;
+      pp = &a->next;
+      continue;
+    }
+    *pp = a->next;
+    free(a);
+    /* A reader may hold this token already; it then finds the queue shorter. */
+    char token;
+    if (recv(ctx->ibctx.async_fd, &token, 1, MSG_DONTWAIT) != 1) sv_log("async token in flight");
+  }
+  ctx->ev_tail = last;
+  uint32_t n = *reported;
+  pthread_mutex_unlock(&ctx->ev_lock);
+  return n;
+}
+
+void sv_async_free_all(struct sv_ctx *ctx) {
+  while (ctx->ev_head) {
+    struct sv_aev *a = ctx->ev_head;
+    ctx->ev_head = a->next;
+    free(a);
+  }
+  ctx->ev_tail = NULL;
 }
 
 SV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event) {
-  ssize_t n = read(context->async_fd, event, sizeof *event);
-  if (n == (ssize_t)sizeof *event) return 0;
-  if (n >= 0) errno = EIO;
-  return -1;
+  struct sv_ctx *ctx = sv_ctx_of(context);
+  for (;;) {
+    char token;
+    ssize_t n = read(context->async_fd, &token, 1);
+    if (n != 1) {
+      if (n == 0) errno = EIO;
+      return -1;
+    }
+    pthread_mutex_lock(&ctx->ev_lock);
+    struct sv_aev *a = ctx->ev_head;
+    if (a) {
+      ctx->ev_head = a->next;
+      if (!ctx->ev_head) ctx->ev_tail = NULL;
+      if (is_cq_event(a->ev.event_type)) ((struct sv_cq *)a->ev.element.cq)->async_reported++;
+      else ((struct sv_qp *)a->ev.element.qp)->events_reported++;
+    }
+    pthread_mutex_unlock(&ctx->ev_lock);
+    if (!a) continue; /* its object was destroyed after we took the token */
+    *event = a->ev;
+    free(a);
+    return 0;
+  }
 }
 
 SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event) {
@@ -37,20 +118,52 @@ SV_EXPORT void ibv_ack_async_event(struct ibv_async_event *event) {
     struct ibv_cq *cq = event->element.cq;
     pthread_mutex_lock(&cq->mutex);
     cq->async_events_completed++;
+    pthread_cond_signal(&cq->cond);
     pthread_mutex_unlock(&cq->mutex);
     break;
   }
   case IBV_EVENT_QP_FATAL:
   case IBV_EVENT_QP_REQ_ERR:
-  case IBV_EVENT_QP_ACCESS_ERR: {
+  case IBV_EVENT_QP_ACCESS_ERR:
+  case IBV_EVENT_COMM_EST:
+  case IBV_EVENT_SQ_DRAINED:
+  case IBV_EVENT_PATH_MIG:
+  case IBV_EVENT_PATH_MIG_ERR:
+  case IBV_EVENT_QP_LAST_WQE_REACHED: {
     struct ibv_qp *qp = event->element.qp;
     pthread_mutex_lock(&qp->mutex);
     qp->events_completed++;
+    pthread_cond_signal(&qp->cond);
     pthread_mutex_unlock(&qp->mutex);
     break;
   }
   default: break;
   }
+}
+
+/* Waits, as libibverbs' destroy does, until *done == want (and *done2 ==
+ * want2); bounded, see above. */
+void sv_wait_acks(struct sv_ctx *ctx, pthread_mutex_t *mu, pthread_cond_t *cond,
+                  const uint32_t *done, uint32_t want, const uint32_t *done2, uint32_t want2,
+                  const char *what) {
+  long ms = sv_env_long("SOFTVERBS_ACK_WAIT_MS", 30000, 1, 86400000);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += ms / 1000;
+  until.tv_nsec += (ms % 1000) * 1000000;
+  if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+  pthread_mutex_lock(mu);
+  while (*done != want || (done2 && *done2 != want2)) {
+    if (pthread_cond_timedwait(cond, mu, &until) != ETIMEDOUT) continue;
+    if (*done == want && (!done2 || *done2 == want2)) break;
+    fprintf(stderr,
+            "softverbs: %s on %s waited %ld ms for events the application read and never "
+            "acknowledged (%u of %u async%s): libibverbs blocks here forever; aborting\n",
+            what, ctx->dev->ibdev.name, ms, *done, want,
+            done2 ? ", completion events counted too" : "");
+    abort();
+  }
+  pthread_mutex_unlock(mu);
 }
 
 SV_EXPORT struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context) {
@@ -91,6 +204,9 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
     if (n >= 0) errno = EIO;
     return -1;
   }
+  pthread_mutex_lock(&got->mutex);
+  ((struct sv_cq *)got)->comp_reported++;
+  pthread_mutex_unlock(&got->mutex);
   *cq = got;
   *cq_context = got->cq_context;
   return 0;
@@ -99,5 +215,6 @@ SV_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq *
 SV_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents) {
   pthread_mutex_lock(&cq->mutex);
   cq->comp_events_completed += nevents;
+  pthread_cond_signal(&cq->cond);
   pthread_mutex_unlock(&cq->mutex);
 }

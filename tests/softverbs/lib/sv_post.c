@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* softverbs: ibv_post_send and ibv_post_recv (reached through ctx->ops).
  *
- * Checked at post time, as libibverbs providers do: the QP state (sends
- * need RTS, receives anything but RESET; in ERR both are accepted and
- * flushed), the opcode, the SGE count, the queue depth (ENOMEM when full)
- * and the inline size. lkeys are checked later, when the data moves, and
- * fail as completions. Inline data is copied now. */
+ * Checked at post time, in the order and with the errnos of mlx5_post_send
+ * and mlx5_post_recv (providers/mlx5/qp.c), after the QP state (sends need
+ * RTS, receives anything but RESET, EINVAL; in ERR both are accepted and
+ * flushed): an unknown opcode is EINVAL; a full queue is ENOMEM; more SGEs
+ * than max_send_sge is ENOMEM on a send, EINVAL on a receive; inline data
+ * beyond max_inline_data is ENOMEM. A queue is full when max_send_wr
+ * (max_recv_wr) WRs were posted whose slots no polled completion has
+ * released yet (mlx5_wq_overflow): an unsignaled send keeps its slot until
+ * a later signaled send on the QP completes and that completion is polled.
+ * *bad_wr is the first WR not posted. lkeys are checked later, when the
+ * data moves, and fail as completions. Inline data is copied now. */
 #include "sv.h"
 
 #include <errno.h>
@@ -21,13 +27,14 @@ static int check_send(struct sv_qp *qp, const struct ibv_send_wr *wr, uint64_t *
   case IBV_WR_RDMA_READ: break;
   default: return EINVAL;
   }
-  if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge) return EINVAL;
-  if (!qp->cap.max_send_wr || qp->sq_tail - qp->sq_head >= qp->sq_size) return ENOMEM;
+  if (!qp->cap.max_send_wr || qp->sq_tail - atomic_load(&qp->sq_freed) >= qp->cap.max_send_wr)
+    return ENOMEM;
+  if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge) return ENOMEM;
   *total = 0;
   for (int i = 0; i < wr->num_sge; i++) *total += wr->sg_list[i].length;
   if (*total > 1ull << 31) return EINVAL;
   bool inl = (wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ;
-  if (inl && *total > qp->cap.max_inline_data) return EINVAL;
+  if (inl && *total > qp->cap.max_inline_data) return ENOMEM;
   return 0;
 }
 
@@ -82,13 +89,16 @@ int sv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr
   int err = 0;
   pthread_mutex_lock(&qp->lock);
   for (; wr; wr = wr->next) {
-    if (qp->state == IBV_QPS_RESET || wr->num_sge < 0 ||
-        (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
+    if (qp->state == IBV_QPS_RESET) {
       err = EINVAL;
       break;
     }
-    if (!qp->cap.max_recv_wr || qp->rq_tail - qp->rq_head >= qp->rq_size) {
+    if (!qp->cap.max_recv_wr || qp->rq_tail - atomic_load(&qp->rq_freed) >= qp->cap.max_recv_wr) {
       err = ENOMEM;
+      break;
+    }
+    if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
+      err = EINVAL;
       break;
     }
     struct sv_rwqe *r = sv_rq_at(qp, qp->rq_tail++);

@@ -180,6 +180,8 @@ static int tick_all(struct sv_ctx *ctx) {
   uint64_t now = sv_now_ns(), next = UINT64_MAX;
   for (struct sv_qp *qp = ctx->qps; qp; qp = qp->next) {
     pthread_mutex_lock(&qp->lock);
+    bool cq_failed = sv_cq_in_error(qp->ibqp.send_cq) || sv_cq_in_error(qp->ibqp.recv_cq);
+    if (cq_failed && qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_ERR) sv_qp_error(qp, -1);
     sv_req_tick(qp, now);
     sv_qp_drive(qp);
     uint64_t t = qp->rnr_until ? qp->rnr_until : qp->ack_deadline;

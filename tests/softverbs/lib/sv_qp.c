@@ -9,6 +9,7 @@
 #include "sv.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -31,14 +32,12 @@ static int take_slot(struct sv_ctx *ctx, struct sv_qp *qp) {
   return 0;
 }
 
-static int check_init_attr(const struct ibv_qp_init_attr *ia) {
-  const struct ibv_qp_cap *c = &ia->cap;
+/* The caps as the device gives them (sv_caps.c) in *cap. */
+static int check_init_attr(const struct ibv_qp_init_attr *ia, struct ibv_qp_cap *cap) {
   if (ia->qp_type != IBV_QPT_RC || ia->srq) return EOPNOTSUPP;
   if (!ia->send_cq || !ia->recv_cq) return EINVAL;
-  if (c->max_send_wr > SV_MAX_WR || c->max_recv_wr > SV_MAX_WR || c->max_send_sge > SV_MAX_SGE ||
-      c->max_recv_sge > SV_MAX_SGE || c->max_inline_data > SV_MAX_INLINE)
-    return EINVAL;
-  return 0;
+  *cap = ia->cap;
+  return sv_caps_size(cap);
 }
 
 /* One block for both queues: per send slot its SGEs and inline buffer. */
@@ -47,7 +46,8 @@ static int alloc_queues(struct sv_qp *qp) {
   qp->sq_size = c->max_send_wr ? c->max_send_wr : 1;
   qp->rq_size = c->max_recv_wr ? c->max_recv_wr : 1;
   size_t ssge = c->max_send_sge ? c->max_send_sge : 1, rsge = c->max_recv_sge ? c->max_recv_sge : 1;
-  size_t per_s = sizeof(struct sv_swqe) + ssge * sizeof(struct ibv_sge) + c->max_inline_data;
+  size_t inl = c->max_send_wr ? c->max_inline_data : 0; /* no send queue: nothing inline */
+  size_t per_s = sizeof(struct sv_swqe) + ssge * sizeof(struct ibv_sge) + inl;
   size_t per_r = sizeof(struct sv_rwqe) + rsge * sizeof(struct ibv_sge);
   char *m = calloc(1, qp->sq_size * (per_s + 8) + qp->rq_size * per_r + 16);
   if (!m) return ENOMEM;
@@ -59,21 +59,21 @@ static int alloc_queues(struct sv_qp *qp) {
     qp->sq[i].sge = (void *)sge;
   for (uint32_t i = 0; i < qp->rq_size; i++, sge += rsge * sizeof(struct ibv_sge))
     qp->rq[i].sge = (void *)sge;
-  for (uint32_t i = 0; i < qp->sq_size; i++, sge += c->max_inline_data)
-    qp->sq[i].inl = (uint8_t *)sge;
+  for (uint32_t i = 0; i < qp->sq_size; i++, sge += inl) qp->sq[i].inl = (uint8_t *)sge;
   return 0;
 }
 
 SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia) {
   struct sv_ctx *ctx = sv_ctx_of(pd->context);
-  int err = check_init_attr(ia);
+  struct ibv_qp_cap cap;
+  int err = check_init_attr(ia, &cap);
   struct sv_qp *qp = err ? NULL : calloc(1, sizeof *qp);
   if (!qp) {
     errno = err ? err : ENOMEM;
     return NULL;
   }
   qp->ctx = ctx;
-  qp->cap = ia->cap;
+  qp->cap = cap;
   qp->sig_all = ia->sq_sig_all;
   if ((err = alloc_queues(qp)) != 0) goto free_qp;
   pthread_mutex_init(&qp->lock, NULL);
@@ -100,7 +100,10 @@ SV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_att
   atomic_fetch_add(&((struct sv_pd *)pd)->refs, 1);
   atomic_fetch_add(&((struct sv_cq *)ia->send_cq)->refs, 1);
   atomic_fetch_add(&((struct sv_cq *)ia->recv_cq)->refs, 1);
-  sv_log("qp 0x%x created on %s", qp->ibqp.qp_num, ctx->dev->ibdev.name);
+  ia->cap = cap; /* what the application may rely on, as mlx5 reports it */
+  sv_log("qp 0x%x created on %s (send %u x %u sge, %u inline; recv %u x %u sge)", qp->ibqp.qp_num,
+         ctx->dev->ibdev.name, cap.max_send_wr, cap.max_send_sge, cap.max_inline_data,
+         cap.max_recv_wr, cap.max_recv_sge);
   return &qp->ibqp;
 destroy_locks:
   pthread_mutex_destroy(&qp->lock);
@@ -127,6 +130,15 @@ SV_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp) {
   qp->lis->used--;
   pthread_mutex_unlock(&qp->lock);
   pthread_mutex_unlock(&ctx->qp_lock);
+  /* As libibverbs: events not yet read are dropped, and the QP lives on
+   * until every event the application did read is acknowledged. Its
+   * completions leave the CQs, as mlx5 cleans them. */
+  uint32_t reported = sv_async_forget(ctx, ibqp, &qp->events_reported);
+  sv_cq_clean(ibqp->send_cq, qp);
+  sv_cq_clean(ibqp->recv_cq, qp);
+  char what[64];
+  snprintf(what, sizeof what, "ibv_destroy_qp(qp 0x%x)", ibqp->qp_num);
+  sv_wait_acks(ctx, &ibqp->mutex, &ibqp->cond, &ibqp->events_completed, reported, NULL, 0, what);
   atomic_fetch_sub(&((struct sv_pd *)ibqp->pd)->refs, 1);
   atomic_fetch_sub(&((struct sv_cq *)ibqp->send_cq)->refs, 1);
   atomic_fetch_sub(&((struct sv_cq *)ibqp->recv_cq)->refs, 1);
@@ -191,12 +203,19 @@ void sv_qp_error(struct sv_qp *qp, int async_event) {
     sv_async_raise(qp->ctx, (enum ibv_event_type)async_event, &qp->ibqp);
 }
 
-/* RESET drops queued WRs without completions and forgets the path. */
+/* RESET drops queued WRs without completions, removes the QP's
+ * completions from its CQs (as mlx5_modify_qp does) and forgets the path.
+ * The CQs are cleaned first: a poll under way finishes its slot release
+ * before the counters start over. */
 void sv_qp_reset(struct sv_qp *qp) {
   if (qp->out) sv_conn_kill(qp->out);
   if (qp->in) sv_conn_kill(qp->in);
+  sv_cq_clean(qp->ibqp.send_cq, qp);
+  sv_cq_clean(qp->ibqp.recv_cq, qp);
   qp->sq_head = qp->sq_tx = qp->sq_max = qp->sq_tail = 0;
   qp->rq_head = qp->rq_tail = 0;
+  atomic_store(&qp->sq_freed, 0);
+  atomic_store(&qp->rq_freed, 0);
   memset(&qp->attr, 0, sizeof qp->attr);
   qp->state = IBV_QPS_RESET;
   qp->ack_deadline = qp->rnr_until = qp->ack_ns = 0;

@@ -37,12 +37,20 @@ static void arm(struct sv_qp *qp, uint64_t now) {
   qp->ack_deadline = qp->ack_ns && qp->sq_head != qp->sq_tail ? now + qp->ack_ns : 0;
 }
 
+/* Send WR n is done; its slot (and those of the unsignaled WRs before it)
+ * is free once this completion is polled, or now with SOFTVERBS_SQ_FREE=ack. */
+static struct sv_cqe_src sq_done(struct sv_qp *qp, uint32_t n) {
+  if (sv_sq_free_on_ack()) atomic_store(&qp->sq_freed, n + 1);
+  return (struct sv_cqe_src){.qp = qp, .upto = n + 1, .is_send = true};
+}
+
 /* Completes the oldest WR; on error the QP enters ERR, flushing the rest. */
 static void complete_head(struct sv_qp *qp, enum ibv_wc_status st) {
   struct sv_swqe *w = sv_sq_at(qp, qp->sq_head);
+  struct sv_cqe_src src = sq_done(qp, qp->sq_head);
   if (st == IBV_WC_SUCCESS) st = sv_fault_wc(qp->ctx->dev->ibdev.name);
   if (st != IBV_WC_SUCCESS) {
-    sv_cq_push_error(qp->ibqp.send_cq, w->wr_id, st, qp->ibqp.qp_num);
+    sv_cq_push_error(qp->ibqp.send_cq, w->wr_id, st, &src);
   } else if (w->signaled) {
     struct ibv_wc wc;
     memset(&wc, 0, sizeof wc);
@@ -50,7 +58,7 @@ static void complete_head(struct sv_qp *qp, enum ibv_wc_status st) {
     wc.qp_num = qp->ibqp.qp_num;
     wc.opcode = wc_opcode(w->op);
     wc.byte_len = w->len;
-    sv_cq_push(qp->ibqp.send_cq, &wc, false);
+    sv_cq_push(qp->ibqp.send_cq, &wc, false, &src);
   }
   qp->sq_head++;
   if ((int32_t)(qp->sq_tx - qp->sq_head) < 0) qp->sq_tx = qp->sq_head;
@@ -67,8 +75,10 @@ static void complete_head(struct sv_qp *qp, enum ibv_wc_status st) {
 }
 
 void sv_req_flush_sq(struct sv_qp *qp, enum ibv_wc_status st) {
-  for (; qp->sq_head != qp->sq_tail; qp->sq_head++)
-    sv_cq_push_error(qp->ibqp.send_cq, sv_sq_at(qp, qp->sq_head)->wr_id, st, qp->ibqp.qp_num);
+  for (; qp->sq_head != qp->sq_tail; qp->sq_head++) {
+    struct sv_cqe_src src = sq_done(qp, qp->sq_head);
+    sv_cq_push_error(qp->ibqp.send_cq, sv_sq_at(qp, qp->sq_head)->wr_id, st, &src);
+  }
   qp->sq_tx = qp->sq_max = qp->sq_head;
 }
 

@@ -55,8 +55,9 @@ static void fatal(struct sv_qp *qp, struct sv_conn *c, uint8_t syndrome, int asy
 static void recv_complete(struct sv_qp *qp, struct sv_conn *c, enum ibv_wc_status st) {
   struct sv_rwqe *r = sv_rq_at(qp, qp->rq_head++);
   const struct sv_msg *m = &c->msg;
+  struct sv_cqe_src src = {.qp = qp};
   if (st != IBV_WC_SUCCESS) {
-    sv_cq_push_error(qp->ibqp.recv_cq, r->wr_id, st, qp->ibqp.qp_num);
+    sv_cq_push_error(qp->ibqp.recv_cq, r->wr_id, st, &src);
     return;
   }
   bool imm = m->kind != SV_REQ_SEND;
@@ -72,13 +73,13 @@ static void recv_complete(struct sv_qp *qp, struct sv_conn *c, enum ibv_wc_statu
   wc.pkey_index = qp->attr.pkey_index;
   wc.slid = c->hello.slid;
   wc.sl = qp->attr.ah_attr.sl;
-  sv_cq_push(qp->ibqp.recv_cq, &wc, m->flags & SV_MSG_SOLICITED);
+  sv_cq_push(qp->ibqp.recv_cq, &wc, m->flags & SV_MSG_SOLICITED, &src);
 }
 
 void sv_resp_flush_rq(struct sv_qp *qp) {
+  struct sv_cqe_src src = {.qp = qp};
   for (; qp->rq_head != qp->rq_tail; qp->rq_head++)
-    sv_cq_push_error(qp->ibqp.recv_cq, sv_rq_at(qp, qp->rq_head)->wr_id, IBV_WC_WR_FLUSH_ERR,
-                     qp->ibqp.qp_num);
+    sv_cq_push_error(qp->ibqp.recv_cq, sv_rq_at(qp, qp->rq_head)->wr_id, IBV_WC_WR_FLUSH_ERR, &src);
 }
 
 /* Points the sink at the receive's SGEs; a status when they cannot take it. */
