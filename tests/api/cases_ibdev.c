@@ -127,7 +127,11 @@ void case_ib_device_fatal(struct side *s) {
   CHECK(xfer_one(s, comm, 70000, 70000, 4) == 0, "transfer before the event");
   ctl_sync(s);
   if (s->role == ROLE_RECV) {
-    events_set("fatal:*");
+    struct netload_props p;
+    netload_props(&s->nl, s->dev, &p);
+    char words[96];
+    snprintf(words, sizeof(words), "fatal:%s", p.name); /* the device this connection uses */
+    events_set(words);
     long long end = ms_now() + 5000;
     while (!log_find(NCCL_LOG_WARN, "fatal device error") && ms_now() < end) usleep(10000);
     const char *w = log_find(NCCL_LOG_WARN, "fatal device error");

@@ -23,16 +23,10 @@
  * itself is the failure. */
 #define QP_EVENT_GRACE_NS (250 * 1000000LL)
 
-void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const char *what) {
+static void record(struct ib_dev *d, const struct ibv_async_event *ev, const char *what) {
   struct ib_fatal_rec r = {0};
   switch (ev->event_type) {
-  case IBV_EVENT_DEVICE_FATAL:
-    r.kind = IB_FATAL_DEVICE;
-    WARN("device %s: %s (a fatal device error): the NIC or its driver stopped working, so every "
-         "connection on it fails. Look for the cause in the kernel log (dmesg: mlx5_core health "
-         "or PCIe AER errors), then restart the job without this node or after resetting the NIC",
-         d->label, what);
-    break;
+  case IBV_EVENT_DEVICE_FATAL: r.kind = IB_FATAL_DEVICE; break;
   case IBV_EVENT_CQ_ERR:
     r.kind = IB_FATAL_CQ;
     r.obj = ev->element.cq;
@@ -60,6 +54,21 @@ void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const cha
     __atomic_store_n(&d->fatal_gen, r.gen, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&d->lock);
+}
+
+/* Recorded first, said after: a caller that reads the WARN finds the
+ * connections failing already. */
+static void say(const struct ib_dev *d, const struct ibv_async_event *ev, const char *what) {
+  if (ev->event_type != IBV_EVENT_DEVICE_FATAL) return;
+  WARN("device %s: %s (a fatal device error): the NIC or its driver stopped working, so every "
+       "connection on it fails. Look for the cause in the kernel log (dmesg: mlx5_core health "
+       "or PCIe AER errors), then restart the job without this node or after resetting the NIC",
+       d->label, what);
+}
+
+void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const char *what) {
+  record(d, ev, what);
+  say(d, ev, what);
 }
 
 /* The record that affects c, if any: a device event always; a CQ or QP

@@ -153,6 +153,8 @@ static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c) { return (struct s
 int sv_mr_check(struct sv_ctx *ctx, struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
                 int access, void **host);
 void sv_ctx_wake(struct sv_ctx *ctx);
+/* element: the CQ or QP; for a port or device event, the port number
+ * cast to a pointer. */
 void sv_async_raise(struct sv_ctx *ctx, enum ibv_event_type type, void *element);
 uint32_t sv_async_forget(struct sv_ctx *ctx, void *element, const uint32_t *reported);
 void sv_async_free_all(struct sv_ctx *ctx);

@@ -139,13 +139,8 @@ static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct watch *watches;
 
 static void raise_port(struct sv_ctx *ctx, enum ibv_event_type type, int port) {
-  struct ibv_async_event ev;
-  memset(&ev, 0, sizeof ev);
-  ev.event_type = type;
-  ev.element.port_num = port;
-  if (write(ctx->async_wfd, &ev, sizeof ev) != (ssize_t)sizeof ev)
-    sv_log("async event %s dropped: %s", ibv_event_type_str(type), strerror(errno));
-  else sv_log("device %s port %d: %s raised", ctx->dev->ibdev.name, port, ibv_event_type_str(type));
+  sv_async_raise(ctx, type, (void *)(intptr_t)port); /* a port event carries its number */
+  sv_log("device %s port %d: %s raised", ctx->dev->ibdev.name, port, ibv_event_type_str(type));
 }
 
 /* Whether the words of the watched file hold kind:dev[:port] for this
