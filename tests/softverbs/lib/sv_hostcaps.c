@@ -17,9 +17,10 @@
  *                            FILE, which the test rewrites while it runs
  *                            (an environment variable changed then would
  *                            race with the watcher's getenv): a word
- *                            "down:mlx5_2[:1]" ("down:*": all) reports that
- *                            port DOWN, raising PORT_ERR when it appears and
- *                            PORT_ACTIVE when it goes; "fatal:mlx5_2"
+ *                            "down:mlx5_2[:1]" ("down:*": all) raises
+ *                            PORT_ERR for that port when it appears and
+ *                            PORT_ACTIVE when it goes (ibv_query_port still
+ *                            follows SOFTVERBS_PORT_DOWN); "fatal:mlx5_2"
  *                            ("fatal:*") raises DEVICE_FATAL once. Within
  *                            about 10 ms.
  *   SOFTVERBS_ECE=0x5        queue pairs offer enhanced connection
