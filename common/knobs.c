@@ -60,6 +60,9 @@ static const struct knob_def knobs[K_COUNT] = {
                "InfiniBand service level; -1 = the communicator's traffic class, else 0"},
   [K_IB_TC] = {"NCCL_IB_TC", KT_INT, "-1", -1, 255, NULL,
                "RoCE traffic class (GRH); -1 = the communicator's traffic class, else 0"},
+  [K_IB_FIFO_TC] = {"NCCL_IB_FIFO_TC", KT_INT, "-1", -1, 255, NULL,
+                    "RoCE traffic class of the receiving side's queue pairs, which carry the "
+                    "clear-to-send messages (and the acknowledgements); -1 = NCCL_IB_TC's"},
   [K_IB_PKEY] = {"NCCL_IB_PKEY", KT_INT, "0", 0, 65535, NULL,
                  "index into the port's P_Key table (not a P_Key value); RoCE uses index 0"},
   [K_IB_QPS_PER_CONNECTION] =
@@ -77,6 +80,29 @@ static const struct knob_def knobs[K_COUNT] = {
     {"NCCL_IB_AR_THRESHOLD", KT_INT, "8192", 0, 2147483647, NULL,
      "with adaptive routing, messages above this many bytes are written apart from their "
      "completion notice"},
+  [K_IB_PCI_RELAXED_ORDERING] =
+    {"NCCL_IB_PCI_RELAXED_ORDERING", KT_INT, "2", 0, 2, NULL,
+     "PCIe relaxed ordering on the registrations of NCCL's buffers: 0 = off; 1 or 2 = on where "
+     "libibverbs can ask for it (ibv_reg_mr_iova2, rdma-core 28+); a device that refuses it is "
+     "used without"},
+  [K_IB_MQP_RETRY_CNT] =
+    {"NCCL_IB_MQP_RETRY_CNT", KT_INT, "34", 0, 1000, NULL,
+     "times a queue pair's RTR that timed out is retried before the connection falls back to "
+     "TCP or fails (34 with 100 ms steps: about a minute); 0 = decide at the first timeout"},
+  [K_IB_MQP_RETRY_SLEEP_MSEC] = {"NCCL_IB_MQP_RETRY_SLEEP_MSEC", KT_INT, "100", 0, 60000, NULL,
+                                 "wait before RTR retry k: k times this many milliseconds"},
+  [K_IB_MQP_RETRY_ALL] = {"NCCL_IB_MQP_RETRY_ALL", KT_BOOL, "0", 0, 1, NULL,
+                          "1 = retry RTR on any error, not only a timeout (ETIMEDOUT)"},
+  [K_IB_ECE_ENABLE] = {"NCCL_IB_ECE_ENABLE", KT_BOOL, "1", 0, 1, NULL,
+                       "1 = negotiate enhanced connection establishment options (ibv_query_ece / "
+                       "ibv_set_ece) with the peer when both NICs offer them"},
+  [K_IB_RETURN_ASYNC_EVENTS] =
+    {"NCCL_IB_RETURN_ASYNC_EVENTS", KT_BOOL, "1", 0, 1, NULL,
+     "1 = a fatal device, queue pair or completion queue event fails every connection it "
+     "affects at its next call; 0 = only logged"},
+  [K_GDR_FLUSH_DISABLE] = {"NCCL_GDR_FLUSH_DISABLE", KT_BOOL, "0", 0, 1, NULL,
+                           "1 = no flush read after receives into GPU memory (GPUDirect RDMA "
+                           "through nvidia_peermem or dma-buf)"},
   [K_DIAG_FALLBACK] =
     {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
      "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "

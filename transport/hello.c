@@ -35,6 +35,7 @@ enum {
   T_RDMA_PKEY = 42,
   T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
   T_TRIED = 44,     /* one per address tried: errno, ms, interface, address */
+  T_RDMA_ECE = 45,  /* vendor id, options, comp_mask (u32 each) */
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
@@ -103,6 +104,14 @@ static void w_rdma(struct wbuf *w, const struct hello *h) {
   w_tlv_u32(w, T_RDMA_GID_STATE, (uint32_t)r->gid_state);
   w_tlv_str(w, T_RDMA_GID_USABLE, r->gid_usable);
   if (r->has_pkey) w_tlv_u32(w, T_RDMA_PKEY, (uint32_t)r->pkey);
+  if (r->has_ece) {
+    uint8_t b[12];
+    struct wbuf t = {b, sizeof(b), 0, 0};
+    w_u32(&t, r->ece_vendor);
+    w_u32(&t, r->ece_options);
+    w_u32(&t, r->ece_comp_mask);
+    w_tlv(w, T_RDMA_ECE, b, t.len);
+  }
 }
 
 /* One RDMA detail field: 1 when type is one, 0 when it is not. */
@@ -125,6 +134,12 @@ static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t 
   case T_RDMA_PKEY:
     r->pkey = (int)(r_u32(f) & 0xffff);
     r->has_pkey = true;
+    return 1;
+  case T_RDMA_ECE:
+    r->ece_vendor = r_u32(f);
+    r->ece_options = r_u32(f);
+    r->ece_comp_mask = r_u32(f);
+    r->has_ece = !f->is_short;
     return 1;
   default: return 0;
   }

@@ -65,6 +65,10 @@ struct hello_rdma {
   bool is_rdma_host; /* they are RDMA ports, not TCP interfaces */
   int ndevs;
   char devs[256]; /* their names, comma separated (cut when long) */
+  /* Enhanced connection establishment: what the device's queue pairs offer
+   * (ibv_query_ece), sent when NCCL_IB_ECE_ENABLE and the device has it. */
+  bool has_ece;
+  uint32_t ece_vendor, ece_options, ece_comp_mask;
 };
 
 /* A listener address the connector tried before the one this hello went

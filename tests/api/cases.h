@@ -103,6 +103,22 @@ void case_ib_host_unopenable(struct side *s);
 void case_ib_host_no_verbs(struct side *s);
 void case_ib_gdr_off(struct side *s);
 void case_ib_gdr_on(struct side *s);
+/* cases_ibdev.c: what the RDMA device and its host decide */
+void case_ib_dmabuf_flush(struct side *s);
+void case_ib_dmabuf_flush_off(struct side *s);
+void case_ib_device_fatal(struct side *s);
+void case_ib_port_flap(struct side *s);
+void case_ib_fork_init(struct side *s);
+void case_ib_fork_unneeded(struct side *s);
+void case_ib_relaxed_ordering(struct side *s);
+void case_ib_ece_unsupported(struct side *s);
+void case_ib_ece_both(struct side *s);
+void case_ib_ece_one(struct side *s);
+void case_ib_active_mtu(struct side *s);
+void case_ib_sl_tc(struct side *s);
+void case_ib_fifo_tc(struct side *s);
+void case_ib_rtr_retry_recovers(struct side *s);
+void case_ib_rtr_retry_spent(struct side *s);
 /* cases_ibwc.c: the fix at failure time */
 void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);

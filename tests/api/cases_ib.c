@@ -152,6 +152,7 @@ static void story5_env(struct side *s, const char *fallback) {
   if (is_root()) private_uts(s->role == ROLE_RECV ? "host-a" : "host-b");
   setenv("NCCL_IB_HCA", s->role == ROLE_RECV ? "=mlx5_bond_0" : "=mlx5_4", 1);
   setenv("NCCL_DIAG_FALLBACK", fallback, 1);
+  setenv("NCCL_IB_MQP_RETRY_CNT", "1", 1); /* RTR never succeeds here: one retry, not a minute */
 }
 
 /* The kernel would reach a GID on another subnet of the same L2 segment, so

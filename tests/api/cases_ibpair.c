@@ -57,6 +57,7 @@ static void tcp_transfer(struct side *s, void *comm) {
 void case_ib_cross_rail(struct side *s) {
   if (is_root()) private_uts(s->role == ROLE_RECV ? "host-a" : "host-b");
   s->dev = s->role == ROLE_RECV ? 0 : 1;
+  setenv("NCCL_IB_MQP_RETRY_CNT", "1", 1); /* RTR never succeeds here: one retry, not a minute */
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   const char *mine = s->role == ROLE_RECV ? "mlx5_2" : "mlx5_3";
@@ -232,6 +233,7 @@ void case_ib_same_host(struct side *s) {
 void case_ib_same_host_rtr(struct side *s) {
   same_host(s);
   setenv("SOFTVERBS_FAIL_MODIFY", "RTR:ETIMEDOUT", 1);
+  setenv("NCCL_IB_MQP_RETRY_CNT", "1", 1); /* a path that never works: one retry, not a minute */
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");

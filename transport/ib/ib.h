@@ -57,6 +57,19 @@ struct ib_cts {
 
 _Static_assert(sizeof(struct ib_cts) == 32, "a CTS entry is 32 bytes");
 
+/* A fatal asynchronous event (ib_fatal.c): the device, or one of its
+ * completion queues or queue pairs, can no longer be trusted. */
+enum ib_fatal_kind { IB_FATAL_DEVICE, IB_FATAL_CQ, IB_FATAL_QP };
+struct ib_fatal_rec {
+  enum ib_fatal_kind kind;
+  const void *obj; /* the CQ or QP (compared, never dereferenced) */
+  uint32_t qpn;
+  unsigned gen;  /* the device's fatal generation it raised */
+  int64_t at_ns; /* when it was seen */
+  char what[80];
+};
+#define IB_MAX_FATALS 16
+
 /* An opened RDMA port (one NCCL device), shared by all its comms. */
 struct ib_dev {
   const struct topo_dev *td; /* the topology's view: names, GID, subnet, MTU */
@@ -77,7 +90,15 @@ struct ib_dev {
   bool has_gid_now;
   uint8_t gid_now[16];
   char subnet_now[64];
-  int port_down; /* a port error was seen and no port active since (atomic) */
+  bool is_ro;   /* registrations ask for PCIe relaxed ordering (atomic: cleared if refused) */
+  bool has_ece; /* its queue pairs offer enhanced connection establishment (ib_ece.c) */
+  uint32_t ece_vendor, ece_options, ece_comp_mask;
+  int mtu;              /* the port's active MTU as verbs report it, bytes */
+  bool is_grh_required; /* the port's IBV_QPF_GRH_REQUIRED */
+  int port_down;        /* a port error was seen and no port active since (atomic) */
+  unsigned fatal_gen;   /* fatal events so far (atomic); their records under lock */
+  struct ib_fatal_rec fatals[IB_MAX_FATALS];
+  int nfatal;
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
@@ -108,6 +129,22 @@ void ib_dev_refresh_gid(struct ib_dev *d);
  * often share host names. */
 void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
 
+/* ---- fatal asynchronous events (ib_fatal.c) ---- */
+/* From the device's event thread: a device-fatal event (WARN here) or a
+ * fatal CQ or QP event is recorded, unless NCCL_IB_RETURN_ASYNC_EVENTS=0;
+ * the connections it affects fail at their next call. */
+void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const char *what);
+
+/* ---- enhanced connection establishment (ib_ece.c) ---- */
+/* At open: whether the device's queue pairs offer ECE, and which options. */
+void ib_ece_probe(struct ib_dev *d);
+/* The device's options into the hello (nothing when it has none). */
+void ib_ece_fill_hello(const struct ib_dev *d, struct hello_rdma *r);
+/* Before RTR: gives q the peer's options when both sides offer ECE; a
+ * refusal is said (INFO) and the queue pair connects without them. */
+struct ib_qp;
+void ib_ece_apply(const struct ib_dev *d, struct ib_qp *q, const struct hello *peer);
+
 /* ---- GPUDirect RDMA (ib_gdr.c) ---- */
 /* Whether a peer-memory client is loaded; why says which, or what was
  * looked for. */
@@ -115,6 +152,11 @@ bool ib_gdr_peermem(char *why, size_t cap);
 /* Whether the device registers dma-buf memory; why says what was found. */
 bool ib_gdr_dmabuf(const struct verbs_ops *v, struct ibv_pd *pd, const char *dev, char *why,
                    size_t cap);
+/* Whether a receive connection gets a flush queue pair: GPU memory reaches
+ * the NIC through peer memory or dma-buf (NCCL flushes in both cases)
+ * unless NCCL_GDR_FLUSH_DISABLE; NCCL_DIAG_FORCE_FLUSH forces it. */
+bool ib_gdr_wants_flush(int ptr_support, bool is_disabled, bool is_forced);
+bool ib_dev_wants_flush(const struct ib_dev *d);
 /* Once per process, on a host with GPUs whose opened ports all lack both:
  * one WARN with each probe's finding, the consequence and the fix. */
 void ib_gdr_report(const struct ib_state *st);
@@ -162,6 +204,10 @@ struct ib_mh {
   bool is_gpu; /* registered as GPU memory (NCCL_PTR_CUDA) */
 };
 
+/* Whether registrations of NCCL's buffers ask for PCIe relaxed ordering:
+ * NCCL_IB_PCI_RELAXED_ORDERING (1 or 2, NCCL's default 2) and a libibverbs
+ * with ibv_reg_mr_iova2 (IBVERBS_1.8), as NCCL decides it. */
+bool ib_mr_relaxed_ordering(const struct verbs_ops *v);
 /* Whether the device can register memory of this NCCL_PTR_* type (a WARN
  * says why not). */
 bool ib_mr_type_ok(const struct ib_dev *d, int type);
@@ -192,6 +238,26 @@ struct ib_path { /* what RTR needs about the remote side */
   int dlid;
   int sl, tc;
 };
+
+/* What both ends contribute to the path (ib_path.c). */
+struct ib_path_ends {
+  bool is_roce;
+  int local_mtu, remote_mtu; /* active MTUs, bytes (0 unknown) */
+  const uint8_t *local_gid, *remote_gid;
+  int local_gid_index, remote_lid;
+  bool is_grh_required; /* the local port's IBV_QPF_GRH_REQUIRED */
+  int sl, tc;
+};
+/* How the path is addressed, for the log. */
+enum ib_grh {
+  IB_GRH_ROCE,                 /* always global */
+  IB_GRH_NONE,                 /* InfiniBand, same subnet: by LID */
+  IB_GRH_PORT_REQUIRES,        /* same subnet, the port requires a GRH */
+  IB_GRH_OTHER_SUBNET,         /* through a router: GRH, DLID = the remote FLID */
+  IB_GRH_OTHER_SUBNET_NO_FLID, /* GRH, but the remote GID has no FLID: DLID = its LID */
+};
+/* Fills p (all but qpn) as NCCL addresses an RTR: MTU, GRH, DLID, SL, TC. */
+enum ib_grh ib_path_address(const struct ib_path_ends *e, struct ib_path *p);
 
 /* Each returns 0 or the errno, with the cause and the fix in why (for RTR
  * the full diagnosis, ib_diag.c), and logs nothing but the transition

@@ -119,10 +119,10 @@ static const struct transport_comm_ops ib_ops = {
   .reg_mr = ib_reg_mr,
   .reg_mr_dmabuf = ib_reg_mr_dmabuf,
   .dereg_mr = ib_dereg_mr,
-  .isend = ib_isend,
-  .irecv = ib_irecv,
-  .iflush = ib_iflush,
-  .test = ib_test,
+  .isend = ib_fatal_isend,
+  .irecv = ib_fatal_irecv,
+  .iflush = ib_fatal_iflush,
+  .test = ib_fatal_test,
   .close = ib_close,
 };
 
@@ -170,6 +170,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   c->base.max_recvs = IB_MAX_RECVS;
   c->is_send = x->is_send;
   c->dev = s->dev;
+  c->fatal_born = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
   c->ctrl_fd = x->ctrl_fd;
   take_resources(c, s);
   ib_setup_free(s);
@@ -187,7 +188,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
                     : NULL;
     if (!c->sizes_out) WARN("connection with %s on %s: out of memory", x->peer.desc, c->dev->label);
     if (!c->sizes_mr) err = ENOMEM;
-  } else if ((c->dev->ptr_support & NCCL_PTR_CUDA) || knob_int(K_DIAG_FORCE_FLUSH)) {
+  } else if (ib_dev_wants_flush(c->dev)) {
     err = ib_flush_setup(c);
   }
   if (err) {

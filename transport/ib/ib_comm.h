@@ -106,7 +106,8 @@ struct ib_comm {
   bool has_warned_cts;
   bool is_tag_unmatched; /* the entry is there, but no free entry carries the send's tag */
   int cts_wait_tag;
-  bool has_warned_stall; /* a no-progress warning since the last completion */
+  bool has_warned_stall;           /* a no-progress warning since the last completion */
+  unsigned fatal_seen, fatal_born; /* the device's fatal generation: checked, at creation */
   bool is_failed;
   int fail_err; /* the first failure's errno, classed as transport_result() expects */
 };
@@ -153,6 +154,15 @@ int ib_settle(struct ib_comm *c, int64_t now);
  * waited NCCL_DIAG_STALL_WARN_SEC, naming the message, what it waits for
  * and the peer's state. */
 void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size, int tag);
+/* The entry points as the ops table calls them: each first fails the comm
+ * when a fatal event of its device, CQ or QPs has been seen (ib_fatal.c). */
+ncclResult_t ib_fatal_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
+                            void **request);
+ncclResult_t ib_fatal_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
+                            void **mhandles, void **request);
+ncclResult_t ib_fatal_iflush(struct transport_comm *xc, int n, void **data, int *sizes,
+                             void **mhandles, void **request);
+ncclResult_t ib_fatal_test(void *request, int *done, int *sizes);
 /* The flush queue pair (connected to itself): 0 or an errno (logged). */
 int ib_flush_setup(struct ib_comm *c);
 

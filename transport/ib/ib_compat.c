@@ -152,11 +152,11 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
   }
   char text[512];
   if (local_ll == 2 && is_cross_subnet(d, peer, text, sizeof(text))) add_note(notes, ncap, text);
-  if (r->mtu && t->mtu && r->mtu != t->mtu) {
+  if (r->mtu && d->mtu && r->mtu != d->mtu) {
     snprintf(text, sizeof(text),
              "MTU %d on %s, %d on %s of %s: the connection uses %d; give both ports the same MTU "
              "(ip link set <netdev> mtu, or the switch/SM configuration)",
-             t->mtu, d->label, r->mtu, r->dev, name, r->mtu < t->mtu ? r->mtu : t->mtu);
+             d->mtu, d->label, r->mtu, r->dev, name, r->mtu < d->mtu ? r->mtu : d->mtu);
     add_note(notes, ncap, text);
   }
   return 0;

@@ -57,11 +57,13 @@ static void *async_main(void *arg) {
       if (ev.event_type != IBV_EVENT_COMM_EST)
         WARN("device %s qp 0x%x: %s", d->label, ev.element.qp ? ev.element.qp->qp_num : 0, what);
       break;
+    case IBV_EVENT_DEVICE_FATAL: break; /* said by ib_fatal_note */
     case IBV_EVENT_CQ_ERR:
       WARN("device %s: completion queue error: %s (a completion queue overflowed)", d->label, what);
       break;
     default: WARN("device %s: %s", d->label, what);
     }
+    ib_fatal_note(d, &ev, what);
     struct ev e;
     ev_begin(&e, "async_event");
     ev_str(&e, "device", d->td->name);
@@ -81,6 +83,19 @@ static int gpu_support(struct ib_dev *d) {
   return s;
 }
 
+/* The port's active MTU as verbs report it (the subnet manager's or the
+ * netdev's; sysfs does not show it), and whether it requires a GRH
+ * (IBV_QPF_GRH_REQUIRED, 1 << 0 in the port's flags, rdma-core 27+). */
+static void port_path_attrs(struct ib_dev *d, const struct ibv_port_attr *pa) {
+  const struct topo_dev *t = d->td;
+  d->mtu = verbs_mtu_bytes(pa->active_mtu);
+  if (!d->mtu) d->mtu = t->mtu;
+  d->is_grh_required = pa->flags & 1;
+  if (d->mtu != t->mtu)
+    INFO(LOG_INIT, "device %s: active MTU %d (from the port; the topology assumed %d)", d->label,
+         d->mtu, t->mtu);
+}
+
 /* 0, or an errno with why filled. */
 static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t cap) {
   const struct topo_dev *t = d->td;
@@ -98,6 +113,7 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
     snprintf(why, cap, "cannot query %s: %s", d->label, strerror(err));
     return err;
   }
+  port_path_attrs(d, &pa);
   if (pa.state != IBV_PORT_ACTIVE) {
     snprintf(why, cap, "%s is %s for verbs although sysfs said ACTIVE", d->label,
              pa.state == IBV_PORT_DOWN   ? "DOWN"
@@ -113,6 +129,8 @@ static int open_port(struct ib_dev *d, struct ibv_device *vd, char *why, size_t 
   }
   pthread_mutex_init(&d->lock, NULL);
   d->ptr_support = NCCL_PTR_HOST | gpu_support(d);
+  d->is_ro = ib_mr_relaxed_ordering(d->v);
+  ib_ece_probe(d);
   if (pthread_create(&d->async_tid, NULL, async_main, d) == 0) {
     pthread_detach(d->async_tid);
     d->is_async_started = true;
@@ -200,6 +218,7 @@ static int load_verbs(const struct topo_choice *c, struct ibv_device ***list, in
     return err;
   }
   st.is_loaded = true;
+  verbs_fork_init(&st.v);
   errno = 0;
   *list = st.v.get_device_list(n);
   if (!*list || *n == 0) {

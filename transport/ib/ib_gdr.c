@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/knobs.h"
 #include "common/log.h"
 #include "topo/strbuf.h"
 #include "topo/sysfs.h"
@@ -65,6 +66,16 @@ bool ib_gdr_dmabuf(const struct verbs_ops *v, struct ibv_pd *pd, const char *dev
   }
   snprintf(why, cap, "dma-buf: %s accepts it", dev);
   return true;
+}
+
+bool ib_gdr_wants_flush(int ptr_support, bool is_disabled, bool is_forced) {
+  if (is_forced) return true;
+  return !is_disabled && (ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF));
+}
+
+bool ib_dev_wants_flush(const struct ib_dev *d) {
+  return ib_gdr_wants_flush(d->ptr_support, knob_int(K_GDR_FLUSH_DISABLE),
+                            knob_int(K_DIAG_FORCE_FLUSH));
 }
 
 void ib_gdr_report(const struct ib_state *st) {

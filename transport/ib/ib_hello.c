@@ -75,12 +75,13 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   memcpy(b->gid, ib_dev_gid(d, b->subnet, sizeof(b->subnet)), 16);
   pthread_mutex_unlock(&d->lock);
   fill_rdma(t, &h->rdma);
+  ib_ece_fill_hello(d, &h->rdma);
   /* A GID that is not there has no type: 0, which no version check reads. */
   b->gid_type = t->ll == TOPO_LL_IB || h->rdma.gid_state != HELLO_GID_POPULATED ? 0
                 : t->gid_type == GID_TYPE_V2                                    ? 2
                 : t->gid_type == GID_TYPE_V1                                    ? 1
                                                                                 : 0;
-  b->mtu = t->mtu;
+  b->mtu = d->mtu;
   b->lid = t->lid;
   b->pkey_index = (int)knob_int(K_IB_PKEY);
   scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/ib.h"
 
@@ -57,6 +58,56 @@ static struct ib_mr_entry *cache_add(struct ib_dev *d, uintptr_t a, size_t len, 
   return e;
 }
 
+bool ib_mr_relaxed_ordering(const struct verbs_ops *v) {
+  return knob_int(K_IB_PCI_RELAXED_ORDERING) != 0 && v->reg_mr_iova2;
+}
+
+/* One registration of the caller's range (host pages a..a+len, or the
+ * dma-buf) with the given access; NULL with *err set. */
+static struct ibv_mr *reg_once(struct ib_dev *d, uintptr_t a, size_t len, void *data, size_t size,
+                               int fd, uint64_t offset, int access, int *err) {
+  struct ibv_mr *mr;
+  errno = 0;
+  if (fd >= 0) {
+    mr = d->v->reg_dmabuf_mr ? d->v->reg_dmabuf_mr(d->pd, offset, size, (uintptr_t)data, fd, access)
+                             : NULL;
+    if (!mr) *err = d->v->reg_dmabuf_mr ? errno : EOPNOTSUPP;
+  } else if (access & IBV_ACCESS_RELAXED_ORDERING) {
+    mr = d->v->reg_mr_iova2(d->pd, (void *)a, len, a, (unsigned)access);
+    if (!mr) *err = errno;
+  } else {
+    mr = d->v->reg_mr(d->pd, (void *)a, len, access);
+    if (!mr) *err = errno;
+  }
+  if (!mr && !*err) *err = EIO; /* a provider that set no errno */
+  return mr;
+}
+
+/* With relaxed ordering where the device takes it, as NCCL registers its
+ * buffers: a device or kernel that refuses the flag (EINVAL, EOPNOTSUPP)
+ * gets the registration without it, and the device is used without it
+ * from then on (said once). */
+static struct ibv_mr *reg_ordered(struct ib_dev *d, uintptr_t a, size_t len, void *data,
+                                  size_t size, int fd, uint64_t offset, int *err) {
+  bool is_ro = __atomic_load_n(&d->is_ro, __ATOMIC_RELAXED);
+  int access = MR_ACCESS | (is_ro ? IBV_ACCESS_RELAXED_ORDERING : 0);
+  struct ibv_mr *mr = reg_once(d, a, len, data, size, fd, offset, access, err);
+  if (!mr && is_ro && (*err == EINVAL || *err == EOPNOTSUPP || *err == EPROTONOSUPPORT)) {
+    int ro_err = *err;
+    *err = 0;
+    mr = reg_once(d, a, len, data, size, fd, offset, MR_ACCESS, err);
+    if (mr && __atomic_exchange_n(&d->is_ro, false, __ATOMIC_RELAXED))
+      INFO(LOG_INIT,
+           "device %s refuses PCIe relaxed ordering on memory registrations (%s): registering "
+           "without it from now on (NCCL_IB_PCI_RELAXED_ORDERING=0 skips the attempt)",
+           d->label, strerror(ro_err));
+  }
+  if (!mr)
+    mr_fail(d, fd >= 0 ? "dma-buf registration" : "memory registration", fd >= 0 ? size : len,
+            *err);
+  return mr;
+}
+
 bool ib_mr_type_ok(const struct ib_dev *d, int type) {
   if (type != NCCL_PTR_CUDA || (d->ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF))) return true;
   WARN("device %s: registration of GPU memory, but this host has no peer-memory module "
@@ -84,19 +135,7 @@ int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t
     e->refs++;
     mh->mr = e->mr;
   } else {
-    struct ibv_mr *mr;
-    if (dmabuf_fd >= 0) {
-      mr = d->v->reg_dmabuf_mr
-             ? d->v->reg_dmabuf_mr(d->pd, offset, size, (uintptr_t)data, dmabuf_fd, MR_ACCESS)
-             : NULL;
-      if (!mr) err = d->v->reg_dmabuf_mr ? errno : EOPNOTSUPP;
-      if (!mr) mr_fail(d, "dma-buf registration", size, err);
-    } else {
-      mr = d->v->reg_mr(d->pd, (void *)a, len, MR_ACCESS);
-      if (!mr) err = errno;
-      if (!mr) mr_fail(d, "memory registration", len, err);
-    }
-    if (!mr && !err) err = EIO; /* a provider that set no errno */
+    struct ibv_mr *mr = reg_ordered(d, a, len, data, size, dmabuf_fd, offset, &err);
     if (mr && dmabuf_fd < 0 && !cache_add(d, a, len, mr)) {
       WARN("device %s: memory registration of %zu bytes: out of memory for its cache entry",
            d->label, len);

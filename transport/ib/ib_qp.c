@@ -17,8 +17,6 @@
 #include "transport/ib/ib.h"
 #include "transport/sock.h"
 
-#define RTR_TIMEOUT_TRIES 3 /* ETIMEDOUT at RTR can be a slow neighbour lookup */
-
 int ib_qp_create(struct ib_qp *q, struct ib_dev *d, struct ibv_cq *cq, int send_wr, int recv_wr,
                  const char *peer, char *why, size_t cap) {
   memset(q, 0, sizeof(*q));
@@ -133,14 +131,8 @@ int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer
   }
   int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-  int err = 0;
-  for (int k = 1; k <= RTR_TIMEOUT_TRIES; k++) {
-    err = transition(q, &a, mask, attrs);
-    if (err != ETIMEDOUT || k == RTR_TIMEOUT_TRIES) break;
-    INFO(LOG_NET, "device %s qp 0x%x: RTR timed out (attempt %d of %d), retrying in %d ms",
-         q->dev->label, q->qp->qp_num, k, RTR_TIMEOUT_TRIES, 100 * k);
-    usleep(100000 * (useconds_t)k);
-  }
+  /* One attempt: the RDMA setup retries a timeout within its budget (ib_setup_res.c). */
+  int err = transition(q, &a, mask, attrs);
   if (err) ib_diag_rtr(q->dev, peer, err, why, cap);
   return err;
 }

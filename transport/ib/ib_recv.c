@@ -128,7 +128,7 @@ int ib_flush_setup(struct ib_comm *c) {
   if (!c->flush_mr) return ENOMEM; /* logged */
   const struct topo_dev *t = c->dev->td;
   struct ib_path p = {.qpn = 0,
-                      .mtu = t->mtu,
+                      .mtu = c->dev->mtu,
                       .is_global = t->ll != TOPO_LL_IB,
                       .sgid_index = t->gid_index,
                       .dlid = t->lid};

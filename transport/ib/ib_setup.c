@@ -8,7 +8,8 @@
  *              -> receive STATUS -> done
  * check: can the two ports talk (ib_compat.c), queue pairs to INIT, our
  * INFO (the acceptor creates as many queue pairs as the connector offered);
- * connect: RTR and RTS, our STATUS. Both sides decide from the pair of
+ * connect: RTR and RTS (a timed-out RTR retried within NCCL's budget,
+ * ib_rtr.c), our STATUS. Both sides decide from the pair of
  * STATUS records, so they always agree: RDMA up, a fall back to TCP, or
  * failure. One deadline (NCCL_DIAG_CONNECT_TIMEOUT_MS) bounds the whole
  * machine. */
@@ -41,7 +42,8 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int
   snprintf(s->peer_desc, sizeof(s->peer_desc), "%s", peer_desc);
   s->traffic_class = traffic_class;
   s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
-  s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
+  /* RTR retries (ib_rtr.c) may take their budget on either side. */
+  s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL + ib_rtr_budget_ns();
   record_reader_init(&s->in, s->in_buf, sizeof(s->in_buf), IBREC_HDR_LEN, ibrec_decode_header);
   return s;
 }
@@ -72,7 +74,7 @@ static void make_info(struct ib_setup *s) {
     snprintf(why, sizeof(why), "the peer could not set up its side: %s", s->peer_info.reason);
   }
   if (s->notes[0]) WARN("connection with %s: %s", s->peer_desc, s->notes);
-  r->mtu = (uint32_t)s->dev->td->mtu;
+  r->mtu = (uint32_t)s->dev->mtu;
   r->max_recvs = IB_MAX_RECVS;
   if (s->is_send) {
     ib_choose_sl_tc(s->traffic_class, &s->sl, &s->tc);
@@ -129,9 +131,11 @@ static enum progress recv_record(struct ib_setup *s, int type, struct ibrec *rec
   return PROGRESS_DONE;
 }
 
-static void make_status(struct ib_setup *s) {
+/* false while an RTR retry is pending (call again). */
+static bool make_status(struct ib_setup *s) {
   struct ibrec *r = &s->mine_status;
   char why[IBREC_REASON_MAX] = "";
+  int err = 0;
   memset(r, 0, sizeof(*r));
   r->type = IBREC_STATUS;
   r->flags = s->mine_info.flags;
@@ -142,13 +146,16 @@ static void make_status(struct ib_setup *s) {
   } else if (s->peer_info.nqps != s->nqps) {
     snprintf(why, sizeof(why), "the peer has %d queue pairs, this side %d", s->peer_info.nqps,
              s->nqps);
-  } else if (ib_res_connect(s, why, sizeof(why)) == 0) {
+  } else if ((err = ib_res_connect(s, why, sizeof(why))) == EINPROGRESS) {
+    return false;
+  } else if (!err) {
     r->is_ok = true;
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
   size_t len; /* our own record always fits */
   (void)ibrec_encode(r, s->out_buf, sizeof(s->out_buf), &len);
   record_writer_start(&s->out, s->out_buf, len);
+  return true;
 }
 
 /* Both STATUS records are in: the same verdict on both sides. */
@@ -222,8 +229,8 @@ static enum progress step(struct ib_setup *s) {
     if (p == PROGRESS_DONE) enter(s, s->is_send ? IB_STAGE_CONNECT : IB_STAGE_CHECK);
     break;
   case IB_STAGE_CONNECT:
-    make_status(s);
-    enter(s, IB_STAGE_SEND_STATUS);
+    if (!make_status(s)) p = PROGRESS_PENDING;
+    else enter(s, IB_STAGE_SEND_STATUS);
     break;
   case IB_STAGE_SEND_STATUS:
     p = send_record(s);
@@ -243,8 +250,8 @@ static enum progress step(struct ib_setup *s) {
 
 enum ib_setup_result ib_setup_progress(struct ib_setup *s) {
   if (s->stage != IB_STAGE_DONE && now_ns() > s->deadline) {
-    WARN("RDMA setup with %s did not finish within NCCL_DIAG_CONNECT_TIMEOUT_MS: the peer "
-         "stopped answering (this side was %s)",
+    WARN("RDMA setup with %s did not finish within NCCL_DIAG_CONNECT_TIMEOUT_MS and the RTR "
+         "retry budget (NCCL_IB_MQP_RETRY_CNT): the peer stopped answering (this side was %s)",
          s->peer_desc, ib_setup_stage_name(s->stage));
     return IB_SETUP_FAILED;
   }

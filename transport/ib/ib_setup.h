@@ -47,6 +47,12 @@ struct ib_setup {
   uint32_t *cr; /* receive side: completion records (sizes) */
   struct ibv_mr *cr_mr;
   int sl, tc; /* the sender's choice */
+  /* RTR, queue pair by queue pair, retried on a timeout within a budget */
+  int rtr_qp;           /* the next queue pair to connect */
+  int rtr_retries;      /* of this queue pair so far */
+  int rtr_total;        /* retries of the whole connection */
+  int64_t rtr_retry_at; /* not before (0: now) */
+  int64_t rtr_first_ns; /* the first failure */
   /* records */
   struct ibrec mine_info, peer_info, mine_status, peer_status;
   uint8_t out_buf[IBREC_HDR_LEN + IBREC_MAX_BODY];
@@ -61,9 +67,14 @@ void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
 
 /* ib_setup_res.c: 0, or an errno with the cause and fix in why, which the
  * setup reports in both sides' verdict (only a failed registration has
- * logged its own detail). */
+ * logged its own detail). ib_res_connect answers EINPROGRESS while an RTR
+ * that timed out waits for its next attempt: call it again. */
 int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap);
 int ib_res_connect(struct ib_setup *s, char *why, size_t cap);
 void ib_res_free(struct ib_setup *s);
+/* How much longer than NCCL_DIAG_CONNECT_TIMEOUT_MS the setup may take
+ * when RTR retries spend their whole budget, on this side or (at NCCL's
+ * defaults) on the peer's. */
+int64_t ib_rtr_budget_ns(void);
 
 #endif

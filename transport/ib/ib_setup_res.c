@@ -98,28 +98,6 @@ void ib_choose_sl_tc(int traffic_class, int *sl, int *tc) {
   *tc = ktc >= 0 ? ktc : cls >= 0 ? cls & 0xff : 0;
 }
 
-int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
-  const struct topo_dev *t = s->dev->td;
-  struct ib_path p;
-  memset(&p, 0, sizeof(p));
-  p.mtu = t->mtu;
-  if (s->peer.ib.mtu && s->peer.ib.mtu < p.mtu) p.mtu = s->peer.ib.mtu;
-  p.is_global = t->ll != TOPO_LL_IB;
-  memcpy(p.dgid, s->peer.ib.gid, 16);
-  p.sgid_index = t->gid_index;
-  p.dlid = s->peer.ib.lid;
-  p.sl = s->sl;
-  p.tc = s->tc;
-  for (int i = 0; i < s->nqps; i++) {
-    p.qpn = s->peer_info.qpns[i];
-    int err = ib_qp_rtr(&s->qps[i], &p, &s->peer, why, cap);
-    if (!err) err = ib_qp_rts(&s->qps[i], why, cap);
-    if (err) return err;
-  }
-  ib_compat_rtr_ok(s->dev, &s->peer, s->peer_desc);
-  return 0;
-}
-
 void ib_res_free(struct ib_setup *s) {
   const struct verbs_ops *v = s->dev->v;
   for (int i = 0; i < s->nqps; i++) ib_qp_destroy(&s->qps[i]);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/knobs.h"
+#include "common/log.h"
 #include "common/strutil.h"
 
 /* Every exported verb we use exists since IBVERBS_1.1; a library without
@@ -14,7 +15,12 @@
 static void *sym(void *dl, const char *name, int optional_version) {
   void *p = dlvsym(dl, name, "IBVERBS_1.1");
   if (!p && optional_version)
-    p = dlvsym(dl, name, optional_version == 12 ? "IBVERBS_1.12" : "IBVERBS_1.0");
+    p = dlvsym(dl, name,
+               optional_version == 8    ? "IBVERBS_1.8"
+               : optional_version == 10 ? "IBVERBS_1.10"
+               : optional_version == 12 ? "IBVERBS_1.12"
+               : optional_version == 13 ? "IBVERBS_1.13"
+                                        : "IBVERBS_1.0");
   if (!p) p = dlsym(dl, name);
   return p;
 }
@@ -64,11 +70,33 @@ int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
   NEED(wc_status_str, "ibv_wc_status_str");
   NEED(fork_init, "ibv_fork_init");
   *(void **)&v->reg_dmabuf_mr = sym(v->dl, "ibv_reg_dmabuf_mr", 12);
+  *(void **)&v->reg_mr_iova2 = sym(v->dl, "ibv_reg_mr_iova2", 8);
+  *(void **)&v->query_ece = sym(v->dl, "ibv_query_ece", 10);
+  *(void **)&v->set_ece = sym(v->dl, "ibv_set_ece", 10);
+  *(void **)&v->is_fork_initialized = sym(v->dl, "ibv_is_fork_initialized", 13);
   return 0;
 fail:
   dlclose(v->dl);
   v->dl = NULL;
   return ENOSYS;
+}
+
+void verbs_fork_init(const struct verbs_ops *v) {
+  if (v->is_fork_initialized) {
+    enum ibv_fork_status st = v->is_fork_initialized();
+    if (st == IBV_FORK_UNNEEDED || st == IBV_FORK_ENABLED) return;
+  }
+  int err = v->fork_init();
+  if (!err) {
+    INFO(LOG_INIT, "%s: fork protection on (ibv_fork_init, as NCCL calls it): %s", v->lib,
+         v->is_fork_initialized ? "this kernel does not keep registered memory safe across fork"
+                                : "this libibverbs cannot tell whether the kernel does");
+    return;
+  }
+  WARN("%s: ibv_fork_init failed (%s): a child process forked after NCCL's initialisation (a "
+       "data loader worker, a subprocess) can corrupt or lose memory registered for RDMA. Start "
+       "children before NCCL, use the spawn start method, or upgrade to Linux 5.13 or later",
+       v->lib, strerror(err < 0 ? errno : err));
 }
 
 int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,

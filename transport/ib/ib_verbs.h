@@ -26,6 +26,8 @@ struct verbs_ops {
   struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
   struct ibv_mr *(*reg_dmabuf_mr)(struct ibv_pd *pd, uint64_t offset, size_t len, uint64_t iova,
                                   int fd, int access); /* optional (IBVERBS_1.12) */
+  struct ibv_mr *(*reg_mr_iova2)(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
+                                 unsigned int access); /* optional (IBVERBS_1.8) */
   int (*dereg_mr)(struct ibv_mr *mr);
   struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_ctx,
                               struct ibv_comp_channel *ch, int vector);
@@ -38,12 +40,20 @@ struct verbs_ops {
   const char *(*event_type_str)(enum ibv_event_type t);
   const char *(*wc_status_str)(enum ibv_wc_status s);
   int (*fork_init)(void);
+  enum ibv_fork_status (*is_fork_initialized)(void);        /* optional (IBVERBS_1.13) */
+  int (*query_ece)(struct ibv_qp *qp, struct ibv_ece *ece); /* optional (IBVERBS_1.10) */
+  int (*set_ece)(struct ibv_qp *qp, struct ibv_ece *ece);   /* optional (IBVERBS_1.10) */
 };
 
 /* Loads the library named by NCCL_DIAG_IBVERBS_LIB (default
  * libibverbs.so.1). 0, or with why filled ENOENT (not found) or ENOSYS (a
  * symbol missing: an incompatible library). */
 int verbs_load(struct verbs_ops *v, char *why, size_t cap);
+
+/* Makes registered memory safe across fork() as NCCL does at init, unless
+ * the library says the kernel already does (Linux 5.13+, rdma-core 35+) or
+ * it was done; a failure is said once with its consequence. */
+void verbs_fork_init(const struct verbs_ops *v);
 
 /* ibv_query_port as the header's inline does it, without the symbol. */
 int verbs_query_port(const struct verbs_ops *v, struct ibv_context *ctx, uint8_t port,

@@ -153,6 +153,8 @@ static inline struct sv_ctx *sv_ctx_of(struct ibv_context *c) { return (struct s
 int sv_mr_check(struct sv_ctx *ctx, struct ibv_pd *pd, uint32_t key, uint64_t addr, uint64_t len,
                 int access, void **host);
 void sv_ctx_wake(struct sv_ctx *ctx);
+/* element: the CQ or QP; for a port or device event, the port number
+ * cast to a pointer. */
 void sv_async_raise(struct sv_ctx *ctx, enum ibv_event_type type, void *element);
 uint32_t sv_async_forget(struct sv_ctx *ctx, void *element, const uint32_t *reported);
 void sv_async_free_all(struct sv_ctx *ctx);
@@ -387,5 +389,13 @@ int sv_fault_open(const char *dev); /* 0, or the errno ibv_open_device fails wit
 int sv_fault_modify(const char *dev, int to_state);
 enum ibv_wc_status sv_fault_wc(const char *dev);
 uint32_t sv_vendor_err(enum ibv_wc_status st);
+
+/* ---- dma-buf, fork, port and device events (sv_hostcaps.c) ---- */
+void sv_hostcaps_open(struct sv_ctx *ctx);
+void sv_hostcaps_close(struct sv_ctx *ctx);
+/* false: SOFTVERBS_NO_RELAXED_ORDERING refuses IBV_ACCESS_RELAXED_ORDERING. */
+bool sv_hostcaps_access_ok(unsigned access);
+/* The active MTU SOFTVERBS_ACTIVE_MTU sets for the port, else mtu. */
+enum ibv_mtu sv_hostcaps_active_mtu(const char *dev, int port, enum ibv_mtu mtu);
 
 #endif

@@ -106,12 +106,14 @@ SV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device) {
     errno = err;
     return NULL;
   }
+  sv_hostcaps_open(ctx);
   sv_log("device %s opened (port 1 %s)", device->name, ctx->net[1] ? "net" : "loopback");
   return &ctx->ibctx;
 }
 
 SV_EXPORT int ibv_close_device(struct ibv_context *context) {
   struct sv_ctx *ctx = sv_ctx_of(context);
+  sv_hostcaps_close(ctx);
   sv_progress_stop(ctx);
   ctx_free(ctx);
   return 0;

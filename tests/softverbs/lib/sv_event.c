@@ -31,6 +31,13 @@ struct sv_aev {
 
 static bool is_cq_event(enum ibv_event_type t) { return t == IBV_EVENT_CQ_ERR; }
 
+/* Port and device events carry a port number, not an object. */
+static bool is_port_event(enum ibv_event_type t) {
+  return t == IBV_EVENT_PORT_ACTIVE || t == IBV_EVENT_PORT_ERR || t == IBV_EVENT_DEVICE_FATAL ||
+         t == IBV_EVENT_LID_CHANGE || t == IBV_EVENT_PKEY_CHANGE || t == IBV_EVENT_SM_CHANGE ||
+         t == IBV_EVENT_GID_CHANGE || t == IBV_EVENT_CLIENT_REREGISTER;
+}
+
 void sv_async_raise(struct sv_ctx *ctx, enum ibv_event_type type, void *element) {
   struct sv_aev *a = calloc(1, sizeof *a);
   if (!a) {
@@ -39,6 +46,7 @@ void sv_async_raise(struct sv_ctx *ctx, enum ibv_event_type type, void *element)
   }
   a->ev.event_type = type;
   if (is_cq_event(type)) a->ev.element.cq = element;
+  else if (is_port_event(type)) a->ev.element.port_num = (int)(intptr_t)element;
   else a->ev.element.qp = element;
   char token = 1;
   pthread_mutex_lock(&ctx->ev_lock);
@@ -102,7 +110,8 @@ SV_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_
       ctx->ev_head = a->next;
       if (!ctx->ev_head) ctx->ev_tail = NULL;
       if (is_cq_event(a->ev.event_type)) ((struct sv_cq *)a->ev.element.cq)->async_reported++;
-      else ((struct sv_qp *)a->ev.element.qp)->events_reported++;
+      else if (!is_port_event(a->ev.event_type))
+        ((struct sv_qp *)a->ev.element.qp)->events_reported++;
     }
     pthread_mutex_unlock(&ctx->ev_lock);
     if (!a) continue; /* its object was destroyed after we took the token */

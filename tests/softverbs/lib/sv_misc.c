@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* softverbs: strings, fork support, ECE and the verbs softverbs declines. */
+/* softverbs: strings and the verbs softverbs declines. */
 #include "sv.h"
 
 #include <errno.h>
@@ -106,23 +106,6 @@ SV_EXPORT const char *ibv_port_state_str(enum ibv_port_state port_state) {
   static const char *const str[] = {"PORT_NOP",   "PORT_DOWN",   "PORT_INIT",
                                     "PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER"};
   return (unsigned)port_state < sizeof str / sizeof str[0] ? str[port_state] : "unknown";
-}
-
-/* Nothing is pinned, so fork needs no care. */
-SV_EXPORT int ibv_fork_init(void) { return 0; }
-SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
-
-/* No vendor options to negotiate: callers treat EOPNOTSUPP as "ECE off". */
-SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece) {
-  (void)qp;
-  (void)ece;
-  return EOPNOTSUPP;
-}
-
-SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece) {
-  (void)qp;
-  (void)ece;
-  return EOPNOTSUPP;
 }
 
 /* Only RC QPs exist, and they take their path from modify_qp. */

@@ -61,7 +61,8 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t 
                          IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE;
   /* Remote write or atomic access requires local write (verbs rule). */
   bool needs_local = access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-  if (!length || (access & ~known) || (needs_local && !(access & IBV_ACCESS_LOCAL_WRITE))) {
+  if (!length || (access & ~known) || (needs_local && !(access & IBV_ACCESS_LOCAL_WRITE)) ||
+      !sv_hostcaps_access_ok(access)) {
     errno = EINVAL;
     return NULL;
   }
@@ -95,14 +96,6 @@ SV_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length
 SV_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
                                          uint64_t iova, int access) {
   return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned)access);
-}
-
-/* No GPU memory here: EOPNOTSUPP is how callers learn dma-buf is unsupported. */
-SV_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
-                                           uint64_t iova, int fd, int access) {
-  (void)pd, (void)offset, (void)length, (void)iova, (void)fd, (void)access;
-  errno = EOPNOTSUPP;
-  return NULL;
 }
 
 SV_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr) {

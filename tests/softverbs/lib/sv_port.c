@@ -26,7 +26,7 @@ SV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
   bool fault = sv_fault_port_down(d->ibdev.name, p->num);
   a->state = fault ? IBV_PORT_DOWN : (enum ibv_port_state)p->state;
   a->max_mtu = IBV_MTU_4096;
-  a->active_mtu = p->active_mtu;
+  a->active_mtu = sv_hostcaps_active_mtu(d->ibdev.name, p->num, p->active_mtu);
   a->gid_tbl_len = p->ngids;
   a->port_cap_flags = p->cap_flags;
   a->max_msg_sz = 1u << 31;
