@@ -62,6 +62,14 @@ ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int 
 ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
                          void **request);
 ncclResult_t diag_test(void *request, int *done, int *sizes);
+
+/* NCCL's profiler (v10+, plugin/api_prof.c): init's callback, and isend/irecv
+ * with the per-request handles it reports network events under. */
+void diag_set_profiler(ncclProfilerCallback_t fn);
+ncclResult_t diag_isend_prof(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+                             void *phandle, void **request);
+ncclResult_t diag_irecv_prof(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+                             void **mhandles, void **phandles, void **request);
 ncclResult_t diag_close_send(void *send_comm);
 ncclResult_t diag_close_recv(void *recv_comm);
 ncclResult_t diag_close_listen(void *listen_comm);

@@ -110,14 +110,14 @@ ncclResult_t netload_init(struct netload *nl, ncclDebugLogger_t logger) {
   case 7: return nl->v7->init(logger);
   case 8: return nl->v8->init(logger);
   case 9: return nl->v9->init(logger);
-  case 10: return nl->v10->init(logger, NULL);
+  case 10: return nl->v10->init(logger, nl->prof);
   case 11: {
     ncclNetCommConfig_v11_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-    return nl->v11->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, NULL);
+    return nl->v11->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, nl->prof);
   }
   default: {
     ncclNetCommConfig_v12_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-    return nl->v12->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, NULL);
+    return nl->v12->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, nl->prof);
   }
   }
 }

@@ -34,8 +34,10 @@ struct netload {
   const ncclNet_v10_t *v10;
   const ncclNet_v11_t *v11;
   const ncclNet_v12_t *v12;
-  void *ctx;                /* v11/v12 per-comm context */
-  ncclDebugLogger_t logger; /* init's logger, also for this loader's own refusals */
+  void *ctx;                   /* v11/v12 per-comm context */
+  ncclDebugLogger_t logger;    /* init's logger, also for this loader's own refusals */
+  ncclProfilerCallback_t prof; /* v10+: the profiler callback init passes (NULL: none) */
+  void **phandles; /* v10+: the profiler handles isend (the first) and irecv pass, or NULL */
   char path[4096];
 };
 

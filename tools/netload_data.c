@@ -98,15 +98,16 @@ ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size
                            void **req) {
   *req = (void *)0xdead; /* stale value on entry, as NCCL may leave */
   if (netload_int_sizes(nl) && !fits_int(nl, "isend", size)) return ncclInternalError;
+  void *ph = nl->phandles ? nl->phandles[0] : NULL;
   switch (nl->version) {
   case 5: return nl->v5->isend(sc, data, (int)size, tag, mh, req);
   case 6: return nl->v6->isend(sc, data, (int)size, tag, mh, req);
   case 7: return nl->v7->isend(sc, data, (int)size, tag, mh, req);
   case 8: return nl->v8->isend(sc, data, (int)size, tag, mh, req);
   case 9: return nl->v9->isend(sc, data, size, tag, mh, req);
-  case 10: return nl->v10->isend(sc, data, size, tag, mh, NULL, req);
-  case 11: return nl->v11->isend(sc, data, size, tag, mh, NULL, req);
-  default: return nl->v12->isend(sc, data, size, tag, mh, NULL, req);
+  case 10: return nl->v10->isend(sc, data, size, tag, mh, ph, req);
+  case 11: return nl->v11->isend(sc, data, size, tag, mh, ph, req);
+  default: return nl->v12->isend(sc, data, size, tag, mh, ph, req);
   }
 }
 
@@ -135,9 +136,9 @@ ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, siz
   *req = (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION; /* v9+ may see the sentinel */
   switch (nl->version) {
   case 9: return nl->v9->irecv(rc, n, data, sizes, tags, mh, req);
-  case 10: return nl->v10->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-  case 11: return nl->v11->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-  default: return nl->v12->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+  case 10: return nl->v10->irecv(rc, n, data, sizes, tags, mh, nl->phandles, req);
+  case 11: return nl->v11->irecv(rc, n, data, sizes, tags, mh, nl->phandles, req);
+  default: return nl->v12->irecv(rc, n, data, sizes, tags, mh, nl->phandles, req);
   }
 }
 

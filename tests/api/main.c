@@ -39,6 +39,8 @@ static const struct api_case cases[] = {
   {"sizes a table cannot carry are refused, never truncated", case_size_limits, CORE,
    .timeout_s = 30},
   {"closing census at exit, with or without finalize", case_census_at_exit, CORE, .timeout_s = 30},
+  {"profiler network events (v10+): one per request, stopped by test()", case_prof_events, TWO,
+   CORE, .timeout_s = 60},
   {"v6 table (NCCL 2.14.3) receives from a v11 table (NCCL 2.28.9)", case_mixed_v6_v11, TWO,
    IN_V6_RUN, .timeout_s = 60},
   {"v12 table (NCCL 2.30.7) receives from a v5 table (NCCL 2.12.12)", case_mixed_v12_v5, TWO,

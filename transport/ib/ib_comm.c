@@ -13,6 +13,7 @@
 #include "transport/abort.h"
 #include "transport/ib/ib_comm.h"
 #include "transport/ib/ib_setup.h"
+#include "transport/prof.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -25,6 +26,7 @@ struct ib_req *ib_req_get(struct ib_comm *c) {
     r->base.obj = OBJ_REQ;
     r->base.comm = &c->base;
     r->posted_ns = now_ns();
+    prof_req_new(&r->base); /* NCCL profiler handles armed for this call */
     c->inflight++;
     return r;
   }

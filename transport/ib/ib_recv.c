@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "transport/ib/ib_comm.h"
+#include "transport/ib/ib_prof.h"
 
 ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
                       void **mhandles, void **request) {
@@ -78,6 +79,7 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
                                     q->qp->qp_num, strerror(err)));
   }
   c->slot_reqs[slot] = r;
+  ib_prof_recv(c, q, r, rwr.wr_id, sizes); /* NCCL profiler events */
   c->recv_seq++;
   *request = r;
   return ncclSuccess;

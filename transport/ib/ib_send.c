@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "transport/ib/ib_comm.h"
+#include "transport/ib/ib_prof.h"
 #include "transport/report.h"
 
 /* The entries of a slot are ready when every one carries this sequence. */
@@ -161,6 +162,7 @@ int ib_post_slot(struct ib_comm *c, uint32_t seq) {
   }
   last->next = NULL;
   sl->is_posted = true;
+  ib_prof_send(c, q, sl, wr); /* NCCL profiler events */
   int err = ibv_post_send(q->qp, wr, &bad);
   if (err)
     return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
