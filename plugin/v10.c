@@ -49,6 +49,12 @@ static ncclResult_t v10_irecv(void *recv_comm, int n, void **data, size_t *sizes
   return diag_irecv_prof(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
+static ncclResult_t v10_make_vdevice(int *d, ncclNetVDeviceProps_t *props) {
+  if (!d || !props) return ncclInvalidArgument;
+  int cap = (int)(sizeof(props->devs) / sizeof(props->devs[0]));
+  return diag_make_vdevice(d, props->ndevs, props->devs, cap);
+}
+
 __attribute__((visibility("default"))) const ncclNet_v10_t ncclNetPlugin_v10 = {
   .name = DIAG_NET_NAME,
   .init = v10_init,
@@ -69,5 +75,5 @@ __attribute__((visibility("default"))) const ncclNet_v10_t ncclNetPlugin_v10 = {
   .closeListen = diag_close_listen,
   .getDeviceMr = NULL,
   .irecvConsumed = NULL,
-  .makeVDevice = NULL,
+  .makeVDevice = v10_make_vdevice,
 };

@@ -55,6 +55,12 @@ static ncclResult_t v11_irecv(void *recv_comm, int n, void **data, size_t *sizes
   return diag_irecv_prof(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
+static ncclResult_t v11_make_vdevice(int *d, ncclNetVDeviceProps_t *props) {
+  if (!d || !props) return ncclInvalidArgument;
+  int cap = (int)(sizeof(props->devs) / sizeof(props->devs[0]));
+  return diag_make_vdevice(d, props->ndevs, props->devs, cap);
+}
+
 __attribute__((visibility("default"))) const ncclNet_v11_t ncclNetPlugin_v11 = {
   .name = DIAG_NET_NAME,
   .init = v11_init,
@@ -75,7 +81,7 @@ __attribute__((visibility("default"))) const ncclNet_v11_t ncclNetPlugin_v11 = {
   .closeListen = diag_close_listen,
   .getDeviceMr = NULL,
   .irecvConsumed = NULL,
-  .makeVDevice = NULL,
+  .makeVDevice = v11_make_vdevice,
   .finalize = v11_finalize,
   .setNetAttr = NULL,
 };

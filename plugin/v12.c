@@ -59,6 +59,12 @@ static ncclResult_t v12_irecv(void *recv_comm, int n, void **data, size_t *sizes
   return diag_irecv_prof(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
 }
 
+static ncclResult_t v12_make_vdevice(int *d, ncclNetVDeviceProps_v12_t *props) {
+  if (!d || !props) return ncclInvalidArgument;
+  int cap = (int)(sizeof(props->devs) / sizeof(props->devs[0]));
+  return diag_make_vdevice(d, props->ndevs, props->devs, cap);
+}
+
 __attribute__((visibility("default"))) const ncclNet_v12_t ncclNetPlugin_v12 = {
   .name = DIAG_NET_NAME,
   .init = v12_init,
@@ -79,7 +85,7 @@ __attribute__((visibility("default"))) const ncclNet_v12_t ncclNetPlugin_v12 = {
   .closeListen = diag_close_listen,
   .getDeviceMr = NULL,
   .irecvConsumed = NULL,
-  .makeVDevice = NULL,
+  .makeVDevice = v12_make_vdevice,
   .finalize = v12_finalize,
   .setNetAttr = NULL,
 };

@@ -153,6 +153,10 @@ ncclResult_t netload_devices(struct netload *nl, int *ndev) { return NL_SAME(nl,
     (p)->device_version = (s).netDeviceVersion;                                                    \
     (p)->force_flush = (s).forceFlush;                                                             \
     (p)->vdevs = (s).vProps.ndevs;                                                                 \
+    for (int i_ = 0; i_ < (s).vProps.ndevs && i_ < 8 &&                                            \
+                     i_ < (int)(sizeof((s).vProps.devs) / sizeof((s).vProps.devs[0]));             \
+         i_++)                                                                                     \
+      (p)->vdev_members[i_] = (s).vProps.devs[i_];                                                 \
     (p)->max_p2p_bytes = (s).maxP2pBytes;                                                          \
     (p)->max_coll_bytes = (s).maxCollBytes;                                                        \
   } while (0)

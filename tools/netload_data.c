@@ -183,3 +183,21 @@ ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void *
   netload_close_listen(nl, lc);
   return r;
 }
+
+ncclResult_t netload_make_vdevice(struct netload *nl, int ndevs, const int *devs, int *dev) {
+  if (nl->version == 12) {
+    ncclNetVDeviceProps_v12_t p = {0};
+    p.ndevs = ndevs;
+    for (int i = 0; i < ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC_V12; i++) p.devs[i] = devs[i];
+    return nl->v12->makeVDevice ? nl->v12->makeVDevice(dev, &p) : ncclInternalError;
+  }
+  ncclNetVDeviceProps_t p = {0};
+  p.ndevs = ndevs;
+  for (int i = 0; i < ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC; i++) p.devs[i] = devs[i];
+  switch (nl->version) {
+  case 9: return nl->v9->makeVDevice ? nl->v9->makeVDevice(dev, &p) : ncclInternalError;
+  case 10: return nl->v10->makeVDevice ? nl->v10->makeVDevice(dev, &p) : ncclInternalError;
+  case 11: return nl->v11->makeVDevice ? nl->v11->makeVDevice(dev, &p) : ncclInternalError;
+  default: return ncclInternalError;
+  }
+}
