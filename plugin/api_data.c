@@ -16,7 +16,6 @@
 #include "plugin/api.h"
 #include "plugin/api_ids.h"
 #include "transport/ib/ib.h"
-#include "transport/prof.h"
 
 #define API_MAX_GROUP 8 /* grouped receives a comm takes, at most (maxRecvs) */
 _Static_assert(IB_MAX_RECVS <= API_MAX_GROUP, "maxRecvs fits the API's arrays");
@@ -171,9 +170,6 @@ ncclResult_t diag_test(void *request, int *done, int *sizes) {
     return ncclInternalError;
   }
   ncclResult_t res = r->comm->ops->test(r, done, sizes);
-  if (*done) {
-    prof_req_done(r);
-    registry_req_done(request);
-  }
+  if (*done) registry_req_done(request);
   return res;
 }

@@ -5,7 +5,8 @@
  * socket transport one event per request on its socket (fd, op, length).
  * The plugin arms the handles NCCL passed to isend/irecv on the calling
  * thread; the request the transport allocates during that call takes them;
- * the post sites start events; test() stops them when it reports done.
+ * the post sites start events; they stop when the transport retires the
+ * request (test() reporting it done, a failed post, or the comm's close).
  * Without a callback from init, every call here returns at once. */
 #ifndef DIAG_TRANSPORT_PROF_H
 #define DIAG_TRANSPORT_PROF_H
@@ -29,7 +30,8 @@ void prof_qp_start(struct transport_req *r, int sub, int dev, uint64_t wr_id, in
                    uint32_t qpn, size_t length);
 /* The request's transfer on socket fd starts moving (once per request). */
 void prof_sock_start(struct transport_req *r, int fd, int is_recv, size_t length);
-/* The request completed (or is abandoned): stops what was started. */
+/* The request is retired (done, or abandoned): stops what was started.
+ * Idempotent: a retired request has no state left. */
 void prof_req_done(struct transport_req *r);
 
 #endif

@@ -110,6 +110,7 @@ void case_vdev_merge_off(struct side *s);
 
 /* NCCL's profiler: network events (tests/api/cases_prof.c). */
 void case_prof_events(struct side *s);
+void case_prof_grouped(struct side *s);
 
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);

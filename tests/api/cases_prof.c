@@ -89,6 +89,28 @@ static void check_sock(struct side *s, const struct rec *r, size_t size) {
   CHECK(r->sock.sock.length == size, "length %zu, expected %zu", r->sock.sock.length, size);
 }
 
+/* A receive that never completes, then the close: its events end there. */
+static void close_abandoned(struct side *s, void *comm) {
+  enum { CAP = 4096 };
+  static uint8_t buf[CAP];
+  int mark, tag = 99, done = 0;
+  void *mh = NULL, *req = NULL, *ph = &mark, *data = buf;
+  size_t cap = CAP;
+  netload_reg_mr(&s->nl, comm, buf, CAP, NCCL_PTR_HOST, &mh);
+  s->nl.phandles = &ph;
+  CHECK(netload_irecv(&s->nl, comm, 1, &data, &cap, &tag, &mh, &req) == 0 && req, "irecv");
+  s->nl.phandles = NULL;
+  if (req) netload_test(&s->nl, req, &done, NULL);
+  int unstopped = 0, n = events_of(&mark, &unstopped);
+  CHECK(n == (s->abi >= 10 ? 1 : 0) && unstopped == n, "a pending receive: %d events, %d running",
+        n, unstopped);
+  netload_dereg_mr(&s->nl, comm, mh);
+  close_comm(s, comm);
+  unstopped = 0;
+  events_of(&mark, &unstopped);
+  CHECK(unstopped == 0, "%d events of a receive still running after its comm closed", unstopped);
+}
+
 void case_prof_events(struct side *s) {
   s->nl.prof = record;
   nrecs = bad_stops = 0;
@@ -117,7 +139,64 @@ void case_prof_events(struct side *s) {
   int before = nrecs;
   CHECK(xfer_one(s, comm, 5000, 5000, 9) == 0, "transfer without a handle");
   CHECK(nrecs == before, "%d events for a request without a profiler handle", nrecs - before);
+  ctl_sync(s);
+  if (s->role == ROLE_RECV) close_abandoned(s, comm);
+  else close_comm(s, comm);
   CHECK(bad_stops == 0, "%d stops of a handle never started or stopped twice", bad_stops);
+  side_close(s);
+}
+
+/* Over RDMA, a grouped receive: one event per buffer, each under its own
+ * handle, on the receive's queue pair; each send of the group its own. */
+void case_prof_grouped(struct side *s) {
+  enum { N = 3, CAP = 100000 };
+  s->nl.prof = record;
+  nrecs = bad_stops = 0;
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  static const size_t sizes[N] = {5000, 0, 70000};
+  uint8_t *buf = malloc((size_t)N * CAP);
+  void *mh, *data[N], *mhs[N], *req[N] = {0}, *ph[N];
+  size_t caps[N];
+  int tags[N], marks[N];
+  netload_reg_mr(&s->nl, comm, buf, (size_t)N * CAP, NCCL_PTR_HOST, &mh);
+  for (int i = 0; i < N; i++)
+    data[i] = buf + (size_t)i * CAP, mhs[i] = mh, caps[i] = CAP, tags[i] = 40 + i,
+    ph[i] = &marks[i];
+  if (s->role == ROLE_RECV) {
+    s->nl.phandles = ph;
+    CHECK(netload_irecv(&s->nl, comm, N, data, caps, tags, mhs, &req[0]) == 0 && req[0], "irecv");
+    s->nl.phandles = NULL;
+    int got[N];
+    if (req[0]) CHECK(wait_req_sizes(s, req[0], got, N, 20000) == 0, "grouped receive not done");
+  } else {
+    for (int i = 0; i < N; i++) {
+      void *one = ph[i];
+      s->nl.phandles = &one;
+      long long end = ms_now() + 20000;
+      int r;
+      do r = netload_isend(&s->nl, comm, data[i], sizes[i], tags[i], mh, &req[i]);
+      while (!r && !req[i] && ms_now() < end);
+      s->nl.phandles = NULL;
+      CHECK(r == 0 && req[i], "isend %d: %d", i, r);
+    }
+    for (int i = 0; i < N; i++)
+      if (req[i]) CHECK(wait_req(s, req[i], NULL, 20000) == 0, "send %d not done", i);
+  }
+  int want = s->abi >= 10 ? N : 0; /* tables before v10 carry no handles */
+  CHECK(nrecs == want, "%d events for a group of %d (v%d), expected %d", nrecs, N, s->abi, want);
+  for (int i = 0; i < want; i++) {
+    int unstopped = 0, n = events_of(&marks[i], &unstopped);
+    CHECK(n == 1 && !unstopped, "buffer %d: %d events, %d not stopped", i, n, unstopped);
+    for (int k = 0; k < nrecs && n == 1; k++)
+      if (recs[k].phandle == &marks[i]) {
+        check_ib(s, &recs[k], s->role == ROLE_SEND ? sizes[i] : CAP);
+        CHECK(recs[k].ib.qp.qpNum == recs[0].ib.qp.qpNum, "buffer %d on another queue pair", i);
+      }
+  }
+  CHECK(bad_stops == 0, "%d stops of a handle never started or stopped twice", bad_stops);
+  netload_dereg_mr(&s->nl, comm, mh);
+  free(buf);
   ctl_sync(s);
   close_comm(s, comm);
   side_close(s);

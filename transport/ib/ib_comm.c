@@ -34,6 +34,7 @@ struct ib_req *ib_req_get(struct ib_comm *c) {
 }
 
 void ib_req_put(struct ib_comm *c, struct ib_req *r) {
+  prof_req_done(&r->base); /* its NCCL profiler events end with it */
   r->base.obj = OBJ_DEAD;
   c->inflight--;
 }
@@ -111,6 +112,7 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
   free(c->cr);
   free(c->flush_buf);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  for (int i = 0; i < IB_SEND_REQS; i++) prof_req_done(&c->reqs[i].base); /* never completed */
   c->base.obj = OBJ_DEAD;
   free(c);
   return ncclSuccess;

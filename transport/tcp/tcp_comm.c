@@ -85,6 +85,7 @@ struct tcp_req *tcp_req_get(struct tcp_comm *c) {
 }
 
 void tcp_req_put(struct tcp_comm *c, struct tcp_req *r) {
+  prof_req_done(&r->base); /* its NCCL profiler events end with it */
   r->base.obj = OBJ_DEAD;
   r->next = c->free_reqs;
   c->free_reqs = r;
@@ -201,6 +202,7 @@ static void comm_free(struct tcp_comm *c) {
   free(c->notice);
   c->base.obj = OBJ_DEAD;
   free(c->socks);
+  for (int i = 0; c->reqs && i < TCP_MAX_REQS; i++) prof_req_done(&c->reqs[i].base);
   free(c->reqs);
   free(c->stage);
   free(c->settings_diff);
