@@ -4,8 +4,8 @@
  * a member that is not a physical device, or members of different link
  * layers are refused with a WARN. NCCL only asks for groups of two or more
  * (it keeps a lone device as it is) and takes a refusal quietly, using the
- * members on their own. We also refuse TCP devices and a device named
- * twice. */
+ * members on their own. We also refuse a device named twice, and TCP
+ * interfaces (quietly: NCCL's socket transport has no makeVDevice). */
 #include "plugin/vdev.h"
 
 #include <pthread.h>
@@ -93,9 +93,10 @@ static int check_members(const struct transport_host *h, int ndevs, const int *d
       return EINVAL;
     }
     const struct transport_dev *d = &h->devs[devs[i]], *d0 = &h->devs[devs[0]];
-    if (!d->is_ib) {
-      WARN("makeVDevice: device %s is a TCP interface; only RDMA ports are fused, so NCCL uses "
-           "it on its own",
+    if (!d->is_ib) { /* as NCCL's socket transport, which has no makeVDevice: not an error */
+      INFO(LOG_NET,
+           "makeVDevice: device %s is a TCP interface; only RDMA ports are fused, so NCCL "
+           "uses it on its own",
            d->name);
       return EINVAL;
     }

@@ -107,6 +107,7 @@ void case_listener_host_dies_before_accept(struct side *s);
 void case_vdev_fuse(struct side *s);
 void case_vdev_refused(struct side *s);
 void case_vdev_merge_off(struct side *s);
+void case_vdev_tcp(struct side *s);
 
 /* NCCL's profiler: network events (tests/api/cases_prof.c). */
 void case_prof_events(struct side *s);

@@ -116,3 +116,17 @@ void case_vdev_merge_off(struct side *s) {
   CHECK(n == 2, "devices() %d, expected 2", n);
   side_close(s);
 }
+
+/* TCP interfaces are not fused (NCCL's socket transport has no
+ * makeVDevice): refused without a WARN, the devices unchanged. */
+void case_vdev_tcp(struct side *s) {
+  if (side_open(s) || no_table(s)) return;
+  int n0 = 0, n = 0, vd = -1, devs[1] = {0};
+  netload_devices(&s->nl, &n0);
+  CHECK(netload_make_vdevice(&s->nl, 1, devs, &vd) != ncclSuccess, "a TCP interface was fused");
+  CHECK(log_find(NCCL_LOG_INFO, "is a TCP interface"), "the refusal does not say why");
+  CHECK(log_count(NCCL_LOG_WARN, "makeVDevice") == 0, "the refusal WARNs");
+  netload_devices(&s->nl, &n);
+  CHECK(n == n0, "devices() %d, was %d", n, n0);
+  side_close(s);
+}

@@ -139,6 +139,8 @@ static const struct api_case cases[] = {
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"P_Key: two partitions named", case_ib_pkey_mismatch, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST,
    .timeout_s = 60},
+  {"makeVDevice leaves TCP interfaces unfused, quietly", case_vdev_tcp, TCP_ONLY, CORE,
+   .timeout_s = 30},
   {"profiler events of a grouped receive: one per buffer, under its handle", case_prof_grouped, TWO,
    IB_ONLY, .timeout_s = 60},
   {"makeVDevice fuses the two ports of one card; data moves over the new device", case_vdev_fuse,
