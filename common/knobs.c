@@ -103,6 +103,10 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_GDR_FLUSH_DISABLE] = {"NCCL_GDR_FLUSH_DISABLE", KT_BOOL, "0", 0, 1, NULL,
                            "1 = no flush read after receives into GPU memory (GPUDirect RDMA "
                            "through nvidia_peermem or dma-buf)"},
+  [K_IB_MERGE_NICS] =
+    {"NCCL_IB_MERGE_NICS", KT_BOOL, "1", 0, 1, NULL,
+     "1 = makeVDevice fuses the RDMA ports NCCL groups (the ports of one dual-port NIC) into "
+     "one virtual device; 0 = refuse, so NCCL uses each port on its own"},
   [K_DIAG_FALLBACK] =
     {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
      "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/ncclver.h"
 #include "common/version.h"
+#include "plugin/vdev.h"
 #include "transport/ib/ib.h"
 #include "transport/transport.h"
 
@@ -113,23 +114,34 @@ ncclResult_t diag_ctx_free(struct diag_ctx *ctx) {
   return ncclSuccess;
 }
 
-static const struct transport_dev *get_dev(const char *fn, int dev) {
+/* A virtual device's listens and connects each take one of its ports
+ * (plugin/vdev.h); handle: the listener's, for a connect. */
+static const struct transport_dev *get_dev_for(const char *fn, int dev, const void *handle) {
   const struct transport_host *h = transport_host();
+  const struct transport_dev *member = diag_vdev_pick(dev, handle);
+  if (member) return member;
   if (dev < 0 || dev >= h->ndev) {
-    WARN("%s: device %d does not exist (this plugin has %d devices)", fn, dev, h->ndev);
+    WARN("%s: device %d does not exist (this plugin has %d devices)", fn, dev,
+         h->ndev + diag_vdev_count());
     return NULL;
   }
   return &h->devs[dev];
 }
 
+static const struct transport_dev *get_dev(const char *fn, int dev) {
+  return get_dev_for(fn, dev, NULL);
+}
+
 ncclResult_t diag_devices(int *ndev) {
   pthread_once(&init_once, init_once_fn);
-  *ndev = transport_host()->ndev;
+  *ndev = transport_host()->ndev + diag_vdev_count();
   return ncclSuccess;
 }
 
 ncclResult_t diag_get_properties(int dev, struct diag_props *p) {
-  const struct transport_dev *d = get_dev("getProperties", dev);
+  const struct diag_vdev *v = diag_vdev_get(dev); /* NCCL: its first member's, fused */
+  const struct transport_dev *d =
+    v ? &transport_host()->devs[v->devs[0]] : get_dev("getProperties", dev);
   if (!d) return ncclInvalidArgument;
   memset(p, 0, sizeof(*p));
   p->name = (char *)d->name;
@@ -142,6 +154,15 @@ ncclResult_t diag_get_properties(int dev, struct diag_props *p) {
   p->max_recvs = d->is_ib ? IB_MAX_RECVS : 1;
   p->max_p2p_bytes = DIAG_MAX_P2P_BYTES;
   p->max_coll_bytes = DIAG_MAX_COLL_BYTES;
+  p->ndevs = 1;
+  p->devs[0] = dev;
+  if (v) {
+    p->name = (char *)v->name;
+    p->speed = v->speed_mbps;
+    p->ptr_support = v->ptr_support;
+    p->ndevs = v->ndevs;
+    memcpy(p->devs, v->devs, sizeof(int) * (size_t)v->ndevs);
+  }
   return ncclSuccess;
 }
 
@@ -175,7 +196,7 @@ ncclResult_t diag_listen(struct diag_ctx *ctx, int dev, void *handle, void **lis
 
 ncclResult_t diag_connect(struct diag_ctx *ctx, int dev, void *handle, void **send_comm) {
   *send_comm = NULL;
-  const struct transport_dev *d = get_dev("connect", dev);
+  const struct transport_dev *d = get_dev_for("connect", dev, handle);
   if (!d) return ncclInvalidArgument;
   void *c = NULL;
   ncclResult_t r = transport_connect(d, ctx_or_default(ctx)->traffic_class, handle, &c);

@@ -36,6 +36,8 @@ struct diag_props {
   int max_recvs;
   size_t max_p2p_bytes;
   size_t max_coll_bytes;
+  int ndevs;   /* vProps: the physical devices behind it (itself for a physical one) */
+  int devs[8]; /* DIAG_VDEV_MAX_DEVS */
 };
 
 /* Never fails (NCCL 2.28.9 crashes on a failed v6-v10 init): an unusable
@@ -47,6 +49,8 @@ struct diag_ctx *diag_ctx_new(uint64_t comm_id, int traffic_class);
 ncclResult_t diag_ctx_free(struct diag_ctx *ctx);
 
 ncclResult_t diag_devices(int *ndev);
+/* makeVDevice (v9+): plugin/vdev.c. */
+ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap);
 ncclResult_t diag_get_properties(int dev, struct diag_props *props);
 ncclResult_t diag_listen(struct diag_ctx *ctx, int dev, void *handle, void **listen_comm);
 ncclResult_t diag_connect(struct diag_ctx *ctx, int dev, void *handle, void **send_comm);
@@ -62,6 +66,14 @@ ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int 
 ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void **mhandles,
                          void **request);
 ncclResult_t diag_test(void *request, int *done, int *sizes);
+
+/* NCCL's profiler (v10+, plugin/api_prof.c): init's callback, and isend/irecv
+ * with the per-request handles it reports network events under. */
+void diag_set_profiler(ncclProfilerCallback_t fn);
+ncclResult_t diag_isend_prof(void *send_comm, void *data, size_t size, int tag, void *mhandle,
+                             void *phandle, void **request);
+ncclResult_t diag_irecv_prof(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
+                             void **mhandles, void **phandles, void **request);
 ncclResult_t diag_close_send(void *send_comm);
 ncclResult_t diag_close_recv(void *recv_comm);
 ncclResult_t diag_close_listen(void *listen_comm);

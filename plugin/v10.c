@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* ncclNetPlugin_v10: profiler callback (unused), comm config in connect,
- * profiler handles in isend/irecv (ignored). */
+/* ncclNetPlugin_v10: profiler callback and per-request profiler handles
+ * (network events, transport/prof.h), comm config in connect. */
 #include <string.h>
 
 #include "plugin/abi/net_v10.h"
@@ -9,7 +9,7 @@
 #include "transport/transport.h" /* OBJ_CTX */
 
 static ncclResult_t v10_init(ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof;
+  diag_set_profiler(prof);
   return diag_init(logger, 10);
 }
 
@@ -41,14 +41,18 @@ static ncclResult_t v10_accept(void *listen_comm, void **recv_comm,
 
 static ncclResult_t v10_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
                               void *phandle, void **request) {
-  (void)phandle;
-  return diag_isend(send_comm, data, size, tag, mhandle, request);
+  return diag_isend_prof(send_comm, data, size, tag, mhandle, phandle, request);
 }
 
 static ncclResult_t v10_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
                               void **mhandles, void **phandles, void **request) {
-  (void)phandles;
-  return diag_irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+  return diag_irecv_prof(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
+}
+
+static ncclResult_t v10_make_vdevice(int *d, ncclNetVDeviceProps_t *props) {
+  if (!d || !props) return ncclInvalidArgument;
+  int cap = (int)(sizeof(props->devs) / sizeof(props->devs[0]));
+  return diag_make_vdevice(d, props->ndevs, props->devs, cap);
 }
 
 __attribute__((visibility("default"))) const ncclNet_v10_t ncclNetPlugin_v10 = {
@@ -71,5 +75,5 @@ __attribute__((visibility("default"))) const ncclNet_v10_t ncclNetPlugin_v10 = {
   .closeListen = diag_close_listen,
   .getDeviceMr = NULL,
   .irecvConsumed = NULL,
-  .makeVDevice = NULL,
+  .makeVDevice = v10_make_vdevice,
 };

@@ -10,7 +10,7 @@
 
 static ncclResult_t v11_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v11_t *config,
                              ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof;
+  diag_set_profiler(prof);
   diag_init(logger, 11);
   if (ctx)
     *ctx = diag_ctx_new(comm_id, config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF);
@@ -47,14 +47,18 @@ static ncclResult_t v11_accept(void *listen_comm, void **recv_comm,
 
 static ncclResult_t v11_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
                               void *phandle, void **request) {
-  (void)phandle;
-  return diag_isend(send_comm, data, size, tag, mhandle, request);
+  return diag_isend_prof(send_comm, data, size, tag, mhandle, phandle, request);
 }
 
 static ncclResult_t v11_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
                               void **mhandles, void **phandles, void **request) {
-  (void)phandles;
-  return diag_irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+  return diag_irecv_prof(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
+}
+
+static ncclResult_t v11_make_vdevice(int *d, ncclNetVDeviceProps_t *props) {
+  if (!d || !props) return ncclInvalidArgument;
+  int cap = (int)(sizeof(props->devs) / sizeof(props->devs[0]));
+  return diag_make_vdevice(d, props->ndevs, props->devs, cap);
 }
 
 __attribute__((visibility("default"))) const ncclNet_v11_t ncclNetPlugin_v11 = {
@@ -77,7 +81,7 @@ __attribute__((visibility("default"))) const ncclNet_v11_t ncclNetPlugin_v11 = {
   .closeListen = diag_close_listen,
   .getDeviceMr = NULL,
   .irecvConsumed = NULL,
-  .makeVDevice = NULL,
+  .makeVDevice = v11_make_vdevice,
   .finalize = v11_finalize,
   .setNetAttr = NULL,
 };

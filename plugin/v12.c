@@ -12,7 +12,7 @@
 
 static ncclResult_t v12_init(void **ctx, uint64_t comm_id, ncclNetCommConfig_v12_t *config,
                              ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
-  (void)prof;
+  diag_set_profiler(prof);
   diag_init(logger, 12);
   if (ctx)
     *ctx = diag_ctx_new(comm_id, config ? config->trafficClass : NCCL_NET_TRAFFIC_CLASS_UNDEF);
@@ -51,14 +51,18 @@ static ncclResult_t v12_accept(void *listen_comm, void **recv_comm,
 
 static ncclResult_t v12_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
                               void *phandle, void **request) {
-  (void)phandle;
-  return diag_isend(send_comm, data, size, tag, mhandle, request);
+  return diag_isend_prof(send_comm, data, size, tag, mhandle, phandle, request);
 }
 
 static ncclResult_t v12_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
                               void **mhandles, void **phandles, void **request) {
-  (void)phandles;
-  return diag_irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+  return diag_irecv_prof(recv_comm, n, data, sizes, tags, mhandles, phandles, request);
+}
+
+static ncclResult_t v12_make_vdevice(int *d, ncclNetVDeviceProps_v12_t *props) {
+  if (!d || !props) return ncclInvalidArgument;
+  int cap = (int)(sizeof(props->devs) / sizeof(props->devs[0]));
+  return diag_make_vdevice(d, props->ndevs, props->devs, cap);
 }
 
 __attribute__((visibility("default"))) const ncclNet_v12_t ncclNetPlugin_v12 = {
@@ -81,7 +85,7 @@ __attribute__((visibility("default"))) const ncclNet_v12_t ncclNetPlugin_v12 = {
   .closeListen = diag_close_listen,
   .getDeviceMr = NULL,
   .irecvConsumed = NULL,
-  .makeVDevice = NULL,
+  .makeVDevice = v12_make_vdevice,
   .finalize = v12_finalize,
   .setNetAttr = NULL,
 };

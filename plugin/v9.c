@@ -33,6 +33,12 @@ static ncclResult_t v9_accept(void *listen_comm, void **recv_comm,
   return diag_accept(listen_comm, recv_comm);
 }
 
+static ncclResult_t v9_make_vdevice(int *d, ncclNetVDeviceProps_t *props) {
+  if (!d || !props) return ncclInvalidArgument;
+  int cap = (int)(sizeof(props->devs) / sizeof(props->devs[0]));
+  return diag_make_vdevice(d, props->ndevs, props->devs, cap);
+}
+
 __attribute__((visibility("default"))) const ncclNet_v9_t ncclNetPlugin_v9 = {
   .name = DIAG_NET_NAME,
   .init = v9_init,
@@ -53,5 +59,5 @@ __attribute__((visibility("default"))) const ncclNet_v9_t ncclNetPlugin_v9 = {
   .closeListen = diag_close_listen,
   .getDeviceMr = NULL,
   .irecvConsumed = NULL,
-  .makeVDevice = NULL,
+  .makeVDevice = v9_make_vdevice,
 };

@@ -110,14 +110,14 @@ ncclResult_t netload_init(struct netload *nl, ncclDebugLogger_t logger) {
   case 7: return nl->v7->init(logger);
   case 8: return nl->v8->init(logger);
   case 9: return nl->v9->init(logger);
-  case 10: return nl->v10->init(logger, NULL);
+  case 10: return nl->v10->init(logger, nl->prof);
   case 11: {
     ncclNetCommConfig_v11_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-    return nl->v11->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, NULL);
+    return nl->v11->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, nl->prof);
   }
   default: {
     ncclNetCommConfig_v12_t cfg = {NCCL_NET_TRAFFIC_CLASS_UNDEF};
-    return nl->v12->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, NULL);
+    return nl->v12->init(&nl->ctx, 0x1234abcdULL, &cfg, logger, nl->prof);
   }
   }
 }
@@ -153,6 +153,10 @@ ncclResult_t netload_devices(struct netload *nl, int *ndev) { return NL_SAME(nl,
     (p)->device_version = (s).netDeviceVersion;                                                    \
     (p)->force_flush = (s).forceFlush;                                                             \
     (p)->vdevs = (s).vProps.ndevs;                                                                 \
+    for (int i_ = 0; i_ < (s).vProps.ndevs && i_ < 8 &&                                            \
+                     i_ < (int)(sizeof((s).vProps.devs) / sizeof((s).vProps.devs[0]));             \
+         i_++)                                                                                     \
+      (p)->vdev_members[i_] = (s).vProps.devs[i_];                                                 \
     (p)->max_p2p_bytes = (s).maxP2pBytes;                                                          \
     (p)->max_coll_bytes = (s).maxCollBytes;                                                        \
   } while (0)

@@ -34,8 +34,10 @@ struct netload {
   const ncclNet_v10_t *v10;
   const ncclNet_v11_t *v11;
   const ncclNet_v12_t *v12;
-  void *ctx;                /* v11/v12 per-comm context */
-  ncclDebugLogger_t logger; /* init's logger, also for this loader's own refusals */
+  void *ctx;                   /* v11/v12 per-comm context */
+  ncclDebugLogger_t logger;    /* init's logger, also for this loader's own refusals */
+  ncclProfilerCallback_t prof; /* v10+: the profiler callback init passes (NULL: none) */
+  void **phandles; /* v10+: the profiler handles isend (the first) and irecv pass, or NULL */
   char path[4096];
 };
 
@@ -46,6 +48,7 @@ struct netload_props {
   uint64_t guid;
   int ptr_support, speed, port, max_comms, max_recvs, device_type, device_version;
   int force_flush, vdevs;
+  int vdev_members[8]; /* vProps.devs, the first vdevs of them (v9+) */
   size_t max_p2p_bytes, max_coll_bytes;
   int limits_assumed;    /* the table has no maxP2pBytes/maxCollBytes (v5-v8): NCCL's values */
   int rail_id, plane_id; /* v12; NCCL_NET_ID_UNDEF (-1) = unknown, and for older tables */
@@ -83,6 +86,9 @@ ncclResult_t netload_close_send(struct netload *nl, void *sc);
 ncclResult_t netload_close_recv(struct netload *nl, void *rc);
 ncclResult_t netload_close_listen(struct netload *nl, void *lc);
 const char *netload_name(struct netload *nl);
+/* makeVDevice (v9+; NULL in the table, or an older table: ncclInternalError
+ * with no call, as NCCL would not make one). */
+ncclResult_t netload_make_vdevice(struct netload *nl, int ndevs, const int *devs, int *dev);
 
 /* Convenience for tools and tests: drive connect and accept to completion
  * from one thread (both ends in this process), within timeout_ms. */

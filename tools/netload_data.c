@@ -98,15 +98,16 @@ ncclResult_t netload_isend(struct netload *nl, void *sc, void *data, size_t size
                            void **req) {
   *req = (void *)0xdead; /* stale value on entry, as NCCL may leave */
   if (netload_int_sizes(nl) && !fits_int(nl, "isend", size)) return ncclInternalError;
+  void *ph = nl->phandles ? nl->phandles[0] : NULL;
   switch (nl->version) {
   case 5: return nl->v5->isend(sc, data, (int)size, tag, mh, req);
   case 6: return nl->v6->isend(sc, data, (int)size, tag, mh, req);
   case 7: return nl->v7->isend(sc, data, (int)size, tag, mh, req);
   case 8: return nl->v8->isend(sc, data, (int)size, tag, mh, req);
   case 9: return nl->v9->isend(sc, data, size, tag, mh, req);
-  case 10: return nl->v10->isend(sc, data, size, tag, mh, NULL, req);
-  case 11: return nl->v11->isend(sc, data, size, tag, mh, NULL, req);
-  default: return nl->v12->isend(sc, data, size, tag, mh, NULL, req);
+  case 10: return nl->v10->isend(sc, data, size, tag, mh, ph, req);
+  case 11: return nl->v11->isend(sc, data, size, tag, mh, ph, req);
+  default: return nl->v12->isend(sc, data, size, tag, mh, ph, req);
   }
 }
 
@@ -135,9 +136,9 @@ ncclResult_t netload_irecv(struct netload *nl, void *rc, int n, void **data, siz
   *req = (void *)NCCL_NET_OPTIONAL_RECV_COMPLETION; /* v9+ may see the sentinel */
   switch (nl->version) {
   case 9: return nl->v9->irecv(rc, n, data, sizes, tags, mh, req);
-  case 10: return nl->v10->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-  case 11: return nl->v11->irecv(rc, n, data, sizes, tags, mh, NULL, req);
-  default: return nl->v12->irecv(rc, n, data, sizes, tags, mh, NULL, req);
+  case 10: return nl->v10->irecv(rc, n, data, sizes, tags, mh, nl->phandles, req);
+  case 11: return nl->v11->irecv(rc, n, data, sizes, tags, mh, nl->phandles, req);
+  default: return nl->v12->irecv(rc, n, data, sizes, tags, mh, nl->phandles, req);
   }
 }
 
@@ -181,4 +182,22 @@ ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void *
   }
   netload_close_listen(nl, lc);
   return r;
+}
+
+ncclResult_t netload_make_vdevice(struct netload *nl, int ndevs, const int *devs, int *dev) {
+  if (nl->version == 12) {
+    ncclNetVDeviceProps_v12_t p = {0};
+    p.ndevs = ndevs;
+    for (int i = 0; i < ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC_V12; i++) p.devs[i] = devs[i];
+    return nl->v12->makeVDevice ? nl->v12->makeVDevice(dev, &p) : ncclInternalError;
+  }
+  ncclNetVDeviceProps_t p = {0};
+  p.ndevs = ndevs;
+  for (int i = 0; i < ndevs && i < NCCL_NET_MAX_DEVS_PER_NIC; i++) p.devs[i] = devs[i];
+  switch (nl->version) {
+  case 9: return nl->v9->makeVDevice ? nl->v9->makeVDevice(dev, &p) : ncclInternalError;
+  case 10: return nl->v10->makeVDevice ? nl->v10->makeVDevice(dev, &p) : ncclInternalError;
+  case 11: return nl->v11->makeVDevice ? nl->v11->makeVDevice(dev, &p) : ncclInternalError;
+  default: return ncclInternalError;
+  }
 }

@@ -140,9 +140,12 @@ struct transport_comm {
   struct liveness_peer *live; /* the peer process's liveness (transport/liveness.h), or NULL */
 };
 
+struct prof_req;
+
 struct transport_req {
   uint32_t obj; /* OBJ_REQ while in use */
   struct transport_comm *comm;
+  struct prof_req *prof; /* NCCL profiler events of this request (transport/prof.h), or NULL */
 };
 
 /* What connection setup hands a transport: sockets it now owns, and both

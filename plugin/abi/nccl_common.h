@@ -51,7 +51,7 @@ typedef enum {
 typedef void (*ncclDebugLogger_t)(ncclDebugLogLevel level, unsigned long flags, const char *file,
                                   int line, const char *fmt, ...);
 
-/* v10+: profiler callback; we accept it and never call it. */
+/* v10+: profiler callback; network events are reported through it (plugin/abi/net_profiler.h). */
 typedef ncclResult_t (*ncclProfilerCallback_t)(void **eHandle, int type, void *pHandle,
                                                int64_t pluginId, void *extData);
 

@@ -134,6 +134,16 @@ void case_late_accept_then_another(struct side *s);
 void case_late_accepts_many(struct side *s);
 void case_accept_25s_late(struct side *s);
 void case_listener_host_dies_before_accept(struct side *s);
+/* Virtual devices: makeVDevice (tests/api/cases_vdev.c). */
+void case_vdev_fuse(struct side *s);
+void case_vdev_refused(struct side *s);
+void case_vdev_merge_off(struct side *s);
+void case_vdev_tcp(struct side *s);
+
+/* NCCL's profiler: network events (tests/api/cases_prof.c). */
+void case_prof_events(struct side *s);
+void case_prof_grouped(struct side *s);
+
 /* This side reads another fixture host (a shared one or a softverbs peer). */
 int use_fixture(struct side *s, int role, const char *host);
 

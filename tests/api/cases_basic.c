@@ -26,22 +26,24 @@ static void check_struct_slots(struct side *s) {
     CHECK(!nl->v8->getDeviceMr && !nl->v8->irecvConsumed, "v8 getDeviceMr/irecvConsumed not NULL");
     break;
   case 9:
-    CHECK(!nl->v9->getDeviceMr && !nl->v9->irecvConsumed && !nl->v9->makeVDevice,
-          "v9 getDeviceMr/irecvConsumed/makeVDevice not NULL");
+    CHECK(!nl->v9->getDeviceMr && !nl->v9->irecvConsumed && nl->v9->makeVDevice,
+          "v9 getDeviceMr/irecvConsumed must be NULL, makeVDevice set");
     break;
   case 10:
-    CHECK(!nl->v10->getDeviceMr && !nl->v10->irecvConsumed && !nl->v10->makeVDevice,
-          "v10 getDeviceMr/irecvConsumed/makeVDevice not NULL");
+    CHECK(!nl->v10->getDeviceMr && !nl->v10->irecvConsumed && nl->v10->makeVDevice,
+          "v10 getDeviceMr/irecvConsumed must be NULL, makeVDevice set");
     break;
   case 11:
-    CHECK(!nl->v11->getDeviceMr && !nl->v11->irecvConsumed && !nl->v11->makeVDevice &&
+    CHECK(!nl->v11->getDeviceMr && !nl->v11->irecvConsumed && nl->v11->makeVDevice &&
             !nl->v11->setNetAttr && nl->v11->finalize,
-          "v11 slots: getDeviceMr/irecvConsumed/makeVDevice/setNetAttr must be NULL, finalize set");
+          "v11 slots: getDeviceMr/irecvConsumed/setNetAttr must be NULL, makeVDevice and "
+          "finalize set");
     break;
   default:
-    CHECK(!nl->v12->getDeviceMr && !nl->v12->irecvConsumed && !nl->v12->makeVDevice &&
+    CHECK(!nl->v12->getDeviceMr && !nl->v12->irecvConsumed && nl->v12->makeVDevice &&
             !nl->v12->setNetAttr && nl->v12->finalize,
-          "v12 slots: getDeviceMr/irecvConsumed/makeVDevice/setNetAttr must be NULL, finalize set");
+          "v12 slots: getDeviceMr/irecvConsumed/setNetAttr must be NULL, makeVDevice and "
+          "finalize set");
   }
 }
 

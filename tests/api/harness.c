@@ -186,10 +186,12 @@ void log_clear(void) {
 int side_open(struct side *s) {
   char err[512];
   log_echo = getenv("API_ECHO_LOG") != NULL;
+  ncclProfilerCallback_t prof = s->nl.prof; /* a case's profiler callback, for init */
   if (netload_open(&s->nl, NULL, s->abi, err, sizeof(err))) {
     CHECK(0, "cannot load the plugin: %s", err);
     return -1;
   }
+  s->nl.prof = prof;
   s->loaded = 1;
   int r = netload_init(&s->nl, capture);
   CHECK(r == ncclSuccess, "init returned %d (it must never fail)", r);

@@ -13,6 +13,7 @@
 #include "transport/abort.h"
 #include "transport/ib/ib_comm.h"
 #include "transport/ib/ib_setup.h"
+#include "transport/prof.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -24,6 +25,7 @@ struct ib_req *ib_req_get(struct ib_comm *c) {
     memset(r, 0, sizeof(*r));
     r->base.obj = OBJ_REQ;
     r->base.comm = &c->base;
+    prof_req_new(&r->base); /* NCCL profiler handles armed for this call */
     c->inflight++;
     return r;
   }
@@ -31,6 +33,7 @@ struct ib_req *ib_req_get(struct ib_comm *c) {
 }
 
 void ib_req_put(struct ib_comm *c, struct ib_req *r) {
+  prof_req_done(&r->base); /* its NCCL profiler events end with it */
   r->base.obj = OBJ_DEAD;
   c->inflight--;
 }
@@ -109,6 +112,7 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
   free(c->flush_buf);
   free(c->verdict_diag);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  for (int i = 0; i < IB_SEND_REQS; i++) prof_req_done(&c->reqs[i].base); /* never completed */
   c->base.obj = OBJ_DEAD;
   free(c);
   return ncclSuccess;

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "transport/ib/ib_comm.h"
+#include "transport/ib/ib_prof.h"
 
 /* The receive of the immediate on the queue pair the message comes on,
  * or on each of them when every message is split over all. */
@@ -112,6 +113,9 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
     return transport_result(c->fail_err);
   }
   c->slot_reqs[slot] = r;
+  /* NCCL profiler events, on the queue pair that takes the receive first */
+  ib_prof_recv(c, &c->qps[c->is_split ? 0 : seq % (uint32_t)c->nqps], r, WR_ID(WR_RECV, slot),
+               sizes);
   c->recv_seq++;
   *request = r;
   return ncclSuccess;

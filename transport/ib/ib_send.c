@@ -7,6 +7,7 @@
 
 #include "common/log.h"
 #include "transport/ib/ib_comm.h"
+#include "transport/ib/ib_prof.h"
 #include "transport/report.h"
 
 /* The entries of a slot are ready when every one carries this sequence. */
@@ -172,6 +173,7 @@ static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int
     last->wr.rdma.rkey = c->peer_cr_rkey;
     last->imm_data = htonl((uint32_t)sl->n);
   }
+  if (part == 0) ib_prof_send(c, q, sl, wr); /* NCCL profiler events: one per request */
   return ibv_post_send(q->qp, wr, &bad);
 }
 

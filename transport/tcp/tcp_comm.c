@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "transport/abort.h"
 #include "transport/idle.h"
+#include "transport/prof.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
@@ -79,10 +80,12 @@ struct tcp_req *tcp_req_get(struct tcp_comm *c) {
   r->base.obj = OBJ_REQ;
   r->base.comm = &c->base;
   r->posted_ns = now_ns();
+  prof_req_new(&r->base); /* NCCL profiler handles armed for this call */
   return r;
 }
 
 void tcp_req_put(struct tcp_comm *c, struct tcp_req *r) {
+  prof_req_done(&r->base); /* its NCCL profiler events end with it */
   r->base.obj = OBJ_DEAD;
   r->next = c->free_reqs;
   c->free_reqs = r;
@@ -155,6 +158,7 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   struct tcp_req *r = request;
   struct tcp_comm *c = (struct tcp_comm *)r->base.comm;
   *done = 0;
+  prof_sock_start(&r->base, c->ctrl_fd, !c->is_send, r->is_send ? r->size : r->cap);
   /* A receive whose bytes are all in the caller's buffer is done, whatever
    * happened to the connection after. */
   bool is_received = !c->is_send && req_done(r);
@@ -198,6 +202,7 @@ static void comm_free(struct tcp_comm *c) {
   free(c->notice);
   c->base.obj = OBJ_DEAD;
   free(c->socks);
+  for (int i = 0; c->reqs && i < TCP_MAX_REQS; i++) prof_req_done(&c->reqs[i].base);
   free(c->reqs);
   free(c->stage);
   free(c->settings_diff);

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Virtual devices: see vdev.h. NCCL's rules (2.28, 2.30): NCCL_IB_MERGE_NICS
+ * (default 1) = 0 refuses any fusion of more than one device; no members,
+ * a member that is not a physical device, or members of different link
+ * layers are refused with a WARN. NCCL only asks for groups of two or more
+ * (it keeps a lone device as it is) and takes a refusal quietly, using the
+ * members on their own. We also refuse a device named twice, and TCP
+ * interfaces (quietly: NCCL's socket transport has no makeVDevice). */
+#include "plugin/vdev.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
+#include "transport/handle.h"
+#include "transport/ib/ib.h"
+
+static pthread_mutex_t vdev_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct diag_vdev *vdevs; /* room for as many as the host has devices */
+static atomic_int nvdevs;       /* published after the entry is written */
+
+int diag_vdev_count(void) { return atomic_load(&nvdevs); }
+
+const struct diag_vdev *diag_vdev_get(int dev) {
+  int k = dev - transport_host()->ndev;
+  return k >= 0 && k < atomic_load(&nvdevs) ? &vdevs[k] : NULL;
+}
+
+static bool is_down(const struct transport_dev *d);
+
+const struct transport_dev *diag_vdev_member(const struct diag_vdev *v) {
+  const struct transport_host *h = transport_host();
+  for (int i = 0; i < v->ndevs; i++)
+    if (!is_down(&h->devs[v->devs[i]])) return &h->devs[v->devs[i]];
+  return &h->devs[v->devs[0]];
+}
+
+static bool is_down(const struct transport_dev *d) {
+  const struct ib_dev *ib = d->ib;
+  return ib && __atomic_load_n(&ib->port_down, __ATOMIC_ACQUIRE);
+}
+
+const struct transport_dev *diag_vdev_pick(int dev, const void *handle) {
+  const struct diag_vdev *cv = diag_vdev_get(dev);
+  if (!cv) return NULL;
+  struct diag_vdev *v = &vdevs[cv - vdevs];
+  const struct transport_host *h = transport_host();
+  if (!handle) {
+    unsigned k = __atomic_fetch_add(&v->next_listen, 1, __ATOMIC_RELAXED);
+    for (int i = 0; i < v->ndevs; i++) {
+      const struct transport_dev *d = &h->devs[v->devs[(k + (unsigned)i) % (unsigned)v->ndevs]];
+      if (!is_down(d)) return d;
+    }
+    return &h->devs[v->devs[k % (unsigned)v->ndevs]];
+  }
+  struct handle hd;
+  char why[256];
+  if (handle_decode(handle, &hd, why, sizeof(why)) == HANDLE_OK)
+    for (int i = 0; i < v->ndevs; i++)
+      if ((uint32_t)v->devs[i] == hd.dev && !is_down(&h->devs[v->devs[i]]))
+        return &h->devs[v->devs[i]];
+  return diag_vdev_member(v); /* a bad handle: transport_connect names it */
+}
+
+static enum topo_ll dev_ll(const struct transport_dev *d) {
+  const struct ib_dev *ib = d->ib;
+  return ib && ib->td ? ib->td->ll : TOPO_LL_UNKNOWN;
+}
+
+/* 0, or a WARN (quiet when NCCL_IB_MERGE_NICS=0 says no) and EINVAL. */
+static int check_members(const struct transport_host *h, int ndevs, const int *devs, int cap) {
+  if (ndevs > 1 && !knob_int(K_IB_MERGE_NICS)) {
+    INFO(LOG_NET,
+         "makeVDevice: not fusing %d devices into one because NCCL_IB_MERGE_NICS=0; "
+         "NCCL uses each on its own",
+         ndevs);
+    return EINVAL;
+  }
+  if (cap > DIAG_VDEV_MAX_DEVS) cap = DIAG_VDEV_MAX_DEVS;
+  if (ndevs < 1 || ndevs > cap) {
+    WARN("makeVDevice with %d devices: a virtual device takes 1 to %d", ndevs, cap);
+    return EINVAL;
+  }
+  for (int i = 0; i < ndevs; i++) {
+    if (devs[i] < 0 || devs[i] >= h->ndev) {
+      WARN("makeVDevice: device %d is not a physical device of this plugin (it has %d)", devs[i],
+           h->ndev);
+      return EINVAL;
+    }
+    const struct transport_dev *d = &h->devs[devs[i]], *d0 = &h->devs[devs[0]];
+    if (!d->is_ib) { /* as NCCL's socket transport, which has no makeVDevice: not an error */
+      INFO(LOG_NET,
+           "makeVDevice: device %s is a TCP interface; only RDMA ports are fused, so NCCL "
+           "uses it on its own",
+           d->name);
+      return EINVAL;
+    }
+    for (int j = 0; j < i; j++)
+      if (devs[j] == devs[i]) {
+        WARN("makeVDevice: device %s is named twice; a virtual device takes each port once",
+             d->name);
+        return EINVAL;
+      }
+    if (dev_ll(d) != dev_ll(d0)) {
+      WARN("makeVDevice: cannot fuse %s (%s) with %s (%s): their link layers differ; select ports "
+           "of one link layer with NCCL_IB_HCA, or set NCCL_IB_MERGE_NICS=0",
+           d0->name, topo_ll_name(dev_ll(d0)), d->name, topo_ll_name(dev_ll(d)));
+      return EINVAL;
+    }
+  }
+  return 0;
+}
+
+static void fill(struct diag_vdev *v, const struct transport_host *h, int ndevs, const int *devs) {
+  memset(v, 0, sizeof(*v));
+  v->ndevs = ndevs;
+  v->ptr_support = ~0;
+  size_t o = 0;
+  for (int i = 0; i < ndevs; i++) {
+    const struct transport_dev *d = &h->devs[devs[i]];
+    v->devs[i] = devs[i];
+    v->speed_mbps += d->speed_mbps;
+    v->ptr_support &= ib_ptr_support(d);
+    int n = snprintf(v->name + o, sizeof(v->name) - o, "%s%s", i ? "+" : "", d->name);
+    if (n > 0 && (size_t)n < sizeof(v->name) - o) o += (size_t)n;
+  }
+}
+
+static void log_made(int dev, const struct diag_vdev *v) {
+  const struct transport_dev *m = diag_vdev_member(v);
+  INFO(LOG_INIT | LOG_NET,
+       "made virtual device [%d] %s over %d ports (%d Mb/s together): its connections take the "
+       "ports in turn (a message moves on one port; %s first)",
+       dev, v->name, v->ndevs, v->speed_mbps, m->name);
+  struct ev e;
+  ev_begin(&e, "vdevice");
+  ev_int(&e, "index", dev);
+  ev_str(&e, "name", v->name);
+  ev_int(&e, "ndevs", v->ndevs);
+  ev_int(&e, "speed_mbps", v->speed_mbps);
+  ev_end(&e);
+}
+
+ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap) {
+  int ndev = 0;
+  diag_devices(&ndev); /* init, once */
+  const struct transport_host *h = transport_host();
+  if (!devs || check_members(h, ndevs, devs, cap)) return ncclInvalidUsage;
+  pthread_mutex_lock(&vdev_lock);
+  int k = atomic_load(&nvdevs);
+  if (!vdevs) vdevs = calloc((size_t)h->ndev, sizeof(*vdevs));
+  if (!vdevs || k >= h->ndev) {
+    pthread_mutex_unlock(&vdev_lock);
+    WARN("makeVDevice: no room for virtual device %d (this host has %d devices, so at most %d "
+         "virtual ones)",
+         k, h->ndev, h->ndev);
+    return ncclInvalidUsage;
+  }
+  fill(&vdevs[k], h, ndevs, devs);
+  *dev = h->ndev + k;
+  atomic_store(&nvdevs, k + 1);
+  pthread_mutex_unlock(&vdev_lock);
+  log_made(*dev, &vdevs[k]);
+  return ncclSuccess;
+}
