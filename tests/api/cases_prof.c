@@ -74,7 +74,9 @@ static void check_ib(struct side *s, const struct rec *r, size_t size) {
   snprintf(qp, sizeof(qp), "qp 0x%x:", (unsigned)r->ib.qp.qpNum);
   CHECK(r->ib.qp.qpNum > 0 && log_find(NCCL_LOG_INFO, qp),
         "qp number 0x%x is not one of this connection's queue pairs", (unsigned)r->ib.qp.qpNum);
-  int want = s->role == ROLE_SEND ? (size ? 0 /* RDMA_WRITE */ : 1 /* WRITE_WITH_IMM */)
+  /* A single send's data rides in its write-with-immediate, as NCCL posts
+   * it (adaptive routing off), so that is the send's work request. */
+  int want = s->role == ROLE_SEND ? 1 /* WRITE_WITH_IMM */
                                   : 129 /* the RECV_RDMA_WITH_IMM completion */;
   CHECK(r->ib.qp.opcode == want, "opcode %d, expected %d", r->ib.qp.opcode, want);
 }

@@ -49,7 +49,7 @@ for argv, name in (([diag], "nccl-net-diag"), ([bench], "nccl-net-bench")):
 check(version["nccl-net-diag"] == version["nccl-net-bench"] != "", "one version for both tools")
 for argv, what in (([diag, "probe", "--timeout", "abc"], "an integer from 5"),
                    ([diag, "selftest", "--iters", "x"], "an integer from 1"),
-                   ([diag, "selftest", "--abi", "13"], "5 to 12"),
+                   ([diag, "selftest", "--abi", "v12"], "5 to 12"),
                    ([bench, "--reps", "abc"], "bad value 'abc' for --reps")):
     r = run(*argv)
     first = r.stderr.splitlines()[0] if r.stderr else ""

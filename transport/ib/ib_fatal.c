@@ -141,9 +141,10 @@ ncclResult_t ib_fatal_iflush(struct transport_comm *xc, int n, void **data, int 
   return err ? transport_result(err) : ib_iflush(xc, n, data, sizes, mhandles, request);
 }
 
+/* A fatal event fails the comm, but a request the fabric had already
+ * completed still completes: ib_test answers for both. */
 ncclResult_t ib_fatal_test(void *request, int *done, int *sizes) {
   struct ib_req *r = request;
-  *done = 0;
-  int err = check((struct ib_comm *)r->base.comm);
-  return err ? transport_result(err) : ib_test(request, done, sizes);
+  (void)check((struct ib_comm *)r->base.comm);
+  return ib_test(request, done, sizes);
 }
