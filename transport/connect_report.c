@@ -143,6 +143,21 @@ static enum fail_cause cause_of(const struct cand *k) {
   }
 }
 
+/* The cause as a code for the event file, so tools need not read the text. */
+static const char *const cause_codes[FC_COUNT] = {
+  [FC_LOOPBACK] = "peer_loopback",
+  [FC_NO_LINK] = "no_link",
+  [FC_LINK_LOCAL] = "link_local",
+  [FC_REFUSED] = "refused",
+  [FC_NO_ROUTE] = "no_route",
+  [FC_NO_ANSWER] = "no_answer",
+  [FC_INVALID] = "invalid",
+  [FC_FORBIDDEN] = "forbidden",
+  [FC_REJECTED] = "rejected",
+  [FC_BUSY] = "busy",
+  [FC_OTHER] = "other",
+};
+
 /* One sentence: the cause, and the fix on the host that has to change. */
 static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, const char *host,
                          const char *have, const struct cand *k) {
@@ -220,7 +235,7 @@ static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, co
 /* "10.0.0.7<46417> (eth1 on host-b, ...): Connection refused (ECONNREFUSED)
  * after 5 attempts; ..." and the distinct causes, each with its fix. */
 static void failure_text(const struct connecting *c, char *tried, size_t tcap, char *causes,
-                         size_t ccap) {
+                         size_t ccap, char *codes, size_t kcap) {
   char have[700];
   netif_list_str(&transport_host()->ifs, have, sizeof(have));
   bool seen[FC_COUNT] = {false};
@@ -230,8 +245,9 @@ static void failure_text(const struct connecting *c, char *tried, size_t tcap, c
     ncause += !seen[fc];
     seen[fc] = true;
   }
-  size_t o = 0, oc = 0;
+  size_t o = 0, oc = 0, ok = 0;
   memset(seen, 0, sizeof(seen));
+  codes[0] = 0;
   for (int i = 0; i < c->ncands; i++) {
     const struct cand *k = &c->cands[c->cand_order[i]];
     enum fail_cause fc = cause_of(k);
@@ -247,8 +263,10 @@ static void failure_text(const struct connecting *c, char *tried, size_t tcap, c
     else
       o = topo_cat(tried, tcap, o, "%s%s: %s after %d attempt%s", i ? "; " : "", d, k->last_why,
                    k->attempts, k->attempts == 1 ? "" : "s");
-    if (seen[fc] || fc == FC_OTHER) continue;
+    if (seen[fc]) continue;
     seen[fc] = true;
+    ok = topo_cat(codes, kcap, ok, "%s%s", ok ? "," : "", cause_codes[fc]);
+    if (fc == FC_OTHER) continue;
     oc = topo_cat(causes, ccap, oc, "%s", oc ? ". " : "");
     if (ncause > 1) oc = topo_cat(causes, ccap, oc, "%s: ", k->str);
     oc = cause_text(causes, ccap, oc, fc, c->h.host, have, k);
@@ -266,8 +284,8 @@ static void fail_local(const struct connecting *c) {
 }
 
 void connect_report_failure(struct connecting *c) {
-  char tried[1600], causes[1400] = "";
-  failure_text(c, tried, sizeof(tried), causes, sizeof(causes));
+  char tried[1600], causes[1400] = "", codes[160];
+  failure_text(c, tried, sizeof(tried), causes, sizeof(causes), codes, sizeof(codes));
   ev_count(C_CONN_FAILURES, 1);
   struct ev e;
   ev_begin(&e, "connect_failed");
@@ -275,6 +293,7 @@ void connect_report_failure(struct connecting *c) {
   ev_str(&e, "peer_host", c->h.host);
   ev_str(&e, "tried", tried);
   ev_str(&e, "cause", causes);
+  ev_str(&e, "cause_code", c->local_err ? "local_socket" : codes);
   ev_end(&e);
   if (c->local_err) fail_local(c);
   else if (only_peer_loopback(c)) fail_peer_loopback(c);

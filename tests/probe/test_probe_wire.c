@@ -52,12 +52,16 @@ static void t_small(void) {
   struct wire_result r = {.step = 9, .ok_recv = 1, .recv_bytes = 64 << 20, .recv_ns = 31000000},
                      *r2 = malloc(sizeof(*r2));
   strcpy(r.warns, "line one\nline two with \x1b[31m escape");
+  strcpy(r.cause, "no_answer");
+  r.stall = 65536;
   CHECK(wire_enc_result(&b, &r) == 0, "encode result");
   body = body_of(&b, &type, &len);
   CHECK(wire_dec_result(body, len, r2, why, sizeof(why)) == 0 && r2->recv_ns == r.recv_ns, "%s",
         why);
   CHECK(!strchr(r2->warns, '\x1b') && strchr(r2->warns, '\n'),
         "control bytes become '?', newlines stay: %s", r2->warns);
+  CHECK(!strcmp(r2->cause, "no_answer") && r2->stall == 65536,
+        "the plugin's cause code and the stalled size travel: %s %d", r2->cause, r2->stall);
   free(r2);
   wb_free(&b);
 }

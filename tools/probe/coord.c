@@ -158,16 +158,17 @@ static void arrival_tick(struct coord *c) {
       o += (size_t)snprintf(missing + o, sizeof(missing) - o, "%s%d", o ? ", " : "; missing: rank ",
                             r);
   c->run->arrival_s = coord_elapsed_s(c);
-  fprintf(stderr, "nccl-net-diag probe: %d of %d ranks reported in %.1f s%s%s\n", c->nreported,
-          c->l->world, c->run->arrival_s, missing, c->l->world - c->nreported > 8 ? ", ..." : "");
+  fprintf(stderr, "nccl-net-diag probe: %d of %d rank%s reported in %.1f s%s%s\n", c->nreported,
+          c->l->world, c->l->world == 1 ? "" : "s", c->run->arrival_s, missing,
+          c->l->world - c->nreported > 8 ? ", ..." : "");
   c->stage = CS_PAIRS;
   steps_plan(c);
 }
 
 static void *coord_main(void *arg) {
   struct coord *c = arg;
-  fprintf(stderr, "nccl-net-diag probe: rank 0 waits for %d ranks on port %d\n", c->l->world,
-          c->l->port);
+  fprintf(stderr, "nccl-net-diag probe: rank 0 waits for %d rank%s on port %d\n", c->l->world,
+          c->l->world == 1 ? "" : "s", c->l->port);
   while (c->stage != CS_END) {
     int64_t now = coord_now_ns();
     if (now >= c->end_deadline) {

@@ -12,6 +12,7 @@
 #include "common/strutil.h"
 #include "common/version.h"
 #include "tools/probe/capture.h"
+#include "tools/probe/plugin_events.h"
 
 typedef int (*get_version_fn)(int *version);
 
@@ -93,6 +94,7 @@ void facts_gather(struct probe_facts *f, struct facts_ctx *ctx, const struct pro
   /* The probe tests RDMA itself: a pair whose RDMA path fails must fail
    * with the plugin's diagnosis, not pass over TCP. */
   setenv("NCCL_DIAG_FALLBACK", "off", 1);
+  plugin_events_setup(o);
   plugin_facts(f, ctx, o);
 }
 

@@ -15,6 +15,7 @@
 #include "tools/probe/capture.h"
 #include "tools/probe/coord.h"
 #include "tools/probe/facts.h"
+#include "tools/probe/plugin_events.h"
 #include "tools/probe/report.h"
 #include "tools/probe/transfer.h"
 #include "tools/probe/worker.h"
@@ -191,6 +192,7 @@ static int run_ranks(const struct probe_opts *o, const struct probe_launch *l,
   if (failed) fprintf(stderr, "nccl-net-diag probe: rank %d: %s\n", l->rank, w.why);
   probe_facts_free(&f);
   facts_release(&fx);
+  plugin_events_close();
   if (l->rank != 0) return failed;
   coord_join(c);
   int status = finish(run);

@@ -158,6 +158,8 @@ struct probe_pair {
   int retested; /* measured again because the first run looked slow */
   double gbps, lat_us;
   char cause[32];   /* short, for the matrix */
+  char code[32];    /* the plugin's cause code of a failed connect, "" none */
+  int stall_bytes;  /* messages of this size stalled while small ones passed (path MTU), 0 not */
   char error[2048]; /* the cause in full: the plugin's own diagnosis where it gave one */
 };
 

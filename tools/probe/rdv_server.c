@@ -98,6 +98,18 @@ static void identify(struct coord *c, int i) {
   c->pending_deadline[i] = c->pending_deadline[c->npending];
 }
 
+/* An IPv4 peer on a dual-stack socket arrives as ::ffff:a.b.c.d: shown as IPv4. */
+static void peer_str(const struct sockaddr_storage *ss, char *buf, size_t cap) {
+  const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+  if (ss->ss_family == AF_INET6 && IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+    struct sockaddr_in s4 = {.sin_family = AF_INET, .sin_port = s6->sin6_port};
+    memcpy(&s4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+    sockaddr_str((const struct sockaddr *)&s4, buf, cap);
+  } else {
+    sockaddr_str((const struct sockaddr *)ss, buf, cap);
+  }
+}
+
 static void accept_new(struct coord *c, int lfd) {
   for (;;) {
     struct sockaddr_storage ss;
@@ -108,7 +120,7 @@ static void accept_new(struct coord *c, int lfd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     struct rdv_conn conn;
     rdv_conn_init(&conn, fd);
-    sockaddr_str((struct sockaddr *)&ss, conn.peer, sizeof(conn.peer));
+    peer_str(&ss, conn.peer, sizeof(conn.peer));
     if (c->npending == COORD_MAX_PENDING || c->stage == CS_END) {
       refuse(c, &conn, 0, "too many connections are waiting to identify themselves");
       continue;

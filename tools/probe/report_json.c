@@ -144,6 +144,8 @@ static void pair_json(struct json *j, const struct probe_run *r, const struct pr
   json_bool(j, "slow", p->slow);
   json_bool(j, "retested", p->retested);
   json_str(j, "cause", p->ok ? NULL : p->cause);
+  json_str(j, "plugin_cause", p->code[0] ? p->code : NULL);
+  if (p->stall_bytes) json_int(j, "stall_bytes", p->stall_bytes);
   json_str(j, "error", p->ok ? NULL : p->error);
   json_close_obj(j);
 }

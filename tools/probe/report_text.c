@@ -23,8 +23,8 @@ const char *probe_report_rank_state(const struct probe_run *r, int rank) {
 }
 
 static void hosts_table(FILE *f, const struct probe_run *r) {
-  fprintf(f, "\nhosts\n  %-4s %-18s %-10s %-8s %-9s %-26s %s\n", "rank", "host", "NCCL", "plugin",
-          "transport", "devices", "socket interface");
+  fprintf(f, "\nhosts\n  %-4s %-18s %-10s %-8s %-9s %-26s %-5s %s\n", "rank", "host", "NCCL",
+          "plugin", "transport", "devices", "MTU", "socket interface");
   for (int k = 0; k < r->world; k++) {
     const struct probe_facts *x = &r->facts[k];
     const char *state = probe_report_rank_state(r, k);
@@ -38,11 +38,14 @@ static void hosts_table(FILE *f, const struct probe_run *r) {
     for (int d = 0; d < x->ndev && o < sizeof(devs); d++)
       o += (size_t)snprintf(devs + o, sizeof(devs) - o, "%s%s", d ? "," : "", x->devs[d].name);
     if (!x->ndev) snprintf(devs, sizeof(devs), "none");
-    fprintf(f, "  %-4d %-18s %-10s %-8s %-9s %-26s %s%s%s\n", k, x->host, nv,
+    char mtu[16] = "?";
+    if (x->sock_mtu > 0) snprintf(mtu, sizeof(mtu), "%d", x->sock_mtu);
+    fprintf(f, "  %-4d %-18s %-10s %-8s %-9s %-26s %-5s %s%s%s\n", k, x->host, nv,
             x->plugin_version[0] ? x->plugin_version
             : x->plugin_err[0]   ? "missing"
                                  : "?",
-            x->transport, devs, x->sock_ifs[0] ? x->sock_ifs : "none", state[0] ? "  " : "", state);
+            x->transport, devs, mtu, x->sock_ifs[0] ? x->sock_ifs : "none", state[0] ? "  " : "",
+            state);
   }
 }
 
@@ -135,9 +138,17 @@ void probe_report_text(FILE *f, const struct probe_run *r, int exit_status) {
     errors += r->problems[i].sev == SEV_ERROR;
     warnings += r->problems[i].sev == SEV_WARNING;
   }
-  fprintf(f, "nccl-net-diag probe: %d rank%s on %d host%s (%s), rendezvous %s, %.1f s%s\n",
-          r->world, r->world == 1 ? "" : "s", r->nhost, r->nhost == 1 ? "" : "s", r->launcher,
-          r->rendezvous, r->elapsed_s, r->timed_out ? " (stopped by --timeout)" : "");
+  int came = 0;
+  for (int k = 0; k < r->world; k++) came += r->ranks[k].arrived;
+  char ranks[80];
+  if (came == r->world)
+    snprintf(ranks, sizeof(ranks), "%d rank%s", r->world, r->world == 1 ? "" : "s");
+  else
+    snprintf(ranks, sizeof(ranks), "%d of %d ranks (%d never arrived)", came, r->world,
+             r->world - came);
+  fprintf(f, "nccl-net-diag probe: %s on %d host%s (%s), rendezvous %s, %.1f s%s\n", ranks,
+          r->nhost, r->nhost == 1 ? "" : "s", r->launcher, r->rendezvous, r->elapsed_s,
+          r->timed_out ? " (stopped by --timeout)" : "");
   hosts_table(f, r);
   pair_matrix(f, r);
   latency_line(f, r);

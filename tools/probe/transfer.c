@@ -11,6 +11,11 @@
 #define PING_BYTES 8
 #define PING_WARMUP 3
 #define STOP_CHECK_NS 1000000 /* look at the rendezvous and the clock once a millisecond */
+/* A round trip of one full-size message takes milliseconds even on a slow
+ * link; one that has not arrived after this never will (a path MTU black
+ * hole drops every frame above the hop's MTU). */
+#define SIZE_CHECK_NS (10LL * 1000000000)
+#define SIZE_CHECK_BYTES (64u << 10) /* fills full-size frames at any MTU */
 
 int64_t xfer_now_ns(void) {
   struct timespec ts;
@@ -43,6 +48,14 @@ static int must_stop(struct xfer *x, int64_t *next_check) {
   int64_t now = xfer_now_ns();
   if (now < *next_check) return 0;
   *next_check = now + STOP_CHECK_NS;
+  if (x->watch_bytes && now > x->stall_at) {
+    x->stall_bytes = (int)x->watch_bytes;
+    fail(x,
+         "%zu-byte messages between this host and %s stall (none moved in %lld s) while %d-byte "
+         "messages pass",
+         x->watch_bytes, x->peer, SIZE_CHECK_NS / 1000000000, PING_BYTES);
+    return 1;
+  }
   if (now > x->deadline_ns) {
     fail(x, "the test with %s did not finish in the time rank 0 allowed for it", x->peer);
     return 1;
@@ -128,7 +141,13 @@ static int wait_req(struct xfer *x, void *req, int *size, const char *what, int6
     }
     if (!done && must_stop(x, next)) return ETIMEDOUT;
   }
+  if (x->watch_bytes) x->stall_at = xfer_now_ns() + SIZE_CHECK_NS;
   return 0;
+}
+
+static void watch(struct xfer *x, size_t bytes) {
+  x->watch_bytes = bytes;
+  x->stall_at = xfer_now_ns() + SIZE_CHECK_NS;
 }
 
 /* Posts until a request comes back (the plugin may ask to retry). */
@@ -234,10 +253,10 @@ static int cmp_u64(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-static int one_way(struct xfer *x, int send, int64_t *next) {
+static int one_way(struct xfer *x, int send, size_t bytes, int64_t *next) {
   void *req;
   int size = 0;
-  if (post(x, send, 0, PING_BYTES, &req, next)) return EIO;
+  if (post(x, send, 0, bytes, &req, next)) return EIO;
   return wait_req(x, req, &size, send ? "a ping to" : "a ping from", next);
 }
 
@@ -247,7 +266,7 @@ int xfer_pingpong(struct xfer *x, int first, int pings, uint64_t *rtt_ns) {
   int64_t next = 0;
   for (int i = 0; i < pings + PING_WARMUP; i++) {
     int64_t t0 = xfer_now_ns();
-    if (one_way(x, first, &next) || one_way(x, !first, &next)) {
+    if (one_way(x, first, PING_BYTES, &next) || one_way(x, !first, PING_BYTES, &next)) {
       free(rtt);
       return EIO;
     }
@@ -257,6 +276,17 @@ int xfer_pingpong(struct xfer *x, int first, int pings, uint64_t *rtt_ns) {
   *rtt_ns = pings ? rtt[pings / 2] : 0;
   free(rtt);
   return 0;
+}
+
+int xfer_size_check(struct xfer *x, int first) {
+  int64_t next = 0;
+  if (one_way(x, first, PING_BYTES, &next) || one_way(x, !first, PING_BYTES, &next)) return EIO;
+  size_t big = x->chunk < SIZE_CHECK_BYTES ? x->chunk : SIZE_CHECK_BYTES;
+  if (big <= PING_BYTES) return 0;
+  watch(x, big);
+  int r = one_way(x, first, big, &next) || one_way(x, !first, big, &next) ? EIO : 0;
+  watch(x, 0);
+  return r;
 }
 
 /* Closing with requests in flight (a stopped transfer) is allowed: the

@@ -30,8 +30,11 @@ struct xfer {
   xfer_stop_fn stop;
   void *stop_arg;
   int64_t deadline_ns;
-  char peer[80];    /* the peer host, for messages */
-  char error[1024]; /* what failed, for the result */
+  size_t watch_bytes; /* messages of this size must move within 10 s, 0 no watch */
+  int64_t stall_at;   /* when the watched messages count as stalled */
+  int stall_bytes;    /* that size stalled while small messages passed */
+  char peer[80];      /* the peer host, for messages */
+  char error[1024];   /* what failed, for the result */
 };
 
 /* Buffers for messages of up to chunk bytes; 0 or ENOMEM. */
@@ -44,6 +47,11 @@ int xfer_connect(struct xfer *x, void *peer_handle);
  * same seed; the receiver verifies and times it. */
 int xfer_send_stream(struct xfer *x, uint64_t bytes, uint64_t seed);
 int xfer_recv_stream(struct xfer *x, uint64_t bytes, uint64_t seed, uint64_t *ns);
+/* One round trip of 8 bytes, then one of a full-size message (64 KiB, or
+ * the chunk when smaller). A large message that does not move for 10 s
+ * after the small ones passed sets stall_bytes and fails the transfer: a
+ * path MTU black hole drops every frame above a hop's MTU. */
+int xfer_size_check(struct xfer *x, int first);
 /* pings round trips of 8 bytes; the first side measures (median, ns). */
 int xfer_pingpong(struct xfer *x, int first, int pings, uint64_t *rtt_ns);
 /* Releases everything, requests in flight included. */

@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "common/strutil.h"
 
@@ -37,6 +36,7 @@ void verdict_direction(const struct probe_run *r, struct probe_pair *p, const ch
   char src[PROBE_HOST_MAX + 16], dst[PROBE_HOST_MAX + 16];
   probe_rank_host(r, p->src, src, sizeof(src));
   probe_rank_host(r, p->dst, dst, sizeof(dst));
+  verdict_label(r, p, fail, rx, have_rx, tx, have_tx);
   /* Rank 0's reason, then the plugin's own diagnosis, then what each side saw. */
   size_t o = 0, cap = sizeof(p->error);
   if (fail && fail[0]) o = addf(p->error, cap, o, "%s", fail);
@@ -49,40 +49,6 @@ void verdict_direction(const struct probe_run *r, struct probe_pair *p, const ch
   if (have_rx && rx->error[0])
     o = addf(p->error, cap, o, "%son %s: %s", o ? "\n" : "", dst, rx->error);
   if (!o) scopy(p->error, cap, "the data did not arrive and neither side said why");
-  verdict_cause(p);
-}
-
-static int has(const char *text, const char *word) { return strcasestr(text, word) != NULL; }
-
-void verdict_cause(struct probe_pair *p) {
-  static const struct {
-    const char *word, *cause;
-  } table[] = {
-    {"no network device", "no device"},
-    {"stopped during", "host gone"},
-    {"was gone", "host gone"},
-    {"ran out of time", "out of time"},
-    {"not tested", "not tested"},
-    {"plane", "cross-plane"},
-    {"subnet", "cross-plane"},
-    {"unreachable", "unreachable"},
-    {"no route", "unreachable"},
-    {"refused", "refused"},
-    {"version", "version"},
-    {"corrupted", "bad data"},
-    {"out of order", "bad data"},
-    {"did not report", "timeout"},
-    {"did not finish", "timeout"},
-    {"timed out", "timeout"},
-    {"mismatch", "mismatch"},
-    {"differ", "mismatch"},
-  };
-  for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-    if (has(p->error, table[i].word)) {
-      scopy(p->cause, sizeof(p->cause), table[i].cause);
-      return;
-    }
-  scopy(p->cause, sizeof(p->cause), "failed");
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -163,6 +129,22 @@ static size_t diagnosis_fix(const char *error, char *fix, size_t cap) {
 
 /* The plugin's fix, then each host's recommended settings, else where to look. */
 static void pair_fix(const struct probe_run *r, const struct probe_pair *p, char *fix, size_t cap) {
+  const struct probe_facts *a = &r->facts[p->src], *b = &r->facts[p->dst];
+  if (p->stall_bytes) {
+    snprintf(fix, cap,
+             "give every hop between %s and %s the MTU of their interfaces (%d, %d), or lower "
+             "theirs to the path's; find the hop with ping -M do -s %d <address of %s> on %s",
+             a->host, b->host, a->sock_mtu, b->sock_mtu,
+             (b->sock_mtu > 28 ? b->sock_mtu : 1500) - 28, b->host, a->host);
+    return;
+  }
+  if (!strcmp(p->code, "no_answer")) {
+    snprintf(fix, cap,
+             "allow TCP between %s and %s, ports 1024-65535 (nftables/iptables on both, or the "
+             "cloud security group); then rerun the probe",
+             a->host, b->host);
+    return;
+  }
   size_t o = diagnosis_fix(p->error, fix, cap);
   for (int side = 0; side < 2 && o < cap; side++) {
     const struct probe_facts *f = &r->facts[side ? p->dst : p->src];
@@ -204,10 +186,16 @@ static void judge_pairs(struct probe_run *r) {
     probe_rank_host(r, p->dst, d, sizeof(d));
     snprintf(hosts, sizeof(hosts), "%s,%s", s, d);
     pair_fix(r, p, fix, sizeof(fix));
+    char lead[300] = "";
+    if (p->stall_bytes)
+      snprintf(lead, sizeof(lead),
+               "the pair's large transfers stall while small ones pass: path MTU (socket "
+               "interface MTU %d on %s, %d on %s; a hop between them carries less). ",
+               r->facts[p->src].sock_mtu, s, r->facts[p->dst].sock_mtu, d);
     probe_add_problem(
-      r, SEV_ERROR, hosts, fix, "%s %s %s on device %d (%s on %s, %s on %s; %s) failed%s: %s", s,
+      r, SEV_ERROR, hosts, fix, "%s %s %s on device %d (%s on %s, %s on %s; %s) failed%s: %s%s", s,
       both ? "<->" : "->", d, p->dev, p->dev_name, s, p->dst_dev_name[0] ? p->dst_dev_name : "?", d,
-      p->transport, both ? " both ways" : "", p->error);
+      p->transport, both ? " both ways" : "", lead, p->error);
     shown++;
   }
   if (more)
@@ -252,6 +240,7 @@ static void judge_ranks(struct probe_run *r) {
 
 void probe_judge(struct probe_run *r) {
   judge_ranks(r);
+  verdict_hosts(r);
   judge_pairs(r);
   judge_slow(r);
   if (r->nhost == 1)

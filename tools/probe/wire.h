@@ -119,6 +119,8 @@ struct wire_result {
   uint64_t lat_ns;  /* half the median round trip (the first side), 0 none */
   char error[1024]; /* what failed on this side, "" none */
   char warns[2048]; /* the plugin's WARN lines during the task */
+  char cause[32];   /* the plugin's cause code of a failed connect ("no_answer"), "" none */
+  int32_t stall;    /* large messages stalled while small ones passed (bytes of the large) */
 };
 
 /* W_WELCOME, W_REFUSE, W_ABORT and W_BYE carry a step, a number and a text. */

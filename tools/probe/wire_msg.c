@@ -32,6 +32,8 @@ enum {
   T_VALUE,
   T_TEXT,
   T_PROTO_MIN,
+  T_CAUSE,
+  T_STALL,
 };
 
 static int bad(char *why, size_t cap, const char *what, const char *field) {
@@ -152,6 +154,8 @@ int wire_enc_result(struct wire_buf *b, const struct wire_result *r) {
   wb_u64(b, T_LAT_NS, r->lat_ns);
   wb_str(b, T_ERROR, r->error);
   wb_str(b, T_WARNS, r->warns);
+  wb_str(b, T_CAUSE, r->cause);
+  wb_i32(b, T_STALL, r->stall);
   return wb_finish(b) ? 0 : EMSGSIZE;
 }
 
@@ -167,6 +171,8 @@ int wire_dec_result(const uint8_t *body, size_t len, struct wire_result *r, char
     case T_LAT_NS: e = wire_u64(&v, &r->lat_ns); break;
     case T_ERROR: e = wire_str(&v, r->error, sizeof(r->error)); break;
     case T_WARNS: e = wire_str(&v, r->warns, sizeof(r->warns)); break;
+    case T_CAUSE: e = wire_str(&v, r->cause, sizeof(r->cause)); break;
+    case T_STALL: e = wire_i32(&v, &r->stall); break;
     default: break;
     }
     if (e) return bad(why, cap, "result", "value");

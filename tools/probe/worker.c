@@ -7,6 +7,7 @@
 
 #include "common/strutil.h"
 #include "tools/probe/capture.h"
+#include "tools/probe/plugin_events.h"
 #include "tools/probe/transfer.h"
 
 #define SEND_WAIT_NS (10LL * 1000000000)
@@ -92,7 +93,10 @@ static int task_stop(void *arg, char *why, size_t cap) {
 static void task_data(struct xfer *x, const struct wire_task *t, struct wire_result *res) {
   uint64_t seed_ab = (uint64_t)t->step * 2, seed_ba = seed_ab + 1;
   uint64_t ns = 0, rtt = 0;
-  int r =
+  int r = xfer_size_check(x, t->first);
+  res->stall = x->stall_bytes;
+  if (r) return;
+  r =
     t->first ? xfer_send_stream(x, t->bytes, seed_ab) : xfer_recv_stream(x, t->bytes, seed_ab, &ns);
   if (!r && !t->first) res->ok_recv = 1, res->recv_ns = ns;
   if (!r)
@@ -109,6 +113,7 @@ static void run_task(struct worker *w, const struct wire_task *t) {
   struct task_ctx tc = {.w = w, .t = t};
   struct xfer x;
   uint64_t mark = capture_mark();
+  long ev_mark = plugin_events_mark();
   size_t chunk = t->bytes < XFER_CHUNK_MAX ? (size_t)t->bytes : XFER_CHUNK_MAX;
   struct wire_handle mine = {.step = t->step, .len = WIRE_HANDLE_MAX};
   int r = xfer_init(&x, &w->fx->nl, t->dev, chunk, t->peer_host);
@@ -126,6 +131,7 @@ static void run_task(struct worker *w, const struct wire_task *t) {
   if (!r && tc.have_peer) task_data(&x, t, &res);
   scopy(res.error, sizeof(res.error), x.error);
   capture_warns_since(mark, res.warns, sizeof(res.warns));
+  plugin_events_cause(ev_mark, res.cause, sizeof(res.cause));
   xfer_done(&x);
   if (!wire_enc_result(&b, &res)) send_msg(w, &b);
   wb_free(&b);
