@@ -64,7 +64,7 @@ static int events_of(void *ph, int *unstopped) {
   return n;
 }
 
-static void check_ib(struct side *s, const struct rec *r, size_t size) {
+static void check_ib(struct side *s, const struct rec *r, size_t size, bool is_grouped) {
   CHECK(r->plugin_id == (int64_t)(NCCL_PROFILER_NET_TYPE_IB | NCCL_PROFILER_NET_IB_VER),
         "plugin id 0x%llx, expected IB version 1", (long long)r->plugin_id);
   CHECK(r->ib.type == ncclProfileQp, "descriptor type %d", r->ib.type);
@@ -75,9 +75,11 @@ static void check_ib(struct side *s, const struct rec *r, size_t size) {
   CHECK(r->ib.qp.qpNum > 0 && log_find(NCCL_LOG_INFO, qp),
         "qp number 0x%x is not one of this connection's queue pairs", (unsigned)r->ib.qp.qpNum);
   /* A single send's data rides in its write-with-immediate, as NCCL posts
-   * it (adaptive routing off), so that is the send's work request. */
-  int want = s->role == ROLE_SEND ? 1 /* WRITE_WITH_IMM */
-                                  : 129 /* the RECV_RDMA_WITH_IMM completion */;
+   * it (adaptive routing off); a send into a grouped receive is a plain
+   * write, the group's immediate follows it. */
+  int want = 129;           /* a receive: the RECV_RDMA_WITH_IMM completion */
+  if (s->role == ROLE_SEND) /* RDMA_WRITE, or WRITE_WITH_IMM (a 0-byte send moves only that) */
+    want = is_grouped && size ? 0 : 1;
   CHECK(r->ib.qp.opcode == want, "opcode %d, expected %d", r->ib.qp.opcode, want);
 }
 
@@ -134,7 +136,7 @@ void case_prof_events(struct side *s) {
     CHECK(unstopped == 0, "transfer %d: %d events not stopped when test() reported done", i,
           unstopped);
     if (n != 1) continue;
-    if (transport_ib) check_ib(s, &recs[first], s->role == ROLE_SEND ? sizes[i] : 3 << 20);
+    if (transport_ib) check_ib(s, &recs[first], s->role == ROLE_SEND ? sizes[i] : 3 << 20, false);
     else check_sock(s, &recs[first], s->role == ROLE_SEND ? sizes[i] : 3 << 20);
   }
   /* No handle, no event (NCCL's callback dereferences the handle). */
@@ -192,7 +194,7 @@ void case_prof_grouped(struct side *s) {
     CHECK(n == 1 && !unstopped, "buffer %d: %d events, %d not stopped", i, n, unstopped);
     for (int k = 0; k < nrecs && n == 1; k++)
       if (recs[k].phandle == &marks[i]) {
-        check_ib(s, &recs[k], s->role == ROLE_SEND ? sizes[i] : CAP);
+        check_ib(s, &recs[k], s->role == ROLE_SEND ? sizes[i] : CAP, true);
         CHECK(recs[k].ib.qp.qpNum == recs[0].ib.qp.qpNum, "buffer %d on another queue pair", i);
       }
   }
