@@ -19,7 +19,14 @@ def perftest(path):
     head = None
     for line in lines:
         if line.strip().startswith("#bytes"):
-            head = re.split(r"\s{2,}", line.strip())
+            # names hold spaces ("BW peak[MB/sec]") and some are one space
+            # apart ("#bytes #iterations"): a name ends with ']' or is '#...'
+            head, name = [], ""
+            for tok in line.split():
+                name = f"{name} {tok}".strip()
+                if tok.endswith("]") or tok.startswith("#"):
+                    head.append(name)
+                    name = ""
         elif head and re.match(r"^\s*\d+\s+\d+", line):
             return dict(zip(head, line.split()))
     return None
