@@ -90,3 +90,33 @@ void case_ib_retry_forced_gid(struct side *s) {
           "the forced GID index, on both hosts, and the fix: %s", w ? w : "none");
   side_close(s);
 }
+
+/* A port that goes down mid-transfer: the write fails before the event
+ * thread has read PORT_ERR (softverbs raises none here). The sender asks
+ * the port itself, and names it. */
+void case_ib_port_down_before_event(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_typed(s, comm, NCCL_PTR_HOST, 65536) == 0, "a transfer while the port is up");
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) {
+    setenv("SOFTVERBS_PORT_DOWN", "*", 1);
+    setenv("SOFTVERBS_WC_ERROR", "RETRY_EXC_ERR:0", 1);
+  }
+  int r = 0;
+  for (int i = 0; i < 3 && !r; i++) r = xfer_typed(s, comm, NCCL_PTR_HOST, 65536);
+  CHECK(r == ncclRemoteError, "the %s side ended with %d, expected ncclRemoteError",
+        s->role == ROLE_SEND ? "sending" : "receiving", r);
+  if (s->role == ROLE_SEND) {
+    const char *w = log_find(NCCL_LOG_WARN, "completed with");
+    CHECK(w && strstr(w, "port 1 went down during the transfer") &&
+            !strstr(w, "first RDMA write after RTR"),
+          "the port is named without its event: %s", w ? w : "none");
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) {
+    unsetenv("SOFTVERBS_PORT_DOWN");
+    netload_close_send(&s->nl, comm);
+  } else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}

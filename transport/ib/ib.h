@@ -123,6 +123,10 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h);
 /* The local GID and its subnet ("10.0.0.0/24", or "" unknown) as the last
  * hello announced them: a GID whose address changed is re-read there. */
 const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap);
+/* Whether the port is down: its PORT_ERR event was read, or verbs no
+ * longer report it active (after an error completion, the event may still
+ * be queued for the event thread). */
+bool ib_dev_check_port(struct ib_dev *d);
 /* Re-reads the GID in use; a changed address is taken and said once. */
 void ib_dev_refresh_gid(struct ib_dev *d);
 /* "host-b (10.0.0.7)": a peer by host name and address, since containers
@@ -306,6 +310,7 @@ struct ib_wc_context {
   bool is_first;           /* no completion had succeeded yet on this connection */
   enum wc_memory mem;      /* the local buffer's memory, as its registration said */
   const char *first_error; /* the connection's first error, for a flushed one */
+  bool is_port_down;       /* the port is down now (ib_dev_check_port) */
 };
 /* Text for a failed completion: for a first write never acknowledged
  * whose cause the plugin knows (a pair on one host, link-local GIDs, a

@@ -147,7 +147,7 @@ int ib_peer_gave_up(struct ib_comm *c);
 /* A completion failed with this diagnosis: judged at once when the port is
  * down or the control socket already closed, else by later calls
  * (ib_settle). Returns the comm's errno once it failed. */
-int ib_wc_verdict(struct ib_comm *c, const char *diag);
+int ib_wc_verdict(struct ib_comm *c, const char *diag, bool is_port_down);
 /* Judges a pending failure as far as the evidence allows now. */
 int ib_settle(struct ib_comm *c, int64_t now);
 /* A send still waiting for its clear-to-send: warns once when it has

@@ -65,7 +65,7 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
                 const struct ib_wc_context *cx, char *buf, size_t cap) {
   struct diag_out o = {buf, cap, 0};
   buf[0] = 0;
-  int port_down = __atomic_load_n(&d->port_down, __ATOMIC_ACQUIRE);
+  bool port_down = cx->is_port_down || __atomic_load_n(&d->port_down, __ATOMIC_ACQUIRE);
   if (wc->status == IBV_WC_RETRY_EXC_ERR && d->td->ll == TOPO_LL_ETH)
     diag_log_details(d, peer, "IBV_WC_RETRY_EXC_ERR");
   if (!port_down && retry_specific(&o, d, peer, wc, cx)) return;

@@ -36,14 +36,15 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   if (c->verdict == IB_VERDICT_WC) return 0;
   char diag[2400];
   struct ib_wc_context cx = {what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0], !c->has_success,
-                             wc_memory(c, kind, (int)(uint32_t)wc->wr_id), c->first_error};
+                             wc_memory(c, kind, (int)(uint32_t)wc->wr_id), c->first_error,
+                             wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(c->dev)};
   ib_diag_wc(c->dev, &c->peer_hello, wc, &cx, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   /* A peer process that died took its registrations along: on a real
    * kernel its last writes fail with REM_ACCESS_ERR, which names an rkey
    * problem that is not there. Its closed control connection says why,
    * when it closes: later calls look (ib_settle). */
-  return ib_wc_verdict(c, diag);
+  return ib_wc_verdict(c, diag, cx.is_port_down);
 }
 
 static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {

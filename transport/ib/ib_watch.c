@@ -61,15 +61,14 @@ static int fail_closed(struct ib_comm *c, int err) {
                  err ? strerror(err) : "closed");
 }
 
-int ib_wc_verdict(struct ib_comm *c, const char *diag) {
+int ib_wc_verdict(struct ib_comm *c, const char *diag, bool is_port_down) {
   if (c->verdict == IB_VERDICT_WC) return 0; /* the first error is the one judged */
   bool is_hangup = c->verdict == IB_VERDICT_HANGUP;
   c->verdict = IB_VERDICT_WC;
   free(c->verdict_diag);
   c->verdict_diag = strdup(diag);
   if (is_hangup) return fail_closed(c, 0);
-  if (__atomic_load_n(&c->dev->port_down, __ATOMIC_ACQUIRE))
-    return ib_fail(c, ECONNRESET, true, "%s", diag); /* the port explains it: no wait */
+  if (is_port_down) return ib_fail(c, ECONNRESET, true, "%s", diag); /* the port explains it */
   c->verdict_since = now_ns();
   return ib_settle(c, c->verdict_since);
 }
