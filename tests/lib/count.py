@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: Apache-2.0
 """Counts test cases from meson testlog.json files: every TAP line of a TAP
 test is one case; a test without TAP output counts as one case by its
-result. Prints the failures, then one line: N passed, N failed[, N skipped]."""
+result. Prints the failures, each with the first of its TAP diagnostic lines
+(a CI log keeps only its tail), then one line: N passed, N failed[, N
+skipped]."""
 import json
 import re
 import sys
 
+DIAG_LINES, DIAG_WIDTH = 8, 400
 TAP = re.compile(r'^(not ok|ok)\b\s*\d*\s*-?\s*(.*?)(\s*#\s*(SKIP|skip|TODO)\b.*)?$')
 
 
@@ -27,10 +30,14 @@ def count(paths):
             name, result = t.get('name', '?'), t.get('result', '?')
             out = t.get('stdout', '') or ''
             cases = 0
+            notes = None  # the diagnostics of the last failed case
             for l in out.splitlines():
                 m = TAP.match(l.strip())
                 if not m:
+                    if notes is not None and l.startswith('#') and len(notes) < DIAG_LINES:
+                        notes.append(l[:DIAG_WIDTH])
                     continue
+                notes = None
                 cases += 1
                 if m.group(4) and m.group(4).upper() == 'SKIP':
                     skipped += 1
@@ -38,11 +45,14 @@ def count(paths):
                     passed += 1
                 else:
                     failed += 1
-                    failures.append(f"{name}: {m.group(2)}")
+                    notes = []
+                    failures.append((f"{name}: {m.group(2)}", notes))
             # meson calls a TAP test that exits non-zero ERROR: its failed
             # cases already count; only a test that failed no case adds one.
             if cases and result in ('OK', 'SKIP', 'FAIL', 'ERROR', 'EXPECTEDFAIL'):
-                if result in ('FAIL', 'ERROR') and not any(f.startswith(name + ':') for f in failures):
+                if result in ('FAIL', 'ERROR') and not any(
+                        (f[0] if isinstance(f, tuple) else f).startswith(name + ':')
+                        for f in failures):
                     failed += 1
                     failures.append(f"{name}: exited with an error after its cases")
                 continue
@@ -67,7 +77,10 @@ def main():
     failed += len(broken)
     failures += [f"{b}: did not build" for b in broken]
     for f in failures:
-        print(f"FAILED: {f}")
+        text, notes = f if isinstance(f, tuple) else (f, [])
+        print(f"FAILED: {text}")
+        for n in notes:
+            print(f"  {n}")
     line = f"{passed} passed, {failed} failed"
     if skipped:
         line += f", {skipped} skipped"
