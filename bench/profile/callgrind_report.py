@@ -71,9 +71,10 @@ def main():
         text = ', '.join(f'{k} {c} calls x {i / c:.0f}' for k, (c, i) in sorted(calls.items()))
         mine = own_cost(path)
         own.setdefault(label.split()[0], []).append(mine / msgs)
-        print(f'{label}: {text} instructions; its own code {mine / msgs:.0f} per round trip')
+        print(f'{label}: {text} instructions; its own code {mine / msgs:.0f} per round trip '
+              '(spinning included: varies with timing)')
     if 'plugin' in own and 'nccl-ib' in own:
-        print('plugin / NCCL IB, own instructions per round trip (both ranks): '
+        print('plugin / NCCL IB, own instructions per round trip (both ranks, spinning included): '
               f'{sum(own["plugin"]) / sum(own["nccl-ib"]):.2f}')
 
 
