@@ -189,6 +189,7 @@ static void build_reply(struct listen_comm *l) {
   socklen_t sl = sizeof(ss);
   if (getsockname(l->ctrl_fd, (struct sockaddr *)&ss, &sl) == 0)
     sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
+  m->if_mtu = (uint32_t)sock_local_mtu(l->ctrl_fd, NULL, 0);
   m->nsocks = l->peer_hello.nsocks;
   m->nthreads = (uint16_t)l->nthreads;
   size_t len; /* our own record always fits */

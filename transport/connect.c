@@ -188,6 +188,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
   socklen_t sl = sizeof(ss);
   if (getsockname(k->fd, (struct sockaddr *)&ss, &sl) == 0)
     sockaddr_str((struct sockaddr *)&ss, m->addr, sizeof(m->addr));
+  m->if_mtu = (uint32_t)sock_local_mtu(k->fd, NULL, 0);
   m->nsocks = c->h.nsocks;
   m->nthreads = c->h.nthreads;
   fill_tried(c, k, m);

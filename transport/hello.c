@@ -36,6 +36,7 @@ enum {
   T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
   T_TRIED = 44,     /* one per address tried: errno, ms, interface, address */
   T_RDMA_ECE = 45,  /* vendor id, options, comp_mask (u32 each) */
+  T_IF_MTU = 46,    /* u32: the MTU of the interface with T_ADDR */
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
@@ -180,6 +181,7 @@ int hello_encode(const struct hello *h, uint8_t *out, size_t cap, size_t *len) {
   w_tlv_str(&w, T_DEV, h->dev);
   w_tlv_str(&w, T_IFNAME, h->ifname);
   w_tlv_str(&w, T_ADDR, h->addr);
+  if (h->if_mtu) w_tlv_u32(&w, T_IF_MTU, h->if_mtu);
   w_tlv_u64(&w, T_NONCE, h->nonce);
   w_tlv_u64(&w, T_CONNID, h->connid);
   w_tlv_u32(&w, T_SOCKS, (uint32_t)h->nsocks | ((uint32_t)h->nthreads << 16));
@@ -288,6 +290,7 @@ static void parse_optional(uint16_t type, struct rbuf *f, const uint8_t *v, uint
     h->live.token = r_u64(f);
     h->live.is_present = !f->is_short && h->live.port != 0;
     break;
+  case T_IF_MTU: h->if_mtu = r_u32(f); break;
   case T_TRIED:
     if (h->ntried < HELLO_MAX_TRIED && parse_tried(v, len, &h->tried[h->ntried]) == 0) h->ntried++;
     break;

@@ -101,6 +101,7 @@ struct hello {
   char dev[32];
   char ifname[16]; /* interface of the control connection */
   char addr[64];   /* its local address, as this side sees it */
+  uint32_t if_mtu; /* MTU of the interface with that address; 0 unknown (older peers) */
   uint64_t nonce;
   uint64_t connid;
   uint16_t nsocks, nthreads;

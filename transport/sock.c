@@ -4,11 +4,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -288,4 +291,30 @@ bool sock_same_host(int fd) {
       ipaddr_from_sockaddr(&b, (struct sockaddr *)&peer, NULL))
     return false;
   return ipaddr_is_loopback(&b) || (a.family == b.family && !memcmp(a.bytes, b.bytes, 16));
+}
+
+int sock_local_mtu(int fd, char *ifname, size_t cap) {
+  struct sockaddr_storage me;
+  socklen_t ml = sizeof(me);
+  struct ipaddr a, b;
+  struct ifaddrs *all = NULL;
+  int mtu = 0;
+  if (cap) ifname[0] = 0;
+  if (getsockname(fd, (struct sockaddr *)&me, &ml) ||
+      ipaddr_from_sockaddr(&a, (struct sockaddr *)&me, NULL) || getifaddrs(&all))
+    return 0;
+  ipaddr_unmap(&a);
+  for (struct ifaddrs *i = all; i && !mtu; i = i->ifa_next) {
+    if (!i->ifa_addr || ipaddr_from_sockaddr(&b, i->ifa_addr, NULL)) continue;
+    if (a.family != b.family || memcmp(a.bytes, b.bytes, a.family == AF_INET ? 4 : 16)) continue;
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", i->ifa_name);
+    if (ioctl(fd, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0) {
+      mtu = ifr.ifr_mtu;
+      if (cap) snprintf(ifname, cap, "%s", i->ifa_name);
+    }
+  }
+  freeifaddrs(all);
+  return mtu;
 }

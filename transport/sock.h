@@ -30,6 +30,10 @@ void sock_keepalive(int fd, int sec);
  * address, or the same address at both ends): the kernel then moves its
  * bytes by copying through the loopback device, never a NIC. */
 bool sock_same_host(int fd);
+/* The MTU of this host's interface that holds a connected socket's local
+ * address, its name into ifname (cap bytes, "" when not found); 0 when it
+ * cannot be found (the address is on no interface this process sees). */
+int sock_local_mtu(int fd, char *ifname, size_t cap);
 
 /* One non-blocking step on a connected socket, its byte count in *moved
  * (always set). Returns 0 (bytes moved; at least one when len > 0), EAGAIN

@@ -27,6 +27,8 @@
  *   misuse  one process, two loopback pairs: double, foreign and wild
  *           deregMr, and test() of a completed request, each must be refused
  *
+ * --first-size makes message 0 that many bytes (at most --size), the rest
+ * --size: a small message that passes before a large one that stalls.
  * --pace-us sleeps between passes (an endless stream that leaves the CPU to
  * the other scenarios); --late-ms sleeps before the first operation (a rank
  * busy elsewhere). --nofile N sets RLIMIT_NOFILE to the descriptors open after init plus N
@@ -49,10 +51,10 @@
 
 static struct {
   const char *role, *mode, *dir;
-  size_t size;
+  size_t size, first_size;
   long long count;
   int window, dev, nofile, max_seconds, pace_us, late_ms;
-} opt = {"recv", "stream", ".", 1 << 20, 0, 4, 0, 0, 300, 0, 0};
+} opt = {"recv", "stream", ".", 1 << 20, 0, 0, 4, 0, 0, 300, 0, 0};
 
 static struct netload nl;
 static char first_warn[1024], last_warn[1024];
@@ -199,6 +201,10 @@ static int connect_comm(const void *handle, void **sc) {
 
 /* ---- stream ---- */
 
+static size_t msg_size(long long idx) {
+  return idx == 0 && opt.first_size ? opt.first_size : opt.size;
+}
+
 struct slot {
   uint8_t *buf;
   void *mh, *req;
@@ -215,8 +221,8 @@ static int stream_pass(void *comm, bool is_send, struct slot *s, long long *post
     if (!w->req && (!opt.count || *posted < opt.count)) {
       int tag = 1;
       if (is_send) {
-        fill(w->buf, opt.size, (unsigned long long)*posted);
-        r = netload_isend(&nl, comm, w->buf, opt.size, tag, w->mh, &w->req);
+        fill(w->buf, msg_size(*posted), (unsigned long long)*posted);
+        r = netload_isend(&nl, comm, w->buf, msg_size(*posted), tag, w->mh, &w->req);
       } else {
         size_t cap = opt.size;
         void *p = w->buf;
@@ -230,8 +236,8 @@ static int stream_pass(void *comm, bool is_send, struct slot *s, long long *post
     if ((r = netload_test(&nl, w->req, &fin, &size))) return r;
     if (!fin) continue;
     w->req = NULL;
-    if (!is_send &&
-        ((size_t)size != opt.size || !check(w->buf, opt.size, (unsigned long long)w->idx)))
+    if (!is_send && ((size_t)size != msg_size(w->idx) ||
+                     !check(w->buf, msg_size(w->idx), (unsigned long long)w->idx)))
       *bad = true;
     if (++*done == 1) printf("STARTED\n"), fflush(stdout);
   }
@@ -401,9 +407,10 @@ static int run_misuse(void) {
 }
 
 static int usage(void) {
-  fprintf(stderr, "usage: fault_side --role recv|send --dir DIR [--mode stream|stale|misuse]\n"
-                  "       [--size BYTES] [--count N] [--window 1..8] [--dev N] [--nofile N]\n"
-                  "       [--max-seconds S] [--pace-us US] [--late-ms MS]\n");
+  fprintf(stderr,
+          "usage: fault_side --role recv|send --dir DIR [--mode stream|stale|misuse]\n"
+          "       [--size BYTES] [--first-size BYTES] [--count N] [--window 1..8]\n"
+          "       [--dev N] [--nofile N] [--max-seconds S] [--pace-us US] [--late-ms MS]\n");
   return 2;
 }
 
@@ -415,6 +422,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--mode")) opt.mode = v;
     else if (!strcmp(a, "--dir")) opt.dir = v;
     else if (!strcmp(a, "--size")) opt.size = strtoull(v, NULL, 0);
+    else if (!strcmp(a, "--first-size")) opt.first_size = strtoull(v, NULL, 0);
     else if (!strcmp(a, "--count")) opt.count = atoll(v);
     else if (!strcmp(a, "--window")) opt.window = atoi(v);
     else if (!strcmp(a, "--dev")) opt.dev = atoi(v);
@@ -424,7 +432,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--late-ms")) opt.late_ms = atoi(v);
     else return usage();
   }
-  if (opt.window < 1 || opt.window > MAX_WINDOW || !opt.size) return usage();
+  if (opt.window < 1 || opt.window > MAX_WINDOW || !opt.size || opt.first_size > opt.size)
+    return usage();
   char err[512];
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (netload_open(&nl, NULL, 11, err, sizeof(err))) {

@@ -108,6 +108,52 @@ class TcpHosts:
         return {}
 
 
+class MtuHosts(TcpHosts):
+    """Two namespace hosts on a bridge in a third, MTU 9000 on every
+    interface but the receiver's bridge port (1500): a path-MTU black hole.
+    Frames above 1500 to or from the receiver are dropped at that port
+    without a word; small ones (handshakes, headers, liveness checks) pass.
+    One TCP segment per packet (gso_max_segs 1), as a NIC without
+    segmentation offload sends them: a bridge port checks only a packet
+    that is not a batch of segments against its MTU."""
+
+    def __init__(self):
+        super().__init__()
+        self.ns_br = f'dflt{os.getpid()}b{self.tag}'
+
+    def up(self):
+        br = self.ns_br
+        sh(['ip', 'netns', 'add', br])
+        sh(['ip', '-n', br, 'link', 'add', 'br0', 'type', 'bridge'])
+        sh(['ip', '-n', br, 'link', 'set', 'br0', 'up'])
+        octet = self.tag % 250 + 1
+        for ns, host in ((self.ns_recv, 1), (self.ns_send, 2)):
+            sh(['ip', 'netns', 'add', ns])
+            sh(['ip', 'link', 'add', 'eth0', 'netns', ns, 'type', 'veth', 'peer', 'name',
+                f'v{host}', 'netns', br])
+            sh(['ip', '-n', br, 'link', 'set', f'v{host}', 'master', 'br0'])
+            for dev, where in (('eth0', ns), (f'v{host}', br)):
+                sh(['ip', '-n', where, 'link', 'set', 'dev', dev, 'mtu', '9000',
+                    'gso_max_segs', '1'])
+            sh(['ip', '-n', br, 'link', 'set', f'v{host}', 'up'])
+            sh(['ip', '-n', ns, 'addr', 'add', f'10.{octet}.0.{host}/24', 'dev', 'eth0'])
+            sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up'])
+            sh(['ip', '-n', ns, 'link', 'set', 'eth0', 'up'])
+        sh(['ip', '-n', br, 'link', 'set', 'v1', 'mtu', '1500'])  # the receiver's port
+        for ns in (self.ns_recv, self.ns_send):
+            for _ in range(100):
+                if 'LOWER_UP' in sh(['ip', '-n', ns, 'link', 'show', 'eth0']).stdout:
+                    break
+                time.sleep(0.05)
+
+    def down(self):
+        super().down()
+        sh(['ip', 'netns', 'del', self.ns_br], check=False)
+
+    def namespaces(self):
+        return [self.ns_recv, self.ns_send, self.ns_br]
+
+
 class IbHosts:
     """RDMA over softverbs: the fixture host pair's interfaces as veth pairs,
     each side reading its own fixture host (as tests/api/netns_ib.sh)."""
@@ -484,7 +530,42 @@ def sc_misuse(h, tmp, c):
     return [one]
 
 
-# name, function, whether it needs the transport to ask the liveness check
+def sc_mtu_black_hole(h, tmp, c):
+    """A path-MTU black hole (MtuHosts): a small message passes, a large one
+    stalls after its header. Each side's no-progress warning leads with the
+    black hole and names both ends' MTUs and the check; the sender's also
+    its retransmissions. Neither side hangs: each reports, then exits when
+    told."""
+    args = ['--count', '2', '--window', '1', '--first-size', '1000', '--size', str(4 << 20),
+            '--max-seconds', '10']
+    recv, send = stream_pair(h, tmp, args, args, {'NCCL_DIAG_STALL_WARN_SEC': '3'})
+    octet = h.tag % 250 + 1
+    for x in (recv, send):
+        r = x.wait(40)
+        if not c.ok(r and r['status'] == 'hang' and r['msgs'] == 1,
+                    f'{x.role}: the small message moved, the large one stalled, got {short(r)}'):
+            continue
+        w = r['first_warn'].split('NET/diag ', 1)[-1]
+        c.notes.append(f'{x.role}: {w}')
+        c.ok(len(w) < 1000, f'{x.role}: one line under 1000 characters ({len(w)})')
+        for n in ('path-MTU black hole suspected: ', 'stalls after its header',
+                  'MTU 9000 on eth0 here, 9000 on ', 'Fix: make the MTU equal on every hop',
+                  f'ping -M do -s 8972 10.{octet}.0.{2 if x.role == "recv" else 1}'):
+            c.ok(n in w, f'{x.role}: the no-progress WARN names "{n}": {w[:600]}')
+        c.ok(w.startswith('path-MTU black hole'), f'{x.role}: the cause comes first: {w[:200]}')
+        c.ok('not reached the matching operation' not in w,
+             f'{x.role}: not told the peer has not reached its operation: {w[:600]}')
+    if send.result and send.result['status'] == 'hang':
+        w = send.result['first_warn'].split('NET/diag ', 1)[-1]
+        c.ok(' retransmissions, path MTU as the kernel sees it 9000' in w,
+             f'send: the WARN gives the data socket\'s retransmissions and path MTU: {w[:600]}')
+    for x in (recv, send):
+        c.ok(x.finish() == 0, f'{x.role}: exits cleanly')
+    return [recv, send]
+
+
+# name, function, whether it needs the transport to ask the liveness check;
+# a fourth element: the placement class it needs over TCP (it runs there only)
 SCENARIOS = [
     ('peer stopped (SIGSTOP): the sender', lambda h, t, c: sc_stopped(h, t, c, 'send'), True),
     ('peer stopped (SIGSTOP): the receiver', lambda h, t, c: sc_stopped(h, t, c, 'recv'), True),
@@ -499,6 +580,8 @@ SCENARIOS = [
     ('listener out of file descriptors', sc_nofile, False),
     ('stale handle', sc_stale, False),
     ('ABI misuse: double, foreign, wild handles; stale request', sc_misuse, False),
+    ('path-MTU black hole: a large message stalls after its header', sc_mtu_black_hole, True,
+     MtuHosts),
 ]
 
 # Transports whose data path asks the liveness check (liveness.h): a stopped
@@ -533,8 +616,8 @@ def leftovers(h, tmp, sides):
     return found
 
 
-def run_one(name, fn, kind):
-    h = PLACEMENTS[kind]()
+def run_one(name, fn, kind, placement=None):
+    h = (placement or PLACEMENTS[kind])()
     tmp = tempfile.mkdtemp(prefix=f'diagfault{os.getpid()}.')
     c = Checks()
     sides = []
@@ -570,8 +653,10 @@ def main():
     todo, skips = [], []
     root = os.geteuid() == 0
     has_nft = shutil.which('nft') is not None
-    for name, fn, needs_liveness in SCENARIOS:
+    for name, fn, needs_liveness, *placement in SCENARIOS:
         for kind in ARGS.transports.split(','):
+            if placement and kind != placement[0].kind:
+                continue
             title = f'{kind}: {name}'
             if ARGS.only and ARGS.only not in title:
                 continue
@@ -585,13 +670,13 @@ def main():
                 skips.append((title, f'the {kind} transport does not bound a stalled data '
                                      'connection yet (its retransmissions back off without end)'))
             else:
-                todo.append((title, fn, kind))
+                todo.append((title, fn, kind, placement[0] if placement else None))
     n = 0
     for title, why in skips:
         n += 1
         print(f'ok {n} - {title} # SKIP {why}', flush=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, ARGS.jobs)) as pool:
-        futures = {pool.submit(run_one, title, fn, kind): title for title, fn, kind in todo}
+        futures = {pool.submit(run_one, title, fn, kind, pl): title for title, fn, kind, pl in todo}
         for f in concurrent.futures.as_completed(futures):
             title = futures[f]
             c, logs, secs = f.result()

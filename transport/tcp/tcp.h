@@ -54,6 +54,7 @@ struct tcp_req {
   bool is_send;
   bool is_hdr_done; /* header (and inline payload) fully moved */
   bool has_warned_stall;
+  uint32_t still_mark; /* its progress when last seen moving (tcp_stall.c), low bits */
   uint8_t *data;
   size_t cap;  /* recv: capacity */
   size_t size; /* send: size; recv: from the header */
@@ -62,8 +63,8 @@ struct tcp_req {
   size_t inline_off; /* recv: inline payload bytes copied */
   size_t out_off;    /* send: header and inline bytes written */
   size_t out_total;
-  atomic_llong pending; /* data-socket bytes still to move */
-  int64_t posted_ns;
+  atomic_llong pending;     /* data-socket bytes still to move */
+  int64_t still_ns;         /* posted, or last seen moving */
   uint8_t hdr[MSG_HDR_LEN]; /* send: the encoded header */
 };
 
@@ -111,6 +112,7 @@ struct tcp_comm {
   struct tcp_req *reqs; /* TCP_MAX_REQS, allocated at the first request */
   struct tcp_req *free_reqs;
   uint32_t next_seq; /* send: the next message's number; recv: the next header's */
+  int peer_mtu;      /* its interface MTU, from its hello: 0 unknown (in padding) */
 
   /* send side: messages whose header (or inline payload) is not all
    * written, oldest first; when to look for the receiver's notice next */
@@ -233,6 +235,37 @@ void tcp_pool_detach(struct tcp_comm *c);
 void tcp_pool_release(struct tcp_comm *c);
 /* A socket's head stripe is its helper's: make sure the helper looks. */
 void tcp_pool_kick(struct tcp_sock *s);
+
+/* ---- tcp_stall.c: the no-progress warning ---- */
+
+/* Warns once when r has not moved for NCCL_DIAG_STALL_WARN_SEC, with the
+ * cause: a path-MTU black hole when its header went through but its
+ * payload does not while the peer answers, else what the peer's liveness
+ * says. */
+void tcp_check_stall(struct tcp_comm *c, struct tcp_req *r);
+
+/* What the cause is chosen from, and what its text names. */
+struct tcp_stall {
+  bool is_send;
+  bool is_partial; /* the header went through, payload bytes did not */
+  enum liveness_view live;
+  char what[320]; /* "send of message 3 (4194304 bytes) to host-b (...)" */
+  long long secs, left;
+  bool has_info; /* TCP_INFO of the stalled socket, below, was read */
+  char sock_name[32];
+  unsigned unacked, retransmits, total_retrans, probes, pmtu, mss;
+  int local_mtu, peer_mtu; /* 0 unknown */
+  char local_if[IF_NAMESIZE];
+  const char *peer_host;
+  char peer_ip[64];
+  bool is_ipv6;
+};
+/* Whether s is a path-MTU black hole: a partial receive from a peer that
+ * answers; a partial send whose socket retransmits into an open window. */
+bool tcp_stall_is_mtu(const struct tcp_stall *s);
+/* Its warning: the cause first (the two ends' MTUs when they differ),
+ * both MTUs, the socket's evidence, the fix and the ping that checks it. */
+void tcp_stall_mtu_text(const struct tcp_stall *s, char *buf, size_t cap);
 
 /* ---- tcp_send.c (isend) and tcp_recv.c (irecv): the control socket ---- */
 ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,

@@ -79,7 +79,7 @@ struct tcp_req *tcp_req_get(struct tcp_comm *c) {
   memset(r, 0, offsetof(struct tcp_req, hdr));
   r->base.obj = OBJ_REQ;
   r->base.comm = &c->base;
-  r->posted_ns = now_ns();
+  r->still_ns = now_ns();
   prof_req_new(&r->base); /* NCCL profiler handles armed for this call */
   return r;
 }
@@ -89,24 +89,6 @@ void tcp_req_put(struct tcp_comm *c, struct tcp_req *r) {
   r->base.obj = OBJ_DEAD;
   r->next = c->free_reqs;
   c->free_reqs = r;
-}
-
-static void check_stall(struct tcp_comm *c, struct tcp_req *r) {
-  if (!c->stall_ns || r->has_warned_stall) return;
-  int64_t waited = now_ns() - r->posted_ns;
-  if (waited < c->stall_ns) return;
-  r->has_warned_stall = true;
-  long long left = atomic_load(&r->pending);
-  char what[96];
-  if (r->is_send || r->is_hdr_done)
-    snprintf(what, sizeof(what), "%s of message %u (%zu bytes)", r->is_send ? "send" : "receive",
-             r->seq, r->size);
-  else snprintf(what, sizeof(what), "receive of message %u (up to %zu bytes)", r->seq, r->cap);
-  char advice[400];
-  liveness_stall_advice(c->base.live, advice, sizeof(advice));
-  WARN("%s with %s has made no progress for %lld s (%s, %lld payload bytes outstanding). %s", what,
-       c->base.peer.desc, (long long)(waited / 1000000000LL),
-       r->is_hdr_done ? "header done" : "header pending", left, advice);
 }
 
 /* Nothing moved for a while: sleep on what this comm waits for (its
@@ -138,7 +120,7 @@ static int no_progress(struct tcp_comm *c, struct tcp_req *r) {
   if (liveness_peer_lost(c->base.live, why, sizeof(why)))
     return tcp_fail(c, ECONNRESET, TCP_F_NOTIFY, "%s", why);
   if (transport_idle_should_wait()) idle_wait(c);
-  check_stall(c, r);
+  tcp_check_stall(c, r);
   return 0;
 }
 
@@ -301,6 +283,7 @@ int tcp_comm_create(struct transport_setup *s, struct transport_comm **out) {
   c->base.peer = s->peer;
   c->base.max_recvs = 1;
   c->ctrl_fd = s->ctrl_fd;
+  c->peer_mtu = (int)s->peer_hello.if_mtu;
   for (int i = 0; i < c->nsocks; i++) {
     c->socks[i] = (struct tcp_sock){.fd = s->data_fds[i], .index = i, .comm = c, .lowat = 1};
   }
