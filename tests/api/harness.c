@@ -52,16 +52,21 @@ static struct {
 static int nlog;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_echo;
+/* NCCL prints the source file a plugin passes: a path of the source tree
+ * (transport/ib/ib_poll.c), not one relative to a build folder. */
+static char bad_file[256];
 
 static void capture(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                     const char *fmt, ...) {
-  (void)flags, (void)file, (void)line;
+  (void)flags, (void)line;
   char msg[1024];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof(msg), fmt, ap);
   va_end(ap);
   pthread_mutex_lock(&log_lock);
+  if (file && (file[0] == '/' || !strncmp(file, "../", 3)) && !bad_file[0])
+    snprintf(bad_file, sizeof(bad_file), "%s", file);
   const char *cont = strncmp(msg, "NET/diag ... ", 13) ? NULL : msg + 12;
   if (cont && nlog && logbuf[nlog - 1].level == (int)level) {
     size_t len = strlen(logbuf[nlog - 1].text);
@@ -122,6 +127,9 @@ static int warn_stats_fd = -1;
 static int naccounted;
 
 static void warn_account(void) {
+  CHECK(!bad_file[0], "a log line names its source as %s (a build folder's path, not the tree's)",
+        bad_file);
+  bad_file[0] = 0;
   for (; naccounted < nlog; naccounted++) {
     if (logbuf[naccounted].level != NCCL_LOG_WARN) continue;
     size_t len = strlen(logbuf[naccounted].text) + NCCL_PREFIX_ROOM;
