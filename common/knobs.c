@@ -115,14 +115,15 @@ static const struct knob_def knobs[K_COUNT] = {
     {"NCCL_DIAG_LOG_FILE", KT_STR, NULL, 0, 0, NULL,
      "append JSON-lines events (choices, handshakes, QP transitions, failures, census) to this "
      "file; %h = hostname, %p = pid"},
-  [K_DIAG_SYSFS_ROOT] = {"NCCL_DIAG_SYSFS_ROOT", KT_STR, "/sys", 0, 0, NULL,
-                         "where sysfs is read from (a fixture host folder in tests)"},
+  [K_DIAG_SYSFS_ROOT] =
+    {"NCCL_DIAG_SYSFS_ROOT", KT_STR, "/sys", 0, 0, NULL,
+     "where sysfs is read from: another root holds a copy of a host's /sys (to read a host offline)"},
   [K_DIAG_IFADDRS] =
     {"NCCL_DIAG_IFADDRS", KT_STR, "auto", 0, 0, NULL,
      "where interface addresses come from: 'live' (this host), a file of '<if> <state> "
-     "<addr>/<prefix>...' lines, or 'auto' (the ifaddrs file beside a fixture sysfs root, else live)"},
+     "<addr>/<prefix>...' lines, or 'auto' (an ifaddrs file beside a copied sysfs root, else live)"},
   [K_DIAG_IBVERBS_LIB] = {"NCCL_DIAG_IBVERBS_LIB", KT_STR, "libibverbs.so.1", 0, 0, NULL,
-                          "the verbs library to dlopen (tests name softverbs)"},
+                          "the verbs library to dlopen (a path, or a name the loader finds)"},
   [K_DIAG_CONNECT_TIMEOUT_MS] =
     {"NCCL_DIAG_CONNECT_TIMEOUT_MS", KT_INT, "60000", 100, 3600000, NULL,
      "how long connect keeps trying the listener's addresses before it fails"},

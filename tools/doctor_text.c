@@ -2,28 +2,35 @@
 /* nccl-net-diag doctor: the report for people. One view of what
  * ibdev2netdev, show_gids, nvidia-smi topo -m and ip addr would say, with
  * the plugin's verdict and reason on every line. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "common/agree.h"
 #include "tools/doctor.h"
+#include "tools/textwrap.h"
 #include "topo/gid.h"
 #include "topo/pkey.h"
 
-#define WRAP 100
+#define WRAP TEXT_WRAP
 
 /* Prints text after a prefix, wrapped at spaces, continuation lines
  * indented by indent columns. */
 static void wrapped(FILE *f, const char *prefix, int indent, const char *text) {
   int col = fprintf(f, "%s", prefix);
+  bool is_line_start = true; /* of the text, on this line: no space before the word */
   const char *p = text;
+  while (*p == ' ') p++;
   while (*p) {
-    size_t word = strcspn(p, " ");
-    if (col > indent && col + (int)word >= WRAP) col = fprintf(f, "\n%*s", indent, "") - 1;
-    col += fprintf(f, "%.*s", (int)word, p);
+    int word = (int)strcspn(p, " ");
+    if (!is_line_start && col + 1 + word > WRAP) {
+      col = fprintf(f, "\n%*s", indent, "") - 1;
+      is_line_start = true;
+    }
+    col += fprintf(f, "%s%.*s", is_line_start ? "" : " ", word, p);
+    is_line_start = false;
     p += word;
     while (*p == ' ') p++;
-    if (*p) col += fprintf(f, " ");
   }
   fprintf(f, "\n");
 }
@@ -102,29 +109,60 @@ static void print_port_detail(FILE *f, const struct doctor *d, int p) {
   print_pkeys(f, d, p);
 }
 
+/* "100 Gb/sec (4X EDR)" as "100G (4X EDR)": the table fits 100 columns. */
+static void short_rate(const char *rate, char *buf, size_t cap) {
+  const char *unit = strstr(rate, " Gb/sec");
+  if (unit) snprintf(buf, cap, "%.*sG%s", (int)(unit - rate), rate, unit + 7);
+  else snprintf(buf, cap, "%s", rate);
+}
+
+/* The cells of port p's row in the ports table. */
+struct port_row {
+  char label[80], state[48], link[16], rate[48], mtu[16], lid[16], nd[40], pci[32], numa[16];
+  const char *cells[9];
+};
+static const char *const *port_row(const struct doctor *d, int p, struct port_row *r) {
+  const struct topo_host *h = d->h;
+  const struct topo_port *pt = &h->ports[p];
+  const struct topo_hca *hca = &h->hcas[pt->hca];
+  topo_port_label(h, p, r->label, sizeof(r->label));
+  snprintf(r->state, sizeof(r->state), "%s/%s", pt->state_text, pt->phys_state_text);
+  snprintf(r->link, sizeof(r->link), "%s", topo_ll_name(pt->ll));
+  short_rate(pt->rate, r->rate, sizeof(r->rate));
+  snprintf(r->mtu, sizeof(r->mtu), "%d", pt->active_mtu);
+  snprintf(r->lid, sizeof(r->lid), "-");
+  if (pt->ll == TOPO_LL_IB) snprintf(r->lid, sizeof(r->lid), "%d", pt->lid);
+  snprintf(r->nd, sizeof(r->nd), "%s%s", pt->netdev[0] ? pt->netdev : "-",
+           pt->netdev_up == 1   ? " (up)"
+           : pt->netdev_up == 0 ? " (down)"
+                                : "");
+  snprintf(r->pci, sizeof(r->pci), "%s", hca->busid[0] ? hca->busid : "-");
+  snprintf(r->numa, sizeof(r->numa), "%d", hca->numa);
+  const char *c[9] = {r->label, r->state, r->link, r->rate, r->mtu, r->lid, r->nd, r->pci, r->numa};
+  memcpy(r->cells, c, sizeof(c));
+  return r->cells;
+}
+
 static void print_ports(FILE *f, const struct doctor *d) {
   const struct topo_host *h = d->h;
   fprintf(f, "\nRDMA ports and their GIDs (ibdev2netdev and show_gids in one view)\n");
   if (!h->nport) {
-    fprintf(f, "  none: %s\n", h->has_rdma ? "the devices have no ports" : h->why_no_rdma);
+    wrapped(f, "  none: ", 4, h->has_rdma ? "the devices have no ports" : h->why_no_rdma);
     return;
   }
-  fprintf(f, "  %-15s %-16s %-5s %-20s %-5s %-5s %-16s %-13s %-4s %s\n", "DEVICE:PORT", "STATE",
-          "LINK", "RATE", "MTU", "LID", "NETDEV", "PCI", "NUMA", "VERDICT");
+  static const char *const head[] = {"DEVICE:PORT", "STATE",  "LINK", "RATE", "MTU",
+                                     "LID",         "NETDEV", "PCI",  "NUMA"};
+  struct text_cols cols = {0};
+  struct port_row row;
+  text_cols_fit(&cols, 9, head);
+  for (int p = 0; p < h->nport; p++) text_cols_fit(&cols, 9, port_row(d, p, &row));
+  text_cols_print(f, &cols, head);
+  fprintf(f, "\n");
   for (int p = 0; p < h->nport; p++) {
-    const struct topo_port *pt = &h->ports[p];
-    const struct topo_hca *hca = &h->hcas[pt->hca];
-    char label[80], state[48], lid[16] = "-", nd[40], v[64];
-    topo_port_label(h, p, label, sizeof(label));
-    snprintf(state, sizeof(state), "%s/%s", pt->state_text, pt->phys_state_text);
-    if (pt->ll == TOPO_LL_IB) snprintf(lid, sizeof(lid), "%d", pt->lid);
-    snprintf(nd, sizeof(nd), "%s%s", pt->netdev[0] ? pt->netdev : "-",
-             pt->netdev_up == 1   ? " (up)"
-             : pt->netdev_up == 0 ? " (down)"
-                                  : "");
-    fprintf(f, "  %-15s %-16s %-5s %-20s %-5d %-5s %-16s %-13s %-4d %s\n", label, state,
-            topo_ll_name(pt->ll), pt->rate, pt->active_mtu, lid, nd,
-            hca->busid[0] ? hca->busid : "-", hca->numa, verdict_text(d, p, v, sizeof(v)));
+    char v[64];
+    text_cols_print(f, &cols, port_row(d, p, &row));
+    fprintf(f, "\n");
+    wrapped(f, "      this plugin: ", 8, verdict_text(d, p, v, sizeof(v)));
     print_port_detail(f, d, p);
   }
 }
@@ -198,7 +236,7 @@ static void print_gpus(FILE *f, const struct doctor *d) {
   const struct topo_choice *c = d->c;
   fprintf(f, "\nGPU to NIC (nvidia-smi topo -m, with the NICs' netdevs and subnets)\n");
   if (!h->ngpu) {
-    fprintf(f, "  no GPU found (%s)\n", h->pci_source);
+    fprintf(f, "  no GPU found (%s)\n", h->pci_source); /* wrapped by text_wrap */
     return;
   }
   fprintf(f, "  %-6s", "");
@@ -256,42 +294,75 @@ static void print_nccl_choice(FILE *f, const struct doctor *d) {
   wrapped(f, "  NCCL's own choice: ", 4, line);
 }
 
+/* The addresses of an interface from column col on, as many per line as
+ * fit in WRAP, the rest under the first. */
+static void if_addresses(FILE *f, const struct netif *n, int col) {
+  int start = col;
+  if (!n->naddr) fprintf(f, "-");
+  for (int k = 0; k < n->naddr; k++) {
+    char a[64];
+    ipaddr_cidr(&n->addr[k], a, sizeof(a));
+    if (k && col + 1 + (int)strlen(a) > WRAP) col = fprintf(f, "\n%*s", start, "") - 1;
+    else if (k) col += fprintf(f, " ");
+    col += fprintf(f, "%s", a);
+  }
+  fprintf(f, "\n");
+}
+
+/* The cells of interface i's row, but its addresses. */
+struct if_row {
+  char state[16], mtu[16], pci[32], numa[16], nccl[16];
+  const char *cells[7];
+};
+static const char *const *if_row(const struct doctor *d, int i, struct if_row *r) {
+  const struct netif *n = &d->h->ifs.ifs[i];
+  struct pci_chain ch;
+  snprintf(r->state, sizeof(r->state), "%s", !n->up ? "down" : !n->running ? "no-carrier" : "up");
+  snprintf(r->mtu, sizeof(r->mtu), "%d", n->mtu);
+  snprintf(r->pci, sizeof(r->pci), "%s",
+           pci_chain_from_path(&ch, n->pci_path, -1) == 0 ? ch.bdfs[ch.nbdf - 1] : "-");
+  snprintf(r->numa, sizeof(r->numa), "%d", n->numa);
+  int at = netif_nccl_position(&d->c->nccl_sock, i);
+  snprintf(r->nccl, sizeof(r->nccl), "-");
+  if (at == 0) snprintf(r->nccl, sizeof(r->nccl), "bootstrap");
+  else if (at > 0) snprintf(r->nccl, sizeof(r->nccl), "[%d]", at);
+  const char *c[7] = {n->name, r->state, r->mtu, r->pci, r->numa, r->nccl, ""};
+  memcpy(r->cells, c, sizeof(c));
+  return r->cells;
+}
+
+/* "      this plugin: chosen [0], main", under its interface. */
+static void if_verdict(FILE *f, const struct topo_choice *c, int i) {
+  char verdict[400];
+  int j;
+  for (j = 0; j < c->sock.n && c->sock.idx[j] != i; j++) {
+  }
+  if (j < c->sock.n)
+    snprintf(verdict, sizeof(verdict), "chosen [%d]%s", j, i == c->main_if ? ", main" : "");
+  else
+    snprintf(verdict, sizeof(verdict), "not used: %s%s", c->sock.why[i],
+             i == c->main_if ? "; main" : "");
+  wrapped(f, "      this plugin: ", 8, verdict);
+}
+
 static void print_ifaces(FILE *f, const struct doctor *d) {
   const struct topo_host *h = d->h;
   const struct topo_choice *c = d->c;
   const char *ifn = c->prefs.socket_ifname;
   fprintf(f, "\nSocket interfaces (NCCL_SOCKET_IFNAME %s%s%s)\n",
           ifn ? "=" : "unset: NCCL's automatic choice", ifn ? ifn : "", "");
-  fprintf(f, "  %-14s %-9s %-40s %-5s %-13s %-4s %-10s %s\n", "IFACE", "STATE", "ADDRESSES", "MTU",
-          "PCI", "NUMA", "NCCL", "THIS PLUGIN");
+  static const char *const head[] = {"IFACE", "STATE", "MTU", "PCI", "NUMA", "NCCL", "ADDRESSES"};
+  struct text_cols cols = {0};
+  struct if_row row;
+  text_cols_fit(&cols, 7, head);
+  for (int i = 0; i < h->ifs.n; i++) text_cols_fit(&cols, 6, if_row(d, i, &row));
+  text_cols_print(f, &cols, head);
+  fprintf(f, "\n");
   for (int i = 0; i < h->ifs.n; i++) {
     const struct netif *n = &h->ifs.ifs[i];
-    char addrs[256] = "", verdict[160];
-    size_t o = 0;
-    for (int k = 0; k < n->naddr && o < sizeof(addrs); k++) {
-      char a[64];
-      ipaddr_cidr(&n->addr[k], a, sizeof(a));
-      o = topo_cat(addrs, sizeof(addrs), o, "%s%s", k ? " " : "", a);
-    }
-    struct pci_chain ch;
-    const char *base = pci_chain_from_path(&ch, n->pci_path, -1) == 0 ? ch.bdfs[ch.nbdf - 1] : "-";
-    int j;
-    for (j = 0; j < c->sock.n && c->sock.idx[j] != i; j++) {
-    }
-    if (j < c->sock.n)
-      snprintf(verdict, sizeof(verdict), "chosen [%d]%s", j, i == c->main_if ? ", main" : "");
-    else
-      snprintf(verdict, sizeof(verdict), "not used: %s%s", c->sock.why[i],
-               i == c->main_if ? "; main" : "");
-    int at = netif_nccl_position(&c->nccl_sock, i);
-    char nccl[16] = "-";
-    if (at == 0) snprintf(nccl, sizeof(nccl), "bootstrap");
-    else if (at > 0) snprintf(nccl, sizeof(nccl), "[%d]", at);
-    fprintf(f, "  %-14s %-9s %-40s %-5d %-13s %-4d %-10s %s\n", n->name,
-            !n->up        ? "down"
-            : !n->running ? "no-carrier"
-                          : "up",
-            addrs[0] ? addrs : "-", n->mtu, base, n->numa, nccl, verdict);
+    int col = text_cols_print(f, &cols, if_row(d, i, &row));
+    if_addresses(f, n, col);
+    if_verdict(f, c, i);
   }
   print_nccl_choice(f, d);
   if (c->main_if >= 0) {
@@ -405,7 +476,9 @@ static void print_recs(FILE *f, const struct doctor *d) {
           errors, errors == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", d->exit_status);
 }
 
-void doctor_print_text(FILE *f, const struct doctor *d) {
+void doctor_print_text(FILE *out, const struct doctor *d) {
+  struct text_wrap w;
+  FILE *f = text_wrap_open(&w, out);
   print_header(f, d);
   print_ports(f, d);
   print_devices(f, d);
@@ -415,4 +488,5 @@ void doctor_print_text(FILE *f, const struct doctor *d) {
   print_env(f, d);
   print_issues(f, d);
   print_recs(f, d);
+  text_wrap_close(&w);
 }

@@ -7,6 +7,7 @@
 #include "common/agree.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "tools/textwrap.h"
 #include "tools/tool.h"
 
 static const char *type_name(enum knob_type t) {
@@ -42,13 +43,16 @@ int cmd_params(int argc, char **argv) {
     return tool_usage_error("params", "unknown option '%s'", argv[argc > 2 && is_set_only ? 2 : 1]);
   log_set_stderr_level(LOG_LEVEL_WARN); /* a bad value is reported as NCCL would see it */
   knob_load(1);
+  struct text_wrap w;
+  FILE *f = text_wrap_open(&w, stdout);
   for (int i = 0; i < K_COUNT; i++) {
     const struct knob_def *k = knob_def((enum knob_id)i);
     const char *raw = knob_raw((enum knob_id)i);
     if (is_set_only && !raw) continue;
-    printf("%s (%s, default %s)%s%s%s\n", k->name, type_name(k->type), k->def ? k->def : "unset",
-           raw ? ": set to \"" : "", raw ? raw : "", raw ? "\"" : "");
-    printf("    %s\n", k->help);
+    fprintf(f, "%s (%s, default %s)%s%s%s\n", k->name, type_name(k->type),
+            k->def ? k->def : "unset", raw ? ": set to \"" : "", raw ? raw : "", raw ? "\"" : "");
+    fprintf(f, "    %s\n", k->help);
   }
+  text_wrap_close(&w);
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "common/strutil.h"
 #include "tools/explain/correlate.h"
 #include "tools/explain/explain.h"
+#include "tools/textwrap.h"
 
 static const char *conf_name(enum confidence c) {
   return c == CONF_HIGH ? "high" : c == CONF_MEDIUM ? "medium" : "low";
@@ -139,8 +140,8 @@ static void text_finding(FILE *out, const struct logset *ls, int n, const struct
             f->nev_more == 1 ? "" : "s");
 }
 
-void report_text(FILE *out, const struct logset *ls, const struct corr *c,
-                 const struct findings *fs, bool all_evidence) {
+static void text_report(FILE *out, const struct logset *ls, const struct corr *c,
+                        const struct findings *fs, bool all_evidence) {
   text_summary(out, ls, c);
   if (!fs->n) {
     bool has_nccl = false;
@@ -158,6 +159,13 @@ void report_text(FILE *out, const struct logset *ls, const struct corr *c,
             fs->n - nconf);
   fprintf(out, "\n");
   for (int i = 0; i < fs->n; i++) text_finding(out, ls, i + 1, fs->v[i], all_evidence);
+}
+
+void report_text(FILE *out, const struct logset *ls, const struct corr *c,
+                 const struct findings *fs, bool all_evidence) {
+  struct text_wrap w;
+  text_report(text_wrap_open(&w, out), ls, c, fs, all_evidence);
+  text_wrap_close(&w);
 }
 
 /* --- JSON --------------------------------------------------------------- */
