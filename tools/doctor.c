@@ -45,13 +45,6 @@ void doctor_port_subnet(const struct doctor *d, int port, char *buf, size_t cap)
   else ipaddr_str(&pc->addr, buf, cap);
 }
 
-void doctor_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap) {
-  const struct topo_port *pt = &d->h->ports[port];
-  buf[0] = 0;
-  for (int k = 0; k < pt->ngid; k++)
-    if (pt->gids[k].index == index) gid_str(pt->gids[k].raw, buf, cap);
-}
-
 const char *doctor_gid_verdict(const struct doctor *d, int port, int index) {
   const struct topo_port_choice *pc = &d->c->pc[port];
   if (pc->gid.index == index && pc->gid.index >= 0) return "";

@@ -84,8 +84,6 @@ void doctor_print_json(FILE *f, const struct doctor *d);
 const char *doctor_transport(const struct doctor *d); /* "RDMA" or "TCP" */
 /* "10.1.2.0/24" of a chosen or rejected port's GID, "" when none. */
 void doctor_port_subnet(const struct doctor *d, int port, char *buf, size_t cap);
-/* The GID of port p at index i as text, "" when not populated. */
-void doctor_port_gid(const struct doctor *d, int port, int index, char *buf, size_t cap);
 /* Why GID entry k of port p was not chosen, "" when it was. */
 const char *doctor_gid_verdict(const struct doctor *d, int port, int index);
 const char *doctor_severity_name(enum topo_severity s);

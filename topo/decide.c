@@ -4,7 +4,6 @@
  * logs nothing and emits no event (topo/report.c does), so doctor and the
  * plugin run the very same decisions. */
 #include <errno.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,42 +28,6 @@ void topo_prefs_from_knobs(struct topo_prefs *p) {
   p->is_planes_auto = knob_enum(K_DIAG_PLANES) != PLANES_OFF;
   p->is_ib_disabled = knob_int(K_IB_DISABLE) != 0;
   p->pkey_index = (int)knob_int(K_IB_PKEY);
-}
-
-struct topo_issue *topo_issue(struct topo_choice *c, enum topo_severity sev, const char *fmt, ...) {
-  if (sev == TOPO_ERROR) c->nerror++;
-  struct topo_issue *grown = topo_grow(c->issues, c->nissue, sizeof(*grown));
-  if (grown) c->issues = grown;
-  char *text = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  if (vasprintf(&text, fmt, ap) < 0) text = NULL;
-  va_end(ap);
-  if (!grown || !text) {
-    free(text);
-    c->nissue_lost++;
-    return NULL;
-  }
-  struct topo_issue *i = &c->issues[c->nissue++];
-  i->severity = sev;
-  i->text = text;
-  return i;
-}
-
-void topo_issue_warn(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...) {
-  if (!i) return;
-  va_list ap;
-  va_start(ap, fmt);
-  if (vasprintf(&i->warn, fmt, ap) < 0) i->warn = NULL, c->nissue_lost++;
-  va_end(ap);
-}
-
-void topo_issue_fix(struct topo_choice *c, struct topo_issue *i, const char *fmt, ...) {
-  if (!i) return;
-  va_list ap;
-  va_start(ap, fmt);
-  if (vasprintf(&i->fix, fmt, ap) < 0) i->fix = NULL, c->nissue_lost++;
-  va_end(ap);
 }
 
 /* Pass 1, sockets: NCCL_SOCKET_IFNAME with NCCL's grammar, and NCCL's own

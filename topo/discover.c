@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* topo_discover: interfaces, RDMA devices, GPUs and PCI chains. */
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,27 +9,6 @@
 #include "common/strutil.h"
 #include "topo/internal.h"
 #include "topo/sysfs.h"
-
-void *topo_grow(void *array, int n, size_t size) {
-  char *grown = realloc(array, (size_t)(n + 1) * size);
-  if (grown) memset(grown + (size_t)n * size, 0, size);
-  return grown;
-}
-
-void topo_note(struct topo_host *h, const char *fmt, ...) {
-  char text[TOPO_NOTE_MAX];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(text, sizeof(text), fmt, ap);
-  va_end(ap);
-  INFO(LOG_NET, "%s", text);
-  if (h->nnote == TOPO_MAX_NOTES) return;
-  /* Out of memory, the note is only logged: it is something tolerated. */
-  char **grown = topo_grow(h->notes, h->nnote, sizeof(*grown));
-  if (!grown) return;
-  h->notes = grown;
-  if ((h->notes[h->nnote] = strdup(text))) h->nnote++;
-}
 
 /* GPUs and PCI chains from hwloc, else from sysfs paths; 0 or ENOMEM. */
 static int pci_source(struct topo_host *h) {
