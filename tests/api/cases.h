@@ -124,6 +124,7 @@ void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);
 void case_ib_retry_forced_gid(struct side *s);
 void case_ib_port_down_before_event(struct side *s);
+void case_ib_mtu_black_hole(struct side *s);
 /* cases_msgs.c: what users read leads with the specific cause */
 void case_ib_ipv6_only_warns(struct side *s);
 /* cases_sockdiag.c, for the same */

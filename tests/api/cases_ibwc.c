@@ -120,3 +120,34 @@ void case_ib_port_down_before_event(struct side *s) {
   } else netload_close_recv(&s->nl, comm);
   side_close(s);
 }
+
+/* A path-MTU black hole: a hop drops packets above 2,048 bytes. A short
+ * message and the clear-to-sends pass, a 64 KiB message (4,096-byte
+ * packets) never arrives: the sender leads with the path MTU, its size
+ * and the check, and the receiver hears it. */
+void case_ib_mtu_black_hole(struct side *s) {
+  setenv("NCCL_IB_TIMEOUT", "10", 1);
+  setenv("NCCL_IB_RETRY_CNT", "2", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_typed(s, comm, NCCL_PTR_HOST, 1000) == 0, "a short message passes");
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) setenv("SOFTVERBS_DROP_ABOVE", "2048", 1);
+  int r = xfer_typed(s, comm, NCCL_PTR_HOST, 65536);
+  CHECK(r == ncclRemoteError, "the %s side ended with %d, expected ncclRemoteError",
+        s->role == ROLE_SEND ? "sending" : "receiving", r);
+  const char *w = log_find(NCCL_LOG_WARN, "path-MTU black hole");
+  CHECK(w && (s->role == ROLE_RECV || warn_leads_with(w, "path-MTU black hole suspected", 200)),
+        "the %s side names the path MTU first: %s", s->role == ROLE_SEND ? "sending" : "receiving",
+        w ? w : "none");
+  if (s->role == ROLE_SEND)
+    CHECK(w && strstr(w, "up to 1000 bytes") && strstr(w, "65536 bytes") &&
+            strstr(w, "path MTU (4096 bytes") && strstr(w, "ping -M do -s 4128"),
+          "the sizes, the path MTU and the check: %s", w ? w : "none");
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) {
+    unsetenv("SOFTVERBS_DROP_ABOVE");
+    netload_close_send(&s->nl, comm);
+  } else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}

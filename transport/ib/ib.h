@@ -311,6 +311,8 @@ struct ib_wc_context {
   enum wc_memory mem;      /* the local buffer's memory, as its registration said */
   const char *first_error; /* the connection's first error, for a flushed one */
   bool is_port_down;       /* the port is down now (ib_dev_check_port) */
+  uint32_t write_bytes;    /* a failed message write: its largest message, bytes; else 0 */
+  uint32_t max_ok_bytes;   /* the largest message write the peer acknowledged so far */
 };
 /* Text for a failed completion: for a first write never acknowledged
  * whose cause the plugin knows (a pair on one host, link-local GIDs, a

@@ -93,7 +93,8 @@ struct ib_comm {
   /* requests and state */
   struct ib_req reqs[IB_SEND_REQS];
   int inflight;
-  bool has_success; /* a completion succeeded: errors after it are not path errors */
+  bool has_success;      /* a completion succeeded: errors after it are not path errors */
+  uint32_t max_ok_bytes; /* the largest message whose writes were acknowledged */
   char first_error[640];
   int64_t last_ctrl_check;
   uint32_t idle_calls; /* calls that found nothing to do: the clock is read every IB_IDLE_EVERY */

@@ -61,6 +61,34 @@ static bool retry_specific(struct diag_out *o, const struct ib_dev *d, const str
   return true;
 }
 
+/* Writes of up to some size were acknowledged, a larger one never was:
+ * packets up to the path MTU carry the larger write, and a hop whose MTU
+ * is below them drops them without a word (a path-MTU black hole; the
+ * peer and the small packets, clear-to-sends and short messages, get
+ * through). true when it wrote it. */
+static bool mtu_specific(struct diag_out *o, const struct ib_dev *d, const struct hello *peer,
+                         const struct ibv_wc *wc, const struct ib_wc_context *cx) {
+  int path = d->mtu < peer->ib.mtu || peer->ib.mtu <= 0 ? d->mtu : peer->ib.mtu;
+  uint32_t big = cx->write_bytes < (uint32_t)path ? cx->write_bytes : (uint32_t)path;
+  if (wc->status != IBV_WC_RETRY_EXC_ERR || !cx->max_ok_bytes || path <= 0 ||
+      cx->max_ok_bytes >= big)
+    return false;
+  char ip[64] = "<the peer's address>";
+  if (!memcmp(peer->ib.gid, "\0\0\0\0\0\0\0\0\0\0\xff\xff", 12))
+    inet_ntop(AF_INET, peer->ib.gid + 12, ip, sizeof(ip));
+  diag_put(o,
+           "path-MTU black hole suspected: messages of up to %u bytes were acknowledged on this "
+           "connection, this one of %u bytes never was; its packets carry up to the path MTU (%d "
+           "bytes: %d here, %d on %s), and a hop with a smaller MTU drops them. Fix: an MTU of at "
+           "least %d on every hop between the two ports (the netdevs %s here and %s there, and "
+           "the switches); check with ping -M do -s %d %s; ",
+           cx->max_ok_bytes, cx->write_bytes, path, d->mtu, peer->ib.mtu, peer->host, path + 60,
+           d->td->netdev[0] ? d->td->netdev : "-", peer->ib.netdev[0] ? peer->ib.netdev : "-",
+           path + 32, ip);
+  status_text(o, wc, cx);
+  return true;
+}
+
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
                 const struct ib_wc_context *cx, char *buf, size_t cap) {
   struct diag_out o = {buf, cap, 0};
@@ -69,6 +97,7 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
   if (wc->status == IBV_WC_RETRY_EXC_ERR && d->td->ll == TOPO_LL_ETH)
     diag_log_details(d, peer, "IBV_WC_RETRY_EXC_ERR");
   if (!port_down && retry_specific(&o, d, peer, wc, cx)) return;
+  if (!port_down && mtu_specific(&o, d, peer, wc, cx)) return;
   const char *cause, *fix;
   const struct wc_status_info *in =
     wc_status_advice((int)wc->status, cx->is_first && !port_down, cx->mem, &cause, &fix);

@@ -28,6 +28,14 @@ static enum wc_memory wc_memory(const struct ib_comm *c, int kind, int slot) {
   return !r ? WC_MEM_UNKNOWN : r->is_gpu ? WC_MEM_GPU : WC_MEM_HOST;
 }
 
+/* The largest message of a slot's writes, bytes. */
+static uint32_t slot_max_bytes(const struct ib_slot *sl) {
+  uint32_t m = 0;
+  for (int i = 0; i < sl->n; i++)
+    if (sl->reqs[i] && (uint32_t)sl->reqs[i]->sizes[0] > m) m = (uint32_t)sl->reqs[i]->sizes[0];
+  return m;
+}
+
 static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
   /* An error completes unsignaled WRs too: every WR carries its kind. The
    * ones flushed after the first error are that error's consequence. */
@@ -35,9 +43,15 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
                                      "a clear-to-send write", "a flush read"};
   if (c->verdict == IB_VERDICT_WC) return 0;
   char diag[2400];
-  struct ib_wc_context cx = {what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0], !c->has_success,
-                             wc_memory(c, kind, (int)(uint32_t)wc->wr_id), c->first_error,
-                             wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(c->dev)};
+  int slot = (int)(uint32_t)wc->wr_id;
+  struct ib_wc_context cx = {
+    what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
+    !c->has_success,
+    wc_memory(c, kind, slot),
+    c->first_error,
+    wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(c->dev),
+    kind == WR_DATA && slot >= 0 && slot < IB_SLOTS ? slot_max_bytes(&c->slots[slot]) : 0,
+    c->max_ok_bytes};
   ib_diag_wc(c->dev, &c->peer_hello, wc, &cx, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   /* A peer process that died took its registrations along: on a real
@@ -95,6 +109,8 @@ static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
   switch (kind) {
   case WR_DATA: {
     struct ib_slot *sl = &c->slots[slot];
+    uint32_t bytes = slot_max_bytes(sl); /* what a path-MTU black hole would show (ib_diag_wc.c) */
+    if (bytes > c->max_ok_bytes) c->max_ok_bytes = bytes;
     if (--sl->pending > 0) return 0; /* a split message: the other queue pairs' parts */
     for (int i = 0; i < sl->n; i++)
       if (sl->reqs[i]) sl->reqs[i]->is_done = true;

@@ -388,6 +388,7 @@ bool sv_fault_port_down(const char *dev, int port);
 int sv_fault_open(const char *dev); /* 0, or the errno ibv_open_device fails with */
 int sv_fault_modify(const char *dev, int to_state);
 enum ibv_wc_status sv_fault_wc(const char *dev);
+bool sv_fault_drops(const char *dev, uint32_t len); /* SOFTVERBS_DROP_ABOVE */
 uint32_t sv_vendor_err(enum ibv_wc_status st);
 
 /* ---- dma-buf, fork, port and device events (sv_hostcaps.c) ---- */

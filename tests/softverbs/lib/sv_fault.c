@@ -15,6 +15,11 @@
  *                                        after that many successful send
  *                                        completions, the next one carries this
  *                                        status instead (once)
+ *   SOFTVERBS_DROP_ABOVE=BYTES[:dev]     writes and sends of more than BYTES
+ *                                        never arrive (a hop whose MTU is below
+ *                                        the path MTU: a path-MTU black hole);
+ *                                        the requester retries, then
+ *                                        RETRY_EXC_ERR
  * Hooks with a count are counted from the first call that sees the value;
  * setting a new value starts over. */
 #include "sv.h"
@@ -118,6 +123,16 @@ enum ibv_wc_status sv_fault_wc(const char *dev) {
   if (st != IBV_WC_SUCCESS)
     sv_log("fault hook: a completion on %s carries %s", dev, ibv_wc_status_str(st));
   return st;
+}
+
+bool sv_fault_drops(const char *dev, uint32_t len) {
+  const char *v = sv_env("SOFTVERBS_DROP_ABOVE");
+  if (!v) return false;
+  char spec[128];
+  snprintf(spec, sizeof spec, "%s", v);
+  char *want = strchr(spec, ':');
+  if (want) *want++ = 0;
+  return len > strtoul(spec, NULL, 10) && dev_matches(want ? want : "", dev);
 }
 
 int sv_fault_open(const char *dev) {

@@ -139,6 +139,12 @@ void sv_req_push(struct sv_qp *qp) {
   struct sv_conn *c = qp->out;
   while (qp->sq_tx != qp->sq_tail && c && c->state == SV_UP && c->oq_bytes < SV_OUT_WINDOW) {
     struct sv_swqe *w = sv_sq_at(qp, qp->sq_tx);
+    if (!w->status && w->op != IBV_WR_RDMA_READ &&
+        sv_fault_drops(qp->ctx->dev->ibdev.name, w->len)) {
+      qp->sq_tx++; /* sent, and lost on the way: no ACK comes */
+      if ((int32_t)(qp->sq_tx - qp->sq_max) > 0) qp->sq_max = qp->sq_tx;
+      continue;
+    }
     struct sv_out *o = w->status ? NULL : build(qp, w);
     if (!o) break;
     sv_conn_queue(c, o);
