@@ -96,6 +96,7 @@ struct ib_dev {
   int mtu;              /* the port's active MTU as verbs report it, bytes */
   bool is_grh_required; /* the port's IBV_QPF_GRH_REQUIRED */
   int port_down;        /* a port error was seen and no port active since (atomic) */
+  int port_down_said;   /* its WARN is out, by the event thread or a failed completion (atomic) */
   unsigned fatal_gen;   /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
   int nfatal;

@@ -23,16 +23,40 @@ static struct ib_state st;
 
 const struct ib_state *ib_state(void) { return &st; }
 
+/* A port that went down is said once until it is active again, by
+ * whichever sees it first: the event thread, or a failed completion that
+ * asked the port (its event may still be queued when the process exits). */
+static void say_port_down(struct ib_dev *d, int port) {
+  if (__atomic_exchange_n(&d->port_down_said, 1, __ATOMIC_ACQ_REL)) return;
+  WARN("device %s port %d: port error (the link went down: connections on this port will fail "
+       "with retry errors)",
+       d->td->name, port);
+}
+
 static void *async_main(void *arg) {
   struct ib_dev *d = arg;
   struct ibv_async_event ev;
   while (d->v->get_async_event(d->ctx, &ev) == 0) {
     const char *what = d->v->event_type_str(ev.event_type);
+    /* Each opened port has its own context, and every context hears the
+     * events of all the device's ports: a port event is this port's only
+     * when it names it (another context says the others). */
+    bool is_port_ev =
+      ev.event_type == IBV_EVENT_PORT_ERR || ev.event_type == IBV_EVENT_PORT_ACTIVE ||
+      ev.event_type == IBV_EVENT_GID_CHANGE || ev.event_type == IBV_EVENT_LID_CHANGE ||
+      ev.event_type == IBV_EVENT_PKEY_CHANGE || ev.event_type == IBV_EVENT_SM_CHANGE ||
+      ev.event_type == IBV_EVENT_CLIENT_REREGISTER;
+    if (is_port_ev && ev.element.port_num != d->td->ib_port) {
+      d->v->ack_async_event(&ev);
+      continue;
+    }
     if (ev.event_type == IBV_EVENT_PORT_ERR || ev.event_type == IBV_EVENT_PORT_ACTIVE)
       __atomic_store_n(&d->port_down, ev.event_type == IBV_EVENT_PORT_ERR, __ATOMIC_RELEASE);
+    if (ev.event_type == IBV_EVENT_PORT_ACTIVE)
+      __atomic_store_n(&d->port_down_said, 0, __ATOMIC_RELEASE);
     switch (ev.event_type) {
+    case IBV_EVENT_PORT_ERR: say_port_down(d, ev.element.port_num); break;
     case IBV_EVENT_PORT_ACTIVE:
-    case IBV_EVENT_PORT_ERR:
     case IBV_EVENT_GID_CHANGE:
     case IBV_EVENT_LID_CHANGE:
     case IBV_EVENT_PKEY_CHANGE:
@@ -42,9 +66,7 @@ static void *async_main(void *arg) {
            ev.event_type == IBV_EVENT_GID_CHANGE
              ? " (the GID table changed: new connections re-read their GID entry, existing ones "
                "keep the GID they started with)"
-           : ev.event_type == IBV_EVENT_PORT_ERR ? " (the link went down: connections on this port "
-                                                   "will fail with retry errors)"
-                                                 : "");
+             : "");
       break;
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
@@ -352,7 +374,9 @@ bool ib_dev_check_port(struct ib_dev *d) {
   struct ibv_port_attr pa;
   if (verbs_query_port(d->v, d->ctx, (uint8_t)d->td->ib_port, &pa) != 0) return false;
   /* Not stored in port_down: only the event thread orders ERR and ACTIVE. */
-  return pa.state != IBV_PORT_ACTIVE && pa.state != IBV_PORT_ACTIVE_DEFER;
+  if (pa.state == IBV_PORT_ACTIVE || pa.state == IBV_PORT_ACTIVE_DEFER) return false;
+  say_port_down(d, d->td->ib_port);
+  return true;
 }
 
 void ib_dev_refresh_gid(struct ib_dev *d) {
