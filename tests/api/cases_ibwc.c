@@ -113,7 +113,7 @@ void case_ib_port_down_before_event(struct side *s) {
             !strstr(w, "first RDMA write after RTR"),
           "the port is named without its event: %s", w ? w : "none");
     const char *p = log_find(NCCL_LOG_WARN, "port error");
-    CHECK(p && strstr(p, "port 1") && log_count(NCCL_LOG_WARN, "port error") == 1,
+    CHECK(p && strstr(p, "port 1") && log_count(NCCL_LOG_WARN, "port 1: port error") == 1,
           "the port's state is said once, without its event: %s", p ? p : "none");
   }
   ctl_sync(s);
