@@ -193,7 +193,9 @@ int report_json(const struct report *rep, const char *path) {
   if (!f) return -1;
   const struct opts *o = rep->o;
   fprintf(f,
-          "{\n  \"bench\": \"nccl-net-bench\", \"version\": \"%s\", \"started\": ", DIAG_VERSION);
+          "{\n  \"schema\": \"nccl-net-bench.run/1\", \"bench\": \"nccl-net-bench\", \"version\": "
+          "\"%s\", \"started\": ",
+          DIAG_VERSION);
   jstr(f, rep->started);
   fprintf(f, ",\n  \"command\": ");
   jstr(f, o->command);

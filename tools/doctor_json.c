@@ -1,29 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-diag doctor --json: the report as one document.
  *
- * {"tool", "version", "host", "sysfs_root", "ifaddrs", "pci_source",
- *  "transport": "RDMA"|"TCP", "why_tcp", "has_rdma",
- *  "hcas": [{name, busid, pci_path, numa, cpus, node_guid, sys_image_guid, fw_ver, hca_type,
- *            board_id, physfn ("" unless an SR-IOV virtual function)}],
- *  "ports": [{label, device, port, state, phys_state, link_layer, rate, speed_mbps, width, lid,
- *             sm_lid, active_mtu, netdev, netdev_master, netdev_up, gid_tbl_len, verdict, why,
- *             nccl_dev, gid_index, gid_forced, gid_auto_index, gid_nccl_index, gid_note,
- *             address, subnet, nearest_gpu, gpu_class,
- *             gids: [{index, gid, type, netdev, chosen, why}],
- *             pkey_tbl_len, pkey_index, pkey, pkeys: [{index, value, membership, partition}]}],
- *  "devices": [NCCL order: {nccl_dev, device, port, real_port, gid_index, gid, gid_type,
- *               netdev, subnet, mtu, link_layer, pci_path, numa, speed_mbps, lid, guid}],
- *  "gpus": [{name, busid, numa, cpus, class, nearest: [{device, port, netdev, subnet,
- *            gid_index}], distances: {<device>: class}}],
- *  "interfaces": [{name, state, addresses, mtu, speed_mbps, pci_path, numa, chosen,
- *                  socket_index, main, why, nccl_index, nccl_address, nccl_why}],
- *  "socket": {ifname, chosen, main, main_why, error,
- *             nccl: {rule, bootstrap, bootstrap_address, chosen}},
- *  "env": {process, agreement: {NAME: class}, pid1, pid1_source, pid1_error, differences: [{name,
- * process, pid1}], evaluated_with}, "verbs": {probed, why_not_probed, library, loaded, error,
- * opened, ports: [{device, port, opened, error}]}, "gpudirect": {probed, enabled, peermem, dmabuf},
- *  "notes", "problems": [{severity, text, fix}], "errors",
- *  "recommendations": [{name, value, status, why, export}], "exit_status"} */
+ * {"schema": "nccl-net-diag.doctor/1", "tool", "version", "host", "sysfs_root", "ifaddrs",
+ * "pci_source", "transport": "RDMA"|"TCP", "why_tcp", "rdma_present", "hcas": [{name, busid,
+ * pci_path, numa, cpus, node_guid, sys_image_guid, fw_ver, hca_type, board_id, physfn ("" unless an
+ * SR-IOV virtual function)}], "ports": [{label, device, port, state, phys_state, link_layer, rate,
+ * speed_mbps, width, lid, sm_lid, active_mtu, netdev, netdev_master, netdev_up, gid_tbl_len,
+ * verdict, why, nccl_dev, gid_index, gid_forced, gid_auto_index, gid_nccl_index, gid_note, address,
+ * subnet, nearest_gpu, gpu_class, gids: [{index, gid, type, netdev, chosen, why}], pkey_tbl_len,
+ * pkey_index, pkey, pkeys: [{index, value, membership, partition}]}], "devices": [NCCL order:
+ * {nccl_dev, device, port, real_port, gid_index, gid, gid_type, netdev, subnet, mtu, link_layer,
+ * pci_path, numa, speed_mbps, lid, guid}], "gpus": [{name, busid, numa, cpus, class, nearest:
+ * [{device, port, netdev, subnet, gid_index}], distances: {<device>: class}}], "interfaces":
+ * [{name, state, addresses, mtu, speed_mbps, pci_path, numa, chosen, socket_index, main, why,
+ * nccl_index, nccl_address, nccl_why}], "socket": {ifname, chosen, main, main_why, error, nccl:
+ * {rule, bootstrap, bootstrap_address, chosen}}, "env": {process, agreement: {NAME: class}, pid1,
+ * pid1_source, pid1_error, differences: [{name, process, pid1}], evaluated_with}, "verbs": {probed,
+ * why_not_probed, library, loaded, error, opened, ports: [{device, port, opened, error}]},
+ * "gpudirect": {probed, enabled, peermem, dmabuf}, "notes", "problems": [{severity, text, fix}],
+ * "errors", "recommendations": [{name, value, status, why, export}], "exit_status"} */
 #include <stdio.h>
 #include <string.h>
 
@@ -439,6 +434,7 @@ void doctor_print_json(FILE *f, const struct doctor *d) {
   const struct topo_host *h = d->h;
   struct json_writer w = {f, 0, true};
   json_open(&w, NULL, '{');
+  json_str(&w, "schema", "nccl-net-diag.doctor/1");
   json_str(&w, "tool", "nccl-net-diag doctor");
   json_str(&w, "version", DIAG_VERSION);
   json_str(&w, "host", d->hostname);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Findings as text (what a user of a 16-node job reads: the cause, the fix
  * with its export lines, the hosts, the lines that show it) and as JSON
- * ({input, findings}: what was read, the NCCL versions named and the lines
+ * ({schema, version, input, findings}: what was read, the NCCL versions named and the lines
  * not read; each finding {rule, confidence, cause, fix, exports, hosts,
  * evidence}). Log
  * lines are untrusted: control bytes never reach the terminal, and the JSON
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/strutil.h"
+#include "common/version.h"
 #include "tools/explain/correlate.h"
 #include "tools/explain/explain.h"
 
@@ -216,7 +217,10 @@ static void json_finding(FILE *out, const struct logset *ls, const struct findin
 static void json_input(FILE *out, const struct logset *ls, const struct corr *c) {
   long lines = 0;
   for (int i = 0; i < ls->nfiles; i++) lines += ls->files[i].nlines;
-  fprintf(out, "{\"input\": {\"files\": %d, \"lines\": %ld, \"hosts\": [", ls->nfiles, lines);
+  fprintf(out,
+          "{\"schema\": \"nccl-net-diag.explain/1\", \"version\": \"%s\",\n \"input\": "
+          "{\"files\": %d, \"lines\": %ld, \"hosts\": [",
+          DIAG_VERSION, ls->nfiles, lines);
   for (int i = 0; i < c->nhosts; i++) {
     fprintf(out, "%s", i ? ", " : "");
     json_str(out, c->hosts[i].name);

@@ -172,7 +172,8 @@ int probe_report_json(const char *path, const struct probe_run *r, int exit_stat
   if (!f) return errno;
   struct json j;
   json_begin(&j, f);
-  json_str(&j, "probe_version", DIAG_VERSION);
+  json_str(&j, "schema", "nccl-net-diag.probe/1");
+  json_str(&j, "version", DIAG_VERSION);
   json_str(&j, "launcher", r->launcher);
   json_str(&j, "rendezvous", r->rendezvous);
   json_str(&j, "job", r->job);
