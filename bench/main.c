@@ -47,7 +47,8 @@ static const char usage_text[] =
   "  --rank-env R:NAME=VALUE     set NAME in rank R (0 or 1) only, before it loads a plugin\n"
   "                              (e.g. 0:NCCL_IB_HCA==rxe0 1:NCCL_IB_HCA==rxe1); repeatable\n"
   "  --wait-quiet                before each measurement, wait until the host is >= 90 % idle\n"
-  "  --json FILE                 the whole record as JSON ('-' = stdout, the table to stderr)\n"
+  "  --json[=FILE]               the whole record as JSON on stdout (the table goes to stderr),\n"
+  "                              or in FILE ('-' is stdout)\n"
   "  --svg FILE                  GB/s against size, plugin and baseline\n"
   "  --select-reps N             pilot repetitions that choose each size's baseline shape, which\n"
   "                              is then measured against the plugin on fresh repetitions\n"
@@ -165,7 +166,6 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--raw-min-stripe")) bad = !(o->raw_min_stripe = parse_size(v));
   else if (!strcmp(k, "--max-msgs")) bad = !(o->max_msgs = strtoull(v, NULL, 10));
   else if (!strcmp(k, "--lat-iters")) bad = !(o->lat_iters = strtoull(v, NULL, 10));
-  else if (!strcmp(k, "--json")) o->json = v;
   else if (!strcmp(k, "--svg")) o->svg = v;
   else if (!strcmp(k, "--plugin")) o->plugin = v;
   else if (!strcmp(k, "--compare")) o->compare = v;
@@ -190,7 +190,8 @@ static int check_sizes(const struct opts *o) {
 
 static int parse_args(struct opts *o, int argc, char **argv) {
   defaults(o);
-  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), bad = 0;
+  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), bad = 0, is_json;
+  char why[512];
   for (int i = 1; i < argc; i++) {
     n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
                   " %s", argv[i]);
@@ -203,7 +204,12 @@ static int parse_args(struct opts *o, int argc, char **argv) {
       o->is_corrupting = true; /* test hook: proves checks bite */
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
     else if (!strcmp(argv[i], "--version")) return 2;
-    else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1]))) {
+    else if ((is_json = json_dest_arg(&o->json, argv[i], why, sizeof(why))) != 0 ||
+             json_dest_stray(argv[i - 1], argv[i], why, sizeof(why))) {
+      if (is_json > 0) continue;
+      fprintf(stderr, "nccl-net-bench: %s\n", why);
+      return -1;
+    } else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1]))) {
       if (bad == -2)
         fprintf(stderr, "nccl-net-bench: bad value '%s' for %s (-h gives what each option takes)\n",
                 argv[i + 1], argv[i]);
@@ -250,8 +256,13 @@ int main(int argc, char **argv) {
   }
   rep.o = &o;
   host_facts(&rep);
+  char why[512];
+  if (json_dest_open(&o.json, why, sizeof(why))) { /* now, not after the whole run */
+    fprintf(stderr, "nccl-net-bench: %s\n", why);
+    return 2;
+  }
   int saved = -1;
-  if (o.json && !strcmp(o.json, "-")) { /* stdout is the JSON: the table goes to stderr */
+  if (o.json.f == stdout) { /* stdout is the JSON: the table goes to stderr */
     fflush(stdout);
     saved = dup(1);
     dup2(2, 1);
@@ -261,8 +272,9 @@ int main(int argc, char **argv) {
   report_targets(stdout, &rep);
   fflush(stdout);
   if (saved >= 0) dup2(saved, 1);
-  if (o.json && report_json(&rep, o.json)) {
-    fprintf(stderr, "nccl-net-bench: cannot write %s\n", o.json);
+  if (o.json.f) report_json(&rep, o.json.f);
+  if (json_dest_close(&o.json, why, sizeof(why))) {
+    fprintf(stderr, "nccl-net-bench: %s\n", why);
     rc = 1;
   }
   if (o.svg && plot_svg(&rep, o.svg)) {

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "plugin/abi/nccl_common.h"
+#include "tools/json_dest.h"
 
 extern int tool_verbose;
 

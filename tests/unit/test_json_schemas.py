@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Every JSON document the tools write, from real runs, against
 docs/json-schemas.json: doctor on fixture hosts, explain on logs of the
-explain corpus, probe as a one-rank job, a small loopback bench run and the
+explain corpus, params, probe as a one-rank job, a small loopback bench run and the
 plugin's event file of that run. Each says its schema name and the tool
 version; docs/json.md names every schema and every top-level field; the
 validator itself fails a document with a field removed or renamed. TAP.
@@ -133,6 +133,18 @@ def explain_docs():
                   f'explain on {case}: findings were validated, not an empty list')
 
 
+def params_doc():
+    r = subprocess.run([DIAG, 'params', '--json'], env=clean_env(NCCL_IB_TIMEOUT='20'),
+                       capture_output=True, text=True, timeout=60)
+    doc = load(r.stdout, 'params --json')
+    conforms(doc, 'nccl-net-diag.params/1', 'params --json')
+    knobs = {k.get('name'): k.get('value') for k in doc.get('knobs', [])} \
+        if isinstance(doc, dict) else {}
+    check(knobs.get('NCCL_IB_TIMEOUT') == '20' and len(doc.get('agree', [])) > 20,
+          'params --json: every knob with its value here, and the must-agree table',
+          (knobs.get('NCCL_IB_TIMEOUT'), len(knobs)))
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(('127.0.0.1', 0))
@@ -143,7 +155,7 @@ def probe_doc(tmp):
     path = os.path.join(tmp, 'probe.json')
     env = clean_env(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1',
                     MASTER_PORT=str(free_port()), TMPDIR=tmp)
-    r = subprocess.run([DIAG, 'probe', '--timeout', '10', '--bytes', '1M', '--json', path],
+    r = subprocess.run([DIAG, 'probe', '--timeout', '10', '--bytes', '1M', f'--json={path}'],
                        env=env, capture_output=True, text=True, timeout=60)
     try:
         with open(path) as f:
@@ -158,7 +170,7 @@ def bench_and_events(tmp):
     env = clean_env(NCCL_DIAG_LOG_FILE=events)
     r = subprocess.run([BENCH, '--sizes', '64K', '--modes', 'uni', '--reps', '1',
                         '--target-bytes', '1M', '--max-msgs', '50', '--no-baseline',
-                        '--select-reps', '0', '--json', path],
+                        '--select-reps', '0', f'--json={path}'],
                        env=env, capture_output=True, text=True, timeout=120)
     try:
         with open(path) as f:
@@ -210,6 +222,7 @@ def documented():
 with tempfile.TemporaryDirectory() as tmp:
     docs = doctor_docs()
     explain_docs()
+    params_doc()
     probe_doc(tmp)
     bench_and_events(tmp)
     if isinstance(docs.get('roce-story5'), dict) and docs['roce-story5'].get('devices'):

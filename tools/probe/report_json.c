@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* --json FILE: hosts (one entry per rank), pairs (src and dst as ranks),
+/* --json[=FILE]: hosts (one entry per rank), pairs (src and dst as ranks),
  * problems (severity, hosts, text, fix). */
 #include <errno.h>
 #include <stdio.h>
@@ -167,9 +167,7 @@ static void problem_json(struct json *j, const struct probe_problem *p) {
   json_close_obj(j);
 }
 
-int probe_report_json(const char *path, const struct probe_run *r, int exit_status) {
-  FILE *f = fopen(path, "w");
-  if (!f) return errno;
+void probe_report_json(FILE *f, const struct probe_run *r, int exit_status) {
   struct json j;
   json_begin(&j, f);
   json_str(&j, "schema", "nccl-net-diag.probe/1");
@@ -195,7 +193,4 @@ int probe_report_json(const char *path, const struct probe_run *r, int exit_stat
   for (int i = 0; i < r->nproblem; i++) problem_json(&j, &r->problems[i]);
   json_close_arr(&j);
   json_end(&j);
-  int e = ferror(f) ? EIO : 0;
-  if (fclose(f) && !e) e = errno;
-  return e;
 }
