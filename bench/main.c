@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/report.h"
+#include "common/size.h"
 #include "common/version.h"
 #include "tools/netload.h" /* the ABI versions --abi takes */
 
@@ -56,7 +57,14 @@ static const char usage_text[] =
   "  --driver-idle-us N          experiment, not NCCL: the plugin's driving thread sleeps N us\n"
   "                              instead of sched_yield() when a pass made no progress\n"
   "  --plugin PATH  --abi 5..12  --dev N  -v  --version\n"
+  "A SIZE is bytes, or a number with K, M, G or T, each 1024 times the one before (1.5G, 64KiB).\n"
   "Exit status: 0 measured and verified, 1 failed (bad data, errors), 77 skipped (said why).\n";
+
+/* A size (common/size.h); 0 for a bad one, which no option takes. */
+static uint64_t size_arg(const char *s) {
+  uint64_t v;
+  return size_parse(s, &v) ? 0 : v;
+}
 
 static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
   char buf[1024];
@@ -64,7 +72,7 @@ static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
   int n = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == max) return -1;
-    uint64_t v = are_sizes ? parse_size(t) : strtoull(t, NULL, 10);
+    uint64_t v = are_sizes ? size_arg(t) : strtoull(t, NULL, 10);
     if (!v) return -1;
     out[n++] = v;
   }
@@ -161,9 +169,9 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--window"))
     o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
   else if (!strcmp(k, "--reps")) o->reps = atoi(v), bad = o->reps < 1 || o->reps > BENCH_MAX_REPS;
-  else if (!strcmp(k, "--target-bytes")) bad = !(o->target_bytes = parse_size(v));
-  else if (!strcmp(k, "--max-mem")) bad = !(o->max_mem = parse_size(v));
-  else if (!strcmp(k, "--raw-min-stripe")) bad = !(o->raw_min_stripe = parse_size(v));
+  else if (!strcmp(k, "--target-bytes")) bad = !(o->target_bytes = size_arg(v));
+  else if (!strcmp(k, "--max-mem")) bad = !(o->max_mem = size_arg(v));
+  else if (!strcmp(k, "--raw-min-stripe")) bad = !(o->raw_min_stripe = size_arg(v));
   else if (!strcmp(k, "--max-msgs")) bad = !(o->max_msgs = strtoull(v, NULL, 10));
   else if (!strcmp(k, "--lat-iters")) bad = !(o->lat_iters = strtoull(v, NULL, 10));
   else if (!strcmp(k, "--svg")) o->svg = v;

@@ -23,9 +23,6 @@ int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((forma
 /* An integer in [lo, hi] written in full ("12", not "12x"): 0, or EINVAL. */
 int tool_parse_int(const char *s, long lo, long hi, long *out);
 
-/* "64M", "1G", "4096" -> bytes; 0 on error. */
-size_t tool_parse_size(const char *s);
-
 int cmd_selftest(int argc, char **argv);
 int cmd_params(int argc, char **argv);
 int cmd_doctor(int argc, char **argv);

@@ -26,8 +26,14 @@ def check(ok, what):
 
 
 def run(*args, env=None):
-    return subprocess.run(list(args), capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=60, env=env)
+    for _ in range(3):
+        if env and "MASTER_PORT" in env:
+            env = dict(env, MASTER_PORT=str(free_port()))
+        r = subprocess.run(list(args), capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                           timeout=60, env=env)
+        if "Address already in use" not in r.stderr:  # a probe's port taken meanwhile
+            break
+    return r
 
 
 commands = [([diag, c], f"nccl-net-diag {c}") for c in
@@ -56,7 +62,10 @@ check(version["nccl-net-diag"] == version["nccl-net-bench"] != "", "one version 
 for argv, what in (([diag, "probe", "--timeout", "abc"], "an integer from 5"),
                    ([diag, "selftest", "--iters", "x"], "an integer from 1"),
                    ([diag, "selftest", "--abi", "v12"], "5 to 12"),
-                   ([bench, "--reps", "abc"], "bad value 'abc' for --reps")):
+                   ([bench, "--reps", "abc"], "bad value 'abc' for --reps"),
+                   ([diag, "probe", "--bytes", "64Q"], "K = 1024"),
+                   ([diag, "selftest", "--size", "1e3"], "K = 1024"),
+                   ([bench, "--target-bytes", "-1M"], "bad value '-1M' for --target-bytes")):
     r = run(*argv)
     first = r.stderr.splitlines()[0] if r.stderr else ""
     check(r.returncode == 2 and "bad value" in first and what in first,
@@ -87,7 +96,7 @@ def json_rule(tmp):
                 "node-a:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 1 - Init COMPLETE\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith('NCCL_')}
     probe_env = dict(env, RANK='0', WORLD_SIZE='1', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1',
-                     TMPDIR=tmp)
+                     MASTER_PORT='0', TMPDIR=tmp)  # run() gives each start a free port
     # (name, argv before --json, argv after, env, schema); bench only for the usage errors
     tools = [("doctor", [diag, "doctor"], ["--pid1-environ", "/dev/null"], env,
               "nccl-net-diag.doctor/1"),
@@ -98,8 +107,6 @@ def json_rule(tmp):
              ("nccl-net-bench", [bench, "--sizes", "64K", "--modes", "uni", "--reps", "1",
                                  "--no-baseline"], [], env, None)]
     for name, pre, post, e, schema in tools:
-        if name == "probe":
-            e = dict(e, MASTER_PORT=str(free_port()))
         bad = os.path.join(tmp, "no-such-dir", "out.json")
         r = run(*pre, f"--json={bad}", *post, env=e)
         first = r.stderr.splitlines()[0] if r.stderr else ""
@@ -119,16 +126,12 @@ def json_rule(tmp):
         if not schema:
             continue
         for flag in ("--json", "--json=-"):
-            if name == "probe":
-                e = dict(e, MASTER_PORT=str(free_port()))
             r = run(*pre, flag, *post, env=e)
             doc = json_of(r.stdout)
             check(r.returncode in (0, 1) and isinstance(doc, dict) and doc.get("schema") == schema,
                   f"{name} {flag}: {schema} on stdout (exit {r.returncode}, "
                   f"{r.stdout[:60]!r}, {r.stderr[:200]!r})")
         out = os.path.join(tmp, f"{name}.json")
-        if name == "probe":
-            e = dict(e, MASTER_PORT=str(free_port()))
         r = run(*pre, f"--json={out}", *post, env=e)
         try:
             with open(out) as f:

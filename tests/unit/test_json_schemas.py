@@ -153,10 +153,13 @@ def free_port():
 
 def probe_doc(tmp):
     path = os.path.join(tmp, 'probe.json')
-    env = clean_env(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1',
-                    MASTER_PORT=str(free_port()), TMPDIR=tmp)
-    r = subprocess.run([DIAG, 'probe', '--timeout', '10', '--bytes', '1M', f'--json={path}'],
-                       env=env, capture_output=True, text=True, timeout=60)
+    for _ in range(3):  # again on a port taken between free_port() and the probe's bind
+        env = clean_env(RANK='0', WORLD_SIZE='1', LOCAL_RANK='0', MASTER_ADDR='127.0.0.1',
+                        MASTER_PORT=str(free_port()), TMPDIR=tmp)
+        r = subprocess.run([DIAG, 'probe', '--timeout', '10', '--bytes', '1M', f'--json={path}'],
+                           env=env, capture_output=True, text=True, timeout=60)
+        if 'Address already in use' not in r.stderr:
+            break
     try:
         with open(path) as f:
             doc = load(f.read(), 'probe --json')

@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/size.h"
 #include "tools/probe/capture.h"
 #include "tools/probe/coord.h"
 #include "tools/probe/facts.h"
@@ -36,7 +38,8 @@ static void usage(FILE *f) {
           "  --json[=FILE]        rank 0 writes the report as JSON on stdout (the text goes to\n"
           "                       stderr), or in FILE ('-' is stdout)\n"
           "  --timeout SEC        the whole probe ends within this (default 300)\n"
-          "  --bytes SIZE         moved each way per pair and device (default 64M)\n"
+          "  --bytes SIZE         moved each way per pair and device (default 64M; K, M, G, T\n"
+          "                       are powers of 1024: 1.5G, 64KiB)\n"
           "  --pings N            round trips timed per pair (default 20)\n"
           "  --pairs MODE         all, ring, or sample:N (the ring plus N random pairs);\n"
           "                       default all up to --all-pairs-max hosts, else sample:HOSTS\n"
@@ -85,7 +88,10 @@ static int option(struct probe_opts *o, const char *name, const char *v, const c
   *why = "";
   if (!strcmp(name, "--timeout")) return int_option(v, 5, 86400, &o->timeout_s, why);
   else if (!strcmp(name, "--bytes")) {
-    if (!(o->bytes = tool_parse_size(v))) return *why = "a size such as 64M", -2;
+    uint64_t bytes;
+    if (size_parse(v, &bytes) || !bytes || bytes > SIZE_MAX)
+      return *why = "a size such as 64M or 1.5G (K = 1024)", -2;
+    o->bytes = (size_t)bytes;
   } else if (!strcmp(name, "--pings")) return int_option(v, 0, 100000, &o->pings, why);
   else if (!strcmp(name, "--pairs")) {
     if (parse_pairs(o, v)) return *why = "all, ring or sample:HOSTS", -2;
@@ -179,7 +185,7 @@ static int finish(struct probe_run *r) {
 static int run_ranks(const struct probe_opts *o, const struct probe_launch *l,
                      struct probe_run *run) {
   struct coord *c = l->rank == 0 ? calloc(1, sizeof(*c)) : NULL;
-  int64_t t0 = xfer_now_ns();
+  int64_t t0 = clock_mono_ns();
   if (l->rank == 0) {
     if (!c || coord_listen(c, o, l, run) || coord_start(c)) {
       fprintf(stderr, "nccl-net-diag probe: %s\n", c ? c->listen_why : "out of memory");
