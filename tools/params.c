@@ -8,7 +8,7 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/version.h"
-#include "tools/probe/json_out.h"
+#include "tools/json_out.h"
 #include "tools/tool.h"
 
 static const char *type_name(enum knob_type t) {

@@ -7,7 +7,7 @@
 
 #include "common/ncclver.h"
 #include "common/version.h"
-#include "tools/probe/json_out.h"
+#include "tools/json_out.h"
 #include "tools/probe/report.h"
 
 static void env_json(struct json *j, const char *key, const struct probe_env *e) {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A small JSON writer: keys and values with the commas between them, and
- * strings escaped. */
-#ifndef DIAG_TOOLS_PROBE_JSON_OUT_H
-#define DIAG_TOOLS_PROBE_JSON_OUT_H
+/* The tools' one JSON writer (doctor, explain, params, probe, the bench):
+ * keys and values with the commas between them, two spaces of indent per
+ * level, strings escaped. */
+#ifndef DIAG_TOOLS_JSON_OUT_H
+#define DIAG_TOOLS_JSON_OUT_H
 
 #include <stdio.h>
 

@@ -1,16 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "tools/probe/json_out.h"
+#include "tools/json_out.h"
 
 #include <string.h>
 
+#include "common/strutil.h"
+
+/* Strings come from logs, sysfs and peers: the document stays valid UTF-8
+ * (a broken sequence becomes U+FFFD) and free of raw control bytes. */
 static void escaped(FILE *f, const char *s) {
   fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n = utf8_len(p);
     if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
     else if (*p == '\n') fputs("\\n", f);
     else if (*p == '\t') fputs("\\t", f);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
+    else if (n) fwrite(p, 1, (size_t)n, f);
+    else fputs("\\ufffd", f);
+    p += n ? n : 1;
   }
   fputc('"', f);
 }
