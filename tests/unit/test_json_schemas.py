@@ -95,6 +95,15 @@ def load(text, what):
         return f'{what} is not JSON: {e}: {text[:300]!r}'
 
 
+def load_file(path, what, r):
+    """The document a run r wrote to path, or why there is none."""
+    try:
+        with open(path) as f:
+            return load(f.read(), f'{what} --json')
+    except OSError as e:
+        return f'{what} wrote no JSON ({e}); exit {r.returncode}: {r.stderr[-500:]}'
+
+
 def clean_env(**extra):
     e = {k: v for k, v in os.environ.items() if not k.startswith(('NCCL_', 'HWLOC_'))}
     e['HWLOC_COMPONENTS'] = '-pci'
@@ -160,12 +169,7 @@ def probe_doc(tmp):
                            env=env, capture_output=True, text=True, timeout=60)
         if 'Address already in use' not in r.stderr:
             break
-    try:
-        with open(path) as f:
-            doc = load(f.read(), 'probe --json')
-    except OSError as e:
-        doc = f'probe wrote no JSON ({e}); exit {r.returncode}: {r.stderr[-500:]}'
-    conforms(doc, 'nccl-net-diag.probe/1', 'probe --json, one rank')
+    conforms(load_file(path, 'probe', r), 'nccl-net-diag.probe/1', 'probe --json, one rank')
 
 
 def bench_and_events(tmp):
@@ -175,12 +179,8 @@ def bench_and_events(tmp):
                         '--target-bytes', '1M', '--max-msgs', '50', '--no-baseline',
                         '--select-reps', '0', f'--json={path}'],
                        env=env, capture_output=True, text=True, timeout=120)
-    try:
-        with open(path) as f:
-            doc = load(f.read(), 'bench --json')
-    except OSError as e:
-        doc = f'bench wrote no JSON ({e}); exit {r.returncode}: {r.stderr[-500:]}'
-    conforms(doc, 'nccl-net-bench.run/1', 'nccl-net-bench --json, loopback')
+    conforms(load_file(path, 'bench', r), 'nccl-net-bench.run/1',
+             'nccl-net-bench --json, loopback')
     try:
         with open(events) as f:
             lines = [load(line, 'an event line') for line in f if line.strip()]
