@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/clock.h"
 #include "tools/proc_usage.h"
 
 #define BENCH_MAX_WINDOW 8      /* NCCL_STEPS: requests in flight per connection */
@@ -156,7 +157,6 @@ void stream_check(struct stream *s, const struct bench_cmd *cmd, uint64_t m, boo
 /* --- stats.c ------------------------------------------------------------ */
 /* This process's threads, open descriptors and resident memory now (after
  * returning freed heap pages: what is held, not the peak). */
-int64_t mono_ns(void);
 int64_t proc_cpu_ns(void);
 int64_t thread_cpu_ns(void);
 int64_t host_busy_ns(bool has_irq_time);
@@ -169,8 +169,7 @@ size_t stream_lat(const struct stream *s, uint64_t warm, uint64_t total, int win
 /* Fills t0/t_end/timed_msgs from the receive streams. */
 void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
                    struct bench_res *res);
-/* "4K" "1M" "256M" "8" -> bytes (binary suffixes); 0 on error. */
-uint64_t parse_size(const char *s);
+/* 65536 -> "64 KiB". */
 void fmt_size(char *out, size_t cap, uint64_t size);
 
 /* --- io helpers (worker.c) ---------------------------------------------- */

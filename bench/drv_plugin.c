@@ -126,11 +126,11 @@ static int connect_all(struct plugin_driver *p, const uint8_t *peer, char *err, 
     return -1;
   }
   memcpy(handles, peer, len);
-  int64_t deadline = mono_ns() + (60LL + p->ncomms / 50) * 1000000000LL;
+  int64_t deadline = clock_mono_ns() + (60LL + p->ncomms / 50) * 1000000000LL;
   int rc = 0, left = 0;
   for (;;) {
     if ((rc = connect_pass(p, handles, &left, err, cap)) || !left) break;
-    if (mono_ns() > deadline) {
+    if (clock_mono_ns() > deadline) {
       snprintf(err, cap, "connect/accept of %d comms did not complete in %lld s (%d left)",
                p->ncomms, (long long)(60 + p->ncomms / 50), left);
       rc = -1;
@@ -202,7 +202,7 @@ static int test_oldest(struct plugin_driver *p, struct plugin_queue *q, const st
     return -1;
   }
   if (!done) return 0;
-  q->s->done_ns[m] = mono_ns();
+  q->s->done_ns[m] = clock_mono_ns();
   if (!q->s->is_send) {
     if ((uint64_t)sizes[0] != c->size && !q->s->has_failed) {
       q->s->has_failed = true;
@@ -266,7 +266,7 @@ static int run_bw(struct plugin_driver *p, struct run_ctx *r) {
     return -1;
   }
   plugin_queue_init(p, r, qs);
-  int64_t deadline = mono_ns() + RUN_TIMEOUT_NS;
+  int64_t deadline = clock_mono_ns() + RUN_TIMEOUT_NS;
   unsigned idle = 0;
   int rc = 0;
   for (;;) {
@@ -280,7 +280,7 @@ static int run_bw(struct plugin_driver *p, struct run_ctx *r) {
     if (!left) break;
     if (moved) continue;
     no_progress(c);
-    if (++idle % 4096 == 0 && mono_ns() > deadline) {
+    if (++idle % 4096 == 0 && clock_mono_ns() > deadline) {
       snprintf(r->err, sizeof(r->err), "no completion within %lld s",
                RUN_TIMEOUT_NS / 1000000000LL);
       rc = -1;
@@ -294,12 +294,12 @@ static int run_bw(struct plugin_driver *p, struct run_ctx *r) {
 /* Polls one request of a connection until it is done. */
 static int wait_one(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
                     char *err, size_t cap) {
-  int64_t deadline = mono_ns() + RUN_TIMEOUT_NS;
+  int64_t deadline = clock_mono_ns() + RUN_TIMEOUT_NS;
   for (unsigned n = 1;; n++) {
     int r = test_oldest(p, q, c, err, cap);
     if (r) return r < 0 ? -1 : 0;
     sched_yield();
-    if (n % 4096 == 0 && mono_ns() > deadline) {
+    if (n % 4096 == 0 && clock_mono_ns() > deadline) {
       snprintf(err, cap, "ping-pong message %llu never completed", (unsigned long long)q->done);
       return -1;
     }
@@ -329,7 +329,7 @@ static int run_lat(struct plugin_driver *p, struct run_ctx *r) {
   for (uint64_t i = 0; i < total; i++) {
     if (p->rank == 0) {
       if (post_retry(p, rx, c, err, cap)) return -1;
-      int64_t t = mono_ns();
+      int64_t t = clock_mono_ns();
       if (post_retry(p, tx, c, err, cap) || wait_one(p, tx, c, err, cap) ||
           wait_one(p, rx, c, err, cap))
         return -1;

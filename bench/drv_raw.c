@@ -199,7 +199,7 @@ static int wait_slot(struct raw_queue *q, int slot, uint64_t m) {
 
 /* The last stripe of message m is in: record, check, free the slot. */
 static void complete(struct raw_queue *q, int slot, uint64_t m) {
-  q->s->done_ns[m] = mono_ns();
+  q->s->done_ns[m] = clock_mono_ns();
   if (!q->s->is_send) {
     pthread_mutex_lock(&q->check_lock);
     stream_check(q->s, q->c, m, false);
@@ -304,10 +304,10 @@ static int run_lat(struct raw_driver *w, struct run_ctx *r) {
   int64_t t0 = thread_cpu_ns();
   for (uint64_t i = 0; i < total; i++) {
     int e = 0;
-    int64_t t = mono_ns();
+    int64_t t = clock_mono_ns();
     if (w->rank == 1) e = read_all(rfd, rx->pool, c->size, c->shape.is_spinning);
     if (!e) {
-      if (w->rank == 1) rx->done_ns[i] = mono_ns(), stream_check(rx, c, i, false);
+      if (w->rank == 1) rx->done_ns[i] = clock_mono_ns(), stream_check(rx, c, i, false);
       pattern_stamp(tx->pool, c->size, c->run_id, i, 0, c->size);
       e = write_all(sfd, tx->pool, c->size, c->shape.is_spinning);
     }
@@ -318,7 +318,7 @@ static int run_lat(struct raw_driver *w, struct run_ctx *r) {
       return -1;
     }
     if (w->rank == 0) {
-      rx->done_ns[i] = mono_ns();
+      rx->done_ns[i] = clock_mono_ns();
       stream_check(rx, c, i, false);
       if (i >= c->warm) r->lats[r->nlat++] = rx->done_ns[i] - t;
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "bench/report.h"
+#include "common/size.h"
 #include "common/version.h"
 #include "tools/netload.h" /* the ABI versions --abi takes */
 
@@ -47,7 +48,8 @@ static const char usage_text[] =
   "  --rank-env R:NAME=VALUE     set NAME in rank R (0 or 1) only, before it loads a plugin\n"
   "                              (e.g. 0:NCCL_IB_HCA==rxe0 1:NCCL_IB_HCA==rxe1); repeatable\n"
   "  --wait-quiet                before each measurement, wait until the host is >= 90 % idle\n"
-  "  --json FILE                 the whole record as JSON ('-' = stdout, the table to stderr)\n"
+  "  --json[=FILE]               the whole record as JSON on stdout (the table goes to stderr),\n"
+  "                              or in FILE ('-' is stdout)\n"
   "  --svg FILE                  GB/s against size, plugin and baseline\n"
   "  --select-reps N             pilot repetitions that choose each size's baseline shape, which\n"
   "                              is then measured against the plugin on fresh repetitions\n"
@@ -55,7 +57,14 @@ static const char usage_text[] =
   "  --driver-idle-us N          experiment, not NCCL: the plugin's driving thread sleeps N us\n"
   "                              instead of sched_yield() when a pass made no progress\n"
   "  --plugin PATH  --abi 5..12  --dev N  -v  --version\n"
+  "A SIZE is bytes, or a number with K, M, G or T, each 1024 times the one before (1.5G, 64KiB).\n"
   "Exit status: 0 measured and verified, 1 failed (bad data, errors), 77 skipped (said why).\n";
+
+/* A size (common/size.h); 0 for a bad one, which no option takes. */
+static uint64_t size_arg(const char *s) {
+  uint64_t v;
+  return size_parse(s, &v) ? 0 : v;
+}
 
 static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
   char buf[1024];
@@ -63,7 +72,7 @@ static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
   int n = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     if (n == max) return -1;
-    uint64_t v = are_sizes ? parse_size(t) : strtoull(t, NULL, 10);
+    uint64_t v = are_sizes ? size_arg(t) : strtoull(t, NULL, 10);
     if (!v) return -1;
     out[n++] = v;
   }
@@ -160,12 +169,11 @@ static int option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--window"))
     o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
   else if (!strcmp(k, "--reps")) o->reps = atoi(v), bad = o->reps < 1 || o->reps > BENCH_MAX_REPS;
-  else if (!strcmp(k, "--target-bytes")) bad = !(o->target_bytes = parse_size(v));
-  else if (!strcmp(k, "--max-mem")) bad = !(o->max_mem = parse_size(v));
-  else if (!strcmp(k, "--raw-min-stripe")) bad = !(o->raw_min_stripe = parse_size(v));
+  else if (!strcmp(k, "--target-bytes")) bad = !(o->target_bytes = size_arg(v));
+  else if (!strcmp(k, "--max-mem")) bad = !(o->max_mem = size_arg(v));
+  else if (!strcmp(k, "--raw-min-stripe")) bad = !(o->raw_min_stripe = size_arg(v));
   else if (!strcmp(k, "--max-msgs")) bad = !(o->max_msgs = strtoull(v, NULL, 10));
   else if (!strcmp(k, "--lat-iters")) bad = !(o->lat_iters = strtoull(v, NULL, 10));
-  else if (!strcmp(k, "--json")) o->json = v;
   else if (!strcmp(k, "--svg")) o->svg = v;
   else if (!strcmp(k, "--plugin")) o->plugin = v;
   else if (!strcmp(k, "--compare")) o->compare = v;
@@ -190,7 +198,8 @@ static int check_sizes(const struct opts *o) {
 
 static int parse_args(struct opts *o, int argc, char **argv) {
   defaults(o);
-  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), bad = 0;
+  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), bad = 0, is_json;
+  char why[512];
   for (int i = 1; i < argc; i++) {
     n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
                   " %s", argv[i]);
@@ -203,7 +212,12 @@ static int parse_args(struct opts *o, int argc, char **argv) {
       o->is_corrupting = true; /* test hook: proves checks bite */
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
     else if (!strcmp(argv[i], "--version")) return 2;
-    else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1]))) {
+    else if ((is_json = json_dest_arg(&o->json, argv[i], why, sizeof(why))) != 0 ||
+             json_dest_stray(argv[i - 1], argv[i], why, sizeof(why))) {
+      if (is_json > 0) continue;
+      fprintf(stderr, "nccl-net-bench: %s\n", why);
+      return -1;
+    } else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1]))) {
       if (bad == -2)
         fprintf(stderr, "nccl-net-bench: bad value '%s' for %s (-h gives what each option takes)\n",
                 argv[i + 1], argv[i]);
@@ -250,8 +264,13 @@ int main(int argc, char **argv) {
   }
   rep.o = &o;
   host_facts(&rep);
+  char why[512];
+  if (json_dest_open(&o.json, why, sizeof(why))) { /* now, not after the whole run */
+    fprintf(stderr, "nccl-net-bench: %s\n", why);
+    return 2;
+  }
   int saved = -1;
-  if (o.json && !strcmp(o.json, "-")) { /* stdout is the JSON: the table goes to stderr */
+  if (o.json.f == stdout) { /* stdout is the JSON: the table goes to stderr */
     fflush(stdout);
     saved = dup(1);
     dup2(2, 1);
@@ -261,8 +280,9 @@ int main(int argc, char **argv) {
   report_targets(stdout, &rep);
   fflush(stdout);
   if (saved >= 0) dup2(saved, 1);
-  if (o.json && report_json(&rep, o.json)) {
-    fprintf(stderr, "nccl-net-bench: cannot write %s\n", o.json);
+  if (o.json.f) report_json(&rep, o.json.f);
+  if (json_dest_close(&o.json, why, sizeof(why))) {
+    fprintf(stderr, "nccl-net-bench: %s\n", why);
     rc = 1;
   }
   if (o.svg && plot_svg(&rep, o.svg)) {

@@ -62,7 +62,7 @@ static int step(struct ev_run *v, struct ev_stream *e, char *err, size_t cap) {
     }
     e->off += (size_t)n;
   }
-  e->s->done_ns[e->m] = mono_ns();
+  e->s->done_ns[e->m] = clock_mono_ns();
   if (!e->s->is_send) stream_check(e->s, c, e->m, false);
   e->off = 0;
   if (++e->m == v->total) v->left--;
@@ -97,7 +97,7 @@ static int setup(struct raw_driver *w, struct run_ctx *r, struct ev_run *v, int 
 
 static int drive(struct ev_run *v, int ep, char *err, size_t cap) {
   struct epoll_event evs[256];
-  int64_t deadline = mono_ns() + EVENT_TIMEOUT_NS;
+  int64_t deadline = clock_mono_ns() + EVENT_TIMEOUT_NS;
   while (v->left) {
     while (v->n) {
       int i = v->fifo[v->head];
@@ -115,7 +115,7 @@ static int drive(struct ev_run *v, int ep, char *err, size_t cap) {
       return -1;
     }
     for (int k = 0; k < n; k++) enqueue(v, (int)evs[k].data.u32);
-    if (n <= 0 && mono_ns() > deadline) {
+    if (n <= 0 && clock_mono_ns() > deadline) {
       snprintf(err, cap, "baseline: no completion within %lld s", EVENT_TIMEOUT_NS / 1000000000LL);
       return -1;
     }

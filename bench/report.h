@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "bench/bench.h"
+#include "tools/json_dest.h"
 
 #define BENCH_MAX_REPS 15
 #define BENCH_MAX_ROWS 256
@@ -71,7 +72,8 @@ struct opts {
   int select_reps; /* pilot repetitions that choose each size's baseline shape */
   uint64_t target_bytes, max_mem, raw_min_stripe;
   uint64_t max_msgs, lat_iters;
-  const char *json, *svg;
+  struct json_dest json; /* --json[=FILE] */
+  const char *svg;
   /* --rank-env R:NAME=VALUE: set in rank R only, before it loads a plugin */
   const char *rank_envs[BENCH_MAX_RANK_ENVS];
   int rank_env_ranks[BENCH_MAX_RANK_ENVS];
@@ -123,7 +125,8 @@ void targets_judge(const struct report *rep, struct verdict v[NTARGETS]);
 void report_targets(FILE *f, const struct report *rep);
 
 /* report_json.c */
-int report_json(const struct report *rep, const char *path);
+/* The JSON record on f; the caller checks and closes f. */
+void report_json(const struct report *rep, FILE *f);
 
 /* plot.c */
 int plot_svg(const struct report *rep, const char *path);

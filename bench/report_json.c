@@ -8,50 +8,31 @@
 #include <string.h>
 
 #include "bench/report.h"
+#include "tools/json_out.h"
 
 extern char **environ;
 
-static void jstr(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    unsigned char ch = (unsigned char)*s;
-    if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-    else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-    else fputc(ch, f);
-  }
-  fputc('"', f);
+static const char *const engines[ENGINE_COUNT] = {"plugin", "raw", "compare"};
+
+static void jstat(struct json *j, const char *key, const double *reps, int n, double m) {
+  json_obj(j, key);
+  json_sig(j, "median", m);
+  json_arr_flat(j, "reps");
+  for (int i = 0; i < n; i++) json_sig(j, NULL, reps[i]);
+  json_close_arr(j);
+  json_close_obj(j);
 }
 
-static void jnum(FILE *f, double v) {
-  if (isfinite(v)) fprintf(f, "%.6g", v);
-  else fprintf(f, "null");
-}
-
-static void jstat(FILE *f, const char *key, const double *reps, int n, double m) {
-  fprintf(f, "\"%s\": {\"median\": ", key);
-  jnum(f, m);
-  fprintf(f, ", \"reps\": [");
-  for (int i = 0; i < n; i++) {
-    if (i) fprintf(f, ", ");
-    jnum(f, reps[i]);
-  }
-  fprintf(f, "]}");
-}
-
-static void jvariant(FILE *f, const struct variant *v) {
-  fprintf(f, "{\"name\": ");
-  jstr(f, v->name);
-  static const char *const engines[ENGINE_COUNT] = {"plugin", "raw", "compare"};
-  fprintf(f,
-          ", \"engine\": \"%s\", \"sockets\": %d, \"spin\": %s, \"one_connection\": %s, "
-          "\"epoll\": %s, \"threads\": %d, ",
-          engines[v->engine], v->shape.nsocks, v->shape.is_spinning ? "true" : "false",
-          v->shape.is_shared ? "true" : "false", v->shape.is_event ? "true" : "false", v->threads);
-  if (v->engine == ENGINE_RAW) {
-    fprintf(f, "\"pilot_median\": ");
-    jnum(f, v->pilot);
-    fprintf(f, ", ");
-  }
+static void jvariant(struct json *j, const char *key, const struct variant *v) {
+  json_obj(j, key);
+  json_str(j, "name", v->name);
+  json_str(j, "engine", engines[v->engine]);
+  json_int(j, "sockets", v->shape.nsocks);
+  json_bool(j, "spin", v->shape.is_spinning);
+  json_bool(j, "one_connection", v->shape.is_shared);
+  json_bool(j, "epoll", v->shape.is_event);
+  json_int(j, "threads", v->threads);
+  if (v->engine == ENGINE_RAW) json_sig(j, "pilot_median", v->pilot);
   const struct {
     const char *key;
     const double *reps;
@@ -64,28 +45,26 @@ static void jvariant(FILE *f, const struct variant *v) {
     {"driver_thread_cpu_s_per_gb", v->cpu_drv, v->m_cpu_drv},
     {"host_busy_cpu_s_per_gb", v->host_cpu, v->m_host_cpu},
   };
-  for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
-    jstat(f, st[i].key, st[i].reps, v->nrep, st[i].med);
-    fprintf(f, ", ");
-  }
-  jstat(f, "other_load", v->foreign, v->nrep, median(v->foreign, v->nrep));
-  fprintf(f, "}");
+  for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++)
+    jstat(j, st[i].key, st[i].reps, v->nrep, st[i].med);
+  jstat(j, "other_load", v->foreign, v->nrep, median(v->foreign, v->nrep));
+  json_close_obj(j);
 }
 
-static void jrow(FILE *f, const struct row *r) {
-  fprintf(f,
-          "    {\"mode\": \"%s\", \"comms\": %d, \"size\": %llu, \"window\": %d, "
-          "\"warmup\": %llu, \"iters\": %llu, \"verified\": %s,\n     \"plugin\": ",
-          mode_name[r->mode], r->ncomms, (unsigned long long)r->size, r->window,
-          (unsigned long long)r->warm, (unsigned long long)r->iters,
-          r->is_verified ? "true" : "false");
-  jvariant(f, &r->variants[0]);
-  fprintf(f, ",\n     \"compare\": ");
-  if (r->cmp > 0) jvariant(f, &r->variants[r->cmp]);
-  else fprintf(f, "null");
-  fprintf(f, ",\n     \"baseline\": ");
-  if (r->best > 0) jvariant(f, &r->variants[r->best]);
-  else fprintf(f, "null");
+static void jrow(struct json *j, const struct row *r) {
+  json_obj(j, NULL);
+  json_str(j, "mode", mode_name[r->mode]);
+  json_int(j, "comms", r->ncomms);
+  json_int(j, "size", (long long)r->size);
+  json_int(j, "window", r->window);
+  json_int(j, "warmup", (long long)r->warm);
+  json_int(j, "iters", (long long)r->iters);
+  json_bool(j, "verified", r->is_verified);
+  jvariant(j, "plugin", &r->variants[0]);
+  if (r->cmp > 0) jvariant(j, "compare", &r->variants[r->cmp]);
+  else json_null(j, "compare");
+  if (r->best > 0) jvariant(j, "baseline", &r->variants[r->best]);
+  else json_null(j, "baseline");
   const struct {
     const char *key;
     double v;
@@ -93,133 +72,128 @@ static void jrow(FILE *f, const struct row *r) {
   } ratios[] = {{"gbps", r->r_gbps, r->best > 0},      {"p50", r->r_p50, r->best > 0},
                 {"cpu", r->r_cpu, r->best > 0},        {"compare_gbps", r->c_gbps, r->cmp > 0},
                 {"compare_p50", r->c_p50, r->cmp > 0}, {"compare_cpu", r->c_cpu, r->cmp > 0}};
-  fprintf(f, ",\n     \"ratio\": {");
-  for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++) {
-    fprintf(f, "%s\"%s\": ", i ? ", " : "", ratios[i].key);
-    jnum(f, ratios[i].has_value ? ratios[i].v : NAN);
-  }
-  fprintf(f, "},\n     \"baseline_shapes\": [");
-  for (int i = r->first_raw; i < r->nvariant; i++) {
-    if (i > r->first_raw) fprintf(f, ",\n       ");
-    jvariant(f, &r->variants[i]);
-  }
-  fprintf(f, "]}");
+  json_obj(j, "ratio");
+  for (size_t i = 0; i < sizeof(ratios) / sizeof(ratios[0]); i++)
+    json_sig(j, ratios[i].key, ratios[i].has_value ? ratios[i].v : NAN);
+  json_close_obj(j);
+  json_arr(j, "baseline_shapes");
+  for (int i = r->first_raw; i < r->nvariant; i++) jvariant(j, NULL, &r->variants[i]);
+  json_close_arr(j);
+  json_close_obj(j);
 }
 
-static void jparams(FILE *f, const struct opts *o) {
-  fprintf(f,
-          "  \"params\": {\"reps\": %d, \"window\": %d, \"driver_idle_us\": %d, "
-          "\"target_bytes\": %llu, "
-          "\"max_msgs\": %llu, \"lat_iters\": %llu, \"max_mem\": %llu, "
-          "\"raw_min_stripe\": %llu, \"sizes\": [",
-          o->reps, o->window, o->idle_us, (unsigned long long)o->target_bytes,
-          (unsigned long long)o->max_msgs, (unsigned long long)o->lat_iters,
-          (unsigned long long)o->max_mem, (unsigned long long)o->raw_min_stripe);
-  for (int i = 0; i < o->nsizes; i++)
-    fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)o->sizes[i]);
-  fprintf(f, "], \"lat_sizes\": [");
-  for (int i = 0; i < o->nlat_sizes; i++)
-    fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)o->lat_sizes[i]);
-  fprintf(f, "], \"comms\": [");
-  for (int i = 0; i < o->ncomms_list; i++) fprintf(f, "%s%d", i ? ", " : "", o->comms[i]);
-  fprintf(f, "], \"raw_shapes\": [");
-  for (int i = 0; i < o->nraw_shapes; i++)
-    fprintf(f, "%s\"%d%s\"", i ? ", " : "", o->raw_shapes[i].nsocks,
-            o->raw_shapes[i].is_spinning ? "s"
-            : o->raw_shapes[i].is_event  ? "e"
-                                         : "");
-  fprintf(f, "]},\n  \"environment\": {");
-  int n = 0;
+static void jparams(struct json *j, const struct opts *o) {
+  json_obj(j, "params");
+  json_int(j, "reps", o->reps);
+  json_int(j, "window", o->window);
+  json_int(j, "driver_idle_us", o->idle_us);
+  json_int(j, "target_bytes", (long long)o->target_bytes);
+  json_int(j, "max_msgs", (long long)o->max_msgs);
+  json_int(j, "lat_iters", (long long)o->lat_iters);
+  json_int(j, "max_mem", (long long)o->max_mem);
+  json_int(j, "raw_min_stripe", (long long)o->raw_min_stripe);
+  json_arr_flat(j, "sizes");
+  for (int i = 0; i < o->nsizes; i++) json_int(j, NULL, (long long)o->sizes[i]);
+  json_close_arr(j);
+  json_arr_flat(j, "lat_sizes");
+  for (int i = 0; i < o->nlat_sizes; i++) json_int(j, NULL, (long long)o->lat_sizes[i]);
+  json_close_arr(j);
+  json_arr_flat(j, "comms");
+  for (int i = 0; i < o->ncomms_list; i++) json_int(j, NULL, o->comms[i]);
+  json_close_arr(j);
+  json_arr_flat(j, "raw_shapes");
+  for (int i = 0; i < o->nraw_shapes; i++) {
+    char shape[16];
+    snprintf(shape, sizeof(shape), "%d%s", o->raw_shapes[i].nsocks,
+             o->raw_shapes[i].is_spinning ? "s"
+             : o->raw_shapes[i].is_event  ? "e"
+                                          : "");
+    json_str(j, NULL, shape);
+  }
+  json_close_arr(j);
+  json_close_obj(j);
+  json_obj(j, "environment");
   for (char **e = environ; *e; e++) {
     const char *eq = strchr(*e, '=');
     if (strncmp(*e, "NCCL_", 5) || !eq) continue;
     char name[128];
     snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
-    fprintf(f, "%s", n++ ? ", " : "");
-    jstr(f, name);
-    fprintf(f, ": ");
-    jstr(f, eq + 1);
+    json_str(j, name, eq + 1);
   }
-  fprintf(f, "},\n");
+  json_close_obj(j);
 }
 
-static void jtargets(FILE *f, const struct report *rep) {
+static void jtargets(struct json *j, const struct report *rep) {
   struct verdict v[NTARGETS];
   targets_judge(rep, v);
-  fprintf(f, "  \"targets\": [");
+  json_arr(j, "targets");
   for (int i = 0; i < NTARGETS; i++) {
-    fprintf(f, "%s{\"target\": ", i ? ",\n    " : "");
-    jstr(f, v[i].name);
-    fprintf(f,
-            ", \"measured\": %s, \"met\": %s, \"worst_ratio\": ", v[i].is_seen ? "true" : "false",
-            v[i].is_seen && v[i].has_passed ? "true" : "false");
-    jnum(f, v[i].is_seen ? v[i].worst : NAN);
-    fprintf(f, ", \"worst_row\": ");
-    jstr(f, v[i].is_seen ? v[i].where : "");
-    fprintf(f, "}");
+    json_obj(j, NULL);
+    json_str(j, "target", v[i].name);
+    json_bool(j, "measured", v[i].is_seen);
+    json_bool(j, "met", v[i].is_seen && v[i].has_passed);
+    json_sig(j, "worst_ratio", v[i].is_seen ? v[i].worst : NAN);
+    json_str(j, "worst_row", v[i].is_seen ? v[i].where : "");
+    json_close_obj(j);
   }
-  fprintf(f, "],\n");
+  json_close_arr(j);
 }
 
-static void jusage(FILE *f, const struct proc_usage *u) {
-  fprintf(f, "{\"threads\": %d, \"fds\": %d, \"rss_kb\": %lld}", u->threads, u->fds,
-          (long long)u->rss_kb);
+static void jusage(struct json *j, const char *key, const struct proc_usage *u) {
+  json_obj(j, key);
+  json_int(j, "threads", u->threads);
+  json_int(j, "fds", u->fds);
+  json_int(j, "rss_kb", (long long)u->rss_kb);
+  json_close_obj(j);
 }
 
 /* Per comm count: what each engine's connections added to each rank. */
-static void jblocks(FILE *f, const struct report *rep) {
-  static const char *const engines[ENGINE_COUNT] = {"plugin", "raw", "compare"};
-  fprintf(f, "  \"connections\": [");
+static void jblocks(struct json *j, const struct report *rep) {
+  json_arr(j, "connections");
   for (int b = 0; b < rep->nblocks; b++) {
     const struct block *k = &rep->blocks[b];
-    fprintf(f, "%s{\"comms\": %d, \"one_way\": %s, \"baseline_sockets_per_comm\": %d",
-            b ? ",\n    " : "", k->ncomms, k->is_one_way ? "true" : "false", k->raw_socks);
+    json_obj(j, NULL);
+    json_int(j, "comms", k->ncomms);
+    json_bool(j, "one_way", k->is_one_way);
+    json_int(j, "baseline_sockets_per_comm", k->raw_socks);
     for (int e = 0; e < ENGINE_COUNT; e++) {
       if ((e == ENGINE_COMPARE && !rep->o->compare) || (e == ENGINE_RAW && !rep->o->has_baseline))
         continue;
-      fprintf(f, ", \"%s\": {\"rank0\": ", engines[e]);
-      jusage(f, &k->usage[0][e]);
-      fprintf(f, ", \"rank1\": ");
-      jusage(f, &k->usage[1][e]);
-      fprintf(f, "}");
+      json_obj(j, engines[e]);
+      jusage(j, "rank0", &k->usage[0][e]);
+      jusage(j, "rank1", &k->usage[1][e]);
+      json_close_obj(j);
     }
-    fprintf(f, "}");
+    json_close_obj(j);
   }
-  fprintf(f, "],\n");
+  json_close_arr(j);
 }
 
-int report_json(const struct report *rep, const char *path) {
-  FILE *f = strcmp(path, "-") ? fopen(path, "w") : stdout;
-  if (!f) return -1;
+void report_json(const struct report *rep, FILE *f) {
   const struct opts *o = rep->o;
-  fprintf(f,
-          "{\n  \"bench\": \"nccl-net-bench\", \"version\": \"%s\", \"started\": ", DIAG_VERSION);
-  jstr(f, rep->started);
-  fprintf(f, ",\n  \"command\": ");
-  jstr(f, o->command);
-  fprintf(f, ",\n  \"host\": {\"cpus\": %d, \"load1\": %.2f},\n  \"placement\": ", rep->ncpu,
-          rep->load1);
-  jstr(f, o->placement);
-  fprintf(f, ", \"where\": ");
-  jstr(f, rep->where);
-  fprintf(f, ", \"transport\": ");
-  jstr(f, o->transport);
-  fprintf(f, ",\n  \"plugin\": ");
-  jstr(f, rep->plugin_desc);
-  fprintf(f, ",\n  \"compare\": ");
-  if (o->compare) jstr(f, rep->compare_desc);
-  else fprintf(f, "null");
-  fprintf(f, ", \"rlimit_nofile\": %ld,\n", rep->nofile);
-  jparams(f, o);
-  jtargets(f, rep);
-  jblocks(f, rep);
-  fprintf(f, "  \"ok\": %s,\n  \"rows\": [\n", rep->has_failed ? "false" : "true");
-  for (int i = 0; i < rep->nrows; i++) {
-    jrow(f, &rep->rows[i]);
-    fprintf(f, "%s\n", i + 1 < rep->nrows ? "," : "");
-  }
-  fprintf(f, "  ]\n}\n");
-  int bad = ferror(f);
-  if (f != stdout) bad |= fclose(f);
-  return bad ? -1 : 0;
+  struct json j;
+  json_begin(&j, f);
+  json_str(&j, "schema", "nccl-net-bench.run/1");
+  json_str(&j, "bench", "nccl-net-bench");
+  json_str(&j, "version", DIAG_VERSION);
+  json_str(&j, "started", rep->started);
+  json_str(&j, "command", o->command);
+  json_obj(&j, "host");
+  json_int(&j, "cpus", rep->ncpu);
+  json_num(&j, "load1", rep->load1, 2);
+  json_close_obj(&j);
+  json_str(&j, "placement", o->placement);
+  json_str(&j, "where", rep->where);
+  json_str(&j, "transport", o->transport);
+  json_str(&j, "plugin", rep->plugin_desc);
+  json_str(&j, "compare", o->compare ? rep->compare_desc : NULL);
+  json_int(&j, "rlimit_nofile", rep->nofile);
+  jparams(&j, o);
+  jtargets(&j, rep);
+  jblocks(&j, rep);
+  json_bool(&j, "ok", !rep->has_failed);
+  json_arr(&j, "rows");
+  for (int i = 0; i < rep->nrows; i++) jrow(&j, &rep->rows[i]);
+  json_close_arr(&j);
+  json_end(&j);
 }

@@ -239,9 +239,9 @@ static int setup(struct ranks *k, struct report *rep, struct block *b) {
  * with builds make any single number meaningless. */
 static void wait_quiet(const struct report *rep) {
   for (int tries = 0; tries < 300; tries++) {
-    int64_t b = host_busy_ns(true), t = mono_ns();
+    int64_t b = host_busy_ns(true), t = clock_mono_ns();
     usleep(200000);
-    double busy = (double)(host_busy_ns(true) - b) / ((double)(mono_ns() - t) * rep->ncpu);
+    double busy = (double)(host_busy_ns(true) - b) / ((double)(clock_mono_ns() - t) * rep->ncpu);
     if (busy < 0.10) return;
   }
 }
@@ -269,13 +269,13 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died or hung", r);
       return -1;
     }
-  int64_t host = host_busy_ns(true), proc = host_busy_ns(false), t = mono_ns();
+  int64_t host = host_busy_ns(true), proc = host_busy_ns(false), t = clock_mono_ns();
   for (int r = 0; r < 2; r++) io_write(k->fd[r], "G", 1);
   struct bench_res res[2];
   if (replies(k, res, rep, true)) return -1;
   host = host_busy_ns(true) - host;
   proc = host_busy_ns(false) - proc;
-  t = mono_ns() - t;
+  t = clock_mono_ns() - t;
   int i = v->nrep++;
   double gb = (double)(res[0].moved + res[1].moved) / 2 / 1e9;
   v->host_cpu[i] = (double)host / 1e9 / gb;

@@ -16,7 +16,6 @@ static int64_t ts_ns(clockid_t id) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-int64_t mono_ns(void) { return ts_ns(CLOCK_MONOTONIC); }
 int64_t thread_cpu_ns(void) { return ts_ns(CLOCK_THREAD_CPUTIME_ID); }
 
 /* getrusage counts every thread of the process, live or joined, so the
@@ -100,20 +99,6 @@ void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
   res->t0_ns = t0;
   res->t_end_ns = t1;
   res->timed_msgs = c;
-}
-
-uint64_t parse_size(const char *s) {
-  char *end = NULL;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (end == s) return 0;
-  unsigned shift = 0;
-  if (*end == 'K' || *end == 'k') shift = 10;
-  else if (*end == 'M' || *end == 'm') shift = 20;
-  else if (*end == 'G' || *end == 'g') shift = 30;
-  if (shift) end++;
-  if (*end == 'B' || *end == 'b') end++;
-  if (*end) return 0;
-  return (uint64_t)v << shift;
 }
 
 void fmt_size(char *out, size_t cap, uint64_t size) {

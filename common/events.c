@@ -12,6 +12,7 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/version.h"
 
 static pthread_once_t ev_once = PTHREAD_ONCE_INIT;
 static int ev_fd = -1;
@@ -113,6 +114,8 @@ void ev_begin(struct ev *e, const char *type) {
   gethostname(host, sizeof(host) - 1);
   ev_put(e, "{\"ts\":%ld.%06ld", (long)tv.tv_sec, (long)tv.tv_usec);
   ev_str(e, "event", type);
+  ev_str(e, "schema", EV_SCHEMA);
+  ev_str(e, "version", DIAG_VERSION);
   ev_str(e, "host", host);
   ev_int(e, "pid", getpid());
 }

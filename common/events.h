@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Every event line's "schema" (docs/json.md). */
+#define EV_SCHEMA "nccl-net-diag.event/1"
+
 struct ev {
   char buf[8192];
   size_t len;

@@ -116,12 +116,13 @@ static void apply_pid1(const struct doctor_env *pid1) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: nccl-net-diag doctor [--json] [--pid1] [--pid1-environ FILE] [-v]\n"
+  fprintf(f, "usage: nccl-net-diag doctor [--json[=FILE]] [--pid1] [--pid1-environ FILE] [-v]\n"
              "  inspect this host (or another one from a copy of its sysfs: NCCL_DIAG_SYSFS_ROOT\n"
              "  and HWLOC_XMLFILE name it):\n"
              "  RDMA ports and GIDs, GPU-to-NIC distances, socket interfaces, NCCL_* settings of\n"
              "  this process and of PID 1, and the exports to use\n"
-             "  --json               the same content as one JSON document\n"
+             "  --json[=FILE]        the same content as one JSON document, on stdout instead of\n"
+             "                       the text, or in FILE ('-' is stdout)\n"
              "  --pid1               evaluate with PID 1's NCCL_* values (what a job started by\n"
              "                       PID 1 sees) instead of this shell's\n"
              "  --pid1-environ FILE  read PID 1's environment from FILE (default /proc/1/environ)\n"
@@ -132,7 +133,7 @@ static void usage(FILE *f) {
              "cannot be opened here included), 2 usage\n");
 }
 
-static int run(struct doctor *d, bool is_json) {
+static int run(struct doctor *d, struct json_dest *json) {
   struct topo_host h;
   struct topo_choice c;
   int r = topo_discover(&h, TOPO_WANT_GPUS);
@@ -153,8 +154,8 @@ static int run(struct doctor *d, bool is_json) {
   doctor_probe(d);
   doctor_check_knobs(d);
   d->exit_status = doctor_count(d, TOPO_ERROR) ? 1 : 0;
-  if (is_json) doctor_print_json(stdout, d);
-  else doctor_print_text(stdout, d);
+  if (json->f) doctor_print_json(json->f, d);
+  if (!json->f || json->f != stdout) doctor_print_text(stdout, d);
   topo_choice_free(&c);
   topo_host_free(&h);
   return d->exit_status;
@@ -162,11 +163,16 @@ static int run(struct doctor *d, bool is_json) {
 
 int cmd_doctor(int argc, char **argv) {
   static struct doctor d;
-  bool is_json = false, is_pid1_used = false;
+  struct json_dest json = {0};
+  char why[512];
+  bool is_pid1_used = false;
   const char *pid1_path = "/proc/1/environ";
   for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--json")) is_json = true;
-    else if (!strcmp(argv[i], "--pid1")) is_pid1_used = true;
+    int is_json = json_dest_arg(&json, argv[i], why, sizeof(why));
+    if (is_json < 0 || json_dest_stray(argv[i - 1], argv[i], why, sizeof(why)))
+      return tool_usage_error("doctor", "%s", why);
+    if (is_json) continue;
+    if (!strcmp(argv[i], "--pid1")) is_pid1_used = true;
     else if (!strcmp(argv[i], "--pid1-environ") && i + 1 < argc) pid1_path = argv[++i];
     else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -193,5 +199,11 @@ int cmd_doctor(int argc, char **argv) {
   }
   log_set_stderr_level(tool_verbose ? LOG_LEVEL_INFO : LOG_LEVEL_WARN);
   knob_load(1);
-  return run(&d, is_json);
+  if (json_dest_open(&json, why, sizeof(why))) return tool_usage_error("doctor", "%s", why);
+  int rc = run(&d, &json);
+  if (json_dest_close(&json, why, sizeof(why))) {
+    fprintf(stderr, "nccl-net-diag doctor: %s\n", why);
+    rc = rc ? rc : 1;
+  }
+  return rc;
 }

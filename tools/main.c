@@ -43,32 +43,6 @@ int tool_parse_int(const char *s, long lo, long hi, long *out) {
   return 0;
 }
 
-size_t tool_parse_size(const char *s) {
-  char *end;
-  double v = strtod(s, &end);
-  if (end == s || v < 0) return 0;
-  switch (*end) {
-  case 'k':
-  case 'K':
-    v *= 1024;
-    end++;
-    break;
-  case 'm':
-  case 'M':
-    v *= 1024 * 1024;
-    end++;
-    break;
-  case 'g':
-  case 'G':
-    v *= 1024.0 * 1024 * 1024;
-    end++;
-    break;
-  default: break;
-  }
-  if (*end == 'B' || *end == 'b') end++;
-  return *end ? 0 : (size_t)v;
-}
-
 static void usage(FILE *f) {
   fprintf(f,
           "usage: nccl-net-diag COMMAND [options]\n"

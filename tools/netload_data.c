@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "tools/netload.h"
 #include "tools/netload_call.h"
 
@@ -158,12 +159,6 @@ ncclResult_t netload_close_listen(struct netload *nl, void *lc) {
   return NL_SAME(nl, closeListen(lc));
 }
 
-static long long ms_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void **rc,
                                   int timeout_ms) {
   char handle[NCCL_NET_HANDLE_MAXSIZE];
@@ -171,11 +166,11 @@ ncclResult_t netload_connect_pair(struct netload *nl, int dev, void **sc, void *
   ncclResult_t r = netload_listen(nl, dev, handle, &lc);
   *sc = *rc = NULL;
   if (r) return r;
-  long long end = ms_now() + timeout_ms;
+  long long end = clock_mono_ns() / 1000000 + timeout_ms;
   while (!*sc || !*rc) {
     if (!*sc && (r = netload_connect(nl, dev, handle, sc))) break;
     if (!*rc && (r = netload_accept(nl, lc, rc))) break;
-    if (ms_now() > end) {
+    if (clock_mono_ns() / 1000000 > end) {
       r = ncclSystemError;
       break;
     }

@@ -7,6 +7,8 @@
 #include "common/agree.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/version.h"
+#include "tools/json_out.h"
 #include "tools/textwrap.h"
 #include "tools/tool.h"
 
@@ -29,20 +31,42 @@ static int print_agree(void) {
   return 0;
 }
 
-int cmd_params(int argc, char **argv) {
-  bool is_set_only = argc > 1 && !strcmp(argv[1], "--set");
-  if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-    printf("usage: nccl-net-diag params [--set | --agree]\n"
-           "Every environment variable the plugin reads: its default, its value here, its\n"
-           "meaning. --set: only those set. --agree: which NCCL settings every node must share,\n"
-           "which may differ, and why.\n");
-    return 0;
+/* {schema, version, knobs: [{name, type, default, value, help}],
+ *  agree: [{name, class, why}]} */
+static void print_json(FILE *f, bool is_set_only) {
+  struct json j;
+  json_begin(&j, f);
+  json_str(&j, "schema", "nccl-net-diag.params/1");
+  json_str(&j, "version", DIAG_VERSION);
+  json_arr(&j, "knobs");
+  for (int i = 0; i < K_COUNT; i++) {
+    const struct knob_def *k = knob_def((enum knob_id)i);
+    const char *raw = knob_raw((enum knob_id)i);
+    if (is_set_only && !raw) continue;
+    json_obj(&j, NULL);
+    json_str(&j, "name", k->name);
+    json_str(&j, "type", type_name(k->type));
+    json_str(&j, "default", k->def);
+    json_str(&j, "value", raw);
+    json_str(&j, "help", k->help);
+    json_close_obj(&j);
   }
-  if (argc > 1 && !strcmp(argv[1], "--agree") && argc == 2) return print_agree();
-  if (argc > 2 || (argc > 1 && !is_set_only))
-    return tool_usage_error("params", "unknown option '%s'", argv[argc > 2 && is_set_only ? 2 : 1]);
-  log_set_stderr_level(LOG_LEVEL_WARN); /* a bad value is reported as NCCL would see it */
-  knob_load(1);
+  json_close_arr(&j);
+  size_t n;
+  const struct agree_entry *t = agree_table(&n);
+  json_arr(&j, "agree");
+  for (size_t i = 0; i < n; i++) {
+    json_obj(&j, NULL);
+    json_str(&j, "name", t[i].name);
+    json_str(&j, "class", agree_class_name(t[i].cls));
+    json_str(&j, "why", t[i].why);
+    json_close_obj(&j);
+  }
+  json_close_arr(&j);
+  json_end(&j);
+}
+
+static void print_text(bool is_set_only) {
   struct text_wrap w;
   FILE *f = text_wrap_open(&w, stdout);
   for (int i = 0; i < K_COUNT; i++) {
@@ -54,5 +78,40 @@ int cmd_params(int argc, char **argv) {
     fprintf(f, "    %s\n", k->help);
   }
   text_wrap_close(&w);
+}
+
+int cmd_params(int argc, char **argv) {
+  struct json_dest json = {0};
+  bool is_set_only = false, is_agree = false;
+  char why[512];
+  for (int i = 1; i < argc; i++) {
+    int is_json = json_dest_arg(&json, argv[i], why, sizeof(why));
+    if (is_json < 0 || json_dest_stray(argv[i - 1], argv[i], why, sizeof(why)))
+      return tool_usage_error("params", "%s", why);
+    if (is_json) continue;
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      printf("usage: nccl-net-diag params [--set | --agree] [--json[=FILE]]\n"
+             "Every environment variable the plugin reads: its default, its value here, its\n"
+             "meaning. --set: only those set. --agree: which NCCL settings every node must share,\n"
+             "which may differ, and why. --json[=FILE]: both as one JSON document on stdout, or\n"
+             "in FILE ('-' is stdout).\n");
+      return 0;
+    }
+    if (!strcmp(argv[i], "--set")) is_set_only = true;
+    else if (!strcmp(argv[i], "--agree")) is_agree = true;
+    else return tool_usage_error("params", "unknown option '%s'", argv[i]);
+  }
+  if (is_set_only && is_agree)
+    return tool_usage_error("params", "--set and --agree list different tables: give one");
+  if (json_dest_open(&json, why, sizeof(why))) return tool_usage_error("params", "%s", why);
+  if (is_agree && !json.is_set) return print_agree();
+  log_set_stderr_level(LOG_LEVEL_WARN); /* a bad value is reported as NCCL would see it */
+  knob_load(1);
+  if (json.f) print_json(json.f, is_set_only);
+  else print_text(is_set_only);
+  if (json_dest_close(&json, why, sizeof(why))) {
+    fprintf(stderr, "nccl-net-diag params: %s\n", why);
+    return 1;
+  }
   return 0;
 }

@@ -15,8 +15,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/size.h"
 #include "tools/netload.h"
 #include "tools/tool.h"
 #include "topo/topo.h"
@@ -95,12 +97,6 @@ static void *run_side(void *arg) {
   return NULL;
 }
 
-static double seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int transfer(struct netload *nl, int dev, const char *name, size_t size, int iters) {
   void *sc, *rc;
   ncclResult_t r = netload_connect_pair(nl, dev, &sc, &rc, 30000);
@@ -121,13 +117,13 @@ static int transfer(struct netload *nl, int dev, const char *name, size_t size, 
         netload_reg_mr(nl, rc, rcv.buf[i], size, NCCL_PTR_HOST, &rcv.mh[i]))
       fail = 1;
   }
-  double t0 = seconds();
+  double t0 = clock_mono_ns() * 1e-9;
   pthread_t ts, tr;
   pthread_create(&ts, NULL, run_side, &snd);
   pthread_create(&tr, NULL, run_side, &rcv);
   pthread_join(ts, NULL);
   pthread_join(tr, NULL);
-  double dt = seconds() - t0;
+  double dt = clock_mono_ns() * 1e-9 - t0;
   double bytes = (double)size * iters;
   if (snd.res || rcv.res) {
     printf("  [%d] %s: transfer failed (send error %d, receive error %d)\n", dev, name, snd.res,
@@ -190,10 +186,10 @@ static int rdma_lost(struct netload *nl, int ndev, char *why, size_t cap) {
 
 static void selftest_usage(FILE *f) {
   fprintf(f,
-          "usage: nccl-net-diag selftest [--size BYTES] [--iters N] [--abi %d..%d] "
+          "usage: nccl-net-diag selftest [--size SIZE] [--iters N] [--abi %d..%d] "
           "[--plugin PATH] [-v]\n"
           "Loads the plugin as NCCL does, lists its devices, and moves verified data through each\n"
-          "one on this host.\n"
+          "one on this host. SIZE: bytes, or with K, M, G or T (K = 1024; 64K, 1.5G, 64KiB).\n"
           "exit status: 0 PASS, 1 FAIL, 2 usage, 3 DEGRADED (the data moved over TCP although\n"
           "this host has usable RDMA ports)\n",
           NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
@@ -214,10 +210,12 @@ int cmd_selftest(int argc, char **argv) {
     else if (i + 1 >= argc) return tool_usage_error("selftest", "option %s needs a value", o);
     else if (!strcmp(o, "--plugin")) plugin = argv[++i];
     else if (!strcmp(o, "--size")) {
-      size = tool_parse_size(argv[++i]);
-      if (!size)
-        return tool_usage_error("selftest",
-                                "bad value '%s' for --size: a size such as 4096, 64K, 1M", argv[i]);
+      uint64_t bytes;
+      if (size_parse(argv[++i], &bytes) || !bytes || bytes > SIZE_MAX)
+        return tool_usage_error(
+          "selftest", "bad value '%s' for --size: a size such as 4096, 64K, 1M (K = 1024)",
+          argv[i]);
+      size = (size_t)bytes;
     } else if (!strcmp(o, "--iters")) {
       if (tool_parse_int(argv[++i], 1, 1000000, &v))
         return tool_usage_error(

@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "plugin/abi/nccl_common.h"
+#include "tools/json_dest.h"
 
 extern int tool_verbose;
 
@@ -21,9 +22,6 @@ void tool_logger(ncclDebugLogLevel level, unsigned long flags, const char *file,
 int tool_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* An integer in [lo, hi] written in full ("12", not "12x"): 0, or EINVAL. */
 int tool_parse_int(const char *s, long lo, long hi, long *out);
-
-/* "64M", "1G", "4096" -> bytes; 0 on error. */
-size_t tool_parse_size(const char *s);
 
 int cmd_selftest(int argc, char **argv);
 int cmd_params(int argc, char **argv);

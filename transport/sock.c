@@ -17,13 +17,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "topo/addr.h"
 
-int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+int64_t now_ns(void) { return clock_mono_ns(); }
 
 void sock_tune(int fd) {
   int one = 1;

@@ -26,7 +26,7 @@ run() { # label, bench args...
     exec "$@"' _ "$host" valgrind -q --tool=callgrind --trace-children=yes \
     --callgrind-out-file="$out/$label/cg.%p" --toggle-collect='netload_isend' \
     --toggle-collect='netload_irecv' --toggle-collect='netload_test' "$build/bench/nccl-net-bench" --transport ib --modes lat \
-    --lat-sizes 8 --lat-iters "$iters" --reps 1 --no-baseline --json "$out/$label.json" "$@" 2>&1 | grep -E '^ +8 B|FAILED' || true
+    --lat-sizes 8 --lat-iters "$iters" --reps 1 --no-baseline --json="$out/$label.json" "$@" 2>&1 | grep -E '^ +8 B|FAILED' || true
 }
 run plugin
 run nccl-ib --plugin "$peers/libnccl-net-ncclib.so"

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cases.h"
+#include "common/clock.h"
 #include "harness.h"
 
 #define IDLE_MS 400
@@ -101,11 +102,7 @@ void case_idle_wait(struct side *s) {
  * deliver most messages milliseconds late. */
 #define TWO_MSGS 40
 
-static long long us_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000LL + ts.tv_nsec / 1000;
-}
+static long long us_now(void) { return clock_mono_ns() / 1000; }
 
 static int cmp_ll(const void *a, const void *b) {
   long long x = *(const long long *)a, y = *(const long long *)b;

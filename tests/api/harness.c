@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+
 const char *netns_recv, *netns_send;
 int abi_version = 11;
 int transport_ib;
@@ -259,11 +261,7 @@ long long ctl_recv_int(struct side *s) {
   return v;
 }
 
-long long ms_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
+long long ms_now(void) { return clock_mono_ns() / 1000000; }
 
 int pair_recv(struct side *s, void **rc) {
   char handle[NCCL_NET_HANDLE_MAXSIZE];

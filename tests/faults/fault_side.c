@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "tools/netload.h"
 
 #define MAX_WINDOW 8
@@ -60,11 +61,7 @@ static struct netload nl;
 static char first_warn[1024], last_warn[1024];
 static bool is_capturing; /* keep WARNs from now on */
 
-static long long ms_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
+static long long ms_now(void) { return clock_mono_ns() / 1000000; }
 
 static void logger(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,
                    const char *fmt, ...) {

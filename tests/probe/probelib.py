@@ -123,7 +123,7 @@ class Run:
         e.update(self.env.get(r, {}))
         cmd = ['ip', 'netns', 'exec', self.namespaces[r], 'unshare', '--uts', '--', 'sh', '-c',
                'hostname "$0" && exec "$@"', self.names[r], self.binary, 'probe',
-               '--json', self.json_path(r)] + self.args + list(self.args_of.get(r, []))
+               f'--json={self.json_path(r)}'] + self.args + list(self.args_of.get(r, []))
         self.procs[r] = subprocess.Popen(cmd, env=e, stdout=open(self.log(r, 'out'), 'w'),
                                          stderr=open(self.log(r, 'err'), 'w'))
 

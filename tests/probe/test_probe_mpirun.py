@@ -34,7 +34,7 @@ def main():
             'hostname "mpi$OMPI_COMM_WORLD_RANK" && exec "$@"', 'sh'] if os.geteuid() == 0 else []
     cmd = [mpirun, '--allow-run-as-root', '--oversubscribe', '-np', '2',
            '--mca', 'btl', 'self,tcp', '-x', f'MASTER_PORT={port}', '-x', 'NCCL_DIAG_PLUGIN_PATH'] \
-        + wrap + [BIN, 'probe', '--bytes', '4M', '--timeout', '60', '--json', out]
+        + wrap + [BIN, 'probe', '--bytes', '4M', '--timeout', '60', f'--json={out}']
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
         try:

@@ -215,10 +215,11 @@ def usage_errors():
     r = subprocess.run([BIN, 'probe', '--pairs', 'some'], capture_output=True, text=True,
                        env=dict(env, RANK='0', WORLD_SIZE='1'))
     pl.case(r.returncode == 2 and '--pairs' in r.stderr, 'a bad option: exit 2', r.stderr)
-    r = subprocess.run([BIN, 'probe', '--json', '/nonexistent/dir/p.json'], capture_output=True,
+    r = subprocess.run([BIN, 'probe', '--json=/nonexistent/dir/p.json'], capture_output=True,
                        text=True, env=dict(env, RANK='0', WORLD_SIZE='1'))
-    pl.case(r.returncode == 2 and '/nonexistent/dir/p.json' in r.stderr,
-            'an unwritable --json: exit 2 at once', r.stderr)
+    pl.case(r.returncode == 2 and '/nonexistent/dir/p.json' in r.stderr and
+            'No such file or directory' in r.stderr,
+            'an unwritable --json=FILE: exit 2 at once, the file and the cause named', r.stderr)
 
 
 def main():

@@ -101,26 +101,33 @@ static void t_facts(void) {
 }
 
 static void t_malformed(void) {
-  uint8_t hdr[WIRE_HDR_LEN] = {'N', 'D', 'P', 'R', 0, 1, 0, W_HELLO, 0, 0, 0, 4};
+  /* little-endian, as transport/wire.h: magic "NDPR" as a u32, version 2 */
+  uint8_t hdr[WIRE_HDR_LEN] = {'R', 'P', 'D', 'N', 2, 0, W_HELLO, 0, 4, 0, 0, 0};
   int type;
   uint32_t len;
   char why[256];
-  CHECK(wire_decode_header(hdr, &type, &len, why, sizeof(why)) == 0, "%s", why);
+  CHECK(wire_decode_header(hdr, &type, &len, why, sizeof(why)) == 0 && type == W_HELLO && len == 4,
+        "%s", why);
   hdr[0] = 'G';
   CHECK(wire_decode_header(hdr, &type, &len, why, sizeof(why)) == EPROTO &&
           strstr(why, "not this probe's"),
         "a stranger's bytes: %s", why);
-  hdr[0] = 'N', hdr[5] = 2;
+  hdr[0] = 'R', hdr[4] = 3;
   CHECK(wire_decode_header(hdr, &type, &len, why, sizeof(why)) == EPROTONOSUPPORT &&
           strstr(why, "same nccl-net-diag release"),
         "another version: %s", why);
-  hdr[5] = 1, hdr[8] = 0x7f;
+  hdr[4] = 2, hdr[11] = 0x7f;
   CHECK(wire_decode_header(hdr, &type, &len, why, sizeof(why)) == EMSGSIZE, "too long: %s", why);
-  hdr[8] = 0, hdr[7] = 99;
+  hdr[11] = 0, hdr[6] = 99;
   CHECK(wire_decode_header(hdr, &type, &len, why, sizeof(why)) == EBADMSG, "type: %s", why);
+  /* An earlier release's header, big-endian: named as another release. */
+  uint8_t old[WIRE_HDR_LEN] = {'N', 'D', 'P', 'R', 0, 1, 0, W_HELLO, 0, 0, 0, 4};
+  CHECK(wire_decode_header(old, &type, &len, why, sizeof(why)) == EPROTONOSUPPORT &&
+          strstr(why, "same nccl-net-diag release"),
+        "an earlier release's big-endian header: %s", why);
   /* A field whose length runs past the body, a string too long for its
    * destination, an integer of the wrong width. */
-  uint8_t over[] = {0, 5, 0, 0, 0, 200, 'x'};
+  uint8_t over[] = {5, 0, 200, 0, 0, 0, 'x'};
   struct wire_hello h;
   CHECK(wire_dec_hello(over, sizeof(over), &h, why, sizeof(why)) == EBADMSG, "overrun");
   struct wire_buf b = {0};

@@ -6,16 +6,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "proxy.h"
 
 #define POISON 0xa5
 #define GUARD 64 /* bytes past a message that must stay untouched */
 
-long long proxy_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
+long long proxy_ms(void) { return clock_mono_ns() / 1000000; }
 
 static uint64_t mix(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

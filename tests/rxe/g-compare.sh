@@ -36,5 +36,5 @@ NCCL_DEBUG=WARN "$BUILD/bench/nccl-net-bench" --transport ib --compare "$PEER_IB
   --modes "${BENCH_MODES:-uni,lat}" --sizes "${BENCH_SIZES:-8,4K,64K,1M,4M}" \
   --lat-sizes "${BENCH_LAT_SIZES:-8,4K,64K}" --reps "${BENCH_REPS:-3}" \
   --target-bytes "${BENCH_TARGET:-32M}" --max-msgs "${BENCH_MAX_MSGS:-4000}" \
-  --lat-iters "${BENCH_LAT_ITERS:-2000}" --json "$RXE_OUT/bench.json" >"$RXE_OUT/bench.txt" 2>&1
+  --lat-iters "${BENCH_LAT_ITERS:-2000}" --json="$RXE_OUT/bench.json" >"$RXE_OUT/bench.txt" 2>&1
 echo "bench exit status $?" >>"$RXE_OUT/bench.txt"

@@ -11,16 +11,17 @@
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: nccl-net-diag explain [--json] [-v] FILE... ('-' reads stdin)\n"
+          "usage: nccl-net-diag explain [--json[=FILE]] [-v] LOG... ('-' reads stdin)\n"
           "  Reads NCCL logs (NCCL_DEBUG=INFO or WARN output, NCCL_DEBUG_FILE files, whole job\n"
           "  logs with tracebacks, WARN lines pasted without their prefix; one file per rank or\n"
           "  host, or all in one) from NCCL 2.4 to 2.30, IB or Socket transport, aws-ofi-nccl or\n"
           "  this plugin, and names each failure's cause and fix with the lines that show it.\n"
           "  Reading all hosts' logs together lets it name the host that differs and the side\n"
           "  that failed first.\n"
-          "  --json   {input, findings}: input has the files, lines and hosts read, the NCCL\n"
-          "           versions named and the lines not read; each finding is {rule, confidence,\n"
-          "           cause, fix, exports, hosts, evidence}\n"
+          "  --json[=FILE]  {schema, version, input, findings} on stdout instead of the text, or\n"
+          "           in FILE ('-' is stdout): input has the files, lines and hosts read, the\n"
+          "           NCCL versions named and the lines not read; each finding is {rule,\n"
+          "           confidence, cause, fix, exports, hosts, evidence}\n"
           "  -v       quote every line of evidence\n"
           "  --rules  list the failure signatures it knows\n"
           "Exit status: 0 nothing found in NCCL output, 1 findings (an error no rule knows is\n"
@@ -35,26 +36,31 @@ static void list_rules(void) {
 }
 
 int cmd_explain(int argc, char **argv) {
-  bool is_json = false, all = false;
+  struct json_dest json = {0};
+  bool all = false;
   int nfiles = 0;
+  char why[512];
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 0;
     if (!strcmp(argv[i], "--rules")) return list_rules(), 0;
-    if (!strcmp(argv[i], "--json")) is_json = true;
-    else if (!strcmp(argv[i], "-v")) all = true;
+    int is_json = json_dest_arg(&json, argv[i], why, sizeof(why));
+    if (is_json < 0) return tool_usage_error("explain", "%s", why);
+    if (is_json) continue;
+    if (!strcmp(argv[i], "-v")) all = true;
     else if (argv[i][0] == '-' && argv[i][1]) {
       fprintf(stderr, "nccl-net-diag explain: unknown option '%s'\n", argv[i]);
       return usage(stderr), 2;
     } else nfiles++;
   }
   if (!nfiles) return usage(stderr), 2;
+  if (json_dest_open(&json, why, sizeof(why))) return tool_usage_error("explain", "%s", why);
   struct logset ls = {0};
-  char why[512];
   for (int i = 1; i < argc; i++) {
     if (argv[i][0] == '-' && argv[i][1]) continue;
     if (logset_read_path(&ls, argv[i], why, sizeof(why))) {
       fprintf(stderr, "nccl-net-diag explain: %s\n", why);
       logset_free(&ls);
+      json_dest_close(&json, why, sizeof(why));
       return 2;
     }
   }
@@ -71,9 +77,15 @@ int cmd_explain(int argc, char **argv) {
       "nccl-net-diag explain: no NCCL output found in the input (no NCCL INFO or WARN lines, no NCCL error text): paste the job's output with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET set, or pass the NCCL_DEBUG_FILE files\n");
     err = -1;
   } else if (err) fprintf(stderr, "nccl-net-diag explain: %s\n", strerror(err));
-  else if (is_json) report_json(stdout, &ls, &c, &fs);
-  else report_text(stdout, &ls, &c, &fs, all);
+  else {
+    if (json.f) report_json(json.f, &ls, &c, &fs);
+    if (json.f != stdout) report_text(stdout, &ls, &c, &fs, all);
+  }
   int rc = err ? 2 : fs.n ? 1 : 0;
+  if (json_dest_close(&json, why, sizeof(why))) {
+    fprintf(stderr, "nccl-net-diag explain: %s\n", why);
+    rc = 2;
+  }
   findings_free(&fs);
   corr_free(&c);
   logset_free(&ls);

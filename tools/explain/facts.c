@@ -115,26 +115,11 @@ void text_ip_of(const char *addr, char *ip, size_t cap) {
   ip[n] = 0;
 }
 
-int text_utf8_len(const unsigned char *p) {
-  if (p[0] < 0x80) return 1;
-  int n = p[0] >= 0xf0 && p[0] <= 0xf4  ? 4
-          : p[0] >= 0xe0 && p[0] < 0xf0 ? 3
-          : p[0] >= 0xc2 && p[0] < 0xe0 ? 2
-                                        : 0;
-  if (!n) return 0;
-  for (int i = 1; i < n; i++)
-    if ((p[i] & 0xc0) != 0x80) return 0;
-  /* overlong 3/4-byte forms, surrogates and code points past U+10FFFF */
-  if (n == 3 && ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0))) return 0;
-  if (n == 4 && ((p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] >= 0x90))) return 0;
-  return n;
-}
-
 void text_clean(const char *in, char *out, size_t cap) {
   size_t o = 0;
   if (!cap) return;
   for (const unsigned char *p = (const unsigned char *)in; *p && o + 1 < cap;) {
-    int n = text_utf8_len(p);
+    int n = utf8_len(p);
     if (n == 1 && (*p < 0x20 || *p == 0x7f)) n = 0;
     if (!n) {
       out[o++] = *p == '\t' ? ' ' : '?';

@@ -27,8 +27,6 @@ void text_ip_of(const char *addr, char *ip, size_t cap);
 /* Printable ASCII and valid UTF-8 kept; control bytes and broken UTF-8
  * become '?'. For quoting untrusted lines on a terminal. */
 void text_clean(const char *in, char *out, size_t cap);
-/* Bytes of a valid UTF-8 sequence at p (1-4), 0 when invalid. */
-int text_utf8_len(const unsigned char *p);
 
 struct log_gid {
   unsigned char b[16];

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Findings as text (what a user of a 16-node job reads: the cause, the fix
  * with its export lines, the hosts, the lines that show it) and as JSON
- * ({input, findings}: what was read, the NCCL versions named and the lines
+ * ({schema, version, input, findings}: what was read, the NCCL versions named and the lines
  * not read; each finding {rule, confidence, cause, fix, exports, hosts,
  * evidence}). Log
  * lines are untrusted: control bytes never reach the terminal, and the JSON
@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "common/strutil.h"
+#include "common/version.h"
 #include "tools/explain/correlate.h"
 #include "tools/explain/explain.h"
+#include "tools/json_out.h"
 #include "tools/textwrap.h"
 
 static const char *conf_name(enum confidence c) {
@@ -173,88 +175,75 @@ void report_text(FILE *out, const struct logset *ls, const struct corr *c,
 /* Lines quoted per finding; the rest are counted in more_evidence. */
 #define JSON_EVIDENCE_MAX 50
 
-static void json_str(FILE *out, const char *s) {
-  fputc('"', out);
-  for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    int n = text_utf8_len(p);
-    if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
-    else if (*p < 0x20 || *p == 0x7f) fprintf(out, "\\u%04x", *p);
-    else if (n) fwrite(p, 1, (size_t)n, out);
-    else fprintf(out, "\\ufffd");
-    p += n ? n : 1;
-  }
-  fputc('"', out);
-}
-
-static void json_finding(FILE *out, const struct logset *ls, const struct finding *f) {
-  fprintf(out, "  {\"rule\": ");
-  json_str(out, f->rule);
-  fprintf(out, ", \"confidence\": \"%s\", \"confident\": %s,\n   \"cause\": ", conf_name(f->conf),
-          f->conf == CONF_LOW ? "false" : "true");
-  json_str(out, f->cause);
-  fprintf(out, ",\n   \"fix\": ");
-  json_str(out, f->fix);
-  fprintf(out, ",\n   \"exports\": [");
+static void json_finding(struct json *j, const struct logset *ls, const struct finding *f) {
+  json_obj(j, NULL);
+  json_str(j, "rule", f->rule);
+  json_str(j, "confidence", conf_name(f->conf));
+  json_bool(j, "confident", f->conf != CONF_LOW);
+  json_str(j, "cause", f->cause);
+  json_str(j, "fix", f->fix);
+  json_arr(j, "exports");
   char buf[200];
   for (int i = 0; i < f->nexports; i++) {
     snprintf(buf, sizeof(buf), "export %s", f->exports[i]);
-    fprintf(out, "%s", i ? ", " : "");
-    json_str(out, buf);
+    json_str(j, NULL, buf);
   }
-  fprintf(out, "],\n   \"hosts\": [");
-  for (int i = 0; i < f->nhosts; i++) {
-    fprintf(out, "%s", i ? ", " : "");
-    json_str(out, f->hosts[i]);
-  }
-  fprintf(out, "],\n   \"evidence\": [");
+  json_close_arr(j);
+  json_arr(j, "hosts");
+  for (int i = 0; i < f->nhosts; i++) json_str(j, NULL, f->hosts[i]);
+  json_close_arr(j);
+  json_arr(j, "evidence");
   size_t n = f->ncovered < JSON_EVIDENCE_MAX ? f->ncovered : JSON_EVIDENCE_MAX;
   for (size_t i = 0; i < n; i++) {
     const struct rec *r = f->covered[i];
-    fprintf(out, "%s\n     {\"file\": ", i ? "," : "");
-    json_str(out, r->file >= 0 && r->file < ls->nfiles ? ls->files[r->file].name : "?");
-    fprintf(out, ", \"line\": %d, \"host\": ", r->lineno);
-    json_str(out, r->host);
-    fprintf(out, ", \"text\": ");
-    json_str(out, r->raw);
-    fprintf(out, "}");
+    json_obj(j, NULL);
+    json_str(j, "file", r->file >= 0 && r->file < ls->nfiles ? ls->files[r->file].name : "?");
+    json_int(j, "line", r->lineno);
+    json_str(j, "host", r->host);
+    json_str(j, "text", r->raw);
+    json_close_obj(j);
   }
-  fprintf(out, "],\n   \"more_evidence\": %zu}", f->ncovered - n);
+  json_close_arr(j);
+  json_int(j, "more_evidence", (long long)(f->ncovered - n));
+  json_close_obj(j);
 }
 
-static void json_input(FILE *out, const struct logset *ls, const struct corr *c) {
+static void json_input(struct json *j, const struct logset *ls, const struct corr *c) {
   long lines = 0;
   for (int i = 0; i < ls->nfiles; i++) lines += ls->files[i].nlines;
-  fprintf(out, "{\"input\": {\"files\": %d, \"lines\": %ld, \"hosts\": [", ls->nfiles, lines);
-  for (int i = 0; i < c->nhosts; i++) {
-    fprintf(out, "%s", i ? ", " : "");
-    json_str(out, c->hosts[i].name);
-  }
+  json_obj(j, "input");
+  json_int(j, "files", ls->nfiles);
+  json_int(j, "lines", lines);
+  json_arr(j, "hosts");
+  for (int i = 0; i < c->nhosts; i++) json_str(j, NULL, c->hosts[i].name);
+  json_close_arr(j);
   struct versions vs;
   input_versions(ls, c, &vs);
-  fprintf(out, "],\n  \"nccl_versions\": [");
-  for (int i = 0; i < vs.n; i++) {
-    fprintf(out, "%s", i ? ", " : "");
-    json_str(out, vs.v[i]);
-  }
-  fprintf(out, "], \"truncated\": %s, \"unread_lines\": %ld, \"first_unread\": ",
-          ls->is_capped ? "true" : "false", ls->nunread);
-  if (!ls->nunread) fprintf(out, "null");
+  json_arr(j, "nccl_versions");
+  for (int i = 0; i < vs.n; i++) json_str(j, NULL, vs.v[i]);
+  json_close_arr(j);
+  json_bool(j, "truncated", ls->is_capped);
+  json_int(j, "unread_lines", ls->nunread);
+  if (!ls->nunread) json_null(j, "first_unread");
   else {
-    fprintf(out, "{\"file\": ");
-    json_str(out, file_name(ls, ls->unread_file));
-    fprintf(out, ", \"line\": %d, \"text\": ", ls->unread_lineno);
-    json_str(out, ls->unread_first);
-    fprintf(out, "}");
+    json_obj(j, "first_unread");
+    json_str(j, "file", file_name(ls, ls->unread_file));
+    json_int(j, "line", ls->unread_lineno);
+    json_str(j, "text", ls->unread_first);
+    json_close_obj(j);
   }
-  fprintf(out, "},\n \"findings\": [");
+  json_close_obj(j);
 }
 
 void report_json(FILE *out, const struct logset *ls, const struct corr *c,
                  const struct findings *fs) {
-  json_input(out, ls, c);
-  for (int i = 0; i < fs->n; i++) {
-    fprintf(out, "%s\n", i ? "," : "");
-    json_finding(out, ls, fs->v[i]);
-  }
-  fprintf(out, "%s]}\n", fs->n ? "\n" : "");
+  struct json j;
+  json_begin(&j, out);
+  json_str(&j, "schema", "nccl-net-diag.explain/1");
+  json_str(&j, "version", DIAG_VERSION);
+  json_input(&j, ls, c);
+  json_arr(&j, "findings");
+  for (int i = 0; i < fs->n; i++) json_finding(&j, ls, fs->v[i]);
+  json_close_arr(&j);
+  json_end(&j);
 }

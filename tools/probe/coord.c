@@ -11,13 +11,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/strutil.h"
 #include "tools/probe/transfer.h"
 
 #define NS 1000000000LL
 #define END_MARGIN_NS (2 * NS) /* kept for the report */
 
-int64_t coord_now_ns(void) { return xfer_now_ns(); }
+int64_t coord_now_ns(void) { return clock_mono_ns(); }
 
 double coord_elapsed_s(const struct coord *c) { return (double)(coord_now_ns() - c->t0) / 1e9; }
 

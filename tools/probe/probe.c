@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/size.h"
 #include "tools/probe/capture.h"
 #include "tools/probe/coord.h"
 #include "tools/probe/facts.h"
@@ -33,9 +35,11 @@ static void usage(FILE *f) {
           "  LOCAL_RANK, MASTER_ADDR, MASTER_PORT), Open MPI (OMPI_COMM_WORLD_*), MPICH and\n"
           "  Intel MPI (PMI_RANK, PMI_SIZE) or srun (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID;\n"
           "  rank 0 is on the first node of SLURM_STEP_NODELIST). No GPU is needed.\n"
-          "  --json FILE          rank 0 writes the report as JSON too\n"
+          "  --json[=FILE]        rank 0 writes the report as JSON on stdout (the text goes to\n"
+          "                       stderr), or in FILE ('-' is stdout)\n"
           "  --timeout SEC        the whole probe ends within this (default 300)\n"
-          "  --bytes SIZE         moved each way per pair and device (default 64M)\n"
+          "  --bytes SIZE         moved each way per pair and device (default 64M; K, M, G, T\n"
+          "                       are powers of 1024: 1.5G, 64KiB)\n"
           "  --pings N            round trips timed per pair (default 20)\n"
           "  --pairs MODE         all, ring, or sample:N (the ring plus N random pairs);\n"
           "                       default all up to --all-pairs-max hosts, else sample:HOSTS\n"
@@ -82,10 +86,12 @@ static int int_option(const char *v, long lo, long hi, int *out, const char **wh
  * bad value (why says what it takes). */
 static int option(struct probe_opts *o, const char *name, const char *v, const char **why) {
   *why = "";
-  if (!strcmp(name, "--json")) o->json_path = v;
-  else if (!strcmp(name, "--timeout")) return int_option(v, 5, 86400, &o->timeout_s, why);
+  if (!strcmp(name, "--timeout")) return int_option(v, 5, 86400, &o->timeout_s, why);
   else if (!strcmp(name, "--bytes")) {
-    if (!(o->bytes = tool_parse_size(v))) return *why = "a size such as 64M", -2;
+    uint64_t bytes;
+    if (size_parse(v, &bytes) || !bytes || bytes > SIZE_MAX)
+      return *why = "a size such as 64M or 1.5G (K = 1024)", -2;
+    o->bytes = (size_t)bytes;
   } else if (!strcmp(name, "--pings")) return int_option(v, 0, 100000, &o->pings, why);
   else if (!strcmp(name, "--pairs")) {
     if (parse_pairs(o, v)) return *why = "all, ring or sample:HOSTS", -2;
@@ -121,6 +127,11 @@ static int parse(struct probe_opts *o, int argc, char **argv) {
       o->verbose = 1;
       continue;
     }
+    char text[512];
+    int is_json = json_dest_arg(&o->json, argv[i], text, sizeof(text));
+    if (is_json < 0 || json_dest_stray(argv[i - 1], argv[i], text, sizeof(text)))
+      return tool_usage_error("probe", "%s", text);
+    if (is_json) continue;
     const char *why;
     int bad = option(o, argv[i], i + 1 < argc ? argv[i + 1] : "", &why);
     if (bad == -1) return tool_usage_error("probe", "unknown option '%s'", argv[i]);
@@ -157,13 +168,14 @@ static int finish(struct probe_run *r) {
   probe_judge(r);
   probe_compare(r);
   int status = verdict_status(r);
-  probe_report_text(stdout, r, status);
+  struct json_dest json = r->opts->json; /* opened by cmd_probe, closed here */
+  probe_report_text(json.f == stdout ? stderr : stdout, r, status);
   fflush(stdout);
-  if (r->opts->json_path) {
-    int e = probe_report_json(r->opts->json_path, r, status);
-    if (e) {
-      fprintf(stderr, "nccl-net-diag probe: cannot write %s: %s\n", r->opts->json_path,
-              strerror(e));
+  if (json.f) {
+    char why[512];
+    probe_report_json(json.f, r, status);
+    if (json_dest_close(&json, why, sizeof(why))) {
+      fprintf(stderr, "nccl-net-diag probe: %s\n", why);
       status = 1;
     }
   }
@@ -173,7 +185,7 @@ static int finish(struct probe_run *r) {
 static int run_ranks(const struct probe_opts *o, const struct probe_launch *l,
                      struct probe_run *run) {
   struct coord *c = l->rank == 0 ? calloc(1, sizeof(*c)) : NULL;
-  int64_t t0 = xfer_now_ns();
+  int64_t t0 = clock_mono_ns();
   if (l->rank == 0) {
     if (!c || coord_listen(c, o, l, run) || coord_start(c)) {
       fprintf(stderr, "nccl-net-diag probe: %s\n", c ? c->listen_why : "out of memory");
@@ -223,16 +235,8 @@ int cmd_probe(int argc, char **argv) {
   snprintf(run.launcher, sizeof(run.launcher), "%s", l.launcher);
   snprintf(run.rendezvous, sizeof(run.rendezvous), "%s:%d (%s)", l.host, l.port, l.host_from);
   snprintf(run.job, sizeof(run.job), "%s", l.job);
-  if (l.rank == 0 && o.json_path) {
-    /* Found out now, not after the whole probe. */
-    FILE *f = fopen(o.json_path, "w");
-    if (!f) {
-      fprintf(stderr, "nccl-net-diag probe: --json %s cannot be written: %s\n", o.json_path,
-              strerror(errno));
-      return 2;
-    }
-    fclose(f);
-  }
+  if (l.rank == 0 && json_dest_open(&o.json, why, sizeof(why))) /* now, not at the end */
+    return tool_usage_error("probe", "%s", why);
   if (l.rank == 0) {
     run.facts = calloc((size_t)l.world, sizeof(*run.facts));
     run.ranks = calloc((size_t)l.world, sizeof(*run.ranks));

@@ -17,6 +17,7 @@
 #ifndef DIAG_TOOLS_PROBE_PROBE_H
 #define DIAG_TOOLS_PROBE_PROBE_H
 
+#include "tools/json_dest.h"
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -32,7 +33,7 @@
 enum probe_pairs_mode { PAIRS_AUTO, PAIRS_ALL, PAIRS_RING, PAIRS_SAMPLE };
 
 struct probe_opts {
-  const char *json_path;
+  struct json_dest json; /* rank 0 writes the report as JSON there */
   int timeout_s;
   size_t bytes;
   enum probe_pairs_mode pairs;

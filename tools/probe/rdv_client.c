@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "tools/probe/transfer.h"
 #include "topo/addr.h"
 
@@ -73,7 +74,7 @@ int rdv_client_connect(struct rdv_client *c, const char *host, int port, const c
     /* Resolved on every try: the name may appear once the node is up. */
     gai = getaddrinfo(host, service, &hints, &list);
     if (!gai) {
-      int64_t left = (deadline_ns - xfer_now_ns()) / 1000000;
+      int64_t left = (deadline_ns - clock_mono_ns()) / 1000000;
       err = try_connect(list,
                         left < 100    ? 100
                         : left > 5000 ? 5000
@@ -84,7 +85,7 @@ int rdv_client_connect(struct rdv_client *c, const char *host, int port, const c
     }
     nap_ms(delay);
     delay = delay < 1000 ? delay * 2 : 1000;
-  } while (xfer_now_ns() < deadline_ns);
+  } while (clock_mono_ns() < deadline_ns);
   if (gai)
     snprintf(why, cap,
              "the rendezvous host %s cannot be resolved: %s; set MASTER_ADDR (or "
@@ -113,7 +114,7 @@ int rdv_client_send(struct rdv_client *c, struct wire_buf *b, int64_t deadline_n
       return EPIPE;
     }
     if (r == RDV_ERROR) return EIO;
-    int64_t left = (deadline_ns - xfer_now_ns()) / 1000000;
+    int64_t left = (deadline_ns - clock_mono_ns()) / 1000000;
     if (left <= 0) {
       snprintf(why, cap, "rank 0 at %s does not take our messages", c->where);
       return ETIMEDOUT;
@@ -124,11 +125,11 @@ int rdv_client_send(struct rdv_client *c, struct wire_buf *b, int64_t deadline_n
 }
 
 enum rdv_io rdv_client_next(struct rdv_client *c, int timeout_ms, char *why, size_t cap) {
-  int64_t end = xfer_now_ns() + (int64_t)timeout_ms * 1000000;
+  int64_t end = clock_mono_ns() + (int64_t)timeout_ms * 1000000;
   for (;;) {
     enum rdv_io r = rdv_conn_read(&c->conn, why, cap);
     if (r != RDV_AGAIN) return r;
-    int64_t left = (end - xfer_now_ns()) / 1000000;
+    int64_t left = (end - clock_mono_ns()) / 1000000;
     if (left <= 0) return RDV_AGAIN;
     struct pollfd p = {c->conn.fd, POLLIN, 0};
     poll(&p, 1, left > 1000 ? 1000 : (int)left);

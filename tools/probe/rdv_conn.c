@@ -5,8 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
+
+#include "transport/wire.h"
 
 void rdv_conn_init(struct rdv_conn *c, int fd) {
   memset(c, 0, sizeof(*c));
@@ -15,53 +16,48 @@ void rdv_conn_init(struct rdv_conn *c, int fd) {
 
 void rdv_conn_close(struct rdv_conn *c) {
   if (c->fd >= 0) close(c->fd);
-  free(c->body);
+  free(c->rd.buf);
   free(c->out);
   memset(c, 0, sizeof(*c));
   c->fd = -1;
 }
 
-static enum rdv_io read_some(struct rdv_conn *c, uint8_t *dst, size_t want, size_t *got, char *why,
-                             size_t cap) {
-  while (*got < want) {
-    ssize_t n = recv(c->fd, dst + *got, want - *got, 0);
-    if (n > 0) {
-      *got += (size_t)n;
-      continue;
-    }
-    if (n == 0) return RDV_CLOSED;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return RDV_AGAIN;
-    if (errno == EINTR) continue;
-    if (errno == ECONNRESET) return RDV_CLOSED;
-    snprintf(why, cap, "reading from %s failed: %s", c->peer, strerror(errno));
-    return RDV_ERROR;
-  }
-  return RDV_MSG;
-}
-
 enum rdv_io rdv_conn_read(struct rdv_conn *c, char *why, size_t cap) {
-  if (c->hdr_got < WIRE_HDR_LEN) {
-    enum rdv_io r = read_some(c, c->hdr, WIRE_HDR_LEN, &c->hdr_got, why, cap);
-    if (r != RDV_MSG) return r;
-    if (wire_decode_header(c->hdr, &c->type, &c->len, why, cap)) return RDV_ERROR;
-    c->got = 0;
-    free(c->body);
-    c->body = malloc(c->len ? c->len : 1);
-    if (!c->body) {
-      snprintf(why, cap, "out of memory for a %u-byte message", c->len);
+  if (!c->rd.buf) {
+    uint8_t *buf = malloc(WIRE_HDR_LEN + WIRE_MAX_BODY); /* pages are touched only as filled */
+    if (!buf) {
+      snprintf(why, cap, "out of memory for the messages of %s", c->peer);
       return RDV_ERROR;
     }
+    record_reader_init(&c->rd, buf, WIRE_HDR_LEN + WIRE_MAX_BODY, WIRE_HDR_LEN, wire_decode_header);
   }
-  size_t got = c->got;
-  enum rdv_io r = read_some(c, c->body, c->len, &got, why, cap);
-  c->got = (uint32_t)got;
-  return r;
+  int err;
+  enum progress p = record_read(&c->rd, c->fd, &err, why, cap);
+  if (p == PROGRESS_PENDING) return RDV_AGAIN;
+  if (p == PROGRESS_DONE) {
+    c->type = c->rd.kind;
+    c->len = c->rd.body_len;
+    c->body = c->rd.buf + WIRE_HDR_LEN;
+    return RDV_MSG;
+  }
+  if (!c->rd.has_header && c->rd.got == WIRE_HDR_LEN) return RDV_ERROR; /* why: the header */
+  if (err == EPIPE || err == ECONNRESET) return RDV_CLOSED;
+  snprintf(why, cap, "reading from %s failed: %s", c->peer, strerror(err));
+  return RDV_ERROR;
+}
+
+int rdv_conn_is_probe(const struct rdv_conn *c) {
+  uint8_t magic[4];
+  struct wbuf w = {magic, sizeof(magic), 0, false};
+  w_u32(&w, WIRE_MAGIC);
+  return c->rd.buf && c->rd.got >= 4 &&
+         (!memcmp(c->rd.buf, magic, 4) || !memcmp(c->rd.buf, "NDPR", 4) /* big-endian */);
 }
 
 void rdv_conn_consume(struct rdv_conn *c) {
-  c->hdr_got = 0;
-  c->got = c->len = 0;
-  free(c->body);
+  record_reader_reset(&c->rd);
+  c->type = 0;
+  c->len = 0;
   c->body = NULL;
 }
 
@@ -80,20 +76,20 @@ int rdv_conn_queue(struct rdv_conn *c, const struct wire_buf *b) {
   return 0;
 }
 
+/* A writer over what is queued now: the queue may move (realloc) between
+ * calls, so each call starts one at the current offset. */
 enum rdv_io rdv_conn_flush(struct rdv_conn *c, char *why, size_t cap) {
-  while (c->out_off < c->out_len) {
-    ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off, MSG_NOSIGNAL);
-    if (n > 0) {
-      c->out_off += (size_t)n;
-      continue;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return RDV_AGAIN;
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EPIPE || errno == ECONNRESET)) return RDV_CLOSED;
-    snprintf(why, cap, "writing to %s failed: %s", c->peer, strerror(errno));
-    return RDV_ERROR;
-  }
-  return RDV_MSG;
+  if (c->out_off == c->out_len) return RDV_MSG;
+  struct record_writer w;
+  record_writer_start(&w, c->out + c->out_off, c->out_len - c->out_off);
+  int err;
+  enum progress p = record_write(&w, c->fd, &err);
+  c->out_off += w.sent;
+  if (p == PROGRESS_DONE) return RDV_MSG;
+  if (p == PROGRESS_PENDING) return RDV_AGAIN;
+  if (err == EPIPE || err == ECONNRESET) return RDV_CLOSED;
+  snprintf(why, cap, "writing to %s failed: %s", c->peer, strerror(err));
+  return RDV_ERROR;
 }
 
 int rdv_conn_pending_out(const struct rdv_conn *c) { return c->out_off < c->out_len; }

@@ -142,8 +142,7 @@ static void read_pending(struct coord *c, int i) {
   else if (r == RDV_CLOSED)
     snprintf(why, sizeof(why), "it closed the connection before identifying itself");
   /* Only a probe (of another release) reads our refusal; others just go. */
-  int ours = conn->hdr_got >= 4 && !memcmp(conn->hdr, "NDPR", 4);
-  refuse(c, conn, r == RDV_ERROR && ours, why);
+  refuse(c, conn, r == RDV_ERROR && rdv_conn_is_probe(conn), why);
   c->pending[i] = c->pending[--c->npending];
   c->pending_deadline[i] = c->pending_deadline[c->npending];
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* --json FILE: hosts (one entry per rank), pairs (src and dst as ranks),
+/* --json[=FILE]: hosts (one entry per rank), pairs (src and dst as ranks),
  * problems (severity, hosts, text, fix). */
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 
 #include "common/ncclver.h"
 #include "common/version.h"
-#include "tools/probe/json_out.h"
+#include "tools/json_out.h"
 #include "tools/probe/report.h"
 
 static void env_json(struct json *j, const char *key, const struct probe_env *e) {
@@ -167,12 +167,11 @@ static void problem_json(struct json *j, const struct probe_problem *p) {
   json_close_obj(j);
 }
 
-int probe_report_json(const char *path, const struct probe_run *r, int exit_status) {
-  FILE *f = fopen(path, "w");
-  if (!f) return errno;
+void probe_report_json(FILE *f, const struct probe_run *r, int exit_status) {
   struct json j;
   json_begin(&j, f);
-  json_str(&j, "probe_version", DIAG_VERSION);
+  json_str(&j, "schema", "nccl-net-diag.probe/1");
+  json_str(&j, "version", DIAG_VERSION);
   json_str(&j, "launcher", r->launcher);
   json_str(&j, "rendezvous", r->rendezvous);
   json_str(&j, "job", r->job);
@@ -194,7 +193,4 @@ int probe_report_json(const char *path, const struct probe_run *r, int exit_stat
   for (int i = 0; i < r->nproblem; i++) problem_json(&j, &r->problems[i]);
   json_close_arr(&j);
   json_end(&j);
-  int e = ferror(f) ? EIO : 0;
-  if (fclose(f) && !e) e = errno;
-  return e;
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
+
 #define PING_BYTES 8
 #define PING_WARMUP 3
 #define STOP_CHECK_NS 1000000 /* look at the rendezvous and the clock once a millisecond */
@@ -16,12 +18,6 @@
  * hole drops every frame above the hop's MTU). */
 #define SIZE_CHECK_NS (10LL * 1000000000)
 #define SIZE_CHECK_BYTES (64u << 10) /* fills full-size frames at any MTU */
-
-int64_t xfer_now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static const char *nccl_result_name(ncclResult_t r) {
   switch (r) {
@@ -45,7 +41,7 @@ static void fail(struct xfer *x, const char *fmt, ...) {
 
 /* 1 when the task must stop: the deadline passed, or the caller says so. */
 static int must_stop(struct xfer *x, int64_t *next_check) {
-  int64_t now = xfer_now_ns();
+  int64_t now = clock_mono_ns();
   if (now < *next_check) return 0;
   *next_check = now + STOP_CHECK_NS;
   if (x->watch_bytes && now > x->stall_at) {
@@ -141,13 +137,13 @@ static int wait_req(struct xfer *x, void *req, int *size, const char *what, int6
     }
     if (!done && must_stop(x, next)) return ETIMEDOUT;
   }
-  if (x->watch_bytes) x->stall_at = xfer_now_ns() + SIZE_CHECK_NS;
+  if (x->watch_bytes) x->stall_at = clock_mono_ns() + SIZE_CHECK_NS;
   return 0;
 }
 
 static void watch(struct xfer *x, size_t bytes) {
   x->watch_bytes = bytes;
-  x->stall_at = xfer_now_ns() + SIZE_CHECK_NS;
+  x->stall_at = clock_mono_ns() + SIZE_CHECK_NS;
 }
 
 /* Posts until a request comes back (the plugin may ask to retry). */
@@ -231,7 +227,7 @@ int xfer_recv_stream(struct xfer *x, uint64_t bytes, uint64_t seed, uint64_t *ns
   fill_slots(x, x->ref, seed);
   uint64_t n = messages(x, bytes), posted = 0, completed = 0;
   void *req[XFER_INFLIGHT] = {0};
-  int64_t next = 0, t0 = xfer_now_ns();
+  int64_t next = 0, t0 = clock_mono_ns();
   while (completed < n) {
     if (posted < n && posted - completed < XFER_INFLIGHT) {
       if (post(x, 0, (int)(posted % XFER_INFLIGHT), x->chunk, &req[posted % XFER_INFLIGHT], &next))
@@ -244,7 +240,7 @@ int xfer_recv_stream(struct xfer *x, uint64_t bytes, uint64_t seed, uint64_t *ns
     if (verify(x, slot, completed, size)) return EIO;
     completed++;
   }
-  *ns = (uint64_t)(xfer_now_ns() - t0);
+  *ns = (uint64_t)(clock_mono_ns() - t0);
   return 0;
 }
 
@@ -265,12 +261,12 @@ int xfer_pingpong(struct xfer *x, int first, int pings, uint64_t *rtt_ns) {
   if (!rtt) return ENOMEM;
   int64_t next = 0;
   for (int i = 0; i < pings + PING_WARMUP; i++) {
-    int64_t t0 = xfer_now_ns();
+    int64_t t0 = clock_mono_ns();
     if (one_way(x, first, PING_BYTES, &next) || one_way(x, !first, PING_BYTES, &next)) {
       free(rtt);
       return EIO;
     }
-    if (i >= PING_WARMUP) rtt[i - PING_WARMUP] = (uint64_t)(xfer_now_ns() - t0);
+    if (i >= PING_WARMUP) rtt[i - PING_WARMUP] = (uint64_t)(clock_mono_ns() - t0);
   }
   qsort(rtt, (size_t)pings, sizeof(uint64_t), cmp_u64);
   *rtt_ns = pings ? rtt[pings / 2] : 0;

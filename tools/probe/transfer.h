@@ -57,6 +57,4 @@ int xfer_pingpong(struct xfer *x, int first, int pings, uint64_t *rtt_ns);
 /* Releases everything, requests in flight included. */
 void xfer_done(struct xfer *x);
 
-int64_t xfer_now_ns(void);
-
 #endif

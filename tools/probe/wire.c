@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/wire.h"
+
 #define FIELD_HDR 6 /* tag u16 + length u32 */
 
 static const char *const type_names[W_TYPE_END] = {
@@ -26,13 +28,32 @@ const char *wire_type_name(int type) {
   return type > 0 && type < W_TYPE_END ? type_names[type] : "unknown";
 }
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8), p[1] = (uint8_t)v; }
-static void put32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (24 - 8 * i));
+/* Integers in the byte order of everything else the project puts on the
+ * wire: transport/wire.h's bounded little-endian readers and writers, here
+ * on slots whose room is already checked. */
+static void put16(uint8_t *p, uint16_t v) {
+  struct wbuf w = {p, 2, 0, false};
+  w_u16(&w, v);
 }
-static uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static void put32(uint8_t *p, uint32_t v) {
+  struct wbuf w = {p, 4, 0, false};
+  w_u32(&w, v);
+}
+static void put64(uint8_t *p, uint64_t v) {
+  struct wbuf w = {p, 8, 0, false};
+  w_u64(&w, v);
+}
+static uint16_t get16(const uint8_t *p) {
+  struct rbuf r = {p, 2, 0, false};
+  return r_u16(&r);
+}
 static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+  struct rbuf r = {p, 4, 0, false};
+  return r_u32(&r);
+}
+static uint64_t get64(const uint8_t *p) {
+  struct rbuf r = {p, 8, 0, false};
+  return r_u64(&r);
 }
 
 static uint8_t *room(struct wire_buf *b, size_t n) {
@@ -95,8 +116,7 @@ void wb_i32(struct wire_buf *b, uint16_t tag, int32_t v) { wb_u32(b, tag, (uint3
 
 void wb_u64(struct wire_buf *b, uint16_t tag, uint64_t v) {
   uint8_t x[8];
-  put32(x, (uint32_t)(v >> 32));
-  put32(x + 4, (uint32_t)v);
+  put64(x, v);
   wb_bytes(b, tag, x, 8);
 }
 
@@ -117,6 +137,13 @@ void wb_group_end(struct wire_buf *b, size_t at) {
 
 int wire_decode_header(const uint8_t *hdr, int *type, uint32_t *len, char *why, size_t cap) {
   uint32_t magic = get32(hdr);
+  if (magic == __builtin_bswap32(WIRE_MAGIC)) {
+    snprintf(why, cap,
+             "it speaks the big-endian rendezvous protocol of an earlier nccl-net-diag release, "
+             "this side v%u: run the same nccl-net-diag release on every node",
+             WIRE_VERSION);
+    return EPROTONOSUPPORT;
+  }
   if (magic != WIRE_MAGIC) {
     snprintf(why, cap,
              "its first bytes (0x%08x) are not this probe's rendezvous protocol (another "
@@ -181,7 +208,7 @@ int wire_i32(const struct wire_rd *v, int32_t *out) {
 
 int wire_u64(const struct wire_rd *v, uint64_t *out) {
   if (v->len != 8) return -1;
-  *out = (uint64_t)get32(v->p) << 32 | get32(v->p + 4);
+  *out = get64(v->p);
   return 0;
 }
 

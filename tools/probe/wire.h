@@ -2,7 +2,8 @@
 /* The rendezvous protocol between every rank and rank 0.
  *
  * A message is a 12-byte header (magic "NDPR", protocol version u16, type
- * u16, body length u32, all big-endian) and a body of fields: tag u16,
+ * u16, body length u32, all little-endian like every other record of the
+ * project: transport/wire.h) and a body of fields: tag u16,
  * length u32, value. A field may hold a group of fields (an interface, an
  * RDMA port); groups nest at most WIRE_MAX_DEPTH deep. Integers are fixed
  * width; strings carry no NUL and are printable ASCII or newlines once decoded
@@ -19,7 +20,7 @@
 #include "tools/probe/probe.h"
 
 #define WIRE_MAGIC 0x4e445052u /* "NDPR" */
-#define WIRE_VERSION 1
+#define WIRE_VERSION 2         /* 1: big-endian, before transport/wire.h was shared */
 #define WIRE_HDR_LEN 12
 #define WIRE_MAX_BODY (1u << 20)
 #define WIRE_MAX_DEPTH 3

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/strutil.h"
 #include "tools/probe/capture.h"
 #include "tools/probe/plugin_events.h"
@@ -25,7 +26,7 @@ struct task_ctx {
 
 static int send_msg(struct worker *w, struct wire_buf *b) {
   char why[512];
-  int r = rdv_client_send(&w->rc, b, xfer_now_ns() + SEND_WAIT_NS, why, sizeof(why));
+  int r = rdv_client_send(&w->rc, b, clock_mono_ns() + SEND_WAIT_NS, why, sizeof(why));
   if (r && !w->why[0]) scopy(w->why, sizeof(w->why), why);
   return r;
 }
@@ -119,11 +120,11 @@ static void run_task(struct worker *w, const struct wire_task *t) {
   int r = xfer_init(&x, &w->fx->nl, t->dev, chunk, t->peer_host);
   x.stop = task_stop;
   x.stop_arg = &tc;
-  x.deadline_ns = xfer_now_ns() + (int64_t)t->timeout_ms * 1000000;
+  x.deadline_ns = clock_mono_ns() + (int64_t)t->timeout_ms * 1000000;
   if (!r) r = xfer_listen(&x, mine.handle);
   struct wire_buf b = {0};
   if (!r && (r = wire_enc_handle(&b, W_HANDLE, &mine)) == 0) r = send_msg(w, &b);
-  while (!r && !tc.have_peer && !tc.stopped && xfer_now_ns() < x.deadline_ns) pump(&tc, 50);
+  while (!r && !tc.have_peer && !tc.stopped && clock_mono_ns() < x.deadline_ns) pump(&tc, 50);
   if (!r && !tc.have_peer)
     snprintf(x.error, sizeof(x.error), "%s",
              tc.stopped ? tc.stop_why : "the peer's listen handle never came through rank 0");
@@ -152,7 +153,7 @@ static int hello(struct worker *w, const struct probe_facts *f) {
 /* The answer to hello: welcome (with how long rank 0 will run) or refusal. */
 static int welcome(struct worker *w) {
   char why[512];
-  int64_t left = (w->deadline_ns - xfer_now_ns()) / 1000000;
+  int64_t left = (w->deadline_ns - clock_mono_ns()) / 1000000;
   enum rdv_io r = rdv_client_next(&w->rc, left > 0 ? (int)left : 0, why, sizeof(why));
   if (r != RDV_MSG) {
     if (r == RDV_AGAIN) snprintf(why, sizeof(why), "it did not answer this rank's hello");
@@ -172,7 +173,7 @@ static int welcome(struct worker *w) {
     snprintf(w->why, sizeof(w->why), "rank 0 at %s refused this rank: %s", w->rc.where, n.text);
     return EACCES;
   }
-  w->deadline_ns = xfer_now_ns() + (int64_t)n.value * 1000000 + BYE_GRACE_NS;
+  w->deadline_ns = clock_mono_ns() + (int64_t)n.value * 1000000 + BYE_GRACE_NS;
   return 0;
 }
 
@@ -185,7 +186,7 @@ static int serve(struct worker *w) {
       run_task(w, &t);
       continue;
     }
-    int64_t left = (w->deadline_ns - xfer_now_ns()) / 1000000;
+    int64_t left = (w->deadline_ns - clock_mono_ns()) / 1000000;
     enum rdv_io r = rdv_client_next(&w->rc, left > 0 ? (int)left : 0, why, sizeof(why));
     if (r == RDV_AGAIN) snprintf(why, sizeof(why), "it sent nothing until this rank's deadline");
     if (r != RDV_MSG) {

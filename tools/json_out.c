@@ -1,24 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "tools/probe/json_out.h"
+#include "tools/json_out.h"
 
+#include <math.h>
 #include <string.h>
 
+#include "common/strutil.h"
+
+/* Strings come from logs, sysfs and peers: the document stays valid UTF-8
+ * (a broken sequence becomes U+FFFD) and free of raw control bytes. */
 static void escaped(FILE *f, const char *s) {
   fputc('"', f);
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    int n = utf8_len(p);
     if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
     else if (*p == '\n') fputs("\\n", f);
     else if (*p == '\t') fputs("\\t", f);
-    else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-    else fputc(*p, f);
+    else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
+    else if (n) fwrite(p, 1, (size_t)n, f);
+    else fputs("\\ufffd", f);
+    p += n ? n : 1;
   }
   fputc('"', f);
 }
 
 static void sep(struct json *j, const char *key) {
   if (!j->first[j->depth]) fputc(',', j->f);
+  if (j->flat[j->depth]) {
+    if (!j->first[j->depth]) fputc(' ', j->f);
+  } else {
+    fprintf(j->f, "\n%*s", 2 * j->depth, "");
+  }
   j->first[j->depth] = 0;
-  fprintf(j->f, "\n%*s", 2 * j->depth, "");
   if (!key) return;
   escaped(j->f, key);
   fputs(": ", j->f);
@@ -38,22 +50,24 @@ void json_end(struct json *j) {
   j->depth = 0;
 }
 
-static void open_(struct json *j, const char *key, char c) {
+static void open_(struct json *j, const char *key, char c, int is_flat) {
   sep(j, key);
   fputc(c, j->f);
   if (j->depth < 15) j->depth++;
   j->first[j->depth] = 1;
+  j->flat[j->depth] = is_flat;
 }
 
 static void close_(struct json *j, char c) {
-  int empty = j->first[j->depth];
+  int is_inline = j->first[j->depth] || j->flat[j->depth];
   if (j->depth > 0) j->depth--;
-  if (!empty) fprintf(j->f, "\n%*s", 2 * j->depth, "");
+  if (!is_inline) fprintf(j->f, "\n%*s", 2 * j->depth, "");
   fputc(c, j->f);
 }
 
-void json_obj(struct json *j, const char *key) { open_(j, key, '{'); }
-void json_arr(struct json *j, const char *key) { open_(j, key, '['); }
+void json_obj(struct json *j, const char *key) { open_(j, key, '{', 0); }
+void json_arr(struct json *j, const char *key) { open_(j, key, '[', 0); }
+void json_arr_flat(struct json *j, const char *key) { open_(j, key, '[', 1); }
 void json_close_obj(struct json *j) { close_(j, '}'); }
 void json_close_arr(struct json *j) { close_(j, ']'); }
 
@@ -70,7 +84,14 @@ void json_int(struct json *j, const char *key, long long v) {
 
 void json_num(struct json *j, const char *key, double v, int decimals) {
   sep(j, key);
-  fprintf(j->f, "%.*f", decimals, v);
+  if (isfinite(v)) fprintf(j->f, "%.*f", decimals, v);
+  else fputs("null", j->f);
+}
+
+void json_sig(struct json *j, const char *key, double v) {
+  sep(j, key);
+  if (isfinite(v)) fprintf(j->f, "%.6g", v);
+  else fputs("null", j->f);
 }
 
 void json_bool(struct json *j, const char *key, int v) {

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "tools/json_dest.h"
+
+#include <errno.h>
+#include <string.h>
+
+int json_dest_arg(struct json_dest *d, const char *arg, char *why, size_t cap) {
+  if (strcmp(arg, "--json") && strncmp(arg, "--json=", 7)) return 0;
+  const char *v = arg[6] == '=' ? arg + 7 : NULL;
+  if (v && !*v) {
+    snprintf(why, cap, "option --json= needs a file name: --json=FILE, or --json alone for stdout");
+    return -1;
+  }
+  d->is_set = true;
+  d->path = v && strcmp(v, "-") ? v : NULL;
+  return 1;
+}
+
+bool json_dest_stray(const char *prev, const char *arg, char *why, size_t cap) {
+  if (!prev || strcmp(prev, "--json") || arg[0] == '-') return false;
+  snprintf(why, cap,
+           "unexpected argument '%s' after --json: --json=%s writes the JSON to that file, "
+           "--json alone to stdout",
+           arg, arg);
+  return true;
+}
+
+const char *json_dest_name(const struct json_dest *d) { return d->path ? d->path : "stdout"; }
+
+int json_dest_open(struct json_dest *d, char *why, size_t cap) {
+  if (!d->is_set) return 0;
+  if (!d->path) {
+    d->f = stdout;
+    return 0;
+  }
+  d->f = fopen(d->path, "w");
+  if (d->f) return 0;
+  int e = errno;
+  snprintf(why, cap,
+           "cannot write the JSON to %s: %s; name a file in a writable folder, or give --json "
+           "alone for stdout",
+           d->path, strerror(e));
+  return e;
+}
+
+int json_dest_close(struct json_dest *d, char *why, size_t cap) {
+  if (!d->f) return 0;
+  errno = 0;
+  int e = fflush(d->f) || ferror(d->f) ? (errno ? errno : EIO) : 0;
+  if (d->f != stdout && fclose(d->f) && !e) e = errno ? errno : EIO;
+  d->f = NULL;
+  if (e) snprintf(why, cap, "cannot write the JSON to %s: %s", json_dest_name(d), strerror(e));
+  return e;
+}
