@@ -507,9 +507,11 @@ int bench_run(struct report *rep) {
   struct netns ns;
   int use_ns = !strcmp(o->placement, "netns"), rc = 0;
   char why[512] = "";
-  if (use_ns && (rc = netns_setup(&ns, why, sizeof(why))) != 0) {
-    fprintf(stderr, "nccl-net-bench: %s%s\n", rc > 0 ? "SKIP: " : "", why);
-    return rc > 0 ? 77 : 1;
+  enum netns_outcome nso = use_ns ? netns_setup(&ns, why, sizeof(why)) : NETNS_READY;
+  if (nso != NETNS_READY) {
+    bool is_skip = nso == NETNS_UNAVAILABLE;
+    fprintf(stderr, "nccl-net-bench: %s%s\n", is_skip ? "SKIP: " : "", why);
+    return is_skip ? 77 : 1;
   }
   if (use_ns)
     snprintf(rep->where, sizeof(rep->where), "namespace hosts %s (%s %s) and %s (%s %s), veth",
