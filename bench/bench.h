@@ -86,7 +86,8 @@ struct bench_handles {
 /* Worker -> parent, followed by `nlat` int64 nanosecond values (message
  * lifetimes for bandwidth runs, round trips for latency runs). */
 struct bench_res {
-  int status; /* 0, or failed (err says why) */
+  int status;   /* 0, or the errno it failed with (err says why) */
+  bool is_skip; /* the failure means nothing to measure here: a skip */
   char err[768];
   /* receive side, CLOCK_MONOTONIC: the steady-state window of this run */
   int64_t t0_ns, t_end_ns;
@@ -173,10 +174,13 @@ void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
 void fmt_size(char *out, size_t cap, uint64_t size);
 
 /* --- io helpers (worker.c) ---------------------------------------------- */
+/* All of buf, or the errno of the failed read or write (EPIPE: the other
+ * end closed). */
 int io_write(int fd, const void *buf, size_t len);
 int io_read(int fd, void *buf, size_t len);
 /* struct bench_handles over a pipe: the offer, then its arrays. The
- * reader allocates h->plugin (h->compare points into it); 0 or -1. */
+ * reader allocates h->plugin (h->compare points into it). 0 or an errno:
+ * io_read's, EPROTO for an offer out of range, ENOMEM. */
 int handles_write(int fd, const struct bench_handles *h);
 int handles_read(int fd, struct bench_handles *h);
 

@@ -25,12 +25,17 @@ struct plugin_driver {
 };
 
 /* Loads and initialises the plugin at path (NULL: this build's) through
- * table abi (0: its newest) and picks the device. Returns 0, -1 on error, or 1 when there is
- * nothing to measure (err says why: a skip). */
+ * table abi (0: its newest) and picks the device. Returns 0 or an errno
+ * (err says why): ENODEV when the plugin offers no device, or with
+ * cfg->is_rdma_only no RDMA device (then nothing to measure: a skip);
+ * EINVAL for a device it does not offer; EIO when a plugin call failed. */
 int plugin_driver_open(struct plugin_driver *p, const struct worker_cfg *cfg, const char *path,
                        int abi, char *err, size_t cap);
 /* Closes the previous block's comms, then (when this rank receives)
- * listens ncomms times, writing ncomms handles of BENCH_HANDLE_LEN bytes. */
+ * listens ncomms times, writing ncomms handles of BENCH_HANDLE_LEN bytes.
+ * The driver functions below return 0 or an errno, the why in err (or in
+ * r->err): EIO when a plugin call failed, ENOMEM, ETIMEDOUT when the
+ * plugin never completed. */
 int plugin_driver_listen(struct plugin_driver *p, int ncomms, bool has_send, bool has_recv,
                          uint8_t *handles, char *err, size_t cap);
 /* Connects to the peer's handles while accepting the peer's connections,
@@ -54,7 +59,10 @@ struct raw_driver {
   int *recv_fds;           /* and receives on these */
 };
 
-/* Closes the previous block's sockets, then listens for ncomms x nsocks. */
+/* Closes the previous block's sockets, then listens for ncomms x nsocks.
+ * These return 0 or an errno, the why in err (or r->err): the failed
+ * socket call's, ETIMEDOUT, EPROTO for a stray connection, EINVAL for a
+ * shape or address it cannot run. */
 int raw_listen(struct raw_driver *w, int rank, const char *addr, int ncomms, int nsocks,
                bool has_send, bool has_recv, struct bench_offer *o, char *err, size_t cap);
 int raw_connect(struct raw_driver *w, const struct bench_offer *peer, char *err, size_t cap);

@@ -4,6 +4,7 @@
  * thread posts a request into every free slot of the window (up to 8),
  * tests only the oldest request of each connection, and calls
  * sched_yield() when a pass over all connections made no progress. */
+#include <errno.h>
 #include <net/if.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench/drv.h"
+#include "common/progress.h"
 
 #define RUN_TIMEOUT_NS (300LL * 1000000000LL)
 
@@ -39,29 +41,29 @@ int plugin_driver_open(struct plugin_driver *p, const struct worker_cfg *cfg, co
   memset(p, 0, sizeof(*p));
   p->rank = cfg->rank;
   is_plugin_verbose = cfg->is_verbose;
-  if (netload_open(&p->net, path, abi, err, cap)) return -1;
+  if (netload_open(&p->net, path, abi, err, cap)) return EIO;
   p->is_loaded = true;
   netload_init(&p->net, logger); /* never fails by contract; devices says what is usable */
   p->is_inited = true;
   int ndev = 0;
   if (netload_devices(&p->net, &ndev) || ndev <= 0) {
     snprintf(err, cap, "the plugin offers no device (its WARN above says why)");
-    return cfg->is_rdma_only ? 1 : -1;
+    return ENODEV;
   }
   p->dev = cfg->dev >= 0 ? cfg->dev : 0;
   if (p->dev >= ndev) {
     snprintf(err, cap, "device %d asked for, the plugin offers %d", p->dev, ndev);
-    return -1;
+    return EINVAL;
   }
   struct netload_props pr;
   if (netload_props(&p->net, p->dev, &pr)) {
     snprintf(err, cap, "getProperties(%d) failed", p->dev);
-    return -1;
+    return EIO;
   }
   if (cfg->is_rdma_only && !is_rdma_dev(&pr)) {
     snprintf(err, cap, "the plugin offers no RDMA device (device %d is %s, a TCP interface)",
              p->dev, pr.name);
-    return 1;
+    return ENODEV;
   }
   snprintf(p->desc, sizeof(p->desc), "%s, ABI v%d \"%s\", device %d %s", p->net.path,
            p->net.version, netload_name(&p->net), p->dev, pr.name);
@@ -76,7 +78,7 @@ int plugin_driver_listen(struct plugin_driver *p, int ncomms, bool has_send, boo
   void **all = calloc(5 * (size_t)ncomms, sizeof(void *));
   if (!all) {
     snprintf(err, cap, "out of memory for %d comms", ncomms);
-    return -1;
+    return ENOMEM;
   }
   p->listen_comms = all, p->send_comms = all + ncomms, p->recv_comms = all + 2 * ncomms;
   p->send_mhandles = all + 3 * ncomms, p->recv_mhandles = all + 4 * ncomms;
@@ -86,7 +88,7 @@ int plugin_driver_listen(struct plugin_driver *p, int ncomms, bool has_send, boo
     memset(h, 0, BENCH_HANDLE_LEN);
     if (netload_listen(&p->net, p->dev, h, &p->listen_comms[i]) || !p->listen_comms[i]) {
       snprintf(err, cap, "listen %d of %d on device %d failed", i + 1, ncomms, p->dev);
-      return -1;
+      return EIO;
     }
   }
   return 0;
@@ -102,12 +104,12 @@ static int connect_pass(struct plugin_driver *p, uint8_t *handles, int *left, ch
         netload_connect(&p->net, p->dev, handles + (size_t)i * BENCH_HANDLE_LEN,
                         &p->send_comms[i])) {
       snprintf(err, cap, "connect of comm %d failed", i);
-      return -1;
+      return EIO;
     }
     if (p->has_recv && !p->recv_comms[i] &&
         netload_accept(&p->net, p->listen_comms[i], &p->recv_comms[i])) {
       snprintf(err, cap, "accept of comm %d failed", i);
-      return -1;
+      return EIO;
     }
     if (p->recv_comms[i] && p->listen_comms[i]) { /* NCCL closes the listener at once */
       netload_close_listen(&p->net, p->listen_comms[i]);
@@ -123,7 +125,7 @@ static int connect_all(struct plugin_driver *p, const uint8_t *peer, char *err, 
   uint8_t *handles = malloc(len); /* NCCL's private, retried copy */
   if (!handles) {
     snprintf(err, cap, "out of memory");
-    return -1;
+    return ENOMEM;
   }
   memcpy(handles, peer, len);
   int64_t deadline = clock_mono_ns() + (60LL + p->ncomms / 50) * 1000000000LL;
@@ -133,7 +135,7 @@ static int connect_all(struct plugin_driver *p, const uint8_t *peer, char *err, 
     if (clock_mono_ns() > deadline) {
       snprintf(err, cap, "connect/accept of %d comms did not complete in %lld s (%d left)",
                p->ncomms, (long long)(60 + p->ncomms / 50), left);
-      rc = -1;
+      rc = ETIMEDOUT;
       break;
     }
     sched_yield();
@@ -144,14 +146,15 @@ static int connect_all(struct plugin_driver *p, const uint8_t *peer, char *err, 
 
 int plugin_driver_connect(struct plugin_driver *p, const uint8_t *peer_handles, uint8_t *spool,
                           uint8_t *rpool, size_t pool_len, char *err, size_t cap) {
-  if (connect_all(p, peer_handles, err, cap)) return -1;
+  int rc = connect_all(p, peer_handles, err, cap);
+  if (rc) return rc;
   for (int i = 0; i < p->ncomms; i++) {
     if ((p->send_comms[i] && netload_reg_mr(&p->net, p->send_comms[i], spool, pool_len,
                                             NCCL_PTR_HOST, &p->send_mhandles[i])) ||
         (p->recv_comms[i] && netload_reg_mr(&p->net, p->recv_comms[i], rpool, pool_len,
                                             NCCL_PTR_HOST, &p->recv_mhandles[i]))) {
       snprintf(err, cap, "regMr of comm %d failed", i);
-      return -1;
+      return EIO;
     }
   }
   return 0;
@@ -165,8 +168,10 @@ struct plugin_queue {
   void *req[BENCH_MAX_WINDOW];
 };
 
-static int post(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
-                char *err, size_t cap) {
+/* Posts the next message of q: PROGRESS_PENDING when the plugin says "not
+ * now" (NCCL retries on its next pass). */
+static enum progress post(struct plugin_driver *p, struct plugin_queue *q,
+                          const struct bench_cmd *c, char *err, size_t cap) {
   uint64_t m = q->posted;
   int slot = (int)(m % (uint64_t)c->window);
   uint8_t *buf = q->s->pool + (size_t)slot * c->size;
@@ -183,25 +188,27 @@ static int post(struct plugin_driver *p, struct plugin_queue *q, const struct be
   if (r) {
     snprintf(err, cap, "%s of message %llu on comm %d returned %d",
              q->s->is_send ? "isend" : "irecv", (unsigned long long)m, q->s->comm, r);
-    return -1;
+    return PROGRESS_FAILED;
   }
-  if (!req) return 0; /* "not now": NCCL retries on its next pass */
+  if (!req) return PROGRESS_PENDING;
   q->req[slot] = req;
   q->posted++;
-  return 1;
+  return PROGRESS_DONE;
 }
 
-static int test_oldest(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
-                       char *err, size_t cap) {
+/* Tests q's oldest request: PROGRESS_DONE when it completed (and was
+ * checked), PROGRESS_PENDING when not yet. */
+static enum progress test_oldest(struct plugin_driver *p, struct plugin_queue *q,
+                                 const struct bench_cmd *c, char *err, size_t cap) {
   uint64_t m = q->done;
   int done = 0, sizes[NCCL_NET_MAX_REQUESTS] = {0};
   ncclResult_t r = netload_test(&p->net, q->req[m % (uint64_t)c->window], &done, sizes);
   if (r) {
     snprintf(err, cap, "test of message %llu on comm %d (%s) returned %d", (unsigned long long)m,
              q->s->comm, q->s->is_send ? "send" : "recv", r);
-    return -1;
+    return PROGRESS_FAILED;
   }
-  if (!done) return 0;
+  if (!done) return PROGRESS_PENDING;
   q->s->done_ns[m] = clock_mono_ns();
   if (!q->s->is_send) {
     if ((uint64_t)sizes[0] != c->size && !q->s->has_failed) {
@@ -213,30 +220,30 @@ static int test_oldest(struct plugin_driver *p, struct plugin_queue *q, const st
     stream_check(q->s, c, m, false);
   }
   q->done++;
-  return 1;
+  return PROGRESS_DONE;
 }
 
 /* One pass: fill every window, test every oldest request until one is
- * not done. Returns 1 if anything moved, 0 if not, -1 on error. */
+ * not done. Returns 0 (*moved: whether anything moved) or EIO. */
 static int pass(struct plugin_driver *p, struct plugin_queue *qs, int n, const struct bench_cmd *c,
-                uint64_t total, char *err, size_t cap) {
-  int moved = 0;
+                uint64_t total, bool *moved, char *err, size_t cap) {
+  *moved = false;
   for (int i = 0; i < n; i++) {
     struct plugin_queue *q = &qs[i];
     while (q->posted < total && q->posted - q->done < (uint64_t)c->window) {
-      int r = post(p, q, c, err, cap);
-      if (r < 0) return -1;
-      if (!r) break;
-      moved = 1;
+      enum progress r = post(p, q, c, err, cap);
+      if (r == PROGRESS_FAILED) return EIO;
+      if (r == PROGRESS_PENDING) break;
+      *moved = true;
     }
     while (q->done < q->posted) {
-      int r = test_oldest(p, q, c, err, cap);
-      if (r < 0) return -1;
-      if (!r) break;
-      moved = 1;
+      enum progress r = test_oldest(p, q, c, err, cap);
+      if (r == PROGRESS_FAILED) return EIO;
+      if (r == PROGRESS_PENDING) break;
+      *moved = true;
     }
   }
-  return moved;
+  return 0;
 }
 
 static void plugin_queue_init(struct plugin_driver *p, struct run_ctx *r, struct plugin_queue *qs) {
@@ -263,18 +270,15 @@ static int run_bw(struct plugin_driver *p, struct run_ctx *r) {
   struct plugin_queue *qs = calloc((size_t)r->nstreams, sizeof(*qs));
   if (!qs) {
     snprintf(r->err, sizeof(r->err), "out of memory");
-    return -1;
+    return ENOMEM;
   }
   plugin_queue_init(p, r, qs);
   int64_t deadline = clock_mono_ns() + RUN_TIMEOUT_NS;
   unsigned idle = 0;
   int rc = 0;
   for (;;) {
-    int moved = pass(p, qs, r->nstreams, c, total, r->err, sizeof(r->err));
-    if (moved < 0) {
-      rc = -1;
-      break;
-    }
+    bool moved;
+    if ((rc = pass(p, qs, r->nstreams, c, total, &moved, r->err, sizeof(r->err)))) break;
     int left = 0;
     for (int i = 0; i < r->nstreams && !left; i++) left = qs[i].done < total;
     if (!left) break;
@@ -283,7 +287,7 @@ static int run_bw(struct plugin_driver *p, struct run_ctx *r) {
     if (++idle % 4096 == 0 && clock_mono_ns() > deadline) {
       snprintf(r->err, sizeof(r->err), "no completion within %lld s",
                RUN_TIMEOUT_NS / 1000000000LL);
-      rc = -1;
+      rc = ETIMEDOUT;
       break;
     }
   }
@@ -291,26 +295,28 @@ static int run_bw(struct plugin_driver *p, struct run_ctx *r) {
   return rc;
 }
 
-/* Polls one request of a connection until it is done. */
+/* Polls one request of a connection until it is done: 0, EIO when test()
+ * failed, ETIMEDOUT. */
 static int wait_one(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
                     char *err, size_t cap) {
   int64_t deadline = clock_mono_ns() + RUN_TIMEOUT_NS;
   for (unsigned n = 1;; n++) {
-    int r = test_oldest(p, q, c, err, cap);
-    if (r) return r < 0 ? -1 : 0;
+    enum progress r = test_oldest(p, q, c, err, cap);
+    if (r != PROGRESS_PENDING) return r == PROGRESS_FAILED ? EIO : 0;
     sched_yield();
     if (n % 4096 == 0 && clock_mono_ns() > deadline) {
       snprintf(err, cap, "ping-pong message %llu never completed", (unsigned long long)q->done);
-      return -1;
+      return ETIMEDOUT;
     }
   }
 }
 
+/* Posts until the plugin takes the request: 0 or EIO. */
 static int post_retry(struct plugin_driver *p, struct plugin_queue *q, const struct bench_cmd *c,
                       char *err, size_t cap) {
-  int r;
-  while ((r = post(p, q, c, err, cap)) == 0) sched_yield();
-  return r < 0 ? -1 : 0;
+  enum progress r;
+  while ((r = post(p, q, c, err, cap)) == PROGRESS_PENDING) sched_yield();
+  return r == PROGRESS_FAILED ? EIO : 0;
 }
 
 /* Ping-pong over a send comm and a receive comm (NCCL comms are one-way).
@@ -325,19 +331,20 @@ static int run_lat(struct plugin_driver *p, struct run_ctx *r) {
                       *rx = qs[0].s->is_send ? &qs[1] : &qs[0];
   char *err = r->err;
   size_t cap = sizeof(r->err);
-  if (p->rank == 1 && post_retry(p, rx, c, err, cap)) return -1;
+  int rc = 0;
+  if (p->rank == 1 && (rc = post_retry(p, rx, c, err, cap))) return rc;
   for (uint64_t i = 0; i < total; i++) {
     if (p->rank == 0) {
-      if (post_retry(p, rx, c, err, cap)) return -1;
+      if ((rc = post_retry(p, rx, c, err, cap))) return rc;
       int64_t t = clock_mono_ns();
-      if (post_retry(p, tx, c, err, cap) || wait_one(p, tx, c, err, cap) ||
-          wait_one(p, rx, c, err, cap))
-        return -1;
+      if ((rc = post_retry(p, tx, c, err, cap)) || (rc = wait_one(p, tx, c, err, cap)) ||
+          (rc = wait_one(p, rx, c, err, cap)))
+        return rc;
       if (i >= c->warm) r->lats[r->nlat++] = rx->s->done_ns[i] - t;
     } else {
-      if (wait_one(p, rx, c, err, cap) || post_retry(p, tx, c, err, cap)) return -1;
-      if (i + 1 < total && post_retry(p, rx, c, err, cap)) return -1;
-      if (wait_one(p, tx, c, err, cap)) return -1;
+      if ((rc = wait_one(p, rx, c, err, cap)) || (rc = post_retry(p, tx, c, err, cap))) return rc;
+      if (i + 1 < total && (rc = post_retry(p, rx, c, err, cap))) return rc;
+      if ((rc = wait_one(p, tx, c, err, cap))) return rc;
     }
   }
   return 0;

@@ -53,21 +53,22 @@ int raw_listen(struct raw_driver *w, int rank, const char *addr, int ncomms, int
   w->send_fds = malloc(2 * (size_t)ncomms * (size_t)nsocks * sizeof(int));
   if (!w->send_fds) {
     snprintf(err, cap, "out of memory for %d comms", ncomms);
-    return -1;
+    return ENOMEM;
   }
   w->recv_fds = w->send_fds + (size_t)ncomms * (size_t)nsocks;
   for (size_t i = 0; i < 2 * (size_t)ncomms * (size_t)nsocks; i++) w->send_fds[i] = -1;
   struct sockaddr_in sa = {.sin_family = AF_INET};
   if (inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
     snprintf(err, cap, "baseline address %s is not an IPv4 address", addr);
-    return -1;
+    return EINVAL;
   }
   w->listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   socklen_t len = sizeof(sa);
   if (w->listen_fd < 0 || bind(w->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) ||
       listen(w->listen_fd, 4096) || getsockname(w->listen_fd, (struct sockaddr *)&sa, &len)) {
-    snprintf(err, cap, "baseline listen on %s: %s", addr, strerror(errno));
-    return -1;
+    int e = errno;
+    snprintf(err, cap, "baseline listen on %s: %s", addr, strerror(e));
+    return e;
   }
   memcpy(&h->raw_addr, &sa, sizeof(sa));
   h->raw_len = sizeof(sa);
@@ -104,16 +105,17 @@ static int accept_all(struct raw_driver *w, int want, char *err, size_t cap) {
     struct pollfd pf = {w->listen_fd, POLLIN, 0};
     if (poll(&pf, 1, 30000) != 1) {
       snprintf(err, cap, "baseline: only %d of %d connections arrived in 30 s", got, want);
-      return -1;
+      return ETIMEDOUT;
     }
     int fd = accept4(w->listen_fd, NULL, NULL, SOCK_CLOEXEC);
     struct preamble pre;
     if (fd < 0 || read_all(fd, &pre, sizeof(pre), false) || pre.magic != PREAMBLE_MAGIC ||
         pre.comm >= (uint32_t)w->ncomms || pre.sock >= (uint32_t)w->nsocks ||
         w->recv_fds[pre.comm * (uint32_t)w->nsocks + pre.sock] >= 0) {
+      int e = fd < 0 ? errno : EPROTO;
       snprintf(err, cap, "baseline: a bad or stray connection arrived (%s)", strerror(errno));
       if (fd >= 0) close(fd);
-      return -1;
+      return e;
     }
     nodelay(fd);
     w->recv_fds[pre.comm * (uint32_t)w->nsocks + pre.sock] = fd;
@@ -133,18 +135,22 @@ int raw_connect(struct raw_driver *w, const struct bench_offer *peer, char *err,
       int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
       struct preamble pre = {PREAMBLE_MAGIC, (uint32_t)w->rank, (uint32_t)c, (uint32_t)s};
       if (fd < 0) {
-        snprintf(err, cap, "baseline socket %d of %d: %s", i + 1, total, strerror(errno));
-        return -1;
+        int e = errno;
+        snprintf(err, cap, "baseline socket %d of %d: %s", i + 1, total, strerror(e));
+        return e;
       }
       w->send_fds[i] = fd;
       nodelay(fd);
-      if (connect(fd, (const struct sockaddr *)&peer->raw_addr, peer->raw_len) ||
-          write_all(fd, &pre, sizeof(pre), false)) {
-        snprintf(err, cap, "baseline connect: %s", strerror(errno));
-        return -1;
+      int e = connect(fd, (const struct sockaddr *)&peer->raw_addr, peer->raw_len)
+                ? errno
+                : write_all(fd, &pre, sizeof(pre), false);
+      if (e) {
+        snprintf(err, cap, "baseline connect: %s", strerror(e));
+        return e;
       }
     }
-    if (w->has_recv && accept_all(w, n, err, cap)) return -1;
+    int rc = w->has_recv ? accept_all(w, n, err, cap) : 0;
+    if (rc) return rc;
     done += n;
   }
   return 0;
@@ -186,10 +192,11 @@ static void futex_op(_Atomic uint32_t *addr, int op, uint32_t val) {
   syscall(SYS_futex, (uint32_t *)addr, op, val, op == FUTEX_WAIT_PRIVATE ? &ts : NULL, NULL, 0);
 }
 
+/* Waits until slot holds message m; ECANCELED when another unit failed. */
 static int wait_slot(struct raw_queue *q, int slot, uint64_t m) {
   uint32_t v;
   while ((v = atomic_load(&q->slot_seq[slot])) != (uint32_t)m) {
-    if (atomic_load(&q->has_failed)) return -1;
+    if (atomic_load(&q->has_failed)) return ECANCELED;
     atomic_fetch_add(&q->waiters, 1);
     futex_op(&q->slot_seq[slot], FUTEX_WAIT_PRIVATE, v);
     atomic_fetch_sub(&q->waiters, 1);
@@ -259,7 +266,7 @@ static int run_bw(struct raw_driver *w, struct run_ctx *r) {
   if (r->nstreams * c->shape.nsocks > RAW_MAX_THREADS) {
     snprintf(r->err, sizeof(r->err), "baseline shape of %d threads: more than %d",
              r->nstreams * c->shape.nsocks, RAW_MAX_THREADS);
-    return -1;
+    return EINVAL;
   }
   struct raw_queue qs[RAW_MAX_THREADS];
   struct unit units[RAW_MAX_THREADS];
@@ -283,13 +290,13 @@ static int run_bw(struct raw_driver *w, struct run_ctx *r) {
   for (int i = 0; i < nu; i++) {
     if (i && i < started) pthread_join(units[i].tid, NULL);
     if (units[i].err && !fail) {
-      fail = 1;
+      fail = units[i].err;
       snprintf(r->err, sizeof(r->err), "baseline socket %d: %s", units[i].sock,
                strerror(units[i].err));
     }
   }
   for (int i = 0; i < r->nstreams; i++) pthread_mutex_destroy(&qs[i].check_lock);
-  return fail ? -1 : 0;
+  return fail;
 }
 
 /* Ping-pong: rank 0 times send + matching receive. The waiting side
@@ -315,7 +322,7 @@ static int run_lat(struct raw_driver *w, struct run_ctx *r) {
     if (e) {
       snprintf(r->err, sizeof(r->err), "baseline ping-pong message %llu: %s", (unsigned long long)i,
                strerror(e));
-      return -1;
+      return e;
     }
     if (w->rank == 0) {
       rx->done_ns[i] = clock_mono_ns();
@@ -331,7 +338,7 @@ int raw_run(struct raw_driver *w, struct run_ctx *r) {
   if (r->cmd->shape.nsocks < 1 || r->cmd->shape.nsocks > w->nsocks) {
     snprintf(r->err, sizeof(r->err), "baseline shape of %d sockets, %d connected",
              r->cmd->shape.nsocks, w->nsocks);
-    return -1;
+    return EINVAL;
   }
   if (r->cmd->mode == MODE_LAT) return run_lat(w, r);
   return r->cmd->shape.is_event ? raw_run_event(w, r) : run_bw(w, r);

@@ -16,11 +16,12 @@
 
 static struct netns *active; /* what the signal handler removes */
 
-/* Runs `ip args...`; returns its exit status (127: not found). Only
- * fork/exec/wait, so the signal handler may use it too. */
+/* Runs `ip args...`; returns 0 when it exited 0, ENOENT when there is no
+ * ip command, EIO when it failed, or fork's errno. Only fork/exec/wait, so
+ * the signal handler may use it too. */
 static int ip_run(char *const argv[], bool is_quiet) {
   pid_t pid = fork();
-  if (pid < 0) return -1;
+  if (pid < 0) return errno;
   if (pid == 0) {
     if (is_quiet) {
       int nul = open("/dev/null", O_WRONLY);
@@ -32,7 +33,8 @@ static int ip_run(char *const argv[], bool is_quiet) {
   int st = 0;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  if (!WIFEXITED(st)) return EIO;
+  return WEXITSTATUS(st) == 0 ? 0 : WEXITSTATUS(st) == 127 ? ENOENT : EIO;
 }
 
 static void del_ns(const char *name) {
@@ -71,22 +73,23 @@ static int ip_steps(struct netns *n) {
     {"ip", "-n", n->ns[1], "link", "set", "lo", "up", NULL},
   };
   for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
-    if (ip_run(steps[i], false) != 0) return -1;
+    int rc = ip_run(steps[i], false);
+    if (rc) return rc;
     if (i == 1) n->is_created = true; /* from here on there is something to remove */
   }
   return 0;
 }
 
-int netns_setup(struct netns *n, char *why, size_t cap) {
+enum netns_outcome netns_setup(struct netns *n, char *why, size_t cap) {
   memset(n, 0, sizeof(*n));
   if (geteuid() != 0) {
     snprintf(why, cap, "namespace hosts need root (creating namespaces and a veth pair)");
-    return 1;
+    return NETNS_UNAVAILABLE;
   }
   char *probe[] = {"ip", "-V", NULL};
   if (ip_run(probe, true) != 0) {
     snprintf(why, cap, "the ip command (iproute2) is not installed");
-    return 1;
+    return NETNS_UNAVAILABLE;
   }
   int pid = (int)getpid();
   for (int i = 0; i < 2; i++) {
@@ -103,9 +106,9 @@ int netns_setup(struct netns *n, char *why, size_t cap) {
     snprintf(why, cap, "setting up namespace hosts %s and %s failed (see the ip error above)",
              n->ns[0], n->ns[1]);
     netns_cleanup(n);
-    return -1;
+    return NETNS_FAILED;
   }
-  return 0;
+  return NETNS_READY;
 }
 
 int netns_enter(const char *name, char *err, size_t cap) {
@@ -113,9 +116,10 @@ int netns_enter(const char *name, char *err, size_t cap) {
   snprintf(path, sizeof(path), "/var/run/netns/%s", name);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
-    snprintf(err, cap, "cannot enter namespace %s: %s", name, strerror(errno));
+    int rc = errno;
+    snprintf(err, cap, "cannot enter namespace %s: %s", name, strerror(rc));
     if (fd >= 0) close(fd);
-    return -1;
+    return rc;
   }
   close(fd);
   /* A private mount namespace with a fresh sysfs, which shows the

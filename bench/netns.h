@@ -14,13 +14,18 @@ struct netns {
   bool is_created;
 };
 
-/* 0 = ready; 1 = cannot here (why says so: not root, no ip command);
- * -1 = an ip command failed (its stderr shows why). */
-int netns_setup(struct netns *n, char *why, size_t cap);
+enum netns_outcome {
+  NETNS_READY,
+  NETNS_UNAVAILABLE, /* cannot here (why says so: not root, no ip command): a skip */
+  NETNS_FAILED,      /* an ip command failed (its stderr shows why) */
+};
+
+enum netns_outcome netns_setup(struct netns *n, char *why, size_t cap);
 void netns_cleanup(struct netns *n);
 /* In a worker, before the plugin is loaded: join the namespace and see its
  * own /sys (as `ip netns exec` does), so the plugin's interface discovery
- * reads that host's view. */
+ * reads that host's view. Returns 0 or the errno of the failed open or
+ * setns (err says why). */
 int netns_enter(const char *name, char *err, size_t cap);
 
 #endif

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "bench/drv.h"
+#include "common/progress.h"
 
 #define EVENT_TIMEOUT_NS (300LL * 1000000000LL)
 
@@ -43,9 +44,10 @@ static void enqueue(struct ev_run *v, int i) {
 }
 
 /* Moves the stream's current message as far as the socket lets it:
- * 1 = it completed (the stream goes to the back of the queue), 0 = EAGAIN
- * (it waits for its edge), -1 = a socket error (in err). */
-static int step(struct ev_run *v, struct ev_stream *e, char *err, size_t cap) {
+ * PROGRESS_DONE = it completed (the stream goes to the back of the queue),
+ * PROGRESS_PENDING = EAGAIN (it waits for its edge), PROGRESS_FAILED = a
+ * socket error (*fail is its errno, err says why). */
+static enum progress step(struct ev_run *v, struct ev_stream *e, int *fail, char *err, size_t cap) {
   const struct bench_cmd *c = v->c;
   uint8_t *buf = e->s->pool + (size_t)(e->m % (uint64_t)c->window) * c->size;
   if (e->s->is_send && e->off == 0) pattern_stamp(buf, c->size, c->run_id, e->m, 0, c->size);
@@ -54,11 +56,12 @@ static int step(struct ev_run *v, struct ev_stream *e, char *err, size_t cap) {
                   ? send(e->fd, buf + e->off, c->size - e->off, MSG_DONTWAIT | MSG_NOSIGNAL)
                   : recv(e->fd, buf + e->off, c->size - e->off, MSG_DONTWAIT);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && errno == EAGAIN) return 0;
+    if (n < 0 && errno == EAGAIN) return PROGRESS_PENDING;
     if (n <= 0) {
+      *fail = n < 0 ? errno : EPIPE;
       snprintf(err, cap, "baseline comm %d %s: %s", e->s->comm, e->s->is_send ? "send" : "recv",
-               n < 0 ? strerror(errno) : "the peer closed the connection");
-      return -1;
+               n < 0 ? strerror(*fail) : "the peer closed the connection");
+      return PROGRESS_FAILED;
     }
     e->off += (size_t)n;
   }
@@ -66,7 +69,7 @@ static int step(struct ev_run *v, struct ev_stream *e, char *err, size_t cap) {
   if (!e->s->is_send) stream_check(e->s, c, e->m, false);
   e->off = 0;
   if (++e->m == v->total) v->left--;
-  return 1;
+  return PROGRESS_DONE;
 }
 
 static int setup(struct raw_driver *w, struct run_ctx *r, struct ev_run *v, int ep) {
@@ -78,7 +81,7 @@ static int setup(struct raw_driver *w, struct run_ctx *r, struct ev_run *v, int 
   v->fifo = calloc((size_t)r->nstreams, sizeof(int));
   if (!v->es || !v->fifo) {
     snprintf(r->err, sizeof(r->err), "out of memory");
-    return -1;
+    return ENOMEM;
   }
   for (int i = 0; i < r->nstreams; i++) {
     struct ev_stream *e = &v->es[i];
@@ -87,8 +90,9 @@ static int setup(struct raw_driver *w, struct run_ctx *r, struct ev_run *v, int 
     struct epoll_event ev = {.events = EPOLLET | (e->s->is_send ? EPOLLOUT : EPOLLIN),
                              .data.u32 = (uint32_t)i};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, e->fd, &ev)) {
-      snprintf(r->err, sizeof(r->err), "baseline epoll_ctl: %s", strerror(errno));
-      return -1;
+      int rc = errno;
+      snprintf(r->err, sizeof(r->err), "baseline epoll_ctl: %s", strerror(rc));
+      return rc;
     }
     enqueue(v, i);
   }
@@ -104,20 +108,22 @@ static int drive(struct ev_run *v, int ep, char *err, size_t cap) {
       v->head = (v->head + 1) % v->cap;
       v->n--;
       v->es[i].is_queued = false;
-      int r = step(v, &v->es[i], err, cap);
-      if (r < 0) return -1;
-      if (r > 0) enqueue(v, i);
+      int fail = 0;
+      enum progress r = step(v, &v->es[i], &fail, err, cap);
+      if (r == PROGRESS_FAILED) return fail;
+      if (r == PROGRESS_DONE) enqueue(v, i);
     }
     if (!v->left) break;
     int n = epoll_wait(ep, evs, 256, 1000);
     if (n < 0 && errno != EINTR) {
-      snprintf(err, cap, "baseline epoll_wait: %s", strerror(errno));
-      return -1;
+      int rc = errno;
+      snprintf(err, cap, "baseline epoll_wait: %s", strerror(rc));
+      return rc;
     }
     for (int k = 0; k < n; k++) enqueue(v, (int)evs[k].data.u32);
     if (n <= 0 && clock_mono_ns() > deadline) {
       snprintf(err, cap, "baseline: no completion within %lld s", EVENT_TIMEOUT_NS / 1000000000LL);
-      return -1;
+      return ETIMEDOUT;
     }
   }
   return 0;
@@ -126,9 +132,10 @@ static int drive(struct ev_run *v, int ep, char *err, size_t cap) {
 int raw_run_event(struct raw_driver *w, struct run_ctx *r) {
   struct ev_run v = {0};
   int ep = epoll_create1(EPOLL_CLOEXEC);
+  int rc = ep < 0 ? errno : 0;
   int64_t t = thread_cpu_ns();
-  int rc = ep < 0 ? -1 : setup(w, r, &v, ep);
-  if (ep < 0) snprintf(r->err, sizeof(r->err), "baseline epoll_create1: %s", strerror(errno));
+  if (!rc) rc = setup(w, r, &v, ep);
+  if (ep < 0) snprintf(r->err, sizeof(r->err), "baseline epoll_create1: %s", strerror(rc));
   if (!rc) rc = drive(&v, ep, r->err, sizeof(r->err));
   r->cpu_drv_ns = thread_cpu_ns() - t;
   if (ep >= 0) close(ep); /* the sockets leave the set with it */

@@ -100,7 +100,8 @@ struct report {
 
 extern const char *const mode_name[MODE_COUNT];
 
-/* run.c */
+/* run.c: the whole run. Returns the process exit status: 0, 1 (failed:
+ * fail_msg says why), 77 (nothing to measure here: a skip). */
 int bench_run(struct report *rep);
 
 /* report.c */

@@ -28,6 +28,7 @@ struct ranks {
   int64_t *lats[2]; /* each rank's latencies of the last reply */
   size_t lat_caps[2];
   uint32_t run_id;
+  bool is_skip; /* a rank has nothing to measure here (fail_msg says why) */
 };
 
 /* --rank-env entries for rank r; true when one of them names
@@ -45,13 +46,14 @@ static bool apply_rank_env(const struct opts *o, int r) {
   return has_ifname;
 }
 
+/* 0, or the errno of the failed socketpair or fork. */
 static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) {
   for (int r = 0; r < 2; r++) {
     int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) return -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) return errno;
     fflush(NULL);
     pid_t pid = fork();
-    if (pid < 0) return -1;
+    if (pid < 0) return errno;
     if (pid == 0) {
       close(sv[0]);
       if (r == 1) close(k->fd[0]);
@@ -103,24 +105,28 @@ static void stop(struct ranks *k, bool must_kill) {
 
 static int read_timed(int fd, void *buf, size_t len) {
   struct pollfd p = {fd, POLLIN, 0};
-  if (poll(&p, 1, REPLY_TIMEOUT_MS) != 1) return -1;
+  int n = poll(&p, 1, REPLY_TIMEOUT_MS);
+  if (n != 1) return n < 0 ? errno : ETIMEDOUT;
   return io_read(fd, buf, len);
 }
 
 static int read_one(struct ranks *k, int r, struct bench_res *res, bool has_lats) {
-  if (io_read(k->fd[r], res, sizeof(*res))) return -1;
+  int rc = io_read(k->fd[r], res, sizeof(*res));
+  if (rc) return rc;
   if (!has_lats || !res->nlat) return 0;
   if (res->nlat > k->lat_caps[r]) {
     free(k->lats[r]);
     k->lats[r] = malloc(res->nlat * sizeof(int64_t));
     k->lat_caps[r] = k->lats[r] ? res->nlat : 0;
   }
-  return k->lats[r] ? io_read(k->fd[r], k->lats[r], res->nlat * sizeof(int64_t)) : -1;
+  return k->lats[r] ? io_read(k->fd[r], k->lats[r], res->nlat * sizeof(int64_t)) : ENOMEM;
 }
 
 /* Reads both answers in whichever order they come, so the first rank to
  * fail is heard at once (its peer may be stuck waiting for it: the caller
- * then kills both). On failure rep->fail_msg names the rank and cause. */
+ * then kills both). Returns 0 or an errno: ETIMEDOUT (a rank hung),
+ * ECHILD (a rank died), or the one a rank failed with; rep->fail_msg
+ * names the rank and cause. */
 static int replies(struct ranks *k, struct bench_res res[2], struct report *rep, bool has_lats) {
   int have[2] = {0, 0};
   while (!have[0] || !have[1]) {
@@ -129,17 +135,18 @@ static int replies(struct ranks *k, struct bench_res res[2], struct report *rep,
     if (poll(p, 2, REPLY_TIMEOUT_MS) <= 0) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d hung (no answer in %d s)",
                have[0] ? 1 : 0, REPLY_TIMEOUT_MS / 1000);
-      return -1;
+      return ETIMEDOUT;
     }
     for (int r = 0; r < 2; r++) {
       if (have[r] || !p[r].revents) continue;
       if (read_one(k, r, &res[r], has_lats)) {
         snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died", r);
-        return -1;
+        return ECHILD;
       }
       have[r] = 1;
       if (res[r].status) {
         snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d: %s", r, res[r].err);
+        k->is_skip = res[r].is_skip;
         return res[r].status;
       }
     }
@@ -191,12 +198,13 @@ static int listen_both(struct ranks *k, struct report *rep, struct bench_cmd *c,
     if (poll(&p, 1, REPLY_TIMEOUT_MS) != 1 || io_read(k->fd[r], &res[r], sizeof(res[r])) ||
         handles_read(k->fd[r], &h[r])) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died while starting", r);
-      return -1;
+      return ECHILD;
     }
   }
   for (int r = 0; r < 2; r++)
     if (res[r].status) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d: %s", r, res[r].err);
+      k->is_skip = res[r].is_skip;
       return res[r].status;
     }
   char *nl = strchr(res[0].err, '\n'); /* the plugin's description, then the compared one's */
@@ -207,7 +215,8 @@ static int listen_both(struct ranks *k, struct report *rep, struct bench_cmd *c,
 }
 
 /* One comm count's connections: every engine listens and connects, and
- * each rank says what that cost it. */
+ * each rank says what that cost it. 0 or an errno (rep->fail_msg; a skip
+ * sets k->is_skip). */
 static int setup(struct ranks *k, struct report *rep, struct block *b) {
   const struct opts *o = rep->o;
   uint64_t max_size, region;
@@ -246,7 +255,8 @@ static void wait_quiet(const struct report *rep) {
   }
 }
 
-/* One measurement of one variant: both ranks prepare, then start together. */
+/* One measurement of one variant: both ranks prepare, then start together.
+ * 0 or an errno (rep->fail_msg says why, but for ENOMEM here). */
 static int measure(struct ranks *k, struct report *rep, struct row *row, struct variant *v) {
   struct bench_cmd c = {.op = OP_RUN,
                         .engine = v->engine,
@@ -267,12 +277,13 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
   for (int r = 0; r < 2; r++)
     if (read_timed(k->fd[r], &ready[r], 1)) {
       snprintf(rep->fail_msg, sizeof(rep->fail_msg), "rank %d died or hung", r);
-      return -1;
+      return ECHILD;
     }
   int64_t host = host_busy_ns(true), proc = host_busy_ns(false), t = clock_mono_ns();
   for (int r = 0; r < 2; r++) io_write(k->fd[r], "G", 1);
   struct bench_res res[2];
-  if (replies(k, res, rep, true)) return -1;
+  int rc = replies(k, res, rep, true);
+  if (rc) return rc;
   host = host_busy_ns(true) - host;
   proc = host_busy_ns(false) - proc;
   t = clock_mono_ns() - t;
@@ -295,7 +306,7 @@ static int measure(struct ranks *k, struct report *rep, struct row *row, struct 
         (double)res[r].timed_msgs * (double)row->size / (double)(res[r].t_end_ns - res[r].t0_ns);
     if (r == 1 && res[1].nlat) { /* pool both ranks' values */
       int64_t *all = realloc(k->lats[0], (res[0].nlat + res[1].nlat) * sizeof(int64_t));
-      if (!all) return -1;
+      if (!all) return ENOMEM;
       memcpy(all + res[0].nlat, k->lats[1], res[1].nlat * sizeof(int64_t));
       k->lats[0] = all;
       k->lat_caps[0] = res[0].nlat + res[1].nlat;
@@ -359,8 +370,8 @@ static void add_variants(const struct opts *o, struct row *r, int socks) {
   if ((r->ncomms > 1 || r->nvariant == r->first_raw) && !has_event) add_raw_shape(r, &ev);
 }
 
-/* Window, warm-up and message count of a row; -1 when its buffers would
- * not fit in --max-mem. */
+/* Window, warm-up and message count of a row; 0, or ENOBUFS when its
+ * buffers would not fit in --max-mem. */
 static int plan_row(const struct opts *o, int mode, int ncomms, uint64_t size, int socks,
                     struct row *r) {
   memset(r, 0, sizeof(*r));
@@ -377,7 +388,7 @@ static int plan_row(const struct opts *o, int mode, int ncomms, uint64_t size, i
   } else {
     uint64_t per_slot = size * (uint64_t)ncomms * (mode == MODE_BIDIR ? 2 : 1);
     uint64_t w = o->max_mem / per_slot;
-    if (!w) return -1;
+    if (!w) return ENOBUFS;
     r->window = w < (uint64_t)o->window ? (int)w : o->window;
     uint64_t it = o->target_bytes / (size * (uint64_t)ncomms);
     if (it > o->max_msgs) it = o->max_msgs;
@@ -398,7 +409,8 @@ static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
     row->iters / 4 > 2 * (uint64_t)row->window ? row->iters / 4 : 2 * (uint64_t)row->window;
   for (int j = 0; j < row->nvariant; j++) {
     tmp.variants[j].nrep = 0;
-    if (measure(k, rep, &tmp, &tmp.variants[j])) return -1;
+    int rc = measure(k, rep, &tmp, &tmp.variants[j]);
+    if (rc) return rc;
   }
   return 0;
 }
@@ -406,32 +418,37 @@ static int prime_row(struct ranks *k, struct report *rep, struct row *row) {
 /* The baseline shape is chosen on pilot repetitions and then measured
  * against the plugin on fresh ones. Choosing the best of several shapes on
  * the same noisy repetitions the ratio comes from would flatter the
- * baseline: the largest of several noisy medians is biased upwards. */
-static int select_shape(struct ranks *k, struct report *rep, struct row *row) {
+ * baseline: the largest of several noisy medians is biased upwards.
+ * Returns 0 or measure's errno; *chosen is the chosen shape's variant, or
+ * 0 when there was nothing to choose (every shape runs). */
+static int select_shape(struct ranks *k, struct report *rep, struct row *row, int *chosen) {
   int first = row->first_raw;
+  *chosen = 0;
   if (rep->o->select_reps == 0 || row->nvariant - first <= 1) return 0;
   for (int i = 0; i < rep->o->select_reps; i++)
-    for (int j = first; j < row->nvariant; j++)
-      if (measure(k, rep, row, &row->variants[i % 2 ? row->nvariant - 1 - (j - first) : j]))
-        return -1;
+    for (int j = first; j < row->nvariant; j++) {
+      int rc = measure(k, rep, row, &row->variants[i % 2 ? row->nvariant - 1 - (j - first) : j]);
+      if (rc) return rc;
+    }
   row_finish(row);
   for (int j = first; j < row->nvariant; j++) {
     struct variant *v = &row->variants[j];
     v->pilot = row->mode == MODE_LAT ? v->m_p50 : v->m_gbps;
     v->nrep = 0;
   }
-  return row->best;
+  /* every shape ran its pilot repetitions, so one of them is the best */
+  *chosen = row->best;
+  return 0;
 }
 
 static int run_row(struct ranks *k, struct report *rep, struct row *row) {
-  if (row->mode != MODE_LAT && prime_row(k, rep, row)) return -1;
-  int chosen = select_shape(k, rep, row);
-  if (chosen < 0) return -1;
+  int chosen, rc = row->mode != MODE_LAT ? prime_row(k, rep, row) : 0;
+  if (rc || (rc = select_shape(k, rep, row, &chosen))) return rc;
   for (int i = 0; i < rep->o->reps; i++)
     for (int j = 0; j < row->nvariant; j++) {
       int v = i % 2 ? row->nvariant - 1 - j : j; /* flip the order every other repetition */
       if (chosen && v >= row->first_raw && v != chosen) continue;
-      if (measure(k, rep, row, &row->variants[v])) return -1;
+      if ((rc = measure(k, rep, row, &row->variants[v]))) return rc;
     }
   row->is_verified = true; /* a run with a bad byte or a short count fails instead */
   row_finish(row);
@@ -453,7 +470,8 @@ static int run_mode(struct ranks *k, struct report *rep, int mode, const struct 
     }
     if (first) report_block(stdout, rep, row);
     first = 0;
-    if (run_row(k, rep, row)) return -1;
+    int rc = run_row(k, rep, row);
+    if (rc) return rc;
     report_row(stdout, row);
     fflush(stdout);
     rep->nrows++;
@@ -478,7 +496,7 @@ static int run_plan(struct ranks *k, struct report *rep) {
     for (int oi = 0; oi < MODE_COUNT; oi++) {
       int mode = order[oi];
       if (!o->modes[mode] || (mode == MODE_LAT && ci > 0)) continue;
-      if (run_mode(k, rep, mode, b)) return -1;
+      if ((rc = run_mode(k, rep, mode, b))) return rc;
     }
   }
   return 0;
@@ -507,9 +525,11 @@ int bench_run(struct report *rep) {
   struct netns ns;
   int use_ns = !strcmp(o->placement, "netns"), rc = 0;
   char why[512] = "";
-  if (use_ns && (rc = netns_setup(&ns, why, sizeof(why))) != 0) {
-    fprintf(stderr, "nccl-net-bench: %s%s\n", rc > 0 ? "SKIP: " : "", why);
-    return rc > 0 ? 77 : 1;
+  enum netns_outcome nso = use_ns ? netns_setup(&ns, why, sizeof(why)) : NETNS_READY;
+  if (nso != NETNS_READY) {
+    bool is_skip = nso == NETNS_UNAVAILABLE;
+    fprintf(stderr, "nccl-net-bench: %s%s\n", is_skip ? "SKIP: " : "", why);
+    return is_skip ? 77 : 1;
   }
   if (use_ns)
     snprintf(rep->where, sizeof(rep->where), "namespace hosts %s (%s %s) and %s (%s %s), veth",
@@ -518,15 +538,14 @@ int bench_run(struct report *rep) {
   struct ranks k = {0};
   raise_nofile(rep);
   signal(SIGPIPE, SIG_IGN); /* a rank that died is reported, not fatal to us */
-  if (spawn(&k, o, use_ns ? &ns : NULL)) {
-    snprintf(rep->fail_msg, sizeof(rep->fail_msg), "cannot start the ranks: %s", strerror(errno));
-    rc = -1;
+  if ((rc = spawn(&k, o, use_ns ? &ns : NULL))) {
+    snprintf(rep->fail_msg, sizeof(rep->fail_msg), "cannot start the ranks: %s", strerror(rc));
   } else {
     rc = run_plan(&k, rep);
   }
   stop(&k, rc != 0);
   if (use_ns) netns_cleanup(&ns);
-  if (rc > 0) { /* nothing to measure here: a skip, not a failure */
+  if (rc && k.is_skip) { /* nothing to measure here: a skip, not a failure */
     fprintf(stderr, "nccl-net-bench: SKIP: %s\n", rep->fail_msg);
     return 77;
   }

@@ -17,7 +17,8 @@
 
 struct worker {
   const struct worker_cfg *cfg;
-  int plugin_status; /* 0 ready, -1 failed, 1 nothing to measure (skip) */
+  int plugin_status; /* 0 ready, or the errno it failed with (plugin_err says why) */
+  bool is_skip;      /* the failure means nothing to measure here (a skip) */
   char plugin_err[512];
   struct plugin_driver plugin, compare; /* this build's plugin, and the compared one */
   bool has_compare;
@@ -35,12 +36,14 @@ struct worker {
   struct proc_usage usage[ENGINE_COUNT]; /* what each engine's comms added */
 };
 
+/* 0, the errno of the failed read or write, or EPIPE when the other end
+ * closed. */
 static int io_all(int fd, void *buf, size_t len, bool is_out) {
   uint8_t *p = buf;
   while (len) {
     ssize_t n = is_out ? write(fd, p, len) : read(fd, p, len);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return -1;
+    if (n <= 0) return n < 0 ? errno : EPIPE;
     p += n;
     len -= (size_t)n;
   }
@@ -64,9 +67,10 @@ static int alloc_pools(struct worker *w, const struct bench_cmd *c, char *err, s
   w->spool = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, flags, -1, 0);
   w->rpool = mmap(NULL, w->pool_len, PROT_READ | PROT_WRITE, flags, -1, 0);
   if (w->spool == MAP_FAILED || w->rpool == MAP_FAILED) {
+    int rc = errno;
     w->spool = w->rpool = NULL;
-    snprintf(err, cap, "cannot map %zu bytes of buffers: %s", w->pool_len, strerror(errno));
-    return -1;
+    snprintf(err, cap, "cannot map %zu bytes of buffers: %s", w->pool_len, strerror(rc));
+    return rc;
   }
   return 0;
 }
@@ -79,14 +83,17 @@ static void usage_add(struct proc_usage *acc, const struct proc_usage *a,
 }
 
 /* Every engine's comms of the previous block closed, then ncomms of each
- * listening; what each listen adds counts towards its engine's usage. */
+ * listening; what each listen adds counts towards its engine's usage.
+ * Returns 0 or an errno (res->err says why; res->is_skip for a skip). */
 static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_res *res,
                      struct bench_handles *h) {
   if (w->plugin_status) {
     snprintf(res->err, sizeof(res->err), "%s", w->plugin_err);
+    res->is_skip = w->is_skip;
     return w->plugin_status;
   }
-  if (alloc_pools(w, c, res->err, sizeof(res->err))) return -1;
+  int rc = alloc_pools(w, c, res->err, sizeof(res->err));
+  if (rc) return rc;
   plugin_driver_close_comms(&w->plugin);
   if (w->has_compare) plugin_driver_close_comms(&w->compare);
   raw_close(&w->raw);
@@ -95,7 +102,7 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
   h->plugin = calloc((size_t)c->ncomms * (w->has_compare ? 2 : 1), BENCH_HANDLE_LEN);
   if (!w->streams || !h->plugin) {
     snprintf(res->err, sizeof(res->err), "out of memory for %d comms", c->ncomms);
-    return -1;
+    return ENOMEM;
   }
   h->compare = w->has_compare ? h->plugin + (size_t)c->ncomms * BENCH_HANDLE_LEN : NULL;
   w->ncomms = c->ncomms;
@@ -106,21 +113,21 @@ static int do_listen(struct worker *w, const struct bench_cmd *c, struct bench_r
   bool has_send = !c->is_one_way || w->cfg->rank == 0,
        has_recv = !c->is_one_way || w->cfg->rank == 1;
   w->is_one_way = c->is_one_way;
-  if (raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->ncomms, c->shape.nsocks, has_send,
-                 has_recv, &h->o, res->err, sizeof(res->err)))
-    return -1;
+  if ((rc = raw_listen(&w->raw, w->cfg->rank, w->cfg->addr, c->ncomms, c->shape.nsocks, has_send,
+                       has_recv, &h->o, res->err, sizeof(res->err))))
+    return rc;
   proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_RAW], &a, &b);
-  if (plugin_driver_listen(&w->plugin, c->ncomms, has_send, has_recv, h->plugin, res->err,
-                           sizeof(res->err)))
-    return -1;
+  if ((rc = plugin_driver_listen(&w->plugin, c->ncomms, has_send, has_recv, h->plugin, res->err,
+                                 sizeof(res->err))))
+    return rc;
   proc_usage_now(&a);
   usage_add(&w->usage[ENGINE_PLUGIN], &b, &a);
   h->o.ncomms = c->ncomms;
   h->o.has_compare = w->has_compare;
-  if (w->has_compare && plugin_driver_listen(&w->compare, c->ncomms, has_send, has_recv, h->compare,
-                                             res->err, sizeof(res->err)))
-    return -1;
+  if (w->has_compare && (rc = plugin_driver_listen(&w->compare, c->ncomms, has_send, has_recv,
+                                                   h->compare, res->err, sizeof(res->err))))
+    return rc;
   proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_COMPARE], &a, &b);
   /* for the report header: the plugin, then the compared one */
@@ -136,27 +143,28 @@ static int do_connect(struct worker *w, const struct bench_handles *peer, struct
   if (peer->o.ncomms != w->ncomms || peer->o.has_compare != w->has_compare) {
     snprintf(res->err, sizeof(res->err), "the peer offers %d comms, this rank listened for %d",
              peer->o.ncomms, w->ncomms);
-    return -1;
+    return EPROTO;
   }
   proc_usage_now(&a);
-  if (plugin_driver_connect(&w->plugin, peer->plugin, w->spool, w->rpool, w->pool_len, res->err,
-                            sizeof(res->err)))
-    return -1;
+  int rc = plugin_driver_connect(&w->plugin, peer->plugin, w->spool, w->rpool, w->pool_len,
+                                 res->err, sizeof(res->err));
+  if (rc) return rc;
   proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_PLUGIN], &a, &b);
-  if (w->has_compare && plugin_driver_connect(&w->compare, peer->compare, w->spool, w->rpool,
-                                              w->pool_len, res->err, sizeof(res->err)))
-    return -1;
+  if (w->has_compare && (rc = plugin_driver_connect(&w->compare, peer->compare, w->spool, w->rpool,
+                                                    w->pool_len, res->err, sizeof(res->err))))
+    return rc;
   proc_usage_now(&a);
   usage_add(&w->usage[ENGINE_COMPARE], &b, &a);
-  if (raw_connect(&w->raw, &peer->o, res->err, sizeof(res->err))) return -1;
+  if ((rc = raw_connect(&w->raw, &peer->o, res->err, sizeof(res->err)))) return rc;
   proc_usage_now(&b);
   usage_add(&w->usage[ENGINE_RAW], &a, &b);
   memcpy(res->usage, w->usage, sizeof(res->usage));
   return 0;
 }
 
-/* Which directions of which comms this rank drives in a run. */
+/* Which directions of which comms this rank drives in a run; returns how
+ * many streams it filled in. */
 static int make_streams(struct worker *w, const struct bench_cmd *c, struct stream *s) {
   int n = 0, rank = w->cfg->rank;
   int ncomms = c->mode == MODE_LAT ? 1 : c->ncomms;
@@ -200,7 +208,7 @@ static int grow(int64_t **p, size_t *cap, size_t want) {
   free(*p);
   *p = malloc(want * sizeof(int64_t));
   *cap = *p ? want : 0;
-  return *p ? 0 : -1;
+  return *p ? 0 : ENOMEM;
 }
 
 static int check_streams(struct stream *s, int n, const struct bench_cmd *c, char *err,
@@ -212,7 +220,7 @@ static int check_streams(struct stream *s, int n, const struct bench_cmd *c, cha
     for (uint64_t m = from; m < total; m++) stream_check(&s[i], c, m, true);
     if (s[i].has_failed) {
       snprintf(err, cap, "%s", s[i].err);
-      return -1;
+      return EPROTO;
     }
   }
   return 0;
@@ -222,7 +230,8 @@ static int check_streams(struct stream *s, int n, const struct bench_cmd *c, cha
  * preparation is counted in the other's time or CPU. */
 static int ready_go(struct worker *w) {
   char go;
-  return io_write(w->cfg->fd, "R", 1) || io_read(w->cfg->fd, &go, 1) ? -1 : 0;
+  int rc = io_write(w->cfg->fd, "R", 1);
+  return rc ? rc : io_read(w->cfg->fd, &go, 1);
 }
 
 static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res *res) {
@@ -232,24 +241,25 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
       c->size * (uint64_t)c->window * (uint64_t)c->ncomms > w->pool_len ||
       (c->engine == ENGINE_COMPARE && !w->has_compare) || (c->mode != MODE_UNI && w->is_one_way)) {
     snprintf(res->err, sizeof(res->err), "run outside what was prepared");
-    return ready_go(w), -1;
+    return ready_go(w), EINVAL;
   }
   if (grow(&w->dones, &w->done_cap, total * 2 * (size_t)c->ncomms) ||
       grow(&w->lats, &w->lat_cap, total * (size_t)c->ncomms)) {
     snprintf(res->err, sizeof(res->err), "out of memory for %llu timestamps",
              (unsigned long long)total);
-    return ready_go(w), -1;
+    return ready_go(w), ENOMEM;
   }
   struct stream *s = w->streams;
   int n = make_streams(w, c, s);
   prepare(w, c, s, n);
-  if (ready_go(w)) return -1;
+  int rc = ready_go(w);
+  if (rc) return rc;
   struct run_ctx r = {.cmd = c, .streams = s, .nstreams = n, .lats = w->lats};
   int64_t cpu = proc_cpu_ns();
   w->cmd_cpu0 = cpu;
-  int rc = c->engine == ENGINE_PLUGIN    ? plugin_driver_run(&w->plugin, &r)
-           : c->engine == ENGINE_COMPARE ? plugin_driver_run(&w->compare, &r)
-                                         : raw_run(&w->raw, &r);
+  rc = c->engine == ENGINE_PLUGIN    ? plugin_driver_run(&w->plugin, &r)
+       : c->engine == ENGINE_COMPARE ? plugin_driver_run(&w->compare, &r)
+                                     : raw_run(&w->raw, &r);
   res->cpu_ns = proc_cpu_ns() - cpu;
   res->cpu_drv_ns = r.cpu_drv_ns;
   struct proc_usage u;
@@ -257,9 +267,9 @@ static int do_run(struct worker *w, const struct bench_cmd *c, struct bench_res 
   res->threads = u.threads;
   if (rc) {
     snprintf(res->err, sizeof(res->err), "%s", r.err);
-    return -1;
+    return rc;
   }
-  if (check_streams(s, n, c, res->err, sizeof(res->err))) return -1;
+  if ((rc = check_streams(s, n, c, res->err, sizeof(res->err)))) return rc;
   res->moved = (c->mode == MODE_LAT ? 2 : (uint64_t)n) * total * c->size;
   if (c->mode == MODE_LAT) {
     res->nlat = r.nlat;
@@ -286,24 +296,24 @@ static void worker_free(struct worker *w) {
 /* The handles in both directions: the offer, then its arrays. */
 int handles_write(int fd, const struct bench_handles *h) {
   size_t len = (size_t)h->o.ncomms * BENCH_HANDLE_LEN;
-  return io_write(fd, &h->o, sizeof(h->o)) || (len && io_write(fd, h->plugin, len)) ||
-             (h->o.has_compare && len && io_write(fd, h->compare, len))
-           ? -1
-           : 0;
+  int rc = io_write(fd, &h->o, sizeof(h->o));
+  if (!rc && len) rc = io_write(fd, h->plugin, len);
+  if (!rc && len && h->o.has_compare) rc = io_write(fd, h->compare, len);
+  return rc;
 }
 
 int handles_read(int fd, struct bench_handles *h) {
   memset(h, 0, sizeof(*h));
-  if (io_read(fd, &h->o, sizeof(h->o)) || h->o.ncomms < 0 || h->o.ncomms > BENCH_MAX_COMMS)
-    return -1;
+  int rc = io_read(fd, &h->o, sizeof(h->o));
+  if (rc) return rc;
+  if (h->o.ncomms < 0 || h->o.ncomms > BENCH_MAX_COMMS) return EPROTO;
   size_t len = (size_t)h->o.ncomms * BENCH_HANDLE_LEN;
   h->plugin = calloc(len ? 2 * len : 1, 1);
-  if (!h->plugin) return -1;
+  if (!h->plugin) return ENOMEM;
   h->compare = h->o.has_compare ? h->plugin + len : NULL;
-  return (len && io_read(fd, h->plugin, len)) ||
-             (h->o.has_compare && len && io_read(fd, h->compare, len))
-           ? -1
-           : 0;
+  if (len) rc = io_read(fd, h->plugin, len);
+  if (!rc && len && h->o.has_compare) rc = io_read(fd, h->compare, len);
+  return rc;
 }
 
 /* Serves commands until quit or the parent goes away. */
@@ -347,17 +357,19 @@ int worker_main(const struct worker_cfg *cfg) {
     CPU_SET(cfg->cpu, &set);
     sched_setaffinity(0, sizeof(set), &set);
   }
-  if (cfg->netns && netns_enter(cfg->netns, w.plugin_err, sizeof(w.plugin_err))) {
-    w.plugin_status = -1;
-  } else {
+  if (cfg->netns) w.plugin_status = netns_enter(cfg->netns, w.plugin_err, sizeof(w.plugin_err));
+  if (!w.plugin_status) {
     if (cfg->ifname) setenv("NCCL_SOCKET_IFNAME", cfg->ifname, 1);
     w.plugin_status =
       plugin_driver_open(&w.plugin, cfg, cfg->plugin, cfg->abi, w.plugin_err, sizeof(w.plugin_err));
+    /* no (RDMA) device when one was insisted on: nothing to measure here */
+    w.is_skip = w.plugin_status == ENODEV && cfg->is_rdma_only;
     if (!w.plugin_status && cfg->compare) {
       char err[400];
-      if (plugin_driver_open(&w.compare, cfg, cfg->compare, 0, err, sizeof(err))) {
+      int rc = plugin_driver_open(&w.compare, cfg, cfg->compare, 0, err, sizeof(err));
+      if (rc) { /* even one without the device: the comparison was asked for */
         snprintf(w.plugin_err, sizeof(w.plugin_err), "the compared plugin: %s", err);
-        w.plugin_status = -1;
+        w.plugin_status = rc;
       }
       w.has_compare = true; /* loaded as far as it went: closed at the end */
     }
