@@ -258,9 +258,9 @@ static void print_gpus(FILE *f, const struct doctor *d) {
       const struct topo_dev *dv = &c->dev[c->gpu_choices[g].nearest[k]];
       char sub[64];
       doctor_port_subnet(d, dv->port, sub, sizeof(sub));
-      o = topo_cat(near, sizeof(near), o, "%s%s:%d (%s%s%s, GID %d)", k ? ", " : "", dv->name,
-                   dv->ib_port, dv->netdev[0] ? dv->netdev : "-", sub[0] ? " " : "", sub,
-                   dv->gid_index);
+      o = strbuf_cat(near, sizeof(near), o, "%s%s:%d (%s%s%s, GID %d)", k ? ", " : "", dv->name,
+                     dv->ib_port, dv->netdev[0] ? dv->netdev : "-", sub[0] ? " " : "", sub,
+                     dv->gid_index);
     }
     fprintf(f, "  %-13s %-4d %s\n", h->gpus[g].cpus[0] ? h->gpus[g].cpus : "-", h->gpus[g].numa,
             near);
@@ -282,13 +282,14 @@ static void print_nccl_choice(FILE *f, const struct doctor *d) {
     return;
   }
   ipaddr_str(&l->ifs[m->idx[0]].addr[m->addr[0]], a, sizeof(a));
-  o = topo_cat(line, sizeof(line), o, "bootstrap over %s (%s), by %s; its Socket transport uses",
-               l->ifs[m->idx[0]].name, a, m->rule);
-  for (int j = 0; j < m->n; j++) o = topo_cat(line, sizeof(line), o, " %s", l->ifs[m->idx[j]].name);
+  o = strbuf_cat(line, sizeof(line), o, "bootstrap over %s (%s), by %s; its Socket transport uses",
+                 l->ifs[m->idx[0]].name, a, m->rule);
+  for (int j = 0; j < m->n; j++)
+    o = strbuf_cat(line, sizeof(line), o, " %s", l->ifs[m->idx[j]].name);
   for (int i = 0, first = 1; i < l->n; i++) {
     if (netif_nccl_position(m, i) >= 0) continue;
-    o = topo_cat(line, sizeof(line), o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name,
-                 m->why[i]);
+    o = strbuf_cat(line, sizeof(line), o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name,
+                   m->why[i]);
     first = 0;
   }
   wrapped(f, "  NCCL's own choice: ", 4, line);

@@ -98,8 +98,8 @@ static void hca_value(const struct topo_host *h, const struct auto_choice *a, ch
     for (int p = hca->first_port; p < hca->first_port + hca->nports; p++)
       is_all &= a->verdicts[p] == TV_CHOSEN || a->verdicts[p] == TV_STATE;
     if (is_all && d && h->ports[a->dev_ports[d - 1]].hca == pt->hca) continue;
-    o = topo_cat(buf, cap, o, "%s%s", d ? "," : "", hca->name);
-    if (!is_all) o = topo_cat(buf, cap, o, ":%d", pt->num);
+    o = strbuf_cat(buf, cap, o, "%s%s", d ? "," : "", hca->name);
+    if (!is_all) o = strbuf_cat(buf, cap, o, ":%d", pt->num);
   }
 }
 
@@ -112,8 +112,8 @@ static size_t apart_list(const struct topo_host *h, const struct auto_choice *a,
   for (int p = 0; p < h->nport && o < cap; p++) {
     if (a->verdicts[p] != TV_PLANE) continue;
     const struct topo_hca *hca = &h->hcas[h->ports[p].hca];
-    o = topo_cat(buf, cap, o, "%s%s", o ? "," : "", hca->name);
-    if (hca->nports > 1 && o < cap) o = topo_cat(buf, cap, o, ":%d", h->ports[p].num);
+    o = strbuf_cat(buf, cap, o, "%s%s", o ? "," : "", hca->name);
+    if (hca->nports > 1 && o < cap) o = strbuf_cat(buf, cap, o, ":%d", h->ports[p].num);
   }
   return o;
 }
@@ -205,11 +205,11 @@ static void warn_none_usable(const struct topo_host *h, struct topo_choice *c,
     if (pc->verdict == TV_STATE || pc->verdict == TV_DISABLED) continue;
     if (first < 0) first = p;
     if (n++ < 4)
-      o = topo_cat(ports, sizeof(ports), o, "%s%s port %d", o ? ", " : "",
-                   h->hcas[h->ports[p].hca].name, h->ports[p].num);
+      o = strbuf_cat(ports, sizeof(ports), o, "%s%s port %d", o ? ", " : "",
+                     h->hcas[h->ports[p].hca].name, h->ports[p].num);
   }
   if (first < 0) return;
-  if (n > 4) topo_cat(ports, sizeof(ports), o, ", ...");
+  if (n > 4) strbuf_cat(ports, sizeof(ports), o, ", ...");
   const char *tail = "every connection of this process runs over TCP, at TCP speed (to use TCP "
                      "knowingly, set NCCL_IB_DISABLE=1)";
   if (active == 1)

@@ -124,8 +124,8 @@ static void pass_why_none(const struct topo_host *h, struct topo_choice *c) {
   for (int p = 0; p < h->nport && o < sizeof(c->why_none); p++) {
     char label[80];
     topo_port_label(h, p, label, sizeof(label));
-    o = topo_cat(c->why_none, sizeof(c->why_none), o, "%s %s (%s)", p ? ";" : "", label,
-                 c->pc[p].why);
+    o = strbuf_cat(c->why_none, sizeof(c->why_none), o, "%s %s (%s)", p ? ";" : "", label,
+                   c->pc[p].why);
   }
   if (!h->nport) snprintf(c->why_none + o, sizeof(c->why_none) - o, " the devices have no ports");
 }

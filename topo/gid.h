@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "topo/addr.h"
+#include "common/addr.h"
 #include "topo/topo.h"
 
 struct gid_prefs {

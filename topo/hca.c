@@ -51,7 +51,7 @@ static int entry_matches(const struct topo_host *h, const struct filter *f, int 
     n++;
     *is_usable |= h->ports[p].state == PORT_ACTIVE;
     if (strcmp(name, f->entries[e].name)) *names_other = true;
-    if (o < cap) o = topo_cat(list, cap, o, "%s%s:%d", o ? ", " : "", name, h->ports[p].num);
+    if (o < cap) o = strbuf_cat(list, cap, o, "%s%s:%d", o ? ", " : "", name, h->ports[p].num);
   }
   return n;
 }
@@ -60,8 +60,8 @@ static void all_ports(const struct topo_host *h, char *buf, size_t cap) {
   size_t o = 0;
   buf[0] = 0;
   for (int p = 0; p < h->nport && o < cap; p++)
-    o = topo_cat(buf, cap, o, "%s%s:%d (%s)", p ? ", " : "", h->hcas[h->ports[p].hca].name,
-                 h->ports[p].num, h->ports[p].state_text);
+    o = strbuf_cat(buf, cap, o, "%s%s:%d (%s)", p ? ", " : "", h->hcas[h->ports[p].hca].name,
+                   h->ports[p].num, h->ports[p].state_text);
   if (!h->nport) snprintf(buf, cap, "no RDMA port at all");
 }
 
@@ -77,7 +77,7 @@ static void check_entries(const struct topo_host *h, struct topo_choice *c, cons
     int n = entry_matches(h, f, e, list, sizeof(list), &is_usable, &names_other);
     if (n == 0) {
       if (o < sizeof(none))
-        o = topo_cat(none, sizeof(none), o, "%s'%s'", o ? ", " : "", f->entries[e].name);
+        o = strbuf_cat(none, sizeof(none), o, "%s'%s'", o ? ", " : "", f->entries[e].name);
       nnone++;
     } else if (!is_usable && !f->is_exclude) {
       topo_issue(c, TOPO_WARNING,

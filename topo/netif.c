@@ -11,8 +11,8 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 #include "topo/filter.h"
-#include "topo/strbuf.h"
 #include "topo/sysfs.h"
 
 /* The interface called name, added when new; NULL past NETIF_MAX (*err 0)
@@ -316,29 +316,29 @@ void netif_list_str(const struct netif_list *l, char *buf, size_t cap) {
     char a[64];
     bool ll;
     first_addr_str(n, pick_addr(n, AF_UNSPEC, &ll), a, sizeof(a));
-    o = topo_cat(buf, cap, o, "%s%s (%s%s)", i ? ", " : "", n->name, a,
-                 !n->up        ? ", down"
-                 : !n->running ? ", no carrier"
-                               : "");
+    o = strbuf_cat(buf, cap, o, "%s%s (%s%s)", i ? ", " : "", n->name, a,
+                   !n->up        ? ", down"
+                   : !n->running ? ", no carrier"
+                                 : "");
   }
-  if (l->n == 0) topo_cat(buf, cap, 0, "no interfaces at all");
+  if (l->n == 0) strbuf_cat(buf, cap, 0, "no interfaces at all");
 }
 
 void netif_choice_summary(const struct netif_list *l, const struct netif_choice *c, char *buf,
                           size_t cap) {
-  size_t o = topo_cat(buf, cap, 0, "using");
+  size_t o = strbuf_cat(buf, cap, 0, "using");
   for (int j = 0; j < c->n; j++) {
     const struct netif *n = &l->ifs[c->idx[j]];
     char a[64];
     first_addr_str(n, c->primary[j], a, sizeof(a));
-    o = topo_cat(buf, cap, o, "%s %s (%s)", j ? "," : "", n->name, a);
+    o = strbuf_cat(buf, cap, o, "%s %s (%s)", j ? "," : "", n->name, a);
   }
-  if (c->n == 0) o = topo_cat(buf, cap, o, " nothing");
-  if (c->is_fallback) o = topo_cat(buf, cap, o, " because nothing better is up");
+  if (c->n == 0) o = strbuf_cat(buf, cap, o, " nothing");
+  if (c->is_fallback) o = strbuf_cat(buf, cap, o, " because nothing better is up");
   int first = 1;
   for (int i = 0; i < l->n; i++) {
     if (!c->why[i][0]) continue;
-    o = topo_cat(buf, cap, o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name, c->why[i]);
+    o = strbuf_cat(buf, cap, o, "%s%s (%s)", first ? "; not " : ", ", l->ifs[i].name, c->why[i]);
     first = 0;
   }
 }

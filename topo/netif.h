@@ -9,7 +9,7 @@
 #include <net/if.h>
 #include <stdbool.h>
 
-#include "topo/addr.h"
+#include "common/addr.h"
 
 #define NETIF_MAX 64
 #define NETIF_ADDR_MAX 8

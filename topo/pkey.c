@@ -38,8 +38,8 @@ void pkey_table_str(const struct topo_port *pt, char *buf, size_t cap) {
   size_t o = 0;
   buf[0] = 0;
   for (int k = 0; k < pt->npkey && o < cap; k++)
-    o = topo_cat(buf, cap, o, "%s%d 0x%04x %s", k ? ", " : "", pt->pkeys[k].index,
-                 pt->pkeys[k].value, pkey_is_full(pt->pkeys[k].value) ? "full" : "limited");
+    o = strbuf_cat(buf, cap, o, "%s%d 0x%04x %s", k ? ", " : "", pt->pkeys[k].index,
+                   pt->pkeys[k].value, pkey_is_full(pt->pkeys[k].value) ? "full" : "limited");
   if (!pt->npkey) snprintf(buf, cap, "no key");
 }
 

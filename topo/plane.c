@@ -169,12 +169,12 @@ static void others_desc(const struct topo_host *h, const struct topo_choice *c, 
   for (int p = 0; p < h->nport; p++) {
     if (!is_plane_candidate(&c->pc[p]) || skip[p]) continue;
     if (o < cap)
-      o = topo_cat(buf, cap, o, "%s%s:%d", o ? ", " : "", h->hcas[h->ports[p].hca].name,
-                   h->ports[p].num);
+      o = strbuf_cat(buf, cap, o, "%s%s:%d", o ? ", " : "", h->hcas[h->ports[p].hca].name,
+                     h->ports[p].num);
     char sub[64] = "InfiniBand";
     if (c->pc[p].has_addr) ipaddr_subnet_str(&c->pc[p].addr, sub, sizeof(sub));
     if (!strstr(subs, sub) && so < sizeof(subs))
-      so = topo_cat(subs, sizeof(subs), so, "%s%s", so ? ", " : "", sub);
+      so = strbuf_cat(subs, sizeof(subs), so, "%s%s", so ? ", " : "", sub);
   }
   if (o < cap) snprintf(buf + o, cap - o, " (%s)", subs);
 }
@@ -257,23 +257,24 @@ static size_t apart_why(const struct topo_host *h, const struct topo_choice *c,
   if (pm->rules[p] & RULE_MAIN) {
     char how[200];
     is_on_main(h, c, p, how, sizeof(how));
-    o = topo_cat(why, cap, o,
-                 "other plane: %s, the main network (%s carries sockets and bootstrap), while %s "
-                 "form a separate RDMA plane; a QP between the planes times out at RTR",
-                 how, h->ifs.ifs[c->main_if].name, pm->others);
+    o = strbuf_cat(why, cap, o,
+                   "other plane: %s, the main network (%s carries sockets and bootstrap), while %s "
+                   "form a separate RDMA plane; a QP between the planes times out at RTR",
+                   how, h->ifs.ifs[c->main_if].name, pm->others);
   }
   if (pm->rules[p] & RULE_GPU)
-    o = topo_cat(why, cap, o,
+    o =
+      strbuf_cat(why, cap, o,
                  "%sstorage or management NIC: the nearest GPU, %s, is %s from it (no shared PCIe "
                  "switch), while every GPU has an RDMA port on its own PCIe switch; NCCL would "
                  "also route GPU traffic through it",
                  o ? "; also " : "", h->gpus[pc->nearest_gpu].name, pci_class_name(pc->gpu_class));
   if (pm->rules[p] & RULE_LL)
-    o = topo_cat(why, cap, o,
-                 "%slink layer %s differs from the %d %s port%s kept; NCCL cannot connect an "
-                 "InfiniBand port to a RoCE port",
-                 o ? "; also " : "", topo_ll_name(h->ports[p].ll), pm->nkeep,
-                 topo_ll_name(pm->keep), pm->nkeep == 1 ? "" : "s");
+    o = strbuf_cat(why, cap, o,
+                   "%slink layer %s differs from the %d %s port%s kept; NCCL cannot connect an "
+                   "InfiniBand port to a RoCE port",
+                   o ? "; also " : "", topo_ll_name(h->ports[p].ll), pm->nkeep,
+                   topo_ll_name(pm->keep), pm->nkeep == 1 ? "" : "s");
   return o;
 }
 

@@ -47,8 +47,8 @@ static void report_gpu(const struct topo_host *h, const struct topo_choice *c, i
     const struct topo_dev *d = &c->dev[gc->nearest[k]];
     char sub[64] = "";
     if (d->subnet.family) ipaddr_subnet_str(&d->subnet, sub, sizeof(sub));
-    o = topo_cat(list, sizeof(list), o, "%s%s:%d (%s%s%s)", k ? ", " : "", d->name, d->ib_port,
-                 d->netdev[0] ? d->netdev : "no netdev", sub[0] ? " " : "", sub);
+    o = strbuf_cat(list, sizeof(list), o, "%s%s:%d (%s%s%s)", k ? ", " : "", d->name, d->ib_port,
+                   d->netdev[0] ? d->netdev : "no netdev", sub[0] ? " " : "", sub);
   }
   INFO(LOG_NET, "%s %s: nearest RDMA device%s %s at %s", h->gpus[g].name, h->gpus[g].busid,
        gc->nnearest > 1 ? "s" : "", gc->nnearest ? list : "(none)",
@@ -68,8 +68,8 @@ static void dev_list(const struct topo_choice *c, char *buf, size_t cap) {
   buf[0] = 0;
   for (int d = 0; d < c->ndev && o < cap; d++) {
     const struct topo_dev *dv = &c->dev[d];
-    o = topo_cat(buf, cap, o, "%s[%d]%s:%d/%s", d ? " " : "", d, dv->name, dv->ib_port,
-                 topo_ll_name(dv->ll));
+    o = strbuf_cat(buf, cap, o, "%s[%d]%s:%d/%s", d ? " " : "", d, dv->name, dv->ib_port,
+                   topo_ll_name(dv->ll));
   }
 }
 

@@ -51,7 +51,7 @@ static void fill_view(const struct topo_host *h, const struct topo_choice *c, st
   for (int j = 0; j < a.n && !a.is_fallback; j++) {
     const struct netif *n = &h->ifs.ifs[a.idx[j]];
     if (!has_routable(n, fam)) continue;
-    o = topo_cat(v->good, sizeof(v->good), o, "%s%s", v->ngood ? ", " : "", n->name);
+    o = strbuf_cat(v->good, sizeof(v->good), o, "%s%s", v->ngood ? ", " : "", n->name);
     v->ngood++;
   }
   v->main_if = c->main_if;

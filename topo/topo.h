@@ -67,10 +67,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "topo/addr.h"
+#include "common/addr.h"
+#include "common/strbuf.h"
 #include "topo/netif.h"
 #include "topo/pcidist.h"
-#include "topo/strbuf.h"
 
 /* What discovery considers at most (the arrays are sized by what the host
  * has); past these, a note says what was left out. */

@@ -12,7 +12,7 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
-#include "topo/strbuf.h"
+#include "common/strbuf.h"
 #include "transport/abort.h"
 #include "transport/frame.h"
 #include "transport/listen.h"
@@ -41,9 +41,9 @@ static int unreached_list(const struct hello *h, const char *won, char *buf, siz
   for (int i = 0; i < h->ntried; i++) {
     const struct hello_tried *t = &h->tried[i];
     if (!strcmp(t->ifname, won)) continue;
-    o = topo_cat(buf, cap, o, "%s%s (%s): ", n ? "; " : "", t->addr, t->ifname);
-    if (t->err) o = topo_cat(buf, cap, o, "%s (%s)", strerror(t->err), errno_name(t->err));
-    else o = topo_cat(buf, cap, o, "no answer after %d ms", t->ms);
+    o = strbuf_cat(buf, cap, o, "%s%s (%s): ", n ? "; " : "", t->addr, t->ifname);
+    if (t->err) o = strbuf_cat(buf, cap, o, "%s (%s)", strerror(t->err), errno_name(t->err));
+    else o = strbuf_cat(buf, cap, o, "no answer after %d ms", t->ms);
     n++;
   }
   return n;

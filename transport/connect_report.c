@@ -9,7 +9,7 @@
 
 #include "common/events.h"
 #include "common/log.h"
-#include "topo/strbuf.h"
+#include "common/strbuf.h"
 #include "transport/connect.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -51,7 +51,7 @@ void connect_report_detour(struct connecting *c, const struct cand *won) {
                (long long)((now - k->attempt_start) / 1000000), k->attempts,
                k->attempts == 1 ? "" : "s");
     else snprintf(what, sizeof(what), "%s", k->last_why);
-    o = topo_cat(failed, sizeof(failed), o, "%s%s: %s", nfail ? "; " : "", d, what);
+    o = strbuf_cat(failed, sizeof(failed), o, "%s%s: %s", nfail ? "; " : "", d, what);
     nfail++;
   }
   if (!nfail) return;
@@ -92,7 +92,7 @@ static void fail_peer_loopback(const struct connecting *c) {
   char mine[64], tried[400];
   size_t o = 0;
   for (int i = 0; i < c->ncands; i++)
-    o = topo_cat(tried, sizeof(tried), o, "%s%s", i ? ", " : "", c->cands[i].str);
+    o = strbuf_cat(tried, sizeof(tried), o, "%s%s", i ? ", " : "", c->cands[i].str);
   ipaddr_cidr(&d->addr, mine, sizeof(mine));
   WARN("cannot connect to %s for device %s: %s offered its loopback address (%s): "
        "NCCL_SOCKET_IFNAME on %s selects nothing routable, so no other host can connect to it. On "
@@ -169,67 +169,71 @@ static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, co
                "NCCL_SOCKET_IFNAME to an interface with a routable address "
                "(this host has %s)",
                have);
-    return topo_cat(buf, cap, o,
-                    "%s offered a link-local address, which reaches only its own link, and the "
-                    "link this host tried it through%s%s%s is another one (no answer there): set "
-                    "%s on every node",
-                    host, k->local_if[0] ? " (" : "", k->local_if, k->local_if[0] ? ")" : "",
-                    works);
+    return strbuf_cat(buf, cap, o,
+                      "%s offered a link-local address, which reaches only its own link, and the "
+                      "link this host tried it through%s%s%s is another one (no answer there): set "
+                      "%s on every node",
+                      host, k->local_if[0] ? " (" : "", k->local_if, k->local_if[0] ? ")" : "",
+                      works);
   case FC_LOOPBACK:
-    return topo_cat(buf, cap, o,
-                    "%s offered its loopback address: NCCL_SOCKET_IFNAME on %s selects nothing "
-                    "routable; set it there to the interface on the network the nodes share",
-                    host, host);
+    return strbuf_cat(buf, cap, o,
+                      "%s offered its loopback address: NCCL_SOCKET_IFNAME on %s selects nothing "
+                      "routable; set it there to the interface on the network the nodes share",
+                      host, host);
   case FC_NO_LINK:
-    return topo_cat(buf, cap, o,
-                    "%s offered a link-local address and no interface here shares a link with it: "
-                    "set NCCL_SOCKET_IFNAME on %s to an interface with a routable address",
-                    host, host);
+    return strbuf_cat(
+      buf, cap, o,
+      "%s offered a link-local address and no interface here shares a link with it: "
+      "set NCCL_SOCKET_IFNAME on %s to an interface with a routable address",
+      host, host);
   case FC_REFUSED:
-    return topo_cat(buf, cap, o,
-                    "nothing listens there any more: the process on %s that handed out this "
-                    "address has exited or was restarted (a restarted process listens on a new "
-                    "port); find in %s's log why it stopped, and restart every rank of the job",
-                    host, host);
+    return strbuf_cat(buf, cap, o,
+                      "nothing listens there any more: the process on %s that handed out this "
+                      "address has exited or was restarted (a restarted process listens on a new "
+                      "port); find in %s's log why it stopped, and restart every rank of the job",
+                      host, host);
   case FC_NO_ROUTE:
-    return topo_cat(buf, cap, o,
-                    "this host has no route to it (no neighbour answers for it on the local link, "
-                    "or a router or firewall reports it unreachable): %s advertises an address on "
-                    "a network this host does not reach; set NCCL_SOCKET_IFNAME on %s to the "
-                    "network both share (this host has %s)",
-                    host, host, have);
+    return strbuf_cat(
+      buf, cap, o,
+      "this host has no route to it (no neighbour answers for it on the local link, "
+      "or a router or firewall reports it unreachable): %s advertises an address on "
+      "a network this host does not reach; set NCCL_SOCKET_IFNAME on %s to the "
+      "network both share (this host has %s)",
+      host, host, have);
   case FC_NO_ANSWER:
-    return topo_cat(buf, cap, o,
-                    "its TCP connects go unanswered: a firewall drops them (allow TCP between the "
-                    "nodes, ports 1024-65535, in nftables/iptables or the cloud security group), "
-                    "or %s advertises a network this host reaches only in name; then set "
-                    "NCCL_SOCKET_IFNAME on %s to the network both share (this host has %s)",
-                    host, host, have);
+    return strbuf_cat(
+      buf, cap, o,
+      "its TCP connects go unanswered: a firewall drops them (allow TCP between the "
+      "nodes, ports 1024-65535, in nftables/iptables or the cloud security group), "
+      "or %s advertises a network this host reaches only in name; then set "
+      "NCCL_SOCKET_IFNAME on %s to the network both share (this host has %s)",
+      host, host, have);
   case FC_INVALID:
-    return topo_cat(buf, cap, o,
-                    "the kernel refuses to connect to that address (EINVAL: a blackhole route, or "
-                    "an address this host cannot use); check 'ip route get' for it here, or set "
-                    "NCCL_SOCKET_IFNAME on %s to an interface with an address this host routes",
-                    host);
+    return strbuf_cat(
+      buf, cap, o,
+      "the kernel refuses to connect to that address (EINVAL: a blackhole route, or "
+      "an address this host cannot use); check 'ip route get' for it here, or set "
+      "NCCL_SOCKET_IFNAME on %s to an interface with an address this host routes",
+      host);
   case FC_FORBIDDEN:
-    return topo_cat(buf, cap, o,
-                    "a rule on this host forbids it (a prohibit route, or a firewall rule that "
-                    "rejects locally): allow TCP to %s",
-                    host);
+    return strbuf_cat(buf, cap, o,
+                      "a rule on this host forbids it (a prohibit route, or a firewall rule that "
+                      "rejects locally): allow TCP to %s",
+                      host);
   case FC_REJECTED:
-    return topo_cat(buf, cap, o,
-                    "the process listening there closed our connection or answered in a way this "
-                    "build cannot read, without a refusal: see %s's log for why",
-                    host);
+    return strbuf_cat(buf, cap, o,
+                      "the process listening there closed our connection or answered in a way this "
+                      "build cannot read, without a refusal: see %s's log for why",
+                      host);
   case FC_BUSY:
-    return topo_cat(buf, cap, o,
-                    "the process listening there has the connection but has not answered yet (it "
-                    "has not called accept: busy, slow to start, or stopped): see %s's log",
-                    host);
+    return strbuf_cat(buf, cap, o,
+                      "the process listening there has the connection but has not answered yet (it "
+                      "has not called accept: busy, slow to start, or stopped): see %s's log",
+                      host);
   case FC_OTHER:
   case FC_COUNT: break;
   }
-  return topo_cat(buf, cap, o, "see the error above");
+  return strbuf_cat(buf, cap, o, "see the error above");
 }
 
 /* "10.0.0.7<46417> (eth1 on host-b, ...): Connection refused (ECONNREFUSED)
@@ -254,24 +258,25 @@ static void failure_text(const struct connecting *c, char *tried, size_t tcap, c
     char d[256];
     connect_cand_desc(c, k, d, sizeof(d));
     if (!k->attempts)
-      o = topo_cat(tried, tcap, o, "%s%s: not tried, %s", i ? "; " : "", d, k->last_why);
+      o = strbuf_cat(tried, tcap, o, "%s%s: not tried, %s", i ? "; " : "", d, k->last_why);
     else if (k->stage == CAND_HELLO)
-      o = topo_cat(tried, tcap, o, "%s%s: connected, but no answer to our hello", i ? "; " : "", d);
+      o =
+        strbuf_cat(tried, tcap, o, "%s%s: connected, but no answer to our hello", i ? "; " : "", d);
     else if (k->stage == CAND_CONNECTING)
-      o = topo_cat(tried, tcap, o, "%s%s: no answer after %d attempt%s", i ? "; " : "", d,
-                   k->attempts, k->attempts == 1 ? "" : "s");
+      o = strbuf_cat(tried, tcap, o, "%s%s: no answer after %d attempt%s", i ? "; " : "", d,
+                     k->attempts, k->attempts == 1 ? "" : "s");
     else
-      o = topo_cat(tried, tcap, o, "%s%s: %s after %d attempt%s", i ? "; " : "", d, k->last_why,
-                   k->attempts, k->attempts == 1 ? "" : "s");
+      o = strbuf_cat(tried, tcap, o, "%s%s: %s after %d attempt%s", i ? "; " : "", d, k->last_why,
+                     k->attempts, k->attempts == 1 ? "" : "s");
     if (seen[fc]) continue;
     seen[fc] = true;
-    ok = topo_cat(codes, kcap, ok, "%s%s", ok ? "," : "", cause_codes[fc]);
+    ok = strbuf_cat(codes, kcap, ok, "%s%s", ok ? "," : "", cause_codes[fc]);
     if (fc == FC_OTHER) continue;
-    oc = topo_cat(causes, ccap, oc, "%s", oc ? ". " : "");
-    if (ncause > 1) oc = topo_cat(causes, ccap, oc, "%s: ", k->str);
+    oc = strbuf_cat(causes, ccap, oc, "%s", oc ? ". " : "");
+    if (ncause > 1) oc = strbuf_cat(causes, ccap, oc, "%s: ", k->str);
     oc = cause_text(causes, ccap, oc, fc, c->h.host, have, k);
   }
-  if (!oc) topo_cat(causes, ccap, 0, "this host has %s", have);
+  if (!oc) strbuf_cat(causes, ccap, 0, "this host has %s", have);
 }
 
 /* socket() itself failed here: no address can be tried. */

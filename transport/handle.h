@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/addr.h"
 #include "plugin/abi/nccl_common.h"
-#include "topo/addr.h"
 
 #define DIAG_MAGIC 0x67616964u /* "diag" in little-endian bytes */
 #define HANDLE_VERSION 1

@@ -17,7 +17,7 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
-#include "topo/strbuf.h"
+#include "common/strbuf.h"
 #include "transport/handle.h"
 #include "transport/ib/ib.h"
 #include "transport/report.h"
@@ -125,7 +125,7 @@ static void warn_unroutable(const struct transport_dev *dev, const struct handle
     has_loopback |= ipaddr_is_loopback(&c->addr);
     char a[64];
     ipaddr_str(&c->addr, a, sizeof(a));
-    o = topo_cat(list, sizeof(list), o, "%s%s (%s)", i ? ", " : "", a, c->ifname);
+    o = strbuf_cat(list, sizeof(list), o, "%s%s (%s)", i ? ", " : "", a, c->ifname);
   }
   char key[480], have[700];
   snprintf(key, sizeof(key), "unroutable|%s", list);

@@ -13,10 +13,10 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/strutil.h"
-#include "topo/addr.h"
 #include "transport/liveness_int.h"
 #include "transport/sock.h"
 

@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
-#include "topo/addr.h"
 
 int64_t now_ns(void) { return clock_mono_ns(); }
 

@@ -33,8 +33,8 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include "common/addr.h"
 #include "plugin/abi/nccl_common.h"
-#include "topo/addr.h"
 #include "topo/netif.h"
 #include "transport/hello.h"
 #include "transport/liveness.h"

@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "tools/probe/transfer.h"
-#include "topo/addr.h"
 
 static void nap_ms(int ms) {
   struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000};

@@ -15,9 +15,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/strutil.h"
 #include "tools/probe/coord.h"
-#include "topo/addr.h"
 
 #define IDENTIFY_NS (5LL * 1000000000)
 #define REFUSAL_WARNS 5

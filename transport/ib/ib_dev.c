@@ -14,8 +14,8 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 #include "common/strutil.h"
-#include "topo/strbuf.h"
 #include "topo/sysfs.h"
 #include "transport/ib/ib.h"
 
@@ -215,8 +215,8 @@ static void chosen_list(const struct topo_choice *c, char *buf, size_t cap) {
   size_t o =
     (size_t)snprintf(buf, cap, "%d RDMA port%s chosen (", c->ndev, c->ndev == 1 ? " is" : "s are");
   for (int i = 0; i < c->ndev && i < 4; i++)
-    o = topo_cat(buf, cap, o, "%s%s port %d", i ? ", " : "", c->dev[i].name, c->dev[i].ib_port);
-  topo_cat(buf, cap, o, "%s)", c->ndev > 4 ? ", ..." : "");
+    o = strbuf_cat(buf, cap, o, "%s%s port %d", i ? ", " : "", c->dev[i].name, c->dev[i].ib_port);
+  strbuf_cat(buf, cap, o, "%s)", c->ndev > 4 ? ", ..." : "");
 }
 
 /* The whole host falls back: one WARN with the cause, the consequence and
@@ -266,7 +266,7 @@ static void open_failed(struct open_failures *f, const struct ib_dev *d, int err
   if (!f->n) snprintf(f->first, sizeof(f->first), "%s", why), f->same_err = err;
   else if (f->same_err != err) f->same_err = 0;
   size_t o = strlen(f->labels);
-  topo_cat(f->labels, sizeof(f->labels), o, "%s%s", f->n++ ? ", " : "", d->td->name);
+  strbuf_cat(f->labels, sizeof(f->labels), o, "%s%s", f->n++ ? ", " : "", d->td->name);
 }
 
 /* Opens port i of the choice; 0, or an errno with why filled. */

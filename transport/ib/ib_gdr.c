@@ -12,7 +12,7 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
-#include "topo/strbuf.h"
+#include "common/strbuf.h"
 #include "topo/sysfs.h"
 #include "transport/ib/ib.h"
 
@@ -38,11 +38,11 @@ bool ib_gdr_peermem(char *why, size_t cap) {
       return true;
     }
     if (peermem_files[i].is_named)
-      o = topo_cat(why, cap, o, "%s%s is not loaded (no %s)", o ? ", " : "",
-                   peermem_files[i].module, path);
+      o = strbuf_cat(why, cap, o, "%s%s is not loaded (no %s)", o ? ", " : "",
+                     peermem_files[i].module, path);
   }
   if (!sysfs_exists("module/nvidia"))
-    topo_cat(why, cap, o, "; the NVIDIA driver is not loaded either");
+    strbuf_cat(why, cap, o, "; the NVIDIA driver is not loaded either");
   return false;
 }
 
@@ -86,7 +86,7 @@ void ib_gdr_report(const struct ib_state *st) {
   size_t o = 0;
   for (int i = 0; i < st->ndev; i++) {
     if (st->devs[i].ptr_support & (NCCL_PTR_CUDA | NCCL_PTR_DMABUF)) return;
-    o = topo_cat(devs, sizeof(devs), o, "%s%s", i ? ", " : "", st->devs[i].td->name);
+    o = strbuf_cat(devs, sizeof(devs), o, "%s%s", i ? ", " : "", st->devs[i].td->name);
   }
   char peermem[600], dmabuf[300];
   ib_gdr_peermem(peermem, sizeof(peermem));

@@ -32,8 +32,8 @@ static void gid_usable(const struct topo_port *pt, char *buf, size_t cap) {
     char addr[64];
     gid_to_ipaddr(g->raw, &a);
     ipaddr_str(&a, addr, sizeof(addr));
-    o = topo_cat(buf, cap, o, "%s%d %s %s", o ? ", " : "", g->index, gid_type_name(g->type, pt->ll),
-                 addr);
+    o = strbuf_cat(buf, cap, o, "%s%d %s %s", o ? ", " : "", g->index,
+                   gid_type_name(g->type, pt->ll), addr);
   }
 }
 
@@ -55,7 +55,7 @@ static void fill_devs(struct hello_rdma *r) {
   r->ndevs = host->ndev;
   r->is_rdma_host = host->ndev && host->devs[0].is_ib;
   for (int i = 0; i < host->ndev && o < sizeof(r->devs); i++)
-    o = topo_cat(r->devs, sizeof(r->devs), o, "%s%s", i ? "," : "", host->devs[i].name);
+    o = strbuf_cat(r->devs, sizeof(r->devs), o, "%s%s", i ? "," : "", host->devs[i].name);
 }
 
 void ib_fill_hello(const struct transport_dev *x, struct hello *h) {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "topo/strbuf.h"
+#include "common/strbuf.h"
 #include "transport/ib/ib.h"
 #include "transport/report.h"
 
@@ -30,8 +30,8 @@ static void set_diff(const char *a, const char *b, char *only, size_t ocap, char
   only[0] = both[0] = 0;
   for (const char *p = a; *p;) {
     size_t n = strcspn(p, ",");
-    if (in_list(b, p, n)) k = topo_cat(both, bcap, k, "%s%.*s", k ? "," : "=", (int)n, p);
-    else o = topo_cat(only, ocap, o, "%s%.*s", o ? ", " : "", (int)n, p);
+    if (in_list(b, p, n)) k = strbuf_cat(both, bcap, k, "%s%.*s", k ? "," : "=", (int)n, p);
+    else o = strbuf_cat(only, ocap, o, "%s%.*s", o ? ", " : "", (int)n, p);
     p += n + (p[n] == ',');
   }
 }
@@ -69,16 +69,16 @@ static void check_sets(const struct hello *mine, const struct hello *peer) {
                               "devices, and nodes that disagree wait for each other. ",
                               a, b);
   if (few->rdma.is_rdma_host && many->rdma.is_rdma_host && common[0])
-    topo_cat(msg, sizeof(msg), o,
-             "Set NCCL_IB_HCA=%s (the devices both have) on every node, or give %s access to %s "
-             "(its log says why it is not used: a device cgroup, or a container without its "
-             "/dev/infiniband/uverbs device)",
-             common, few->host, lacks);
+    strbuf_cat(msg, sizeof(msg), o,
+               "Set NCCL_IB_HCA=%s (the devices both have) on every node, or give %s access to %s "
+               "(its log says why it is not used: a device cgroup, or a container without its "
+               "/dev/infiniband/uverbs device)",
+               common, few->host, lacks);
   else
-    topo_cat(msg, sizeof(msg), o,
-             "Give every node the same devices: make RDMA work on %s (its log says why it is not "
-             "used), or set NCCL_IB_DISABLE=1 on every node",
-             name);
+    strbuf_cat(msg, sizeof(msg), o,
+               "Give every node the same devices: make RDMA work on %s (its log says why it is not "
+               "used), or set NCCL_IB_DISABLE=1 on every node",
+               name);
   warn_once(peer, "devset", msg);
 }
 

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/addr.h"
 #include "common/log.h"
-#include "topo/addr.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 

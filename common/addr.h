@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* IP addresses with a prefix length: the subnet math behind interface
  * choice, candidate ordering and (later) GID subnets. Pure functions. */
-#ifndef DIAG_TOPO_ADDR_H
-#define DIAG_TOPO_ADDR_H
+#ifndef DIAG_COMMON_ADDR_H
+#define DIAG_COMMON_ADDR_H
 
 #include <stddef.h>
 #include <stdint.h>

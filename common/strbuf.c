@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "topo/strbuf.h"
+#include "common/strbuf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 
-size_t topo_cat(char *buf, size_t cap, size_t o, const char *fmt, ...) {
+size_t strbuf_cat(char *buf, size_t cap, size_t o, const char *fmt, ...) {
   if (o >= cap) return o;
   va_list ap;
   va_start(ap, fmt);

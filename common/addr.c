@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "topo/addr.h"
+#include "common/addr.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
