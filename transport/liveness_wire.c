@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The liveness check's frame (liveness_int.h): magic, version, type, a
- * sequence number and a process token, 24 bytes, big-endian. */
+ * sequence number and a process token, 24 bytes, in the project's one wire
+ * encoding (transport/wire.h: little-endian). */
 #include <errno.h>
 
 #include "transport/liveness_int.h"
