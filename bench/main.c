@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* nccl-net-bench: options, then the run, then the table's footer, the JSON
  * and the plot. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,50 +67,53 @@ static uint64_t size_arg(const char *s) {
   return size_parse(s, &v) ? 0 : v;
 }
 
-static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes) {
+/* A comma list of sizes (or plain counts) into out; *n of them, at least
+ * one. 0, or EINVAL. */
+static int parse_list(const char *s, uint64_t *out, int max, bool are_sizes, int *n) {
   char buf[1024];
   snprintf(buf, sizeof(buf), "%s", s);
-  int n = 0;
+  *n = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-    if (n == max) return -1;
+    if (*n == max) return EINVAL;
     uint64_t v = are_sizes ? size_arg(t) : strtoull(t, NULL, 10);
-    if (!v) return -1;
-    out[n++] = v;
+    if (!v) return EINVAL;
+    out[(*n)++] = v;
   }
-  return n;
+  return *n ? 0 : EINVAL;
 }
 
-static int parse_ints(const char *s, int *out, int max, int lo, int hi) {
+static int parse_ints(const char *s, int *out, int max, int lo, int hi, int *n) {
   uint64_t v[BENCH_MAX_SIZES];
-  int n = parse_list(s, v, max < BENCH_MAX_SIZES ? max : BENCH_MAX_SIZES, false);
-  for (int i = 0; i < n; i++) {
-    if (v[i] < (uint64_t)lo || v[i] > (uint64_t)hi) return -1;
+  int err = parse_list(s, v, max < BENCH_MAX_SIZES ? max : BENCH_MAX_SIZES, false, n);
+  for (int i = 0; !err && i < *n; i++) {
+    if (v[i] < (uint64_t)lo || v[i] > (uint64_t)hi) return EINVAL;
     out[i] = (int)v[i];
   }
-  return n;
+  return err;
 }
 
 /* "1,2,4,1s": socket counts, "s" = the threads spin (poll with
  * MSG_DONTWAIT and sched_yield) instead of sleeping in send/recv. */
-static int parse_shapes(const char *s, struct raw_shape *out) {
+static int parse_shapes(const char *s, struct raw_shape *out, int *n) {
   char buf[128];
   snprintf(buf, sizeof(buf), "%s", s);
-  int n = 0;
+  *n = 0;
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     char *end;
     long v = strtol(t, &end, 10);
-    if (n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS ||
+    if (*n == BENCH_MAX_SHAPES || v < 1 || v > BENCH_MAX_SOCKS ||
         (*end && strcmp(end, "s") && strcmp(end, "e")) || (*end == 'e' && v != 1))
-      return -1;
-    out[n++] = (struct raw_shape){(int)v, *end == 's', false, *end == 'e'};
+      return EINVAL;
+    out[(*n)++] = (struct raw_shape){(int)v, *end == 's', false, *end == 'e'};
   }
-  return n;
+  return *n ? 0 : EINVAL;
 }
 
 /* "1:NCCL_IB_HCA==rxe1": the rank, then an environment entry. */
 static int parse_rank_env(struct opts *o, const char *v) {
-  if ((v[0] != '0' && v[0] != '1') || v[1] != ':' || !strchr(v + 2, '=') || v[2] == '=') return -1;
-  if (o->nrank_envs == BENCH_MAX_RANK_ENVS) return -1;
+  if ((v[0] != '0' && v[0] != '1') || v[1] != ':' || !strchr(v + 2, '=') || v[2] == '=')
+    return EINVAL;
+  if (o->nrank_envs == BENCH_MAX_RANK_ENVS) return EINVAL;
   o->rank_env_ranks[o->nrank_envs] = v[0] - '0';
   o->rank_envs[o->nrank_envs++] = v + 2;
   return 0;
@@ -122,7 +126,7 @@ static int parse_modes(const char *s, int *modes) {
   for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
     int k = 0;
     while (k < MODE_COUNT && strcmp(t, mode_name[k])) k++;
-    if (k == MODE_COUNT) return -1;
+    if (k == MODE_COUNT) return EINVAL;
     modes[k] = 1;
   }
   return 0;
@@ -135,12 +139,12 @@ static void defaults(struct opts *o) {
   o->dev = -1;
   o->has_baseline = true;
   for (int i = 0; i < MODE_COUNT; i++) o->modes[i] = 1;
-  o->nsizes =
-    parse_list("8,64,512,4K,32K,256K,1M,4M,16M,64M,256M", o->sizes, BENCH_MAX_SIZES, true);
-  o->nlat_sizes = parse_list("8,256,4K,64K", o->lat_sizes, BENCH_MAX_SIZES, true);
+  parse_list("8,64,512,4K,32K,256K,1M,4M,16M,64M,256M", o->sizes, BENCH_MAX_SIZES, true,
+             &o->nsizes);
+  parse_list("8,256,4K,64K", o->lat_sizes, BENCH_MAX_SIZES, true, &o->nlat_sizes);
   o->comms[0] = 1;
   o->ncomms_list = 1;
-  o->nraw_shapes = parse_shapes("1,2,4,1s,2s", o->raw_shapes);
+  parse_shapes("1,2,4,1s,2s", o->raw_shapes, &o->nraw_shapes);
   o->window = BENCH_MAX_WINDOW;
   o->reps = 3;
   o->select_reps = 2;
@@ -151,21 +155,22 @@ static void defaults(struct opts *o) {
   o->lat_iters = 5000;
 }
 
-/* One option with its value; returns 0, or -1 for a bad one. */
-static int option(struct opts *o, const char *k, const char *v) {
+enum option_result { OPT_TAKEN, OPT_UNKNOWN, OPT_BAD_VALUE };
+
+/* One option with its value. */
+static enum option_result option(struct opts *o, const char *k, const char *v) {
   int bad = 0;
   if (!strcmp(k, "--placement"))
     o->placement = v, bad = strcmp(v, "loopback") && strcmp(v, "netns");
   else if (!strcmp(k, "--transport")) o->transport = v, bad = strcmp(v, "tcp") && strcmp(v, "ib");
   else if (!strcmp(k, "--verbs-lib")) bad = setenv("NCCL_DIAG_IBVERBS_LIB", v, 1);
   else if (!strcmp(k, "--modes")) bad = parse_modes(v, o->modes);
-  else if (!strcmp(k, "--sizes"))
-    bad = (o->nsizes = parse_list(v, o->sizes, BENCH_MAX_SIZES, true)) < 1;
+  else if (!strcmp(k, "--sizes")) bad = parse_list(v, o->sizes, BENCH_MAX_SIZES, true, &o->nsizes);
   else if (!strcmp(k, "--lat-sizes"))
-    bad = (o->nlat_sizes = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, true)) < 1;
+    bad = parse_list(v, o->lat_sizes, BENCH_MAX_SIZES, true, &o->nlat_sizes);
   else if (!strcmp(k, "--comms"))
-    bad = (o->ncomms_list = parse_ints(v, o->comms, BENCH_MAX_COMM_COUNTS, 1, BENCH_MAX_COMMS)) < 1;
-  else if (!strcmp(k, "--raw-shapes")) bad = (o->nraw_shapes = parse_shapes(v, o->raw_shapes)) < 1;
+    bad = parse_ints(v, o->comms, BENCH_MAX_COMM_COUNTS, 1, BENCH_MAX_COMMS, &o->ncomms_list);
+  else if (!strcmp(k, "--raw-shapes")) bad = parse_shapes(v, o->raw_shapes, &o->nraw_shapes);
   else if (!strcmp(k, "--window"))
     o->window = atoi(v), bad = o->window < 1 || o->window > BENCH_MAX_WINDOW;
   else if (!strcmp(k, "--reps")) o->reps = atoi(v), bad = o->reps < 1 || o->reps > BENCH_MAX_REPS;
@@ -184,21 +189,24 @@ static int option(struct opts *o, const char *k, const char *v) {
     o->abi = atoi(v), bad = o->abi < NETLOAD_ABI_MIN || o->abi > NETLOAD_ABI_MAX;
   else if (!strcmp(k, "--dev")) o->dev = atoi(v), bad = o->dev < 0;
   else if (!strcmp(k, "--rank-env")) bad = parse_rank_env(o, v);
-  else return -1;
-  return bad ? -2 : 0;
+  else return OPT_UNKNOWN;
+  return bad ? OPT_BAD_VALUE : OPT_TAKEN;
 }
 
 static int check_sizes(const struct opts *o) {
   for (int i = 0; i < o->nsizes; i++)
-    if (o->sizes[i] % 8 || o->sizes[i] > (1ULL << 30)) return -1;
+    if (o->sizes[i] % 8 || o->sizes[i] > (1ULL << 30)) return EINVAL;
   for (int i = 0; i < o->nlat_sizes; i++)
-    if (o->lat_sizes[i] % 8 || o->lat_sizes[i] > (1ULL << 30)) return -1;
+    if (o->lat_sizes[i] % 8 || o->lat_sizes[i] > (1ULL << 30)) return EINVAL;
   return 0;
 }
 
-static int parse_args(struct opts *o, int argc, char **argv) {
+enum parse_outcome { PARSE_RUN, PARSE_HELP, PARSE_VERSION, PARSE_BAD };
+
+static enum parse_outcome parse_args(struct opts *o, int argc, char **argv) {
   defaults(o);
-  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), bad = 0, is_json;
+  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), is_json;
+  enum option_result bad = OPT_TAKEN;
   char why[512];
   for (int i = 1; i < argc; i++) {
     n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
@@ -210,21 +218,21 @@ static int parse_args(struct opts *o, int argc, char **argv) {
     else if (!strcmp(argv[i], "--pin")) o->is_pinned = true;
     else if (!strcmp(argv[i], "--corrupt"))
       o->is_corrupting = true; /* test hook: proves checks bite */
-    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return 1;
-    else if (!strcmp(argv[i], "--version")) return 2;
+    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return PARSE_HELP;
+    else if (!strcmp(argv[i], "--version")) return PARSE_VERSION;
     else if ((is_json = json_dest_arg(&o->json, argv[i], why, sizeof(why))) != 0 ||
              json_dest_stray(argv[i - 1], argv[i], why, sizeof(why))) {
       if (is_json > 0) continue;
       fprintf(stderr, "nccl-net-bench: %s\n", why);
-      return -1;
-    } else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1]))) {
-      if (bad == -2)
+      return PARSE_BAD;
+    } else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1])) != OPT_TAKEN) {
+      if (bad == OPT_BAD_VALUE)
         fprintf(stderr, "nccl-net-bench: bad value '%s' for %s (-h gives what each option takes)\n",
                 argv[i + 1], argv[i]);
-      else if (i + 1 < argc || option(o, argv[i], "1") == -1)
+      else if (i + 1 < argc || option(o, argv[i], "1") == OPT_UNKNOWN)
         fprintf(stderr, "nccl-net-bench: unknown option '%s' (-h lists the options)\n", argv[i]);
       else fprintf(stderr, "nccl-net-bench: option %s needs a value\n", argv[i]);
-      return -1;
+      return PARSE_BAD;
     } else {
       i++;
       n +=
@@ -234,10 +242,10 @@ static int parse_args(struct opts *o, int argc, char **argv) {
   }
   if (check_sizes(o)) {
     fprintf(stderr, "nccl-net-bench: sizes must be multiples of 8 bytes, at most 1G\n");
-    return -1;
+    return PARSE_BAD;
   }
   if (!strcmp(o->transport, "ib")) o->has_baseline = false; /* softverbs speed means nothing */
-  return 0;
+  return PARSE_RUN;
 }
 
 static void host_facts(struct report *rep) {
@@ -253,14 +261,14 @@ static void host_facts(struct report *rep) {
 int main(int argc, char **argv) {
   static struct opts o;
   static struct report rep;
-  int pr = parse_args(&o, argc, argv);
-  if (pr == 2) {
+  enum parse_outcome pr = parse_args(&o, argc, argv);
+  if (pr == PARSE_VERSION) {
     printf("nccl-net-bench %s\n", DIAG_VERSION);
     return 0;
   }
-  if (pr) {
-    fputs(usage_text, pr > 0 ? stdout : stderr);
-    return pr > 0 ? 0 : 2;
+  if (pr != PARSE_RUN) {
+    fputs(usage_text, pr == PARSE_HELP ? stdout : stderr);
+    return pr == PARSE_HELP ? 0 : 2;
   }
   rep.o = &o;
   host_facts(&rep);
@@ -285,8 +293,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "nccl-net-bench: %s\n", why);
     rc = 1;
   }
-  if (o.svg && plot_svg(&rep, o.svg)) {
-    fprintf(stderr, "nccl-net-bench: cannot write %s\n", o.svg);
+  int err;
+  if (o.svg && (err = plot_svg(&rep, o.svg))) {
+    fprintf(stderr, "nccl-net-bench: cannot write %s: %s\n", o.svg, strerror(err));
     rc = 1;
   }
   return rc;

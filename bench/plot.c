@@ -3,6 +3,7 @@
  * the bench needs no plotting package): one colour per (mode, comms), the
  * plugin solid with dots, the compared plugin dotted with diamonds, the
  * baseline dashed with squares. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -136,7 +137,7 @@ static void limits(const struct report *rep, struct axes *a) {
 
 int plot_svg(const struct report *rep, const char *path) {
   FILE *f = fopen(path, "w");
-  if (!f) return -1;
+  if (!f) return errno;
   struct axes a;
   limits(rep, &a);
   fprintf(f,
@@ -169,5 +170,5 @@ int plot_svg(const struct report *rep, const char *path) {
       }
     }
   fprintf(f, "</svg>\n");
-  return fclose(f) ? -1 : 0;
+  return fclose(f) ? errno : 0;
 }

@@ -130,6 +130,7 @@ void report_targets(FILE *f, const struct report *rep);
 void report_json(const struct report *rep, FILE *f);
 
 /* plot.c */
+/* Writes the SVG to path: 0, or the errno of the open or write that failed. */
 int plot_svg(const struct report *rep, const char *path);
 
 #endif
