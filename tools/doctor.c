@@ -19,7 +19,9 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "common/version.h"
 #include "tools/doctor.h"
+#include "tools/json_out.h"
 #include "tools/tool.h"
 #include "topo/gid.h"
 
@@ -133,20 +135,42 @@ static void usage(FILE *f) {
              "cannot be opened here included), 2 usage\n");
 }
 
+/* Discovery or the decisions failed: the reason on stderr and, with
+ * --json, as a document of its own schema (a consumer always gets JSON). */
+static int failed(const struct doctor *d, struct json_dest *json, const char *stage,
+                  const char *why) {
+  fprintf(stderr, "nccl-net-diag doctor: %s\n", why);
+  if (!json->f) return 1;
+  struct json w;
+  json_begin(&w, json->f);
+  json_str(&w, "schema", "nccl-net-diag.doctor-failed/1");
+  json_str(&w, "tool", "nccl-net-diag doctor");
+  json_str(&w, "version", DIAG_VERSION);
+  json_str(&w, "host", d->hostname);
+  json_str(&w, "stage", stage);
+  json_str(&w, "error", why);
+  json_int(&w, "exit_status", 1);
+  json_end(&w);
+  return 1;
+}
+
 static int run(struct doctor *d, struct json_dest *json) {
   struct topo_host h;
   struct topo_choice c;
+  char why[1200];
   int r = topo_discover(&h, TOPO_WANT_GPUS);
   if (r) {
-    fprintf(stderr, "nccl-net-diag doctor: this host's topology could not be discovered: %s\n",
-            strerror(r));
+    snprintf(why, sizeof(why),
+             "this host's topology could not be discovered (sysfs root %s, interfaces from %s): "
+             "%s",
+             h.sysfs_root, h.ifs.source[0] ? h.ifs.source : knob_str(K_DIAG_IFADDRS), strerror(r));
     topo_host_free(&h);
-    return 1;
+    return failed(d, json, "discovery", why);
   }
   if (topo_decide(&h, NULL, &c)) {
-    fprintf(stderr, "nccl-net-diag doctor: %s\n", c.why_none);
+    snprintf(why, sizeof(why), "%s", c.why_none);
     topo_host_free(&h);
-    return 1;
+    return failed(d, json, "decision", why);
   }
   if (tool_verbose) topo_report(&h, &c); /* -v: the lines the plugin logs */
   d->h = &h;

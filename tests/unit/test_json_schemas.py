@@ -122,6 +122,15 @@ def doctor_docs():
                            capture_output=True, text=True, timeout=60)
         docs[host] = load(r.stdout, f'doctor on {host}')
         conforms(docs[host], 'nccl-net-diag.doctor/1', f'doctor --json on {host}')
+    # A host that cannot be read still gets JSON, of its own schema.
+    r = subprocess.run([DIAG, 'doctor', '--json', '--pid1-environ', '/dev/null'],
+                       env=clean_env(NCCL_DIAG_IFADDRS='/nonexistent-ifaddrs'), capture_output=True,
+                       text=True, timeout=60)
+    doc = load(r.stdout, 'doctor on an unreadable host')
+    conforms(doc, 'nccl-net-diag.doctor-failed/1', 'doctor --json when discovery fails')
+    check(r.returncode == 1 and isinstance(doc, dict) and
+          '/nonexistent-ifaddrs' in str(doc.get('error')),
+          'doctor --json when discovery fails: exit 1, the file named', (r.returncode, doc))
     return docs
 
 
