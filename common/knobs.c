@@ -107,6 +107,19 @@ static const struct knob_def knobs[K_COUNT] = {
     {"NCCL_IB_MERGE_NICS", KT_BOOL, "1", 0, 1, NULL,
      "1 = makeVDevice fuses the RDMA ports NCCL groups (the ports of one dual-port NIC) into "
      "one virtual device; 0 = refuse, so NCCL uses each port on its own"},
+  [K_IB_RESILIENCY_PORT_FAILOVER] =
+    {"NCCL_IB_RESILIENCY_PORT_FAILOVER", KT_BOOL, "0", 0, 1, NULL,
+     "1 = a connection over a virtual NIC (makeVDevice, NCCL_IB_MERGE_NICS) whose port fails "
+     "moves to another port of the NIC that is up: what landed completes, the rest is sent "
+     "again there. Set it on every node; no effect on a single port"},
+  [K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS] =
+    {"NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS", KT_INT, "1", 0, 1000, NULL,
+     "how many times one connection may move to another port; a failure after that fails it"},
+  [K_IB_RESILIENCY_PORT_FAILOVER_PROBE_DELAY] =
+    {"NCCL_IB_RESILIENCY_PORT_FAILOVER_PROBE_DELAY", KT_INT, "10", 0, 60000, NULL,
+     "NCCL waits this many ms before reading the receiver's completion records over a working "
+     "port; this plugin asks the receiver on the control connection at once, so it is read and "
+     "not used"},
   [K_DIAG_FALLBACK] =
     {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
      "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "

@@ -184,6 +184,7 @@ ncclResult_t diag_listen(struct diag_ctx *ctx, int dev, void *handle, void **lis
   *listen_comm = NULL;
   const struct transport_dev *d = get_dev("listen", dev);
   if (!d) return ncclInvalidArgument;
+  diag_vdev_failover_note(dev, d);
   void *l = NULL;
   ncclResult_t r = transport_listen(d, handle, &l);
   if (r != ncclSuccess || !l) return r;
@@ -198,6 +199,7 @@ ncclResult_t diag_connect(struct diag_ctx *ctx, int dev, void *handle, void **se
   *send_comm = NULL;
   const struct transport_dev *d = get_dev_for("connect", dev, handle);
   if (!d) return ncclInvalidArgument;
+  diag_vdev_failover_note(dev, d);
   void *c = NULL;
   ncclResult_t r = transport_connect(d, ctx_or_default(ctx)->traffic_class, handle, &c);
   if (r != ncclSuccess || !c) return r;

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,9 +163,24 @@ ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap) {
     return ncclInvalidUsage;
   }
   fill(&vdevs[k], h, ndevs, devs);
+  const struct transport_dev *members[DIAG_VDEV_MAX_DEVS];
+  for (int i = 0; i < ndevs; i++) members[i] = &h->devs[devs[i]];
+  ib_dev_fuse(members, ndevs);
   *dev = h->ndev + k;
   atomic_store(&nvdevs, k + 1);
   pthread_mutex_unlock(&vdev_lock);
   log_made(*dev, &vdevs[k]);
   return ncclSuccess;
+}
+
+void diag_vdev_failover_note(int dev, const struct transport_dev *d) {
+  static atomic_bool has_said;
+  if (!d->is_ib || !knob_int(K_IB_RESILIENCY_PORT_FAILOVER)) return;
+  const struct diag_vdev *v = diag_vdev_get(dev);
+  if ((v && v->ndevs > 1) || atomic_exchange(&has_said, true)) return;
+  INFO(LOG_INIT | LOG_NET,
+       "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 has no effect on device %s: it is a single port, so "
+       "its connections have no other port to move to; fail-over needs a virtual device of "
+       "several ports (the ports NCCL fuses with NCCL_IB_MERGE_NICS=1)",
+       v ? v->name : d->name);
 }

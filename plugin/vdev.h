@@ -9,7 +9,9 @@
  * takes its own port of the same index as the listener's when it has one
  * (the same port of the same card: the same rail), else its first port not
  * seen down. With two or more connections per virtual device, as NCCL
- * opens (one per channel), every port carries traffic. */
+ * opens (one per channel), every port carries traffic. With
+ * NCCL_IB_RESILIENCY_PORT_FAILOVER=1 a connection whose port fails moves to
+ * another member port that is up (transport/ib/ib_failover.c). */
 #ifndef DIAG_PLUGIN_VDEV_H
 #define DIAG_PLUGIN_VDEV_H
 
@@ -38,5 +40,9 @@ const struct transport_dev *diag_vdev_member(const struct diag_vdev *v);
 /* The port a listen (handle NULL) or a connect (the listener's handle)
  * over device dev uses; NULL when dev is not a virtual device. */
 const struct transport_dev *diag_vdev_pick(int dev, const void *handle);
+
+/* With NCCL_IB_RESILIENCY_PORT_FAILOVER=1, once per process: an INFO that
+ * the setting has no effect on a single RDMA port (dev, member d). */
+void diag_vdev_failover_note(int dev, const struct transport_dev *d);
 
 #endif

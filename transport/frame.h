@@ -31,8 +31,12 @@ int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *wh
 #define MSG_MARK 0xd1a6
 /* INLINE: the payload follows on the control socket. ABORT: the sender of
  * this frame gave up on the connection; `size` bytes of reason text follow. */
-enum { MSG_F_INLINE = 1, MSG_F_ABORT = 2 };
+/* FAILOVER: an RDMA connection moving to another port of its virtual NIC;
+ * `size` bytes of its message follow (transport/ib/ib_wire.h). Only the
+ * RDMA transport reads these (msg_hdr_decode refuses them). */
+enum { MSG_F_INLINE = 1, MSG_F_ABORT = 2, MSG_F_FAILOVER = 4 };
 #define MSG_ABORT_MAX 1024
+#define MSG_FAILOVER_MAX 2048
 
 struct msg_hdr {
   uint8_t flags;

@@ -141,6 +141,11 @@ void case_vdev_fuse(struct side *s);
 void case_vdev_refused(struct side *s);
 void case_vdev_merge_off(struct side *s);
 void case_vdev_tcp(struct side *s);
+void case_vdev_failover_knob(struct side *s);
+/* Port fail-over (tests/api/cases_failover.c). */
+void case_ib_failover_moves(struct side *s);
+void case_ib_failover_recv_down(struct side *s);
+void case_ib_failover_off(struct side *s);
 
 /* NCCL's profiler: network events (tests/api/cases_prof.c). */
 void case_prof_events(struct side *s);

@@ -130,3 +130,35 @@ void case_vdev_tcp(struct side *s) {
   CHECK(n == n0, "devices() %d, was %d", n, n0);
   side_close(s);
 }
+
+/* NCCL_IB_RESILIENCY_PORT_FAILOVER=1 (NCCL 2.29) on a single port: one INFO
+ * says it has no effect and why; data moves as without it. On the virtual
+ * device it takes effect (tests/api/cases_failover.c) and that INFO is not
+ * said again. */
+void case_vdev_failover_knob(struct side *s) {
+  setenv("NCCL_IB_RESILIENCY_PORT_FAILOVER", "1", 1);
+  if (use_fixture(s, ROLE_RECV, "roce-dual-port") || use_fixture(s, ROLE_SEND, "roce-dual-port"))
+    return;
+  if (side_open(s) || no_table(s)) return;
+  void *comm = NULL;
+  s->dev = 1;
+  if (pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 150007, 1 << 20, 1) == 0, "transfer on a single port");
+  const char *i = log_find(NCCL_LOG_INFO, "has no effect on device");
+  CHECK(i && strstr(i, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1") && strstr(i, "mlx5_1") &&
+          strstr(i, "single port") && strstr(i, "NCCL_IB_MERGE_NICS=1"),
+        "the single port names the setting, the device and why: %s", i ? i : "none");
+  ctl_sync(s);
+  close_comm(s, comm);
+  int vd = fuse(s);
+  if (vd < 0) return;
+  s->dev = vd;
+  comm = NULL;
+  if (pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 300007, 1 << 20, 2) == 0, "transfer over the virtual device");
+  CHECK(log_count(NCCL_LOG_INFO, "has no effect on device") == 1, "said %d times",
+        log_count(NCCL_LOG_INFO, "has no effect on device"));
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}

@@ -75,5 +75,21 @@ int main(int argc, char **argv) {
   struct ibrec st = {IBREC_STATUS, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, "RTR failed: no route"};
   if (ibrec_encode(&st, rb, sizeof(rb), &n)) return 1;
   put(d, "status", rb, n);
+
+  struct ib_fo_msg fo = {.kind = IB_FO_ACK,
+                         .qpn = 0x1234,
+                         .mtu = 4096,
+                         .addr = 0x7f0000002000ULL,
+                         .rkey = 0x66,
+                         .npending = 3,
+                         .pending = {5, 6, 9}};
+  snprintf(fo.port, sizeof(fo.port), "mlx5_1 port 1");
+  snprintf(fo.text, sizeof(fo.text), "mlx5_0 port 1 went down during the transfer");
+  if (ib_fo_encode(&fo, rb, sizeof(rb), &n)) return 1;
+  snprintf(d, sizeof(d), "%s/ibfo", argv[1]);
+  put(d, "ack", rb, n);
+  fo.kind = IB_FO_GO, fo.npending = 0, fo.text[0] = 0, fo.port[0] = 0;
+  if (ib_fo_encode(&fo, rb, sizeof(rb), &n)) return 1;
+  put(d, "go", rb, n);
   return 0;
 }

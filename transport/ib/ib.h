@@ -100,6 +100,10 @@ struct ib_dev {
   unsigned fatal_gen;   /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
   int nfatal;
+  /* The ports of the virtual NIC (makeVDevice) this port was fused into,
+   * itself included: where its connections may move (ib_failover.c). */
+  int nmembers;
+  struct ib_dev *members[8];
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
@@ -128,6 +132,9 @@ const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap);
  * longer report it active (after an error completion, the event may still
  * be queued for the event thread). */
 bool ib_dev_check_port(struct ib_dev *d);
+/* makeVDevice fused these ports into one virtual NIC: each learns the
+ * others (NCCL_IB_RESILIENCY_PORT_FAILOVER moves connections between them). */
+void ib_dev_fuse(const struct transport_dev *const *devs, int n);
 /* Re-reads the GID in use; a changed address is taken and said once. */
 void ib_dev_refresh_gid(struct ib_dev *d);
 /* "host-b (10.0.0.7)": a peer by host name and address, since containers
@@ -314,6 +321,10 @@ struct ib_wc_context {
   bool is_port_down;       /* the port is down now (ib_dev_check_port) */
   uint32_t write_bytes;    /* a failed message write: its largest message, bytes; else 0 */
   uint32_t max_ok_bytes;   /* the largest message write the peer acknowledged so far */
+  /* Non-NULL: with the port down, the text ends with this (a setting that
+   * would have kept the connection, or ""), without the status's generic
+   * causes. */
+  const char *advice;
 };
 /* Text for a failed completion: for a first write never acknowledged
  * whose cause the plugin knows (a pair on one host, link-local GIDs, a

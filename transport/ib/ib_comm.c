@@ -86,18 +86,19 @@ static ncclResult_t ib_dereg_mr(struct transport_comm *xc, void *mhandle) {
   struct ib_comm *c = (struct ib_comm *)xc;
   struct ib_mh *mh = mhandle;
   if (!mh) return ncclSuccess;
-  if (mh->obj != OBJ_MR || mh->dev != c->dev) {
+  if (mh->obj != OBJ_MR || !ib_fo_owns(c, mh)) {
     WARN("device %s: deregMr of %p, which is not a registration of this device (already "
          "deregistered?)",
          c->dev->label, mhandle);
     return ncclInternalError;
   }
-  return ib_mr_dereg(c->dev, mh) ? ncclSystemError : ncclSuccess;
+  return ib_mr_dereg(mh->dev, mh) ? ncclSystemError : ncclSuccess;
 }
 
 static ncclResult_t ib_close(struct transport_comm *xc) {
   struct ib_comm *c = (struct ib_comm *)xc;
   const struct verbs_ops *v = c->dev->v;
+  ib_fo_close(c);
   for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qps[i]);
   ib_qp_destroy(&c->flush_qp);
   if (c->cq) v->destroy_cq(c->cq);

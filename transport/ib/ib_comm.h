@@ -27,6 +27,7 @@ struct ib_req {
   int sizes[IB_MAX_RECVS];
   bool is_gpu; /* a buffer of the request is GPU memory */
   int64_t posted_ns;
+  struct ib_mh *alt[IB_MAX_RECVS]; /* its buffers registered on the port it moved to */
 };
 
 /* The sends matched to one FIFO slot so far (a grouped receive needs all
@@ -38,7 +39,35 @@ struct ib_slot {
   void *bufs[IB_MAX_RECVS];
   uint32_t lkeys[IB_MAX_RECVS];
   bool is_posted;
+  bool is_replay; /* posted on a port that failed, not landed: posted again after the move */
   int pending; /* signaled writes of the posted slot not completed yet (one per queue pair used) */
+};
+
+/* Port fail-over (ib_failover.c): the stages of a move to another port
+ * of the connection's virtual NIC. */
+enum ib_fo_stage {
+  IB_FO_IDLE,     /* on its port */
+  IB_FO_WAIT_ACK, /* sender: asked the receiver to move, waits for its answer */
+  IB_FO_EXPECT,   /* receiver: its queue pair failed, waits for the sender to move */
+  IB_FO_WAIT_GO,  /* receiver: moved, waits for the sender's go to repost */
+};
+#define IB_FO_MAX_PORTS 8
+
+struct ib_fo {
+  enum ib_fo_stage stage;
+  int moves;
+  bool is_moved;
+  int nused;
+  struct ib_dev *used[IB_FO_MAX_PORTS]; /* the ports it ran on (registrations made there) */
+  struct ib_dev *to;                    /* during a move: the standby's port */
+  struct ibv_cq *cq;
+  struct ib_qp qp;
+  struct ibv_mr *mr_a, *mr_b; /* sender: FIFO, sizes; receiver: records, CTS entries */
+  int64_t deadline;
+  char cause[700]; /* the failed port's diagnosis */
+  uint32_t replay_seq;
+  int nreplay;
+  bool is_replaying;
 };
 
 /* A failure seen but not judged yet: the proxy thread must not wait for
@@ -110,7 +139,9 @@ struct ib_comm {
   bool has_warned_stall;           /* a no-progress warning since the last completion */
   unsigned fatal_seen, fatal_born; /* the device's fatal generation: checked, at creation */
   bool is_failed;
-  int fail_err; /* the first failure's errno, classed as transport_result() expects */
+  int fail_err;    /* the first failure's errno, classed as transport_result() expects */
+  bool is_polling; /* inside ib_poll: a fail-over message waits until it returns */
+  struct ib_fo fo;
 };
 
 struct ib_req *ib_req_get(struct ib_comm *c);
@@ -166,5 +197,42 @@ ncclResult_t ib_fatal_iflush(struct transport_comm *xc, int n, void **data, int 
 ncclResult_t ib_fatal_test(void *request, int *done, int *sizes);
 /* The flush queue pair (connected to itself): 0 or an errno (logged). */
 int ib_flush_setup(struct ib_comm *c);
+/* One slot's sends on the connection's queue pairs now (ib_send.c). */
+int ib_post_slot_now(struct ib_comm *c, uint32_t seq);
+/* A receive's immediate(s), and its clear-to-send entries (ib_recv.c):
+ * 0 or the comm's errno. */
+int ib_post_recvs(struct ib_comm *c, uint32_t seq, int slot);
+int ib_post_cts(struct ib_comm *c, uint32_t seq, int slot, int n);
+
+/* ---- port fail-over (ib_failover.c), NCCL_IB_RESILIENCY_PORT_FAILOVER ---- */
+const char *ib_fo_stage_name(enum ib_fo_stage stage);
+/* A completion failed with this diagnosis: true when the connection moves
+ * instead (or is moving), false when the failure is judged as before. */
+bool ib_fo_on_error(struct ib_comm *c, const char *diag, bool is_port_down);
+/* While a move is under way: one step (reads the peer's messages, checks
+ * the deadline). Returns the comm's errno once it failed. */
+int ib_fo_progress(struct ib_comm *c);
+/* Bytes wait on the control socket: 1 when they were a fail-over message
+ * (handled), 0 when they are something else (an abort notice). */
+int ib_fo_ctrl(struct ib_comm *c);
+/* Sender, after a move: posts the messages to replay whose clear-to-sends
+ * are back, in order. 0 or the comm's errno. */
+int ib_fo_replay(struct ib_comm *c);
+/* After a move: the keys of a slot's buffers (sender) or of a receive's
+ * buffers (receiver, into its CTS entries) on the new port. 0 or the
+ * comm's errno. */
+int ib_fo_send_keys(struct ib_comm *c, struct ib_slot *sl);
+/* r's registration k of [addr, addr + size) on the comm's port now. */
+int ib_fo_key(struct ib_comm *c, struct ib_req *r, int k, uintptr_t addr, size_t size);
+int ib_fo_recv_keys(struct ib_comm *c, struct ib_req *r, struct ib_cts *e, int n);
+/* Its registrations on a new port are released with the request. */
+void ib_fo_req_done(struct ib_comm *c, struct ib_req *r);
+/* Whether mh is a registration on a port this comm ran on. */
+bool ib_fo_owns(const struct ib_comm *c, const struct ib_mh *mh);
+/* For a port failure with the setting at 0: the advice to turn it on when
+ * another port of the virtual NIC is up ("" when none). */
+void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap);
+/* Releases the standby and the registrations of a comm being closed. */
+void ib_fo_close(struct ib_comm *c);
 
 #endif

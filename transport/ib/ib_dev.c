@@ -412,3 +412,14 @@ const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap) {
   if (t->subnet.family) ipaddr_subnet_str(&t->subnet, subnet, cap);
   return t->gid;
 }
+
+void ib_dev_fuse(const struct transport_dev *const *devs, int n) {
+  if (n > 8) n = 8;
+  for (int i = 0; i < n; i++) {
+    struct ib_dev *d = devs[i]->ib;
+    if (!d) continue;
+    d->nmembers = 0;
+    for (int j = 0; j < n; j++)
+      if (devs[j]->ib) d->members[d->nmembers++] = devs[j]->ib;
+  }
+}

@@ -109,6 +109,10 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
              ": %s went down during the transfer (a port error event; check its netdev %s and "
              "its link)",
              d->label, d->td->netdev[0] ? d->td->netdev : "netdev");
+  if (port_down && cx->advice && wc->status != IBV_WC_WR_FLUSH_ERR) {
+    diag_put(&o, "%s", cx->advice); /* the port explains it: its own fix, or a setting */
+    return;
+  }
   if (in) diag_put(&o, ", %s: %s; fix: %s", in->what, cause, fix);
   else diag_put(&o, ": a transport or device error the verbs do not classify");
   if (wc->status == IBV_WC_WR_FLUSH_ERR)

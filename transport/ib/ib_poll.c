@@ -41,7 +41,7 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
    * ones flushed after the first error are that error's consequence. */
   static const char *const what[] = {"a work request", "the RDMA write of a message", "a receive",
                                      "a clear-to-send write", "a flush read"};
-  if (c->verdict == IB_VERDICT_WC) return 0;
+  if (c->verdict == IB_VERDICT_WC || c->fo.stage != IB_FO_IDLE) return 0;
   char diag[2400];
   int slot = (int)(uint32_t)wc->wr_id;
   struct ib_wc_context cx = {
@@ -52,12 +52,17 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
     wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(c->dev),
     kind == WR_DATA && slot >= 0 && slot < IB_SLOTS ? slot_max_bytes(&c->slots[slot]) : 0,
     c->max_ok_bytes};
+  char advice[300];
+  ib_fo_advice(c, advice, sizeof(advice));
+  cx.advice = advice;
   ib_diag_wc(c->dev, &c->peer_hello, wc, &cx, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   /* A peer process that died took its registrations along: on a real
    * kernel its last writes fail with REM_ACCESS_ERR, which names an rkey
    * problem that is not there. Its closed control connection says why,
    * when it closes: later calls look (ib_settle). */
+  if (wc->status != IBV_WC_WR_FLUSH_ERR && ib_fo_on_error(c, diag, cx.is_port_down))
+    return c->is_failed ? c->fail_err : 0; /* the connection moves to another port */
   return ib_wc_verdict(c, diag, cx.is_port_down);
 }
 
@@ -127,7 +132,7 @@ static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
   }
 }
 
-int ib_poll(struct ib_comm *c, int *found) {
+static int poll_cq(struct ib_comm *c, int *found) {
   struct ibv_wc wc[16];
   for (;;) {
     int n = ibv_poll_cq(c->cq, 16, wc);
@@ -137,6 +142,15 @@ int ib_poll(struct ib_comm *c, int *found) {
       if (handle_wc(c, &wc[i])) return c->fail_err;
     if (n < 16) return 0;
   }
+}
+
+int ib_poll(struct ib_comm *c, int *found) {
+  if (c->fo.nreplay && ib_fo_replay(c)) return c->fail_err;
+  bool was = c->is_polling;
+  c->is_polling = true;
+  int err = poll_cq(c, found);
+  c->is_polling = was;
+  return err;
 }
 
 /* A request whose completion came is done, even on a connection that
@@ -157,6 +171,7 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
     bytes += r->sizes[i];
   }
   ev_count(r->is_send ? C_BYTES_SENT : C_BYTES_RECV, bytes);
+  ib_fo_req_done(c, r);
   c->has_warned_stall = false; /* it moves again */
   ib_req_put(c, r);
   *done = 1;

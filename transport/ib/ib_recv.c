@@ -14,7 +14,7 @@
 
 /* The receive of the immediate on the queue pair the message comes on,
  * or on each of them when every message is split over all. */
-static int post_recvs(struct ib_comm *c, uint32_t seq, int slot) {
+int ib_post_recvs(struct ib_comm *c, uint32_t seq, int slot) {
   int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);
   int count = c->is_split ? c->nqps : 1;
   for (int k = 0; k < count; k++) {
@@ -34,7 +34,7 @@ static int post_recvs(struct ib_comm *c, uint32_t seq, int slot) {
  * a later signaled completion of the same queue pair is polled (mlx5), so
  * the count of unsignaled writes is kept per queue pair; an unsignaled one
  * that fails still completes, under its wr_id. */
-static int post_cts(struct ib_comm *c, uint32_t seq, int slot, int n) {
+int ib_post_cts(struct ib_comm *c, uint32_t seq, int slot, int n) {
   struct ib_qp *q = &c->qps[0];
   struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * sizeof(*e)), c->shadow_mr->lkey};
@@ -62,7 +62,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
   if (c->is_failed) return transport_result(c->fail_err);
-  if (c->verdict != IB_VERDICT_NONE) { /* a failure is being judged: NCCL calls again */
+  if (c->verdict != IB_VERDICT_NONE || c->fo.stage != IB_FO_IDLE) {
+    /* a failure is being judged, or the connection moves to another port: NCCL calls again */
     int64_t now = 0;
     return transport_result(ib_idle(c, NULL, &now));
   }
@@ -106,8 +107,9 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
     r->is_gpu |= mhandles[i] && ((struct ib_mh *)mhandles[i])->is_gpu;
   r->tag = tags ? tags[0] : 0;
   for (int i = 0; i < n; i++) r->bytes += sizes[i];
-  int err = post_recvs(c, seq, slot);
-  if (!err) err = post_cts(c, seq, slot, n);
+  int err = ib_fo_recv_keys(c, r, e, n); /* after a move to another port */
+  if (!err) err = ib_post_recvs(c, seq, slot);
+  if (!err) err = ib_post_cts(c, seq, slot, n);
   if (err) {
     ib_req_put(c, r);
     return transport_result(c->fail_err);
@@ -186,6 +188,14 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
   wr.send_flags = IBV_SEND_SIGNALED;
   wr.wr.rdma.remote_addr = (uintptr_t)data[last];
   wr.wr.rdma.rkey = mh->mr->rkey;
+  r->is_gpu = mh->is_gpu;
+  if (c->fo.is_moved) { /* the buffer's key on the port the connection moved to */
+    if (ib_fo_key(c, r, 0, (uintptr_t)data[last], (size_t)sizes[last])) {
+      ib_req_put(c, r);
+      return transport_result(c->fail_err);
+    }
+    wr.wr.rdma.rkey = r->alt[0]->mr->rkey;
+  }
   int err = ibv_post_send(c->flush_qp.qp, &wr, &bad);
   if (err) {
     ib_req_put(c, r);

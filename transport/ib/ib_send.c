@@ -65,7 +65,8 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   uint32_t seq = c->send_seq;
   int slot = (int)(seq % IB_SLOTS), n = 0;
   struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  enum slot_state ready = c->verdict ? SLOT_WAITING : slot_state(e, seq, &n);
+  enum slot_state ready =
+    c->verdict || c->fo.stage != IB_FO_IDLE ? SLOT_WAITING : slot_state(e, seq, &n);
   if (ready == SLOT_CORRUPT)
     return transport_result(
       ib_fail(c, EPROTO, true,
@@ -178,10 +179,22 @@ static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int
 }
 
 /* Every send of the slot is there: its writes go on the queue pair of the
- * message, or on all of them when messages are split. */
+ * message, or on all of them when messages are split. After a move to
+ * another port, the messages sent again there go first (ib_failover.c). */
 int ib_post_slot(struct ib_comm *c, uint32_t seq) {
+  struct ib_slot *sl = &c->slots[seq % IB_SLOTS];
+  if (c->fo.nreplay) {
+    sl->is_posted = sl->is_replay = true;
+    c->fo.nreplay++;
+    return ib_fo_replay(c);
+  }
+  return ib_post_slot_now(c, seq);
+}
+
+int ib_post_slot_now(struct ib_comm *c, uint32_t seq) {
   int slot = (int)(seq % IB_SLOTS);
   struct ib_slot *sl = &c->slots[slot];
+  if (c->fo.is_moved && ib_fo_send_keys(c, sl)) return c->fail_err;
   for (int i = 0; i < sl->n; i++)
     c->sizes_out[slot * IB_MAX_RECVS + i] = (uint32_t)sl->reqs[i]->sizes[0];
   int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);

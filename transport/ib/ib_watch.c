@@ -31,11 +31,19 @@
 
 int ib_peer_gave_up(struct ib_comm *c) {
   char reason[MSG_ABORT_MAX + 1];
+  if (ib_fo_ctrl(c)) return c->is_failed ? c->fail_err : 0; /* a move to another port */
   /* Called when bytes wait on the socket: the notice is one short write. */
-  if (transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 20))
-    return ib_fail(c, ECONNRESET, false, "the %s side ended the connection: %s",
-                   c->is_send ? "receiving" : "sending", reason);
-  return 0;
+  if (!transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 20)) return 0;
+  const char *side = c->is_send ? "receiving" : "sending";
+  if (!ib_dev_check_port(c->dev))
+    return ib_fail(c, ECONNRESET, false, "the %s side ended the connection: %s", side, reason);
+  /* This side's port is down: that explains the peer's failure. */
+  char advice[300];
+  ib_fo_advice(c, advice, sizeof(advice));
+  return ib_fail(c, ECONNRESET, false,
+                 "%s went down during the transfer (check its netdev %s and its link)%s; the %s "
+                 "side ended the connection: %.400s",
+                 c->dev->label, c->dev->td->netdev ? c->dev->td->netdev : "", advice, side, reason);
 }
 
 enum ctrl_state { CTRL_QUIET, CTRL_DATA, CTRL_CLOSED };
@@ -211,6 +219,10 @@ static void check_stall(struct ib_comm *c, struct ib_req *r, int64_t now) {
 
 int ib_idle(struct ib_comm *c, struct ib_req *r, int64_t *now) {
   if (c->is_failed) return c->fail_err;
+  if (c->fo.stage != IB_FO_IDLE) { /* moving to another port */
+    if (ib_poll(c, NULL)) return c->fail_err;
+    return ib_fo_progress(c);
+  }
   if (c->verdict != IB_VERDICT_NONE) {
     *now = now_ns();
     if (ib_poll(c, NULL)) return c->fail_err;

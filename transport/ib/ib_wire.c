@@ -104,3 +104,56 @@ int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r
   }
   return 0;
 }
+
+int ib_fo_encode(const struct ib_fo_msg *m, uint8_t *out, size_t cap, size_t *len) {
+  *len = 0;
+  if (m->npending < 0 || m->npending > IB_FO_MAX_PENDING) return EMSGSIZE;
+  size_t plen = strnlen(m->port, sizeof(m->port) - 1), tlen = strnlen(m->text, IB_FO_TEXT_MAX - 1);
+  struct wbuf w = {out, cap, 0, false};
+  w_u8(&w, (uint8_t)m->kind);
+  w_u8(&w, (uint8_t)m->npending);
+  w_u16(&w, (uint16_t)plen);
+  w_u16(&w, (uint16_t)tlen);
+  w_u32(&w, m->qpn);
+  w_u32(&w, m->lid);
+  w_u32(&w, m->mtu);
+  w_bytes(&w, m->gid, 16);
+  w_u64(&w, m->addr);
+  w_u32(&w, m->rkey);
+  for (int i = 0; i < m->npending; i++) w_u32(&w, m->pending[i]);
+  w_bytes(&w, m->port, plen);
+  w_bytes(&w, m->text, tlen);
+  if (w.has_overflow) return EMSGSIZE;
+  *len = w.len;
+  return 0;
+}
+
+int ib_fo_decode(const uint8_t *in, size_t len, struct ib_fo_msg *m, char *why, size_t cap) {
+  struct rbuf r = {in, len, 0, false};
+  memset(m, 0, sizeof(*m));
+  m->kind = r_u8(&r);
+  m->npending = r_u8(&r);
+  uint16_t plen = r_u16(&r), tlen = r_u16(&r);
+  m->qpn = r_u32(&r) & 0xffffff;
+  m->lid = r_u32(&r);
+  m->mtu = r_u32(&r);
+  (void)r_bytes(&r, m->gid, 16);
+  m->addr = r_u64(&r);
+  m->rkey = r_u32(&r);
+  if (m->kind < IB_FO_HINT || m->kind > IB_FO_NAK || m->npending > IB_FO_MAX_PENDING ||
+      plen >= sizeof(m->port) || tlen >= IB_FO_TEXT_MAX) {
+    snprintf(why, cap,
+             "fail-over message out of range (kind %d, %d pending, texts of %u and %u bytes)",
+             m->kind, m->npending, plen, tlen);
+    return EPROTO;
+  }
+  for (int i = 0; i < m->npending; i++) m->pending[i] = r_u32(&r);
+  const uint8_t *port = r_take(&r, plen), *text = r_take(&r, tlen);
+  if (r.is_short || (plen && !port) || (tlen && !text)) {
+    snprintf(why, cap, "fail-over message ends early (%zu bytes)", len);
+    return EPROTO;
+  }
+  wire_clean_str(m->port, sizeof(m->port), port ? port : (const uint8_t *)"", plen);
+  wire_clean_str(m->text, sizeof(m->text), text ? text : (const uint8_t *)"", tlen);
+  return 0;
+}

@@ -52,4 +52,34 @@ int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char 
 int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r, char *why,
                       size_t cap);
 
+/* Port fail-over on the control connection (ib_failover.c), each in a
+ * frame of its own (MSG_F_FAILOVER):
+ *   HINT receiver -> sender: my queue pair failed (text: the cause); move
+ *   REQ  sender -> receiver: the standby queue pair on the port it moves to,
+ *        and the CTS FIFO's key there (text: the failed port and cause)
+ *   ACK  receiver -> sender: its standby queue pair, its completion
+ *        records' key, and the messages whose receive is still pending
+ *   GO   sender -> receiver: connected; repost the clear-to-sends
+ *   NAK  either way: this side cannot move (text: why) */
+enum ib_fo_kind { IB_FO_HINT = 1, IB_FO_REQ, IB_FO_ACK, IB_FO_GO, IB_FO_NAK };
+#define IB_FO_MAX_PENDING 64
+#define IB_FO_TEXT_MAX 700
+
+struct ib_fo_msg {
+  int kind;
+  uint32_t qpn, lid, mtu;
+  uint8_t gid[16];
+  uint64_t addr;
+  uint32_t rkey;
+  int npending;
+  uint32_t pending[IB_FO_MAX_PENDING]; /* ACK: message sequences, ascending */
+  char port[80];                       /* "mlx5_1 port 1": where the side moves to */
+  char text[IB_FO_TEXT_MAX];
+};
+
+/* 0 with the length in *len, or EMSGSIZE. */
+int ib_fo_encode(const struct ib_fo_msg *m, uint8_t *out, size_t cap, size_t *len);
+/* 0, or EPROTO with why. */
+int ib_fo_decode(const uint8_t *in, size_t len, struct ib_fo_msg *m, char *why, size_t cap);
+
 #endif
