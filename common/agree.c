@@ -36,6 +36,10 @@ static const struct agree_entry table[] = {
   {"NCCL_IB_SPLIT_DATA_ON_QPS", AGREE_MUST, false, true,
    "src/transport/net_ib.cc (isend/irecv): the sender splits a message over all its QPs by it, "
    "the receiver counts completions by its own value: a hang or an early completion"},
+  {"NCCL_IB_RESILIENCY_PORT_FAILOVER", AGREE_MUST, false, true,
+   "src/transport/net_ib/p2p_resiliency.cc (2.29.7 and later): each end builds its probing "
+   "queue pairs and connection metadata by its own value; a port failure then strands the end "
+   "that moves: the connection fails"},
   {"NCCL_IB_ADDR_FAMILY", AGREE_MUST, false, true,
    "src/transport/net_ib.cc (GID selection): both ends must pick GIDs of one family, or the "
    "queue pair never reaches RTR"},
