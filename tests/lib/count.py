@@ -13,6 +13,16 @@ DIAG_LINES, DIAG_WIDTH = 8, 400
 TAP = re.compile(r'^(not ok|ok)\b\s*\d*\s*-?\s*(.*?)(\s*#\s*(SKIP|skip|TODO)\b.*)?$')
 
 
+def checks_of(lines):
+    """The failed checks among the lines printed before a failed case: each
+    'check failed' line and the one after it (its message)."""
+    out = []
+    for i, l in enumerate(lines):
+        if 'check failed' in l or 'died of signal' in l:
+            out += [x[:DIAG_WIDTH] for x in lines[i:i + 2]]
+    return out[:DIAG_LINES]
+
+
 def count(paths):
     passed = failed = skipped = 0
     failures = []
@@ -31,21 +41,25 @@ def count(paths):
             out = t.get('stdout', '') or ''
             cases = 0
             notes = None  # the diagnostics of the last failed case
+            before = []  # '#' lines since the last result: a harness may print its checks first
             for l in out.splitlines():
                 m = TAP.match(l.strip())
                 if not m:
                     if notes is not None and l.startswith('#') and len(notes) < DIAG_LINES:
                         notes.append(l[:DIAG_WIDTH])
+                    if l.startswith('#'):
+                        before.append(l)
                     continue
                 notes = None
                 cases += 1
+                prior, before = before, []
                 if m.group(4) and m.group(4).upper() == 'SKIP':
                     skipped += 1
                 elif m.group(1) == 'ok':
                     passed += 1
                 else:
                     failed += 1
-                    notes = []
+                    notes = checks_of(prior)
                     failures.append((f"{name}: {m.group(2)}", notes))
             # meson calls a TAP test that exits non-zero ERROR: its failed
             # cases already count; only a test that failed no case adds one.
