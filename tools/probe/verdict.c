@@ -1,27 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "tools/probe/verdict.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strbuf.h"
 #include "common/strutil.h"
 
 #define SLOW_MIN_BYTES (8u << 20) /* below this a transfer measures latency, not bandwidth */
 #define SLOW_MIN_PAIRS 4
 #define PAIR_PROBLEMS_MAX 32
-
-static size_t addf(char *buf, size_t cap, size_t o, const char *fmt, ...)
-  __attribute__((format(printf, 4, 5)));
-static size_t addf(char *buf, size_t cap, size_t o, const char *fmt, ...) {
-  if (o >= cap) return o;
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf + o, cap - o, fmt, ap);
-  va_end(ap);
-  return n < 0 ? o : o + (size_t)n;
-}
 
 void verdict_direction(const struct probe_run *r, struct probe_pair *p, const char *fail,
                        const struct wire_result *rx, int have_rx, const struct wire_result *tx,
@@ -39,15 +28,15 @@ void verdict_direction(const struct probe_run *r, struct probe_pair *p, const ch
   verdict_label(r, p, fail, rx, have_rx, tx, have_tx);
   /* Rank 0's reason, then the plugin's own diagnosis, then what each side saw. */
   size_t o = 0, cap = sizeof(p->error);
-  if (fail && fail[0]) o = addf(p->error, cap, o, "%s", fail);
+  if (fail && fail[0]) o = strbuf_cat(p->error, cap, o, "%s", fail);
   if (have_tx && tx->warns[0])
-    o = addf(p->error, cap, o, "%sthe plugin on %s: %s", o ? "\n" : "", src, tx->warns);
+    o = strbuf_cat(p->error, cap, o, "%sthe plugin on %s: %s", o ? "\n" : "", src, tx->warns);
   if (have_rx && rx->warns[0])
-    o = addf(p->error, cap, o, "%sthe plugin on %s: %s", o ? "\n" : "", dst, rx->warns);
+    o = strbuf_cat(p->error, cap, o, "%sthe plugin on %s: %s", o ? "\n" : "", dst, rx->warns);
   if (have_tx && tx->error[0])
-    o = addf(p->error, cap, o, "%son %s: %s", o ? "\n" : "", src, tx->error);
+    o = strbuf_cat(p->error, cap, o, "%son %s: %s", o ? "\n" : "", src, tx->error);
   if (have_rx && rx->error[0])
-    o = addf(p->error, cap, o, "%son %s: %s", o ? "\n" : "", dst, rx->error);
+    o = strbuf_cat(p->error, cap, o, "%son %s: %s", o ? "\n" : "", dst, rx->error);
   if (!o) scopy(p->error, cap, "the data did not arrive and neither side said why");
 }
 
@@ -150,8 +139,8 @@ static void pair_fix(const struct probe_run *r, const struct probe_pair *p, char
     const struct probe_facts *f = &r->facts[side ? p->dst : p->src];
     for (int i = 0; i < f->nrec && o < cap; i++)
       if (strcmp(f->recs[i].status, "keep"))
-        o = addf(fix, cap, o, "%son %s: export %s=%s (from its layout)", o ? "\n" : "", f->host,
-                 f->recs[i].name, f->recs[i].value);
+        o = strbuf_cat(fix, cap, o, "%son %s: export %s=%s (from its layout)", o ? "\n" : "",
+                       f->host, f->recs[i].name, f->recs[i].value);
   }
   if (!o)
     snprintf(fix, cap,
