@@ -110,7 +110,10 @@ ncclResult_t diag_ctx_free(struct diag_ctx *ctx) {
   }
   ctx->obj = OBJ_DEAD;
   free(ctx);
-  if (atomic_fetch_sub(&live_ctxs, 1) == 1) ev_census("last communicator finalized");
+  if (atomic_fetch_sub(&live_ctxs, 1) == 1) {
+    ev_census("last communicator finalized");
+    diag_vdev_forget();
+  }
   return ncclSuccess;
 }
 

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Virtual devices: see vdev.h. NCCL's rules (2.28, 2.30): NCCL_IB_MERGE_NICS
- * (default 1) = 0 refuses any fusion of more than one device; no members,
- * a member that is not a physical device, or members of different link
- * layers are refused with a WARN. NCCL only asks for groups of two or more
- * (it keeps a lone device as it is) and takes a refusal quietly, using the
- * members on their own. We also refuse a device named twice, and TCP
- * interfaces (quietly: NCCL's socket transport has no makeVDevice). */
+/* Virtual devices: see vdev.h. What NCCL asks (src/graph/topo.cc,
+ * ncclTopoAutoMerge): 2.24 to 2.26 pass every group, a lone device too;
+ * 2.27 on only groups of two or more. 2.24/2.25 fail init on a refusal,
+ * 2.26 unplaces the group and rescans, which spins forever when a lone
+ * device is refused. So a group of one is always made (TCP included), and
+ * a group is refused only when it cannot be fused: no members, a member
+ * that is not a physical device or is named twice, RDMA ports beside TCP
+ * interfaces, ports of different link layers, or RDMA ports with
+ * NCCL_IB_MERGE_NICS=0 (NCCL's IB transport refuses those the same way).
+ * TCP interfaces fuse like ports: each connection takes the next member. */
 #include "plugin/vdev.h"
 
 #include <pthread.h>
@@ -18,14 +21,16 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/ncclver.h"
 #include "transport/handle.h"
 #include "transport/ib/ib.h"
 
 static pthread_mutex_t vdev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct diag_vdev *vdevs; /* room for as many as the host has devices */
-static atomic_int nvdevs;       /* published after the entry is written */
+static atomic_int nvdevs;       /* entries made, published after the entry is written */
+static atomic_int nshown;       /* the first entries devices() reports (see diag_vdev_forget) */
 
-int diag_vdev_count(void) { return atomic_load(&nvdevs); }
+int diag_vdev_count(void) { return atomic_load(&nshown); }
 
 const struct diag_vdev *diag_vdev_get(int dev) {
   int k = dev - transport_host()->ndev;
@@ -73,48 +78,69 @@ static enum topo_ll dev_ll(const struct transport_dev *d) {
   return ib && ib->td ? ib->td->ll : TOPO_LL_UNKNOWN;
 }
 
-/* 0, or a WARN (quiet when NCCL_IB_MERGE_NICS=0 says no) and EINVAL. */
-static int check_members(const struct transport_host *h, int ndevs, const int *devs, int cap) {
-  if (ndevs > 1 && !knob_int(K_IB_MERGE_NICS)) {
-    INFO(LOG_NET,
-         "makeVDevice: not fusing %d devices into one because NCCL_IB_MERGE_NICS=0; "
-         "NCCL uses each on its own",
-         ndevs);
+/* What the running NCCL does with a refusal, for the refusal's message. */
+static const char *refusal_cost(void) {
+  int v = nccl_version_code();
+  if (v >= 22400 && v < 22600)
+    return "; this NCCL fails init on a refusal: set NCCL_NET_MERGE_LEVEL=LOC to use the ports "
+           "unfused";
+  if (v >= 22600 && v < 22700)
+    return "; this NCCL may then leave its first device out: set NCCL_NET_MERGE_LEVEL=LOC to use "
+           "the ports unfused";
+  return "; NCCL uses each on its own";
+}
+
+static int check_member(const struct transport_host *h, int i, const int *devs) {
+  if (devs[i] < 0 || devs[i] >= h->ndev) {
+    WARN("makeVDevice: device %d is not a physical device of this plugin (it has %d)%s", devs[i],
+         h->ndev, refusal_cost());
     return EINVAL;
   }
-  if (cap > DIAG_VDEV_MAX_DEVS) cap = DIAG_VDEV_MAX_DEVS;
-  if (ndevs < 1 || ndevs > cap) {
-    WARN("makeVDevice with %d devices: a virtual device takes 1 to %d", ndevs, cap);
+  const struct transport_dev *d = &h->devs[devs[i]], *d0 = &h->devs[devs[0]];
+  for (int j = 0; j < i; j++)
+    if (devs[j] == devs[i]) {
+      WARN("makeVDevice: device %s is named twice; a virtual device takes each port once%s",
+           d->name, refusal_cost());
+      return EINVAL;
+    }
+  if (d->is_ib != d0->is_ib) {
+    WARN("makeVDevice: cannot fuse %s (%s) with %s (%s): a connection cannot move between RDMA "
+         "and TCP%s",
+         d0->name, d0->is_ib ? "RDMA" : "TCP", d->name, d->is_ib ? "RDMA" : "TCP", refusal_cost());
     return EINVAL;
   }
-  for (int i = 0; i < ndevs; i++) {
-    if (devs[i] < 0 || devs[i] >= h->ndev) {
-      WARN("makeVDevice: device %d is not a physical device of this plugin (it has %d)", devs[i],
-           h->ndev);
-      return EINVAL;
-    }
-    const struct transport_dev *d = &h->devs[devs[i]], *d0 = &h->devs[devs[0]];
-    if (!d->is_ib) { /* as NCCL's socket transport, which has no makeVDevice: not an error */
-      INFO(LOG_NET,
-           "makeVDevice: device %s is a TCP interface; only RDMA ports are fused, so NCCL "
-           "uses it on its own",
-           d->name);
-      return EINVAL;
-    }
-    for (int j = 0; j < i; j++)
-      if (devs[j] == devs[i]) {
-        WARN("makeVDevice: device %s is named twice; a virtual device takes each port once",
-             d->name);
-        return EINVAL;
-      }
-    if (dev_ll(d) != dev_ll(d0)) {
-      WARN("makeVDevice: cannot fuse %s (%s) with %s (%s): their link layers differ; select ports "
-           "of one link layer with NCCL_IB_HCA, or set NCCL_IB_MERGE_NICS=0",
-           d0->name, topo_ll_name(dev_ll(d0)), d->name, topo_ll_name(dev_ll(d)));
-      return EINVAL;
-    }
+  if (d->is_ib && dev_ll(d) != dev_ll(d0)) {
+    WARN("makeVDevice: cannot fuse %s (%s) with %s (%s): their link layers differ; select ports "
+         "of one link layer with NCCL_IB_HCA, or set NCCL_IB_MERGE_NICS=0%s",
+         d0->name, topo_ll_name(dev_ll(d0)), d->name, topo_ll_name(dev_ll(d)), refusal_cost());
+    return EINVAL;
   }
   return 0;
+}
+
+/* 0, or a WARN (an INFO when NCCL_IB_MERGE_NICS=0 says no) and EINVAL. */
+static int check_members(const struct transport_host *h, int ndevs, const int *devs, int cap) {
+  if (cap > DIAG_VDEV_MAX_DEVS) cap = DIAG_VDEV_MAX_DEVS;
+  if (ndevs < 1 || ndevs > cap) {
+    WARN("makeVDevice with %d devices: a virtual device takes 1 to %d%s", ndevs, cap,
+         refusal_cost());
+    return EINVAL;
+  }
+  for (int i = 0; i < ndevs; i++)
+    if (check_member(h, i, devs)) return EINVAL;
+  if (ndevs > 1 && h->devs[devs[0]].is_ib && !knob_int(K_IB_MERGE_NICS)) {
+    INFO(LOG_NET, "makeVDevice: not fusing %d ports into one because NCCL_IB_MERGE_NICS=0%s", ndevs,
+         refusal_cost());
+    return EINVAL;
+  }
+  return 0;
+}
+
+static bool same_members(const struct diag_vdev *v, int ndevs, const int *devs) {
+  if (v->ndevs != ndevs) return false;
+  for (int i = 0; i < ndevs; i++)
+    if (v->devs[i] != devs[i]) return false;
+  return true;
 }
 
 static void fill(struct diag_vdev *v, const struct transport_host *h, int ndevs, const int *devs) {
@@ -153,7 +179,7 @@ ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap) {
   const struct transport_host *h = transport_host();
   if (!devs || check_members(h, ndevs, devs, cap)) return ncclInvalidUsage;
   pthread_mutex_lock(&vdev_lock);
-  int k = atomic_load(&nvdevs);
+  int k = atomic_load(&nshown); /* below nvdevs only after diag_vdev_forget */
   if (!vdevs) vdevs = calloc((size_t)h->ndev, sizeof(*vdevs));
   if (!vdevs || k >= h->ndev) {
     pthread_mutex_unlock(&vdev_lock);
@@ -162,15 +188,31 @@ ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap) {
          k, h->ndev, h->ndev);
     return ncclInvalidUsage;
   }
-  fill(&vdevs[k], h, ndevs, devs);
-  const struct transport_dev *members[DIAG_VDEV_MAX_DEVS];
-  for (int i = 0; i < ndevs; i++) members[i] = &h->devs[devs[i]];
-  ib_dev_fuse(members, ndevs);
+  bool is_again = k < atomic_load(&nvdevs) && same_members(&vdevs[k], ndevs, devs);
+  if (!is_again) {
+    fill(&vdevs[k], h, ndevs, devs);
+    const struct transport_dev *members[DIAG_VDEV_MAX_DEVS];
+    for (int i = 0; i < ndevs; i++) members[i] = &h->devs[devs[i]];
+    ib_dev_fuse(members, ndevs);
+    atomic_store(&nvdevs, k + 1);
+  }
   *dev = h->ndev + k;
-  atomic_store(&nvdevs, k + 1);
+  atomic_store(&nshown, k + 1);
   pthread_mutex_unlock(&vdev_lock);
-  log_made(*dev, &vdevs[k]);
+  if (!is_again) log_made(*dev, &vdevs[k]);
   return ncclSuccess;
+}
+
+void diag_vdev_forget(void) {
+  pthread_mutex_lock(&vdev_lock);
+  int n = atomic_exchange(&nshown, 0);
+  pthread_mutex_unlock(&vdev_lock);
+  if (n)
+    INFO(LOG_INIT | LOG_NET,
+         "last communicator finalized: devices() now reports the %d physical devices only, as "
+         "NCCL counts them afresh when it loads this plugin again (the %d virtual devices "
+         "stay usable and are made again on request)",
+         transport_host()->ndev, n);
 }
 
 void diag_vdev_failover_note(int dev, const struct transport_dev *d) {

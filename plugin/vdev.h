@@ -31,8 +31,16 @@ struct diag_vdev {
 
 /* cap: the members the table's vProps can hold (4, or 8 from v12). */
 ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap);
-/* Virtual devices made so far. */
+/* Virtual devices devices() reports. */
 int diag_vdev_count(void);
+/* The last communicator was finalized: NCCL 2.28 on then closes the
+ * library, and on its next load counts devices() as physical ones and
+ * fuses again (src/plugin/net.cc ncclNetPluginUnload, ncclNetPluginInit).
+ * With -z nodelete our state survives, so devices() reports the physical
+ * devices only until makeVDevice asks again; a request for the same
+ * members in the same order gets the same index back. A release that
+ * keeps the library loaded keeps using the indices it has. */
+void diag_vdev_forget(void);
 /* The virtual device behind index dev (physical count and above), or NULL. */
 const struct diag_vdev *diag_vdev_get(int dev);
 /* The first member port not seen down. */

@@ -117,17 +117,24 @@ void case_vdev_merge_off(struct side *s) {
   side_close(s);
 }
 
-/* TCP interfaces are not fused (NCCL's socket transport has no
- * makeVDevice): refused without a WARN, the devices unchanged. */
+/* A TCP interface alone is a virtual device of one (NCCL 2.24 to 2.26 ask
+ * for every device and fail or spin on a refusal): made quietly, the next
+ * index, its own name, one member; asked again after the last finalize,
+ * the same members get the same index back. */
 void case_vdev_tcp(struct side *s) {
   if (side_open(s) || no_table(s)) return;
   int n0 = 0, n = 0, vd = -1, devs[1] = {0};
   netload_devices(&s->nl, &n0);
-  CHECK(netload_make_vdevice(&s->nl, 1, devs, &vd) != ncclSuccess, "a TCP interface was fused");
-  CHECK(log_find(NCCL_LOG_INFO, "is a TCP interface"), "the refusal does not say why");
-  CHECK(log_count(NCCL_LOG_WARN, "makeVDevice") == 0, "the refusal WARNs");
+  struct netload_props p0, pv;
+  netload_props(&s->nl, 0, &p0);
+  CHECK(netload_make_vdevice(&s->nl, 1, devs, &vd) == ncclSuccess && vd == n0,
+        "a TCP interface alone was not made virtual device %d (got %d)", n0, vd);
+  CHECK(log_count(NCCL_LOG_WARN, "makeVDevice") == 0, "making it WARNs");
   netload_devices(&s->nl, &n);
-  CHECK(n == n0, "devices() %d, was %d", n, n0);
+  CHECK(n == n0 + 1, "devices() %d, expected %d", n, n0 + 1);
+  CHECK(netload_props(&s->nl, vd, &pv) == ncclSuccess && !strcmp(pv.name, p0.name) &&
+          pv.vdevs == 1 && pv.vdev_members[0] == 0,
+        "virtual device %d: %s with %d members, expected %s alone", vd, pv.name, pv.vdevs, p0.name);
   side_close(s);
 }
 
