@@ -159,12 +159,15 @@ ncclResult_t diag_get_properties(int dev, struct diag_props *p) {
   p->max_coll_bytes = DIAG_MAX_COLL_BYTES;
   p->ndevs = 1;
   p->devs[0] = dev;
+  diag_dev_rail_plane(d, &p->rail_id, &p->plane_id);
   if (v) {
     p->name = (char *)v->name;
     p->speed = v->speed_mbps;
     p->ptr_support = v->ptr_support;
     p->ndevs = v->ndevs;
     memcpy(p->devs, v->devs, sizeof(int) * (size_t)v->ndevs);
+    p->rail_id = v->rail_id;
+    p->plane_id = v->plane_id;
   }
   return ncclSuccess;
 }

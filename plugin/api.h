@@ -36,8 +36,9 @@ struct diag_props {
   int max_recvs;
   size_t max_p2p_bytes;
   size_t max_coll_bytes;
-  int ndevs;   /* vProps: the physical devices behind it (itself for a physical one) */
-  int devs[8]; /* DIAG_VDEV_MAX_DEVS */
+  int ndevs;             /* vProps: the physical devices behind it (itself for a physical one) */
+  int devs[8];           /* DIAG_VDEV_MAX_DEVS */
+  int rail_id, plane_id; /* v12; -1 unknown (plugin/vdev.h diag_dev_rail_plane) */
 };
 
 /* Never fails (NCCL 2.28.9 crashes on a failed v6-v10 init): an unusable
@@ -51,6 +52,10 @@ ncclResult_t diag_ctx_free(struct diag_ctx *ctx);
 ncclResult_t diag_devices(int *ndev);
 /* makeVDevice (v9+): plugin/vdev.c. */
 ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap);
+/* Once per process, when a v12 table reports properties (NCCL 2.30 reads
+ * rails and planes): an INFO naming each device's and where they came from
+ * (plugin/vdev.c). */
+void diag_rails_note(void);
 ncclResult_t diag_get_properties(int dev, struct diag_props *props);
 ncclResult_t diag_listen(struct diag_ctx *ctx, int dev, void *handle, void **listen_comm);
 ncclResult_t diag_connect(struct diag_ctx *ctx, int dev, void *handle, void **send_comm);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* ncclNetPlugin_v12, for NCCL 2.30: v11's calls (init and finalize per
- * communicator, with a context) over v12's layouts. This plugin does not
- * know which rail or plane a device is on, so it reports NCCL_NET_ID_UNDEF
- * for both, as NCCL's own adapter does for a v11 plugin; it fuses no
- * devices (makeVDevice NULL), so the larger vNIC limit changes nothing. */
+ * communicator, with a context) over v12's layouts: railId and planeId as
+ * NCCL 2.30's IB transport reports them (NCCL_IB_HCA's rail and plane
+ * fields; a fused device's common rail and plane bits, plugin/vdev.c),
+ * and virtual devices of up to 8 ports. */
 #include <string.h>
 
 #include "plugin/abi/net_v12.h"
@@ -28,8 +28,9 @@ static ncclResult_t v12_get_properties(int dev, ncclNetProperties_v12_t *p) {
   memset(p, 0, sizeof(*p));
   DIAG_FILL_PROPS_V9(p, d, dev);
   p->maxMultiRequestSize = 1;
-  p->railId = NCCL_NET_ID_UNDEF;
-  p->planeId = NCCL_NET_ID_UNDEF;
+  p->railId = (int16_t)d.rail_id;
+  p->planeId = (int16_t)d.plane_id;
+  diag_rails_note();
   return ncclSuccess;
 }
 

@@ -143,6 +143,68 @@ static bool same_members(const struct diag_vdev *v, int ndevs, const int *devs) 
   return true;
 }
 
+void diag_dev_rail_plane(const struct transport_dev *d, int *rail, int *plane) {
+  const struct ib_dev *ib = d->ib;
+  *rail = ib && ib->td ? ib->td->rail : -1;
+  *plane = ib && ib->td ? ib->td->plane : -1;
+}
+
+/* NCCL 2.30 (src/transport/net_ib/init.cc ncclIbGetPlaneIndex): a plane's
+ * index in the list of distinct planes in device order, index 0 being the
+ * undefined plane. */
+static int plane_index(const struct transport_host *h, int plane) {
+  int planes[16] = {-1}, n = 1;
+  for (int d = 0; d < h->ndev && n < 15; d++) {
+    int r, p, k = 0;
+    diag_dev_rail_plane(&h->devs[d], &r, &p);
+    while (k < n && planes[k] != p) k++;
+    if (k == n) planes[n++] = p;
+  }
+  for (int k = 0; k < n; k++)
+    if (planes[k] == plane) return k;
+  return 0;
+}
+
+/* As ncclIbMakeVDeviceInternal (2.30): the members' common rail, else
+ * undefined; a group of one keeps its plane, a larger group gets bit 14
+ * (virtual) and one bit per member's plane index. */
+static void fuse_rail_plane(struct diag_vdev *v, const struct transport_host *h) {
+  int rail0, plane0;
+  diag_dev_rail_plane(&h->devs[v->devs[0]], &rail0, &plane0);
+  v->rail_id = rail0;
+  v->plane_id = v->ndevs > 1 ? 1 << 14 : plane0;
+  for (int i = 0; i < v->ndevs; i++) {
+    int rail, plane;
+    diag_dev_rail_plane(&h->devs[v->devs[i]], &rail, &plane);
+    if (rail < 0 || rail != v->rail_id) v->rail_id = -1;
+    if (v->ndevs > 1) v->plane_id |= 1 << plane_index(h, plane);
+  }
+}
+
+void diag_rails_note(void) {
+  static atomic_bool has_said;
+  if (atomic_exchange(&has_said, true)) return;
+  const struct transport_host *h = transport_host();
+  char line[1024];
+  size_t o = 0;
+  int known = 0;
+  for (int d = 0; d < h->ndev && o < sizeof(line); d++) {
+    int rail, plane;
+    diag_dev_rail_plane(&h->devs[d], &rail, &plane);
+    known += rail >= 0 || plane >= 0;
+    o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%s rail %d plane %d", d ? ", " : "",
+                          h->devs[d].name, rail, plane);
+  }
+  if (known)
+    INFO(LOG_INIT | LOG_NET,
+         "rails and planes NCCL reads (from NCCL_IB_HCA name:port:rail:plane; -1 = not given): %s",
+         line);
+  else if (h->ndev)
+    INFO(LOG_INIT | LOG_NET,
+         "no device has a rail or plane (-1 to NCCL): NCCL's rail- and plane-aware search and "
+         "NCCL_NET_MERGE_POLICY=RAIL need them in NCCL_IB_HCA=name:port:rail:plane");
+}
+
 static void fill(struct diag_vdev *v, const struct transport_host *h, int ndevs, const int *devs) {
   memset(v, 0, sizeof(*v));
   v->ndevs = ndevs;
@@ -156,14 +218,15 @@ static void fill(struct diag_vdev *v, const struct transport_host *h, int ndevs,
     int n = snprintf(v->name + o, sizeof(v->name) - o, "%s%s", i ? "+" : "", d->name);
     if (n > 0 && (size_t)n < sizeof(v->name) - o) o += (size_t)n;
   }
+  fuse_rail_plane(v, h);
 }
 
 static void log_made(int dev, const struct diag_vdev *v) {
   const struct transport_dev *m = diag_vdev_member(v);
   INFO(LOG_INIT | LOG_NET,
-       "made virtual device [%d] %s over %d ports (%d Mb/s together): its connections take the "
-       "ports in turn (a message moves on one port; %s first)",
-       dev, v->name, v->ndevs, v->speed_mbps, m->name);
+       "made virtual device [%d] %s over %d ports (%d Mb/s together, rail %d, plane 0x%x): its "
+       "connections take the ports in turn (a message moves on one port; %s first)",
+       dev, v->name, v->ndevs, v->speed_mbps, v->rail_id, (unsigned)v->plane_id, m->name);
   struct ev e;
   ev_begin(&e, "vdevice");
   ev_int(&e, "index", dev);

@@ -27,6 +27,7 @@ struct diag_vdev {
   char name[DIAG_VDEV_MAX_DEVS * 65];
   int speed_mbps;
   int ptr_support;
+  int rail_id, plane_id; /* as NCCL 2.30's IB transport fuses them (see vdev.c) */
 };
 
 /* cap: the members the table's vProps can hold (4, or 8 from v12). */
@@ -48,6 +49,11 @@ const struct transport_dev *diag_vdev_member(const struct diag_vdev *v);
 /* The port a listen (handle NULL) or a connect (the listener's handle)
  * over device dev uses; NULL when dev is not a virtual device. */
 const struct transport_dev *diag_vdev_pick(int dev, const void *handle);
+
+/* The rail and plane of a physical device (-1 unknown): the 3rd and 4th
+ * fields of its NCCL_IB_HCA entry (name:port:rail:plane), as NCCL 2.30's IB
+ * transport reports them; a TCP interface has neither. */
+void diag_dev_rail_plane(const struct transport_dev *d, int *rail, int *plane);
 
 /* With NCCL_IB_RESILIENCY_PORT_FAILOVER=1, once per process: an INFO that
  * the setting has no effect on a single RDMA port (dev, member d). */

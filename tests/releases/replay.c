@@ -158,6 +158,7 @@ static int settle(struct replay *rp) {
   }
   keep_devices(rp);
   check_cover(rp);
+  replay_check_rails(rp);
   return 0;
 }
 

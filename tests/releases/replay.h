@@ -31,5 +31,7 @@ void replay_fail_as(struct replay *rp, const char *kind, const char *fmt, ...)
 /* On the first NET devices NCCL keeps: a connection in NCCL's order and a
  * few verified messages. */
 void replay_traffic(struct replay *rp);
+/* v12: each device's railId and planeId against NCCL_IB_HCA (rails.c). */
+void replay_check_rails(struct replay *rp);
 
 #endif

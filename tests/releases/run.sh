@@ -38,10 +38,12 @@ tcp_host() { # $1 = number of interfaces, $2 = label, then NAME=VALUE settings
   ip netns del "$ns"
 }
 
-rdma_host() { # $1 = fixture host, $2 = label
-  env NCCL_DIAG_IBVERBS_LIB="$svlib" NCCL_DIAG_SYSFS_ROOT="$hosts/$1/sysfs" \
-    HWLOC_XMLFILE="$hosts/$1/topo.xml" HWLOC_COMPONENTS=-pci NCCL_DIAG_IFADDRS=live \
-    "$replay" --host "$2" "$plugin" 2>/dev/null | emit
+rdma_host() { # $1 = fixture host, $2 = label, then NAME=VALUE settings
+  local host=$1 label=$2
+  shift 2
+  env "$@" NCCL_DIAG_IBVERBS_LIB="$svlib" NCCL_DIAG_SYSFS_ROOT="$hosts/$host/sysfs" \
+    HWLOC_XMLFILE="$hosts/$host/topo.xml" HWLOC_COMPONENTS=-pci NCCL_DIAG_IFADDRS=live \
+    "$replay" --host "$label" "$plugin" 2>/dev/null | emit
 }
 
 if [ "$(id -u)" = 0 ]; then
@@ -54,6 +56,11 @@ else
 fi
 rdma_host roce-story5 rdma-1port
 rdma_host roce-dual-port rdma-2port
+# rails from NCCL_IB_HCA: one rail per port (2.30 with NCCL_NET_MERGE_POLICY=RAIL
+# keeps them apart), and both ports on one rail (fused, the rail kept)
+rdma_host roce-dual-port rdma-2rails NCCL_IB_HCA=mlx5_0:1:0:0,mlx5_1:1:1:1 \
+  NCCL_NET_MERGE_POLICY=RAIL
+rdma_host roce-dual-port rdma-1rail NCCL_IB_HCA=mlx5_0:1:3:0,mlx5_1:1:3:1
 rdma_host ib-hdr ib-hdr
 rdma_host dgx-h100 dgx-h100
 rdma_host sriov-pf-vf sriov
