@@ -27,6 +27,10 @@
  *     nearer the GPUs, then InfiniBand) is kept.
  * A port that NCCL_IB_HCA names exactly is kept (the user decided) and the
  * conflict is reported instead. NCCL_DIAG_PLANES=off disables all three.
+ * Rule 1 is not applied when the bootstrap interface is a rail's own
+ * (NCCL_SOCKET_IFNAME names it): the fabric then carries the sockets, as on
+ * a rail-only fabric with no management network, and NCCL would use the
+ * port; a note says so.
  *
  * The bootstrap interface: NCCL_SOCKET_IFNAME's first match when set; else
  * among NCCL's automatic candidates the one holding the default route, or
@@ -47,15 +51,21 @@ static bool is_plane_candidate(const struct topo_port_choice *pc) {
   return pc->verdict == TV_CHOSEN || (pc->verdict == TV_FILTER && pc->gid.index >= 0);
 }
 
-static bool is_rail(const struct topo_host *h, const struct topo_choice *c, const char *ifname) {
+/* The RoCE port beside a GPU (PIX or PXB: a rail) whose netdev is ifname,
+ * or -1. */
+static int rail_port(const struct topo_host *h, const struct topo_choice *c, const char *ifname) {
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port *pt = &h->ports[p];
     if (!is_plane_candidate(&c->pc[p]) || pt->ll != TOPO_LL_ETH ||
         c->pc[p].gpu_class > PCI_CLASS_PXB)
       continue;
-    if (!strcmp(pt->netdev, ifname) || !strcmp(pt->netdev_master, ifname)) return true;
+    if (!strcmp(pt->netdev, ifname) || !strcmp(pt->netdev_master, ifname)) return p;
   }
-  return false;
+  return -1;
+}
+
+static bool is_rail(const struct topo_host *h, const struct topo_choice *c, const char *ifname) {
+  return rail_port(h, c, ifname) >= 0;
 }
 
 static void pick_main(const struct topo_host *h, struct topo_choice *c,
@@ -193,6 +203,22 @@ static void rule_main(const struct topo_host *h, struct topo_choice *c, struct p
   if (!nmain || !nother) return;
   others_desc(h, c, skip, pm->others, sizeof(pm->others));
   const char *mname = h->ifs.ifs[c->main_if].name;
+  int rail = rail_port(h, c, mname);
+  if (rail >= 0) {
+    /* Bootstrap over a rail's own interface (NCCL_SOCKET_IFNAME names it):
+     * the RDMA fabric carries the sockets, as on a rail-only fabric with no
+     * management network, so sharing that network proves nothing and NCCL
+     * would use the port: every port is kept. */
+    char label[80];
+    topo_port_label(h, rail, label, sizeof(label));
+    topo_issue(c, TOPO_NOTE,
+               "bootstrap runs over %s, the interface of RDMA port %s beside %s (a rail): the RDMA "
+               "fabric carries the sockets, so no port is set apart for sharing that network; if "
+               "%s is a separate management network after all, list the other ports in "
+               "NCCL_IB_HCA",
+               mname, label, h->gpus[c->pc[rail].nearest_gpu].name, mname);
+    return;
+  }
   if (!c->is_main_confident) {
     topo_issue(c, TOPO_WARNING,
                "the RDMA ports are on several networks: %s, and %d port%s on the "
@@ -296,6 +322,9 @@ static void settle(const struct topo_host *h, struct topo_choice *c, const struc
     return;
   }
   pc->verdict = TV_PLANE;
+  /* NCCL's own transport would use it: say what brings it back */
+  strbuf_cat(all, sizeof(all), strlen(all),
+             "; to use it anyway, name it in NCCL_IB_HCA or set NCCL_DIAG_PLANES=off");
   scopy(pc->why, sizeof(pc->why), all);
 }
 
