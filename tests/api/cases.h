@@ -106,6 +106,7 @@ void case_ib_gdr_on(struct side *s);
 /* cases_ibdev.c: what the RDMA device and its host decide */
 void case_ib_dmabuf_flush(struct side *s);
 void case_ib_dmabuf_flush_off(struct side *s);
+void case_ib_dmabuf_cache(struct side *s);
 void case_ib_device_fatal(struct side *s);
 void case_ib_port_flap(struct side *s);
 void case_ib_fork_init(struct side *s);

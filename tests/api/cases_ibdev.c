@@ -95,6 +95,51 @@ static void dmabuf_receive(struct side *s, bool is_flush_expected) {
 
 void case_ib_dmabuf_flush(struct side *s) { dmabuf_receive(s, true); }
 
+/* The mappings of this process's memfd "name" (softverbs maps a dma-buf
+ * once per registration, as a NIC pins it once). */
+static int maps_of(const char *name) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512], want[96];
+  snprintf(want, sizeof(want), "memfd:%s ", name);
+  int n = 0;
+  while (f && fgets(line, sizeof(line), f)) n += strstr(line, want) != NULL;
+  if (f) fclose(f);
+  return n;
+}
+
+/* NCCL registers a GPU buffer once per connection: dma-buf registrations of
+ * one buffer are cached like host ones (NCCL 2.30's reg.cc), so it is
+ * pinned once; each handle deregisters on its own. */
+void case_ib_dmabuf_cache(struct side *s) {
+  if (use_fixture(s, ROLE_RECV, "dgx-h100") || use_fixture(s, ROLE_SEND, "dgx-h100")) return;
+  setenv("SOFTVERBS_DMABUF", "1", 1);
+  void *comm = NULL;
+  if (side_open(s)) return;
+  if (s->nl.version < 6) { /* v5 has no dma-buf registration */
+    side_close(s);
+    return;
+  }
+  if (pair_open(s, &comm)) return;
+  enum { SIZE = 1 << 20 };
+  const char *name = s->role == ROLE_SEND ? "gpu-send-buffer" : "gpu-recv-buffer";
+  int fd = memfd_create(name, 0);
+  CHECK(fd >= 0 && ftruncate(fd, SIZE) == 0, "memfd");
+  uint8_t *buf = mmap(NULL, SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *mhs[4] = {NULL};
+  for (int i = 0; i < 4; i++)
+    CHECK(reg_dmabuf(s, comm, buf, SIZE, fd, &mhs[i]) == ncclSuccess && mhs[i],
+          "regMrDmaBuf %d of one buffer", i);
+  int n = maps_of(name);
+  CHECK(n == 2, "4 registrations of one GPU buffer pinned it %d times, expected once", n - 1);
+  for (int i = 0; i < 4; i++)
+    CHECK(!mhs[i] || netload_dereg_mr(&s->nl, comm, mhs[i]) == ncclSuccess, "deregMr %d", i);
+  ctl_sync(s);
+  close_comm(s, comm);
+  munmap(buf, SIZE);
+  close(fd);
+  side_close(s);
+}
+
 void case_ib_dmabuf_flush_off(struct side *s) {
   setenv("NCCL_GDR_FLUSH_DISABLE", "1", 1);
   dmabuf_receive(s, false);

@@ -209,6 +209,8 @@ static const struct api_case cases[] = {
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"dma-buf only with NCCL_GDR_FLUSH_DISABLE=1: no flush", case_ib_dmabuf_flush_off, TWO, IB_ONLY,
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"regMrDmaBuf of one GPU buffer again: pinned once, as host memory", case_ib_dmabuf_cache, TWO,
+   IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"fatal device event: the next call fails on both sides, device and port named",
    case_ib_device_fatal, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"port flap, and a fatal event with NCCL_IB_RETURN_ASYNC_EVENTS=0: said, connections go on",

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Memory registration with a per-device cache: NCCL registers every buffer
  * of every connection, often the same pages again; a registration covering
- * the page-aligned range is reused (refcounted) instead of pinning twice. */
+ * the page-aligned range is reused (refcounted) instead of pinning twice.
+ * dma-buf registrations share the cache, keyed by the range they map (their
+ * own address and size), as NCCL 2.30 keeps them (src/transport/net_ib/
+ * reg.cc ncclIbRegMrDmaBufInternal2): the same GPU buffer registered again,
+ * once per connection, is pinned once. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,15 +132,17 @@ int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t
   size_t len = ((uintptr_t)data + size - a + page_size() - 1) & ~(page_size() - 1);
   if (!len) len = page_size();
   int err = 0;
+  /* a dma-buf registration maps exactly data..data+size (iova = data) */
+  uintptr_t key = dmabuf_fd < 0 ? a : (uintptr_t)data;
+  size_t key_len = dmabuf_fd < 0 ? len : size;
   pthread_mutex_lock(&d->lock);
-  /* dma-buf registrations are keyed by their fd, not cached by address. */
-  struct ib_mr_entry *e = dmabuf_fd < 0 ? cache_find(d, a, len) : NULL;
+  struct ib_mr_entry *e = cache_find(d, key, key_len);
   if (e) {
     e->refs++;
     mh->mr = e->mr;
   } else {
     struct ibv_mr *mr = reg_ordered(d, a, len, data, size, dmabuf_fd, offset, &err);
-    if (mr && dmabuf_fd < 0 && !cache_add(d, a, len, mr)) {
+    if (mr && !cache_add(d, key, key_len, mr)) {
       WARN("device %s: memory registration of %zu bytes: out of memory for its cache entry",
            d->label, len);
       d->v->dereg_mr(mr);
@@ -170,7 +176,7 @@ int ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh) {
       d->mrs[i] = d->mrs[--d->nmr];
     }
   } else {
-    err = d->v->dereg_mr(mh->mr); /* a dma-buf registration */
+    err = d->v->dereg_mr(mh->mr); /* a handle whose entry is gone: its own registration */
   }
   pthread_mutex_unlock(&d->lock);
   mh->obj = OBJ_DEAD;
