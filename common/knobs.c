@@ -67,7 +67,8 @@ static const struct knob_def knobs[K_COUNT] = {
                  "index into the port's P_Key table (not a P_Key value); RoCE uses index 0"},
   [K_IB_QPS_PER_CONNECTION] =
     {"NCCL_IB_QPS_PER_CONNECTION", KT_INT, "1", 1, 128, NULL,
-     "RC queue pairs per connection; requests are spread over them round-robin"},
+     "RC queue pairs per connection; requests are spread over them round-robin; at most 32 "
+     "here (NCCL's IB transport takes 128): a larger value is used as 32, said once"},
   [K_IB_SPLIT_DATA_ON_QPS] =
     {"NCCL_IB_SPLIT_DATA_ON_QPS", KT_INT, "0", 0, 1, NULL,
      "1 = every message is split over all the connection's queue pairs; 0 = each message goes "

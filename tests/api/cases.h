@@ -66,6 +66,7 @@ void case_census_at_exit(struct side *s);
 void case_ib_qp_log(struct side *s);
 void case_ib_grouped(struct side *s);
 void case_ib_qps(struct side *s);
+void case_ib_qps_over(struct side *s);
 void case_ib_flush(struct side *s);
 void case_story5_fallback(struct side *s);
 void case_story5_off(struct side *s);

@@ -120,6 +120,27 @@ void case_ib_qps(struct side *s) {
   side_close(s);
 }
 
+/* Above the 32 queue pairs a connection carries here (NCCL's IB transport
+ * takes 128): one WARN naming the setting and the limit, then 32. */
+void case_ib_qps_over(struct side *s) {
+  setenv("NCCL_IB_QPS_PER_CONNECTION", "40", 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  if (s->role == ROLE_SEND) {
+    CHECK(log_count(NCCL_LOG_WARN, "NCCL_IB_QPS_PER_CONNECTION=40") == 1,
+          "%d WARNs name NCCL_IB_QPS_PER_CONNECTION=40, expected one",
+          log_count(NCCL_LOG_WARN, "NCCL_IB_QPS_PER_CONNECTION=40"));
+    const char *w = log_find(NCCL_LOG_WARN, "NCCL_IB_QPS_PER_CONNECTION=40");
+    CHECK(w && strstr(w, "at most 32") && strstr(w, "32 or less"), "the WARN: %s", w ? w : "none");
+  }
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 32 queue pairs"), "not 32 queue pairs");
+  for (unsigned i = 0; i < 4; i++)
+    CHECK(xfer_one(s, comm, (size_t)i * 90001, 1 << 20, i) == 0, "transfer %u", i);
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+}
+
 void case_ib_flush(struct side *s) {
   setenv("NCCL_DIAG_FORCE_FLUSH", "1", 1);
   void *comm;

@@ -119,6 +119,8 @@ static const struct api_case cases[] = {
   {"grouped receives (up to maxRecvs), matched by tag", case_ib_grouped, TWO, IB_ONLY,
    .timeout_s = 60},
   {"several queue pairs per connection", case_ib_qps, TWO, IB_ONLY, .timeout_s = 60},
+  {"NCCL_IB_QPS_PER_CONNECTION above 32: one WARN, then 32", case_ib_qps_over, TWO, IB_ONLY,
+   SOFT_ONLY, .timeout_s = 60},
   {"iflush by RDMA read", case_ib_flush, TWO, IB_ONLY, .timeout_s = 60},
   {"cross-plane pair (field story 5) falls back to TCP", case_story5_fallback, TWO, IB_ONLY, NETNS,
    .timeout_s = 90},

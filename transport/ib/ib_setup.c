@@ -14,6 +14,7 @@
  * failure. One deadline (NCCL_DIAG_CONNECT_TIMEOUT_MS) bounds the whole
  * machine. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,21 @@ void ib_setup_free(struct ib_setup *s) {
   free(s);
 }
 
+/* NCCL's IB transport opens up to 128 queue pairs per connection; our
+ * connection record carries 32: a larger setting is said once, not cut
+ * silently. */
+static int qps_wanted(void) {
+  static atomic_bool has_said;
+  int n = (int)knob_int(K_IB_QPS_PER_CONNECTION);
+  if (n <= IB_MAX_QPS) return n;
+  if (!atomic_exchange(&has_said, true))
+    WARN("NCCL_IB_QPS_PER_CONNECTION=%d: this plugin opens at most %d queue pairs per connection "
+         "(NCCL's own IB transport up to 128), so each connection uses %d; set it to %d or less "
+         "to silence this",
+         n, IB_MAX_QPS, IB_MAX_QPS, IB_MAX_QPS);
+  return IB_MAX_QPS;
+}
+
 /* Our INFO: queue pairs and memory keys, or why we have none. */
 static void make_info(struct ib_setup *s) {
   struct ibrec *r = &s->mine_info;
@@ -62,7 +78,7 @@ static void make_info(struct ib_setup *s) {
   r->type = IBREC_INFO;
   r->flags = local_fallback_ok() ? IBREC_F_FALLBACK : 0;
   if (s->is_send && knob_int(K_IB_SPLIT_DATA_ON_QPS)) r->flags |= IBREC_F_SPLIT;
-  int nqps = s->is_send ? (int)knob_int(K_IB_QPS_PER_CONNECTION) : s->peer_info.nqps;
+  int nqps = s->is_send ? qps_wanted() : s->peer_info.nqps;
   if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
   if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) ==
         0 &&
