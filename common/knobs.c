@@ -137,7 +137,12 @@ static const struct knob_def knobs[K_COUNT] = {
      "where interface addresses come from: 'live' (this host), a file of '<if> <state> "
      "<addr>/<prefix>...' lines, or 'auto' (an ifaddrs file beside a copied sysfs root, else live)"},
   [K_DIAG_IBVERBS_LIB] = {"NCCL_DIAG_IBVERBS_LIB", KT_STR, "libibverbs.so.1", 0, 0, NULL,
-                          "the verbs library to dlopen (a path, or a name the loader finds)"},
+                          "the verbs library to dlopen (a path, or a name the loader finds); "
+                          "when set, the only one tried (NCCL_IBVERBS_LIB and the defaults are "
+                          "not)"},
+  [K_IBVERBS_LIB] = {"NCCL_IBVERBS_LIB", KT_STR, NULL, 0, 0, NULL,
+                     "NCCL's meaning: the verbs library to dlopen first (a path, or a name the "
+                     "loader finds); if it does not open, libibverbs.so then libibverbs.so.1"},
   [K_DIAG_CONNECT_TIMEOUT_MS] =
     {"NCCL_DIAG_CONNECT_TIMEOUT_MS", KT_INT, "60000", 100, 3600000, NULL,
      "how long connect keeps trying the listener's addresses before it fails"},

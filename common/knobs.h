@@ -45,6 +45,7 @@ enum knob_id {
   K_DIAG_SYSFS_ROOT,
   K_DIAG_IFADDRS,
   K_DIAG_IBVERBS_LIB,
+  K_IBVERBS_LIB,
   K_DIAG_CONNECT_TIMEOUT_MS,
   K_DIAG_HANDSHAKE_TIMEOUT_MS,
   K_DIAG_SOCKET_INLINE,
@@ -90,6 +91,22 @@ const char *knob_raw(enum knob_id id);
 /* Parse one value without the environment: used by the loader and by tests.
  * Returns 0 and fills *out / *choice, or -1 with a reason in why. */
 int knob_parse(const struct knob_def *k, const char *text, int64_t *out, char *why, int whylen);
+
+/* Every setting NCCL 2.30.7's network transports read, with what this
+ * plugin does with it (knobs_nccl.c): honoured (in the table above, NCCL's
+ * meaning), clamped (honoured within a narrower range) or ignored; why
+ * says what happens instead (NULL when honoured). */
+enum nccl_knob_state { NK_HONOURED, NK_CLAMPED, NK_IGNORED };
+struct nccl_knob {
+  const char *name;
+  enum nccl_knob_state state;
+  const char *why;
+};
+const struct nccl_knob *nccl_knobs(int *n);
+const char *nccl_knob_state_name(enum nccl_knob_state s);
+/* Once per process: an INFO for each ignored one set in the environment
+ * (clamped ones are said where the value is used). */
+void nccl_knobs_note(void);
 
 enum { FALLBACK_AUTO = 0, FALLBACK_OFF = 1 };
 enum { PLANES_AUTO = 0, PLANES_OFF = 1 };

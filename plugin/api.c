@@ -51,6 +51,7 @@ static atomic_int bound_abi; /* the table of NCCL's first init call */
 
 static void init_once_fn(void) {
   knob_load(0);
+  nccl_knobs_note();
   char nv[32];
   int abi = atomic_load(&bound_abi);
   nccl_version_str(nccl_version_code(), nv, sizeof(nv));

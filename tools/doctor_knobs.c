@@ -92,7 +92,21 @@ static void check_path(struct doctor *d, const char *name, const char *what) {
                  strerror(errno), what);
 }
 
+/* NCCL's network settings this plugin ignores or clamps, where set: a note
+ * with what happens instead (params lists them all). */
+static void check_nccl_states(struct doctor *d) {
+  int n;
+  const struct nccl_knob *t = nccl_knobs(&n);
+  for (int i = 0; i < n; i++) {
+    const char *v = getenv(t[i].name);
+    if (!v || !*v || t[i].state == NK_HONOURED) continue;
+    doctor_finding(d, TOPO_NOTE, NULL, "%s=%s is %s by this plugin: %s", t[i].name, v,
+                   nccl_knob_state_name(t[i].state), t[i].why);
+  }
+}
+
 void doctor_check_knobs(struct doctor *d) {
+  check_nccl_states(d);
   for (int i = 0; i < K_COUNT; i++) {
     const struct knob_def *k = knob_def((enum knob_id)i);
     const char *text = getenv(k->name);

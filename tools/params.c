@@ -2,6 +2,7 @@
 /* nccl-net-diag params: the knob table, with this process's values. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/agree.h"
@@ -31,8 +32,27 @@ static int print_agree(void) {
   return 0;
 }
 
+/* nccl_knobs: [{name, state, value, why}]: every setting of NCCL 2.30.7's
+ * network transports and what this plugin does with it. */
+static void print_nccl_json(struct json *j, bool is_set_only) {
+  int n;
+  const struct nccl_knob *t = nccl_knobs(&n);
+  json_arr(j, "nccl_knobs");
+  for (int i = 0; i < n; i++) {
+    const char *v = getenv(t[i].name);
+    if (is_set_only && !v) continue;
+    json_obj(j, NULL);
+    json_str(j, "name", t[i].name);
+    json_str(j, "state", nccl_knob_state_name(t[i].state));
+    json_str(j, "value", v);
+    json_str(j, "why", t[i].why);
+    json_close_obj(j);
+  }
+  json_close_arr(j);
+}
+
 /* {schema, version, knobs: [{name, type, default, value, help}],
- *  agree: [{name, class, why}]} */
+ *  nccl_knobs: [{name, state, value, why}], agree: [{name, class, why}]} */
 static void print_json(FILE *f, bool is_set_only) {
   struct json j;
   json_begin(&j, f);
@@ -52,6 +72,7 @@ static void print_json(FILE *f, bool is_set_only) {
     json_close_obj(&j);
   }
   json_close_arr(&j);
+  print_nccl_json(&j, is_set_only);
   size_t n;
   const struct agree_entry *t = agree_table(&n);
   json_arr(&j, "agree");
@@ -76,6 +97,15 @@ static void print_text(bool is_set_only) {
     fprintf(f, "%s (%s, default %s)%s%s%s\n", k->name, type_name(k->type),
             k->def ? k->def : "unset", raw ? ": set to \"" : "", raw ? raw : "", raw ? "\"" : "");
     fprintf(f, "    %s\n", k->help);
+  }
+  int n;
+  const struct nccl_knob *t = nccl_knobs(&n);
+  fprintf(f, "\nNCCL 2.30.7's network settings this plugin does not take as NCCL does:\n");
+  for (int i = 0; i < n; i++) {
+    const char *v = getenv(t[i].name);
+    if (t[i].state == NK_HONOURED || (is_set_only && !v)) continue;
+    fprintf(f, "%s: %s%s%s%s\n    %s\n", t[i].name, nccl_knob_state_name(t[i].state),
+            v ? " (set to \"" : "", v ? v : "", v ? "\")" : "", t[i].why);
   }
   text_wrap_close(&w);
 }

@@ -11,7 +11,9 @@
  * devices() as physical again). It checks the end state NCCL would reach:
  * every physical device in NCCL's topology (alone or fused), fused groups
  * as NCCL asked, no fatal, no endless loop, data delivered.
- * usage: replay --host LABEL [--release 2.26] [PLUGIN.so]
+ * usage: replay --host LABEL [--release 2.26] [--expect-net PREFIX] [PLUGIN.so]
+ * (--expect-net: every NET device's name starts with PREFIX, as "mlx5" on
+ * an RDMA host: the plugin found the devices the host has)
  * Output: TAP, plus one "ROW<tab>release<tab>host<tab>state" line each. */
 #include <dlfcn.h>
 #include <signal.h>
@@ -158,6 +160,11 @@ static int settle(struct replay *rp) {
   }
   keep_devices(rp);
   check_cover(rp);
+  for (int i = 0; i < rp->nvisible && rp->expect_net; i++)
+    if (strncmp(rp->props[rp->visible[i]].name, rp->expect_net, strlen(rp->expect_net)))
+      replay_fail_as(rp, "DEVICES", "NET device %s, expected %s... devices",
+                     rp->props[rp->visible[i]].name, rp->expect_net);
+  if (!rp->nvisible) replay_fail_as(rp, "DEVICES", "no NET device");
   replay_check_rails(rp);
   return 0;
 }
@@ -210,11 +217,13 @@ static void describe(struct replay *rp, char *out, size_t cap) {
              rp->nvisible, fused, rails, rp->nvirt, rp->mr.calls, rp->mr.refused);
 }
 
-static int play(const struct nccl_release *rel, const char *path, const char *host) {
+static int play(const struct nccl_release *rel, const char *path, const char *host,
+                const char *expect_net) {
   static struct replay rp;
   memset(&rp, 0, sizeof(rp));
   rp.rel = rel;
   rp.path = path;
+  rp.expect_net = expect_net;
   rp.abi = bind_symbol(rel, path);
   char state[900] = "";
   if (!rp.abi) {
@@ -237,12 +246,13 @@ static int play(const struct nccl_release *rel, const char *path, const char *ho
 
 /* Each release in its own process, as each is its own job; a child that
  * does not finish in time is a hang. */
-static int run_one(const struct nccl_release *rel, const char *path, const char *host) {
+static int run_one(const struct nccl_release *rel, const char *path, const char *host,
+                   const char *expect_net) {
   fflush(stdout);
   pid_t pid = fork();
   if (pid == 0) {
     alarm(REPLAY_CHILD_SECONDS);
-    _exit(play(rel, path, host));
+    _exit(play(rel, path, host, expect_net));
   }
   int st = 0;
   waitpid(pid, &st, 0);
@@ -254,20 +264,22 @@ static int run_one(const struct nccl_release *rel, const char *path, const char 
 }
 
 int main(int argc, char **argv) {
-  const char *host = "host", *only = NULL, *path = getenv("NCCL_DIAG_PLUGIN_PATH");
+  const char *host = "host", *only = NULL, *path = getenv("NCCL_DIAG_PLUGIN_PATH"), *net = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--host") && i + 1 < argc) host = argv[++i];
     else if (!strcmp(argv[i], "--release") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--expect-net") && i + 1 < argc) net = argv[++i];
     else path = argv[i];
   }
   if (!path) {
-    fprintf(stderr, "usage: replay --host LABEL [--release 2.26] PLUGIN.so\n");
+    fprintf(stderr,
+            "usage: replay --host LABEL [--release 2.26] [--expect-net PREFIX] PLUGIN.so\n");
     return 2;
   }
   int n = 0, failed = 0;
   for (int i = 0; i < nccl_nreleases; i++) {
     if (only && strcmp(only, nccl_releases[i].minor)) continue;
-    failed |= run_one(&nccl_releases[i], path, host);
+    failed |= run_one(&nccl_releases[i], path, host, net);
     n++;
   }
   printf("1..%d\n", n);

@@ -14,6 +14,7 @@
 struct replay {
   const struct nccl_release *rel;
   const char *path;
+  const char *expect_net; /* every NET device's name starts with it, or NULL */
   int abi;
   struct netload nl;
   int nphys, nvirt;

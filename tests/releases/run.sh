@@ -34,16 +34,17 @@ tcp_host() { # $1 = number of interfaces, $2 = label, then NAME=VALUE settings
     for t in $(seq 100); do ip -n "$ns" link show "dx$i" | grep -q 'state UP' && break; sleep 0.05; done
   done
   ip netns exec "$ns" env NCCL_IB_DISABLE=1 NCCL_SOCKET_IFNAME=dx "$@" \
-    "$replay" --host "$label" "$plugin" 2>/dev/null | emit
+    "$replay" --host "$label" --expect-net dx "$plugin" 2>/dev/null | emit
   ip netns del "$ns"
 }
 
 rdma_host() { # $1 = fixture host, $2 = label, then NAME=VALUE settings
-  local host=$1 label=$2
+  local host=$1 label=$2 libvar=NCCL_DIAG_IBVERBS_LIB
   shift 2
-  env "$@" NCCL_DIAG_IBVERBS_LIB="$svlib" NCCL_DIAG_SYSFS_ROOT="$hosts/$host/sysfs" \
+  if [ "${1:-}" = --nccl-ibverbs-lib ]; then libvar=NCCL_IBVERBS_LIB; shift; fi
+  env "$libvar=$svlib" "$@" NCCL_DIAG_SYSFS_ROOT="$hosts/$host/sysfs" \
     HWLOC_XMLFILE="$hosts/$host/topo.xml" HWLOC_COMPONENTS=-pci NCCL_DIAG_IFADDRS=live \
-    "$replay" --host "$label" "$plugin" 2>/dev/null | emit
+    "$replay" --host "$label" --expect-net mlx5 "$plugin" 2>/dev/null | emit
 }
 
 if [ "$(id -u)" = 0 ]; then
@@ -61,6 +62,9 @@ rdma_host roce-dual-port rdma-2port
 rdma_host roce-dual-port rdma-2rails NCCL_IB_HCA=mlx5_0:1:0:0,mlx5_1:1:1:1 \
   NCCL_NET_MERGE_POLICY=RAIL
 rdma_host roce-dual-port rdma-1rail NCCL_IB_HCA=mlx5_0:1:3:0,mlx5_1:1:3:1
+# rdma-core found through NCCL_IBVERBS_LIB, as NCCL finds it (a container
+# with rdma-core elsewhere)
+rdma_host roce-story5 rdma-ibverbs-lib --nccl-ibverbs-lib
 rdma_host ib-hdr ib-hdr
 rdma_host dgx-h100 dgx-h100
 rdma_host sriov-pf-vf sriov

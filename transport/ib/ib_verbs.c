@@ -8,6 +8,7 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
+#include "common/strbuf.h"
 #include "common/strutil.h"
 
 /* Every exported verb we use exists since IBVERBS_1.1; a library without
@@ -34,18 +35,46 @@ static void *sym(void *dl, const char *name, int optional_version) {
     }                                                                                              \
   } while (0)
 
+/* As NCCL (src/misc/ibvsymbols.cc buildIbvSymbols): NCCL_IBVERBS_LIB
+ * first, then libibverbs.so, then libibverbs.so.1; NCCL_DIAG_IBVERBS_LIB,
+ * when set, alone. */
+static int open_lib(struct verbs_ops *v, char *why, size_t cap) {
+  const char *names[3];
+  int n = 0;
+  if (knob_is_set(K_DIAG_IBVERBS_LIB)) {
+    names[n++] = knob_str(K_DIAG_IBVERBS_LIB);
+  } else {
+    const char *env = knob_str(K_IBVERBS_LIB);
+    if (env && *env) names[n++] = env;
+    names[n++] = "libibverbs.so";
+    names[n++] = "libibverbs.so.1";
+  }
+  char tried[768] = "";
+  size_t o = 0;
+  for (int i = 0; i < n; i++) {
+    v->dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (v->dl) {
+      scopy(v->lib, sizeof(v->lib), names[i]);
+      if (i > 0 && names[0] == knob_str(K_IBVERBS_LIB))
+        INFO(LOG_INIT, "NCCL_IBVERBS_LIB=%s does not open (%s); using %s", names[0], tried,
+             names[i]);
+      return 0;
+    }
+    const char *e = dlerror();
+    if (o < sizeof(tried))
+      o = strbuf_cat(tried, sizeof(tried), o, "%s%s", o ? "; " : "", e ? e : names[i]);
+  }
+  scopy(v->lib, sizeof(v->lib), names[0]);
+  snprintf(why, cap,
+           "cannot load the verbs library (%s): install rdma-core's libibverbs1, mount it into "
+           "the container, or name it with NCCL_IBVERBS_LIB",
+           tried);
+  return ENOENT;
+}
+
 int verbs_load(struct verbs_ops *v, char *why, size_t cap) {
   memset(v, 0, sizeof(*v));
-  const char *lib = knob_str(K_DIAG_IBVERBS_LIB);
-  scopy(v->lib, sizeof(v->lib), lib && *lib ? lib : "libibverbs.so.1");
-  v->dl = dlopen(v->lib, RTLD_NOW | RTLD_LOCAL);
-  if (!v->dl) {
-    snprintf(why, cap,
-             "cannot load %s (%s): install rdma-core's libibverbs1, or mount it into "
-             "the container",
-             v->lib, dlerror());
-    return ENOENT;
-  }
+  if (open_lib(v, why, cap)) return ENOENT;
   NEED(get_device_list, "ibv_get_device_list");
   NEED(free_device_list, "ibv_free_device_list");
   NEED(get_device_name, "ibv_get_device_name");
