@@ -68,9 +68,26 @@ static void ib_other_subnet(void) {
         "across subnets without a FLID: GRH, the LID: global %d dlid %d", p.is_global, p.dlid);
 }
 
+/* The flush queue pair's loopback: addressed as a data queue pair's, so a
+ * port that requires a GRH gets one (it was by LID alone on InfiniBand). */
+static void flush_self(void) {
+  struct ib_path_ends e = ends(gid_b_other);
+  struct ib_path p;
+  CHECK(ib_path_self(&e, &p) == IB_GRH_NONE && !p.is_global && p.dlid == 17 && p.mtu == 4096 &&
+          !memcmp(p.dgid, gid_a, 16),
+        "InfiniBand loopback: by its own LID: global %d dlid %d mtu %d", p.is_global, p.dlid,
+        p.mtu);
+  e.is_grh_required = true;
+  CHECK(ib_path_self(&e, &p) == IB_GRH_PORT_REQUIRES && p.is_global && !memcmp(p.dgid, gid_a, 16),
+        "a port that requires a GRH: global %d", p.is_global);
+  e.is_roce = true;
+  CHECK(ib_path_self(&e, &p) == IB_GRH_ROCE && p.is_global, "RoCE: global %d", p.is_global);
+}
+
 int main(void) {
   TAP_CASE("RoCE: GRH with the traffic class, the smaller MTU", roce);
   TAP_CASE("InfiniBand, one subnet: by LID; GRH when the port requires it", ib_same_subnet);
   TAP_CASE("InfiniBand across subnets: GRH, routed by the remote FLID", ib_other_subnet);
+  TAP_CASE("the flush queue pair's loopback: a GRH where the port requires one", flush_self);
   return tap_done();
 }

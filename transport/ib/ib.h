@@ -270,6 +270,10 @@ enum ib_grh {
 };
 /* Fills p (all but qpn) as NCCL addresses an RTR: MTU, GRH, DLID, SL, TC. */
 enum ib_grh ib_path_address(const struct ib_path_ends *e, struct ib_path *p);
+/* The flush queue pair's loopback path to its own port (local's GID, LID
+ * and flags at both ends), addressed as a data queue pair's: NCCL's flush
+ * QP goes through the same RTR, so a port that requires a GRH gets one. */
+enum ib_grh ib_path_self(const struct ib_path_ends *local, struct ib_path *p);
 
 /* Each returns 0 or the errno, with the cause and the fix in why (for RTR
  * the full diagnosis, ib_diag.c), and logs nothing but the transition

@@ -38,3 +38,10 @@ enum ib_grh ib_path_address(const struct ib_path_ends *e, struct ib_path *p) {
   p->dlid = (int)flid;
   return IB_GRH_OTHER_SUBNET;
 }
+
+enum ib_grh ib_path_self(const struct ib_path_ends *local, struct ib_path *p) {
+  struct ib_path_ends e = *local;
+  e.remote_gid = e.local_gid;
+  e.remote_mtu = e.local_mtu;
+  return ib_path_address(&e, p);
+}

@@ -133,12 +133,15 @@ int ib_flush_setup(struct ib_comm *c) {
   c->flush_mr = ib_mr_plain(c->dev, c->flush_buf, 64, IBV_ACCESS_LOCAL_WRITE, "the flush buffer");
   if (!c->flush_mr) return ENOMEM; /* logged */
   const struct topo_dev *t = c->dev->td;
-  struct ib_path p = {.qpn = 0,
-                      .mtu = c->dev->mtu,
-                      .is_global = t->ll != TOPO_LL_IB,
-                      .sgid_index = t->gid_index,
-                      .dlid = t->lid};
-  memcpy(p.dgid, t->gid, 16);
+  struct ib_path_ends self_end = {.is_roce = t->ll != TOPO_LL_IB,
+                                  .local_mtu = c->dev->mtu,
+                                  .local_gid = t->gid,
+                                  .local_gid_index = t->gid_index,
+                                  .remote_lid = t->lid,
+                                  .is_grh_required = c->dev->is_grh_required};
+  struct ib_path p;
+  ib_path_self(&self_end, &p);
+  p.qpn = 0;
   char why[1024];
   struct hello self;
   memset(&self, 0, sizeof(self));
