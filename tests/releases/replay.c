@@ -80,17 +80,42 @@ static int open_comm(struct replay *rp) {
   return 0;
 }
 
+/* What ncclTopoPopulateNics and the transport read from each device: a
+ * unique name (the topology finds a NIC by it; a virtual device of one
+ * keeps its member's name, as NCCL's IB transport names it, and takes over
+ * that NIC), a speed and maxComms (its
+ * bandwidth and connection budget), host memory in ptrSupport, maxRecvs
+ * within NCCL_NET_IB_MAX_RECVS (8), a host device, and from v9 the
+ * message limits NCCL cuts transfers by. */
+static void check_props(struct replay *rp, int d) {
+  const struct netload_props *p = &rp->props[d];
+  bool is_alias = d >= rp->nphys && p->vdevs == 1;
+  for (int e = 0; e < d; e++)
+    if (!strcmp(rp->props[e].name, p->name) && !(is_alias && p->vdev_members[0] == e))
+      replay_fail_as(rp, "PROPS", "devices %d and %d are both named %s", e, d, p->name);
+  if (!p->name[0] || p->speed <= 0 || p->max_comms <= 0 || !(p->ptr_support & NCCL_PTR_HOST) ||
+      p->max_recvs < 1 || p->max_recvs > 8 || p->device_type != 0)
+    replay_fail_as(
+      rp, "PROPS", "device %d (%s): speed %d, maxComms %d, ptrSupport 0x%x, maxRecvs %d, type %d",
+      d, p->name, p->speed, p->max_comms, p->ptr_support, p->max_recvs, p->device_type);
+  if (rp->abi >= 9 && (!p->max_p2p_bytes || !p->max_coll_bytes))
+    replay_fail_as(rp, "PROPS", "device %s: maxP2pBytes %zu, maxCollBytes %zu", p->name,
+                   p->max_p2p_bytes, p->max_coll_bytes);
+}
+
 /* devices, then getProperties of each (ncclTopoPopulateNics). */
 static int discover(struct replay *rp, int *ndev) {
   if (netload_devices(&rp->nl, ndev) || *ndev < 0 || *ndev > REPLAY_MAX_DEVS) {
     replay_fail(rp, "devices() failed or reported %d", *ndev);
     return -1;
   }
-  for (int d = 0; d < *ndev; d++)
+  for (int d = 0; d < *ndev; d++) {
     if (netload_props(&rp->nl, d, &rp->props[d])) {
       replay_fail(rp, "getProperties(%d) failed", d);
       return -1;
     }
+    check_props(rp, d);
+  }
   return 0;
 }
 
@@ -157,6 +182,7 @@ static int settle(struct replay *rp) {
     }
     if (rp->props[v].vdevs < 1 || rp->props[v].vdevs > 8)
       replay_fail(rp, "virtual device %d lists %d members", v, rp->props[v].vdevs);
+    check_props(rp, v);
   }
   keep_devices(rp);
   check_cover(rp);
