@@ -11,13 +11,18 @@ loader; 2.28: v11; 2.30: v12) and every release past the source snapshot
 (2.31, 2.32). NCCL_DIAG_WHEELS="2.27.7 2.29.3" names others. Wheels are
 cached in ${XDG_CACHE_HOME:-~/.cache}/nccl-net-diag/wheels; a release PyPI
 cannot serve (no network) is skipped. TAP.
-Usage: wheels.py PLUGIN.so RELEASES_C"""
+From 2.28 on, NCCL's own loader functions (getNcclNet_vN, found in the
+wheel's symbol table) also bind and drive each of our tables through
+tests/api/nccl_adapters.sh, with the library unpacked for the run only.
+Usage: wheels.py PLUGIN.so RELEASES_C [ADAPTERS_DRIVER ADAPTERS_SH]"""
 import ctypes
 import glob
 import os
 import re
 import subprocess
+import shutil
 import sys
+import tempfile
 import zipfile
 
 DEFAULT = '2.21.5 2.26.5 2.28.9 2.30.7 2.31.2 2.32.3'
@@ -70,6 +75,31 @@ def tables_in(path):
     return found
 
 
+def through_adapters(path, version, plugin, driver, script):
+    """NCCL's own getNcclNet_vN of this release drive each table it knows (2.28+)."""
+    if tuple(int(x) for x in version.split('.')[:2]) < (2, 28):
+        return
+    tmp = tempfile.mkdtemp(prefix='nccl-wheel-')
+    try:
+        lib = os.path.join(tmp, 'libnccl.so.2')
+        with zipfile.ZipFile(path) as z, open(lib, 'wb') as out:
+            member = next(m for m in z.namelist() if m.endswith('libnccl.so.2'))
+            with z.open(member) as f:
+                shutil.copyfileobj(f, out, 1 << 24)
+        p = subprocess.run(['bash', script, driver, plugin, lib], capture_output=True, text=True,
+                           timeout=300)
+        lines = p.stdout.splitlines()
+        oks = [ln for ln in lines if ln.startswith('ok ') and '# SKIP' not in ln]
+        bad = [ln for ln in lines if ln.startswith('not ok')]
+        tables = sorted(int(m) for ln in oks for m in re.findall(r'binds ncclNetPlugin_v(\d+)', ln))
+        case('ok' if oks and not bad and p.returncode == 0 else 'not ok',
+             f'NCCL {version}: its own adapters bind and drive v{",v".join(map(str, tables))} '
+             'of this plugin (init, properties, a connection, a verified message)',
+             None if oks and not bad else p.stdout[-1500:] + p.stderr[-500:])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def exported(plugin):
     lib = ctypes.CDLL(plugin, mode=os.RTLD_LOCAL)
     out = set()
@@ -92,6 +122,7 @@ def from_source(releases_c):
 
 def main():
     plugin, releases_c = sys.argv[1], sys.argv[2]
+    driver, script = (sys.argv[3], sys.argv[4]) if len(sys.argv) > 4 else (None, None)
     ours = exported(plugin)
     source = from_source(releases_c)
     d = cache_dir()
@@ -106,6 +137,8 @@ def main():
              f'NCCL {version} looks for v{",v".join(map(str, sorted(wants)))}; the plugin '
              + (f'exports v{both[0]} of them, which it binds' if both else 'exports none of them'),
              None if both else f'the plugin exports {sorted(ours)}')
+        if driver:
+            through_adapters(path, version, plugin, driver, script)
         minor = '.'.join(version.split('.')[:2])
         if minor in source:
             expect = {v for v in source[minor] if v >= 5}
