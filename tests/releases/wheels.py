@@ -44,18 +44,28 @@ def cache_dir():
     return d
 
 
+OFFLINE = []  # the first reason PyPI was out of reach: no more tries
+
+
 def wheel(version, d):
     """The cached wheel, downloaded once; None (and why) when PyPI cannot serve it."""
     pattern = os.path.join(d, f'nvidia_nccl_cu12-{version}-*.whl')
     found = glob.glob(pattern)
     if found:
         return found[0], None
+    if OFFLINE:
+        return None, OFFLINE[0]
     p = subprocess.run([sys.executable, '-m', 'pip', 'download', '--no-deps', '--no-cache-dir',
                         '--timeout', '20', '--retries', '1', '-d', d,
                         f'nvidia-nccl-cu12=={version}'], capture_output=True, text=True,
                        timeout=300)
     found = glob.glob(pattern)
     lines = (p.stderr or p.stdout).strip().splitlines() or ['no output']
+    text = p.stdout + p.stderr
+    if not found and any(w in text for w in ('Retrying', 'NewConnectionError', 'Could not fetch',
+                                             'Failed to establish', 'Network is unreachable',
+                                             'Temporary failure in name resolution')):
+        OFFLINE.append('PyPI is out of reach: ' + lines[-1][:160])
     return (found[0], None) if found else (None, lines[-1][:200])
 
 
