@@ -32,9 +32,28 @@ static atomic_int nshown;       /* the first entries devices() reports (see diag
 
 int diag_vdev_count(void) { return atomic_load(&nshown); }
 
+/* A call on a virtual device devices() no longer reports (after
+ * diag_vdev_forget): NCCL kept the library loaded and uses the indices it
+ * has, so devices() reports them again, as every other rank's does. */
+static void vdev_in_use(int k) {
+  int shown = atomic_load(&nshown);
+  if (k < shown) return;
+  pthread_mutex_lock(&vdev_lock);
+  bool is_restored = atomic_load(&nshown) <= k;
+  if (is_restored) atomic_store(&nshown, atomic_load(&nvdevs));
+  pthread_mutex_unlock(&vdev_lock);
+  if (is_restored)
+    INFO(LOG_INIT | LOG_NET,
+         "virtual device [%d] is used again without being made again: NCCL kept this plugin "
+         "loaded, so devices() reports the %d virtual devices again",
+         transport_host()->ndev + k, atomic_load(&nvdevs));
+}
+
 const struct diag_vdev *diag_vdev_get(int dev) {
   int k = dev - transport_host()->ndev;
-  return k >= 0 && k < atomic_load(&nvdevs) ? &vdevs[k] : NULL;
+  if (k < 0 || k >= atomic_load(&nvdevs)) return NULL;
+  vdev_in_use(k);
+  return &vdevs[k];
 }
 
 static bool is_down(const struct transport_dev *d);

@@ -40,7 +40,9 @@ int diag_vdev_count(void);
  * With -z nodelete our state survives, so devices() reports the physical
  * devices only until makeVDevice asks again; a request for the same
  * members in the same order gets the same index back. A release that
- * keeps the library loaded keeps using the indices it has. */
+ * keeps the library loaded (NCCL_NET_PLUGIN_REF_COUNT=1) keeps using the
+ * indices it has: the first call on one of them makes devices() report
+ * them again. */
 void diag_vdev_forget(void);
 /* The virtual device behind index dev (physical count and above), or NULL. */
 const struct diag_vdev *diag_vdev_get(int dev);

@@ -8,10 +8,11 @@
  * keep: listen, accept and connect retried while NULL, the listen comm
  * closed once accepted, messages, deregMr, closeSend, closeRecv. From 2.28
  * a second communicator after the library was closed (NCCL counts
- * devices() as physical again). It checks the end state NCCL would reach:
- * every physical device in NCCL's topology (alone or fused), fused groups
- * as NCCL asked, no fatal, no endless loop, data delivered.
- * usage: replay --host LABEL [--release 2.26] [--expect-net PREFIX] [PLUGIN.so]
+ * devices() as physical again) and a third with it kept loaded
+ * (NCCL_NET_PLUGIN_REF_COUNT=1: the devices counted before are used). It checks the end state NCCL
+ * would reach: every physical device in NCCL's topology (alone or fused), fused groups as NCCL
+ * asked, no fatal, no endless loop, data delivered. usage: replay --host LABEL [--release 2.26]
+ * [--expect-net PREFIX] [PLUGIN.so]
  * (--expect-net: every NET device's name starts with PREFIX, as "mlx5" on
  * an RDMA host: the plugin found the devices the host has)
  * Output: TAP, plus one "ROW<tab>release<tab>host<tab>state" line each. */
@@ -223,7 +224,29 @@ static void second_comm(struct replay *rp) {
     replay_fail_as(rp, "RELOAD", "after a reload NCCL keeps %d devices (%d virtual), first %d (%d)",
                    rp->nvisible, rp->nvirt, nvisible, nvirt);
   replay_traffic(rp);
-  if (netload_finalize(&rp->nl)) replay_fail(rp, "finalize of the second communicator failed");
+}
+
+/* NCCL_NET_PLUGIN_REF_COUNT=1 (2.28 on): the library stays loaded, so the
+ * next communicator's init is followed by getProperties of the devices
+ * NCCL counted before (physical and virtual), then by init.cc's devices(),
+ * which every rank compares (2.30 fails init on a mismatch). */
+static void kept_comm(struct replay *rp) {
+  int total = rp->nphys + rp->nvirt, n = 0;
+  if (netload_finalize(&rp->nl) || netload_init(&rp->nl, logger)) {
+    replay_fail_as(rp, "RELOAD", "finalize and init of a third communicator failed");
+    return;
+  }
+  struct netload_props p;
+  for (int d = 0; d < total; d++)
+    if (netload_props(&rp->nl, d, &p))
+      replay_fail_as(rp, "RELOAD", "getProperties(%d) failed with the library kept loaded", d);
+  if (netload_devices(&rp->nl, &n) || n != total)
+    replay_fail_as(rp, "RELOAD",
+                   "with the library kept loaded devices() reports %d, the first communicator %d "
+                   "(NCCL 2.30 fails init when ranks report different counts)",
+                   n, total);
+  replay_traffic(rp);
+  if (netload_finalize(&rp->nl)) replay_fail(rp, "finalize of the third communicator failed");
 }
 
 /* "v12 net=a,b+c@r0 nets=2 fused=1 rails=1 vnics=1 calls=1 refused=0": the NET
@@ -258,6 +281,7 @@ static int play(const struct nccl_release *rel, const char *path, const char *ho
     replay_traffic(&rp);
     describe(&rp, state, sizeof(state));
     if (rel->life == LIFE_PER_COMM) second_comm(&rp);
+    if (rel->life == LIFE_PER_COMM && !rp.fail[0]) kept_comm(&rp);
   }
   if (rp.fail[0]) {
     printf("ROW\t%s\t%s\tFAIL %s\n", rel->minor, host, rp.kind);
