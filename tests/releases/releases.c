@@ -22,8 +22,8 @@
  *   latency, guid, maxComms, ptrSupport (GDR); from 2.24 to 2.26 the
  *   physical devices get keep=0 once any virtual device exists, from 2.27
  *   only the fused members do (ncclTopoMakeVnic; 2.30 via
- *   ncclTopoUpdateVNics). 2.30 reads railId for NCCL_NET_MERGE_POLICY=RAIL
- *   in ncclTopoAutoMerge.
+ *   ncclTopoUpdateVNics). 2.30.7 reads railId for NCCL_NET_MERGE_POLICY=RAIL
+ *   in ncclTopoAutoMerge (not 2.30.3 or 2.30.4: the policy came in 2.30.7).
  * - connections: src/transport/net.cc: connect and accept return a NULL
  *   comm to ask to be called again; the listen comm is closed as soon as
  *   accept completes (recvProxyConnect); deregMr before closeSend/closeRecv

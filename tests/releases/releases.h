@@ -32,7 +32,7 @@ struct nccl_release {
   int syms[8];       /* ncclNetPlugin_vN the loader tries, in its order, 0 ends */
   enum rel_life life;
   enum rel_merge merge;
-  bool has_rail_policy; /* NCCL_NET_MERGE_POLICY=RAIL reads railId (2.30) */
+  bool has_rail_policy; /* NCCL_NET_MERGE_POLICY=RAIL reads railId (2.30.7) */
   const char *loader;   /* file and function of the symbol lookup */
   const char *merge_at; /* file and function of the fusion loop */
 };
