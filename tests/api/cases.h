@@ -115,6 +115,7 @@ void case_ib_fork_unneeded(struct side *s);
 void case_ib_relaxed_ordering(struct side *s);
 void case_ib_ece_unsupported(struct side *s);
 void case_ib_ece_both(struct side *s);
+void case_ib_ece_disjoint(struct side *s);
 void case_ib_ece_one(struct side *s);
 void case_ib_active_mtu(struct side *s);
 void case_ib_sl_tc(struct side *s);

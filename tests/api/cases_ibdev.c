@@ -279,31 +279,47 @@ void case_ib_ece_unsupported(struct side *s) {
   side_close(s);
 }
 
-/* Both NICs offer ECE (the receiver options 0x3, the sender 0x5): each
- * queue pair is given the peer's options before RTR; with only one side
- * offering it, nothing is set. */
-static void ece_pair(struct side *s, const char *recv_opts, const char *send_opts) {
+/* Both NICs offer ECE (the receiver options 0x3, the sender 0x5), as
+ * NCCL's IB transport negotiates it: the acceptor's queue pairs are given
+ * the connector's offer and settle on what both support (0x1), which the
+ * acceptor returns; the connector's queue pairs are given that settled
+ * set, not the acceptor's whole offer. With only one side offering it,
+ * nothing is set. */
+static void ece_pair(struct side *s, const char *recv_opts, const char *send_opts,
+                     const char *settled) {
   const char *mine = s->role == ROLE_RECV ? recv_opts : send_opts;
   const char *theirs = s->role == ROLE_RECV ? send_opts : recv_opts;
   if (mine) setenv("SOFTVERBS_ECE", mine, 1);
   void *comm = NULL;
   if (side_open(s) || pair_open(s, &comm)) return;
   CHECK(xfer_one(s, comm, 30000, 30000, 7) == 0, "transfer");
+  CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is RDMA");
   char want[64];
-  snprintf(want, sizeof(want), "(vendor 0x2c9, options %s)", theirs ? theirs : "none");
-  const char *l = log_find(NCCL_LOG_INFO, "with the peer's options");
-  if (mine && theirs)
-    CHECK(l && strstr(l, want) && strstr(l, " qp 0x"), "the peer's options %s given: %s", want,
+  const char *l = log_find(NCCL_LOG_INFO, "enhanced connection establishment with the");
+  if (mine && theirs && s->role == ROLE_RECV) {
+    snprintf(want, sizeof(want), "(vendor 0x2c9, options %s)", theirs);
+    CHECK(l && strstr(l, "with the peer's options") && strstr(l, want) && strstr(l, " qp 0x"),
+          "acceptor: the connector's offer %s given: %s", want, l ? l : "none");
+    snprintf(want, sizeof(want), "settled on options %s", settled);
+    const char *t = log_find(NCCL_LOG_INFO, "settled on options");
+    CHECK(t && strstr(t, want), "acceptor: %s returned: %s", want, t ? t : "none");
+  } else if (mine && theirs) {
+    snprintf(want, sizeof(want), "(vendor 0x2c9, options %s)", settled);
+    CHECK(l && strstr(l, "settled on") && strstr(l, want) && strstr(l, " qp 0x"),
+          "connector: the acceptor's settled options %s given, not its offer %s: %s", want, theirs,
           l ? l : "none");
-  else CHECK(!l, "one side without ECE: nothing set: %s", l);
+  } else {
+    CHECK(!l, "one side without ECE: nothing set: %s", l);
+  }
   CHECK(!log_find(NCCL_LOG_INFO, "are refused"), "%s", log_find(NCCL_LOG_INFO, "are refused"));
   ctl_sync(s);
   close_comm(s, comm);
   side_close(s);
 }
 
-void case_ib_ece_both(struct side *s) { ece_pair(s, "0x3", "0x5"); }
-void case_ib_ece_one(struct side *s) { ece_pair(s, "0x3", NULL); }
+void case_ib_ece_both(struct side *s) { ece_pair(s, "0x3", "0x5", "0x1"); }
+void case_ib_ece_disjoint(struct side *s) { ece_pair(s, "0x2", "0x5", "0x0"); }
+void case_ib_ece_one(struct side *s) { ece_pair(s, "0x3", NULL, NULL); }
 
 /* InfiniBand with the subnet manager's MTU at 2048 on the receiver's port
  * (sysfs does not show it; verbs do): both sides run RTR at the smaller

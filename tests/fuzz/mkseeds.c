@@ -75,6 +75,9 @@ int main(int argc, char **argv) {
   struct ibrec st = {IBREC_STATUS, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, "RTR failed: no route"};
   if (ibrec_encode(&st, rb, sizeof(rb), &n)) return 1;
   put(d, "status", rb, n);
+  st.is_ok = 1, st.has_ece = true, st.ece_vendor = 0x02c9, st.ece_options = 0x1;
+  if (ibrec_encode(&st, rb, sizeof(rb), &n)) return 1;
+  put(d, "status-ece", rb, n);
 
   struct ib_fo_msg fo = {.kind = IB_FO_ACK,
                          .qpn = 0x1234,

@@ -152,10 +152,20 @@ void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const cha
 void ib_ece_probe(struct ib_dev *d);
 /* The device's options into the hello (nothing when it has none). */
 void ib_ece_fill_hello(const struct ib_dev *d, struct hello_rdma *r);
-/* Before RTR: gives q the peer's options when both sides offer ECE; a
+/* Whether a connector waits for the acceptor's STATUS before its RTR, to
+ * take the options the acceptor's queue pairs settled on (as NCCL's
+ * connector does): both devices offer ECE and the acceptor speaks it. */
+bool ib_ece_waits(const struct ib_dev *d, const struct hello *peer, const struct ibrec *peer_info);
+/* Before RTR: gives q the acceptor's settled options (settled non-NULL
+ * with has_ece), or else the peer's offer, when both sides offer ECE; a
  * refusal is said (INFO) and the queue pair connects without them. */
 struct ib_qp;
-void ib_ece_apply(const struct ib_dev *d, struct ib_qp *q, const struct hello *peer);
+void ib_ece_apply(const struct ib_dev *d, struct ib_qp *q, const struct hello *peer,
+                  const struct ibrec *settled);
+/* After RTS on an acceptor: what q settled on, into r's ECE fields (unset
+ * when either side has no ECE or the device cannot say). */
+void ib_ece_settled(const struct ib_dev *d, struct ib_qp *q, const struct hello *peer,
+                    struct ibrec *r);
 
 /* ---- GPUDirect RDMA (ib_gdr.c) ---- */
 /* Whether a peer-memory client is loaded; why says which, or what was

@@ -105,7 +105,8 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
   for (; s->rtr_qp < s->nqps; s->rtr_qp++) {
     int i = s->rtr_qp;
     p.qpn = s->peer_info.qpns[i];
-    if (!s->rtr_retries) ib_ece_apply(s->dev, &s->qps[i], &s->peer);
+    if (!s->rtr_retries)
+      ib_ece_apply(s->dev, &s->qps[i], &s->peer, s->is_ece_waiting ? &s->peer_status : NULL);
     int err = ib_qp_rtr(&s->qps[i], &p, &s->peer, why, cap);
     if (err) return retry_later(s, i, err, why, cap);
     err = ib_qp_rts(&s->qps[i], why, cap);

@@ -6,6 +6,9 @@
  *              -> receive STATUS -> done
  *   acceptor:  receive INFO -> check -> send INFO -> connect -> send STATUS
  *              -> receive STATUS -> done
+ *   connector when both offer ECE (ib_ece.c): ... receive INFO -> receive
+ *              STATUS -> connect with the acceptor's settled options ->
+ *              send STATUS -> done
  * check: can the two ports talk (ib_compat.c), queue pairs to INIT, our
  * INFO (the acceptor creates as many queue pairs as the connector offered);
  * connect: RTR and RTS (a timed-out RTR retried within NCCL's budget,
@@ -76,7 +79,7 @@ static void make_info(struct ib_setup *s) {
   char why[IBREC_REASON_MAX] = "";
   memset(r, 0, sizeof(*r));
   r->type = IBREC_INFO;
-  r->flags = local_fallback_ok() ? IBREC_F_FALLBACK : 0;
+  r->flags = (local_fallback_ok() ? IBREC_F_FALLBACK : 0) | IBREC_F_ECE_REDUCED;
   if (s->is_send && knob_int(K_IB_SPLIT_DATA_ON_QPS)) r->flags |= IBREC_F_SPLIT;
   int nqps = s->is_send ? qps_wanted() : s->peer_info.nqps;
   if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
@@ -159,6 +162,8 @@ static bool make_status(struct ib_setup *s) {
     snprintf(why, sizeof(why), "%s", s->mine_info.reason);
   } else if (!s->peer_info.is_ok) {
     snprintf(why, sizeof(why), "%s (reported by the peer)", s->peer_info.reason);
+  } else if (s->is_ece_waiting && !s->peer_status.is_ok) {
+    snprintf(why, sizeof(why), "%s (reported by the peer)", s->peer_status.reason);
   } else if (s->peer_info.nqps != s->nqps) {
     snprintf(why, sizeof(why), "the peer has %d queue pairs, this side %d", s->peer_info.nqps,
              s->nqps);
@@ -166,6 +171,7 @@ static bool make_status(struct ib_setup *s) {
     return false;
   } else if (!err) {
     r->is_ok = true;
+    if (!s->is_send) ib_ece_settled(s->dev, &s->qps[0], &s->peer, r);
   }
   snprintf(r->reason, sizeof(r->reason), "%s", why);
   size_t len; /* our own record always fits */
@@ -242,7 +248,12 @@ static enum progress step(struct ib_setup *s) {
     break;
   case IB_STAGE_RECV_INFO:
     p = recv_record(s, IBREC_INFO, &s->peer_info);
-    if (p == PROGRESS_DONE) enter(s, s->is_send ? IB_STAGE_CONNECT : IB_STAGE_CHECK);
+    if (p != PROGRESS_DONE) break;
+    s->is_ece_waiting = s->is_send && s->mine_info.is_ok && s->peer_info.is_ok &&
+                        ib_ece_waits(s->dev, &s->peer, &s->peer_info);
+    enter(s, !s->is_send         ? IB_STAGE_CHECK
+             : s->is_ece_waiting ? IB_STAGE_RECV_STATUS
+                                 : IB_STAGE_CONNECT);
     break;
   case IB_STAGE_CONNECT:
     if (!make_status(s)) p = PROGRESS_PENDING;
@@ -250,14 +261,23 @@ static enum progress step(struct ib_setup *s) {
     break;
   case IB_STAGE_SEND_STATUS:
     p = send_record(s);
-    if (p == PROGRESS_DONE) enter(s, IB_STAGE_RECV_STATUS);
+    if (p != PROGRESS_DONE) break;
+    if (s->peer_status.type != IBREC_STATUS) {
+      enter(s, IB_STAGE_RECV_STATUS);
+      break;
+    }
+    s->result = decide(s); /* a connector that waited has the peer's already */
+    enter(s, IB_STAGE_DONE);
     break;
   case IB_STAGE_RECV_STATUS:
     p = recv_record(s, IBREC_STATUS, &s->peer_status);
-    if (p == PROGRESS_DONE) {
-      s->result = decide(s);
-      enter(s, IB_STAGE_DONE);
+    if (p != PROGRESS_DONE) break;
+    if (s->mine_status.type != IBREC_STATUS) { /* a connector waiting for the settled ECE */
+      enter(s, IB_STAGE_CONNECT);
+      break;
     }
+    s->result = decide(s);
+    enter(s, IB_STAGE_DONE);
     break;
   case IB_STAGE_DONE: break;
   }

@@ -46,7 +46,8 @@ struct ib_setup {
   struct ibv_mr *shadow_mr;
   uint32_t *cr; /* receive side: completion records (sizes) */
   struct ibv_mr *cr_mr;
-  int sl, tc; /* the sender's choice */
+  int sl, tc;          /* the sender's choice */
+  bool is_ece_waiting; /* connector: RTR after the acceptor's STATUS (ib_ece.c) */
   /* RTR, queue pair by queue pair, retried on a timeout within a budget */
   int rtr_qp;           /* the next queue pair to connect */
   int rtr_retries;      /* of this queue pair so far */

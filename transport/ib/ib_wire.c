@@ -26,6 +26,12 @@ int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap, size_t *len) {
   w_u32(&w, r->cr_rkey);
   for (int i = 0; i < r->nqps; i++) w_u32(&w, r->qpns[i]);
   w_bytes(&w, r->reason, rlen);
+  if (r->has_ece) { /* trailer: decoders of older releases stop at the reason */
+    w_u8(&w, 1);
+    w_u32(&w, r->ece_vendor);
+    w_u32(&w, r->ece_options);
+    w_u32(&w, r->ece_comp_mask);
+  }
   if (w.has_overflow) return EMSGSIZE;
   struct wbuf h = {out, IBREC_HDR_LEN, 0, 0};
   w_u32(&h, IBREC_MAGIC);
@@ -98,6 +104,17 @@ int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r
     return EPROTO;
   }
   wire_clean_str(rec->reason, sizeof(rec->reason), reason, rlen);
+  if (r.len - r.off >= 13) { /* the optional ECE trailer */
+    uint8_t has = r_u8(&r);
+    rec->ece_vendor = r_u32(&r);
+    rec->ece_options = r_u32(&r);
+    rec->ece_comp_mask = r_u32(&r);
+    if (has > 1) {
+      snprintf(why, cap, "RDMA setup record's ECE flag is %u", has);
+      return EPROTO;
+    }
+    rec->has_ece = has == 1;
+  }
   if (type == IBREC_INFO && rec->is_ok && rec->nqps == 0) {
     snprintf(why, cap, "RDMA setup record says ok with no queue pairs");
     return EPROTO;

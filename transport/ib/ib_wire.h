@@ -25,6 +25,11 @@ enum ibrec_type { IBREC_INFO = 1, IBREC_STATUS = 2 };
 enum {
   IBREC_F_FALLBACK = 1, /* NCCL_DIAG_FALLBACK=auto on this side */
   IBREC_F_SPLIT = 2,    /* the sender spreads each message over all queue pairs */
+  /* INFO: this side speaks the reduced ECE exchange (see ib_ece.c): an
+   * acceptor returns in its STATUS what its queue pairs settled on, and a
+   * connector waits for that STATUS before its own RTR. Older peers leave
+   * it unset and keep the symmetric exchange. */
+  IBREC_F_ECE_REDUCED = 4,
 };
 
 struct ibrec {
@@ -41,6 +46,10 @@ struct ibrec {
   uint8_t max_recvs;
   uint8_t flags; /* IBREC_F_*: this side's policy */
   char reason[IBREC_REASON_MAX];
+  /* STATUS of an acceptor: the ECE its queue pairs settled on (a trailer
+   * after the reason, which older decoders skip) */
+  bool has_ece;
+  uint32_t ece_vendor, ece_options, ece_comp_mask;
 };
 
 /* Header + body into out: 0 with the total length in *len, or EMSGSIZE

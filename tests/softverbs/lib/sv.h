@@ -241,6 +241,11 @@ struct sv_qp {
   uint32_t rq_size, rq_head, rq_tail;
   atomic_uint rq_freed;
   uint32_t events_reported; /* async events handed out (ctx->ev_lock) */
+  /* ECE, as mlx5 keeps it: options given by ibv_set_ece before RTR, and
+   * what RTR settled on (given & the device's own); query answers the
+   * settled set once there is one, else the device's offer */
+  bool has_ece_set, has_ece_settled;
+  uint32_t ece_set, ece_settled;
   /* requester */
   struct sv_conn *out;
   uint32_t next_psn;
@@ -252,6 +257,9 @@ struct sv_qp {
   uint32_t epsn, ack_psn;
   bool nak_sent, ack_pending;
 };
+
+/* RTR with options given by ibv_set_ece: what they settle on (sv_hostcaps.c). */
+void sv_ece_settle(struct sv_qp *qp);
 
 static inline struct sv_swqe *sv_sq_at(struct sv_qp *qp, uint32_t n) {
   return &qp->sq[n % qp->sq_size];

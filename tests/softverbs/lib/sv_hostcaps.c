@@ -27,7 +27,11 @@
  *                            establishment with these options (vendor
  *                            0x02c9, as mlx5); ibv_set_ece takes options
  *                            of that vendor with comp_mask 0 (EINVAL
- *                            otherwise). Unset: both verbs EOPNOTSUPP.
+ *                            otherwise), RTR settles on those given &
+ *                            the device's, and ibv_query_ece answers that
+ *                            settled set from then on (mlx5 keeps what
+ *                            the firmware returned at RTR). Unset: both
+ *                            verbs EOPNOTSUPP.
  *   SOFTVERBS_ACTIVE_MTU=mlx5_0:2048,...
  *                            the active MTU ibv_query_port reports for
  *                            that device (":port" optional; "*": all), as
@@ -108,20 +112,36 @@ SV_EXPORT enum ibv_fork_status ibv_is_fork_initialized(void) {
 
 #define SV_ECE_VENDOR 0x02c9u
 
+/* The device's offer, or -1 when it has no ECE (SOFTVERBS_ECE unset). */
+static long device_ece(void) { return sv_env_long("SOFTVERBS_ECE", -1, 0, 0xffffffffL); }
+
+void sv_ece_settle(struct sv_qp *qp) {
+  long opts = device_ece();
+  qp->ece_settled = qp->ece_set & (opts < 0 ? 0 : (uint32_t)opts);
+  qp->has_ece_settled = true;
+  sv_log("qp 0x%x: ECE settled on options 0x%x", qp->ibqp.qp_num, qp->ece_settled);
+}
+
 SV_EXPORT int ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece) {
-  (void)qp;
-  long opts = sv_env_long("SOFTVERBS_ECE", -1, 0, 0xffffffffL);
+  struct sv_qp *q = (struct sv_qp *)qp;
+  long opts = device_ece();
   if (opts < 0) return EOPNOTSUPP;
+  pthread_mutex_lock(&q->lock);
   ece->vendor_id = SV_ECE_VENDOR;
-  ece->options = (uint32_t)opts;
+  ece->options = q->has_ece_settled ? q->ece_settled : (uint32_t)opts;
   ece->comp_mask = 0;
+  pthread_mutex_unlock(&q->lock);
   return 0;
 }
 
 SV_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece) {
-  (void)qp;
-  if (sv_env_long("SOFTVERBS_ECE", -1, 0, 0xffffffffL) < 0) return EOPNOTSUPP;
+  struct sv_qp *q = (struct sv_qp *)qp;
+  if (device_ece() < 0) return EOPNOTSUPP;
   if (ece->vendor_id != SV_ECE_VENDOR || ece->comp_mask) return EINVAL;
+  pthread_mutex_lock(&q->lock);
+  q->ece_set = ece->options;
+  q->has_ece_set = true;
+  pthread_mutex_unlock(&q->lock);
   sv_log("qp 0x%x: ECE options 0x%x set", qp->qp_num, ece->options);
   return 0;
 }

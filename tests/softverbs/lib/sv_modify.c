@@ -141,6 +141,7 @@ static int to_rtr(struct sv_qp *qp, const struct ibv_qp_attr *a, int mask) {
   apply(qp, a, mask);
   qp->epsn = qp->attr.rq_psn;
   qp->state = IBV_QPS_RTR;
+  if (qp->has_ece_set) sv_ece_settle(qp);
   if (c) {
     c->qp = qp;
     c->state = path.connecting ? SV_CONNECTING : SV_UP;
