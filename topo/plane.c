@@ -322,10 +322,18 @@ static void settle(const struct topo_host *h, struct topo_choice *c, const struc
     return;
   }
   pc->verdict = TV_PLANE;
-  /* NCCL's own transport would use it: say what brings it back */
+  /* NCCL's own transport would use it: the port's INFO line and doctor's
+   * note say so, with what brings it back. Not a WARN: the layout that
+   * sets a port apart is a sound one, and a WARN from every process of
+   * every healthy job would teach users to skip WARN lines. */
   strbuf_cat(all, sizeof(all), strlen(all),
              "; to use it anyway, name it in NCCL_IB_HCA or set NCCL_DIAG_PLANES=off");
   scopy(pc->why, sizeof(pc->why), all);
+  char label[80];
+  topo_port_label(h, p, label, sizeof(label));
+  /* a note for reports (no WARN line): the plugin says it in the port's INFO */
+  topo_issue(c, TOPO_NOTE, "%s is left out, which NCCL's own IB transport would use: %s", label,
+             all);
 }
 
 void plane_pass_rules(const struct topo_host *h, struct topo_choice *c) {
