@@ -31,6 +31,11 @@ static const char usage_text[] =
   "                              and memory are reported (default 1)\n"
   "  --compare PATH              also measure this plugin (e.g. NCCL's own Socket transport as\n"
   "                              a plugin), driven the same way, interleaved in every repetition\n"
+  "  --nccl-shape                what NCCL's proxy runs: --modes uni,bidir --sizes 128K,512K,1M,4M\n"
+  "                              --comms 2,4,8,16 --no-baseline (options after it override\n"
+  "                              these), and a table of size x channels x direction with ours,\n"
+  "                              the compared plugin's (--compare) and the ratio\n"
+  "  --targets                   judge the development targets under the table (and in the JSON)\n"
   "  --window N                  requests in flight per comm, 1..8 (default 8)\n"
   "  --reps N                    repetitions; medians are reported (default 3)\n"
   "  --target-bytes SIZE         payload per comm per measurement (default 1G)\n"
@@ -44,6 +49,7 @@ static const char usage_text[] =
   "                              added with several comms, where it is the one that scales)\n"
   "  --raw-min-stripe SIZE       smallest piece of a message per baseline socket (default 64K)\n"
   "  --no-baseline               plugin only\n"
+  "  --baseline                  the raw TCP baseline too (after --nccl-shape)\n"
   "  --lat-one-conn              also a latency baseline with both directions on one connection\n"
   "  --pin                       pin rank r (all its threads) to CPU r, both engines alike\n"
   "  --rank-env R:NAME=VALUE     set NAME in rank R (0 or 1) only, before it loads a plugin\n"
@@ -201,6 +207,17 @@ static int check_sizes(const struct opts *o) {
   return 0;
 }
 
+/* NCCL's traffic: Simple-protocol steps (512 KiB), p2p chunks (128 KiB),
+ * 1 and 4 MiB buffers; 2-16 channels, each its own connection; judged
+ * against NCCL's own transport, so no socket baseline. */
+static void nccl_shape(struct opts *o) {
+  o->is_nccl_shape = true;
+  o->has_baseline = false;
+  parse_modes("uni,bidir", o->modes);
+  parse_list("128K,512K,1M,4M", o->sizes, BENCH_MAX_SIZES, true, &o->nsizes);
+  parse_ints("2,4,8,16", o->comms, BENCH_MAX_COMM_COUNTS, 1, BENCH_MAX_COMMS, &o->ncomms_list);
+}
+
 enum parse_outcome { PARSE_RUN, PARSE_HELP, PARSE_VERSION, PARSE_BAD };
 
 static enum parse_outcome parse_args(struct opts *o, int argc, char **argv) {
@@ -213,9 +230,12 @@ static enum parse_outcome parse_args(struct opts *o, int argc, char **argv) {
                   " %s", argv[i]);
     if (!strcmp(argv[i], "-v")) o->is_verbose = true;
     else if (!strcmp(argv[i], "--no-baseline")) o->has_baseline = false;
+    else if (!strcmp(argv[i], "--baseline")) o->has_baseline = true;
     else if (!strcmp(argv[i], "--lat-one-conn")) o->is_lat_one_conn = true;
     else if (!strcmp(argv[i], "--wait-quiet")) o->is_wait_quiet = true;
     else if (!strcmp(argv[i], "--pin")) o->is_pinned = true;
+    else if (!strcmp(argv[i], "--nccl-shape")) nccl_shape(o);
+    else if (!strcmp(argv[i], "--targets")) o->has_targets = true;
     else if (!strcmp(argv[i], "--corrupt"))
       o->is_corrupting = true; /* test hook: proves checks bite */
     else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return PARSE_HELP;
@@ -285,6 +305,7 @@ int main(int argc, char **argv) {
   }
   int rc = bench_run(&rep);
   if (rc == 77) return rc;
+  report_shape(stdout, &rep);
   report_targets(stdout, &rep);
   fflush(stdout);
   if (saved >= 0) dup2(saved, 1);

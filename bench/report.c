@@ -92,7 +92,8 @@ void report_header(FILE *f, const struct report *rep) {
             ? "plain TCP sockets, TCP_NODELAY, one thread per socket (sleeping, or "
               "spinning for 'spin' shapes) or every comm on one epoll thread ('epoll'), "
               "same sizes/window/comms; the best shape per size, measured interleaved"
-            : "none (functional run)");
+          : o->compare ? "none: the compared plugin is the reference"
+                       : "none (functional run)");
   if (o->compare)
     fprintf(f, "# compare: driven exactly as the plugin is, measured interleaved with it\n");
   fprintf(f, "# GB/s: payload received per second in steady state (bidir: both directions "

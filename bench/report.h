@@ -62,6 +62,8 @@ struct opts {
   const char *compare; /* the compared plugin's path, or NULL */
   int abi, dev;
   bool is_verbose, has_baseline, is_corrupting, is_lat_one_conn, is_wait_quiet, is_pinned;
+  bool is_nccl_shape; /* --nccl-shape: the grid NCCL runs, and its table */
+  bool has_targets;   /* --targets: the development goals' verdicts */
   int modes[MODE_COUNT];
   uint64_t sizes[BENCH_MAX_SIZES], lat_sizes[BENCH_MAX_SIZES];
   int nsizes, nlat_sizes;
@@ -123,7 +125,15 @@ struct verdict {
   bool is_seen, has_passed;
 };
 void targets_judge(const struct report *rep, struct verdict v[NTARGETS]);
+/* The host's other load while measuring, then (--targets only: they are
+ * development goals, not a user's verdict) the targets. */
 void report_targets(FILE *f, const struct report *rep);
+
+/* shape.c: the NCCL-shape table (--nccl-shape), after the blocks and in
+ * the JSON */
+struct json;
+void report_shape(FILE *f, const struct report *rep);
+void json_shape(struct json *j, const struct report *rep);
 
 /* report_json.c */
 /* The JSON record on f; the caller checks and closes f. */

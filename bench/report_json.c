@@ -126,8 +126,8 @@ static void jparams(struct json *j, const struct opts *o) {
 static void jtargets(struct json *j, const struct report *rep) {
   struct verdict v[NTARGETS];
   targets_judge(rep, v);
-  json_arr(j, "targets");
-  for (int i = 0; i < NTARGETS; i++) {
+  json_arr(j, "targets"); /* empty without --targets: development goals, not a verdict */
+  for (int i = 0; i < NTARGETS && rep->o->has_targets; i++) {
     json_obj(j, NULL);
     json_str(j, "target", v[i].name);
     json_bool(j, "measured", v[i].is_seen);
@@ -191,6 +191,7 @@ void report_json(const struct report *rep, FILE *f) {
   jparams(&j, o);
   jtargets(&j, rep);
   jblocks(&j, rep);
+  json_shape(&j, rep);
   json_bool(&j, "ok", !rep->has_failed);
   json_arr(&j, "rows");
   for (int i = 0; i < rep->nrows; i++) jrow(&j, &rep->rows[i]);

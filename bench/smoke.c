@@ -132,6 +132,19 @@ static int count(const char *hay, const char *needle) {
   return n;
 }
 
+/* Distinct stroke colours of the SVG's lines (at most 16). */
+static int colours(const char *svg) {
+  char seen[16][8];
+  int n = 0;
+  for (const char *p = svg; p && (p = strstr(p, "<polyline fill='none' stroke='")); p++) {
+    const char *c = p + strlen("<polyline fill='none' stroke='");
+    int k = 0;
+    while (k < n && strncmp(seen[k], c, 7)) k++;
+    if (k == n && n < 16) memcpy(seen[n++], c, 7);
+  }
+  return n;
+}
+
 /* The table, the JSON and the SVG of one finished run. */
 static void check_outputs(const char *log, const char *json, const char *svg, int blocks) {
   char *t = slurp(log), *j = slurp(json), *s = slurp(svg);
@@ -139,7 +152,9 @@ static void check_outputs(const char *log, const char *json, const char *svg, in
   CHECK(t && count(t, "# bidir: ") == (blocks > 1), "bidir block present as asked");
   CHECK(t && count(t, "# lat: ") == (blocks > 2), "lat block present as asked");
   CHECK(t && !strstr(t, "BAD") && !strstr(t, "FAILED"), "no row failed verification");
-  CHECK(t && strstr(t, "# target: "), "the target verdicts are printed");
+  /* the targets are development goals: only --targets shows them */
+  CHECK(t && !strstr(t, "# target: ") && !strstr(t, "MISSED"), "no target verdicts by default");
+  CHECK(j && strstr(j, "\"targets\": []"), "the JSON's targets are empty by default");
   CHECK(json_valid(j), "%s parses as JSON", json);
   CHECK(j && strstr(j, "\"ok\": true"), "the JSON says the run was ok");
   int rows = j ? count(j, "\"mode\": ") : 0;
@@ -166,6 +181,13 @@ static void loopback(void) {
   int rc = run(args, log, NULL);
   CHECK(rc == 0, "exit status %d", rc);
   check_outputs(log, json, svg, 3);
+  char *s = slurp(svg);
+  /* uni, bidir and lat, plugin and baseline each; each mode its colour */
+  CHECK(s && count(s, "<polyline") == 6, "%s: %d lines, 6 expected", svg, count(s, "<polyline"));
+  CHECK(s && colours(s) == 3, "%s: %d colours for uni, bidir and lat, 3 expected", svg,
+        s ? colours(s) : 0);
+  CHECK(s && strstr(s, "ping-pong p50 us"), "%s has the latency panel", svg);
+  free(s);
 }
 
 static void corrupted(void) {
@@ -304,7 +326,7 @@ static void compare(void) {
   const char *args[] = {
     "--compare",   so,       "--modes", "uni,lat",        "--sizes", "8,64K",      "--lat-sizes",
     "8",           "--reps", "1",       "--target-bytes", "8M",      "--max-msgs", "1000",
-    "--lat-iters", "100",    jarg,      "--svg",          svg,       NULL};
+    "--lat-iters", "100",    jarg,      "--svg",          svg,       "--targets",  NULL};
   tap_begin();
   int rc = run(args, log, NULL);
   char *t = slurp(log), *j = slurp(json), *s = slurp(svg);
@@ -321,10 +343,56 @@ static void compare(void) {
   CHECK(json_valid(j) && rows == 3 && count(j, "\"name\": \"compare\"") == rows &&
           count(j, "\"verified\": true") == rows,
         "%s: every one of %d rows has the compared plugin and verified", json, rows);
-  CHECK(s && count(s, "<polyline") == 3, "%s has plugin, compare and baseline lines", svg);
+  CHECK(s && count(s, "<polyline") == 6, "%s has plugin, compare and baseline lines, GB/s and p50",
+        svg);
   if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
   free(t), free(j), free(s);
   tap_end("--compare: a second plugin in the same run");
+}
+
+/* --nccl-shape: NCCL's grid (here cut to 2 sizes and 2 channel counts by
+ * the options after it), its table and JSON, with the compared plugin's
+ * column when there is one. */
+static void nccl_shape(void) {
+  char why[600], log[512], json[512], jarg[600];
+  const char *so = compare_plugin(why, sizeof(why));
+  snprintf(log, sizeof(log), "%s/shape.txt", dir);
+  snprintf(json, sizeof(json), "%s/shape.json", dir);
+  snprintf(jarg, sizeof(jarg), "--json=%s", json);
+  const char *args[] = {"--nccl-shape",
+                        "--comms",
+                        "2,4",
+                        "--sizes",
+                        "128K,512K",
+                        "--reps",
+                        "1",
+                        "--max-msgs",
+                        "64",
+                        "--target-bytes",
+                        "8M",
+                        jarg,
+                        so ? "--compare" : NULL,
+                        so,
+                        NULL};
+  tap_begin();
+  if (!so) tap_diag("no compared plugin (%s): ours only", why);
+  int rc = run(args, log, NULL);
+  char *t = slurp(log), *j = slurp(json);
+  CHECK(rc == 0, "exit status %d", rc);
+  CHECK(t && strstr(t, "# NCCL's shape: one connection per channel, 8 in flight"),
+        "the table says what it plays");
+  CHECK(t && count(t, "  one-way ") == 4 && count(t, "  both-ways ") == 4,
+        "2 sizes x 2 channel counts each way: %d one-way, %d both-ways lines",
+        t ? count(t, "  one-way ") : 0, t ? count(t, "  both-ways ") : 0);
+  CHECK(t && strstr(t, "# baseline: none") && !strstr(t, "# target: "),
+        "no baseline and no targets unless asked");
+  CHECK(json_valid(j) && count(j, "\"direction\": ") == 8 && count(j, "\"channels\": 4") == 4,
+        "%s: 8 nccl_shape cells", json);
+  CHECK(j && count(j, "\"compare_gbps\": null") == (so ? 0 : 8),
+        "every cell has the compared plugin's GB/s when there is one");
+  if (t && tap_case_failed) printf("# --- bench output ---\n%s", t);
+  free(t), free(j);
+  tap_end("--nccl-shape: size x channels x direction, ours beside the compared plugin");
 }
 
 /* Several comm counts: each connected on its own, with its cost. */
@@ -465,6 +533,7 @@ int main(int argc, char **argv) {
   TAP_CASE("loopback: table, JSON, SVG, data verified", loopback);
   TAP_CASE("a damaged byte fails the run", corrupted);
   compare();
+  nccl_shape();
   TAP_CASE("several comm counts, each with what its connections cost", comm_counts);
   abi_tables();
   netns();

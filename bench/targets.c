@@ -104,6 +104,7 @@ void report_targets(FILE *f, const struct report *rep) {
   targets_judge(rep, v);
   fprintf(f, "#\n");
   report_noise(f, rep);
+  if (!rep->o->has_targets) return;
   for (int i = 0; i < NTARGETS; i++) {
     if (!v[i].is_seen) fprintf(f, "# target: %-64s not measured in this run\n", v[i].name);
     else

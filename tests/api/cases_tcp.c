@@ -5,10 +5,13 @@
  *    request, or its next call on the connection, fails with the
  *    receiver's reason, not success;
  *  - the no-progress warning names the message that is stalled;
+ *  - stripes the caller moves itself do not wake the helper threads;
  *  - thousands of comms in one process: the device's shared helpers are
  *    the only threads, each comm holds its sockets and at most a few
  *    descriptors and kilobytes more. */
+#include <dirent.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +121,94 @@ void case_stall_names_message(struct side *s) {
   }
   ctl_sync(s);
   close_comm(s, comm);
+  side_close(s);
+}
+
+/* ---- who wakes ---- */
+
+/* Context switches of this process's TCP helper threads so far: each one
+ * is a wake-up (they sleep in epoll_wait) or a preemption. */
+static long long helper_switches(void) {
+  long long total = 0;
+  DIR *d = opendir("/proc/self/task");
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char path[300], line[128];
+    if (e->d_name[0] == '.') continue;
+    snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+    FILE *f = fopen(path, "re");
+    bool is_helper = false;
+    while (f && fgets(line, sizeof(line), f)) {
+      if (!strncmp(line, "Name:", 5)) is_helper = strstr(line, "diag-tcp") != NULL;
+      long long v;
+      if (is_helper && (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1 ||
+                        sscanf(line, "nonvoluntary_ctxt_switches: %lld", &v) == 1))
+        total += v;
+    }
+    if (f) fclose(f);
+  }
+  if (d) closedir(d);
+  return total;
+}
+
+/* NCCL's steps (512 KiB, 8 in flight) are stripes the caller's thread
+ * moves itself: their traffic must not wake the helper threads, which on
+ * a small host take the CPU the caller and the peer need. Before, each
+ * message woke a helper about twice on each side. */
+enum { WAKE_MSGS = 200, WAKE_SIZE = 512 << 10, WAKE_WIN = 8 };
+
+static int post(struct side *s, void *comm, uint8_t *buf, void *mh, void **req) {
+  size_t cap = WAKE_SIZE;
+  int tag = 7;
+  void *p = buf;
+  int r = 0;
+  for (long long end = ms_now() + 5000; !r && !*req && ms_now() < end;)
+    r = s->role == ROLE_SEND ? netload_isend(&s->nl, comm, buf, WAKE_SIZE, 7, mh, req)
+                             : netload_irecv(&s->nl, comm, 1, &p, &cap, &tag, &mh, req);
+  return r ? r : *req ? 0 : -1;
+}
+
+void case_helpers_sleep_for_caller_stripes(struct side *s) {
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  uint8_t *bufs = malloc((size_t)WAKE_SIZE * WAKE_WIN);
+  void *mh = NULL, *reqs[WAKE_WIN] = {0};
+  CHECK(bufs &&
+          netload_reg_mr(&s->nl, comm, bufs, (size_t)WAKE_SIZE * WAKE_WIN, NCCL_PTR_HOST, &mh) == 0,
+        "regMr");
+  for (int k = 0; bufs && k < WAKE_WIN; k++)
+    fill_pattern(bufs + (size_t)k * WAKE_SIZE, WAKE_SIZE, s->role == ROLE_SEND ? (unsigned)k : 99);
+  ctl_sync(s);
+  long long before = helper_switches(), bad = 0;
+  int posted = 0, done_n = 0, r = 0;
+  while (bufs && !r && done_n < WAKE_MSGS) {
+    while (posted < WAKE_MSGS && posted - done_n < WAKE_WIN && !r)
+      r =
+        post(s, comm, bufs + (size_t)(posted % WAKE_WIN) * WAKE_SIZE, mh, &reqs[posted % WAKE_WIN]),
+      posted++;
+    int k = done_n % WAKE_WIN, got = -1;
+    if (!r && !(r = wait_req(s, reqs[k], &got, 10000))) {
+      reqs[k] = NULL;
+      if (s->role == ROLE_RECV &&
+          check_pattern(bufs + (size_t)k * WAKE_SIZE, WAKE_SIZE, (unsigned)k) != WAKE_SIZE)
+        bad++;
+      done_n++;
+    }
+  }
+  long long woke = helper_switches() - before;
+  CHECK(!r && done_n == WAKE_MSGS && !bad,
+        "%d of %d messages of 512 KiB, %lld with wrong data, "
+        "last result %d",
+        done_n, WAKE_MSGS, bad, r);
+  printf("#   %s side: %lld helper-thread context switches over %d messages\n",
+         s->role == ROLE_SEND ? "send" : "receive", woke, WAKE_MSGS);
+  CHECK(woke < WAKE_MSGS / 10,
+        "%s side: the helper threads switched %lld times over %d messages "
+        "the caller moved itself",
+        s->role == ROLE_SEND ? "send" : "receive", woke, WAKE_MSGS);
+  ctl_sync(s);
+  if (mh) netload_dereg_mr(&s->nl, comm, mh);
+  close_comm(s, comm);
+  free(bufs);
   side_close(s);
 }
 

@@ -74,6 +74,8 @@ static const struct api_case cases[] = {
    case_receiver_closes_inflight, TWO, TCP_ONLY, .timeout_s = 60},
   {"the no-progress warning names the stalled message", case_stall_names_message, TWO, TCP_ONLY,
    .timeout_s = 60},
+  {"stripes the caller moves do not wake the helper threads", case_helpers_sleep_for_caller_stripes,
+   TWO, TCP_ONLY, .timeout_s = 60},
   {"2,000 comms: shared helpers, descriptors and memory per comm", case_many_comms_cost, TWO,
    TCP_ONLY, .timeout_s = 600},
   {"stale, foreign and wild handles and requests are refused by name", case_misuse, CORE,

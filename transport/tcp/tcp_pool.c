@@ -4,9 +4,11 @@
  * A device has at most NCCL_DIAG_SOCKET_POOL helpers (default 2), started
  * with its first connection that wants helpers and stopped with its last.
  * Each helper has an epoll set holding the data sockets it serves
- * (edge-triggered: a socket is tried when work arrives, and after an
- * EAGAIN only once the kernel reports it ready again) and an eventfd that
- * wakes it. A driving thread hands a helper new work by pushing the socket
+ * (edge-triggered and one-shot: a socket is tried when work arrives, and
+ * after an EAGAIN on a stripe of its own the helper re-arms it and tries
+ * again once the kernel reports it ready; a socket whose stripes the
+ * caller moves stays disarmed, so its traffic does not wake the helper)
+ * and an eventfd that wakes it. A driving thread hands a helper new work by pushing the socket
  * onto the helper's kick list (lock-free, many producers; the helper takes
  * the whole list at once) and writing the eventfd only if the helper
  * announced it sleeps. The helper keeps the sockets that have work in an
@@ -116,6 +118,18 @@ static void set_lowat(struct tcp_comm *c, struct tcp_sock *s) {
   if (setsockopt(s->fd, SOL_SOCKET, SO_RCVLOWAT, &want, sizeof(want)) == 0) s->lowat = want;
 }
 
+/* The helper is to hear of the socket's next readiness once: after an
+ * EAGAIN on a stripe of its own. Re-arming reports a socket that is ready
+ * already, so no edge is lost. Without this every segment the caller's
+ * own stripes brought woke the helper for nothing: two wake-ups per
+ * message at 512 KiB over loopback (strace -c), on CPUs the caller and
+ * the peer need (bench/README.md, NCCL's shape). */
+static void arm(struct tcp_sock *s) {
+  struct epoll_event ev = {
+    .events = EPOLLET | EPOLLONESHOT | (s->comm->is_send ? EPOLLOUT : EPOLLIN), .data.ptr = s};
+  epoll_ctl(s->worker->epfd, EPOLL_CTL_MOD, s->fd, &ev); /* fails only once the socket is gone */
+}
+
 /* One socket's turn: true while it stays active (work left that is the
  * helper's). */
 static bool serve(struct tcp_sock *s) {
@@ -130,9 +144,13 @@ static bool serve(struct tcp_sock *s) {
   (void)tcp_sock_progress(c, s, SIZE_MAX, &moved, &is_blocked); /* a failure is logged */
   atomic_store(&s->owner, SOCK_FREE);
   if (!c->is_send) set_lowat(c, s);
-  if (is_blocked) s->is_ready = false;
   len = tcp_head_len(s);
-  return len > c->caller_max && !atomic_load(&c->is_failed);
+  bool is_mine = len > c->caller_max && !atomic_load(&c->is_failed);
+  if (is_blocked) {
+    s->is_ready = false;
+    if (is_mine) arm(s);
+  }
+  return is_mine;
 }
 
 /* Every active socket that can move, once; whether one is still ready. */
@@ -254,7 +272,8 @@ static int place(struct tcp_pool *p, struct tcp_comm *c, int want) {
   for (int i = 0; i < c->nsocks; i++) {
     struct tcp_sock *s = &c->socks[i];
     struct tcp_worker *w = p->workers[(first + (unsigned)(i % want)) % (unsigned)p->nworkers];
-    struct epoll_event ev = {.events = EPOLLET | (c->is_send ? EPOLLOUT : EPOLLIN), .data.ptr = s};
+    /* disarmed until a stripe of the helper's meets EAGAIN (arm) */
+    struct epoll_event ev = {.events = EPOLLET | EPOLLONESHOT, .data.ptr = s};
     s->worker = w;
     if (epoll_ctl(w->epfd, EPOLL_CTL_ADD, s->fd, &ev)) {
       int err = errno;
