@@ -173,7 +173,7 @@ def edges():
     case(rc == 2 and 'no NCCL output found' in err and 'no problem' not in out,
          'a log with nothing of NCCL: exit 2, never "no problem"', (rc, out, err))
     rc, out, err = explain(['--rules'])
-    case(all(re.search(r'\((NCCL \d|any NCCL|aws-ofi)', line) for line in out.splitlines() if line.strip()),
+    case(all(re.search(r'\((NCCL \d|any NCCL|aws-ofi|nccl-tests \d|torchrun)', line) for line in out.splitlines() if line.strip()),
          '--rules names the NCCL versions of every rule', out)
 
 

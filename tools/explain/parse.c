@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tools/explain/explain.h"
+#include "tools/explain/rules.h"
 
 static bool is_host_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -211,6 +212,7 @@ bool explain_rec_relevant(const struct rec *r) {
     "Duplicate GPU",
   };
   if (r->has_prefix || r->level != REC_TEXT) return true;
+  if (launch_relevant(r->text) || nccltests_relevant(r->text)) return true;
   for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
     if (strstr(r->text, needles[i])) return true;
   return false;

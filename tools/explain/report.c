@@ -12,6 +12,7 @@
 #include "common/version.h"
 #include "tools/explain/correlate.h"
 #include "tools/explain/explain.h"
+#include "tools/explain/rules.h"
 #include "tools/json_out.h"
 #include "tools/textwrap.h"
 
@@ -142,15 +143,26 @@ static void text_finding(FILE *out, const struct logset *ls, int n, const struct
             f->nev_more == 1 ? "" : "s");
 }
 
+/* A healthy nccl-tests run: what it measured. */
+static void text_nccltests(FILE *out, const struct logset *ls) {
+  struct nt_summary s;
+  if (!nccltests_summary(ls, &s)) return;
+  fprintf(out, "nccl-tests: %ld row%s, %ld wrong value%s", s.rows, s.rows == 1 ? "" : "s", s.wrong,
+          s.wrong == 1 ? "" : "s");
+  if (s.avg_busbw >= 0) fprintf(out, "; average bus bandwidth %.2f GB/s", s.avg_busbw);
+  if (s.rows) fprintf(out, "; highest bus bandwidth of a row %.2f GB/s", s.max_busbw);
+  fprintf(out, "\n");
+}
+
 static void text_report(FILE *out, const struct logset *ls, const struct corr *c,
                         const struct findings *fs, bool all_evidence) {
   text_summary(out, ls, c);
   if (!fs->n) {
     bool has_nccl = false;
-    for (size_t i = 0; i < ls->nrecs && !has_nccl; i++)
-      has_nccl = ls->recs[i].has_prefix || ls->recs[i].level != REC_TEXT;
+    for (size_t i = 0; i < ls->nrecs && !has_nccl; i++) has_nccl = explain_rec_known(&ls->recs[i]);
     fprintf(out, "%s\n",
             has_nccl ? "no problem found in these logs" : "no NCCL output found in the input");
+    text_nccltests(out, ls);
     return;
   }
   int nconf = 0;
@@ -222,6 +234,17 @@ static void json_input(struct json *j, const struct logset *ls, const struct cor
   json_arr(j, "nccl_versions");
   for (int i = 0; i < vs.n; i++) json_str(j, NULL, vs.v[i]);
   json_close_arr(j);
+  struct nt_summary nt;
+  if (!nccltests_summary(ls, &nt)) json_null(j, "nccl_tests");
+  else {
+    json_obj(j, "nccl_tests");
+    json_int(j, "rows", nt.rows);
+    json_int(j, "wrong", nt.wrong);
+    if (nt.avg_busbw >= 0) json_num(j, "avg_busbw_gbs", nt.avg_busbw, 2);
+    else json_null(j, "avg_busbw_gbs");
+    json_num(j, "max_busbw_gbs", nt.max_busbw, 2);
+    json_close_obj(j);
+  }
   json_bool(j, "truncated", ls->is_capped);
   json_int(j, "unread_lines", ls->nunread);
   if (!ls->nunread) json_null(j, "first_unread");

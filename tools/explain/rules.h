@@ -150,4 +150,31 @@ void watchdog_build(const struct explain_ctx *cx, const struct hits *h);
 bool unknown_match(const struct rec *r);
 void unknown_build(const struct explain_ctx *cx, const struct hits *h);
 
+/* Launchers: torchrun, Slurm, Open MPI, Ray, a process's crash report. */
+bool launch_match(const struct rec *r);
+void launch_build(const struct explain_ctx *cx, const struct hits *h);
+/* A launcher line, or a field line of a launcher's block (kept by the reader). */
+bool launch_relevant(const char *text);
+
+/* nccl-tests: a table row, its wrong values and bus bandwidths (GB/s). */
+struct nt_row {
+  double bytes;
+  double busbw[2]; /* out of place, in place */
+  long wrong;
+};
+bool nccltests_row(const char *text, struct nt_row *row);
+bool nccltests_relevant(const char *text);
+bool nccltests_match(const struct rec *r);
+void nccltests_build(const struct explain_ctx *cx, const struct hits *h);
+struct nt_summary {
+  bool has;
+  long rows, wrong;
+  double avg_busbw; /* -1: not printed */
+  double max_busbw;
+};
+bool nccltests_summary(const struct logset *ls, struct nt_summary *s);
+/* A line of NCCL, CUDA, nccl-tests or a launcher: what makes the input
+ * something this tool reads (exit 2 only when no line is). */
+bool explain_rec_known(const struct rec *r);
+
 #endif
