@@ -99,6 +99,10 @@ void wc_build(const struct explain_ctx *cx, const struct hits *h);
 bool async_match(const struct rec *r);
 void async_build(const struct explain_ctx *cx, const struct hits *h);
 void mtu_build(const struct explain_ctx *cx, const struct hits *h);
+/* A completion error that follows a port error on its host or its peer's:
+ * joins that finding (true), or false. */
+bool async_port_consequence(const struct explain_ctx *cx, const struct rec *r,
+                            const char *peer_host);
 
 bool gdr_match(const struct rec *r);
 void gdr_build(const struct explain_ctx *cx, const struct hits *h);
