@@ -177,6 +177,24 @@ def edges():
          '--rules names the NCCL versions of every rule', out)
 
 
+def scale():
+    """A healthy 256-node job log (300 k lines, NCCL 2.21 INFO): exit 0, and
+    the reader's memory follows the processes, not the lines (it keeps no
+    channel, ring or tree line past a host's first; the whole log once
+    took 90 MB). Memory, not time: time belongs to bench/."""
+    import resource
+    gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'gen_joblog.py')
+    with tempfile.NamedTemporaryFile(suffix='.log') as fh:
+        subprocess.run([sys.executable, gen, '256'], stdout=fh, check=True)
+        fh.flush()
+        rc, out, err = explain([fh.name])
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    case(rc == 0 and 'no problem found' in out and '256 hosts' in out.replace('2048 hosts', ''),
+         'a healthy 256-node job log: exit 0, every host read', (rc, out[:400], err))
+    case(peak < 40 * 1024, f'its memory is bounded by the processes ({peak} KB peak)',
+         peak)
+
+
 def main():
     global TOOL
     TOOL = sys.argv[1]
@@ -184,6 +202,7 @@ def main():
     for path in sorted(glob.glob(os.path.join(corpus, '*', 'expect.json'))):
         run_case(os.path.dirname(path))
     edges()
+    scale()
     return done()
 
 
