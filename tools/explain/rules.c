@@ -59,6 +59,8 @@ const struct rule explain_rules[] = {
   {"completion", "completions with error (status 12, 5, 4, 10, 13, ...)", wc_match, wc_build,
    "NCCL 2.4-2.30"},
   {"device-set", "different RDMA device sets across hosts", NULL, devset_build, "NCCL 2.4-2.30"},
+  {"network-skew", "different \"Using network\" lines across hosts with no error that says why",
+   NULL, network_build, "NCCL 2.4-2.30"},
   {"gdr-disabled", "GPU Direct RDMA disabled on every HCA (no peer memory)", gdr_match, gdr_build,
    "NCCL 2.12-2.30"},
   {"truncated", "message truncated: receiving N bytes instead of M", truncated_match,

@@ -147,6 +147,7 @@ void oldgid_build(const struct explain_ctx *cx, const struct hits *h);
 void version_build(const struct explain_ctx *cx, const struct hits *h);
 void plugin_build(const struct explain_ctx *cx, const struct hits *h);
 void settings_build(const struct explain_ctx *cx, const struct hits *h);
+void network_build(const struct explain_ctx *cx, const struct hits *h);
 bool diag_match(const struct rec *r);
 void diag_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);
