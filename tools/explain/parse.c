@@ -209,6 +209,10 @@ bool explain_rec_relevant(const struct rec *r) {
     "CUDA failure",
     "CUDA error",
     "cuda runtime error",
+    "CUDA Error",
+    "cudaError",
+    "CUDA_ERROR_",
+    "CUDA out of memory",
     "Duplicate GPU",
   };
   if (r->has_prefix || r->level != REC_TEXT) return true;

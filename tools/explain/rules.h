@@ -135,6 +135,8 @@ bool wrongtype_match(const struct rec *r);
 void wrongtype_build(const struct explain_ctx *cx, const struct hits *h);
 bool cuda_match(const struct rec *r);
 void cuda_build(const struct explain_ctx *cx, const struct hits *h);
+/* Adds to f's fix what CUDA's catalogue says of the error the line names. */
+void cuda_hint(struct finding *f, const struct rec *first);
 bool sockcreate_match(const struct rec *r);
 void sockcreate_build(const struct explain_ctx *cx, const struct hits *h);
 bool netplug_match(const struct rec *r);

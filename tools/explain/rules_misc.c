@@ -150,6 +150,7 @@ static void message_hint(struct finding *f, const struct logset *ls, const struc
     snprintf(
       f->fix + n, sizeof(f->fix) - n,
       "; a CUDA error reported by PyTorch's NCCL watchdog comes from the GPU work it waits on (a kernel that faulted, or a GPU that failed: dmesg shows Xid errors), not from the network; rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel");
+  else if (strstr(first->text, "uda") || strstr(first->text, "CUDA")) cuda_hint(f, first);
   else if (is_failed_init_trace(first->text))
     snprintf(
       f->fix + n, sizeof(f->fix) - n,
