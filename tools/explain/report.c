@@ -247,6 +247,7 @@ static void json_input(struct json *j, const struct logset *ls, const struct cor
   }
   json_bool(j, "truncated", ls->is_capped);
   json_int(j, "unread_lines", ls->nunread);
+  json_int(j, "stateless_lines", ls->ninert); /* counted, not kept: input_inert.c */
   if (!ls->nunread) json_null(j, "first_unread");
   else {
     json_obj(j, "first_unread");
