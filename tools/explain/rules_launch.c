@@ -23,8 +23,10 @@ enum launch_kind {
   LK_SLURM_TASK,
   LK_MPI,
   LK_RAY,
-  LK_CRASH, /* Signal: Segmentation fault (11), Caught signal 11 */
-  LK_FRAME, /* a crash frame inside libnccl */
+  LK_MPI_EXIT,     /* mpirun: a process exited with a non-zero status */
+  LK_AGENT_SIGNAL, /* torchrun's agent itself got a signal (the job was stopped) */
+  LK_CRASH,        /* Signal: Segmentation fault (11), Caught signal 11 */
+  LK_FRAME,        /* a crash frame inside libnccl */
 };
 
 static bool has(const char *t, const char *s) { return strstr(t, s) != NULL; }
@@ -41,6 +43,8 @@ static bool root_field(const char *t, const char *key) {
 
 static int launch_kind_of(const char *t) {
   if (has(t, "(exitcode: ") && has(t, "local_rank: ")) return LK_TORCHRUN;
+  if (has(t, "SignalException: Process ") && has(t, "got signal")) return LK_AGENT_SIGNAL;
+  if (root_field(t, "traceback") && has(t, "Signal ") && has(t, "received by PID")) return LK_ROOT;
   if (has(t, "first observed failure") || root_field(t, "exitcode") ||
       (root_field(t, "rank") && has(t, "(local_rank:")))
     return LK_ROOT;
@@ -49,12 +53,18 @@ static int launch_kind_of(const char *t) {
     return LK_SLURM_OOM;
   if (has(t, "DUE TO TIME LIMIT") || (has(t, "slurmstepd") && has(t, "TIME LIMIT")))
     return LK_SLURM_TIME;
+  if (has(t, "Out of memory: Killed process") || has(t, "oom-kill:") || has(t, "OOMKilled"))
+    return LK_SLURM_OOM; /* the kernel's or Kubernetes' OOM killer: the same cause */
+  if (has(t, "slurmstepd") && has(t, " CANCELLED AT ")) return LK_SLURM_TASK;
   if (has(t, "srun: error:") && (has(t, ": task") || has(t, ": tasks")) &&
       (has(t, "Exited with exit code") || has(t, "Killed") || has(t, "Segmentation") ||
        has(t, "Aborted")))
     return LK_SLURM_TASK;
   if (has(t, "noticed that process rank") && (has(t, "exited on signal") || has(t, "exited")))
     return LK_MPI;
+  if (has(t, "detected that one or more processes exited with non-zero status") ||
+      (has(t, "Primary job") && has(t, "non-zero exit code")))
+    return LK_MPI_EXIT;
   if (has(t, "The actor died unexpectedly") || has(t, "The actor is dead because") ||
       has(t, "A worker died or was killed") || has(t, "Owner's node has crashed"))
     return LK_RAY;
@@ -136,8 +146,13 @@ static bool long_after(const char *t, const char *key, long *v) {
  * on one (a translated paste). */
 static void read_torchrun(const struct rec *r, struct launch_fail *lf) {
   const char *t = r->raw;
+  long sig = 0;
   if (long_after(t, "(exitcode: ", &lf->exitcode) || long_after(t, "exitcode", &lf->exitcode))
     lf->has_exit = true;
+  else if (has(t, "received by PID") && long_after(t, "Signal ", &sig) && sig > 0) {
+    lf->exitcode = -sig, lf->has_exit = true; /* "traceback : Signal 9 (SIGKILL) received by PID" */
+    long_after(t, "received by PID ", &lf->pid);
+  }
   long_after(t, "local_rank: ", &lf->local_rank);
   long_after(t, "(pid: ", &lf->pid);
   const char *rk = text_after(t, " rank ");
@@ -162,6 +177,11 @@ static void torchrun_finding(const struct explain_ctx *cx, const struct hits *h)
       memset(&lf, 0, sizeof(lf)); /* the root cause block is the first failure */
       lf.rank = lf.local_rank = lf.pid = -1;
       in_root = true;
+      /* its host line, kept by the reader but no evidence on its own */
+      const struct rec *r = h->v[i];
+      for (size_t j = r->idx + 1; j < cx->ls->nrecs && j < r->idx + 10 && !lf.host[0]; j++)
+        if (root_field(cx->ls->recs[j].raw, "host"))
+          host_after(cx->ls->recs[j].raw, "host", lf.host, sizeof(lf.host));
     } else if (in_root && lf.has_exit && k == LK_TORCHRUN)
       continue; /* the root cause is read; later workers failed after it */
     if (!f && !(f = finding_new(cx->out, "launcher", CONF_LOW))) return;
@@ -179,7 +199,8 @@ static void torchrun_finding(const struct explain_ctx *cx, const struct hits *h)
   if (lf.host[0]) snprintf(who + n, sizeof(who) - (size_t)n, ", on %s", lf.host);
   const char *sig = lf.exitcode < 0 ? signal_name(-lf.exitcode) : NULL;
   if (sig) snprintf(how, sizeof(how), "was killed by %s (exit code %ld)", sig, lf.exitcode);
-  else snprintf(how, sizeof(how), "exited with exit code %ld", lf.exitcode);
+  else if (lf.has_exit) snprintf(how, sizeof(how), "exited with exit code %ld", lf.exitcode);
+  else snprintf(how, sizeof(how), "failed");
   if (lf.host[0]) finding_host(f, lf.host);
   finding_cause(
     f,
@@ -227,11 +248,11 @@ static void slurm_findings(const struct explain_ctx *cx, const struct hits *h) {
       if (k == LK_SLURM_OOM) {
         finding_cause(
           *fp,
-          "Slurm killed the job step for host memory: its cgroup reached the memory it was given and the OOM killer ended a task (%s%s); the network errors of the other ranks follow from that exit",
-          host[0] ? "on " : "step memory limit", host);
+          "a process ran out of host memory and the OOM killer ended it (%s%s: Slurm's step cgroup, the kernel, or a container's memory limit); the network errors of the other ranks follow from that exit",
+          host[0] ? "on " : "the memory limit it ran under", host);
         finding_fix(
           *fp,
-          "give the step more memory (sbatch --mem or --mem-per-gpu, or --mem=0 for the whole node) or use less of it (fewer dataloader workers, smaller host-side buffers); sacct -j JOBID -o JobID,MaxRSS,ReqMem shows what it used");
+          "give the job more host memory (sbatch --mem or --mem-per-gpu, --mem=0 for the whole node; the pod's memory limit) or use less of it (fewer dataloader workers, smaller host-side buffers); sacct -j JOBID -o JobID,MaxRSS,ReqMem or dmesg shows what it used");
       } else if (k == LK_SLURM_TIME) {
         finding_cause(
           *fp,
@@ -242,7 +263,7 @@ static void slurm_findings(const struct explain_ctx *cx, const struct hits *h) {
       } else {
         finding_cause(
           *fp,
-          "no confident cause: srun reports a failed task (%.200s); the first task to fail is the one to read",
+          "no confident cause: Slurm reports a failed or cancelled task (%.200s); the first task to fail is the one to read",
           r->raw);
         finding_fix(
           *fp,
@@ -337,6 +358,51 @@ static void crash_finding(const struct explain_ctx *cx, const struct hits *h) {
             : "its frames name the library that crashed");
 }
 
+/* "mpirun detected that one or more processes exited with non-zero
+ * status ... Process name: [[5711,1],3] Exit code: 1" */
+static void mpi_exit_finding(const struct explain_ctx *cx, const struct rec *r) {
+  long rank = -1, code = -1;
+  for (size_t i = r->idx; i < cx->ls->nrecs && i < r->idx + 8; i++) {
+    const char *t = cx->ls->recs[i].raw, *p;
+    if ((p = strstr(t, "Process name: [[")) && (p = strstr(p, "],"))) text_long(p + 2, &rank);
+    if (long_after(t, "Exit code:", &code)) break;
+  }
+  struct finding *f = finding_new(cx->out, "launcher", CONF_LOW);
+  if (!f) return;
+  char who[80] = "a process";
+  if (rank >= 0) snprintf(who, sizeof(who), "rank %ld", rank);
+  if (code >= 0)
+    finding_cause(f,
+                  "no confident cause: Open MPI reports that %s exited with exit code %ld, the "
+                  "first process to fail; the others were stopped after it",
+                  who, code);
+  else
+    finding_cause(f,
+                  "no confident cause: Open MPI reports that %s exited with a non-zero status and "
+                  "ended the job; the others were stopped after it",
+                  who);
+  finding_fix(f, "read that rank's own output before it exited (mpirun --output-filename gives one "
+                 "file per rank) and explain it with NCCL_DEBUG=INFO");
+  finding_evidence(f, r);
+}
+
+static void agent_signal_finding(const struct explain_ctx *cx, const struct rec *r) {
+  long sig = 0;
+  long_after(r->raw, "got signal:", &sig);
+  struct finding *f = finding_new(cx->out, "launcher", CONF_MEDIUM);
+  if (!f) return;
+  const char *name = signal_name(sig);
+  finding_cause(f,
+                "torchrun's elastic agent itself received signal %ld (%s): the job was stopped "
+                "from outside (the scheduler's time limit or preemption, scancel, kubectl "
+                "delete), not by a failure of its workers",
+                sig, name ? name : "?");
+  finding_fix(f, "check the scheduler's record of the job (sacct -j JOBID -o State,Reason, or the "
+                 "pod's events) for why it was stopped; if it hung until then, set a collective "
+                 "timeout so the stuck rank names itself");
+  finding_evidence(f, r);
+}
+
 void launch_build(const struct explain_ctx *cx, const struct hits *h) {
   bool kinds[LK_FRAME + 1] = {false};
   for (size_t i = 0; i < h->n; i++) {
@@ -355,11 +421,22 @@ void launch_build(const struct explain_ctx *cx, const struct hits *h) {
       ray_finding(cx, h, i);
       break;
     }
+  for (size_t i = 0; i < h->n && !kinds[LK_MPI]; i++)
+    if (launch_kind_of(h->v[i]->raw) == LK_MPI_EXIT) {
+      mpi_exit_finding(cx, h->v[i]);
+      break;
+    }
+  for (size_t i = 0; i < h->n; i++)
+    if (launch_kind_of(h->v[i]->raw) == LK_AGENT_SIGNAL) {
+      agent_signal_finding(cx, h->v[i]);
+      break;
+    }
   if ((kinds[LK_CRASH] || kinds[LK_FRAME]) && !kinds[LK_MPI]) crash_finding(cx, h);
 }
 
 bool launch_relevant(const char *t) {
   if (launch_kind_of(t) >= 0) return true;
   while (*t == ' ' || *t == '\t') t++;
-  return !strncmp(t, "pid: ", 5) || !strncmp(t, "ip: ", 4) || root_field(t, "host");
+  return !strncmp(t, "pid: ", 5) || !strncmp(t, "ip: ", 4) || root_field(t, "host") ||
+         strstr(t, "Process name: [[") || !strncmp(t, "Exit code:", 10);
 }
