@@ -64,9 +64,19 @@ static bool is_summary_line(const char *t) {
   return strstr(t, "Out of bounds values") || strstr(t, "Avg bus bandwidth");
 }
 
+/* nccl-tests' header: "# nThread 1 nGpus 8 minBytes 8 maxBytes ...", "#  Rank  0
+ * Group  0 Pid 1234 on host device  0 [0x1b] NVIDIA H100", the table's
+ * column names. */
+static bool is_header_line(const char *t) {
+  return (strstr(t, "nThread ") && strstr(t, "nGpus ") && strstr(t, "minBytes")) ||
+         (strstr(t, " Group ") && strstr(t, " Pid ") && strstr(t, " device ") &&
+          strstr(t, "Rank")) ||
+         (strstr(t, "redop") && strstr(t, "busbw")) || strstr(t, "out-of-place");
+}
+
 bool nccltests_relevant(const char *t) {
   struct nt_row row;
-  return is_summary_line(t) || nccltests_row(t, &row);
+  return is_summary_line(t) || is_header_line(t) || nccltests_row(t, &row);
 }
 
 bool nccltests_match(const struct rec *r) {
