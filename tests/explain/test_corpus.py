@@ -177,6 +177,24 @@ def edges():
          '--rules names the NCCL versions of every rule', out)
 
 
+def escapes():
+    """Log text with terminal escapes and a stray carriage return in the
+    words a finding quotes (a host name of a launcher's line): no control
+    byte reaches the text report or any field of the JSON one."""
+    log = (b'srun: error: no\x1b[31mde1: task 0: Out Of Memory\n'
+           b'mpirun noticed that process rank 3 with PID 9 on node ev\x1b]0;x\x07il exited on '
+           b'signal 11 (Segmentation fault).\r\n')
+    rc, out, err = explain(['-'], log)
+    case(rc == 1 and '\x1b' not in out and '\x07' not in out,
+         'escapes in quoted log text: the text report has no control byte', repr(out[:600]))
+    rc, out, err = explain(['--json', '-'], log)
+    doc = json.loads(out)['findings'] if rc == 1 else []
+    fields = [f[k] for f in doc for k in ('cause', 'fix')] + [h for f in doc for h in f['hosts']]
+    case(doc and not any(ord(c) < 32 for v in fields for c in v),
+         'escapes in quoted log text: no JSON cause, fix or host holds a control character',
+         fields)
+
+
 def scale():
     """A healthy 256-node job log (300 k lines, NCCL 2.21 INFO): exit 0, and
     the reader's memory follows the processes, not the lines (it keeps no
@@ -202,6 +220,7 @@ def main():
     for path in sorted(glob.glob(os.path.join(corpus, '*', 'expect.json'))):
         run_case(os.path.dirname(path))
     edges()
+    escapes()
     scale()
     return done()
 

@@ -129,6 +129,8 @@ void finding_export(struct finding *f, const char *fmt, ...) __attribute__((form
  * names its host. */
 void finding_evidence(struct finding *f, const struct rec *r);
 void finding_host(struct finding *f, const char *host);
+/* Control bytes become '?' (the fields quote untrusted log text). */
+void finding_strip_controls(char *s);
 /* The number of hosts among the finding's lines. */
 int finding_count_hosts(const struct finding *f);
 /* The finding that accounts for this line first, or NULL. */

@@ -147,6 +147,10 @@ int explain_analyse(const struct logset *ls, struct corr *c, struct findings *fs
     explain_rules[k].build(&cx, &hits[k]);
     for (int i = before; i < fs->n; i++) fs->v[i]->order = (int)k;
   }
+  for (int i = 0; i < fs->n; i++) { /* rules also append to a cause directly */
+    finding_strip_controls(fs->v[i]->cause);
+    finding_strip_controls(fs->v[i]->fix);
+  }
   for (size_t k = 0; hits && k < explain_nrules; k++) free(hits[k].v);
   free(hits);
   if (!err) findings_sort(fs);
