@@ -187,6 +187,11 @@ def escapes():
     rc, out, err = explain(['-'], log)
     case(rc == 1 and '\x1b' not in out and '\x07' not in out,
          'escapes in quoted log text: the text report has no control byte', repr(out[:600]))
+    boot = (b'x:1:2 [0] NCCL INFO Bootstrap : Using eth0:192.168.0\x7f\t8<0>\n'
+            b'x:1:3 [0] NCCL INFO Bootstrap : Using eth0:192.168.0.2<0>\n')
+    rc2, out2, err2 = explain(['-'], boot)
+    case(rc2 == 0 and not any(ord(c) < 32 and c != '\n' or c == '\x7f' for c in out2),
+         'a bootstrap address with control bytes names no host with them', repr(out2[:300]))
     rc, out, err = explain(['--json', '-'], log)
     doc = json.loads(out)['findings'] if rc == 1 else []
     fields = [f[k] for f in doc for k in ('cause', 'fix')] + [h for f in doc for h in f['hosts']]

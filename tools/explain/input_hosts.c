@@ -31,7 +31,8 @@ static bool boot_ip(const struct rec *r, char *ip, size_t cap) {
   const char *colon = p ? strchr(p, ':') : NULL;
   if (!colon || !strchr(colon, '<')) return false;
   text_ip_of(colon + 1, ip, cap);
-  return ip[0] != 0;
+  /* an address, or nothing: it becomes part of a host's name */
+  return ip[0] && strspn(ip, "0123456789abcdefABCDEF.:") == strlen(ip);
 }
 
 static int boots_read(const struct logset *ls, struct boot **out) {

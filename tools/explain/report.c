@@ -96,8 +96,11 @@ static void text_summary(FILE *out, const struct logset *ls, const struct corr *
   for (int i = 0; i < ls->nfiles; i++) lines += ls->files[i].nlines;
   fprintf(out, "nccl-net-diag explain: %d file%s, %ld lines, %d host%s", ls->nfiles,
           ls->nfiles == 1 ? "" : "s", lines, c->nhosts, c->nhosts == 1 ? "" : "s");
-  for (int i = 0; i < c->nhosts && i < 8; i++)
-    fprintf(out, "%s%s", i ? ", " : " (", c->hosts[i].name);
+  char clean[EXPLAIN_HOST_MAX * 2];
+  for (int i = 0; i < c->nhosts && i < 8; i++) {
+    text_clean(c->hosts[i].name, clean, sizeof(clean));
+    fprintf(out, "%s%s", i ? ", " : " (", clean);
+  }
   if (c->nhosts > 8) fprintf(out, " and %d more", c->nhosts - 8);
   fprintf(out, "%s\n", c->nhosts ? ")" : "");
   if (ls->is_capped)
