@@ -24,6 +24,7 @@ enum launch_kind {
   LK_MPI,
   LK_RAY,
   LK_MPI_EXIT,     /* mpirun: a process exited with a non-zero status */
+  LK_STORE,        /* PyTorch's rendezvous store (c10d TCPStore) failed */
   LK_AGENT_SIGNAL, /* torchrun's agent itself got a signal (the job was stopped) */
   LK_CRASH,        /* Signal: Segmentation fault (11), Caught signal 11 */
   LK_FRAME,        /* a crash frame inside libnccl */
@@ -44,6 +45,10 @@ static bool root_field(const char *t, const char *key) {
 static int launch_kind_of(const char *t) {
   if (has(t, "(exitcode: ") && has(t, "local_rank: ")) return LK_TORCHRUN;
   if (has(t, "SignalException: Process ") && has(t, "got signal")) return LK_AGENT_SIGNAL;
+  if (has(t, "DistStoreError") || has(t, "DistNetworkError") || has(t, "RendezvousTimeoutError") ||
+      has(t, "RendezvousConnectionError") || (has(t, "store->get(") && has(t, "got error")) ||
+      (has(t, "[c10d]") && has(t, "failed to connect to")))
+    return LK_STORE;
   if (root_field(t, "traceback") && has(t, "Signal ") && has(t, "received by PID")) return LK_ROOT;
   if (has(t, "first observed failure") || root_field(t, "exitcode") ||
       (root_field(t, "rank") && has(t, "(local_rank:")))
@@ -403,6 +408,48 @@ static void agent_signal_finding(const struct explain_ctx *cx, const struct rec 
   finding_evidence(f, r);
 }
 
+/* The rendezvous store every rank reaches at MASTER_ADDR:MASTER_PORT
+ * before NCCL starts (NCCL's unique id travels through it). */
+static void store_finding(const struct explain_ctx *cx, const struct rec *r) {
+  const char *t = r->raw;
+  /* PyTorch warns so while it retries; once NCCL printed its own lines the
+   * store was reached after all */
+  for (size_t i = 0; has(t, "failed to connect to") && i < cx->ls->nrecs; i++)
+    if (cx->ls->recs[i].has_prefix && cx->ls->recs[i].level == REC_INFO) return;
+  struct finding *f = finding_new(cx->out, "launcher", CONF_MEDIUM);
+  if (!f) return;
+  if (has(t, "waiting for clients") || has(t, "RendezvousTimeoutError")) {
+    finding_cause(f,
+                  "not every rank reached the job's rendezvous in time (\"%.160s\"), before NCCL "
+                  "started: a rank that did not launch or crashed at start, a wrong world size or "
+                  "node count, or ranks that cannot reach MASTER_ADDR:MASTER_PORT",
+                  t);
+    finding_fix(f, "check that every node started its ranks with the same MASTER_ADDR, "
+                   "MASTER_PORT, --nnodes and --nproc_per_node, that the missing ranks' own output "
+                   "shows no error, and that TCP to MASTER_PORT on MASTER_ADDR is open from every "
+                   "node (nc -zv MASTER_ADDR MASTER_PORT)");
+  } else if (has(t, "failed to connect to")) {
+    finding_cause(f,
+                  "a rank cannot reach the job's rendezvous store (\"%.200s\"): MASTER_ADDR "
+                  "names an address this host does not reach (localhost on a multi-node job, a "
+                  "name that resolves elsewhere), the port is closed, or the store's process "
+                  "(rank 0's agent) has not started or has exited",
+                  t);
+    finding_fix(f, "set MASTER_ADDR to rank 0's address on the network the nodes share (not "
+                   "localhost) and check nc -zv MASTER_ADDR MASTER_PORT from this node");
+  } else {
+    f->conf = CONF_LOW;
+    finding_cause(f,
+                  "no confident cause: the connection to the job's rendezvous store broke "
+                  "(\"%.200s\"): the process that holds it (rank 0, or torchrun's agent on the "
+                  "first node) exited or was killed, so every other rank loses it at once",
+                  t);
+    finding_fix(f, "read rank 0's output (or the first node's agent) for why it exited; the other "
+                   "ranks' errors follow from it");
+  }
+  finding_evidence(f, r);
+}
+
 void launch_build(const struct explain_ctx *cx, const struct hits *h) {
   bool kinds[LK_FRAME + 1] = {false};
   for (size_t i = 0; i < h->n; i++) {
@@ -424,6 +471,11 @@ void launch_build(const struct explain_ctx *cx, const struct hits *h) {
   for (size_t i = 0; i < h->n && !kinds[LK_MPI]; i++)
     if (launch_kind_of(h->v[i]->raw) == LK_MPI_EXIT) {
       mpi_exit_finding(cx, h->v[i]);
+      break;
+    }
+  for (size_t i = 0; i < h->n; i++)
+    if (launch_kind_of(h->v[i]->raw) == LK_STORE) {
+      store_finding(cx, h->v[i]);
       break;
     }
   for (size_t i = 0; i < h->n; i++)
