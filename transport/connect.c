@@ -148,7 +148,9 @@ static void attempt_failed(struct connecting *c, struct cand *k, int err, const 
   connect_cand_desc(c, k, d, sizeof(d));
   INFO(LOG_NET, "connect for device %s: attempt %d to %s failed after %lld ms: %s", c->dev->name,
        k->attempts, d, (long long)((now - k->attempt_start) / 1000000), why);
-  if (err && sock_err_retryable(err)) {
+  if (err == ECONNREFUSED && k->was_dropped) {
+    k->stage = CAND_DEAD; /* reached before, refused now: its process is gone */
+  } else if (err && sock_err_retryable(err)) {
     int64_t backoff = 100000000LL * k->attempts;
     if (backoff > 1000000000LL) backoff = 1000000000LL;
     k->stage = CAND_WAIT;
@@ -302,12 +304,18 @@ static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
                "or the network between the two is cut",
                (long long)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
     else if (err != EPROTO) /* else why names what is wrong with the header */
-      snprintf(why, sizeof(why),
-               "the process listening there %s our handshake (it is not the listener this "
-               "handle came from, or it refused us: see its log)",
-               err == EPIPE ? "closed the connection during" : "broke");
-    attempt_failed(c, k, 0, why);
-    k->stage = CAND_DEAD;
+      snprintf(why, sizeof(why), "the connection was %s before the listener answered our hello",
+               err == EPIPE ? "closed" : "reset");
+    bool is_drop = err == EPIPE || err == ECONNRESET;
+    attempt_failed(c, k, is_drop ? err : 0, why);
+    /* Closed or reset with no answer: a process that died with our
+     * connection queued in its kernel, or a live one that does not know
+     * this handle. One more attempt tells them apart (refused: gone). */
+    if (is_drop && !k->was_dropped) {
+      k->was_dropped = true;
+      k->stage = CAND_WAIT;
+      k->next_try = now + 100000000LL;
+    } else k->stage = CAND_DEAD;
     return false;
   }
   if (got == PROGRESS_PENDING) {

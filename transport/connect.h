@@ -59,6 +59,7 @@ struct cand {
   enum cand_stage stage;
   int attempts;
   bool was_connected; /* a TCP connection came up: reachable, whatever happened next */
+  bool was_dropped;   /* closed or reset before any answer: tried once more to tell why */
   int last_err;       /* of the last failed attempt; 0: the process there refused us */
   char last_why[640];
   int64_t next_try, attempt_start;

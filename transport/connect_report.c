@@ -112,6 +112,7 @@ enum fail_cause {
   FC_INVALID,    /* EINVAL: an address this host cannot connect to */
   FC_FORBIDDEN,  /* EACCES, EPERM: a local rule forbids it */
   FC_REJECTED,   /* the process there broke or refused our handshake */
+  FC_DROPPED,    /* closed twice before any answer: a listener that does not know the handle */
   FC_BUSY,       /* connected, the process there has not answered yet */
   FC_OTHER,
   FC_COUNT
@@ -129,6 +130,8 @@ static enum fail_cause cause_of(const struct cand *k) {
   switch (k->last_err) {
   case 0: return FC_REJECTED;
   case ECONNREFUSED: return FC_REFUSED;
+  case ECONNRESET:
+  case EPIPE: return k->was_dropped ? FC_DROPPED : FC_OTHER;
   case EHOSTUNREACH:
   case ENETUNREACH:
   case ENETDOWN:
@@ -145,23 +148,44 @@ static enum fail_cause cause_of(const struct cand *k) {
 
 /* The cause as a code for the event file, so tools need not read the text. */
 static const char *const cause_codes[FC_COUNT] = {
-  [FC_LOOPBACK] = "peer_loopback",
-  [FC_NO_LINK] = "no_link",
-  [FC_LINK_LOCAL] = "link_local",
-  [FC_REFUSED] = "refused",
-  [FC_NO_ROUTE] = "no_route",
-  [FC_NO_ANSWER] = "no_answer",
-  [FC_INVALID] = "invalid",
-  [FC_FORBIDDEN] = "forbidden",
-  [FC_REJECTED] = "rejected",
-  [FC_BUSY] = "busy",
-  [FC_OTHER] = "other",
+  [FC_LOOPBACK] = "peer_loopback", [FC_NO_LINK] = "no_link",     [FC_LINK_LOCAL] = "link_local",
+  [FC_REFUSED] = "refused",        [FC_NO_ROUTE] = "no_route",   [FC_NO_ANSWER] = "no_answer",
+  [FC_INVALID] = "invalid",        [FC_FORBIDDEN] = "forbidden", [FC_REJECTED] = "rejected",
+  [FC_DROPPED] = "dropped",        [FC_BUSY] = "busy",           [FC_OTHER] = "other",
 };
+
+/* The causes where a TCP connection came up: what the process there did. */
+static size_t cause_text_reached(char *buf, size_t cap, size_t o, enum fail_cause fc,
+                                 const char *host) {
+  switch (fc) {
+  case FC_REJECTED:
+    return strbuf_cat(buf, cap, o,
+                      "the process listening there closed our connection or answered in a way this "
+                      "build cannot read, without a refusal: see %s's log for why",
+                      host);
+  case FC_DROPPED:
+    return strbuf_cat(buf, cap, o,
+                      "a process listens there but closed our connection twice without answering: "
+                      "it does not know this handle, so the process on %s that handed out this "
+                      "address has exited or was restarted and another took its port (or the "
+                      "handle is from another communicator); restart every rank of the job so "
+                      "each gets current handles",
+                      host);
+  case FC_BUSY:
+    return strbuf_cat(buf, cap, o,
+                      "the process listening there has the connection but has not answered yet (it "
+                      "has not called accept: busy, slow to start, or stopped): see %s's log",
+                      host);
+  default: return strbuf_cat(buf, cap, o, "see the error above");
+  }
+}
 
 /* One sentence: the cause, and the fix on the host that has to change. */
 static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, const char *host,
                          const char *have, const struct cand *k) {
   char works[200];
+  if (fc == FC_REJECTED || fc == FC_DROPPED || fc == FC_BUSY)
+    return cause_text_reached(buf, cap, o, fc, host);
   switch (fc) {
   case FC_LINK_LOCAL:
     if (!report_routable_ifname(k->local_if[0] ? k->local_if : NULL, works, sizeof(works)))
@@ -221,15 +245,8 @@ static size_t cause_text(char *buf, size_t cap, size_t o, enum fail_cause fc, co
                       "rejects locally): allow TCP to %s",
                       host);
   case FC_REJECTED:
-    return strbuf_cat(buf, cap, o,
-                      "the process listening there closed our connection or answered in a way this "
-                      "build cannot read, without a refusal: see %s's log for why",
-                      host);
-  case FC_BUSY:
-    return strbuf_cat(buf, cap, o,
-                      "the process listening there has the connection but has not answered yet (it "
-                      "has not called accept: busy, slow to start, or stopped): see %s's log",
-                      host);
+  case FC_DROPPED:
+  case FC_BUSY: /* cause_text_reached */
   case FC_OTHER:
   case FC_COUNT: break;
   }

@@ -173,8 +173,49 @@ def edges():
     case(rc == 2 and 'no NCCL output found' in err and 'no problem' not in out,
          'a log with nothing of NCCL: exit 2, never "no problem"', (rc, out, err))
     rc, out, err = explain(['--rules'])
-    case(all(re.search(r'\((NCCL \d|any NCCL|aws-ofi)', line) for line in out.splitlines() if line.strip()),
+    case(all(re.search(r'\((NCCL \d|any NCCL|aws-ofi|nccl-tests \d|torchrun)', line) for line in out.splitlines() if line.strip()),
          '--rules names the NCCL versions of every rule', out)
+
+
+def escapes():
+    """Log text with terminal escapes and a stray carriage return in the
+    words a finding quotes (a host name of a launcher's line): no control
+    byte reaches the text report or any field of the JSON one."""
+    log = (b'srun: error: no\x1b[31mde1: task 0: Out Of Memory\n'
+           b'mpirun noticed that process rank 3 with PID 9 on node ev\x1b]0;x\x07il exited on '
+           b'signal 11 (Segmentation fault).\r\n')
+    rc, out, err = explain(['-'], log)
+    case(rc == 1 and '\x1b' not in out and '\x07' not in out,
+         'escapes in quoted log text: the text report has no control byte', repr(out[:600]))
+    boot = (b'x:1:2 [0] NCCL INFO Bootstrap : Using eth0:192.168.0\x7f\t8<0>\n'
+            b'x:1:3 [0] NCCL INFO Bootstrap : Using eth0:192.168.0.2<0>\n')
+    rc2, out2, err2 = explain(['-'], boot)
+    case(rc2 == 0 and not any(ord(c) < 32 and c != '\n' or c == '\x7f' for c in out2),
+         'a bootstrap address with control bytes names no host with them', repr(out2[:300]))
+    rc, out, err = explain(['--json', '-'], log)
+    doc = json.loads(out)['findings'] if rc == 1 else []
+    fields = [f[k] for f in doc for k in ('cause', 'fix')] + [h for f in doc for h in f['hosts']]
+    case(doc and not any(ord(c) < 32 for v in fields for c in v),
+         'escapes in quoted log text: no JSON cause, fix or host holds a control character',
+         fields)
+
+
+def scale():
+    """A healthy 256-node job log (300 k lines, NCCL 2.21 INFO): exit 0, and
+    the reader's memory follows the processes, not the lines (it keeps no
+    channel, ring or tree line past a host's first; the whole log once
+    took 90 MB). Memory, not time: time belongs to bench/."""
+    import resource
+    gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'gen_joblog.py')
+    with tempfile.NamedTemporaryFile(suffix='.log') as fh:
+        subprocess.run([sys.executable, gen, '256'], stdout=fh, check=True)
+        fh.flush()
+        rc, out, err = explain([fh.name])
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    case(rc == 0 and 'no problem found' in out and '256 hosts' in out.replace('2048 hosts', ''),
+         'a healthy 256-node job log: exit 0, every host read', (rc, out[:400], err))
+    case(peak < 40 * 1024, f'its memory is bounded by the processes ({peak} KB peak)',
+         peak)
 
 
 def main():
@@ -184,6 +225,8 @@ def main():
     for path in sorted(glob.glob(os.path.join(corpus, '*', 'expect.json'))):
         run_case(os.path.dirname(path))
     edges()
+    escapes()
+    scale()
     return done()
 
 

@@ -24,6 +24,11 @@
  *   stale   --role recv: write DIR/stale (the handle with another nonce)
  *           and DIR/handle; accept the real peer. --role send: connect with
  *           the stale handle (expects a refusal), then with the real one
+ *   gone    --role recv: listen, write DIR/handle, then exit without
+ *           accepting: at once (after writing DIR/gone), or after --late-ms
+ *           with the peer's connection left in its kernel's backlog (reset
+ *           when it exits). --role send: read DIR/handle (and DIR/gone when
+ *           --late-ms is 0), connect, report the outcome
  *   misuse  one process, two loopback pairs: double, foreign and wild
  *           deregMr, and test() of a completed request, each must be refused
  *
@@ -348,6 +353,37 @@ static int run_stale(void) {
   return 0;
 }
 
+/* ---- a listener whose process is gone ---- */
+
+static int run_gone(void) {
+  unsigned char handle[NCCL_NET_HANDLE_MAXSIZE], b[1];
+  struct outcome o = {"error", 0, 0, 0, false, NULL};
+  void *lc = NULL, *comm = NULL;
+  is_capturing = true;
+  if (!strcmp(opt.role, "recv")) {
+    if (netload_listen(&nl, opt.dev, handle, &lc) || write_file("handle", handle, sizeof(handle)))
+      return 2;
+    if (opt.late_ms) usleep((useconds_t)opt.late_ms * 1000); /* never accepts */
+    else write_file("gone", b, 0);
+    fflush(stdout);
+    _exit(0); /* a rank that dies: no close, no finalize */
+  }
+  if (read_file("handle", handle, sizeof(handle), 30000) ||
+      (!opt.late_ms && read_file("gone", b, 0, 30000)))
+    return 2;
+  if (!opt.late_ms) usleep(300000); /* the listener's process has exited */
+  long long t0 = ms_now();
+  o.code = connect_comm(handle, &comm);
+  char note[64];
+  snprintf(note, sizeof(note), "failed after %lld ms", ms_now() - t0);
+  o.note = note;
+  if (!o.code && comm) o.status = "ok";
+  report(&o);
+  if (comm) netload_close_send(&nl, comm);
+  wait_for_runner();
+  return 0;
+}
+
 /* ---- ABI misuse ---- */
 
 static int refused(int r, const char *needle, int *nbad, const char *what) {
@@ -405,7 +441,7 @@ static int run_misuse(void) {
 
 static int usage(void) {
   fprintf(stderr,
-          "usage: fault_side --role recv|send --dir DIR [--mode stream|stale|misuse]\n"
+          "usage: fault_side --role recv|send --dir DIR [--mode stream|stale|gone|misuse]\n"
           "       [--size BYTES] [--first-size BYTES] [--count N] [--window 1..8]\n"
           "       [--dev N] [--nofile N] [--max-seconds S] [--pace-us US] [--late-ms MS]\n");
   return 2;
@@ -445,6 +481,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   int rc = !strcmp(opt.mode, "stale")    ? run_stale()
+           : !strcmp(opt.mode, "gone")   ? run_gone()
            : !strcmp(opt.mode, "misuse") ? run_misuse()
                                          : run_stream();
   netload_finalize(&nl);

@@ -520,6 +520,30 @@ def sc_stale(h, tmp, c):
     return [recv, send]
 
 
+def sc_gone(h, tmp, c, late_ms):
+    """The listener's process exits after handing out its handle: at once
+    (its kernel refuses the connect), or after late_ms with our connection
+    in its kernel's backlog (reset when it exits). Either way the connector
+    must say the process is gone, not that a live one broke the handshake,
+    and must not send the user to a log of that listener."""
+    recv = Side('recv', h.ns_recv, h.env('recv'), ['--late-ms', str(late_ms)], tmp, mode='gone')
+    # a refused address is retried until the connect deadline: keep it short
+    env = dict(h.env('send'), NCCL_DIAG_CONNECT_TIMEOUT_MS='5000')
+    send = Side('send', h.ns_send, env, ['--late-ms', str(late_ms)], tmp, mode='gone')
+    r = send.wait(late_ms / 1000 + 40)
+    if c.ok(r and r['status'] == 'error' and r['code'] != 0,
+            f'send: the connect failed with an NCCL error, got {short(r)}'):
+        w = r['warn']
+        c.ok('process on host' in w or 'exited' in w, f'send: the WARN says the process that '
+             f'handed out the address is gone: {w[:500]}')
+        c.ok('broke' not in w and 'is not the listener' not in w,
+             f'send: no live listener that broke the handshake: {w[:500]}')
+        c.ok('restart every rank' in w, f'send: the fix restarts the job\'s ranks: {w[:500]}')
+    c.ok(recv.p.wait(late_ms / 1000 + 30) == 0, 'recv: exited as a dying rank does')
+    c.ok(send.finish() == 0, 'send: exits cleanly')
+    return [recv, send]
+
+
 def sc_misuse(h, tmp, c):
     one = Side('recv', None, h.env_single(), [], tmp, mode='misuse')
     r = one.wait(60)
@@ -579,6 +603,10 @@ SCENARIOS = [
     ('5 % loss', lambda h, t, c: sc_loss(h, t, c, 5, 64, 1 << 20), False),
     ('listener out of file descriptors', sc_nofile, False),
     ('stale handle', sc_stale, False),
+    ('listener process exited after its handle: refused', lambda h, t, c: sc_gone(h, t, c, 0),
+     False),
+    ('listener process died with our connection in its backlog: reset',
+     lambda h, t, c: sc_gone(h, t, c, 3000), False),
     ('ABI misuse: double, foreign, wild handles; stale request', sc_misuse, False),
     ('path-MTU black hole: a large message stalls after its header', sc_mtu_black_hole, True,
      MtuHosts),

@@ -9,16 +9,53 @@
 #include "common/strutil.h"
 #include "tools/explain/corr_lines.h"
 
-static struct corr_host *host_of(struct corr *c, const char *name, int *last) {
+/* Host name -> index while the facts are read: a job log interleaves
+ * thousands of hosts, so a linear search per line would be quadratic. */
+struct host_index {
+  int *slots; /* index + 1; 0: empty */
+  size_t cap;
+};
+
+static size_t name_hash(const char *s) {
+  size_t h = 1469598103934665603ULL;
+  while (*s) h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
+  return h;
+}
+
+static bool index_grow(struct host_index *x, const struct corr *c) {
+  size_t cap = x->cap ? 2 * x->cap : 256;
+  int *v = calloc(cap, sizeof(*v));
+  if (!v) return false;
+  for (int i = 0; i < c->nhosts; i++) {
+    size_t k = name_hash(c->hosts[i].name) & (cap - 1);
+    while (v[k]) k = (k + 1) & (cap - 1);
+    v[k] = i + 1;
+  }
+  free(x->slots);
+  x->slots = v, x->cap = cap;
+  return true;
+}
+
+static struct corr_host *host_of(struct corr *c, struct host_index *x, const char *name,
+                                 int *last) {
   if (*last >= 0 && !strcmp(c->hosts[*last].name, name)) return &c->hosts[*last];
-  for (int i = 0; i < c->nhosts; i++)
-    if (!strcmp(c->hosts[i].name, name)) return &c->hosts[*last = i];
-  struct corr_host *v = realloc(c->hosts, (size_t)(c->nhosts + 1) * sizeof(*v));
-  if (!v) return NULL;
-  c->hosts = v;
+  if ((size_t)c->nhosts * 2 >= x->cap && !index_grow(x, c)) return NULL;
+  size_t k = name_hash(name) & (x->cap - 1);
+  for (; x->slots[k]; k = (k + 1) & (x->cap - 1))
+    if (!strcmp(c->hosts[x->slots[k] - 1].name, name)) return &c->hosts[*last = x->slots[k] - 1];
+  if (c->nhosts >= 8 && (c->nhosts & (c->nhosts - 1))) {
+    /* room left from the last doubling */
+  } else {
+    size_t cap = c->nhosts < 8 ? 8 : 2 * (size_t)c->nhosts;
+    struct corr_host *v = realloc(c->hosts, cap * sizeof(*v));
+    if (!v) return NULL;
+    c->hosts = v;
+  }
+  struct corr_host *v = c->hosts;
   struct corr_host *h = &v[c->nhosts];
   memset(h, 0, sizeof(*h));
   scopy(h->name, sizeof(h->name), name);
+  x->slots[k] = c->nhosts + 1;
   *last = c->nhosts++;
   return h;
 }
@@ -41,13 +78,15 @@ static void name_ports(struct corr_host *h) {
 int corr_build(const struct logset *ls, struct corr *c) {
   memset(c, 0, sizeof(*c));
   int last = -1;
+  struct host_index x = {0};
   for (size_t i = 0; i < ls->nrecs; i++) {
     const struct rec *r = &ls->recs[i];
     if (!r->host[0]) continue;
-    struct corr_host *h = host_of(c, r->host, &last);
-    if (!h) return ENOMEM;
+    struct corr_host *h = host_of(c, &x, r->host, &last);
+    if (!h) return free(x.slots), ENOMEM;
     corr_read_rec(h, r);
   }
+  free(x.slots);
   for (int i = 0; i < c->nhosts; i++) {
     struct corr_host *h = &c->hosts[i];
     name_ports(h);

@@ -69,8 +69,7 @@ int cmd_explain(int argc, char **argv) {
   struct findings fs;
   int err = explain_analyse(&ls, &c, &fs);
   bool is_nccl = false;
-  for (size_t i = 0; i < ls.nrecs && !is_nccl; i++)
-    is_nccl = ls.recs[i].has_prefix || ls.recs[i].level != REC_TEXT;
+  for (size_t i = 0; i < ls.nrecs && !is_nccl; i++) is_nccl = explain_rec_known(&ls.recs[i]);
   if (!err && !fs.n && !is_nccl) {
     fprintf(
       stderr,

@@ -60,11 +60,19 @@ struct logset {
   long nunread;
   int unread_file, unread_lineno;
   char unread_first[160];
+  /* Hosts seen in INFO lines that carry no state (a hash set), and how
+   * many such lines were counted but not kept (input_inert.c). */
+  char (*hostset)[EXPLAIN_HOST_MAX];
+  size_t nhostset, caphostset;
+  long ninert;
   /* The previous and this line as read: a terminal's wrap joins them. */
   size_t prev_len, cur_len;
   bool is_prev_last, is_cur_last; /* the line is (part of) the last kept record */
 };
 
+/* An INFO line no rule reads, of a host already known: counted and
+ * dropped (true). */
+bool logset_drop_inert(struct logset *ls, const struct rec *r);
 /* 0, or an errno with the reason in why (unreadable, a directory). */
 int logset_read_path(struct logset *ls, const char *path, char *why, size_t cap);
 /* Adds a buffer as one file (the fuzz target and the unit tests use it). */
@@ -121,6 +129,8 @@ void finding_export(struct finding *f, const char *fmt, ...) __attribute__((form
  * names its host. */
 void finding_evidence(struct finding *f, const struct rec *r);
 void finding_host(struct finding *f, const char *host);
+/* Control bytes become '?' (the fields quote untrusted log text). */
+void finding_strip_controls(char *s);
 /* The number of hosts among the finding's lines. */
 int finding_count_hosts(const struct finding *f);
 /* The finding that accounts for this line first, or NULL. */

@@ -23,8 +23,16 @@ struct finding *finding_new(struct findings *fs, const char *rule, enum confiden
   return f;
 }
 
+/* Text quoted from a log may carry control bytes (terminal escapes, a
+ * stray newline): a finding's fields never do, in either report. */
+void finding_strip_controls(char *s) {
+  for (; *s; s++)
+    if ((unsigned char)*s < 0x20 || *s == 0x7f) *s = '?';
+}
+
 static void vset(char *buf, size_t cap, const char *fmt, va_list ap) {
   vsnprintf(buf, cap, fmt, ap);
+  finding_strip_controls(buf);
 }
 
 void finding_cause(struct finding *f, const char *fmt, ...) {
@@ -61,7 +69,8 @@ void finding_host(struct finding *f, const char *host) {
     f->nhosts_more++;
     return;
   }
-  scopy(f->hosts[f->nhosts++], sizeof(f->hosts[0]), host);
+  scopy(f->hosts[f->nhosts], sizeof(f->hosts[0]), host);
+  finding_strip_controls(f->hosts[f->nhosts++]);
 }
 
 int finding_count_hosts(const struct finding *f) {

@@ -89,9 +89,9 @@ static void note_unread(struct logset *ls, int file, long lineno, const struct r
   }
 }
 
-static int add_line(struct logset *ls, int file, const char *line, size_t len) {
+static int add_line(struct logset *ls, int file, const char *line, size_t len, size_t physical) {
   long lineno = ++ls->files[file].nlines;
-  size_t physical = len && line[len - 1] == '\r' ? len - 1 : len;
+  if (physical == len && len && line[len - 1] == '\r') physical--;
   if (len >= EXPLAIN_LINE_MAX) len = EXPLAIN_LINE_MAX - 1;
   while (len && (line[len - 1] == '\r' || line[len - 1] == ' ' || line[len - 1] == '\t')) len--;
   ls->prev_len = ls->cur_len, ls->cur_len = physical;
@@ -117,7 +117,8 @@ static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   note_unread(ls, file, lineno, r);
   bool is_wrapped = join_wrapped(ls, file, r);
   ls->is_cur_last = is_wrapped;
-  if (is_wrapped || join_continuation(ls, file, r) || !explain_rec_relevant(r)) {
+  if (is_wrapped || join_continuation(ls, file, r) || !explain_rec_relevant(r) ||
+      logset_drop_inert(ls, r)) {
     free(copy);
     return 0;
   }
@@ -128,16 +129,27 @@ static int add_line(struct logset *ls, int file, const char *line, size_t len) {
   return 0;
 }
 
+/* Streams the file a line at a time with the line cut at
+ * EXPLAIN_LINE_MAX: memory does not follow a line's length (a binary file,
+ * a log with no newline), and the physical length still reaches the
+ * terminal-wrap check. */
 static int read_stream(struct logset *ls, int file, FILE *f) {
-  char *line = NULL;
-  size_t cap = 0;
-  ssize_t n;
-  int err = 0;
+  char *line = malloc(EXPLAIN_LINE_MAX + 1);
+  if (!line) return ENOMEM;
+  int err = 0, c = 0;
   errno = 0;
-  while (!err && (n = getline(&line, &cap, f)) >= 0) {
-    if (n && line[n - 1] == '\n') n--;
-    err = add_line(ls, file, line, (size_t)n);
+  flockfile(f);
+  while (!err && c != EOF) {
+    size_t n = 0, physical = 0;
+    while ((c = getc_unlocked(f)) != EOF && c != '\n') {
+      if (n < EXPLAIN_LINE_MAX) line[n++] = (char)c;
+      physical++;
+    }
+    if (c == EOF && !physical) break;
+    line[n] = 0;
+    err = add_line(ls, file, line, n, physical);
   }
+  funlockfile(f);
   if (!err && ferror(f)) err = errno ? errno : EIO;
   free(line);
   return err;
@@ -166,7 +178,7 @@ int logset_read_buffer(struct logset *ls, const char *name, const char *data, si
   while (len && !err) {
     const char *nl = memchr(data, '\n', len);
     size_t n = nl ? (size_t)(nl - data) : len;
-    err = add_line(ls, file, data, n);
+    err = add_line(ls, file, data, n, n);
     data += n + (nl ? 1 : 0);
     len -= n + (nl ? 1 : 0);
   }
@@ -211,6 +223,7 @@ void logset_free(struct logset *ls) {
   for (int f = 0; f < ls->nfiles; f++) free(ls->files[f].name);
   free(ls->recs);
   free(ls->files);
+  free(ls->hostset);
   memset(ls, 0, sizeof(*ls));
 }
 

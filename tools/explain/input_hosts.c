@@ -18,6 +18,7 @@ struct boot {
   long pid;
   const char *host; /* inside the record */
   char ip[64];
+  bool is_shared; /* its hostname shows two or more addresses */
 };
 
 /* "Bootstrap : Using eth0:10.0.0.1<0>" (2.12-2.23), "Bootstrap: Using ..."
@@ -30,7 +31,8 @@ static bool boot_ip(const struct rec *r, char *ip, size_t cap) {
   const char *colon = p ? strchr(p, ':') : NULL;
   if (!colon || !strchr(colon, '<')) return false;
   text_ip_of(colon + 1, ip, cap);
-  return ip[0] != 0;
+  /* an address, or nothing: it becomes part of a host's name */
+  return ip[0] && strspn(ip, "0123456789abcdefABCDEF.:") == strlen(ip);
 }
 
 static int boots_read(const struct logset *ls, struct boot **out) {
@@ -53,23 +55,41 @@ static int boots_read(const struct logset *ls, struct boot **out) {
   return n;
 }
 
-/* Two different addresses under this hostname? */
-static bool host_is_shared(const struct boot *v, int n, const char *host) {
-  const char *first = NULL;
-  for (int i = 0; i < n; i++) {
-    if (strcmp(v[i].host, host)) continue;
-    if (!first) first = v[i].ip;
-    else if (strcmp(first, v[i].ip)) return true;
+static int by_host_pid(const void *a, const void *b) {
+  const struct boot *x = a, *y = b;
+  int d = strcmp(x->host, y->host);
+  if (d) return d;
+  if (x->pid != y->pid) return x->pid < y->pid ? -1 : 1;
+  return x->file - y->file;
+}
+
+/* Marks each boot entry whose hostname shows two or more addresses (the
+ * entries sorted by host: one pass). */
+static bool mark_shared(struct boot *v, int n) {
+  bool is_any = false;
+  for (int i = 0, j; i < n; i = j) {
+    bool shared = false;
+    for (j = i + 1; j < n && !strcmp(v[j].host, v[i].host); j++) shared |= strcmp(v[j].ip, v[i].ip);
+    for (int k = i; k < j; k++) v[k].is_shared = shared;
+    is_any |= shared;
   }
-  return false;
+  return is_any;
 }
 
 /* The address of this record's process: its file and pid, else its pid
- * when that pid has one address in every file; NULL when unknown. */
+ * when that pid has one address in every file; NULL when unknown or when
+ * its hostname is not shared. */
 static const char *rec_ip(const struct boot *v, int n, const struct rec *r) {
+  int lo = 0, hi = n; /* the first entry of (host, pid) */
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    int d = strcmp(v[mid].host, r->host);
+    if (d < 0 || (!d && v[mid].pid < r->pid)) lo = mid + 1;
+    else hi = mid;
+  }
   const char *by_pid = NULL;
-  for (int i = 0; i < n; i++) {
-    if (strcmp(v[i].host, r->host) || v[i].pid != r->pid) continue;
+  for (int i = lo; i < n && !strcmp(v[i].host, r->host) && v[i].pid == r->pid; i++) {
+    if (!v[i].is_shared) return NULL;
     if (v[i].file == r->file) return v[i].ip;
     if (by_pid && strcmp(by_pid, v[i].ip)) return NULL;
     by_pid = v[i].ip;
@@ -80,12 +100,13 @@ static const char *rec_ip(const struct boot *v, int n, const struct rec *r) {
 void logset_split_hosts(struct logset *ls) {
   struct boot *v = NULL;
   int n = boots_read(ls, &v);
-  bool is_any = false; /* most inputs: no hostname shared, nothing to rename */
-  for (int i = 0; i < n && !is_any; i++) is_any = host_is_shared(v, n, v[i].host);
+  if (n > 1) qsort(v, (size_t)n, sizeof(*v), by_host_pid);
+  /* most inputs: no hostname shared, nothing to rename */
+  bool is_any = mark_shared(v, n);
   char(*names)[EXPLAIN_HOST_MAX] = is_any ? calloc(ls->nrecs, sizeof(*names)) : NULL;
   for (size_t i = 0; names && i < ls->nrecs; i++) {
     const struct rec *r = &ls->recs[i];
-    if (!r->host[0] || !host_is_shared(v, n, r->host)) continue;
+    if (!r->host[0]) continue;
     const char *ip = rec_ip(v, n, r);
     if (ip) snprintf(names[i], sizeof(names[i]), "%s/%s", r->host, ip);
   }

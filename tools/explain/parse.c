@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tools/explain/explain.h"
+#include "tools/explain/rules.h"
 
 static bool is_host_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -208,9 +209,14 @@ bool explain_rec_relevant(const struct rec *r) {
     "CUDA failure",
     "CUDA error",
     "cuda runtime error",
+    "CUDA Error",
+    "cudaError",
+    "CUDA_ERROR_",
+    "CUDA out of memory",
     "Duplicate GPU",
   };
   if (r->has_prefix || r->level != REC_TEXT) return true;
+  if (launch_relevant(r->text) || nccltests_relevant(r->text)) return true;
   for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
     if (strstr(r->text, needles[i])) return true;
   return false;

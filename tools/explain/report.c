@@ -12,6 +12,7 @@
 #include "common/version.h"
 #include "tools/explain/correlate.h"
 #include "tools/explain/explain.h"
+#include "tools/explain/rules.h"
 #include "tools/json_out.h"
 #include "tools/textwrap.h"
 
@@ -95,8 +96,11 @@ static void text_summary(FILE *out, const struct logset *ls, const struct corr *
   for (int i = 0; i < ls->nfiles; i++) lines += ls->files[i].nlines;
   fprintf(out, "nccl-net-diag explain: %d file%s, %ld lines, %d host%s", ls->nfiles,
           ls->nfiles == 1 ? "" : "s", lines, c->nhosts, c->nhosts == 1 ? "" : "s");
-  for (int i = 0; i < c->nhosts && i < 8; i++)
-    fprintf(out, "%s%s", i ? ", " : " (", c->hosts[i].name);
+  char clean[EXPLAIN_HOST_MAX * 2];
+  for (int i = 0; i < c->nhosts && i < 8; i++) {
+    text_clean(c->hosts[i].name, clean, sizeof(clean));
+    fprintf(out, "%s%s", i ? ", " : " (", clean);
+  }
   if (c->nhosts > 8) fprintf(out, " and %d more", c->nhosts - 8);
   fprintf(out, "%s\n", c->nhosts ? ")" : "");
   if (ls->is_capped)
@@ -142,15 +146,26 @@ static void text_finding(FILE *out, const struct logset *ls, int n, const struct
             f->nev_more == 1 ? "" : "s");
 }
 
+/* A healthy nccl-tests run: what it measured. */
+static void text_nccltests(FILE *out, const struct logset *ls) {
+  struct nt_summary s;
+  if (!nccltests_summary(ls, &s)) return;
+  fprintf(out, "nccl-tests: %ld row%s, %ld wrong value%s", s.rows, s.rows == 1 ? "" : "s", s.wrong,
+          s.wrong == 1 ? "" : "s");
+  if (s.avg_busbw >= 0) fprintf(out, "; average bus bandwidth %.2f GB/s", s.avg_busbw);
+  if (s.rows) fprintf(out, "; highest bus bandwidth of a row %.2f GB/s", s.max_busbw);
+  fprintf(out, "\n");
+}
+
 static void text_report(FILE *out, const struct logset *ls, const struct corr *c,
                         const struct findings *fs, bool all_evidence) {
   text_summary(out, ls, c);
   if (!fs->n) {
     bool has_nccl = false;
-    for (size_t i = 0; i < ls->nrecs && !has_nccl; i++)
-      has_nccl = ls->recs[i].has_prefix || ls->recs[i].level != REC_TEXT;
+    for (size_t i = 0; i < ls->nrecs && !has_nccl; i++) has_nccl = explain_rec_known(&ls->recs[i]);
     fprintf(out, "%s\n",
             has_nccl ? "no problem found in these logs" : "no NCCL output found in the input");
+    text_nccltests(out, ls);
     return;
   }
   int nconf = 0;
@@ -222,8 +237,20 @@ static void json_input(struct json *j, const struct logset *ls, const struct cor
   json_arr(j, "nccl_versions");
   for (int i = 0; i < vs.n; i++) json_str(j, NULL, vs.v[i]);
   json_close_arr(j);
+  struct nt_summary nt;
+  if (!nccltests_summary(ls, &nt)) json_null(j, "nccl_tests");
+  else {
+    json_obj(j, "nccl_tests");
+    json_int(j, "rows", nt.rows);
+    json_int(j, "wrong", nt.wrong);
+    if (nt.avg_busbw >= 0) json_num(j, "avg_busbw_gbs", nt.avg_busbw, 2);
+    else json_null(j, "avg_busbw_gbs");
+    json_num(j, "max_busbw_gbs", nt.max_busbw, 2);
+    json_close_obj(j);
+  }
   json_bool(j, "truncated", ls->is_capped);
   json_int(j, "unread_lines", ls->nunread);
+  json_int(j, "stateless_lines", ls->ninert); /* counted, not kept: input_inert.c */
   if (!ls->nunread) json_null(j, "first_unread");
   else {
     json_obj(j, "first_unread");

@@ -59,6 +59,8 @@ const struct rule explain_rules[] = {
   {"completion", "completions with error (status 12, 5, 4, 10, 13, ...)", wc_match, wc_build,
    "NCCL 2.4-2.30"},
   {"device-set", "different RDMA device sets across hosts", NULL, devset_build, "NCCL 2.4-2.30"},
+  {"network-skew", "different \"Using network\" lines across hosts with no error that says why",
+   NULL, network_build, "NCCL 2.4-2.30"},
   {"gdr-disabled", "GPU Direct RDMA disabled on every HCA (no peer memory)", gdr_match, gdr_build,
    "NCCL 2.12-2.30"},
   {"truncated", "message truncated: receiving N bytes instead of M", truncated_match,
@@ -69,8 +71,14 @@ const struct rule explain_rules[] = {
    closed_build, "NCCL 2.4-2.30"},
   {"watchdog-timeout", "a PyTorch watchdog timeout with no NCCL error (a hang)", watchdog_match,
    watchdog_build, "any NCCL (PyTorch's message)"},
+  {"nccl-tests", "nccl-tests results with wrong values (Out of bounds values FAILED, #wrong > 0)",
+   nccltests_match, nccltests_build, "nccl-tests 2.0-2.17"},
   {"unexplained-warn", "NCCL WARN lines and NCCL errors no rule explains", unknown_match,
    unknown_build, "NCCL 2.4-2.30"},
+  /* the launcher's view, after NCCL's own: which worker failed first, and how */
+  {"launcher",
+   "the launcher's report of a failed worker: torchrun (exitcode, signal), Slurm (OOM kill, time limit, failed task), Open MPI (exited on signal), Ray (actor died), a crash in libnccl",
+   launch_match, launch_build, "torchrun 1.9+, Slurm, Open MPI 4-5, Ray 2"},
 };
 
 const size_t explain_nrules = sizeof(explain_rules) / sizeof(explain_rules[0]);
@@ -113,6 +121,13 @@ static int hits_add(struct hits *h, const struct rec *r) {
   return 0;
 }
 
+bool explain_rec_known(const struct rec *r) {
+  if (r->has_prefix || r->level != REC_TEXT) return true;
+  for (size_t k = 0; k < explain_nrules; k++)
+    if (explain_rules[k].match && explain_rules[k].match(r)) return true;
+  return nccltests_relevant(r->text);
+}
+
 int explain_analyse(const struct logset *ls, struct corr *c, struct findings *fs) {
   memset(fs, 0, sizeof(*fs));
   int err = corr_build(ls, c);
@@ -131,6 +146,10 @@ int explain_analyse(const struct logset *ls, struct corr *c, struct findings *fs
     int before = fs->n;
     explain_rules[k].build(&cx, &hits[k]);
     for (int i = before; i < fs->n; i++) fs->v[i]->order = (int)k;
+  }
+  for (int i = 0; i < fs->n; i++) { /* rules also append to a cause directly */
+    finding_strip_controls(fs->v[i]->cause);
+    finding_strip_controls(fs->v[i]->fix);
   }
   for (size_t k = 0; hits && k < explain_nrules; k++) free(hits[k].v);
   free(hits);

@@ -99,6 +99,10 @@ void wc_build(const struct explain_ctx *cx, const struct hits *h);
 bool async_match(const struct rec *r);
 void async_build(const struct explain_ctx *cx, const struct hits *h);
 void mtu_build(const struct explain_ctx *cx, const struct hits *h);
+/* A completion error that follows a port error on its host or its peer's:
+ * joins that finding (true), or false. */
+bool async_port_consequence(const struct explain_ctx *cx, const struct rec *r,
+                            const char *peer_host);
 
 bool gdr_match(const struct rec *r);
 void gdr_build(const struct explain_ctx *cx, const struct hits *h);
@@ -131,6 +135,8 @@ bool wrongtype_match(const struct rec *r);
 void wrongtype_build(const struct explain_ctx *cx, const struct hits *h);
 bool cuda_match(const struct rec *r);
 void cuda_build(const struct explain_ctx *cx, const struct hits *h);
+/* Adds to f's fix what CUDA's catalogue says of the error the line names. */
+void cuda_hint(struct finding *f, const struct rec *first);
 bool sockcreate_match(const struct rec *r);
 void sockcreate_build(const struct explain_ctx *cx, const struct hits *h);
 bool netplug_match(const struct rec *r);
@@ -143,11 +149,39 @@ void oldgid_build(const struct explain_ctx *cx, const struct hits *h);
 void version_build(const struct explain_ctx *cx, const struct hits *h);
 void plugin_build(const struct explain_ctx *cx, const struct hits *h);
 void settings_build(const struct explain_ctx *cx, const struct hits *h);
+void network_build(const struct explain_ctx *cx, const struct hits *h);
 bool diag_match(const struct rec *r);
 void diag_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);
 void watchdog_build(const struct explain_ctx *cx, const struct hits *h);
 bool unknown_match(const struct rec *r);
 void unknown_build(const struct explain_ctx *cx, const struct hits *h);
+
+/* Launchers: torchrun, Slurm, Open MPI, Ray, a process's crash report. */
+bool launch_match(const struct rec *r);
+void launch_build(const struct explain_ctx *cx, const struct hits *h);
+/* A launcher line, or a field line of a launcher's block (kept by the reader). */
+bool launch_relevant(const char *text);
+
+/* nccl-tests: a table row, its wrong values and bus bandwidths (GB/s). */
+struct nt_row {
+  double bytes;
+  double busbw[2]; /* out of place, in place */
+  long wrong;
+};
+bool nccltests_row(const char *text, struct nt_row *row);
+bool nccltests_relevant(const char *text);
+bool nccltests_match(const struct rec *r);
+void nccltests_build(const struct explain_ctx *cx, const struct hits *h);
+struct nt_summary {
+  bool has;
+  long rows, wrong;
+  double avg_busbw; /* -1: not printed */
+  double max_busbw;
+};
+bool nccltests_summary(const struct logset *ls, struct nt_summary *s);
+/* A line of NCCL, CUDA, nccl-tests or a launcher: what makes the input
+ * something this tool reads (exit 2 only when no line is). */
+bool explain_rec_known(const struct rec *r);
 
 #endif

@@ -2,7 +2,10 @@
 /* Async events from the HCA: "NET/IB : mlx5_0:1 Got async event : port
  * error" (up to 2.22), "... Got non-fatal async event: port error(10)" and
  * "... async fatal event ...: <what>" (2.23+). */
+#include <stdio.h>
 #include <string.h>
+
+#include "common/strutil.h"
 
 #include "tools/explain/rules.h"
 
@@ -13,6 +16,8 @@ static bool async_event(const struct rec *r, enum async_kind *kind, char *dev, s
   if (r->is_diag || r->level != REC_WARN || !strstr(t, "async")) return false;
   if (!strstr(t, "async event") && !strstr(t, "async fatal event")) return false;
   text_token(text_after(t, "NET/IB : "), "", dev, cap);
+  /* up to 2.21 the event names no device: "NET/IB : Got async event : port error" */
+  if (!strcmp(dev, "Got") || strstr(dev, "async")) scopy(dev, cap, "");
   *kind = strstr(t, "port error")               ? AK_PORT
           : strstr(t, "local access violation") ? AK_ACCESS
           : strstr(t, "GID table")              ? AK_GID
@@ -34,11 +39,16 @@ static struct finding *async_finding(const struct explain_ctx *cx, enum async_ki
   struct finding *f = finding_new(cx->out, "async-event", confs[k]);
   if (!f) return NULL;
   const char *host = r->host[0] ? r->host : "this host";
+  char named[96];
+  /* NCCL 2.21 and older name no device: say so rather than guess one */
+  if (!dev[0]) dev = "(NCCL 2.21 and older do not name it)";
+  snprintf(named, sizeof(named), "%s", dev);
+  dev = named;
   switch (k) {
   case AK_PORT:
     finding_cause(
       f,
-      "RDMA port %s on %s went down during the job (the link flapped: cable, transceiver or switch port)",
+      "an RDMA port %s on %s went down during the job (the link flapped: cable, transceiver or switch port)",
       dev, host);
     finding_fix(
       f,
@@ -93,4 +103,28 @@ void async_build(const struct explain_ctx *cx, const struct hits *h) {
     if (!groups[k] && !(groups[k] = async_finding(cx, k, h->v[i], dev))) return;
     finding_evidence(groups[k], h->v[i]);
   }
+}
+
+/* A completion error on a host whose port went down before it (earlier in
+ * that host's log), or whose peer is that host, is that event's
+ * consequence: queue pairs over a dead link fail with retry exceeded (12)
+ * or are flushed (5). One finding, not two unrelated ones. */
+bool async_port_consequence(const struct explain_ctx *cx, const struct rec *r,
+                            const char *peer_host) {
+  for (int i = 0; i < cx->out->n; i++) {
+    struct finding *f = cx->out->v[i];
+    if (strcmp(f->rule, "async-event") || !strstr(f->cause, "went down")) continue;
+    for (size_t k = 0; k < f->ncovered; k++) {
+      const struct rec *e = f->covered[k];
+      bool same = !strcmp(e->host, r->host) && (e->file != r->file || e->idx < r->idx);
+      if (!same && !(peer_host && !strcmp(e->host, peer_host))) continue;
+      const char *note =
+        "the completion errors that followed (retry exceeded or flushed work requests) are its consequence, not a second fault";
+      size_t n = strlen(f->cause);
+      if (!strstr(f->cause, note)) snprintf(f->cause + n, sizeof(f->cause) - n, "; %s", note);
+      finding_evidence(f, r);
+      return true;
+    }
+  }
+  return false;
 }

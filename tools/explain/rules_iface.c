@@ -54,7 +54,27 @@ void ifname_build(const struct explain_ctx *cx, const struct hits *h) {
     if (!f) continue;
     char others[96] = "";
     if (other) snprintf(others, sizeof(others), " (the other hosts use %s)", other);
-    if (set && other && strcmp(other, set)) {
+    if (set && set[0] == '^') {
+      /* an exclusion list: the user's filter removed what the host has */
+      finding_cause(
+        f,
+        "NCCL_SOCKET_IFNAME=%s excludes, by prefix, every interface NCCL would use on %s (each name after the ^ removes every interface it prefixes; lo and docker* are skipped anyway), so it has no address to bootstrap or connect from: the filter, not the host, leaves none%s",
+        set, ch->name, others);
+      finding_fix(
+        f,
+        "name the interface to use instead of excluding (NCCL_SOCKET_IFNAME=%s; ip -br addr on %s lists them), or remove from the list the prefix that matches it",
+        other ? other : "<interface on every node>", ch->name);
+      if (other) finding_export(f, "NCCL_SOCKET_IFNAME=%s", other);
+    } else if (set && set[0] == '=') {
+      finding_cause(
+        f,
+        "NCCL_SOCKET_IFNAME=%s asks for exactly that name (the '=' turns off prefix matching) and %s has no interface of that name%s",
+        set, ch->name, others);
+      finding_fix(
+        f,
+        "use the exact name on %s (ip -br addr), or drop the '=' to match by prefix (NCCL_SOCKET_IFNAME=%s)",
+        ch->name, set + 1);
+    } else if (set && other && strcmp(other, set)) {
       finding_cause(
         f,
         "no interface on %s matches NCCL_SOCKET_IFNAME=%s%s, so NCCL has no address to bootstrap or connect from",

@@ -112,6 +112,45 @@ void plugin_build(const struct explain_ctx *cx, const struct hits *h) {
   free(is_odd);
 }
 
+static const char *network_of(const struct corr_host *h) {
+  return h->network_rec ? h->network : NULL;
+}
+
+static bool has_finding(const struct findings *fs, const char *rule) {
+  for (int i = 0; i < fs->n; i++)
+    if (!strcmp(fs->v[i]->rule, rule)) return true;
+  return false;
+}
+
+/* "Using network IB" on some hosts, "Using network Socket" on others, with
+ * no error that says why (a fallback, a plugin or a setting that differs
+ * reports it first): NCCL cannot connect a host over a network the peer
+ * does not run. */
+void network_build(const struct explain_ctx *cx, const struct hits *h) {
+  (void)h;
+  const struct corr *c = cx->corr;
+  if (has_finding(cx->out, "plugin-skew") || has_finding(cx->out, "ib-fallback") ||
+      has_finding(cx->out, "settings-skew"))
+    return;
+  bool *is_odd = calloc((size_t)c->nhosts + 1, sizeof(*is_odd));
+  char split[1024];
+  struct finding *f;
+  if (is_odd && split_by(c, network_of, is_odd, split, sizeof(split)) > 1 &&
+      (f = finding_new(cx->out, "network-skew", CONF_MEDIUM))) {
+    finding_cause(
+      f,
+      "the hosts chose different networks (Using network: %s) and their logs do not say why: a host that cannot open its RDMA devices, or a setting (NCCL_NET, NCCL_IB_DISABLE, NCCL_NET_PLUGIN) that differs in the environment the job gives it",
+      split);
+    finding_fix(
+      f,
+      "compare the environment and the RDMA devices of those hosts (nccl-net-diag doctor on each); set NCCL_NET to the network every host must use, so a host that cannot use it fails at init and names why");
+    for (int i = 0; i < c->nhosts; i++)
+      if (is_odd[i]) finding_evidence(f, c->hosts[i].network_rec);
+    for (int i = 0; i < c->nhosts; i++) finding_evidence(f, c->hosts[i].network_rec);
+  }
+  free(is_odd);
+}
+
 static bool has_truncation(const struct logset *ls) {
   for (size_t i = 0; i < ls->nrecs; i++)
     if (truncated_match(&ls->recs[i])) return true;

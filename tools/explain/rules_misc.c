@@ -150,6 +150,7 @@ static void message_hint(struct finding *f, const struct logset *ls, const struc
     snprintf(
       f->fix + n, sizeof(f->fix) - n,
       "; a CUDA error reported by PyTorch's NCCL watchdog comes from the GPU work it waits on (a kernel that faulted, or a GPU that failed: dmesg shows Xid errors), not from the network; rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel");
+  else if (strstr(first->text, "uda") || strstr(first->text, "CUDA")) cuda_hint(f, first);
   else if (is_failed_init_trace(first->text))
     snprintf(
       f->fix + n, sizeof(f->fix) - n,
@@ -200,6 +201,23 @@ static void verbs_hint(struct finding *f, const struct rec *first) {
     "; a verbs call that fails with no errno is most often, in a container, the locked-memory limit (ulimit -l; docker run --ulimit memlock=-1) or RDMA devices the container cannot open (/dev/infiniband)");
 }
 
+/* Settings meant for NCCL's own tests, set in a job: a lead whatever the
+ * error (NCCL_GRAPH_FILE replaces the search with a graph saved on another
+ * machine, which fails or corrupts when the topology differs). */
+static void setting_hint(struct finding *f, const struct corr *c) {
+  for (int i = 0; i < c->nhosts; i++) {
+    const char *v = corr_env(&c->hosts[i], "NCCL_GRAPH_FILE");
+    if (!v) continue;
+    size_t n = strlen(f->cause);
+    snprintf(f->cause + n, sizeof(f->cause) - n,
+             "; %s runs with NCCL_GRAPH_FILE=%.120s, which replaces NCCL's own topology search "
+             "with a saved graph and fails when this machine differs from the one it was saved on: "
+             "unset it (the environment, /etc/nccl.conf or ~/.nccl.conf; some images set it)",
+             c->hosts[i].name, v);
+    return;
+  }
+}
+
 void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   if (cx->out->n) return; /* other findings explain the job; these follow from them */
   bool has_warn = false, has_info = false;
@@ -224,6 +242,7 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
       "explain the logs of every rank together (the first rank to fail names the cause; NCCL_DEBUG_FILE=/tmp/nccl.%%h.%%p gives one file per process), run nccl-net-diag doctor on the hosts named, and add NCCL_DEBUG_SUBSYS=ALL if one rank's log shows no WARN");
     verbs_hint(f, first);
     message_hint(f, cx->ls, first);
+    setting_hint(f, cx->corr);
     return;
   }
   if (has_warn) {
@@ -245,4 +264,5 @@ void unknown_build(const struct explain_ctx *cx, const struct hits *h) {
   finding_export(f, "NCCL_DEBUG_SUBSYS=INIT,NET");
   verbs_hint(f, first);
   message_hint(f, cx->ls, first);
+  setting_hint(f, cx->corr);
 }

@@ -199,6 +199,8 @@ void wc_build(const struct explain_ctx *cx, const struct hits *h) {
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 0; i < h->n; i++) {
       if (!wcerr_parse(h->v[i]->text, &w) || (w.status == 5 && has_other) != (pass == 1)) continue;
+      const struct corr_host *peer = peer_host(cx->corr, &w);
+      if (async_port_consequence(cx, h->v[i], peer ? peer->name : NULL)) continue;
       int g = 0;
       while (g < ngroups && statuses[g] != w.status && pass == 0) g++;
       if (g == ngroups && ngroups < 32) {
