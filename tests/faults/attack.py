@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -119,11 +120,13 @@ def log_value(side, pattern, seconds=20):
     return None
 
 
-def attack(h, port, talk, seconds=ATTACK_S, conns=CONNS, during=None):
+def attack(h, port, talk, seconds=ATTACK_S, conns=CONNS, during=None, forbid=()):
     """Runs the attacker; during(), when given, runs 2 s into the attack."""
     cmd = ['ip', 'netns', 'exec', h.ns_atk, sys.executable, os.path.join(HERE, 'attacker.py'),
            '--host', h.addr(1), '--port', str(port), '--conns', str(conns), '--seconds',
            str(seconds), '--talk', talk]
+    for f in forbid:
+        cmd += ['--forbid', f]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if during:
         time.sleep(2)
@@ -146,13 +149,19 @@ def cut_checks(h, port, c):
     return run
 
 
-def healthy_pair(h, tmp):
-    env = {'NCCL_DIAG_PEER_TIMEOUT_SEC': str(PEER_TIMEOUT), 'NCCL_DEBUG': 'INFO',
-           'NCCL_DEBUG_SUBSYS': 'INIT,NET'}
-    args = F.PACED + ['--max-seconds', str(ATTACK_S + PEER_TIMEOUT + 14)]
-    recv = F.Side('recv', h.ns_recv, {**h.env('recv'), **env}, args + ['--nofile', '1000'], tmp)
-    send = F.Side('send', h.ns_send, {**h.env('send'), **env}, args, tmp)
+ENV = {'NCCL_DIAG_PEER_TIMEOUT_SEC': str(PEER_TIMEOUT), 'NCCL_DEBUG': 'INFO',
+       'NCCL_DEBUG_SUBSYS': 'INIT,NET'}
+ARGS = F.PACED + ['--max-seconds', str(ATTACK_S + PEER_TIMEOUT + 14)]
+
+
+def healthy_pair(h, tmp, late_sender=False):
+    recv = F.Side('recv', h.ns_recv, {**h.env('recv'), **ENV}, ARGS + ['--nofile', '1000'], tmp)
+    send = None if late_sender else sender(h, tmp)
     return recv, send
+
+
+def sender(h, tmp):
+    return F.Side('send', h.ns_send, {**h.env('send'), **ENV}, ARGS, tmp)
 
 
 def expect_healthy(c, sides):
@@ -197,8 +206,33 @@ def sc_liveness_flood(h, tmp, c):
     return [recv, send]
 
 
+def sc_listen_burst(h, tmp, c):
+    """5,000 strangers on the receiver's listen port, most silent, a quarter
+    presenting guessed nonces; the real peer connects 2 s into it."""
+    recv, _ = healthy_pair(h, tmp, late_sender=True)
+    port = log_value(recv, r'listening for device \S+ on port (\d+)')
+    if not c.ok(port, 'recv: its listen port is in its log'):
+        return [recv]
+    sides = [recv]
+    s = Sampler(recv.pid)
+    st = attack(h, int(port), 'nonce', during=lambda: sides.append(sender(h, tmp)),
+                forbid=[socket.gethostname(), 'libnccl', '0.2.0'])
+    max_fds, cpu = s.end()
+    c.notes.append(f'attacker {st}; recv: at most {max_fds} descriptors, CPU {cpu:.2f} core')
+    c.ok(st.get('opened', 0) > 1000, f'the attack opened connections: {st}')
+    c.ok(st.get('forbidden', 1) == 0, f'no host name or version came back: {st}')
+    c.ok(0 < max_fds <= 200, f'recv: descriptors bounded ({max_fds} at most, at most 200)')
+    if len(sides) == 2 and F.started(c, sides):
+        expect_healthy(c, sides)
+    for x in sides:
+        c.ok(x.finish() == 0, f'{x.role}: exits cleanly')
+    return sides
+
+
 SCENARIOS = [
     ('liveness port: 5,000 strangers, guessed checks, one at full rate', sc_liveness_flood),
+    ('listen port: 5,000 strangers, silent or guessing nonces, during a real connect',
+     sc_listen_burst),
 ]
 
 

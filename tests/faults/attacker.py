@@ -28,19 +28,34 @@ def live_frame():
                        random.getrandbits(64), 0)
 
 
+DIAG_MAGIC = 0x67616964
+
+
+def preamble():
+    # magic, version, role CTRL, index, a guessed nonce, a connection id: 24 bytes
+    return struct.pack('<IBBHQQ', DIAG_MAGIC, 1, 1, 0, random.getrandbits(64),
+                       random.getrandbits(64))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--host', required=True)
     ap.add_argument('--port', type=int, required=True)
     ap.add_argument('--conns', type=int, default=5000)
     ap.add_argument('--seconds', type=float, default=5)
-    ap.add_argument('--talk', default='live', help='live: liveness checks; silent: nothing')
+    ap.add_argument('--talk', default='live',
+                    help='live: liveness checks; nonce: listen preambles; silent: nothing')
+    ap.add_argument('--forbid', action='append', default=[],
+                    help='text that must not come back (counted in "forbidden")')
     a = ap.parse_args()
     want = a.conns + 64
     resource.setrlimit(resource.RLIMIT_NOFILE, (want, want))
     sel = selectors.DefaultSelector()
     socks = {}
-    stats = {'opened': 0, 'held_max': 0, 'bytes_back': 0, 'refused': 0, 'sample': ''}
+    stats = {'opened': 0, 'held_max': 0, 'bytes_back': 0, 'refused': 0, 'sample': '',
+             'forbidden': 0}
+    forbid = [f.encode() for f in a.forbid]
+    first = {'live': live_frame, 'nonce': preamble}.get(a.talk)
     end = time.monotonic() + a.seconds
     hot = None
 
@@ -66,7 +81,7 @@ def main():
 
     while time.monotonic() < end:
         while len(socks) < a.conns:
-            talk = a.talk == 'live' and len(socks) % 4 == 0
+            talk = first is not None and len(socks) % 4 == 0
             if open_one(talk) is None:
                 break
         if hot is None or hot not in socks:
@@ -86,7 +101,7 @@ def main():
                 sel.modify(s, selectors.EVENT_READ)
                 if talk is True:
                     try:
-                        s.send(live_frame())
+                        s.send(first())
                     except OSError:
                         close_one(s)
                 continue
@@ -96,6 +111,7 @@ def main():
                 data = b''
             if data:
                 stats['bytes_back'] += len(data)
+                stats['forbidden'] += sum(1 for f in forbid if f in data)
                 if not stats['sample']:
                     stats['sample'] = data[:64].hex()
             else:
