@@ -179,12 +179,12 @@ static void accept_some(struct live_answer_set *s, struct liveness_state *st, in
 }
 
 /* The first frame: admits the connection, or says why not (NULL: admitted). */
-static const char *admit(struct live_answer_set *s, struct liveness_state *st,
-                         struct live_answerer *a, const struct live_frame *f, bool is_frame) {
-  if (!is_frame || f->type != LIVE_PING)
-    return "its first bytes are not a liveness check of this plugin";
-  if (f->token != st->token)
-    return "its check is not for this process (it does not know this process's token)";
+static const char *admit(struct live_answer_set *s, struct live_answerer *a,
+                         const struct live_frame *f, bool is_check) {
+  if (!is_check)
+    return f->type == LIVE_PING ? "its check is not for this process (it does not know this "
+                                  "process's token)"
+                                : "its first bytes are not a liveness check of this plugin";
   if (s->nadmitted >= LIVE_MAX_ADMITTED) return "too many admitted connections";
   a->is_admitted = true;
   s->npending--;
@@ -214,15 +214,15 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
     a->got = 0;
     a->frames++;
     a->last_frame_ns = now;
-    struct live_frame f;
-    bool is_frame = live_frame_decode(a->in, &f) == 0;
+    struct live_frame f = {0};
+    bool is_check = live_frame_admits(a->in, st->token, &f);
     if (!a->is_admitted) {
-      const char *why = admit(s, st, a, &f, is_frame);
+      const char *why = admit(s, a, &f, is_check);
       if (why) {
         note_turned_away(s, st, &a->src, why, now);
         return false;
       }
-    } else if (!is_frame || f.type != LIVE_PING || f.token != st->token) {
+    } else if (!is_check) {
       return false;
     }
     struct live_frame reply = {LIVE_PONG, f.seq, st->token};

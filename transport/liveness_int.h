@@ -37,6 +37,10 @@ struct live_frame {
 void live_frame_encode(const struct live_frame *f, uint8_t out[LIVE_FRAME_LEN]);
 /* 0, or EPROTO when the bytes are not a frame of ours. */
 int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f);
+/* The admission test of a connection's first frame (liveness_answer.c):
+ * whether it is a check carrying token, this process's. f gets what
+ * decoded (its seq is echoed in the answer). */
+bool live_frame_admits(const uint8_t in[LIVE_FRAME_LEN], uint64_t token, struct live_frame *f);
 
 /* The checking connection to one peer process: not connected (a first
  * try, or a retry after a failure), connecting, or up and checking. */
