@@ -8,7 +8,12 @@ the healthy connection keeps moving verified data and fails nowhere; the
 stranger gets no byte back; the attacked process's descriptors and CPU stay
 bounded; nothing is left behind.
 
-usage: attack.py --driver PATH --plugin PATH [--only TEXT] [--keep-logs]
+Placements: three namespace hosts on a bridge (tcp), and RDMA over
+softverbs between the fixture hosts with the attacker on a link of its own
+to the receiver (ib).
+
+usage: attack.py --driver PATH --plugin PATH --softverbs LIB --sv-netns SH
+                 --fixture-a DIR --fixture-b DIR [--only TEXT] [--keep-logs]
 """
 import argparse
 import json
@@ -69,6 +74,42 @@ class ThreeHosts(F.TcpHosts):
 
     def addr(self, host):
         return f'10.{self.octet}.0.{host}'
+
+
+class IbThreeHosts(F.IbHosts):
+    """RDMA over softverbs between the fixture hosts (F.IbHosts), and an
+    attacker joined to the receiver by a link of its own (atk0 there, an
+    interface the plugin does not choose: NCCL_SOCKET_IFNAME=bond0)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ns_atk = self.name + 'x'
+        self.octet = self.tag % 250 + 1
+
+    def up(self):
+        super().up()
+        sh = F.sh
+        sh(['ip', 'netns', 'add', self.ns_atk])
+        sh(['ip', 'link', 'add', 'atk0', 'netns', self.ns_recv, 'type', 'veth', 'peer', 'name',
+            'eth0', 'netns', self.ns_atk])
+        for ns, dev, host in ((self.ns_recv, 'atk0', 1), (self.ns_atk, 'eth0', 3)):
+            sh(['ip', '-n', ns, 'addr', 'add', f'10.250.{self.octet}.{host}/24', 'dev', dev])
+            sh(['ip', '-n', ns, 'link', 'set', dev, 'up'])
+        sh(['ip', '-n', self.ns_atk, 'link', 'set', 'lo', 'up'])
+        for _ in range(100):
+            if 'LOWER_UP' in sh(['ip', '-n', self.ns_atk, 'link', 'show', 'eth0']).stdout:
+                break
+            time.sleep(0.05)
+
+    def down(self):
+        F.sh(['ip', 'netns', 'del', self.ns_atk], check=False)
+        super().down()
+
+    def namespaces(self):
+        return super().namespaces() + [self.ns_atk]
+
+    def addr(self, host):
+        return f'10.250.{self.octet}.{host}'
 
 
 def proc_fds(pid):
@@ -229,30 +270,55 @@ def sc_listen_burst(h, tmp, c):
     return sides
 
 
+def sc_liveness_unchosen(h, tmp, c):
+    """The liveness port is open only on the interfaces the plugin chose:
+    from a link it did not choose, nothing connects to it."""
+    recv, send = healthy_pair(h, tmp)
+    if not F.started(c, [recv, send]):
+        return [recv, send]
+    port = log_value(recv, r'peer liveness checks answer on port (\d+)')
+    if c.ok(port, 'recv: its liveness port is in its log'):
+        st = attack(h, int(port), 'live', seconds=2, conns=50)
+        c.notes.append(f'attacker {st}')
+        c.ok(st.get('opened', 1) == 0 and st.get('bytes_back', 1) == 0,
+             f'no connection to the liveness port from an interface not chosen: {st}')
+    for x in (recv, send):
+        r = x.wait(ATTACK_S + PEER_TIMEOUT + 40)
+        c.ok(r and r['status'] == 'hang' and r['code'] == 0, f'{x.role}: no error: {F.short(r)}')
+        c.ok(x.finish() == 0, f'{x.role}: exits cleanly')
+    return [recv, send]
+
+
 SCENARIOS = [
-    ('liveness port: 5,000 strangers, guessed checks, one at full rate', sc_liveness_flood),
+    ('liveness port: 5,000 strangers, guessed checks, one at full rate', sc_liveness_flood,
+     ThreeHosts),
     ('listen port: 5,000 strangers, silent or guessing nonces, during a real connect',
-     sc_listen_burst),
+     sc_listen_burst, ThreeHosts),
+    ('listen port: 5,000 strangers, silent or guessing nonces, during a real connect',
+     sc_listen_burst, IbThreeHosts),
+    ('liveness port: not open on an interface the plugin did not choose', sc_liveness_unchosen,
+     IbThreeHosts),
 ]
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument('--driver', required=True)
-    ap.add_argument('--plugin', required=True)
+    for a in ('--driver', '--plugin', '--softverbs', '--sv-netns', '--fixture-a', '--fixture-b'):
+        ap.add_argument(a, required=True)
     ap.add_argument('--only', default='')
     ap.add_argument('--keep-logs', action='store_true')
     args = ap.parse_args()
     F.ARGS = args
     n = 0
-    for title, fn in SCENARIOS:
+    for title, fn, placement in SCENARIOS:
+        title = f'{placement.kind}: {title}'
         if args.only and args.only not in title:
             continue
         n += 1
         if os.geteuid() != 0 or not shutil.which('ip'):
-            print(f'ok {n} - tcp: {title} # SKIP needs root (namespaces)', flush=True)
+            print(f'ok {n} - {title} # SKIP needs root (namespaces)', flush=True)
             continue
-        h = ThreeHosts()
+        h = placement()
         tmp = tempfile.mkdtemp(prefix=f'diagattack{os.getpid()}.')
         c = F.Checks()
         sides = []
@@ -270,7 +336,7 @@ def main():
         left = F.leftovers(h, tmp, sides)
         c.ok(not left, 'nothing left behind: ' + ', '.join(left))
         bad = c.failed()
-        print(f'{"not ok" if bad else "ok"} {n} - tcp: {title} ({time.monotonic() - t0:.0f} s)',
+        print(f'{"not ok" if bad else "ok"} {n} - {title} ({time.monotonic() - t0:.0f} s)',
               flush=True)
         for note in c.notes:
             print(f'#   measured: {note}')
