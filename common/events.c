@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "common/events.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <unistd.h>
 
@@ -41,16 +43,41 @@ static void expand_path(const char *in, char *out, size_t cap) {
   out[o] = 0;
 }
 
+/* Private by default (0600: events name hosts, addresses and settings), a
+ * symbolic link never followed (a link planted at a predictable path would
+ * redirect our writes), and nothing but a regular file; a file the user
+ * made beforehand keeps its own mode. Non-blocking open: a FIFO there must
+ * not hang the caller. */
 static void ev_open(void) {
   const char *path = knob_str(K_DIAG_LOG_FILE);
   if (!path || !*path) return;
   char full[4096];
   expand_path(path, full, sizeof(full));
-  ev_fd = open(full, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (ev_fd < 0)
-    WARN("cannot open the event file NCCL_DIAG_LOG_FILE=%s: %m; no events are written. "
-         "Point it at a writable file",
+  int fd = open(full, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+  int err = fd < 0 ? errno : 0;
+  struct stat st;
+  if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+    close(fd);
+    fd = -1;
+    err = EINVAL;
+  }
+  if (fd >= 0) {
+    fcntl(fd, F_SETFL, O_APPEND); /* blocking writes from here on */
+    ev_fd = fd;
+    return;
+  }
+  if (err == ELOOP)
+    WARN("cannot open the event file NCCL_DIAG_LOG_FILE=%s: it is a symbolic link, which is not "
+         "followed; no events are written. Point it at a file in a directory only you can write",
          full);
+  else if (err == EINVAL || err == ENXIO) /* ENXIO: a FIFO nobody reads */
+    WARN("cannot open the event file NCCL_DIAG_LOG_FILE=%s: it is not a regular file; no events "
+         "are written. Point it at a file in a directory only you can write",
+         full);
+  else
+    WARN("cannot open the event file NCCL_DIAG_LOG_FILE=%s: %s; no events are written. "
+         "Point it at a writable file",
+         full, strerror(err));
 }
 
 int ev_enabled(void) {

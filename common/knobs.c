@@ -276,8 +276,10 @@ static void load_one(enum knob_id id) {
   char why[160];
   int64_t v = 0;
   if (knob_parse(k, text, &v, why, sizeof(why)) != 0) {
-    WARN("%s=\"%s\" is not valid (%s); using the default %s", k->name, env, why,
-         k->def ? k->def : "(unset)");
+    char shown[400], why_shown[200];
+    WARN("%s=\"%s\" is not valid (%s); using the default %s", k->name,
+         log_clean(shown, sizeof(shown), env, strlen(env)),
+         log_clean(why_shown, sizeof(why_shown), why, strlen(why)), k->def ? k->def : "(unset)");
     text = k->def;
     if (!text || knob_parse(k, text, &v, why, sizeof(why)) != 0) {
       kv->ival = k->type == KT_ENUM ? -1 : 0;
@@ -288,7 +290,10 @@ static void load_one(enum knob_id id) {
   kv->ival = v;
   kv->sval = k->type == KT_ENUM ? k->choices[v] : text;
   kv->set = env && *env;
-  if (kv->set) INFO(LOG_ENV, "%s set by environment to %s", k->name, env);
+  char shown[400];
+  if (kv->set)
+    INFO(LOG_ENV, "%s set by environment to %s", k->name,
+         log_clean(shown, sizeof(shown), env, strlen(env)));
 }
 
 void knob_load(int force) {

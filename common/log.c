@@ -71,6 +71,39 @@ static void emit_line(enum log_level level, unsigned long flags, const char *fil
           level_name(level), text);
 }
 
+/* The length of a valid UTF-8 sequence at p (at most n bytes) that is
+ * not a C1 control (U+0080..U+009F, which some terminals obey), or 0. */
+static size_t utf8_len(const unsigned char *p, size_t n) {
+  size_t len = p[0] >= 0xf5 ? 0 : p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+  if (!len || len > n) return 0;
+  for (size_t i = 1; i < len; i++)
+    if ((p[i] & 0xc0) != 0x80) return 0;
+  if (len == 2 && p[0] == 0xc2 && p[1] < 0xa0) return 0;  /* C1 */
+  if (len == 3 && p[0] == 0xe0 && p[1] < 0xa0) return 0;  /* overlong */
+  if (len == 3 && p[0] == 0xed && p[1] >= 0xa0) return 0; /* surrogate */
+  if (len == 4 && p[0] == 0xf0 && p[1] < 0x90) return 0;  /* overlong */
+  if (len == 4 && p[0] == 0xf4 && p[1] >= 0x90) return 0; /* past U+10FFFF */
+  return len;
+}
+
+const char *log_clean(char *dst, size_t cap, const char *src, size_t n) {
+  if (!cap) return dst;
+  const unsigned char *p = (const unsigned char *)src;
+  size_t o = 0, i = 0;
+  while (i < n && p[i]) {
+    size_t len = p[i] >= 0x20 && p[i] < 0x7f ? 1 : p[i] >= 0x80 ? utf8_len(p + i, n - i) : 0;
+    if (len && o + len < cap) {
+      memcpy(dst + o, p + i, len);
+      o += len, i += len;
+    } else if (!len && o + 4 < cap) {
+      snprintf(dst + o, cap - o, "\\x%02x", p[i]);
+      o += 4, i++;
+    } else break;
+  }
+  dst[o] = 0;
+  return dst;
+}
+
 /* Where a line longer than max is best cut: after the last sentence or
  * clause that fits, else at a space, else at max. */
 static size_t cut_at(const char *p, size_t n, size_t max) {

@@ -12,6 +12,7 @@
 #define DIAG_COMMON_LOG_H
 
 #include <errno.h>
+#include <stddef.h>
 
 enum log_level {
   LOG_LEVEL_NONE = 0,
@@ -40,6 +41,13 @@ int log_have_sink(void);
 /* Outside NCCL (tools, tests without a logger): the stderr threshold.
  * Defaults to NCCL_DEBUG (WARN when unset). */
 void log_set_stderr_level(enum log_level level);
+
+/* src (n bytes; stops at a NUL) made safe for one log line or terminal:
+ * control bytes (a newline would start a forged line, ESC a terminal
+ * escape), DEL, C1 controls and bytes that are not UTF-8 become "\xNN";
+ * printable ASCII and valid UTF-8 stay. Cut to fit dst; returns dst. For
+ * text from the network or the environment. */
+const char *log_clean(char *dst, size_t cap, const char *src, size_t n);
 
 void log_emit(enum log_level level, unsigned long flags, const char *file, int line,
               const char *fmt, ...) __attribute__((format(printf, 5, 6)));

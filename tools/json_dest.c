@@ -2,7 +2,10 @@
 #include "tools/json_dest.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int json_dest_arg(struct json_dest *d, const char *arg, char *why, size_t cap) {
   if (strcmp(arg, "--json") && strncmp(arg, "--json=", 7)) return 0;
@@ -33,13 +36,22 @@ int json_dest_open(struct json_dest *d, char *why, size_t cap) {
     d->f = stdout;
     return 0;
   }
-  d->f = fopen(d->path, "w");
+  /* 0600 for a new file, and a symbolic link not followed: one planted at
+   * the path would redirect the report. */
+  int fd = open(d->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0 && !(d->f = fdopen(fd, "w"))) close(fd);
   if (d->f) return 0;
   int e = errno;
-  snprintf(why, cap,
-           "cannot write the JSON to %s: %s; name a file in a writable folder, or give --json "
-           "alone for stdout",
-           d->path, strerror(e));
+  if (e == ELOOP)
+    snprintf(why, cap,
+             "cannot write the JSON to %s: it is a symbolic link, which is not followed; name "
+             "the file itself, or give --json alone for stdout",
+             d->path);
+  else
+    snprintf(why, cap,
+             "cannot write the JSON to %s: %s; name a file in a writable folder, or give --json "
+             "alone for stdout",
+             d->path, strerror(e));
   return e;
 }
 

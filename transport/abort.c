@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "transport/abort.h"
 
+#include "common/log.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
@@ -38,9 +40,9 @@ bool transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
     if (got < MSG_HDR_LEN) continue;
     if (msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT)) return false;
     if (got < MSG_HDR_LEN + h.size) continue;
-    size_t len = h.size < cap - 1 ? h.size : cap - 1;
-    memcpy(reason, buf + MSG_HDR_LEN, len);
-    reason[len] = 0;
+    /* The peer's words go into our WARN: a newline in them must not forge
+     * a line, nor an escape code reach a terminal. */
+    log_clean(reason, cap, (const char *)buf + MSG_HDR_LEN, h.size);
     return true;
   }
   return false;

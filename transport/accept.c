@@ -35,9 +35,40 @@ static bool accept_errno_transient(int err) {
          err == EOPNOTSUPP || err == ENETUNREACH || err == EPERM;
 }
 
-/* Takes what the listening socket has: 0, or an errno (logged). */
+static bool same_source(const struct incoming *in, const struct ipaddr *src) {
+  return in->src.family == src->family && !memcmp(in->src.bytes, src->bytes, sizeof(src->bytes));
+}
+
+/* Makes room for a socket from src: drops the oldest silent one from src
+ * when src holds its share, else the oldest silent one when the table is
+ * full. false: no room (every place holds a socket that identified
+ * itself). */
+static bool make_room(struct listen_comm *l, const struct ipaddr *src, int64_t now) {
+  int from_src = 0, oldest_src = -1, oldest = -1;
+  for (int i = 0; i < l->nincoming; i++) {
+    const struct incoming *in = &l->incoming[i];
+    if (in->got == PREAMBLE_LEN) continue;
+    bool is_src = same_source(in, src);
+    from_src += is_src;
+    if (is_src && (oldest_src < 0 || in->deadline < l->incoming[oldest_src].deadline))
+      oldest_src = i;
+    if (oldest < 0 || in->deadline < l->incoming[oldest].deadline) oldest = i;
+  }
+  int victim = from_src >= LISTEN_PER_SOURCE         ? oldest_src
+               : l->nincoming == LISTEN_MAX_INCOMING ? oldest
+                                                     : -2;
+  if (victim == -2) return true;
+  if (victim < 0) return false;
+  listen_turn_away(l, l->incoming[victim].fd, l->incoming[victim].peer,
+                   "it had not identified itself, and newer connections needed its place", now);
+  drop_incoming(l, victim);
+  return true;
+}
+
+/* Takes what the listening socket has: 0, or an errno (logged). A few at a
+ * time: the call returns to NCCL within its millisecond. */
 static int accept_new(struct listen_comm *l, int64_t now) {
-  for (int loops = 0; loops < 256; loops++) {
+  for (int loops = 0; loops < 64; loops++) {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     int fd = accept4(l->fd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -50,14 +81,19 @@ static int accept_new(struct listen_comm *l, int64_t now) {
     }
     sock_tune(fd);
     char peer[80];
+    struct ipaddr src = {0};
     sockaddr_str((struct sockaddr *)&ss, peer, sizeof(peer));
-    if (l->nincoming == LISTEN_MAX_INCOMING) {
+    ipaddr_from_sockaddr(&src, (struct sockaddr *)&ss, NULL);
+    ipaddr_unmap(&src);
+    src.prefix = 0;
+    if (!make_room(l, &src, now)) {
       listen_refuse(l, fd, peer, "too many connections are waiting to identify themselves", NULL);
       continue;
     }
     struct incoming *in = &l->incoming[l->nincoming++];
     memset(in, 0, sizeof(*in));
     in->fd = fd;
+    in->src = src;
     in->deadline = now + l->handshake_ns;
     snprintf(in->peer, sizeof(in->peer), "%s", peer);
   }

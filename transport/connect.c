@@ -241,13 +241,17 @@ static void refused(struct connecting *c, struct cand *k) {
   char why[200], text[640], a[HANDLE_HOST_LEN], b[HANDLE_HOST_LEN];
   if (hello_decode_refusal(k->in.buf + HELLO_HDR_LEN, k->in.body_len, &r, why, sizeof(why)))
     snprintf(r.reason, sizeof(r.reason), "a refusal we cannot read (%s)", why);
-  snprintf(text, sizeof(text), "the listener there (on %s) refused this connection: %s",
-           r.host[0] ? r.host : "an unnamed host", r.reason);
+  if (r.host[0])
+    snprintf(text, sizeof(text), "the listener there (on %s) refused this connection: %s", r.host,
+             r.reason);
+  else snprintf(text, sizeof(text), "the listener there refused this connection: %s", r.reason);
   attempt_failed(c, k, 0, text);
   short_host(r.host, a, sizeof(a));
   short_host(c->h.host, b, sizeof(b));
   if (!c->refuser) c->refuser = k;
-  if (!strcmp(a, b)) c->is_refusal_final = true;
+  /* A listener that names no host (it tells strangers nothing) is at an
+   * address the handle gave: taken as the handle's host. */
+  if (!r.host[0] || !strcmp(a, b)) c->is_refusal_final = true;
 }
 
 static void fail_refused(struct connecting *c) {

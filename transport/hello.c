@@ -375,12 +375,11 @@ int hello_decode_body(const uint8_t *body, size_t len, struct hello *h, char *wh
 int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *len) {
   *len = 0;
   if (cap < HELLO_HDR_LEN) return EMSGSIZE;
-  char host[64] = {0}, text[HELLO_REASON_MAX];
-  gethostname(host, sizeof(host) - 1);
+  char text[HELLO_REASON_MAX];
   scopy(text, sizeof(text), reason);
+  /* Only the reason: whoever presented a wrong nonce may be a stranger,
+   * who must not learn the host's name or the plugin's version. */
   struct wbuf w = {out + HELLO_HDR_LEN, cap - HELLO_HDR_LEN, 0, 0};
-  w_tlv_str(&w, T_PLUGIN_VERSION, DIAG_VERSION);
-  w_tlv_str(&w, T_HOST, host);
   w_tlv_str(&w, T_REASON, text);
   if (w.has_overflow) return EMSGSIZE;
   w_header(out, HELLO_REFUSE, w.len);

@@ -133,8 +133,9 @@ struct hello_refusal {
   char reason[HELLO_REASON_MAX];
 };
 
-/* Encodes a refusal record from this host: 0 with the total length in
- * *len, or EMSGSIZE. The reason is cut to HELLO_REASON_MAX - 1 bytes. */
+/* Encodes a refusal record: 0 with the total length in *len, or EMSGSIZE.
+ * The reason is cut to HELLO_REASON_MAX - 1 bytes. It names neither the
+ * host nor the version (older listeners sent both; they still decode). */
 int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *len);
 /* Decodes the body of a HELLO_REFUSE record: 0, or EPROTO with why. */
 int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *r, char *why,

@@ -37,28 +37,53 @@ static void tell_refusal(int fd, const char *tell) {
   shutdown(fd, SHUT_WR);
 }
 
+/* Past the first few, refusals and dropped sockets are counted and said
+ * at INFO at most every 10 s: a flood must not flood the log or the event
+ * file. */
+#define LISTEN_LOUD_REFUSALS 25
+static void say_quietly(struct listen_comm *l, const char *peer, const char *why, int64_t now) {
+  l->turned_away++;
+  ev_count(C_REFUSED_CONNS, 1);
+  if (l->said_turned_away_ns && now - l->said_turned_away_ns < 10000000000LL) return;
+  INFO(LOG_NET,
+       "listen on device %s port %u: refused or dropped %lu more connections (the latest from %s: "
+       "%s); still waiting for the real peer",
+       l->dev->name, l->port, l->turned_away - l->said_turned_away, peer, why);
+  l->said_turned_away = l->turned_away;
+  l->said_turned_away_ns = now;
+}
+
 void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why,
                    const char *tell) {
-  l->refusals++;
-  ev_count(C_REFUSED_CONNS, 1);
-  struct ev e;
-  ev_begin(&e, "refused_connection");
-  ev_str(&e, "device", l->dev->name);
-  ev_int(&e, "port", l->port);
-  ev_str(&e, "remote", peer);
-  ev_str(&e, "reason", why);
-  ev_end(&e);
-  /* A port scanner must not flood the log: the first few are WARNs. */
-  if (l->refusals <= 5)
-    WARN("refused connection from %s to device %s port %u: %s. It is not this listener's "
-         "peer (a stray or hostile connection, a process of another job, or a peer with another "
-         "plugin version); still waiting for the real peer",
-         peer, l->dev->name, l->port, why);
-  else
-    INFO(LOG_NET, "refused connection from %s to device %s port %u: %s", peer, l->dev->name,
-         l->port, why);
+  if (++l->refusals > LISTEN_LOUD_REFUSALS) {
+    say_quietly(l, peer, why, now_ns());
+  } else {
+    ev_count(C_REFUSED_CONNS, 1);
+    struct ev e;
+    ev_begin(&e, "refused_connection");
+    ev_str(&e, "device", l->dev->name);
+    ev_int(&e, "port", l->port);
+    ev_str(&e, "remote", peer);
+    ev_str(&e, "reason", why);
+    ev_end(&e);
+    /* A port scanner must not flood the log: the first few are WARNs. */
+    if (l->refusals <= 5)
+      WARN("refused connection from %s to device %s port %u: %s. It is not this listener's "
+           "peer (a stray or hostile connection, a process of another job, or a peer with "
+           "another plugin version); still waiting for the real peer",
+           peer, l->dev->name, l->port, why);
+    else
+      INFO(LOG_NET, "refused connection from %s to device %s port %u: %s", peer, l->dev->name,
+           l->port, why);
+  }
   if (fd >= 0 && tell) tell_refusal(fd, tell);
   if (fd >= 0) close(fd);
+}
+
+void listen_turn_away(struct listen_comm *l, int fd, const char *peer, const char *why,
+                      int64_t now) {
+  close(fd);
+  say_quietly(l, peer, why, now);
 }
 
 void listen_reset_conn(struct listen_comm *l) {

@@ -23,12 +23,20 @@
 
 #include <stdint.h>
 
+#include "common/addr.h"
+
 #include "transport/frame.h"
 #include "transport/hello.h"
 #include "transport/record_io.h"
 #include "transport/transport.h"
 
-#define LISTEN_MAX_INCOMING 32
+/* Sockets that have not identified themselves yet, in all and from one
+ * source address. A newcomer takes the place of the oldest silent one
+ * (from its own source when that source holds its share), so strangers
+ * cannot crowd out the real peer, whose sockets identify themselves at
+ * once; one that identified itself is never dropped for a newcomer. */
+#define LISTEN_MAX_INCOMING 64
+#define LISTEN_PER_SOURCE 16
 /* Connections whose hello this listen answered, remembered so that the
  * connector's other attempts (the same connection raced on another of our
  * addresses) are dropped when they come up, however late. */
@@ -37,6 +45,7 @@
 /* A socket that has not identified itself yet. */
 struct incoming {
   int fd;
+  struct ipaddr src;
   char peer[80];
   uint8_t buf[PREAMBLE_LEN];
   size_t got;
@@ -65,6 +74,8 @@ struct listen_comm {
   int nincoming;
   struct incoming incoming[LISTEN_MAX_INCOMING];
   int refusals;
+  unsigned long turned_away, said_turned_away; /* refused or dropped quietly */
+  int64_t said_turned_away_ns;
   /* The one connection being assembled (the socket that presented our
    * nonce as a control socket). */
   enum accept_stage stage;
@@ -91,6 +102,11 @@ struct listen_comm {
  * its connect timeout. */
 void listen_refuse(struct listen_comm *l, int fd, const char *peer, const char *why,
                    const char *tell);
+/* Closes a silent socket dropped to make room for a newcomer: counted, and
+ * said at INFO at most every 10 s (a flood must not flood the log or the
+ * event file; listen_refuse, too, goes quiet after the first few). */
+void listen_turn_away(struct listen_comm *l, int fd, const char *peer, const char *why,
+                      int64_t now);
 /* Drops the connection in setup, if any: the machine is idle again. */
 void listen_reset_conn(struct listen_comm *l);
 

@@ -20,8 +20,7 @@
 #include "transport/liveness_int.h"
 #include "transport/sock.h"
 
-static struct liveness_state state = {
-  .lock = PTHREAD_MUTEX_INITIALIZER, .listen_fd = -1, .wake_fd = -1};
+static struct liveness_state state = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1};
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 
 struct liveness_state *liveness_state(void) {
@@ -65,8 +64,8 @@ static void start(void) {
   if (st->interval_ns > 5000000000LL) st->interval_ns = 5000000000LL;
   if (getrandom(&st->token, sizeof(st->token), GRND_NONBLOCK) != sizeof(st->token))
     st->token = (uint64_t)now_ns() ^ ((uint64_t)getpid() << 32);
-  int err = sock_listen(AF_INET6, &st->listen_fd, &st->port);
-  if (err == EAFNOSUPPORT) err = sock_listen(AF_INET, &st->listen_fd, &st->port);
+  char where[300];
+  int err = liveness_bind(st, where, sizeof(where));
   if (!err) {
     st->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (st->wake_fd < 0) err = errno;
@@ -79,16 +78,18 @@ static void start(void) {
          "peer liveness checks cannot run in this process (%s%s%s): a stopped "
          "or unreachable peer is waited for without end",
          strerror(err), advice[0] ? "; " : "", advice);
-    if (st->listen_fd >= 0) close(st->listen_fd);
+    for (int i = 0; i < st->nlisten; i++) close(st->listen_fds[i]);
     if (st->wake_fd >= 0) close(st->wake_fd);
-    st->listen_fd = st->wake_fd = -1;
+    st->nlisten = 0;
+    st->wake_fd = -1;
     return;
   }
   st->is_on = true;
   INFO(LOG_INIT | LOG_NET,
-       "peer liveness checks answer on port %u; a peer that stops answering "
-       "fails its connections after %lld s (NCCL_DIAG_PEER_TIMEOUT_SEC)",
-       st->port, (long long)sec);
+       "peer liveness checks answer on port %u of %s, to peers with an established connection "
+       "only; a peer that stops answering fails its connections after %lld s "
+       "(NCCL_DIAG_PEER_TIMEOUT_SEC)",
+       st->port, where, (long long)sec);
 }
 
 void liveness_local(struct hello_live *out) {
@@ -185,7 +186,7 @@ void liveness_peer_notice(const struct liveness_peer *p, char *buf, size_t cap) 
 
 enum liveness_view liveness_peer_state(const struct liveness_peer *p, char *buf, size_t cap) {
   if (cap) buf[0] = 0;
-  if (!p) return LIVENESS_UNCHECKED;
+  if (!p || atomic_load(&p->is_unchecked)) return LIVENESS_UNCHECKED;
   if (atomic_load_explicit(&p->is_lost, memory_order_acquire)) {
     snprintf(buf, cap, "stopped answering liveness checks");
     return LIVENESS_LOST;

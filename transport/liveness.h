@@ -6,16 +6,15 @@
  * answering, and after NCCL_DIAG_PEER_TIMEOUT_SEC every request of its
  * connections fails with the observation in words.
  *
- * How: one thread per process (liveness_thread.c) with one listening
- * socket; each side's hello carries its port and a token naming the
- * process (hello.h). Each process keeps one connection to each peer
- * process it has comms with, whatever their number, sends a check on it
- * every few seconds, and the peer's liveness thread answers. A peer whose
- * kernel acknowledges the checks but whose process does not answer is
- * stopped or frozen; one whose kernel acknowledges nothing is down or cut
- * off; one whose port refuses connections no longer runs. A gap in this
- * process's own running (it was stopped itself) is not held against its
- * peers.
+ * How: one thread per process (liveness_thread.c) listening on the
+ * chosen interfaces' addresses (liveness_bind.c); each side's hello
+ * carries its port and a token naming the process (hello.h), which a check
+ * must carry to be answered at all (liveness_answer.c). Each process keeps one connection to each
+ * peer process it has comms with, whatever their number, sends a check on it every few seconds, and
+ * the peer's liveness thread answers. A peer whose kernel acknowledges the checks but whose process
+ * does not answer is stopped or frozen; one whose kernel acknowledges nothing is down or cut off;
+ * one whose port refuses connections no longer runs. A gap in this process's own running (it was
+ * stopped itself) is not held against its peers.
  *
  * A comm holds a reference to its peer's record (comm->live); the data
  * paths ask liveness_peer_lost() when a request has made no progress. */

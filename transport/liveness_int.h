@@ -6,17 +6,23 @@
 #ifndef DIAG_TRANSPORT_LIVENESS_INT_H
 #define DIAG_TRANSPORT_LIVENESS_INT_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
 #include "transport/liveness.h"
 
 /* One frame each way, fixed size: a check (PING) carries the token of the
- * process it is meant for; the answer (PONG) carries the answerer's, or
- * NOT_ME when the process at that port is another one. */
+ * process it is meant for, which only a peer with an established connection
+ * learned (from that process's hello); the answer (PONG) carries the same
+ * token back. A connection whose first frame is not a check with this
+ * process's token gets nothing back and is closed (liveness_answer.c).
+ * Older answerers sent NOT_ME with their own token to a wrong one: still
+ * understood from them (the process at that port is another one). */
 #define LIVE_MAGIC 0x706c7664u /* "dvlp" */
 #define LIVE_VERSION 1
 #define LIVE_FRAME_LEN 24
@@ -31,6 +37,10 @@ struct live_frame {
 void live_frame_encode(const struct live_frame *f, uint8_t out[LIVE_FRAME_LEN]);
 /* 0, or EPROTO when the bytes are not a frame of ours. */
 int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f);
+/* The admission test of a connection's first frame (liveness_answer.c):
+ * whether it is a check carrying token, this process's. f gets what
+ * decoded (its seq is echoed in the answer). */
+bool live_frame_admits(const uint8_t in[LIVE_FRAME_LEN], uint64_t token, struct live_frame *f);
 
 /* The checking connection to one peer process: not connected (a first
  * try, or a retry after a failure), connecting, or up and checking. */
@@ -52,26 +62,75 @@ struct liveness_peer {
   enum live_stage stage;
   int fd;
   int poll_index; /* its slot in this pass's poll set, -1 when not polled */
-  int64_t next_check_ns, next_try_ns, attempt_ns;
+  int64_t next_check_ns, next_try_ns, attempt_ns, up_since_ns;
   uint32_t seq;
   unsigned checks, answers;
+  unsigned conn_answers;    /* on the current connection */
+  unsigned turned_away;     /* connections its port closed before any answer */
+  atomic_bool is_unchecked; /* no evidence either way for a timeout: not held against it */
+  bool has_said_unchecked;
   int last_err;        /* the last failed connect's errno */
   bool has_said_local; /* this host could not check it (INFO said once) */
   uint8_t in[LIVE_FRAME_LEN];
   size_t got;
 };
 
+/* The answering side's listening sockets: one per address of the
+ * interfaces the plugin chose, all on one port (the wildcard only when
+ * none of them binds). */
+#define LIVE_MAX_LISTEN 16
+
 struct liveness_state {
   pthread_mutex_t lock;
   struct liveness_peer *peers;
   bool is_on;
-  int listen_fd, wake_fd;
+  int listen_fds[LIVE_MAX_LISTEN];
+  int nlisten;
+  int wake_fd;
   uint16_t port;
   uint64_t token;
   int64_t timeout_ns, interval_ns;
 };
 
 struct liveness_state *liveness_state(void);
+/* Opens st's listening sockets (liveness_bind.c): 0 or an errno; what it
+ * bound is said at INFO by the caller. where gets "10.0.0.7, fd00::7" or
+ * "every address". */
+int liveness_bind(struct liveness_state *st, char *where, size_t cap);
+
+/* The answering side (liveness_answer.c): connections others opened to
+ * this process's port, bounded whatever strangers do: a connection is
+ * admitted only by a first frame that is a check with this process's
+ * token, within LIVE_ADMIT_NS; unadmitted ones are capped per source
+ * address and in total (the oldest is dropped for a newcomer, so a real
+ * peer always gets in); admitted ones close when idle; accepts and frames
+ * are rationed per pass and per second, so a flooder takes neither the
+ * thread's CPU nor the process's descriptors. */
+struct live_answerer;
+struct live_answer_set {
+  struct live_answerer *conns;
+  int n, cap, npending, nadmitted;
+  int npolled;         /* conns[0..npolled) are in this pass's poll set */
+  int first_poll;      /* index of the first listening socket in the poll set */
+  int64_t pause_until; /* listening sockets not polled until then */
+  int64_t window_ns;   /* the current accept/turn-away accounting window */
+  int accepts;         /* in the window */
+  unsigned long turned_away, said_turned_away;
+  int64_t said_ns;
+  bool has_said_shortage;
+};
+/* How long the next poll may wait (at most ms): until rationed accepts
+ * resume. */
+int live_answer_wait_ms(const struct live_answer_set *s, int64_t now, int ms);
+/* Room the set needs in the poll array. */
+int live_answer_nfds(const struct live_answer_set *s, const struct liveness_state *st);
+/* Appends the listening sockets and the connections to fds from index n:
+ * the new count. */
+int live_answer_polls(struct live_answer_set *s, const struct liveness_state *st,
+                      struct pollfd *fds, int n, int64_t now);
+/* After the poll: accepts, admits, answers, expires. */
+void live_answer_pass(struct live_answer_set *s, struct liveness_state *st,
+                      const struct pollfd *fds, int64_t now);
 /* The thread: started once by liveness_local(). */
 void *liveness_thread_main(void *arg);
 /* Makes the thread look at the records now (a new one, a dropped one). */

@@ -107,10 +107,66 @@ static const char *observe(const struct liveness_peer *p, int64_t interval_ns, c
   return CAUSE_STOPPED;
 }
 
+/* Whether what the checks saw is evidence about the peer: a checking
+ * connection its process answered on before it fell silent, or one up for
+ * most of the timeout (a real peer's connection waits in a flooded accept
+ * queue far less: the port takes 10,000 a second, liveness_answer.c), or a
+ * port that refuses. Otherwise (no connection could be made, its port
+ * closed ours before answering, ours is recent and never answered) detail
+ * says why there is none. */
+static bool has_evidence(const struct liveness_state *st, const struct liveness_peer *p,
+                         int64_t now, char *detail, size_t cap) {
+  if (p->stage == LIVE_UP &&
+      (p->conn_answers || now - p->up_since_ns >= st->timeout_ns - st->timeout_ns / 4))
+    return true;
+  if (p->stage != LIVE_UP && p->last_err == ECONNREFUSED) return true;
+  if (p->stage == LIVE_UP)
+    snprintf(detail, cap,
+             "our checking connection to %s, up for only %.0f s, has had no answer yet (its port "
+             "may be flooded with other connections, or the process stopped before it answered)",
+             p->where, (double)(now - p->up_since_ns) / 1e9);
+  else if (p->turned_away && (p->last_err == EPIPE || p->last_err == ECONNRESET))
+    snprintf(detail, cap,
+             "its liveness port %s closed %u of our checking connections before answering (it "
+             "turns away connections it cannot take, or another process has that port now)",
+             p->where, p->turned_away);
+  else
+    snprintf(detail, cap, "no connection to its liveness port %s could be made (last attempt: %s)",
+             p->where, p->last_err ? strerror(p->last_err) : "still connecting");
+  return false;
+}
+
+/* No evidence: said (a WARN for the first such peer of this process, INFO
+ * after), the peer not blamed, and the timeout counted again from now. */
+static void say_unchecked(struct liveness_state *st, struct liveness_peer *p, int64_t now,
+                          const char *detail) {
+  static atomic_bool has_warned;
+  char msg[900];
+  const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&p->sa;
+  const struct sockaddr_in *s4 = (const struct sockaddr_in *)&p->sa;
+  unsigned port = ntohs(p->sa.ss_family == AF_INET ? s4->sin_port : s6->sin6_port);
+  snprintf(msg, sizeof(msg),
+           "cannot check whether the peer process (pid %u on %s) is alive: %s. Its connections "
+           "are not failed for this; if it stops or is cut off, only its data connections show "
+           "it. Fix: let this host reach port %u of that host's chosen interfaces (a firewall "
+           "between the hosts may drop it)",
+           p->pid, p->host, detail, port);
+  if (!p->has_said_unchecked && !atomic_exchange(&has_warned, true)) WARN("%s", msg);
+  else if (!p->has_said_unchecked) INFO(LOG_NET, "%s", msg);
+  p->has_said_unchecked = true;
+  atomic_store(&p->is_unchecked, true);
+  atomic_store(&p->last_answer_ns, now);
+  (void)st;
+}
+
 void liveness_check_timeout(struct liveness_state *st, struct liveness_peer *p, int64_t now) {
   int64_t quiet = now - atomic_load(&p->last_answer_ns);
   if (quiet <= st->timeout_ns) return;
   char detail[400];
+  if (!has_evidence(st, p, now, detail, sizeof(detail))) {
+    say_unchecked(st, p, now, detail);
+    return;
+  }
   const char *cause = observe(p, st->interval_ns, detail, sizeof(detail));
   liveness_declare_lost(st, p, now, true, detail, cause);
 }

@@ -10,6 +10,7 @@
  *     to be gone (its port refuses us after it had answered, or another
  *     process answers there);
  *   - closes and frees the records no comm holds any more.
+ * The answering side, with its bounds, is liveness_answer.c.
  * It polls at most LOOP_NS at a time; a pass that comes much later than
  * that means this process itself did not run (stopped, or the host
  * stalled), and the gap is not counted against the peers. */
@@ -27,24 +28,14 @@
 #include "transport/sock.h"
 
 #define LOOP_NS 250000000LL
-#define MAX_ANSWERERS 4096
-
-struct answerer {
-  int fd;
-  uint8_t in[LIVE_FRAME_LEN];
-  size_t got;
-};
 
 struct loop {
   struct liveness_state *st;
-  struct answerer *answerers;
-  int nanswerers, cap_answerers;
-  int64_t listen_pause_until; /* accept ran out of descriptors: try again later */
+  struct live_answer_set answer;
   int64_t last_ns;
   struct pollfd *fds;
   struct liveness_peer **fd_peers; /* the peer polled at each index, NULL for others */
   int cap_fds;
-  int nanswerers_polled; /* the answerers in fds[2..], as they were at the poll */
 };
 
 static bool is_local_shortage(int err) {
@@ -56,80 +47,6 @@ static void close_conn(struct liveness_peer *p) {
   p->fd = -1;
   p->got = 0;
   p->stage = LIVE_IDLE;
-}
-
-/* ---- the answerer side ---- */
-
-static bool serve(struct liveness_state *st, struct answerer *a);
-
-/* Serves the answerers that were polled, drops those that are done, and
- * keeps the ones accepted since for the next pass. */
-static void serve_answerers(struct loop *L) {
-  int kept = 0;
-  for (int i = 0; i < L->nanswerers; i++) {
-    struct answerer *a = &L->answerers[i];
-    bool is_polled = i < L->nanswerers_polled;
-    if (is_polled && L->fds[2 + i].revents && !serve(L->st, a)) {
-      close(a->fd);
-      continue;
-    }
-    L->answerers[kept++] = *a;
-  }
-  L->nanswerers = kept;
-}
-
-/* A dead pinger's connection would never see data from us: keepalive reaps it. */
-static void tune_answerer(int fd) {
-  int one = 1, idle = 60, intvl = 10, cnt = 6;
-  setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
-  setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
-  sock_tune(fd);
-}
-
-static void accept_all(struct loop *L, int64_t now) {
-  for (;;) {
-    int fd = accept4(L->st->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
-      if (is_local_shortage(errno)) L->listen_pause_until = now + 1000000000LL;
-      return;
-    }
-    if (L->nanswerers == L->cap_answerers) {
-      int cap = L->cap_answerers ? L->cap_answerers * 2 : 16;
-      struct answerer *a = cap <= MAX_ANSWERERS ? realloc(L->answerers, cap * sizeof(*a)) : NULL;
-      if (!a) {
-        close(fd);
-        continue;
-      }
-      L->answerers = a;
-      L->cap_answerers = cap;
-    }
-    tune_answerer(fd);
-    L->answerers[L->nanswerers++] = (struct answerer){fd, {0}, 0};
-  }
-}
-
-/* Reads what arrived and answers each check: false when the connection is
- * done (closed, broken, or not speaking our frames). */
-static bool serve(struct liveness_state *st, struct answerer *a) {
-  for (;;) {
-    size_t n;
-    int err = sock_recv(a->fd, a->in + a->got, LIVE_FRAME_LEN - a->got, &n);
-    if (err == EAGAIN) return true;
-    if (err) return false;
-    a->got += n;
-    if (a->got < LIVE_FRAME_LEN) continue;
-    a->got = 0;
-    struct live_frame f;
-    if (live_frame_decode(a->in, &f) || f.type != LIVE_PING) return false;
-    struct live_frame reply = {f.token == st->token ? LIVE_PONG : LIVE_NOT_ME, f.seq, st->token};
-    uint8_t out[LIVE_FRAME_LEN];
-    live_frame_encode(&reply, out);
-    /* 24 bytes into a socket the pinger drains: a short write means it does
-     * not read, and it reconnects when we drop it. */
-    if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
-  }
 }
 
 /* ---- the checking side ---- */
@@ -165,6 +82,8 @@ static void connect_failed(struct liveness_state *st, struct liveness_peer *p, i
 static void now_up(struct liveness_state *st, struct liveness_peer *p, int64_t now) {
   p->stage = LIVE_UP;
   p->next_check_ns = now;
+  p->up_since_ns = now;
+  p->conn_answers = 0;
   p->got = 0;
   /* Checks unacknowledged well past the timeout end the connection in the
    * kernel (no retransmitting for the 15 minutes of tcp_retries2); the
@@ -201,7 +120,9 @@ static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t
   }
   if (f.type == LIVE_PONG && f.token == p->token) {
     atomic_store(&p->last_answer_ns, now);
+    atomic_store(&p->is_unchecked, false);
     p->answers++;
+    p->conn_answers++;
     return;
   }
   char detail[200];
@@ -218,8 +139,16 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
     int err = sock_recv(p->fd, p->in + p->got, LIVE_FRAME_LEN - p->got, &n);
     if (err == EAGAIN) break;
     if (err) { /* closed or broken: reconnect at once; a refusal then says gone */
+      bool is_turned_away = p->conn_answers == 0;
       close_conn(p);
       p->next_try_ns = now;
+      if (is_turned_away) {
+        /* Closed before any answer: its port turns us away (or another
+         * process has it). Not evidence about the peer; retried calmly. */
+        p->turned_away++;
+        p->last_err = err;
+        p->next_try_ns = now + (st->interval_ns < 1000000000LL ? st->interval_ns : 1000000000LL);
+      }
       return;
     }
     p->got += n;
@@ -270,23 +199,17 @@ static bool room_for(struct loop *L, int n) {
   return true;
 }
 
-/* wake, listen, answerers, then the checking connections. */
+/* wake, the answering side (listening sockets and connections), then the
+ * checking connections. */
 static int build_polls(struct loop *L, int64_t now) {
   struct liveness_state *st = L->st;
   int npeers = 0;
-  L->nanswerers_polled = 0;
   for (struct liveness_peer *p = st->peers; p; p = p->next) npeers++;
-  if (!room_for(L, 2 + L->nanswerers + npeers)) return 0;
+  if (!room_for(L, 1 + live_answer_nfds(&L->answer, st) + npeers)) return 0;
   int n = 0;
   L->fds[n] = (struct pollfd){st->wake_fd, POLLIN, 0};
-  L->fd_peers[n++] = NULL;
-  L->fds[n] = (struct pollfd){now < L->listen_pause_until ? -1 : st->listen_fd, POLLIN, 0};
-  L->fd_peers[n++] = NULL;
-  for (int i = 0; i < L->nanswerers; i++) {
-    L->fds[n] = (struct pollfd){L->answerers[i].fd, POLLIN, 0};
-    L->fd_peers[n++] = NULL;
-  }
-  L->nanswerers_polled = L->nanswerers;
+  n = live_answer_polls(&L->answer, st, L->fds, n + 1, now);
+  for (int i = 0; i < n; i++) L->fd_peers[i] = NULL;
   for (struct liveness_peer *p = st->peers; p; p = p->next) {
     p->poll_index = -1;
     if (p->fd < 0) continue;
@@ -331,15 +254,14 @@ void *liveness_thread_main(void *arg) {
     pthread_mutex_lock(&st->lock);
     int nfds = build_polls(&L, now_ns());
     pthread_mutex_unlock(&st->lock);
-    if (poll(L.fds, (nfds_t)nfds, (int)(LOOP_NS / 1000000)) < 0 && errno != EINTR)
-      usleep(LOOP_NS / 1000);
+    int wait_ms = live_answer_wait_ms(&L.answer, now_ns(), (int)(LOOP_NS / 1000000));
+    if (poll(L.fds, (nfds_t)nfds, wait_ms) < 0 && errno != EINTR) usleep(LOOP_NS / 1000);
     int64_t now = now_ns();
     if (nfds > 0 && (L.fds[0].revents & POLLIN)) {
       uint64_t v;
       (void)!read(st->wake_fd, &v, sizeof(v));
     }
-    if (nfds > 1 && (L.fds[1].revents & POLLIN)) accept_all(&L, now);
-    if (nfds > 0) serve_answerers(&L);
+    if (nfds > 0) live_answer_pass(&L.answer, st, L.fds, now);
     pthread_mutex_lock(&st->lock);
     forgive_own_gap(&L, now);
     step_peers(&L, nfds, now);

@@ -31,3 +31,7 @@ int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f) {
     return EPROTO;
   return 0;
 }
+
+bool live_frame_admits(const uint8_t in[LIVE_FRAME_LEN], uint64_t token, struct live_frame *f) {
+  return live_frame_decode(in, f) == 0 && f->type == LIVE_PING && f->token == token;
+}

@@ -9,7 +9,14 @@
 
 #include "tools/probe/wire.h"
 
+/* A field: one line of printable ASCII. */
 static void printable(const char *s) {
+  for (; *s; s++)
+    if (*s < 0x20 || *s > 0x7e) abort();
+}
+
+/* A list of lines (the plugin's WARNs): each printable. */
+static void lines(const char *s) {
   for (; *s; s++)
     if ((*s < 0x20 || *s > 0x7e) && *s != '\n') abort();
 }
@@ -53,7 +60,8 @@ static void small_case(int type, const uint8_t *body, uint32_t len) {
     if (wire_enc_hello(&b, &h) ||
         wire_dec_hello(b.p + WIRE_HDR_LEN, (uint32_t)(b.len - WIRE_HDR_LEN), &h2, why,
                        sizeof(why)) ||
-        h2.rank != h.rank || h2.world != h.world || strcmp(h2.host, h.host))
+        h2.rank != h.rank || h2.world != h.world || strcmp(h2.host, h.host) ||
+        h2.secret != h.secret || !h2.has_secret)
       abort();
   } else if (type == W_TASK) {
     struct wire_task t, t2;
@@ -69,7 +77,7 @@ static void small_case(int type, const uint8_t *body, uint32_t len) {
     if (!wire_dec_handle(body, len, &h, why, sizeof(why)) && h.len > WIRE_HANDLE_MAX) abort();
   } else if (type == W_RESULT) {
     static struct wire_result r;
-    if (!wire_dec_result(body, len, &r, why, sizeof(why))) printable(r.error), printable(r.warns);
+    if (!wire_dec_result(body, len, &r, why, sizeof(why))) printable(r.error), lines(r.warns);
   } else {
     struct wire_note n;
     if (!wire_dec_note(body, len, &n, why, sizeof(why))) printable(n.text);

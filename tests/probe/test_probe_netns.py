@@ -195,13 +195,65 @@ def strangers(hosts, tmp):
     rep = run.report()
     refused = pl.problems_about(rep, 'refused a connection')
     pl.case(other.returncode == 1 and 'refused this rank' in other.stderr and
-            "job 'other'" in other.stderr,
-            'a probe of another job is refused and says why', other.stderr)
+            'rendezvous secret' in other.stderr and "job ''" not in other.stderr,
+            'a probe of another job is refused, says why, and learns nothing of this job',
+            other.stderr)
     pl.case(run.rc == [0, 0] and len(refused) >= 2 and
             all(p['severity'] == 'note' for p in refused) and
             'refused a connection from' in open(run.log(0, 'err')).read(),
             'rank 0 names and logs both strangers and keeps serving its own job: exit 0',
             f'exit {run.rc} scanner {scan.returncode} {refused}\n' + run.logs())
+
+
+def forged_rank(hosts, tmp):
+    """A rogue on the network claims rank 1 before the real one (a probe
+    without the job's secret), and 200 strangers each half-send a 1 MiB
+    message: rank 0 believes none of them, stays small, takes the real
+    rank 1 and verifies the pair; a weak secret is said, a strong one not."""
+    secret = {'NCCL_DIAG_PROBE_SECRET': os.urandom(16).hex()}
+    run = new_run(hosts, 2, 9, tmp).start(['--bytes', '1M', '--timeout', '60'],
+                                          env={0: secret, 1: secret}, ranks=[0])
+    run.wait_for(0, 'waits for', 20)
+    env = dict(os.environ, RANK='1', WORLD_SIZE='2', MASTER_ADDR=hosts.addr(0),
+               MASTER_PORT=str(PORT + 9))
+    rogue = subprocess.run(['ip', 'netns', 'exec', hosts.ns(3), BIN, 'probe', '--timeout', '20'],
+                           capture_output=True, text=True, env=env, timeout=60)
+    flood = ('import socket,struct,time\n'
+             'ss=[]\n'
+             'for i in range(200):\n'
+             '  s=socket.create_connection(("%s",%d))\n'
+             '  s.settimeout(2)\n'
+             '  try: s.sendall(struct.pack("<IHHI",0x4e445052,2,1,1<<20)+b"x"*1000000)\n'
+             '  except OSError: pass\n'
+             '  ss.append(s)\n'
+             'time.sleep(3)\n') % (hosts.addr(0), PORT + 9)
+    subprocess.run(['ip', 'netns', 'exec', hosts.ns(2), sys.executable, '-c', flood],
+                   capture_output=True, timeout=60)
+    try:
+        with open(f'/proc/{run.procs[0].pid}/status') as f:
+            rss = [int(x.split()[1]) for x in f if x.startswith('VmHWM')][0] // 1024
+    except (OSError, IndexError):
+        rss = -1
+    run.start_rank(1)
+    run.finish(60)
+    rep = run.report()
+    ok = ordered_ok(rep)
+    err0 = open(run.log(0, 'err')).read()
+    pl.case(rogue.returncode == 1 and 'rendezvous secret' in rogue.stderr,
+            'a rank claimed by a host without the secret is refused, and it is told why',
+            rogue.stderr[-500:])
+    pl.case(run.rc == [0, 0] and ok == {(0, 1), (1, 0)},
+            'the real rank 1 is taken and its pair verified: exit 0',
+            f'exit {run.rc} pairs {ok}\n' + run.logs())
+    pl.case(0 < rss < 120, f'rank 0 stays small under 200 half-sent 1 MiB messages: {rss} MiB')
+    pl.case('rendezvous secret comes from' not in err0,
+            'a strong secret (NCCL_DIAG_PROBE_SECRET) is not warned about', err0[-500:])
+    weak = subprocess.run(['ip', 'netns', 'exec', hosts.ns(4), BIN, 'probe', '--timeout', '5'],
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(env, RANK='0', WORLD_SIZE='1', SLURM_JOB_ID='4242',
+                                   MASTER_ADDR=hosts.addr(4), MASTER_PORT=str(PORT + 11)))
+    pl.case('rendezvous secret comes from' in weak.stderr and 'NCCL_DIAG_PROBE_SECRET' in
+            weak.stderr, 'a weak secret is said, with the fix', weak.stderr[-500:])
 
 
 def usage_errors():
@@ -235,7 +287,7 @@ def main():
         if err:
             pl.case(False, 'build 16 namespace hosts on a bridge', err)
             return pl.done()
-        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str', 'slow', 'never', 'two', 'smp'):
+        for sub in ('c4', 'c16', 'show', 'ver', 'kill', 'str', 'slow', 'never', 'two', 'smp', 'forged'):
             os.makedirs(os.path.join(tmp, sub))
         clean(hosts, 4, [], 0, os.path.join(tmp, 'c4'), 'clean, 4 hosts')
         run, rep = clean(hosts, 16, ['--bytes', '1M'], 1, os.path.join(tmp, 'c16'),
@@ -247,6 +299,7 @@ def main():
         nccl_versions(hosts, os.path.join(tmp, 'ver'))
         killed_rank(hosts, os.path.join(tmp, 'kill'))
         strangers(hosts, os.path.join(tmp, 'str'))
+        forged_rank(hosts, os.path.join(tmp, 'forged'))
         never_arrives(hosts, os.path.join(tmp, 'never'))
         two_ranks_per_host(hosts, os.path.join(tmp, 'two'))
         slow_link(hosts, os.path.join(tmp, 'slow'))

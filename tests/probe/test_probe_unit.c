@@ -7,6 +7,7 @@
 
 #include "tap.h"
 #include "tools/probe/launch.h"
+#include "tools/probe/rdv_secret.h"
 #include "tools/probe/schedule.h"
 #include "tools/probe/wire.h"
 #include "unit.h"
@@ -146,6 +147,52 @@ static void t_missing(void) {
 /* ------------------------------------------------------------ schedules */
 
 /* Every round disjoint; returns how often each pair occurs in seen[a*n+b]. */
+/* The secret a rank with this environment (and --job-id) presents. */
+static uint64_t secret_of(const char *const *kv, const char *job_id, int *strength, char *note) {
+  struct probe_launch l;
+  char why[512] = "";
+  struct fake_env e = {kv};
+  if (launch(kv, NULL, &l, why)) return 0;
+  if (job_id) snprintf(l.job, sizeof(l.job), "%s", job_id);
+  rdv_secret_derive(&l, job_id, fake_get, &e);
+  *strength = l.secret_strength;
+  rdv_secret_note(&l, note, 700);
+  return l.secret;
+}
+
+static void t_secret(void) {
+  static const char *const bare[] = {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=n0", NULL};
+  static const char *const slurm[] = {"SLURM_PROCID=1",  "SLURM_NTASKS=2", "SLURM_JOB_ID=4242",
+                                      "SLURM_STEP_ID=0", "MASTER_ADDR=n0", NULL};
+  static const char *const slurm2[] = {"SLURM_PROCID=0",  "SLURM_NTASKS=2", "SLURM_JOB_ID=4243",
+                                       "SLURM_STEP_ID=0", "MASTER_ADDR=n0", NULL};
+  static const char *const mine[] = {"RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=n0",
+                                     "NCCL_DIAG_PROBE_SECRET=3f9a1c77e0b24d51a8c6", NULL};
+  static const char *const mine0[] = {"RANK=0", "WORLD_SIZE=2", "MASTER_ADDR=n0",
+                                      "NCCL_DIAG_PROBE_SECRET=3f9a1c77e0b24d51a8c6", NULL};
+  static const char *const standalone[] = {
+    "RANK=1", "WORLD_SIZE=2", "MASTER_ADDR=n0",
+    "TORCHELASTIC_RUN_ID=6d0c5e0e-7d1f-4b0e-9c61-2f5b8f0a9e13", NULL};
+  int st;
+  char note[700];
+  uint64_t a = secret_of(bare, NULL, &st, note);
+  CHECK(st == RDV_SECRET_NONE && strstr(note, "nothing") && strstr(note, "NCCL_DIAG_PROBE_SECRET"),
+        "RANK and WORLD_SIZE alone: none, said with the fix: %s", note);
+  uint64_t b = secret_of(slurm, NULL, &st, note);
+  CHECK(st == RDV_SECRET_WEAK && strstr(note, "slurm:4242") && strstr(note, "squeue"),
+        "a Slurm job id: weak, named: %s", note);
+  CHECK(b != a && b != secret_of(slurm2, NULL, &st, note), "another job, another secret");
+  uint64_t c = secret_of(mine, NULL, &st, note);
+  CHECK(st == RDV_SECRET_STRONG && !note[0] && c != a, "NCCL_DIAG_PROBE_SECRET: strong, unsaid");
+  CHECK(secret_of(mine0, NULL, &st, note) == c, "every rank derives the same secret");
+  secret_of(standalone, NULL, &st, note);
+  CHECK(st == RDV_SECRET_STRONG, "torchrun --standalone's random run id: strong");
+  secret_of(bare, "short", &st, note);
+  CHECK(st == RDV_SECRET_WEAK && strstr(note, "--job-id"), "a short --job-id: weak: %s", note);
+  uint64_t d = secret_of(bare, "a-long-enough-job-id-0042", &st, note);
+  CHECK(st == RDV_SECRET_STRONG && d != a, "a long --job-id: strong");
+}
+
 static void check_rounds(const struct sched *s, int n, int *seen) {
   char *busy = calloc((size_t)n, 1);
   for (int r = 0; r < s->nround; r++) {
@@ -215,6 +262,7 @@ int main(void) {
   TAP_CASE("Open MPI, MPICH/Intel MPI (PMI) variables", t_mpi);
   TAP_CASE("srun's variables: rendezvous on the first node", t_slurm_env);
   TAP_CASE("no launcher, half a launcher: usage errors naming the variables", t_missing);
+  TAP_CASE("the rendezvous secret: same on every rank, per job, its strength said", t_secret);
   TAP_CASE("all pairs: round robin, N-1 rounds (N even), each pair once", t_sched_all);
   TAP_CASE("ring and ring plus sample: disjoint rounds, no pair twice", t_sched_ring_sample);
   wire_cases();

@@ -72,6 +72,35 @@ static void newlines_are_lines(void) {
         "newline split: %d lines: %s | %s", nlines, lines[0], nlines > 1 ? lines[1] : "");
 }
 
+static void cleaned(void) {
+  static const struct {
+    const char *in, *out;
+  } cases[] = {
+    {"plain text, 10.0.0.7<4242>", "plain text, 10.0.0.7<4242>"},
+    {"bye\nWARN forged", "bye\\x0aWARN forged"},
+    {"\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"},
+    {"cr\rtab\tdel\x7f", "cr\\x0dtab\\x09del\\x7f"},
+    {"h\xc3\xa9llo \xe2\x9c\x93", "h\xc3\xa9llo \xe2\x9c\x93"}, /* UTF-8 kept */
+    {"c1 \xc2\x9b csi", "c1 \\xc2\\x9b csi"},                   /* C1 CSI escaped */
+    {"raw \x9b\xff\xc3", "raw \\x9b\\xff\\xc3"},                /* not UTF-8 */
+    {"\xed\xa0\x80 \xf5\x80\x80\x80", "\\xed\\xa0\\x80 \\xf5\\x80\\x80\\x80"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char out[200];
+    log_clean(out, sizeof(out), cases[i].in, strlen(cases[i].in));
+    CHECK(!strcmp(out, cases[i].out), "case %zu: got \"%s\", want \"%s\"", i, out, cases[i].out);
+  }
+  char small[7];
+  log_clean(small, sizeof(small), "ab\ncdefgh", 9);
+  CHECK(!strcmp(small, "ab\\x0a"), "cut whole: \"%s\"", small);
+  log_clean(small, sizeof(small), "ab\0\ncd", 6);
+  CHECK(!strcmp(small, "ab"), "stops at a NUL: \"%s\"", small);
+  nlines = 0;
+  char why[100];
+  WARN("peer says: %s", log_clean(why, sizeof(why), "x\nWARN y", 8));
+  CHECK(nlines == 1, "a cleaned newline forges no second line: %d lines", nlines);
+}
+
 int main(void) {
   log_set_sink(sink);
   TAP_CASE("a 2,500-character diagnosis: three lines, cut after sentences, nothing lost",
@@ -79,5 +108,6 @@ int main(void) {
   TAP_CASE("a message without spaces: cut at the limit, the rest marked as continuing",
            no_spaces_cut_hard);
   TAP_CASE("newlines end lines without a continuation mark", newlines_are_lines);
+  TAP_CASE("log_clean: control bytes, C1 and non-UTF-8 escaped, UTF-8 kept, cut whole", cleaned);
   return tap_done();
 }

@@ -34,7 +34,9 @@ struct coord_step {
   char fail[512];            /* why rank 0 ended it, "" when both reported */
 };
 
-#define COORD_MAX_PENDING 256 /* connections that have not said who they are */
+#define COORD_MAX_PENDING 256       /* connections that have not said who they are */
+#define COORD_PENDING_PER_SOURCE 64 /* of them from one address (a node's ranks come at once) */
+#define COORD_HELLO_MAX 4096        /* the largest first message taken before a hello */
 
 struct coord {
   const struct probe_opts *o;

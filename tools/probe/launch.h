@@ -13,6 +13,7 @@
 #define DIAG_TOOLS_PROBE_LAUNCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct probe_launch {
   int rank, world, local_rank; /* local_rank -1 when the launcher does not say */
@@ -21,6 +22,10 @@ struct probe_launch {
   int port;
   char host_from[96]; /* where host came from, for messages */
   char job[128];      /* job id both sides must share, "" none */
+  /* The rendezvous secret every rank presents (rdv_secret.h). */
+  uint64_t secret;
+  int secret_strength;   /* enum rdv_secret_strength */
+  char secret_from[400]; /* its inputs, and why they are weak, for messages */
 };
 
 /* getenv-like lookup, so tests can feed an environment of their own. */

@@ -18,6 +18,7 @@
 #include "tools/probe/coord.h"
 #include "tools/probe/facts.h"
 #include "tools/probe/plugin_events.h"
+#include "tools/probe/rdv_secret.h"
 #include "tools/probe/report.h"
 #include "tools/probe/transfer.h"
 #include "tools/probe/worker.h"
@@ -224,6 +225,10 @@ int cmd_probe(int argc, char **argv) {
     return 2;
   }
   if (o.job_id) snprintf(l.job, sizeof(l.job), "%s", o.job_id);
+  rdv_secret_derive(&l, o.job_id, env_get, NULL);
+  char note[700];
+  rdv_secret_note(&l, note, sizeof(note));
+  if (l.rank == 0 && note[0]) fprintf(stderr, "nccl-net-diag probe: %s\n", note);
   log_set_stderr_level(o.verbose ? LOG_LEVEL_INFO : LOG_LEVEL_NONE);
   knob_load(1);
   char prefix[64];

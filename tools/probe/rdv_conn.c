@@ -24,12 +24,13 @@ void rdv_conn_close(struct rdv_conn *c) {
 
 enum rdv_io rdv_conn_read(struct rdv_conn *c, char *why, size_t cap) {
   if (!c->rd.buf) {
-    uint8_t *buf = malloc(WIRE_HDR_LEN + WIRE_MAX_BODY); /* pages are touched only as filled */
+    size_t body = c->max_body ? c->max_body : WIRE_MAX_BODY;
+    uint8_t *buf = malloc(WIRE_HDR_LEN + body); /* pages are touched only as filled */
     if (!buf) {
       snprintf(why, cap, "out of memory for the messages of %s", c->peer);
       return RDV_ERROR;
     }
-    record_reader_init(&c->rd, buf, WIRE_HDR_LEN + WIRE_MAX_BODY, WIRE_HDR_LEN, wire_decode_header);
+    record_reader_init(&c->rd, buf, WIRE_HDR_LEN + body, WIRE_HDR_LEN, wire_decode_header);
   }
   int err;
   enum progress p = record_read(&c->rd, c->fd, &err, why, cap);

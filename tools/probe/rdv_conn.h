@@ -25,6 +25,7 @@ struct rdv_conn {
   int fd;
   char peer[80];           /* "10.0.0.2<51234>" */
   struct record_reader rd; /* its buffer (header and the largest body) comes with the first read */
+  uint32_t max_body;       /* the largest message taken: 0 for WIRE_MAX_BODY */
   int type;                /* of the message read (RDV_MSG), with its body and len */
   uint32_t len;
   const uint8_t *body;

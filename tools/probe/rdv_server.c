@@ -24,12 +24,19 @@
 
 static void refuse(struct coord *c, struct rdv_conn *conn, int tell, const char *why) {
   struct probe_run *r = c->run;
-  if (r->nrefusal < 1000) {
+  /* A rank claimed twice goes first: the report names the first few, and a
+   * flood of strangers must not push it out. */
+  bool is_claim = strstr(why, "claimed twice") != NULL;
+  if (r->nrefusal < 1000 || is_claim) {
     struct probe_refusal *grown = probe_grow(r->refusals, r->nrefusal, sizeof(*grown));
     if (grown) {
       r->refusals = grown;
-      scopy(grown[r->nrefusal].peer, sizeof(grown->peer), conn->peer);
-      scopy(grown[r->nrefusal].why, sizeof(grown->why), why);
+      int at = 0;
+      while (is_claim && at < r->nrefusal && strstr(grown[at].why, "claimed twice")) at++;
+      if (!is_claim) at = r->nrefusal;
+      memmove(&grown[at + 1], &grown[at], (size_t)(r->nrefusal - at) * sizeof(*grown));
+      scopy(grown[at].peer, sizeof(grown->peer), conn->peer);
+      scopy(grown[at].why, sizeof(grown->why), why);
       r->nrefusal++;
     }
   }
@@ -51,9 +58,20 @@ static void refuse(struct coord *c, struct rdv_conn *conn, int tell, const char 
   rdv_conn_close(conn);
 }
 
-/* Checks a hello: 0, or the reason to refuse. */
-static int check_hello(struct coord *c, const struct wire_hello *h, char *why, size_t cap) {
-  if (strcmp(h->job, c->l->job))
+/* Checks a hello: 0, or the reason to refuse. The secret first: a
+ * stranger learns nothing about this job (not even its id) from the
+ * refusal. */
+static int check_hello(struct coord *c, const struct rdv_conn *conn, const struct wire_hello *h,
+                       char *why, size_t cap) {
+  if (!h->has_secret)
+    snprintf(why, cap,
+             "it presents no rendezvous secret: a probe of an older release (run the same "
+             "nccl-net-diag on every rank)");
+  else if (h->secret != c->l->secret)
+    snprintf(why, cap,
+             "it does not present this job's rendezvous secret (a probe of another job on this "
+             "port, or a rank started without this job's NCCL_DIAG_PROBE_SECRET or --job-id)");
+  else if (strcmp(h->job, c->l->job))
     snprintf(why, cap,
              "it belongs to job '%s', this rendezvous serves job '%s' (two probes on "
              "one port; give each its own MASTER_PORT)",
@@ -67,11 +85,16 @@ static int check_hello(struct coord *c, const struct wire_hello *h, char *why, s
     snprintf(why, cap, "host %s claims rank %d, outside 0..%d", h->host, h->rank, c->l->world - 1);
   else if (c->conns[h->rank].fd >= 0 || c->run->ranks[h->rank].arrived)
     snprintf(why, cap,
-             "host %s claims rank %d, which %s already has: every rank needs its own "
-             "RANK",
-             h->host, h->rank, c->run->ranks[h->rank].addr);
+             "host %s at %s claims rank %d, which %s claimed first: the rank is claimed twice "
+             "(every rank needs its own RANK, and only this job's hosts may hold its secret)",
+             h->host, conn->peer, h->rank, c->run->ranks[h->rank].addr);
   else return 0;
   return EINVAL;
+}
+
+static void drop_pending(struct coord *c, int i) {
+  c->pending[i] = c->pending[--c->npending];
+  c->pending_deadline[i] = c->pending_deadline[c->npending];
 }
 
 static void identify(struct coord *c, int i) {
@@ -83,10 +106,18 @@ static void identify(struct coord *c, int i) {
              wire_type_name(conn->type));
     refuse(c, conn, 1, why);
   } else if (wire_dec_hello(conn->body, conn->len, &h, why, sizeof(why)) ||
-             check_hello(c, &h, why, sizeof(why))) {
+             check_hello(c, conn, &h, why, sizeof(why))) {
+    /* A rank claimed twice is always said: the second may be the real one. */
+    if (strstr(why, "claimed twice"))
+      fprintf(stderr, "nccl-net-diag probe: rank 0 refused a connection from %s: %s\n", conn->peer,
+              why);
     refuse(c, conn, 1, why);
   } else {
     rdv_conn_consume(conn);
+    /* Identified: from now on its messages may be as large as any. */
+    free(conn->rd.buf);
+    conn->rd.buf = NULL;
+    conn->max_body = 0;
     c->conns[h.rank] = *conn;
     struct probe_rank_state *rs = &c->run->ranks[h.rank];
     rs->arrived = 1;
@@ -94,8 +125,7 @@ static void identify(struct coord *c, int i) {
     int64_t left = (c->end_deadline - coord_now_ns()) / 1000000;
     server_send_note(c, h.rank, W_WELCOME, 0, (uint64_t)(left > 0 ? left : 0), "");
   }
-  c->pending[i] = c->pending[--c->npending];
-  c->pending_deadline[i] = c->pending_deadline[c->npending];
+  drop_pending(c, i);
 }
 
 /* An IPv4 peer on a dual-stack socket arrives as ::ffff:a.b.c.d: shown as IPv4. */
@@ -110,8 +140,36 @@ static void peer_str(const struct sockaddr_storage *ss, char *buf, size_t cap) {
   }
 }
 
+/* The address part of "10.0.0.2<51234>". */
+static bool same_source(const char *a, const char *b) {
+  size_t n = strcspn(a, "<");
+  return n == strcspn(b, "<") && !strncmp(a, b, n);
+}
+
+/* Room for a connection from peer: the oldest unidentified one from the
+ * same address goes when that address holds its share, else the oldest of
+ * all when the table is full; a rank, whose hello follows its connect at
+ * once, is never crowded out by silent ones. */
+static void make_room(struct coord *c, const char *peer) {
+  int from = 0, oldest_from = -1, oldest = -1;
+  for (int i = 0; i < c->npending; i++) {
+    bool is_from = same_source(c->pending[i].peer, peer);
+    from += is_from;
+    if (is_from && (oldest_from < 0 || c->pending_deadline[i] < c->pending_deadline[oldest_from]))
+      oldest_from = i;
+    if (oldest < 0 || c->pending_deadline[i] < c->pending_deadline[oldest]) oldest = i;
+  }
+  int victim = from >= COORD_PENDING_PER_SOURCE   ? oldest_from
+               : c->npending == COORD_MAX_PENDING ? oldest
+                                                  : -1;
+  if (victim < 0) return;
+  refuse(c, &c->pending[victim], 0,
+         "it had not identified itself, and newer connections needed its place");
+  drop_pending(c, victim);
+}
+
 static void accept_new(struct coord *c, int lfd) {
-  for (;;) {
+  for (int k = 0; k < 256; k++) {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
     int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -120,11 +178,13 @@ static void accept_new(struct coord *c, int lfd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     struct rdv_conn conn;
     rdv_conn_init(&conn, fd);
+    conn.max_body = COORD_HELLO_MAX; /* a stranger's half-sent message costs little */
     peer_str(&ss, conn.peer, sizeof(conn.peer));
-    if (c->npending == COORD_MAX_PENDING || c->stage == CS_END) {
-      refuse(c, &conn, 0, "too many connections are waiting to identify themselves");
+    if (c->stage == CS_END) {
+      refuse(c, &conn, 0, "the probe is over");
       continue;
     }
+    make_room(c, conn.peer);
     c->pending_deadline[c->npending] = coord_now_ns() + IDENTIFY_NS;
     c->pending[c->npending++] = conn;
   }
@@ -143,8 +203,7 @@ static void read_pending(struct coord *c, int i) {
     snprintf(why, sizeof(why), "it closed the connection before identifying itself");
   /* Only a probe (of another release) reads our refusal; others just go. */
   refuse(c, conn, r == RDV_ERROR && rdv_conn_is_probe(conn), why);
-  c->pending[i] = c->pending[--c->npending];
-  c->pending_deadline[i] = c->pending_deadline[c->npending];
+  drop_pending(c, i);
 }
 
 static void read_rank(struct coord *c, int rank) {

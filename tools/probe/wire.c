@@ -216,9 +216,16 @@ int wire_str(const struct wire_rd *v, char *out, size_t cap) {
   if (v->len >= cap) return -1;
   for (size_t i = 0; i < v->len; i++) {
     uint8_t c = v->p[i];
-    out[i] = (c >= 0x20 && c < 0x7f) || c == '\n' ? (char)c : '?';
+    out[i] = c >= 0x20 && c < 0x7f ? (char)c : c == '\n' || c == '\t' ? ' ' : '?';
   }
   out[v->len] = 0;
+  return 0;
+}
+
+int wire_lines(const struct wire_rd *v, char *out, size_t cap) {
+  if (wire_str(v, out, cap)) return -1;
+  for (size_t i = 0; i < v->len; i++)
+    if (v->p[i] == '\n') out[i] = '\n';
   return 0;
 }
 

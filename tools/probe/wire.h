@@ -14,6 +14,7 @@
 #ifndef DIAG_TOOLS_PROBE_WIRE_H
 #define DIAG_TOOLS_PROBE_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -83,8 +84,12 @@ int wire_next(struct wire_rd *r, uint16_t *tag, struct wire_rd *val);
 int wire_u32(const struct wire_rd *v, uint32_t *out);
 int wire_u64(const struct wire_rd *v, uint64_t *out);
 int wire_i32(const struct wire_rd *v, int32_t *out);
-/* Copies a string field, printable; -1 when it does not fit in cap. */
+/* Copies a string field, printable ASCII (a newline becomes a space: no
+ * field can start a line of a report); -1 when it does not fit in cap. */
 int wire_str(const struct wire_rd *v, char *out, size_t cap);
+/* The same for a list of lines (the plugin's WARNs): newlines kept, each
+ * line printable. */
+int wire_lines(const struct wire_rd *v, char *out, size_t cap);
 /* Allocates the string (at most WIRE_TEXT_MAX); NULL on error. */
 char *wire_strdup(const struct wire_rd *v);
 
@@ -96,6 +101,9 @@ struct wire_hello {
   int32_t world, rank, local_rank;
   char host[PROBE_HOST_MAX];
   char version[32];
+  /* The job's rendezvous secret (rdv_secret.h); absent from older probes. */
+  bool has_secret;
+  uint64_t secret;
 };
 
 struct wire_task {

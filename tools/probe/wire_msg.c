@@ -34,6 +34,7 @@ enum {
   T_PROTO_MIN,
   T_CAUSE,
   T_STALL,
+  T_SECRET,
 };
 
 static int bad(char *why, size_t cap, const char *what, const char *field) {
@@ -61,6 +62,7 @@ int wire_enc_hello(struct wire_buf *b, const struct wire_hello *h) {
   wb_i32(b, T_LOCAL_RANK, h->local_rank);
   wb_str(b, T_HOST, h->host);
   wb_str(b, T_VERSION, h->version);
+  wb_u64(b, T_SECRET, h->secret);
   return wb_finish(b) ? 0 : EMSGSIZE;
 }
 
@@ -77,6 +79,10 @@ int wire_dec_hello(const uint8_t *body, size_t len, struct wire_hello *h, char *
     case T_LOCAL_RANK: e = wire_i32(&v, &h->local_rank); break;
     case T_HOST: e = wire_str(&v, h->host, sizeof(h->host)); break;
     case T_VERSION: e = wire_str(&v, h->version, sizeof(h->version)); break;
+    case T_SECRET:
+      e = wire_u64(&v, &h->secret);
+      h->has_secret = !e;
+      break;
     default: break;
     }
     if (e) return bad(why, cap, "hello", "value");
@@ -170,7 +176,7 @@ int wire_dec_result(const uint8_t *body, size_t len, struct wire_result *r, char
     case T_RECV_NS: e = wire_u64(&v, &r->recv_ns); break;
     case T_LAT_NS: e = wire_u64(&v, &r->lat_ns); break;
     case T_ERROR: e = wire_str(&v, r->error, sizeof(r->error)); break;
-    case T_WARNS: e = wire_str(&v, r->warns, sizeof(r->warns)); break;
+    case T_WARNS: e = wire_lines(&v, r->warns, sizeof(r->warns)); break;
     case T_CAUSE: e = wire_str(&v, r->cause, sizeof(r->cause)); break;
     case T_STALL: e = wire_i32(&v, &r->stall); break;
     default: break;

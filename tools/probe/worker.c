@@ -141,6 +141,7 @@ static void run_task(struct worker *w, const struct wire_task *t) {
 static int hello(struct worker *w, const struct probe_facts *f) {
   struct wire_hello h = {.world = w->l->world, .rank = w->l->rank, .local_rank = w->l->local_rank};
   scopy(h.job, sizeof(h.job), w->l->job);
+  h.secret = w->l->secret;
   scopy(h.host, sizeof(h.host), f->host);
   scopy(h.version, sizeof(h.version), f->probe_version);
   struct wire_buf b = {0};
