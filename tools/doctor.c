@@ -21,6 +21,7 @@
 #include "common/strutil.h"
 #include "common/version.h"
 #include "tools/doctor.h"
+#include "tools/doctor_plugin.h"
 #include "tools/json_out.h"
 #include "tools/tool.h"
 #include "topo/gid.h"
@@ -177,6 +178,7 @@ static int run(struct doctor *d, struct json_dest *json) {
   d->c = &c;
   doctor_probe(d);
   doctor_check_knobs(d);
+  doctor_check_plugin(d);
   d->exit_status = doctor_count(d, TOPO_ERROR) ? 1 : 0;
   if (json->f) doctor_print_json(json->f, d);
   if (!json->f || json->f != stdout) doctor_print_text(stdout, d);

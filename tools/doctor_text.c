@@ -8,6 +8,7 @@
 
 #include "common/agree.h"
 #include "tools/doctor.h"
+#include "tools/doctor_plugin.h"
 #include "tools/textwrap.h"
 #include "topo/gid.h"
 #include "topo/pkey.h"
@@ -41,6 +42,9 @@ static void print_header(FILE *f, const struct doctor *d) {
   fprintf(f, "nccl-net-diag doctor on %s\n", d->hostname);
   fprintf(f, "  sysfs root     %s\n  interfaces     %s\n", h->sysfs_root, h->ifs.source);
   wrapped(f, "  PCI topology   ", 17, h->pci_source);
+  char plugin[2400];
+  doctor_plugin_line(plugin, sizeof(plugin));
+  wrapped(f, "  NCCL plugin    ", 17, plugin);
   if (doctor_has_rdma(d))
     fprintf(f, "  transport      RDMA on %d port%s, bootstrap over %s\n",
             d->is_probed ? d->probe->nopen : c->ndev, c->ndev == 1 ? "" : "s",
