@@ -179,6 +179,7 @@ static int run(struct doctor *d, struct json_dest *json) {
   doctor_probe(d);
   doctor_check_knobs(d);
   doctor_check_plugin(d);
+  doctor_check_names(d);
   d->exit_status = doctor_count(d, TOPO_ERROR) ? 1 : 0;
   if (json->f) doctor_print_json(json->f, d);
   if (!json->f || json->f != stdout) doctor_print_text(stdout, d);

@@ -4,8 +4,12 @@
  * mistake, and NCCL only says so at INFO level. */
 #include "tools/doctor_plugin.h"
 
+#include "common/knob_names.h"
+#include "tools/ncclconf.h"
+
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static struct netload_choice choice;
 
@@ -48,4 +52,24 @@ void doctor_plugin_line(char *buf, size_t cap) {
              "transports (set NCCL_NET_PLUGIN=diag to use this plugin)",
              from);
   else snprintf(buf, cap, "none loads: %s (see Problems)", from);
+}
+
+static void file_finding(void *arg, const char *msg) {
+  doctor_finding(arg, TOPO_WARNING,
+                 "correct the line in that file (NAME=VALUE, no spaces), or delete it", "%s", msg);
+}
+
+void doctor_check_names(struct doctor *d) {
+  ncclconf_each_unknown(file_finding, d);
+  for (int i = 0; i < d->self.nvar; i++) {
+    const char *name = d->self.vars[i].name;
+    char msg[900];
+    if (ncclconf_origin(name) || !knob_name_unknown(name, NULL, msg, sizeof(msg))) continue;
+    const char *near = knob_name_closest(name);
+    char fix[300];
+    if (near)
+      snprintf(fix, sizeof(fix), "export %s=%s (and unset %s)", near, d->self.vars[i].value, name);
+    else snprintf(fix, sizeof(fix), "unset %s, or spell it as NCCL's documentation does", name);
+    doctor_finding(d, TOPO_WARNING, fix, "%s", msg);
+  }
 }

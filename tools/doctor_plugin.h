@@ -12,6 +12,9 @@
 /* Resolves NCCL_NET_PLUGIN; a value that loads nothing is an error, one that
  * loads another plugin a warning. */
 void doctor_check_plugin(struct doctor *d);
+/* NCCL_* names of this process and of NCCL's configuration files that
+ * neither NCCL nor the plugin reads: a warning each, with the closest name. */
+void doctor_check_names(struct doctor *d);
 /* The resolution doctor_check_plugin made. */
 const struct netload_choice *doctor_plugin(void);
 /* "FILE (libnccl-net-diag 0.2.0, ncclNetPlugin_v12), from NCCL_NET_PLUGIN=diag". */

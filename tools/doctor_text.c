@@ -9,6 +9,7 @@
 #include "common/agree.h"
 #include "tools/doctor.h"
 #include "tools/doctor_plugin.h"
+#include "tools/ncclconf.h"
 #include "tools/textwrap.h"
 #include "topo/gid.h"
 #include "topo/pkey.h"
@@ -409,6 +410,12 @@ static void print_agreement(FILE *f, const struct doctor_env *e) {
 
 static void print_env(FILE *f, const struct doctor *d) {
   fprintf(f, "\nNCCL_* variables\n");
+  char files[1024];
+  ncclconf_files(files, sizeof(files));
+  wrapped(f, "  NCCL's config files: ", 4,
+          files[0] ? files
+                   : "none (NCCL reads NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf; the "
+                     "environment wins)");
   print_vars(f, "this process", &d->self);
   print_agreement(f, &d->self);
   if (!d->has_pid1) {

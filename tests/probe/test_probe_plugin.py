@@ -7,7 +7,8 @@ usage: test_probe_plugin.py NCCL_NET_DIAG PLUGIN_SO
 Cases: NCCL_NET_PLUGIN=diag (found through LD_LIBRARY_PATH) on one host and
 the full path of the same file on the other: one plugin, exit 0. A path that
 does not exist on one host: exit 1, that host named, and a fix that does not
-copy the broken value. Socket interfaces eth0 and ens1f0 on one subnet, with
+copy the broken value. A misspelt NCCL_* name on one host: one warning
+with the closest name. Socket interfaces eth0 and ens1f0 on one subnet, with
 NCCL_SOCKET_IFNAME=e on both: a note, exit 0."""
 import os
 import shutil
@@ -81,6 +82,18 @@ def iface_names(hosts, tmp):
             f'exit {run.rc} {rep.get("problems")}\n' + run.logs([0]))
 
 
+def misspelt(hosts, tmp):
+    env = {1: {'NCCL_SOCKET_IFNAM': 'eth0'}}
+    run = new_run(hosts, 3, tmp).start(['--bytes', '64K'], env).finish(120)
+    rep = run.report()
+    hits = pl.problems_about(rep, 'NCCL_SOCKET_IFNAM ', 'did you mean NCCL_SOCKET_IFNAME?',
+                             host='host1')
+    pl.case(len(hits) == 1 and hits[0]['severity'] == 'warning' and 'on host1' in hits[0]['fix']
+            and 'NCCL_SOCKET_IFNAME' in hits[0]['fix'],
+            'NCCL_SOCKET_IFNAM on host1: one warning naming host1 and the closest name',
+            f'{rep.get("problems")}\n' + run.logs([0]))
+
+
 def main():
     why = pl.can_netns()
     if why:
@@ -93,10 +106,11 @@ def main():
         if err:
             pl.case(False, 'build 2 namespace hosts on a bridge', err)
             return pl.done()
-        for sub in ('same', 'miss', 'ifn'):
+        for sub in ('same', 'miss', 'ifn', 'typo'):
             os.makedirs(os.path.join(tmp, sub))
         same_plugin(hosts, os.path.join(tmp, 'same'))
         missing_path(hosts, os.path.join(tmp, 'miss'))
+        misspelt(hosts, os.path.join(tmp, 'typo'))
         iface_names(hosts, os.path.join(tmp, 'ifn'))
     finally:
         hosts.down()
