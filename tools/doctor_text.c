@@ -14,7 +14,9 @@
 #include "topo/gid.h"
 #include "topo/pkey.h"
 
-#define WRAP TEXT_WRAP
+/* The destination's columns (textwrap.h); no wrapping when piped. */
+static int wrap_cols;
+#define WRAP (wrap_cols > 0 ? wrap_cols : 1 << 20)
 
 /* Prints text after a prefix, wrapped at spaces, continuation lines
  * indented by indent columns. */
@@ -491,6 +493,7 @@ static void print_recs(FILE *f, const struct doctor *d) {
 void doctor_print_text(FILE *out, const struct doctor *d) {
   struct text_wrap w;
   FILE *f = text_wrap_open(&w, out);
+  wrap_cols = w.cols;
   print_header(f, d);
   print_ports(f, d);
   print_devices(f, d);
