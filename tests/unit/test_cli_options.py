@@ -86,5 +86,17 @@ for page, cmds in (('nccl-net-diag.1', ['selftest', 'doctor', 'params', 'explain
           f'{sorted(documented - known - {"version"})}')
     check(wanted <= documented, f'{page} documents every option: {sorted(wanted - documented)}')
 
+# The dependency step: the build's packages alone, or everything.
+deps = os.path.join(root, '.ci', 'deps')
+with open(deps) as f:
+    script = f.read()
+build = re.search(r'^build=\((.*?)^\)', script, re.S | re.M)
+names = set(re.sub(r'#.*', '', build.group(1)).split()) if build else set()
+check({'meson', 'ninja-build', 'gcc', 'libibverbs-dev', 'libhwloc-dev'} <= names
+      and not names & {'clang', 'qemu-system-x86', 'lintian', 'openmpi-bin'},
+      f'.ci/deps --build-only lists the build packages and no test tool: {sorted(names)}')
+r = subprocess.run(['bash', deps, '--frobnicate'], capture_output=True, text=True, timeout=30)
+check(r.returncode == 2 and "unknown option '--frobnicate'" in r.stderr,
+      f'.ci/deps --frobnicate: refused, exit 2 ({r.returncode}: {r.stderr.strip()!r})')
 print(f'1..{n}')
 sys.exit(1 if failed else 0)
