@@ -5,6 +5,7 @@
 #define DIAG_TOOLS_DOCTOR_PLUGIN_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "tools/doctor.h"
 #include "tools/netload_resolve.h"
@@ -15,6 +16,8 @@ void doctor_check_plugin(struct doctor *d);
 /* NCCL_* names of this process and of NCCL's configuration files that
  * neither NCCL nor the plugin reads: a warning each, with the closest name. */
 void doctor_check_names(struct doctor *d);
+/* doctor_gids.c: one line per GID, as show_gids prints them. */
+void doctor_print_gids(FILE *f, const struct doctor *d);
 /* The resolution doctor_check_plugin made. */
 const struct netload_choice *doctor_plugin(void);
 /* "FILE (libnccl-net-diag 0.2.0, ncclNetPlugin_v12), from NCCL_NET_PLUGIN=diag". */

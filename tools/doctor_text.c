@@ -496,6 +496,7 @@ void doctor_print_text(FILE *out, const struct doctor *d) {
   wrap_cols = w.cols;
   print_header(f, d);
   print_ports(f, d);
+  doctor_print_gids(f, d);
   print_devices(f, d);
   print_verbs(f, d);
   print_gpus(f, d);
