@@ -7,6 +7,7 @@
 #include "common/knob_names.h"
 #include "tools/ncclconf.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,16 @@ void doctor_check_plugin(struct doctor *d) {
                    "on %s NCCL_NET_PLUGIN=%s loads nothing, so NCCL runs without this plugin "
                    "(over its own transports, or not at all): %s",
                    d->hostname, choice.value, choice.why);
-  else if (choice.is_set && choice.is_loaded && !choice.is_ours)
+  /* Before 2.21 NCCL opened only libnccl-net-<value>.so (its net.cc). */
+  bool is_file_form = choice.is_set && !strchr(choice.value, ',') && strcmp(choice.entry, "diag");
+  if (choice.is_loaded && choice.is_ours && is_file_form)
+    doctor_finding(d, TOPO_NOTE,
+                   "NCCL_NET_PLUGIN=diag, with libnccl-net-diag.so where the loader finds it, "
+                   "works with every NCCL release",
+                   "NCCL_NET_PLUGIN=%s names the plugin by file, which NCCL 2.21 and later take; "
+                   "earlier releases open only libnccl-net-<value>.so",
+                   choice.value);
+  if (choice.is_set && choice.is_loaded && !choice.is_ours)
     doctor_finding(d, TOPO_WARNING, fix,
                    "on %s NCCL_NET_PLUGIN=%s makes NCCL load %s, another network plugin, not "
                    "libnccl-net-diag",

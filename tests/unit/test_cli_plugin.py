@@ -68,6 +68,13 @@ for value, label in (('diag', 'the name'), ('libnccl-net-diag.so', 'the file nam
           f'doctor: NCCL_NET_PLUGIN={value} ({label}) on the loader\'s path names the file, its '
           'release and table', f'{line!r}\n{out[-1500:]}')
 
+r, out = run(['doctor'], NCCL_NET_PLUGIN=plugin)
+check(r.returncode == 0 and 'note' in out and 'NCCL 2.21 and later take' in out
+      and 'NCCL_NET_PLUGIN=diag' in out,
+      'doctor: a path loads, with a note that NCCL before 2.21 takes only the name', out[-1500:])
+r, out = run(['doctor'], NCCL_NET_PLUGIN='diag', LD_LIBRARY_PATH=plugin_dir)
+check('NCCL 2.21 and later take' not in out, 'doctor: the name form gets no such note', out[-800:])
+
 r, out = run(['doctor'], NCCL_NET_PLUGIN='diag')
 check(r.returncode == 1 and 'libnccl-net-diag.so: cannot open shared object file' in out
       and 'LD_LIBRARY_PATH' in out,
