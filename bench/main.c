@@ -12,6 +12,7 @@
 #include "common/size.h"
 #include "common/version.h"
 #include "tools/netload.h" /* the ABI versions --abi takes */
+#include "tools/opt.h"
 
 static const char usage_text[] =
   "usage: nccl-net-bench [options]\n"
@@ -220,46 +221,99 @@ static void nccl_shape(struct opts *o) {
 
 enum parse_outcome { PARSE_RUN, PARSE_HELP, PARSE_VERSION, PARSE_BAD };
 
+/* Every option with a value goes through option() by its name. */
+enum {
+  O_HELP = 1,
+  O_VERSION,
+  O_VERBOSE,
+  O_NO_BASELINE,
+  O_LAT_ONE,
+  O_QUIET,
+  O_PIN,
+  O_CORRUPT,
+  O_NCCL_SHAPE,
+  O_TARGETS,
+  O_JSON,
+  O_VALUE
+};
+static const struct tool_opt bench_opts[] = {
+  {"help", 'h', TOOL_OPT_FLAG, O_HELP},
+  {"version", 0, TOOL_OPT_FLAG, O_VERSION},
+  {"verbose", 'v', TOOL_OPT_FLAG, O_VERBOSE},
+  {"no-baseline", 0, TOOL_OPT_FLAG, O_NO_BASELINE},
+  {"lat-one-conn", 0, TOOL_OPT_FLAG, O_LAT_ONE},
+  {"wait-quiet", 0, TOOL_OPT_FLAG, O_QUIET},
+  {"pin", 0, TOOL_OPT_FLAG, O_PIN},
+  {"corrupt", 0, TOOL_OPT_FLAG, O_CORRUPT}, /* test hook: proves checks bite */
+  {"nccl-shape", 0, TOOL_OPT_FLAG, O_NCCL_SHAPE},
+  {"targets", 0, TOOL_OPT_FLAG, O_TARGETS},
+  {"json", 0, TOOL_OPT_OPTIONAL, O_JSON},
+#define BENCH_VALUE_FIRST 11 /* the index of the first option with a value */
+  {"placement", 0, TOOL_OPT_VALUE, O_VALUE},
+  {"transport", 0, TOOL_OPT_VALUE, O_VALUE + 1},
+  {"verbs-lib", 0, TOOL_OPT_VALUE, O_VALUE + 2},
+  {"modes", 0, TOOL_OPT_VALUE, O_VALUE + 3},
+  {"sizes", 0, TOOL_OPT_VALUE, O_VALUE + 4},
+  {"lat-sizes", 0, TOOL_OPT_VALUE, O_VALUE + 5},
+  {"comms", 0, TOOL_OPT_VALUE, O_VALUE + 6},
+  {"raw-shapes", 0, TOOL_OPT_VALUE, O_VALUE + 7},
+  {"window", 0, TOOL_OPT_VALUE, O_VALUE + 8},
+  {"reps", 0, TOOL_OPT_VALUE, O_VALUE + 9},
+  {"target-bytes", 0, TOOL_OPT_VALUE, O_VALUE + 10},
+  {"max-mem", 0, TOOL_OPT_VALUE, O_VALUE + 11},
+  {"raw-min-stripe", 0, TOOL_OPT_VALUE, O_VALUE + 12},
+  {"max-msgs", 0, TOOL_OPT_VALUE, O_VALUE + 13},
+  {"lat-iters", 0, TOOL_OPT_VALUE, O_VALUE + 14},
+  {"svg", 0, TOOL_OPT_VALUE, O_VALUE + 15},
+  {"plugin", 0, TOOL_OPT_VALUE, O_VALUE + 16},
+  {"compare", 0, TOOL_OPT_VALUE, O_VALUE + 17},
+  {"driver-idle-us", 0, TOOL_OPT_VALUE, O_VALUE + 18},
+  {"select-reps", 0, TOOL_OPT_VALUE, O_VALUE + 19},
+  {"abi", 0, TOOL_OPT_VALUE, O_VALUE + 20},
+  {"dev", 0, TOOL_OPT_VALUE, O_VALUE + 21},
+  {"rank-env", 0, TOOL_OPT_VALUE, O_VALUE + 22},
+  {NULL, 0, 0, 0}};
+
+/* One flag or option: PARSE_RUN to go on, or the outcome (why set). */
+static enum parse_outcome one_option(struct opts *o, int id, const char *v, char *why, size_t cap) {
+  if (id == O_HELP) return PARSE_HELP;
+  if (id == O_VERSION) return PARSE_VERSION;
+  if (id == O_VERBOSE) o->is_verbose = true;
+  if (id == O_NO_BASELINE) o->has_baseline = false;
+  if (id == O_LAT_ONE) o->is_lat_one_conn = true;
+  if (id == O_QUIET) o->is_wait_quiet = true;
+  if (id == O_PIN) o->is_pinned = true;
+  if (id == O_CORRUPT) o->is_corrupting = true;
+  if (id == O_NCCL_SHAPE) nccl_shape(o);
+  if (id == O_TARGETS) o->has_targets = true;
+  if (id == O_JSON && tool_opt_json(&o->json, v, why, cap)) return PARSE_BAD;
+  if (id < O_VALUE) return PARSE_RUN;
+  char name[64];
+  snprintf(name, sizeof(name), "--%s", bench_opts[id - O_VALUE + BENCH_VALUE_FIRST].name);
+  if (option(o, name, v) == OPT_TAKEN) return PARSE_RUN;
+  snprintf(why, cap, "bad value '%s' for %s", v, name);
+  return PARSE_BAD;
+}
+
 static enum parse_outcome parse_args(struct opts *o, int argc, char **argv) {
   defaults(o);
-  int n = snprintf(o->command, sizeof(o->command), "nccl-net-bench"), is_json;
-  enum option_result bad = OPT_TAKEN;
+  size_t n = (size_t)snprintf(o->command, sizeof(o->command), "nccl-net-bench");
+  for (int i = 1; i < argc && n < sizeof(o->command); i++)
+    n += (size_t)snprintf(o->command + n, sizeof(o->command) - n, " %s", argv[i]);
   char why[512];
-  for (int i = 1; i < argc; i++) {
-    n += snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
-                  " %s", argv[i]);
-    if (!strcmp(argv[i], "-v")) o->is_verbose = true;
-    else if (!strcmp(argv[i], "--no-baseline")) o->has_baseline = false;
-    else if (!strcmp(argv[i], "--baseline")) o->has_baseline = true;
-    else if (!strcmp(argv[i], "--lat-one-conn")) o->is_lat_one_conn = true;
-    else if (!strcmp(argv[i], "--wait-quiet")) o->is_wait_quiet = true;
-    else if (!strcmp(argv[i], "--pin")) o->is_pinned = true;
-    else if (!strcmp(argv[i], "--nccl-shape")) nccl_shape(o);
-    else if (!strcmp(argv[i], "--targets")) o->has_targets = true;
-    else if (!strcmp(argv[i], "--corrupt"))
-      o->is_corrupting = true; /* test hook: proves checks bite */
-    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return PARSE_HELP;
-    else if (!strcmp(argv[i], "--version")) return PARSE_VERSION;
-    else if ((is_json = json_dest_arg(&o->json, argv[i], why, sizeof(why))) != 0 ||
-             json_dest_stray(argv[i - 1], argv[i], why, sizeof(why))) {
-      if (is_json > 0) continue;
-      fprintf(stderr, "nccl-net-bench: %s\n", why);
-      return PARSE_BAD;
-    } else if (i + 1 >= argc || (bad = option(o, argv[i], argv[i + 1])) != OPT_TAKEN) {
-      if (bad == OPT_BAD_VALUE)
-        fprintf(stderr, "nccl-net-bench: bad value '%s' for %s (-h gives what each option takes)\n",
-                argv[i + 1], argv[i]);
-      else if (i + 1 < argc || option(o, argv[i], "1") == OPT_UNKNOWN)
-        fprintf(stderr, "nccl-net-bench: unknown option '%s' (-h lists the options)\n", argv[i]);
-      else fprintf(stderr, "nccl-net-bench: option %s needs a value\n", argv[i]);
-      return PARSE_BAD;
-    } else {
-      i++;
-      n +=
-        snprintf(o->command + n, n < (int)sizeof(o->command) ? sizeof(o->command) - (size_t)n : 0,
-                 " %s", argv[i]);
-    }
-  }
+  struct tool_opts op;
+  if (tool_opts_begin(&op, argc, argv, bench_opts)) return PARSE_BAD;
+  enum parse_outcome out = PARSE_RUN;
+  int id;
+  const char *v;
+  while (out == PARSE_RUN && (id = tool_opt_next(&op, &v, why, sizeof(why))) > 0)
+    out = one_option(o, id, v, why, sizeof(why));
+  if (out == PARSE_RUN && id == TOOL_OPT_END && tool_opts_no_operands(&op, why, sizeof(why)))
+    id = TOOL_OPT_ERROR;
+  tool_opts_end(&op);
+  if (out == PARSE_RUN && id == TOOL_OPT_ERROR) out = PARSE_BAD;
+  if (out == PARSE_BAD) fprintf(stderr, "nccl-net-bench: %s (-h lists the options)\n", why);
+  if (out != PARSE_RUN) return out;
   if (check_sizes(o)) {
     fprintf(stderr, "nccl-net-bench: sizes must be multiples of 8 bytes, at most 1G\n");
     return PARSE_BAD;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/events.h"
+#include "common/knob_names.h"
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/ncclver.h"
@@ -52,6 +53,7 @@ static atomic_int bound_abi; /* the table of NCCL's first init call */
 static void init_once_fn(void) {
   knob_load(0);
   nccl_knobs_note();
+  knob_names_warn_unknown(); /* a misspelt setting, which NCCL ignores silently */
   char nv[32];
   int abi = atomic_load(&bound_abi);
   nccl_version_str(nccl_version_code(), nv, sizeof(nv));

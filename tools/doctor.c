@@ -21,7 +21,9 @@
 #include "common/strutil.h"
 #include "common/version.h"
 #include "tools/doctor.h"
+#include "tools/doctor_plugin.h"
 #include "tools/json_out.h"
+#include "tools/opt.h"
 #include "tools/tool.h"
 #include "topo/gid.h"
 
@@ -177,6 +179,8 @@ static int run(struct doctor *d, struct json_dest *json) {
   d->c = &c;
   doctor_probe(d);
   doctor_check_knobs(d);
+  doctor_check_plugin(d);
+  doctor_check_names(d);
   d->exit_status = doctor_count(d, TOPO_ERROR) ? 1 : 0;
   if (json->f) doctor_print_json(json->f, d);
   if (!json->f || json->f != stdout) doctor_print_text(stdout, d);
@@ -191,23 +195,28 @@ int cmd_doctor(int argc, char **argv) {
   char why[512];
   bool is_pid1_used = false;
   const char *pid1_path = "/proc/1/environ";
-  for (int i = 1; i < argc; i++) {
-    int is_json = json_dest_arg(&json, argv[i], why, sizeof(why));
-    if (is_json < 0 || json_dest_stray(argv[i - 1], argv[i], why, sizeof(why)))
-      return tool_usage_error("doctor", "%s", why);
-    if (is_json) continue;
-    if (!strcmp(argv[i], "--pid1")) is_pid1_used = true;
-    else if (!strcmp(argv[i], "--pid1-environ") && i + 1 < argc) pid1_path = argv[++i];
-    else if (!strcmp(argv[i], "-v")) tool_verbose = 1;
-    else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      usage(stdout);
-      return 0;
-    } else if (!strcmp(argv[i], "--pid1-environ")) {
-      return tool_usage_error("doctor", "option --pid1-environ needs a value");
-    } else {
-      return tool_usage_error("doctor", "unknown option '%s'", argv[i]);
-    }
+  enum { O_JSON = 1, O_PID1, O_PID1_ENVIRON, O_VERBOSE, O_HELP };
+  static const struct tool_opt opts[] = {{"json", 0, TOOL_OPT_OPTIONAL, O_JSON},
+                                         {"pid1", 0, TOOL_OPT_FLAG, O_PID1},
+                                         {"pid1-environ", 0, TOOL_OPT_VALUE, O_PID1_ENVIRON},
+                                         {"verbose", 'v', TOOL_OPT_FLAG, O_VERBOSE},
+                                         {"help", 'h', TOOL_OPT_FLAG, O_HELP},
+                                         {NULL, 0, 0, 0}};
+  struct tool_opts p;
+  if (tool_opts_begin(&p, argc, argv, opts)) return tool_usage_error("doctor", "out of memory");
+  int id;
+  const char *v;
+  while ((id = tool_opt_next(&p, &v, why, sizeof(why))) > 0) {
+    if (id == O_JSON && tool_opt_json(&json, v, why, sizeof(why))) break;
+    if (id == O_PID1) is_pid1_used = true;
+    if (id == O_PID1_ENVIRON) pid1_path = v;
+    if (id == O_VERBOSE) tool_verbose = 1;
+    if (id == O_HELP) break;
   }
+  if (id == TOOL_OPT_END) id = tool_opts_no_operands(&p, why, sizeof(why));
+  tool_opts_end(&p);
+  if (id == O_HELP) return usage(stdout), 0;
+  if (id) return tool_usage_error("doctor", "%s", why);
   memset(&d, 0, sizeof(d));
   gethostname(d.hostname, sizeof(d.hostname) - 1);
   scopy(d.pid1_src, sizeof(d.pid1_src), pid1_path);

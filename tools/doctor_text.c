@@ -8,11 +8,15 @@
 
 #include "common/agree.h"
 #include "tools/doctor.h"
+#include "tools/doctor_plugin.h"
+#include "tools/ncclconf.h"
 #include "tools/textwrap.h"
 #include "topo/gid.h"
 #include "topo/pkey.h"
 
-#define WRAP TEXT_WRAP
+/* The destination's columns (textwrap.h); no wrapping when piped. */
+static int wrap_cols;
+#define WRAP (wrap_cols > 0 ? wrap_cols : 1 << 20)
 
 /* Prints text after a prefix, wrapped at spaces, continuation lines
  * indented by indent columns. */
@@ -41,6 +45,9 @@ static void print_header(FILE *f, const struct doctor *d) {
   fprintf(f, "nccl-net-diag doctor on %s\n", d->hostname);
   fprintf(f, "  sysfs root     %s\n  interfaces     %s\n", h->sysfs_root, h->ifs.source);
   wrapped(f, "  PCI topology   ", 17, h->pci_source);
+  char plugin[2400];
+  doctor_plugin_line(plugin, sizeof(plugin));
+  wrapped(f, "  NCCL plugin    ", 17, plugin);
   if (doctor_has_rdma(d))
     fprintf(f, "  transport      RDMA on %d port%s, bootstrap over %s\n",
             d->is_probed ? d->probe->nopen : c->ndev, c->ndev == 1 ? "" : "s",
@@ -405,6 +412,12 @@ static void print_agreement(FILE *f, const struct doctor_env *e) {
 
 static void print_env(FILE *f, const struct doctor *d) {
   fprintf(f, "\nNCCL_* variables\n");
+  char files[1024];
+  ncclconf_files(files, sizeof(files));
+  wrapped(f, "  NCCL's config files: ", 4,
+          files[0] ? files
+                   : "none (NCCL reads NCCL_CONF_FILE or ~/.nccl.conf, then /etc/nccl.conf; the "
+                     "environment wins)");
   print_vars(f, "this process", &d->self);
   print_agreement(f, &d->self);
   if (!d->has_pid1) {
@@ -480,8 +493,10 @@ static void print_recs(FILE *f, const struct doctor *d) {
 void doctor_print_text(FILE *out, const struct doctor *d) {
   struct text_wrap w;
   FILE *f = text_wrap_open(&w, out);
+  wrap_cols = w.cols;
   print_header(f, d);
   print_ports(f, d);
+  doctor_print_gids(f, d);
   print_devices(f, d);
   print_verbs(f, d);
   print_gpus(f, d);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/version.h"
+#include "tools/ncclconf.h"
 #include "tools/tool.h"
 
 int tool_verbose;
@@ -72,6 +73,9 @@ int main(int argc, char **argv) {
     printf("nccl-net-diag %s\n", DIAG_VERSION);
     return 0;
   }
+  /* What NCCL's configuration files set, as NCCL sets it before the
+   * plugin reads its settings. */
+  ncclconf_apply();
   if (!strcmp(argv[1], "selftest")) return cmd_selftest(argc - 1, argv + 1);
   if (!strcmp(argv[1], "params")) return cmd_params(argc - 1, argv + 1);
   if (!strcmp(argv[1], "doctor")) return cmd_doctor(argc - 1, argv + 1);

@@ -8,16 +8,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "tools/netload_call.h"
+#include "tools/netload_resolve.h"
 
 #define SO_NAME "libnccl-net-diag.so"
+/* The install's library folder relative to its bin folder (meson's libdir,
+ * multiarch on Debian: lib/aarch64-linux-gnu on Grace). */
+#ifndef NETLOAD_LIBDIR
+#define NETLOAD_LIBDIR "../lib/"
+#endif
 
 static void *try_open(const char *p, char *err, size_t errlen) {
   void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
   if (!h && err && !err[0]) snprintf(err, errlen, "%s", dlerror());
   return h;
+}
+
+/* NCCL_NET_PLUGIN set (and not "none"): the file NCCL would load, or none. */
+static void *nccl_choice(const char *value, char *out, size_t cap, char *err, size_t errlen) {
+  static struct netload_choice c;
+  if (netload_resolve(value, &c)) {
+    char fix[400];
+    netload_choice_fix(&c, fix, sizeof(fix));
+    char host[256] = "this host";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(err, errlen, "on %s NCCL_NET_PLUGIN=%s loads nothing (%s): %s", host, value, c.why,
+             fix);
+    return NULL;
+  }
+  snprintf(out, cap, "%s", c.file);
+  return try_open(c.file, err, errlen);
 }
 
 static void *find_plugin(const char *path, char *out, size_t cap, char *err, size_t errlen) {
@@ -30,6 +53,8 @@ static void *find_plugin(const char *path, char *out, size_t cap, char *err, siz
     snprintf(out, cap, "%s", env);
     return try_open(env, err, errlen);
   }
+  const char *nccl = getenv("NCCL_NET_PLUGIN");
+  if (nccl && *nccl && strcasecmp(nccl, "none")) return nccl_choice(nccl, out, cap, err, errlen);
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n > 0) {
@@ -37,11 +62,21 @@ static void *find_plugin(const char *path, char *out, size_t cap, char *err, siz
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
     /* build tree (build/tools, build/bench, build/tests/x), install tree (bin -> lib) */
-    static const char *const rel[] = {
-      "../plugin/", "../../plugin/", "../lib/", "../lib64/", "../lib/x86_64-linux-gnu/", "./"};
+    static const char *const rel[] = {"../plugin/",
+                                      "../../plugin/",
+                                      NETLOAD_LIBDIR,
+                                      "../lib/",
+                                      "../lib64/",
+                                      "../lib/x86_64-linux-gnu/",
+                                      "../lib/aarch64-linux-gnu/",
+                                      "../lib/powerpc64le-linux-gnu/",
+                                      "./"};
     for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
       snprintf(out, cap, "%s/%s%s", exe, rel[i], SO_NAME);
-      if (access(out, R_OK) == 0) return try_open(out, err, errlen);
+      char real[PATH_MAX];
+      if (access(out, R_OK)) continue;
+      if (realpath(out, real)) snprintf(out, cap, "%s", real);
+      return try_open(out, err, errlen);
     }
   }
   snprintf(out, cap, "%s", SO_NAME);

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "tools/json_out.h"
+#include "tools/opt.h"
 #include "tools/textwrap.h"
 #include "tools/tool.h"
 
@@ -114,23 +115,32 @@ int cmd_params(int argc, char **argv) {
   struct json_dest json = {0};
   bool is_set_only = false, is_agree = false;
   char why[512];
-  for (int i = 1; i < argc; i++) {
-    int is_json = json_dest_arg(&json, argv[i], why, sizeof(why));
-    if (is_json < 0 || json_dest_stray(argv[i - 1], argv[i], why, sizeof(why)))
-      return tool_usage_error("params", "%s", why);
-    if (is_json) continue;
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-      printf("usage: nccl-net-diag params [--set | --agree] [--json[=FILE]]\n"
-             "Every environment variable the plugin reads: its default, its value here, its\n"
-             "meaning. --set: only those set. --agree: which NCCL settings every node must share,\n"
-             "which may differ, and why. --json[=FILE]: both as one JSON document on stdout, or\n"
-             "in FILE ('-' is stdout).\n");
-      return 0;
-    }
-    if (!strcmp(argv[i], "--set")) is_set_only = true;
-    else if (!strcmp(argv[i], "--agree")) is_agree = true;
-    else return tool_usage_error("params", "unknown option '%s'", argv[i]);
+  enum { O_JSON = 1, O_SET, O_AGREE, O_HELP };
+  static const struct tool_opt opts[] = {{"json", 0, TOOL_OPT_OPTIONAL, O_JSON},
+                                         {"set", 0, TOOL_OPT_FLAG, O_SET},
+                                         {"agree", 0, TOOL_OPT_FLAG, O_AGREE},
+                                         {"help", 'h', TOOL_OPT_FLAG, O_HELP},
+                                         {NULL, 0, 0, 0}};
+  struct tool_opts op;
+  if (tool_opts_begin(&op, argc, argv, opts)) return tool_usage_error("params", "out of memory");
+  int id;
+  const char *v;
+  while ((id = tool_opt_next(&op, &v, why, sizeof(why))) > 0) {
+    if (id == O_HELP || (id == O_JSON && tool_opt_json(&json, v, why, sizeof(why)))) break;
+    if (id == O_SET) is_set_only = true;
+    if (id == O_AGREE) is_agree = true;
   }
+  if (id == TOOL_OPT_END) id = tool_opts_no_operands(&op, why, sizeof(why));
+  tool_opts_end(&op);
+  if (id == O_HELP) {
+    printf("usage: nccl-net-diag params [--set | --agree] [--json[=FILE]]\n"
+           "Every environment variable the plugin reads: its default, its value here, its\n"
+           "meaning. --set: only those set. --agree: which NCCL settings every node must share,\n"
+           "which may differ, and why. --json[=FILE]: both as one JSON document on stdout, or\n"
+           "in FILE ('-' is stdout).\n");
+    return 0;
+  }
+  if (id) return tool_usage_error("params", "%s", why);
   if (is_set_only && is_agree)
     return tool_usage_error("params", "--set and --agree list different tables: give one");
   if (json_dest_open(&json, why, sizeof(why))) return tool_usage_error("params", "%s", why);

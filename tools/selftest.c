@@ -20,6 +20,7 @@
 #include "common/log.h"
 #include "common/size.h"
 #include "tools/netload.h"
+#include "tools/opt.h"
 #include "tools/tool.h"
 #include "topo/topo.h"
 
@@ -195,40 +196,60 @@ static void selftest_usage(FILE *f) {
           NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
 }
 
+/* The options: -1 to run, else the exit status (help, usage error). */
+static int selftest_options(int argc, char **argv, size_t *size, int *iters, int *version,
+                            const char **plugin) {
+  enum { O_SIZE = 1, O_ITERS, O_ABI, O_PLUGIN, O_VERBOSE, O_HELP };
+  static const struct tool_opt opts[] = {{"size", 0, TOOL_OPT_VALUE, O_SIZE},
+                                         {"iters", 0, TOOL_OPT_VALUE, O_ITERS},
+                                         {"abi", 0, TOOL_OPT_VALUE, O_ABI},
+                                         {"plugin", 0, TOOL_OPT_VALUE, O_PLUGIN},
+                                         {"verbose", 'v', TOOL_OPT_FLAG, O_VERBOSE},
+                                         {"help", 'h', TOOL_OPT_FLAG, O_HELP},
+                                         {NULL, 0, 0, 0}};
+  struct tool_opts op;
+  char why[512] = "";
+  if (tool_opts_begin(&op, argc, argv, opts)) return tool_usage_error("selftest", "out of memory");
+  int id;
+  const char *val;
+  while ((id = tool_opt_next(&op, &val, why, sizeof(why))) > 0) {
+    long v = 0;
+    uint64_t bytes;
+    if (id == O_HELP) break;
+    if (id == O_VERBOSE) tool_verbose = 1;
+    if (id == O_PLUGIN) *plugin = val;
+    if (id == O_SIZE && (size_parse(val, &bytes) || !bytes || bytes > SIZE_MAX)) {
+      snprintf(why, sizeof(why),
+               "bad value '%s' for --size: a size such as 4096, 64K, 1M (K = 1024)", val);
+      break;
+    }
+    if (id == O_SIZE) *size = (size_t)bytes;
+    if (id == O_ITERS && tool_parse_int(val, 1, 1000000, &v)) {
+      snprintf(why, sizeof(why), "bad value '%s' for --iters: an integer from 1 to 1000000", val);
+      break;
+    }
+    if (id == O_ITERS) *iters = (int)v;
+    /* a number the loader does not drive is refused there, naming the ones it does */
+    if (id == O_ABI && tool_parse_int(val, 0, 1000, &v)) {
+      snprintf(why, sizeof(why), "bad value '%s' for --abi: a table version, %d to %d", val,
+               NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
+      break;
+    }
+    if (id == O_ABI) *version = (int)v;
+  }
+  if (id == TOOL_OPT_END) id = tool_opts_no_operands(&op, why, sizeof(why));
+  tool_opts_end(&op);
+  if (id == O_HELP) return selftest_usage(stdout), 0;
+  if (id) return tool_usage_error("selftest", "%s", why);
+  return -1;
+}
+
 int cmd_selftest(int argc, char **argv) {
   size_t size = 64 << 20;
   int iters = 32, version = 0;
   const char *plugin = NULL;
-  for (int i = 1; i < argc; i++) {
-    const char *o = argv[i];
-    bool has_value = !strcmp(o, "--size") || !strcmp(o, "--iters") || !strcmp(o, "--abi") ||
-                     !strcmp(o, "--plugin");
-    long v = 0;
-    if (!strcmp(o, "-h") || !strcmp(o, "--help")) return selftest_usage(stdout), 0;
-    if (!strcmp(o, "-v")) tool_verbose = 1;
-    else if (!has_value) return tool_usage_error("selftest", "unknown option '%s'", o);
-    else if (i + 1 >= argc) return tool_usage_error("selftest", "option %s needs a value", o);
-    else if (!strcmp(o, "--plugin")) plugin = argv[++i];
-    else if (!strcmp(o, "--size")) {
-      uint64_t bytes;
-      if (size_parse(argv[++i], &bytes) || !bytes || bytes > SIZE_MAX)
-        return tool_usage_error(
-          "selftest", "bad value '%s' for --size: a size such as 4096, 64K, 1M (K = 1024)",
-          argv[i]);
-      size = (size_t)bytes;
-    } else if (!strcmp(o, "--iters")) {
-      if (tool_parse_int(argv[++i], 1, 1000000, &v))
-        return tool_usage_error(
-          "selftest", "bad value '%s' for --iters: an integer from 1 to 1000000", argv[i]);
-      iters = (int)v;
-    } else if (!strcmp(o, "--abi")) {
-      /* a number the loader does not drive is refused there, naming the ones it does */
-      if (tool_parse_int(argv[++i], 0, 1000, &v))
-        return tool_usage_error("selftest", "bad value '%s' for --abi: a table version, %d to %d",
-                                argv[i], NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
-      version = (int)v;
-    }
-  }
+  int rc = selftest_options(argc, argv, &size, &iters, &version, &plugin);
+  if (rc >= 0) return rc;
   size = (size + 7) & ~(size_t)7;
   struct netload nl;
   char err[512];

@@ -5,16 +5,30 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+int text_wrap_columns(FILE *f) {
+  const char *env = getenv("COLUMNS");
+  if (env && atoi(env) >= 40) return atoi(env);
+  struct winsize ws;
+  if (isatty(fileno(f)) && !ioctl(fileno(f), TIOCGWINSZ, &ws) && ws.ws_col >= 40) return ws.ws_col;
+  return 0;
+}
 
 /* One line (no newline) of len bytes, wrapped. */
-static void wrap_line(FILE *f, const char *s, size_t len) {
+static void wrap_line(FILE *f, const char *s, size_t len, size_t wrap) {
   while (len && s[len - 1] == ' ') len--;
+  if (!wrap) {
+    fprintf(f, "%.*s\n", (int)len, s);
+    return;
+  }
   size_t indent = strspn(s, " ");
   if (indent > len) indent = len;
-  size_t cont = indent + 4 < TEXT_WRAP / 2 ? indent + 4 : indent;
+  size_t cont = indent + 4 < wrap / 2 ? indent + 4 : indent;
   bool is_first = true;
   while (len || is_first) {
-    size_t room = TEXT_WRAP - (is_first ? 0 : cont);
+    size_t room = wrap - (is_first ? 0 : cont);
     size_t cut = len;
     if (len > room) {
       size_t at = room;
@@ -35,10 +49,10 @@ static void wrap_line(FILE *f, const char *s, size_t len) {
   }
 }
 
-void text_wrap_write(FILE *f, const char *text) {
+void text_wrap_write(FILE *f, const char *text, int cols) {
   while (*text) {
     size_t len = strcspn(text, "\n");
-    wrap_line(f, text, len);
+    wrap_line(f, text, len, cols > 0 ? (size_t)cols : 0);
     text += len;
     if (*text == '\n') text++;
   }
@@ -47,6 +61,7 @@ void text_wrap_write(FILE *f, const char *text) {
 FILE *text_wrap_open(struct text_wrap *w, FILE *f) {
   memset(w, 0, sizeof(*w));
   w->out = f;
+  w->cols = text_wrap_columns(f);
   w->mem = open_memstream(&w->buf, &w->len);
   return w->mem ? w->mem : f;
 }
@@ -54,7 +69,7 @@ FILE *text_wrap_open(struct text_wrap *w, FILE *f) {
 void text_wrap_close(struct text_wrap *w) {
   if (!w->mem) return;
   fclose(w->mem);
-  text_wrap_write(w->out, w->buf ? w->buf : "");
+  text_wrap_write(w->out, w->buf ? w->buf : "", w->cols);
   free(w->buf);
   w->mem = NULL;
 }

@@ -10,6 +10,7 @@ Usage: test_json_schemas.py NCCL_NET_DIAG NCCL_NET_BENCH PLUGIN_SO SOURCE_ROOT""
 import copy
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -122,6 +123,16 @@ def doctor_docs():
                            capture_output=True, text=True, timeout=60)
         docs[host] = load(r.stdout, f'doctor on {host}')
         conforms(docs[host], 'nccl-net-diag.doctor/1', f'doctor --json on {host}')
+    # A user other than root cannot read PID 1's environment: pid1 is null.
+    if os.geteuid() == 0 and shutil.which('setpriv'):
+        r = subprocess.run(['setpriv', '--reuid=nobody', '--regid=nogroup', '--clear-groups',
+                            DIAG, 'doctor', '--json'], env=clean_env(), capture_output=True,
+                           text=True, timeout=60)
+        doc = load(r.stdout, 'doctor as nobody')
+        conforms(doc, 'nccl-net-diag.doctor/1', 'doctor --json as the user nobody')
+        check(isinstance(doc, dict) and doc['env']['pid1'] is None and
+              bool(doc['env']['pid1_error']),
+              'doctor --json as nobody: pid1 null, pid1_error says why', str(doc)[:300])
     # A host that cannot be read still gets JSON, of its own schema.
     r = subprocess.run([DIAG, 'doctor', '--json', '--pid1-environ', '/dev/null'],
                        env=clean_env(NCCL_DIAG_IFADDRS='/nonexistent-ifaddrs'), capture_output=True,

@@ -7,6 +7,7 @@
 #include "tools/explain/correlate.h"
 #include "tools/explain/explain.h"
 #include "tools/explain/rules.h"
+#include "tools/opt.h"
 #include "tools/tool.h"
 
 static void usage(FILE *f) {
@@ -38,32 +39,48 @@ static void list_rules(void) {
 int cmd_explain(int argc, char **argv) {
   struct json_dest json = {0};
   bool all = false;
-  int nfiles = 0;
   char why[512];
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 0;
-    if (!strcmp(argv[i], "--rules")) return list_rules(), 0;
-    int is_json = json_dest_arg(&json, argv[i], why, sizeof(why));
-    if (is_json < 0) return tool_usage_error("explain", "%s", why);
-    if (is_json) continue;
-    if (!strcmp(argv[i], "-v")) all = true;
-    else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "nccl-net-diag explain: unknown option '%s'\n", argv[i]);
-      return usage(stderr), 2;
-    } else nfiles++;
+  enum { O_JSON = 1, O_RULES, O_VERBOSE, O_HELP };
+  static const struct tool_opt opts[] = {{"json", 0, TOOL_OPT_OPTIONAL, O_JSON},
+                                         {"rules", 0, TOOL_OPT_FLAG, O_RULES},
+                                         {"verbose", 'v', TOOL_OPT_FLAG, O_VERBOSE},
+                                         {"help", 'h', TOOL_OPT_FLAG, O_HELP},
+                                         {NULL, 0, 0, 0}};
+  struct tool_opts op;
+  if (tool_opts_begin(&op, argc, argv, opts)) return tool_usage_error("explain", "out of memory");
+  int id;
+  const char *v;
+  while ((id = tool_opt_next(&op, &v, why, sizeof(why))) > 0) {
+    if (id == O_HELP || id == O_RULES) break;
+    if (id == O_JSON && tool_opt_json(&json, v, why, sizeof(why))) break;
+    if (id == O_VERBOSE) all = true;
   }
-  if (!nfiles) return usage(stderr), 2;
-  if (json_dest_open(&json, why, sizeof(why))) return tool_usage_error("explain", "%s", why);
+  char **files = NULL;
+  int nfiles = id == TOOL_OPT_END ? tool_opts_operands(&op, &files) : 0;
+  if (id == O_HELP || id == O_RULES) {
+    tool_opts_end(&op);
+    return id == O_HELP ? usage(stdout) : list_rules(), 0;
+  }
+  if (id) {
+    tool_opts_end(&op);
+    return tool_usage_error("explain", "%s", why);
+  }
+  if (!nfiles || json_dest_open(&json, why, sizeof(why))) {
+    tool_opts_end(&op);
+    if (!nfiles) return usage(stderr), 2;
+    return tool_usage_error("explain", "%s", why);
+  }
   struct logset ls = {0};
-  for (int i = 1; i < argc; i++) {
-    if (argv[i][0] == '-' && argv[i][1]) continue;
-    if (logset_read_path(&ls, argv[i], why, sizeof(why))) {
+  for (int i = 0; i < nfiles; i++) {
+    if (logset_read_path(&ls, files[i], why, sizeof(why))) {
       fprintf(stderr, "nccl-net-diag explain: %s\n", why);
       logset_free(&ls);
       json_dest_close(&json, why, sizeof(why));
+      tool_opts_end(&op);
       return 2;
     }
   }
+  tool_opts_end(&op);
   logset_finish(&ls);
   struct corr c;
   struct findings fs;

@@ -173,30 +173,50 @@ static void compare_nccl(struct probe_run *r) {
   cmp_free(&gs);
 }
 
+/* A node whose NCCL_NET_PLUGIN loads nothing: its own error (which names
+ * the value, the cause and the fix), never another node's value to copy. */
+static void plugin_unloadable(struct probe_run *r, int k) {
+  const struct probe_facts *f = &r->facts[k];
+  const char *v = probe_env_get(&f->env, "NCCL_NET_PLUGIN");
+  char fix[600];
+  if (v && strchr(v, '/'))
+    snprintf(fix, sizeof(fix),
+             "on %s: set NCCL_NET_PLUGIN to the full path of a libnccl-net-diag.so that exists "
+             "there, or to diag with the libnccl-net-diag package installed",
+             f->host);
+  else
+    snprintf(fix, sizeof(fix),
+             "on %s: install the libnccl-net-diag package, or add the folder that holds "
+             "libnccl-net-diag.so to LD_LIBRARY_PATH",
+             f->host);
+  probe_add_problem(r, SEV_ERROR, f->host, fix, "on %s the plugin does not load%s%s%s: %s", f->host,
+                    v ? " (NCCL_NET_PLUGIN=" : "", v ? v : "", v ? ")" : "", f->plugin_err);
+}
+
 static void compare_plugin(struct probe_run *r) {
   struct cmp_groups ver = {0}, abi = {0};
   for (int k = 0; k < r->world; k++) {
     const struct probe_facts *f = &r->facts[k];
     if (!cmp_reported(r, k)) continue;
+    if (f->plugin_err[0]) {
+      if (cmp_host_first(r, k)) plugin_unloadable(r, k);
+      continue;
+    }
     char a[64] = "";
     size_t o = 0;
     for (int v = 5; v <= 12 && o < sizeof(a); v++)
       if (f->abi_mask & (1 << v))
         o += (size_t)snprintf(a + o, sizeof(a) - o, "%sv%d", o ? "," : "", v);
-    cmp_add(&ver,
-            f->plugin_err[0]       ? "not loadable"
-            : f->plugin_version[0] ? f->plugin_version
-                                   : "unknown",
-            f->host);
-    if (!f->plugin_err[0]) cmp_add(&abi, a, f->host);
+    cmp_add(&ver, f->plugin_version[0] ? f->plugin_version : "unknown", f->host);
+    cmp_add(&abi, a, f->host);
   }
   char desc[1500], hosts[512];
   cmp_describe(&ver, "", desc, sizeof(desc));
   cmp_minority_hosts(&ver, hosts, sizeof(hosts));
   if (ver.n > 1)
     probe_add_problem(r, SEV_ERROR, hosts,
-                      "install the same libnccl-net-diag release on every node (NCCL_NET_PLUGIN "
-                      "names it; nccl-net-diag --version shows it)",
+                      "install the same libnccl-net-diag release on every node (the file "
+                      "NCCL_NET_PLUGIN names there; nccl-net-diag doctor on a node names it)",
                       "libnccl-net-diag versions differ: %s", desc);
   cmp_describe(&abi, "", desc, sizeof(desc));
   cmp_minority_hosts(&abi, hosts, sizeof(hosts));

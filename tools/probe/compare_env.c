@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/agree.h"
+#include "common/knob_names.h"
 #include "tools/probe/compare.h"
 #include "tools/probe/env_class.h"
 
@@ -117,11 +118,36 @@ static void compare_pid1(struct probe_run *r) {
   }
 }
 
+/* A name neither NCCL nor the plugin reads (a typo NCCL ignores silently):
+ * one warning naming the hosts that set it and the closest known name. */
+static void unknown_name(struct probe_run *r, const char *name) {
+  char msg[900], hosts[512] = "", fix[400];
+  if (!knob_name_unknown(name, NULL, msg, sizeof(msg))) return;
+  size_t o = 0;
+  for (int k = 0; k < r->world && o < sizeof(hosts); k++)
+    if (cmp_host_first(r, k) && probe_env_get(&r->facts[k].env, name))
+      o += (size_t)snprintf(hosts + o, sizeof(hosts) - o, "%s%s", o ? ", " : "", r->facts[k].host);
+  const char *near = knob_name_closest(name);
+  if (near)
+    snprintf(fix, sizeof(fix),
+             "on %s: set %s instead of %s (in the job's environment or the "
+             "NCCL config file that sets it)",
+             hosts, near, name);
+  else
+    snprintf(fix, sizeof(fix), "on %s: unset %s, or spell it as NCCL's documentation does", hosts,
+             name);
+  probe_add_problem(r, SEV_WARNING, hosts, fix, "on %s: %s", hosts, msg);
+}
+
 void probe_compare_env(struct probe_run *r) {
   const char **names = NULL;
   int n = names_of(r, &names);
   for (int i = 0; i < n; i++) {
     enum env_class cls = probe_env_class(names[i]);
+    /* diag on one node and the full path of the same file on another are
+     * the same plugin: the files and releases are compared (compare.c). */
+    unknown_name(r, names[i]);
+    if (!strcmp(names[i], "NCCL_NET_PLUGIN")) continue;
     if (cls != EC_IGNORE) compare_var(r, names[i], cls);
   }
   free(names);

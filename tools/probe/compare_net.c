@@ -2,10 +2,12 @@
 /* Interfaces and RDMA ports across hosts: link layers, GID types and
  * indices, active MTUs, P_Keys, and the interface NCCL's sockets use. One
  * host per node (its first rank): these are the node's facts. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
 #include "tools/probe/compare.h"
 
 typedef void (*fact_fn)(const struct probe_facts *f, char *buf, size_t cap);
@@ -104,11 +106,52 @@ static void ifname_fix(const struct cmp_groups *gs, char *fix, size_t cap) {
              "an interface on the same network)");
 }
 
+/* The subnet of a node's first socket interface ("" when unknown). */
+static void sock_subnet_of(const struct probe_facts *f, char *b, size_t c) {
+  char name[64];
+  struct ipaddr a;
+  b[0] = 0;
+  sock_if_of(f, name, sizeof(name));
+  for (int i = 0; i < f->nif; i++)
+    if (!strcmp(f->ifs[i].name, name) && f->ifs[i].addr[0] && !ipaddr_parse(&a, f->ifs[i].addr) &&
+        a.prefix >= 0)
+      ipaddr_subnet_str(&a, b, c);
+}
+
+/* Socket interfaces named differently but all on one subnet: normal with
+ * different NIC models (predictable names); NCCL_SOCKET_IFNAME chose them
+ * on every node, so it is a note. Returns whether that is the case. */
+static bool sock_if_one_subnet(struct probe_run *r, const struct cmp_groups *names) {
+  struct cmp_groups nets = {0};
+  bool is_one = true;
+  for (int k = 0; k < r->world && is_one; k++) {
+    if (!cmp_host_first(r, k) || !r->facts[k].sock_ifs[0]) continue;
+    char net[96];
+    sock_subnet_of(&r->facts[k], net, sizeof(net));
+    if (!net[0]) is_one = false;
+    else cmp_add(&nets, net, r->facts[k].host);
+  }
+  is_one = is_one && nets.n == 1;
+  if (is_one) {
+    char desc[1500];
+    cmp_describe(names, "", desc, sizeof(desc));
+    probe_add_problem(r, SEV_NOTE, "",
+                      "nothing to do (to pin them, export NCCL_SOCKET_IFNAME with a prefix "
+                      "every node's interface starts with, or one =NAME per node)",
+                      "the interface NCCL's sockets use has different names on different nodes: "
+                      "%s, all on subnet %s (different NIC models or predictable names: fine)",
+                      desc, nets.g[0].value);
+  }
+  cmp_free(&nets);
+  return is_one;
+}
+
 void probe_compare_net(struct probe_run *r) {
   for (size_t i = 0; i < sizeof(checks) / sizeof(checks[0]); i++) {
     struct cmp_groups gs = {0};
     group_by(r, checks[i].fn, &gs);
-    if (gs.n > 1) {
+    bool is_note = gs.n > 1 && checks[i].fn == sock_if_of && sock_if_one_subnet(r, &gs);
+    if (gs.n > 1 && !is_note) {
       char desc[1500], hosts[512], fix[1500];
       cmp_describe(&gs, "", desc, sizeof(desc));
       cmp_minority_hosts(&gs, hosts, sizeof(hosts));

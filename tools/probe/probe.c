@@ -14,6 +14,7 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/size.h"
+#include "tools/opt.h"
 #include "tools/probe/capture.h"
 #include "tools/probe/coord.h"
 #include "tools/probe/facts.h"
@@ -122,25 +123,45 @@ static int parse(struct probe_opts *o, int argc, char **argv) {
                            .pings = 20,
                            .seed = 1,
                            .slow_ratio = 0.33};
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) return usage(stdout), 1;
-    if (!strcmp(argv[i], "-v")) {
-      o->verbose = 1;
-      continue;
-    }
-    char text[512];
-    int is_json = json_dest_arg(&o->json, argv[i], text, sizeof(text));
-    if (is_json < 0 || json_dest_stray(argv[i - 1], argv[i], text, sizeof(text)))
-      return tool_usage_error("probe", "%s", text);
-    if (is_json) continue;
+  enum { O_HELP = 1, O_VERBOSE, O_JSON, O_VALUE };
+  /* Every option with a value goes through option() by its name. */
+  static const struct tool_opt opts[] = {{"help", 'h', TOOL_OPT_FLAG, O_HELP},
+                                         {"verbose", 'v', TOOL_OPT_FLAG, O_VERBOSE},
+                                         {"json", 0, TOOL_OPT_OPTIONAL, O_JSON},
+                                         {"timeout", 0, TOOL_OPT_VALUE, O_VALUE},
+                                         {"bytes", 0, TOOL_OPT_VALUE, O_VALUE + 1},
+                                         {"pings", 0, TOOL_OPT_VALUE, O_VALUE + 2},
+                                         {"pairs", 0, TOOL_OPT_VALUE, O_VALUE + 3},
+                                         {"all-pairs-max", 0, TOOL_OPT_VALUE, O_VALUE + 4},
+                                         {"seed", 0, TOOL_OPT_VALUE, O_VALUE + 5},
+                                         {"slow-ratio", 0, TOOL_OPT_VALUE, O_VALUE + 6},
+                                         {"rendezvous", 0, TOOL_OPT_VALUE, O_VALUE + 7},
+                                         {"job-id", 0, TOOL_OPT_VALUE, O_VALUE + 8},
+                                         {"nccl-lib", 0, TOOL_OPT_VALUE, O_VALUE + 9},
+                                         {"plugin", 0, TOOL_OPT_VALUE, O_VALUE + 10},
+                                         {"abi", 0, TOOL_OPT_VALUE, O_VALUE + 11},
+                                         {NULL, 0, 0, 0}};
+  struct tool_opts op;
+  char text[512];
+  if (tool_opts_begin(&op, argc, argv, opts)) return tool_usage_error("probe", "out of memory");
+  int id;
+  const char *v;
+  while ((id = tool_opt_next(&op, &v, text, sizeof(text))) > 0) {
+    if (id == O_HELP || (id == O_JSON && tool_opt_json(&o->json, v, text, sizeof(text)))) break;
+    if (id == O_VERBOSE) o->verbose = 1;
+    if (id < O_VALUE) continue;
+    char name[64];
     const char *why;
-    int bad = option(o, argv[i], i + 1 < argc ? argv[i + 1] : "", &why);
-    if (bad == -1) return tool_usage_error("probe", "unknown option '%s'", argv[i]);
-    if (i + 1 >= argc) return tool_usage_error("probe", "option %s needs a value", argv[i]);
-    if (bad)
-      return tool_usage_error("probe", "bad value '%s' for %s: %s", argv[i + 1], argv[i], why);
-    i++;
+    snprintf(name, sizeof(name), "--%s", opts[id - O_VALUE + 3].name);
+    if (option(o, name, v, &why)) {
+      snprintf(text, sizeof(text), "bad value '%s' for %s: %s", v, name, why);
+      break;
+    }
   }
+  if (id == TOOL_OPT_END) id = tool_opts_no_operands(&op, text, sizeof(text));
+  tool_opts_end(&op);
+  if (id == O_HELP) return usage(stdout), 1;
+  if (id) return tool_usage_error("probe", "%s", text);
   const char *bad = o->timeout_s < 5                    ? "--timeout must be at least 5 seconds"
                     : !o->bytes                         ? "--bytes must be a size such as 64M"
                     : o->pings < 0 || o->pings > 100000 ? "--pings must be 0 to 100000"
