@@ -231,6 +231,7 @@ enum {
   O_QUIET,
   O_PIN,
   O_CORRUPT,
+  O_BASELINE,
   O_NCCL_SHAPE,
   O_TARGETS,
   O_JSON,
@@ -245,10 +246,11 @@ static const struct tool_opt bench_opts[] = {
   {"wait-quiet", 0, TOOL_OPT_FLAG, O_QUIET},
   {"pin", 0, TOOL_OPT_FLAG, O_PIN},
   {"corrupt", 0, TOOL_OPT_FLAG, O_CORRUPT}, /* test hook: proves checks bite */
+  {"baseline", 0, TOOL_OPT_FLAG, O_BASELINE},
   {"nccl-shape", 0, TOOL_OPT_FLAG, O_NCCL_SHAPE},
   {"targets", 0, TOOL_OPT_FLAG, O_TARGETS},
   {"json", 0, TOOL_OPT_OPTIONAL, O_JSON},
-#define BENCH_VALUE_FIRST 11 /* the index of the first option with a value */
+#define BENCH_VALUE_FIRST 12 /* the index of the first option with a value */
   {"placement", 0, TOOL_OPT_VALUE, O_VALUE},
   {"transport", 0, TOOL_OPT_VALUE, O_VALUE + 1},
   {"verbs-lib", 0, TOOL_OPT_VALUE, O_VALUE + 2},
@@ -284,6 +286,7 @@ static enum parse_outcome one_option(struct opts *o, int id, const char *v, char
   if (id == O_QUIET) o->is_wait_quiet = true;
   if (id == O_PIN) o->is_pinned = true;
   if (id == O_CORRUPT) o->is_corrupting = true;
+  if (id == O_BASELINE) o->has_baseline = true;
   if (id == O_NCCL_SHAPE) nccl_shape(o);
   if (id == O_TARGETS) o->has_targets = true;
   if (id == O_JSON && tool_opt_json(&o->json, v, why, cap)) return PARSE_BAD;

@@ -45,7 +45,7 @@ FLAGS = {'selftest': {'help', 'verbose'}, 'doctor': {'json', 'pid1', 'help', 've
          'params': {'json', 'set', 'agree', 'help'},
          'explain': {'json', 'rules', 'help', 'verbose'}, 'probe': {'json', 'help', 'verbose'},
          'bench': {'json', 'help', 'verbose', 'version', 'no-baseline', 'lat-one-conn', 'pin',
-                   'wait-quiet', 'corrupt'}}
+                   'wait-quiet', 'corrupt', 'baseline', 'nccl-shape', 'targets'}}
 
 
 def argv_of(cmd):
