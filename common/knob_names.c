@@ -374,9 +374,9 @@ void knob_names_warn_unknown(void) {
   gethostname(host, sizeof(host) - 1);
   for (char **e = environ; e && *e; e++) {
     const char *eq = strchr(*e, '=');
-    char name[128], msg[600];
-    if (!eq || (size_t)(eq - *e) >= sizeof(name)) continue;
-    snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+    char name[512], msg[900]; /* a name of up to 127 bytes, each byte escaped at most 4-fold */
+    if (!eq || eq - *e >= 128) continue;
+    log_clean(name, sizeof(name), *e, (size_t)(eq - *e)); /* no control byte reaches the log */
     if (knob_name_unknown(name, NULL, msg, sizeof(msg))) WARN("on %s %s", host, msg);
   }
 }

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/knobs.h"
 #include "common/log.h"
@@ -141,6 +142,8 @@ void nccl_knobs_note(void) {
   for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
     const char *v = getenv(table[i].name);
     if (!v || table[i].state != NK_IGNORED) continue;
-    INFO(LOG_INIT | LOG_ENV, "%s=%s is ignored by this plugin: %s", table[i].name, v, table[i].why);
+    char shown[256];
+    INFO(LOG_INIT | LOG_ENV, "%s=%s is ignored by this plugin: %s", table[i].name,
+         log_clean(shown, sizeof(shown), v, strlen(v)), table[i].why);
   }
 }

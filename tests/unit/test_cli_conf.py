@@ -81,6 +81,12 @@ try:
           'the plugin WARNs once at init for a name nothing reads, with the closest name',
           r.stderr)
 
+    # A name with a terminal escape in it: said, escaped, never obeyed.
+    r, out = run(['selftest', '--size', '64K', '--iters', '1'], **{'NCCL_IB_HC\x1b[2J': '1'})
+    warns = [x for x in r.stderr.splitlines() if x.startswith('WARN') and 'NCCL_IB_HC' in x]
+    check(len(warns) == 1 and '\\x1b[2J' in warns[0] and '\x1b' not in r.stderr,
+          'the plugin escapes the control bytes of a misspelt name in its WARN', r.stderr)
+
     # /etc/nccl.conf, in a private mount namespace over an overlay of /etc.
     up, work = os.path.join(tmp, 'up'), os.path.join(tmp, 'work')
     os.makedirs(up)
