@@ -150,9 +150,10 @@ static const struct knob_def knobs[K_COUNT] = {
     {"NCCL_DIAG_HANDSHAKE_TIMEOUT_MS", KT_INT, "20000", 50, 3600000, NULL,
      "how long an incoming connection may take to identify itself before it is refused"},
   [K_DIAG_SOCKET_INLINE] =
-    {"NCCL_DIAG_SOCKET_INLINE", KT_INT, "65536", 0, 16777216, NULL,
+    {"NCCL_DIAG_SOCKET_INLINE", KT_INT, "-2", -2, 16777216, NULL,
      "TCP messages up to this size travel on the control socket, moved by the caller's thread "
-     "(lowest latency); larger ones are striped over the data sockets"},
+     "(lowest latency); larger ones are striped over the data sockets. -2 = automatic: "
+     "512 KiB when the peer is on this host (loopback), 64 KiB otherwise"},
   [K_DIAG_MIN_CHUNK] = {"NCCL_DIAG_MIN_CHUNK", KT_INT, "131072", 4096, 1073741824, NULL,
                         "smallest piece of a TCP message given to one data socket"},
   [K_DIAG_SPIN_US] =
