@@ -473,11 +473,14 @@ void launch_build(const struct explain_ctx *cx, const struct hits *h) {
       mpi_exit_finding(cx, h->v[i]);
       break;
     }
+  /* the store's own verdict (a timeout, a broken connection) over the
+   * connect warnings PyTorch prints while it retries */
+  const struct rec *store = NULL;
   for (size_t i = 0; i < h->n; i++)
-    if (launch_kind_of(h->v[i]->raw) == LK_STORE) {
-      store_finding(cx, h->v[i]);
-      break;
-    }
+    if (launch_kind_of(h->v[i]->raw) == LK_STORE &&
+        (!store || has(store->raw, "failed to connect to")))
+      store = h->v[i];
+  if (store) store_finding(cx, store);
   for (size_t i = 0; i < h->n; i++)
     if (launch_kind_of(h->v[i]->raw) == LK_AGENT_SIGNAL) {
       agent_signal_finding(cx, h->v[i]);

@@ -25,6 +25,8 @@ bool nccltests_row(const char *t, struct nt_row *row) {
   if (colon && (colon[1] == ' ' || colon[1] == '\t') && colon - p < 40 &&
       (*p == '[' || isdigit((unsigned char)*p)) && !memchr(p, ' ', (size_t)(colon - p)))
     p = colon + 1;
+  while (*p == ' ' || *p == '\t') p++;
+  if (!isdigit((unsigned char)*p)) return false; /* most lines: not a row, no tokens read */
   while (n < 14) {
     while (*p == ' ' || *p == '\t') p++;
     if (!*p) break;
