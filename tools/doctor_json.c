@@ -26,6 +26,7 @@
 #include "common/events.h"
 #include "common/version.h"
 #include "tools/doctor.h"
+#include "tools/doctor_plugin.h"
 #include "tools/json_out.h"
 #include "topo/gid.h"
 #include "topo/pkey.h"
@@ -408,6 +409,7 @@ void doctor_print_json(FILE *f, const struct doctor *d) {
   json_close_arr(&w);
   put_interfaces(&w, d);
   put_env(&w, d);
+  doctor_plugin_json(&w);
   put_advice(&w, d);
   json_int(&w, "exit_status", d->exit_status);
   json_end(&w);

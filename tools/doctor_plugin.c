@@ -5,6 +5,7 @@
 #include "tools/doctor_plugin.h"
 
 #include "common/knob_names.h"
+#include "tools/json_out.h"
 #include "tools/ncclconf.h"
 
 #include <stdbool.h>
@@ -82,4 +83,19 @@ void doctor_check_names(struct doctor *d) {
     else snprintf(fix, sizeof(fix), "unset %s, or spell it as NCCL's documentation does", name);
     doctor_finding(d, TOPO_WARNING, fix, "%s", msg);
   }
+}
+
+void doctor_plugin_json(struct json *w) {
+  const struct netload_choice *c = &choice;
+  json_obj(w, "net_plugin");
+  json_str(w, "value", c->is_set ? c->value : NULL);
+  json_bool(w, "none", c->is_none);
+  json_bool(w, "loads", c->is_loaded);
+  json_str(w, "file", c->is_loaded ? c->file : NULL);
+  json_bool(w, "is_this_plugin", c->is_ours);
+  json_str(w, "version", c->version[0] ? c->version : NULL);
+  if (c->abi) json_int(w, "abi", c->abi);
+  else json_null(w, "abi");
+  json_str(w, "error", !c->is_loaded && !c->is_none ? c->why : NULL);
+  json_close_obj(w);
 }

@@ -18,6 +18,9 @@ void doctor_check_plugin(struct doctor *d);
 void doctor_check_names(struct doctor *d);
 /* doctor_gids.c: one line per GID, as show_gids prints them. */
 void doctor_print_gids(FILE *f, const struct doctor *d);
+struct json;
+/* "net_plugin": the same as the text's NCCL plugin line. */
+void doctor_plugin_json(struct json *w);
 /* The resolution doctor_check_plugin made. */
 const struct netload_choice *doctor_plugin(void);
 /* "FILE (libnccl-net-diag 0.2.0, ncclNetPlugin_v12), from NCCL_NET_PLUGIN=diag". */

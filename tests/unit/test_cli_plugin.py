@@ -8,6 +8,7 @@ same file, and FAILs when there is none. An install tree in the arm64
 multiarch folder is found.
 
 usage: test_cli_plugin.py NCCL_NET_DIAG PLUGIN_SO"""
+import json
 import os
 import shutil
 import subprocess
@@ -94,6 +95,16 @@ check(r.returncode == 0 and f'plugin {plugin}, ABI v12' in out and 'result: PASS
 r, out = run(SELFTEST, NCCL_NET_PLUGIN='diag')
 check(r.returncode == 1 and 'NCCL_NET_PLUGIN=diag loads nothing' in r.stderr,
       'selftest: NCCL_NET_PLUGIN=diag that the loader cannot find FAILs', out[-1500:])
+
+# The same in doctor --json (validated against its schema by test_json_schemas.py).
+r, _ = run(['doctor', '--json'], NCCL_NET_PLUGIN=bad)
+np = json.loads(r.stdout).get('net_plugin', {}) if r.stdout.startswith('{') else {}
+check(np.get('value') == bad and np.get('loads') is False and bad in (np.get('error') or ''),
+      'doctor --json: net_plugin names the value and why it loads nothing', np)
+r, _ = run(['doctor', '--json'], NCCL_NET_PLUGIN='diag', LD_LIBRARY_PATH=plugin_dir)
+np = json.loads(r.stdout).get('net_plugin', {}) if r.stdout.startswith('{') else {}
+check(np.get('file') == plugin and np.get('is_this_plugin') is True and np.get('abi') == 12
+      and np.get('version'), 'doctor --json: net_plugin names the file, its release and table', np)
 
 # A user install on arm64 (Grace, GH200): bin/ beside lib/aarch64-linux-gnu/.
 tmp = tempfile.mkdtemp(prefix='cli-plugin-')
