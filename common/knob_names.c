@@ -278,10 +278,9 @@ static const char *const nccl_names[] = {
 
 /* The tools' and tests' own variables, outside the plugin's knob table. */
 static const char *const tool_names[] = {
-  "NCCL_DIAG_PLUGIN_PATH",
-  "NCCL_DIAG_COMPARE_PEERS",
-  "NCCL_DIAG_COMPARE_PLUGIN",
-  "NCCL_DIAG_SOCKET_POLL_US",
+  "NCCL_DIAG_PLUGIN_PATH",    "NCCL_DIAG_COMPARE_PEERS", "NCCL_DIAG_COMPARE_PLUGIN",
+  "NCCL_DIAG_SOCKET_POLL_US", "NCCL_DIAG_PROBE_SECRET", /* probe's rendezvous secret */
+  "NCCL_DIAG_WHEELS",                                   /* the releases the wheel test checks */
 };
 
 /* Other programs' variables that share the prefix: nccl-tests, and the

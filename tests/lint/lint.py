@@ -3,7 +3,7 @@
 """Structural rules of CONTRIBUTING.md that a machine can check, as TAP.
 
 usage: lint.py SOURCE_ROOT [CHECK ...]
-Checks: format, spdx, layers, paths, sizes (all when none is named).
+Checks: format, spdx, layers, paths, sizes, names (all when none is named).
 Each check is one TAP case; its diagnostics name every offending file and
 line, so a failure says what to change."""
 import os
@@ -197,12 +197,36 @@ def check_sizes(root, files):
     return not bad, bad
 
 
+KNOWN_NAME_FILES = ('common/knob_names.c', 'common/knobs.c', 'common/knobs_nccl.c')
+
+
+def check_names(root, files):
+    """Every NCCL_* variable the product reads is a name the misspelling
+    check knows: otherwise the plugin and doctor warn about the project's
+    own settings."""
+    known = set()
+    for f in KNOWN_NAME_FILES:
+        with open(os.path.join(root, f), errors='replace') as fh:
+            known |= set(re.findall(r'"(NCCL_[A-Z0-9_]+)"', fh.read()))
+    bad = []
+    for f in sources(files, product_only=True):
+        if f in KNOWN_NAME_FILES:
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            for i, line in enumerate(fh, 1):  # a name as a call's first argument: a read
+                for name in re.findall(r'\(\s*"(NCCL_[A-Z0-9_]*[A-Z0-9])"', line):
+                    if name not in known:
+                        bad.append(f'{f}:{i}: {name} is read but not in common/knob_names.c')
+    return not bad, bad
+
+
 CHECKS = {
     'format': ('product and test code is formatted with .clang-format', check_format),
     'spdx': ('every source file carries an SPDX license line', check_spdx),
     'layers': ('includes follow the layers (common < topo < transport < plugin)', check_layers),
     'paths': ('every file a comment names exists', check_paths),
     'sizes': (f'product functions <= {FUNC_MAX} lines, files <= {FILE_MAX} lines', check_sizes),
+    'names': ('every NCCL_* variable the product reads is a known name', check_names),
 }
 
 
