@@ -709,7 +709,8 @@ def main():
     if CALLS:
         cpu, wall, what = max(CALLS)
         print(f'# longest call into the plugin over {len(CALLS)} scenarios: {cpu} us of CPU '
-              f'({what}); longest wall clock {max(x[1] for x in CALLS)} us (load included)')
+              f'({what}); longest wall clock {max(x[1] for x in CALLS)} us (a loaded host, and '
+              f'a process the scenario stops mid-call, included)')
     print(f'1..{n}')
     return 0
 
