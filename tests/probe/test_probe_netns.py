@@ -250,7 +250,7 @@ def forged_rank(hosts, tmp):
             'a strong secret (NCCL_DIAG_PROBE_SECRET) is not warned about', err0[-500:])
     weak = subprocess.run(['ip', 'netns', 'exec', hosts.ns(4), BIN, 'probe', '--timeout', '5'],
                           capture_output=True, text=True, timeout=60,
-                          env=dict(env, RANK='0', WORLD_SIZE='1', SLURM_JOB_ID='4242',
+                          env=dict(env, RANK='0', WORLD_SIZE='2', SLURM_JOB_ID='4242',
                                    MASTER_ADDR=hosts.addr(4), MASTER_PORT=str(PORT + 11)))
     pl.case('rendezvous secret comes from' in weak.stderr and 'NCCL_DIAG_PROBE_SECRET' in
             weak.stderr, 'a weak secret is said, with the fix', weak.stderr[-500:])

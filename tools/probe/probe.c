@@ -246,13 +246,7 @@ int cmd_probe(int argc, char **argv) {
     return 2;
   }
   if (o.job_id) snprintf(l.job, sizeof(l.job), "%s", o.job_id);
-  /* A file that cannot be written is a usage error, said before anything else. */
-  if (l.rank == 0 && json_dest_open(&o.json, why, sizeof(why))) /* now, not at the end */
-    return tool_usage_error("probe", "%s", why);
   rdv_secret_derive(&l, o.job_id, env_get, NULL);
-  char note[700];
-  rdv_secret_note(&l, note, sizeof(note));
-  if (l.rank == 0 && note[0]) fprintf(stderr, "nccl-net-diag probe: %s\n", note);
   log_set_stderr_level(o.verbose ? LOG_LEVEL_INFO : LOG_LEVEL_NONE);
   knob_load(1);
   char prefix[64];
@@ -264,6 +258,12 @@ int cmd_probe(int argc, char **argv) {
   snprintf(run.launcher, sizeof(run.launcher), "%s", l.launcher);
   snprintf(run.rendezvous, sizeof(run.rendezvous), "%s:%d (%s)", l.host, l.port, l.host_from);
   snprintf(run.job, sizeof(run.job), "%s", l.job);
+  if (l.rank == 0 && json_dest_open(&o.json, why, sizeof(why))) /* now, not at the end */
+    return tool_usage_error("probe", "%s", why);
+  /* After the usage errors, which come first; one rank alone has no rank to claim. */
+  char note[700];
+  rdv_secret_note(&l, note, sizeof(note));
+  if (l.rank == 0 && l.world > 1 && note[0]) fprintf(stderr, "nccl-net-diag probe: %s\n", note);
   if (l.rank == 0) {
     run.facts = calloc((size_t)l.world, sizeof(*run.facts));
     run.ranks = calloc((size_t)l.world, sizeof(*run.ranks));
