@@ -170,8 +170,6 @@ size_t stream_lat(const struct stream *s, uint64_t warm, uint64_t total, int win
 /* Fills t0/t_end/timed_msgs from the receive streams. */
 void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
                    struct bench_res *res);
-/* 65536 -> "64 KiB". */
-void fmt_size(char *out, size_t cap, uint64_t size);
 
 /* --- io helpers (worker.c) ---------------------------------------------- */
 /* All of buf, or the errno of the failed read or write (EPIPE: the other

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "bench/report.h"
+#include "common/size.h"
 
 extern char **environ;
 
@@ -149,7 +150,7 @@ void report_block(FILE *f, const struct report *rep, const struct row *r) {
 
 void report_row(FILE *f, const struct row *r) {
   char sz[24];
-  fmt_size(sz, sizeof(sz), r->size);
+  size_format(sz, sizeof(sz), r->size);
   const struct variant *p = &r->variants[0];
   fprintf(f, "  %9s %3d %7llu |%8.3f %8.1f %8.1f %9.3f |", sz, r->window,
           (unsigned long long)r->iters, p->m_gbps, p->m_p50, p->m_p99, p->m_cpu);

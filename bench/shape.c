@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "bench/report.h"
+#include "common/size.h"
 #include "tools/json_out.h"
 
 /* The compared plugin's median GB/s of a row, or NAN without one. */
@@ -45,7 +46,7 @@ void report_shape(FILE *f, const struct report *rep) {
     const struct row *r = rows[i];
     int mode = r->mode;
     char sz[24];
-    fmt_size(sz, sizeof(sz), r->size);
+    size_format(sz, sizeof(sz), r->size);
     double c = cmp_gbps(r);
     fprintf(f, "  %-9s %9s %8d |%9.3f ", mode == MODE_UNI ? "one-way" : "both-ways", sz, r->ncomms,
             r->variants[0].m_gbps);

@@ -100,13 +100,3 @@ void stream_window(const struct stream *s, int n, uint64_t warm, uint64_t total,
   res->t_end_ns = t1;
   res->timed_msgs = c;
 }
-
-void fmt_size(char *out, size_t cap, uint64_t size) {
-  static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
-  int u = 0;
-  while (u < 3 && size >= 1024 && size % 1024 == 0) {
-    size /= 1024;
-    u++;
-  }
-  snprintf(out, cap, "%llu %s", (unsigned long long)size, unit[u]);
-}

@@ -6,12 +6,13 @@
 #include <string.h>
 
 #include "bench/report.h"
+#include "common/size.h"
 
 enum { T_BIG, T_RATE, T_LAT, T_CPU, T_CMP_GBPS, T_CMP_LAT, T_SCALE };
 
 static void where(char *out, size_t cap, const struct row *r) {
   char sz[24];
-  fmt_size(sz, sizeof(sz), r->size);
+  size_format(sz, sizeof(sz), r->size);
   snprintf(out, cap, "%s %s, %d comm%s", mode_name[r->mode], sz, r->ncomms,
            r->ncomms > 1 ? "s" : "");
 }

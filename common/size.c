@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 static int unit_shift(char c) {
   switch (c) {
@@ -54,4 +55,15 @@ int size_parse(const char *s, uint64_t *out) {
   if (v > UINT64_MAX - part) return ERANGE;
   *out = v + part;
   return 0;
+}
+
+const char *size_format(char *out, size_t cap, uint64_t size) {
+  static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (u < 4 && size >= 1024 && size % 1024 == 0) {
+    size /= 1024;
+    u++;
+  }
+  snprintf(out, cap, "%llu %s", (unsigned long long)size, units[u]);
+  return out;
 }

@@ -10,10 +10,16 @@
 #ifndef DIAG_COMMON_SIZE_H
 #define DIAG_COMMON_SIZE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* 0 with the bytes in *out; EINVAL for text that is not a size, ERANGE for
  * one past 2^64 - 1. *out is untouched on error. */
 int size_parse(const char *s, uint64_t *out);
+
+/* size as a user reads it, in the largest binary unit that holds it whole
+ * ("64 MiB", "1 GiB", "1536 B"): never rounded, so the text parses back to
+ * the same bytes. Returns out. */
+const char *size_format(char *out, size_t cap, uint64_t size);
 
 #endif

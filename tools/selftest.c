@@ -135,9 +135,10 @@ static int transfer(struct netload *nl, int dev, const char *name, size_t size, 
            rcv.bad_off);
     fail = 1;
   } else {
-    printf("  [%d] %s: %d x %zu bytes (%d in flight) sent and verified: %.0f bytes in %.3f s, "
-           "%.2f GB/s\n",
-           dev, name, iters, size, INFLIGHT, bytes, dt, bytes / dt / 1e9);
+    char one[32], all[32];
+    printf("  [%d] %s: %d x %s (%d in flight) sent and verified: %s in %.3f s, %.2f GB/s\n", dev,
+           name, iters, size_format(one, sizeof(one), size), INFLIGHT,
+           size_format(all, sizeof(all), (uint64_t)bytes), dt, bytes / dt / 1e9);
   }
   for (int i = 0; i < INFLIGHT; i++) {
     netload_dereg_mr(nl, sc, snd.mh[i]);
@@ -273,9 +274,12 @@ int cmd_selftest(int argc, char **argv) {
       fail = 1;
       continue;
     }
-    printf("  [%d] %s  %s  %d Mbps  pciPath %s  maxRecvs %d  maxP2pBytes %zu  maxCollBytes %zu%s\n",
+    char p2p[32], coll[32];
+    printf("  [%d] %s  %s  %d Mbps  pciPath %s  maxRecvs %d  maxP2pBytes %s  maxCollBytes %s%s\n",
            d, p.name, (p.ptr_support & NCCL_PTR_CUDA) ? "host+cuda" : "host", p.speed,
-           p.has_pci ? p.pci_path : "(virtual)", p.max_recvs, p.max_p2p_bytes, p.max_coll_bytes,
+           p.has_pci ? p.pci_path : "(virtual)", p.max_recvs,
+           size_format(p2p, sizeof(p2p), p.max_p2p_bytes),
+           size_format(coll, sizeof(coll), p.max_coll_bytes),
            p.limits_assumed ? " (NCCL's values: this table has no size fields)" : "");
     if (nl.version >= 12)
       printf("      railId %d  planeId %d  (%d: unknown to this plugin)\n", p.rail_id, p.plane_id,

@@ -147,5 +147,11 @@ def json_rule(tmp):
 with tempfile.TemporaryDirectory() as tmp:
     os.chdir(tmp)  # a tool that took "--json out.json" its old way writes nothing here
     json_rule(tmp)
+
+# Sizes in units a person reads, not counts of bytes.
+r = run(diag, "selftest", "--size", "64M", "--iters", "1")
+check(r.returncode == 0 and "1 x 64 MiB (8 in flight) sent and verified: 64 MiB in" in r.stdout and
+      "maxP2pBytes 1 GiB" in r.stdout and "67108864" not in r.stdout,
+      f"selftest says sizes in units: {r.stdout[-400:]!r}")
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

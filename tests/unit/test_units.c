@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "common/clock.h"
@@ -95,10 +96,40 @@ static void clock_monotonic(void) {
   CHECK(back == 0, "the clock went back %lld times in 100000 reads", (long long)back);
 }
 
+/* Sizes as the tools print them: the largest unit that holds them whole,
+ * and the text parses back to the same bytes. */
+static void formatted(void) {
+  static const struct {
+    uint64_t bytes;
+    const char *text;
+  } t[] = {{0, "0 B"},
+           {1000, "1000 B"},
+           {1536, "1536 B"},
+           {65536, "64 KiB"},
+           {67108864, "64 MiB"},
+           {1ull << 30, "1 GiB"},
+           {1ull << 40, "1 TiB"},
+           {3ull << 50, "3072 TiB"},
+           {(1ull << 30) + 1024, "1048577 KiB"}};
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    char out[32], compact[32];
+    size_format(out, sizeof(out), t[i].bytes);
+    uint64_t back = 0;
+    int j = 0;
+    for (const char *c = out; *c; c++)
+      if (*c != ' ') compact[j++] = *c;
+    compact[j] = 0;
+    CHECK(!strcmp(out, t[i].text) && size_parse(compact, &back) == 0 && back == t[i].bytes,
+          "%llu: '%s', want '%s'; parses back to %llu", (unsigned long long)t[i].bytes, out,
+          t[i].text, (unsigned long long)back);
+  }
+}
+
 int main(void) {
   TAP_CASE("sizes: bytes, K/M/G/T in either case, B or iB after, K = 1024", binary_units);
   TAP_CASE("sizes: fractions cut to whole bytes", fractions);
   TAP_CASE("sizes: signs, spaces, other units, exponents, hex and overflow refused", refused);
+  TAP_CASE("sizes printed in the largest whole unit, parsing back to the same bytes", formatted);
   TAP_CASE("clock: monotonic nanoseconds that measure a sleep", clock_monotonic);
   return tap_done();
 }

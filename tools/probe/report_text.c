@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/ncclver.h"
+#include "common/size.h"
 #include "tools/probe/report.h"
 
 #define MATRIX_MAX_HOSTS 24 /* above, only the failed and slow pairs are listed */
@@ -70,8 +71,9 @@ static void cell(const struct probe_run *r, int src, int dst, char *buf, size_t 
 }
 
 static void pair_matrix(FILE *f, const struct probe_run *r) {
-  fprintf(f, "\npairs: %s, %d round%s, %zu bytes each way, GB/s from row to column\n",
-          r->pairs_mode, r->nrounds, r->nrounds == 1 ? "" : "s", r->opts->bytes);
+  char each[32];
+  fprintf(f, "\npairs: %s, %d round%s, %s each way, GB/s from row to column\n", r->pairs_mode,
+          r->nrounds, r->nrounds == 1 ? "" : "s", size_format(each, sizeof(each), r->opts->bytes));
   if (r->nhost > MATRIX_MAX_HOSTS) {
     int ok = 0, bad = 0;
     for (int i = 0; i < r->npair; i++) r->pairs[i].ok ? ok++ : bad++;
