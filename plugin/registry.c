@@ -89,7 +89,7 @@ static enum registry_miss split_id(const void *id, unsigned kinds, unsigned *kin
   return RK_BIT(k) & kinds ? RM_NONE : RM_KIND;
 }
 
-static inline __attribute__((always_inline)) void *entry(struct table *t, uint32_t slot) {
+static void *entry(struct table *t, uint32_t slot) {
   if ((int)slot >= atomic_load_explicit(&t->used, memory_order_acquire)) return NULL;
   char *chunk = atomic_load_explicit(&t->chunks[slot / CHUNK], memory_order_acquire);
   return chunk ? chunk + (slot % CHUNK) * t->entry_size : NULL;
@@ -304,9 +304,8 @@ enum registry_miss registry_req_add(const void *comm, void *req, void **id) {
   return RM_NONE;
 }
 
-static inline __attribute__((always_inline)) struct req_slot *
-req_slot_of(const void *id, struct comm_entry **ce, uint32_t *index, uint32_t *seq,
-            enum registry_miss *miss) {
+static struct req_slot *req_slot_of(const void *id, struct comm_entry **ce, uint32_t *index,
+                                    uint32_t *seq, enum registry_miss *miss) {
   unsigned k;
   uint32_t slot = 0, low = 0;
   *miss = split_id(id, RK_BIT(RK_REQ), &k, &slot, &low);

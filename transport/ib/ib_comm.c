@@ -56,10 +56,7 @@ int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...) {
   ev_end(&e);
   WARN("%s connection with %s on %s (RDMA): %s", c->is_send ? "send" : "receive", c->base.peer.desc,
        c->dev->label, msg);
-  /* A fail-over message half sent would be cut by the notice: it goes only
-   * once the queue is out (ib_ctrl.c). */
-  if (notify && (!c->ctrl.out_len || (!ib_ctrl_flush(c) && !c->ctrl.out_len)))
-    transport_send_abort(c->ctrl_fd, 0, msg);
+  if (notify) transport_send_abort(c->ctrl_fd, 0, msg);
   c->is_failed = true;
   c->fail_err = err;
   return err;

@@ -7,7 +7,6 @@
 
 #include <stdbool.h>
 
-#include "transport/frame.h"
 #include "transport/ib/ib.h"
 
 #define IB_SEND_REQS (IB_MAX_REQS * IB_MAX_RECVS) /* a sender may see 32 x maxRecvs */
@@ -69,23 +68,6 @@ struct ib_fo {
   uint32_t replay_seq;
   int nreplay;
   bool is_replaying;
-};
-
-/* The control connection's messages after setup, never waited for
- * (ib_ctrl.c): the stages a call can leave it in for the next to step. */
-enum ib_ctrl_stage {
-  IB_CTRL_QUIET,   /* nothing under way */
-  IB_CTRL_SENDING, /* a message queued, the socket full: later calls flush it */
-  IB_CTRL_PARTIAL, /* part of a message arrived: read when all of it is there */
-};
-
-struct ib_ctrl_io {
-  enum ib_ctrl_stage stage;
-  uint8_t out[2 * (MSG_HDR_LEN + MSG_FAILOVER_MAX)];
-  size_t out_len, out_off;
-  int64_t out_since; /* the first call that found the socket full */
-  int64_t in_since;  /* the first call that found a message cut short */
-  size_t in_got, in_want;
 };
 
 /* A failure seen but not judged yet: the proxy thread must not wait for
@@ -160,7 +142,6 @@ struct ib_comm {
   int fail_err;    /* the first failure's errno, classed as transport_result() expects */
   bool is_polling; /* inside ib_poll: a fail-over message waits until it returns */
   struct ib_fo fo;
-  struct ib_ctrl_io ctrl;
 };
 
 struct ib_req *ib_req_get(struct ib_comm *c);
@@ -222,29 +203,6 @@ int ib_post_slot_now(struct ib_comm *c, uint32_t seq);
  * 0 or the comm's errno. */
 int ib_post_recvs(struct ib_comm *c, uint32_t seq, int slot);
 int ib_post_cts(struct ib_comm *c, uint32_t seq, int slot, int n);
-
-/* ---- the control connection after setup (ib_ctrl.c) ---- */
-enum ib_ctrl_kind {
-  IB_CTRL_NONE,     /* nothing waits */
-  IB_CTRL_CUT,      /* part of a message: read it when the rest is there */
-  IB_CTRL_FAILOVER, /* a whole fail-over message, *len bytes with its header */
-  IB_CTRL_ABORT,    /* a whole abort notice */
-  IB_CTRL_OTHER,    /* bytes that are not a message of ours */
-  IB_CTRL_CLOSED,   /* the peer closed it, or it failed */
-};
-const char *ib_ctrl_stage_name(enum ib_ctrl_stage stage);
-/* What waits on the control socket, left there (buf: its first bytes). */
-enum ib_ctrl_kind ib_ctrl_peek(struct ib_comm *c, uint8_t *buf, size_t cap, size_t *len);
-/* Takes the len bytes ib_ctrl_peek found whole: 0 or an errno. */
-int ib_ctrl_take(struct ib_comm *c, uint8_t *buf, size_t len);
-/* ib_ctrl_peek found a message cut short: 0 while it may still come, the
- * comm's errno once it stayed cut for a second. */
-int ib_ctrl_cut(struct ib_comm *c, int64_t now);
-/* Queues a message (flags: MSG_F_*) and sends what the socket takes now:
- * 0, or an errno when the connection failed or the peer stopped reading. */
-int ib_ctrl_send(struct ib_comm *c, uint8_t flags, const uint8_t *body, size_t len);
-/* Sends what is queued, as far as the socket takes it: 0 or an errno. */
-int ib_ctrl_flush(struct ib_comm *c);
 
 /* ---- port fail-over (ib_failover.c), NCCL_IB_RESILIENCY_PORT_FAILOVER ---- */
 const char *ib_fo_stage_name(enum ib_fo_stage stage);

@@ -24,6 +24,7 @@
  * ends it when its control connection closes. The stages are enum
  * ib_fo_stage (ib_comm.h). */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,13 +89,66 @@ void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap) {
              to->label);
 }
 
-/* ---- messages on the control connection (ib_ctrl.c: never waited for) ---- */
+/* ---- messages on the control connection ---- */
 
 static int send_msg(struct ib_comm *c, const struct ib_fo_msg *m) {
-  uint8_t body[MSG_FAILOVER_MAX];
-  size_t len;
-  if (ib_fo_encode(m, body, sizeof(body), &len)) return EMSGSIZE;
-  return ib_ctrl_send(c, MSG_F_FAILOVER, body, len);
+  uint8_t buf[MSG_HDR_LEN + MSG_FAILOVER_MAX];
+  size_t len, off = 0;
+  if (ib_fo_encode(m, buf + MSG_HDR_LEN, MSG_FAILOVER_MAX, &len)) return EMSGSIZE;
+  struct msg_hdr h = {MSG_F_FAILOVER, 0, 0, 0, len};
+  msg_hdr_encode(&h, buf);
+  int64_t end = now_ns() + 2000000000LL;
+  while (off < MSG_HDR_LEN + len) {
+    size_t n;
+    int err = sock_send(c->ctrl_fd, buf + off, MSG_HDR_LEN + len - off, &n);
+    if (err && err != EAGAIN) return err;
+    if (err && now_ns() > end) return ETIMEDOUT;
+    if (err) poll(&(struct pollfd){c->ctrl_fd, POLLOUT, 0}, 1, 10);
+    off += err ? 0 : n;
+  }
+  return 0;
+}
+
+/* The header waiting on the socket, left there: 1 when it starts a
+ * fail-over message of *size bytes, 0 otherwise. */
+static int peek_header(int fd, uint64_t *size) {
+  uint8_t hdr[MSG_HDR_LEN];
+  int64_t end = now_ns() + 200000000LL;
+  for (;;) {
+    ssize_t n = recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
+    if (n == MSG_HDR_LEN) break;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 0;
+    if (now_ns() > end) return 0;
+    poll(&(struct pollfd){fd, POLLIN, 0}, 1, 5);
+  }
+  struct rbuf r = {hdr, sizeof(hdr), 0, false};
+  uint16_t mark = r_u16(&r);
+  uint8_t flags = r_u8(&r), pad = r_u8(&r);
+  r_take(&r, 12); /* sequence, tag, stripe: unused */
+  *size = r_u64(&r);
+  return mark == MSG_MARK && flags == MSG_F_FAILOVER && !pad && *size <= MSG_FAILOVER_MAX;
+}
+
+/* Reads the message peek_header found: 0, or an errno with why. */
+static int read_msg(int fd, uint64_t size, struct ib_fo_msg *m, char *why, size_t cap) {
+  uint8_t buf[MSG_HDR_LEN + MSG_FAILOVER_MAX];
+  size_t got = 0, total = MSG_HDR_LEN + (size_t)size;
+  int64_t end = now_ns() + 1000000000LL;
+  while (got < total) {
+    size_t n;
+    int err = sock_recv(fd, buf + got, total - got, &n);
+    if (err && err != EAGAIN) {
+      snprintf(why, cap, "the control connection failed: %s", strerror(err));
+      return err;
+    }
+    if (err && now_ns() > end) {
+      snprintf(why, cap, "the message stopped after %zu of %zu bytes", got, total);
+      return ETIMEDOUT;
+    }
+    if (err) poll(&(struct pollfd){fd, POLLIN, 0}, 1, 5);
+    got += err ? 0 : n;
+  }
+  return ib_fo_decode(buf + MSG_HDR_LEN, (size_t)size, m, why, cap);
 }
 
 static void fill_port(const struct ib_dev *d, struct ib_fo_msg *m) {
@@ -461,21 +515,12 @@ static void dispatch(struct ib_comm *c, const struct ib_fo_msg *m) {
 }
 
 int ib_fo_ctrl(struct ib_comm *c) {
-  uint8_t buf[MSG_HDR_LEN + MSG_FAILOVER_MAX];
-  size_t len;
-  enum ib_ctrl_kind kind = ib_ctrl_peek(c, buf, sizeof(buf), &len);
-  if (kind == IB_CTRL_CUT) { /* the rest comes with a later call */
-    (void)ib_ctrl_cut(c, now_ns());
-    return 1;
-  }
-  if (kind != IB_CTRL_FAILOVER) return 0;
+  uint64_t size;
+  if (!peek_header(c->ctrl_fd, &size)) return 0;
   if (c->is_polling) return 1; /* handled after the completion queue is drained */
   struct ib_fo_msg m;
-  char why[300] = "";
-  int err = ib_ctrl_take(c, buf, len);
-  if (err) snprintf(why, sizeof(why), "the control connection failed: %s", strerror(err));
-  else err = ib_fo_decode(buf + MSG_HDR_LEN, len - MSG_HDR_LEN, &m, why, sizeof(why));
-  if (err) {
+  char why[300];
+  if (read_msg(c->ctrl_fd, size, &m, why, sizeof(why))) {
     (void)ib_fail(c, EPROTO, true, "a fail-over message from the peer cannot be read: %s", why);
     return 1;
   }
@@ -485,15 +530,6 @@ int ib_fo_ctrl(struct ib_comm *c) {
 
 int ib_fo_progress(struct ib_comm *c) {
   if (c->is_failed) return c->fail_err;
-  int err = c->ctrl.out_len ? ib_ctrl_flush(c) : 0;
-  if (err)
-    return ib_fail(c, ECONNRESET, false,
-                   "%.*s; the control connection failed while the connection moved to another "
-                   "port (%s, %s): %s",
-                   FO_CAUSE_SHOWN, c->fo.cause[0] ? c->fo.cause : "a port failed",
-                   ib_fo_stage_name(c->fo.stage), ib_ctrl_stage_name(c->ctrl.stage),
-                   err == ETIMEDOUT ? "the peer read nothing for 2 s" : strerror(err));
-  if (c->fo.stage == IB_FO_IDLE) return 0; /* the move's last message went out */
   char b;
   ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
   if (n > 0) (void)ib_peer_gave_up(c); /* a fail-over message, or the peer's notice */

@@ -83,10 +83,11 @@ static bool affects(const struct ib_comm *c, const struct ib_fatal_rec *r) {
   return c->has_flush && r->obj == c->flush_qp.qp;
 }
 
-/* The records, once the generation moved: 0, or the comm's errno once a
- * fatal event affecting it was seen. */
-static __attribute__((noinline)) int check_records(struct ib_comm *c, unsigned gen) {
+/* 0, or the comm's errno once a fatal event affecting it was seen. */
+static int check(struct ib_comm *c) {
   if (c->is_failed) return c->fail_err;
+  unsigned gen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
+  if (gen == c->fatal_seen) return 0;
   c->fatal_seen = gen;
   struct ib_fatal_rec hit;
   bool found = false;
@@ -117,13 +118,6 @@ static __attribute__((noinline)) int check_records(struct ib_comm *c, unsigned g
                  "qp 0x%x of this connection on device %s port %d reported %s: the queue pair is "
                  "in error and the connection cannot continue",
                  hit.qpn, t->name, t->ib_port, hit.what);
-}
-
-/* Every call: one atomic load and a compare while nothing happened. */
-static inline int check(struct ib_comm *c) {
-  unsigned gen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(gen == c->fatal_seen, 1)) return c->is_failed ? c->fail_err : 0;
-  return check_records(c, gen);
 }
 
 ncclResult_t ib_fatal_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,

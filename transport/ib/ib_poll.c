@@ -74,8 +74,10 @@ static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
                    "a completion for receive slot %d that has no receive "
                    "posted: the peer is out of step",
                    slot);
-  if (imm == IB_IMM_ABORT) /* its reason may trail on the control socket: later calls look */
-    return ib_wc_verdict(c, "the sending side ended the connection", false);
+  if (imm == IB_IMM_ABORT) {
+    if (ib_peer_gave_up(c)) return c->fail_err;
+    return ib_fail(c, ECONNRESET, false, "the sending side ended the connection");
+  }
   const struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   if (r->n == 1) {
     r->sizes[0] = (int)imm;
@@ -151,16 +153,6 @@ int ib_poll(struct ib_comm *c, int *found) {
   return err;
 }
 
-/* The common idle call, without a call into ib_idle: nothing under way
- * (no move, no message queued, no failure to judge) and not yet the
- * IB_IDLE_EVERY-th call, which reads the clock. */
-static inline bool idle_is_quiet(struct ib_comm *c) {
-  if (c->fo.stage != IB_FO_IDLE || c->ctrl.out_len || c->verdict != IB_VERDICT_NONE) return false;
-  if ((c->idle_calls + 1) % IB_IDLE_EVERY == 0) return false; /* ib_idle counts it and looks */
-  c->idle_calls++;
-  return true;
-}
-
 /* A request whose completion came is done, even on a connection that
  * failed since: the data is there. */
 ncclResult_t ib_test(void *request, int *done, int *sizes) {
@@ -170,8 +162,7 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
   if (!r->is_done && !c->is_failed) {
     int found = 0;
     int64_t now = 0;
-    if (!ib_poll(c, &found) && !r->is_done && (!found || c->verdict) && !idle_is_quiet(c))
-      ib_idle(c, r, &now);
+    if (!ib_poll(c, &found) && !r->is_done && (!found || c->verdict)) ib_idle(c, r, &now);
   }
   if (!r->is_done) return transport_result(c->is_failed ? c->fail_err : 0);
   long long bytes = 0;

@@ -29,25 +29,11 @@
  * already made: the peer's acknowledgement can trail its close. */
 #define HANGUP_GRACE_NS 200000000LL
 
-/* The peer's abort notice, once all of it is on the socket: its reason
- * into reason and true; false while it is not (a later call looks again). */
-static bool read_notice(struct ib_comm *c, char *reason, size_t cap) {
-  uint8_t buf[MSG_HDR_LEN + MSG_ABORT_MAX];
-  size_t len;
-  enum ib_ctrl_kind kind = ib_ctrl_peek(c, buf, sizeof(buf), &len);
-  if (kind == IB_CTRL_OTHER) (void)ib_ctrl_take(c, buf, len); /* not ours: dropped, as before */
-  if (kind != IB_CTRL_ABORT || ib_ctrl_take(c, buf, len)) return false;
-  size_t n = len - MSG_HDR_LEN < cap - 1 ? len - MSG_HDR_LEN : cap - 1;
-  memcpy(reason, buf + MSG_HDR_LEN, n);
-  reason[n] = 0;
-  return true;
-}
-
 int ib_peer_gave_up(struct ib_comm *c) {
   char reason[MSG_ABORT_MAX + 1];
-  /* A fail-over message, or part of any message (the rest comes later). */
-  if (ib_fo_ctrl(c)) return c->is_failed ? c->fail_err : 0;
-  if (!read_notice(c, reason, sizeof(reason))) return 0;
+  if (ib_fo_ctrl(c)) return c->is_failed ? c->fail_err : 0; /* a move to another port */
+  /* Called when bytes wait on the socket: the notice is one short write. */
+  if (!transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 20)) return 0;
   const char *side = c->is_send ? "receiving" : "sending";
   if (!ib_dev_check_port(c->dev))
     return ib_fail(c, ECONNRESET, false, "the %s side ended the connection: %s", side, reason);
@@ -233,7 +219,7 @@ static void check_stall(struct ib_comm *c, struct ib_req *r, int64_t now) {
 
 int ib_idle(struct ib_comm *c, struct ib_req *r, int64_t *now) {
   if (c->is_failed) return c->fail_err;
-  if (c->fo.stage != IB_FO_IDLE || c->ctrl.out_len) { /* moving, or its last message going out */
+  if (c->fo.stage != IB_FO_IDLE) { /* moving to another port */
     if (ib_poll(c, NULL)) return c->fail_err;
     return ib_fo_progress(c);
   }
