@@ -9,18 +9,10 @@ import os
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures'))
+from taplib import case as check, done  # noqa: E402
+
 tool, hosts = sys.argv[1], sys.argv[2]
-n = failed = 0
-
-
-def check(ok, what, why=''):
-    global n, failed
-    n += 1
-    print(f"{'ok' if ok else 'not ok'} {n} - {what}")
-    if not ok:
-        failed += 1
-        for line in str(why).splitlines()[:20]:
-            print(f'# {line}')
 
 
 def doctor(host):
@@ -45,5 +37,4 @@ ib = doctor('ib-hdr')
 rows = [x.split() for x in ib.splitlines() if x.startswith('  mlx5_0 ') and 'fe80::' in x]
 check(len(rows) == 1 and rows[0][4:6] == ['-', 'IB'],
       'an InfiniBand port: its GID, no IPv4, VER IB', ib[:3000])
-print(f'1..{n}')
-sys.exit(1 if failed else 0)
+sys.exit(done())

@@ -11,18 +11,10 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures'))
+from taplib import case as check, done  # noqa: E402
+
 diag, bench, root = sys.argv[1:4]
-n = failed = 0
-
-
-def check(ok, what, why=''):
-    global n, failed
-    n += 1
-    print(f"{'ok' if ok else 'not ok'} {n} - {what}")
-    if not ok:
-        failed += 1
-        for line in str(why).splitlines()[:10]:
-            print(f'# {line}')
 
 
 # Each option with a value, and a value it accepts.
@@ -98,5 +90,4 @@ check({'meson', 'ninja-build', 'gcc', 'libibverbs-dev', 'libhwloc-dev'} <= names
 r = subprocess.run(['bash', deps, '--frobnicate'], capture_output=True, text=True, timeout=30)
 check(r.returncode == 2 and "unknown option '--frobnicate'" in r.stderr,
       f'.ci/deps --frobnicate: refused, exit 2 ({r.returncode}: {r.stderr.strip()!r})')
-print(f'1..{n}')
-sys.exit(1 if failed else 0)
+sys.exit(done())

@@ -15,19 +15,11 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures'))
+from taplib import case as check, done  # noqa: E402
+
 diag, plugin = sys.argv[1], os.path.realpath(sys.argv[2])
 plugin_dir = os.path.dirname(plugin)
-n = failed = 0
-
-
-def check(ok, what, why=''):
-    global n, failed
-    n += 1
-    print(f"{'ok' if ok else 'not ok'} {n} - {what}")
-    if not ok:
-        failed += 1
-        for line in str(why).splitlines()[:20]:
-            print(f'# {line}')
 
 
 def run(args, binary=diag, **env):
@@ -119,5 +111,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-print(f'1..{n}')
-sys.exit(1 if failed else 0)
+sys.exit(done())
