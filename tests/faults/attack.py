@@ -23,7 +23,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
@@ -318,37 +317,18 @@ def main():
         if os.geteuid() != 0 or not shutil.which('ip'):
             print(f'ok {n} - {title} # SKIP needs root (namespaces)', flush=True)
             continue
-        h = placement()
-        tmp = tempfile.mkdtemp(prefix=f'diagattack{os.getpid()}.')
-        c = F.Checks()
-        sides = []
-        t0 = time.monotonic()
-        try:
-            h.up()
-            sides = fn(h, tmp, c) or []
-        except Exception as e:  # a harness failure is a failed scenario, never a hang
-            c.ok(False, f'harness: {e}')
-        finally:
-            for s in sides:
-                if s.p.poll() is None:
-                    s.finish()
-            h.down()
-        left = F.leftovers(h, tmp, sides)
-        c.ok(not left, 'nothing left behind: ' + ', '.join(left))
+        c, logs, elapsed = F.run_one(title, fn, placement.kind, placement)
         bad = c.failed()
-        print(f'{"not ok" if bad else "ok"} {n} - {title} ({time.monotonic() - t0:.0f} s)',
-              flush=True)
+        print(f'{"not ok" if bad else "ok"} {n} - {title} ({elapsed:.0f} s)', flush=True)
         for note in c.notes:
             print(f'#   measured: {note}')
         for b in bad:
             print(f'#   {b}')
         if bad:
-            for s in sides:
-                print(f'#   --- {s.role} log (last lines) ---')
-                for line in s.log_tail():
+            for role, tail in logs.items():
+                print(f'#   --- {role} log (last lines) ---')
+                for line in tail:
                     print(f'#   {line[:600]}')
-        if not args.keep_logs:
-            shutil.rmtree(tmp, ignore_errors=True)
     print(f'1..{n}')
     return 0
 
