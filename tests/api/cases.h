@@ -74,6 +74,8 @@ void case_story5_off(struct side *s);
 void case_ib_ll_mismatch(struct side *s);
 void case_ib_mtu_mismatch(struct side *s);
 void case_ib_retry_exc(struct side *s);
+void case_ib_ctrl_cut_header(struct side *s);
+void case_ib_ctrl_cut_body(struct side *s);
 void case_ib_rem_access(struct side *s);
 
 /* cases_pattern_ib.c: the RDMA data path under NCCL's calling patterns */

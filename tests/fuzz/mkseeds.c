@@ -88,11 +88,13 @@ int main(int argc, char **argv) {
                          .pending = {5, 6, 9}};
   snprintf(fo.port, sizeof(fo.port), "mlx5_1 port 1");
   snprintf(fo.text, sizeof(fo.text), "mlx5_0 port 1 went down during the transfer");
-  if (ib_fo_encode(&fo, rb, sizeof(rb), &n)) return 1;
+  /* fuzz_ibfo: one byte for the piece size (8 bytes), then the body. */
+  rb[0] = 7;
+  if (ib_fo_encode(&fo, rb + 1, sizeof(rb) - 1, &n)) return 1;
   snprintf(d, sizeof(d), "%s/ibfo", argv[1]);
-  put(d, "ack", rb, n);
+  put(d, "ack", rb, n + 1);
   fo.kind = IB_FO_GO, fo.npending = 0, fo.text[0] = 0, fo.port[0] = 0;
-  if (ib_fo_encode(&fo, rb, sizeof(rb), &n)) return 1;
-  put(d, "go", rb, n);
+  if (ib_fo_encode(&fo, rb + 1, sizeof(rb) - 1, &n)) return 1;
+  put(d, "go", rb, n + 1);
   return 0;
 }

@@ -10,7 +10,6 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
-#include "transport/abort.h"
 #include "transport/ib/ib_comm.h"
 #include "transport/ib/ib_setup.h"
 #include "transport/prof.h"
@@ -56,7 +55,7 @@ int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...) {
   ev_end(&e);
   WARN("%s connection with %s on %s (RDMA): %s", c->is_send ? "send" : "receive", c->base.peer.desc,
        c->dev->label, msg);
-  if (notify) transport_send_abort(c->ctrl_fd, 0, msg);
+  if (notify) ctrl_send_abort(&c->ctrl, 0, msg);
   c->is_failed = true;
   c->fail_err = err;
   return err;
@@ -112,7 +111,10 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
   free(c->cr);
   free(c->flush_buf);
   free(c->verdict_diag);
-  if (c->ctrl_fd >= 0) close(c->ctrl_fd);
+  if (c->ctrl.fd >= 0) {
+    (void)ctrl_flush(&c->ctrl); /* best effort: the notice behind a message cut short */
+    close(c->ctrl.fd);
+  }
   for (int i = 0; i < IB_SEND_REQS; i++) prof_req_done(&c->reqs[i].base); /* never completed */
   c->base.obj = OBJ_DEAD;
   free(c);
@@ -176,7 +178,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   c->is_send = x->is_send;
   c->dev = s->dev;
   c->fatal_born = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  c->ctrl_fd = x->ctrl_fd;
+  ctrl_init(&c->ctrl, x->ctrl_fd);
   take_resources(c, s);
   ib_setup_free(s);
   int err = 0;

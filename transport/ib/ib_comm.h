@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 
+#include "transport/ctrl.h"
 #include "transport/ib/ib.h"
 
 #define IB_SEND_REQS (IB_MAX_REQS * IB_MAX_RECVS) /* a sender may see 32 x maxRecvs */
@@ -84,7 +85,7 @@ struct ib_comm {
   char *settings_diff;     /* send side: what the two hosts' hellos differ in, or NULL */
   bool is_send;
   struct ib_dev *dev;
-  int ctrl_fd;
+  struct ctrl_chan ctrl; /* the control connection after setup (transport/ctrl.h) */
   struct ibv_cq *cq;
   int nqps;
   struct ib_qp qps[IB_MAX_QPS];
@@ -173,9 +174,12 @@ ncclResult_t ib_test(void *request, int *done, int *sizes);
 /* Rate-limited look at the control socket (the peer died, or gave up) and
  * at the peer process's liveness (transport/liveness.h). */
 int ib_check_peer(struct ib_comm *c, int64_t now);
-/* The peer's abort notice, when bytes wait on the control socket: the
- * comm fails with its reason (returns its errno), or 0. */
-int ib_peer_gave_up(struct ib_comm *c);
+/* One step of the control channel, never waiting (ib_ctrl.c): what the
+ * peer said is acted on (a fail-over message, its abort notice), a message
+ * cut short for 1 s fails the comm. *closed: the peer closed its side
+ * (*sock_err: the socket's errno, 0 for an orderly close). Returns the
+ * comm's errno once it failed, else 0. */
+int ib_ctrl_step(struct ib_comm *c, bool *closed, int *sock_err);
 /* A completion failed with this diagnosis: judged at once when the port is
  * down or the control socket already closed, else by later calls
  * (ib_settle). Returns the comm's errno once it failed. */
@@ -212,9 +216,9 @@ bool ib_fo_on_error(struct ib_comm *c, const char *diag, bool is_port_down);
 /* While a move is under way: one step (reads the peer's messages, checks
  * the deadline). Returns the comm's errno once it failed. */
 int ib_fo_progress(struct ib_comm *c);
-/* Bytes wait on the control socket: 1 when they were a fail-over message
- * (handled), 0 when they are something else (an abort notice). */
-int ib_fo_ctrl(struct ib_comm *c);
+/* A whole fail-over message from the peer: true when handled, false to
+ * keep it for a later call (the completion queue is being drained). */
+bool ib_fo_on_msg(void *comm, const struct ctrl_msg *m);
 /* Sender, after a move: posts the messages to replay whose clear-to-sends
  * are back, in order. 0 or the comm's errno. */
 int ib_fo_replay(struct ib_comm *c);

@@ -91,64 +91,13 @@ void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap) {
 
 /* ---- messages on the control connection ---- */
 
+/* Queued on the control channel: later calls send what the socket does
+ * not take now (transport/ctrl.h). */
 static int send_msg(struct ib_comm *c, const struct ib_fo_msg *m) {
-  uint8_t buf[MSG_HDR_LEN + MSG_FAILOVER_MAX];
-  size_t len, off = 0;
-  if (ib_fo_encode(m, buf + MSG_HDR_LEN, MSG_FAILOVER_MAX, &len)) return EMSGSIZE;
-  struct msg_hdr h = {MSG_F_FAILOVER, 0, 0, 0, len};
-  msg_hdr_encode(&h, buf);
-  int64_t end = now_ns() + 2000000000LL;
-  while (off < MSG_HDR_LEN + len) {
-    size_t n;
-    int err = sock_send(c->ctrl_fd, buf + off, MSG_HDR_LEN + len - off, &n);
-    if (err && err != EAGAIN) return err;
-    if (err && now_ns() > end) return ETIMEDOUT;
-    if (err) poll(&(struct pollfd){c->ctrl_fd, POLLOUT, 0}, 1, 10);
-    off += err ? 0 : n;
-  }
-  return 0;
-}
-
-/* The header waiting on the socket, left there: 1 when it starts a
- * fail-over message of *size bytes, 0 otherwise. */
-static int peek_header(int fd, uint64_t *size) {
-  uint8_t hdr[MSG_HDR_LEN];
-  int64_t end = now_ns() + 200000000LL;
-  for (;;) {
-    ssize_t n = recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
-    if (n == MSG_HDR_LEN) break;
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 0;
-    if (now_ns() > end) return 0;
-    poll(&(struct pollfd){fd, POLLIN, 0}, 1, 5);
-  }
-  struct rbuf r = {hdr, sizeof(hdr), 0, false};
-  uint16_t mark = r_u16(&r);
-  uint8_t flags = r_u8(&r), pad = r_u8(&r);
-  r_take(&r, 12); /* sequence, tag, stripe: unused */
-  *size = r_u64(&r);
-  return mark == MSG_MARK && flags == MSG_F_FAILOVER && !pad && *size <= MSG_FAILOVER_MAX;
-}
-
-/* Reads the message peek_header found: 0, or an errno with why. */
-static int read_msg(int fd, uint64_t size, struct ib_fo_msg *m, char *why, size_t cap) {
-  uint8_t buf[MSG_HDR_LEN + MSG_FAILOVER_MAX];
-  size_t got = 0, total = MSG_HDR_LEN + (size_t)size;
-  int64_t end = now_ns() + 1000000000LL;
-  while (got < total) {
-    size_t n;
-    int err = sock_recv(fd, buf + got, total - got, &n);
-    if (err && err != EAGAIN) {
-      snprintf(why, cap, "the control connection failed: %s", strerror(err));
-      return err;
-    }
-    if (err && now_ns() > end) {
-      snprintf(why, cap, "the message stopped after %zu of %zu bytes", got, total);
-      return ETIMEDOUT;
-    }
-    if (err) poll(&(struct pollfd){fd, POLLIN, 0}, 1, 5);
-    got += err ? 0 : n;
-  }
-  return ib_fo_decode(buf + MSG_HDR_LEN, (size_t)size, m, why, cap);
+  uint8_t body[MSG_FAILOVER_MAX];
+  size_t len;
+  if (ib_fo_encode(m, body, sizeof(body), &len)) return EMSGSIZE;
+  return ctrl_send(&c->ctrl, MSG_F_FAILOVER, 0, body, len);
 }
 
 static void fill_port(const struct ib_dev *d, struct ib_fo_msg *m) {
@@ -514,26 +463,33 @@ static void dispatch(struct ib_comm *c, const struct ib_fo_msg *m) {
   }
 }
 
-int ib_fo_ctrl(struct ib_comm *c) {
-  uint64_t size;
-  if (!peek_header(c->ctrl_fd, &size)) return 0;
-  if (c->is_polling) return 1; /* handled after the completion queue is drained */
+bool ib_fo_on_msg(void *comm, const struct ctrl_msg *msg) {
+  struct ib_comm *c = comm;
+  if (c->is_polling) return false; /* handled after the completion queue is drained */
   struct ib_fo_msg m;
   char why[300];
-  if (read_msg(c->ctrl_fd, size, &m, why, sizeof(why))) {
+  if (ib_fo_decode(msg->body, msg->len, &m, why, sizeof(why))) {
     (void)ib_fail(c, EPROTO, true, "a fail-over message from the peer cannot be read: %s", why);
-    return 1;
+    return true;
   }
   dispatch(c, &m);
-  return 1;
+  return true;
 }
 
 int ib_fo_progress(struct ib_comm *c) {
   if (c->is_failed) return c->fail_err;
-  char b;
-  ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) (void)ib_peer_gave_up(c); /* a fail-over message, or the peer's notice */
-  else if (n == 0)
+  int err = ctrl_flush(&c->ctrl);
+  if (err)
+    return ib_fail(c, ECONNRESET, false,
+                   "%.*s; the control connection failed while the connection moved to another "
+                   "port (%s): %s",
+                   FO_CAUSE_SHOWN, c->fo.cause[0] ? c->fo.cause : "a port failed",
+                   ib_fo_stage_name(c->fo.stage),
+                   err == ETIMEDOUT ? "the peer read nothing for 2 s" : strerror(err));
+  if (c->fo.stage == IB_FO_IDLE) return 0; /* the move's last message went out */
+  bool closed = false;
+  if (ib_ctrl_step(c, &closed, &err)) return c->fail_err;
+  if (closed)
     return ib_fail(c, ECONNRESET, false,
                    "%.*s; the peer's control connection closed while the connection moved to "
                    "another port (%s): its process died or it closed this connection",

@@ -74,10 +74,8 @@ static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
                    "a completion for receive slot %d that has no receive "
                    "posted: the peer is out of step",
                    slot);
-  if (imm == IB_IMM_ABORT) {
-    if (ib_peer_gave_up(c)) return c->fail_err;
-    return ib_fail(c, ECONNRESET, false, "the sending side ended the connection");
-  }
+  if (imm == IB_IMM_ABORT) /* its reason may trail on the control socket: later calls read it */
+    return ib_wc_verdict(c, "the sending side ended the connection", false);
   const struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   if (r->n == 1) {
     r->sizes[0] = (int)imm;

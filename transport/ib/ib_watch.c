@@ -14,7 +14,6 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
-#include "transport/abort.h"
 #include "transport/frame.h"
 #include "transport/ib/ib_comm.h"
 #include "transport/liveness.h"
@@ -29,40 +28,28 @@
  * already made: the peer's acknowledgement can trail its close. */
 #define HANGUP_GRACE_NS 200000000LL
 
-int ib_peer_gave_up(struct ib_comm *c) {
-  char reason[MSG_ABORT_MAX + 1];
-  if (ib_fo_ctrl(c)) return c->is_failed ? c->fail_err : 0; /* a move to another port */
-  /* Called when bytes wait on the socket: the notice is one short write. */
-  if (!transport_read_abort(c->ctrl_fd, reason, sizeof(reason), 20)) return 0;
-  const char *side = c->is_send ? "receiving" : "sending";
-  if (!ib_dev_check_port(c->dev))
-    return ib_fail(c, ECONNRESET, false, "the %s side ended the connection: %s", side, reason);
-  /* This side's port is down: that explains the peer's failure. */
+/* A completion's diagnosis written before this side's port was known to
+ * be down: judged now, the port comes first, since it explains the error
+ * (its event can trail the completion by any time). */
+static const char *wc_diag(struct ib_comm *c, char *buf, size_t cap) {
+  const char *diag = c->verdict_diag ? c->verdict_diag : "a completion failed";
+  if (!ib_dev_check_port(c->dev)) return diag;
   char advice[300];
   ib_fo_advice(c, advice, sizeof(advice));
-  return ib_fail(c, ECONNRESET, false,
-                 "%s went down during the transfer (check its netdev %s and its link)%s; the %s "
-                 "side ended the connection: %.400s",
-                 c->dev->label, c->dev->td->netdev ? c->dev->td->netdev : "", advice, side, reason);
-}
-
-enum ctrl_state { CTRL_QUIET, CTRL_DATA, CTRL_CLOSED };
-
-static enum ctrl_state ctrl_state(int fd, int *err) {
-  char b;
-  ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-  *err = n < 0 ? errno : 0;
-  if (n > 0) return CTRL_DATA;
-  if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return CTRL_CLOSED;
-  return CTRL_QUIET;
+  snprintf(
+    buf, cap,
+    "%s went down during the transfer (a port error event; check its netdev %s and its link)%s; %s",
+    c->dev->label, c->dev->td->netdev[0] ? c->dev->td->netdev : "netdev", advice, diag);
+  return buf;
 }
 
 static int fail_closed(struct ib_comm *c, int err) {
+  char buf[2800];
   if (c->verdict == IB_VERDICT_WC)
     return ib_fail(c, ECONNRESET, true,
                    "the peer's control connection closed while requests were in flight: its "
                    "process died or it closed this connection (here %s)",
-                   c->verdict_diag ? c->verdict_diag : "a completion failed");
+                   wc_diag(c, buf, sizeof(buf)));
   return ib_fail(c, ECONNRESET, false,
                  "the peer's control connection %s while requests were in flight: its process "
                  "died or it closed this connection",
@@ -83,15 +70,16 @@ int ib_wc_verdict(struct ib_comm *c, const char *diag, bool is_port_down) {
 
 int ib_settle(struct ib_comm *c, int64_t now) {
   if (c->is_failed || c->verdict == IB_VERDICT_NONE) return c->is_failed ? c->fail_err : 0;
+  char buf[2800];
   int err;
-  enum ctrl_state st = ctrl_state(c->ctrl_fd, &err);
-  if (st == CTRL_DATA && ib_peer_gave_up(c)) return c->fail_err;
-  if (st == CTRL_CLOSED && c->verdict == IB_VERDICT_WC) return fail_closed(c, err);
+  bool closed;
+  if (ib_ctrl_step(c, &closed, &err)) return c->fail_err;
+  if (closed && c->verdict == IB_VERDICT_WC) return fail_closed(c, err);
   if (c->verdict == IB_VERDICT_HANGUP && now - c->verdict_since >= HANGUP_GRACE_NS)
     return fail_closed(c, 0);
   if (c->verdict == IB_VERDICT_WC && (now - c->verdict_since >= PEER_CLOSE_WAIT_NS ||
                                       __atomic_load_n(&c->dev->port_down, __ATOMIC_ACQUIRE)))
-    return ib_fail(c, ECONNRESET, true, "%s", c->verdict_diag ? c->verdict_diag : "");
+    return ib_fail(c, ECONNRESET, true, "%s", wc_diag(c, buf, sizeof(buf)));
   return 0;
 }
 
@@ -99,9 +87,9 @@ int ib_check_peer(struct ib_comm *c, int64_t now) {
   if (now - c->last_ctrl_check < CTRL_CHECK_NS) return 0;
   c->last_ctrl_check = now;
   int err;
-  enum ctrl_state st = ctrl_state(c->ctrl_fd, &err);
-  if (st == CTRL_DATA && ib_peer_gave_up(c)) return c->fail_err;
-  if (st == CTRL_CLOSED) {
+  bool closed;
+  if (ib_ctrl_step(c, &closed, &err)) return c->fail_err;
+  if (closed) {
     /* Judged after the fabric had time to deliver what it completed. */
     c->verdict = IB_VERDICT_HANGUP;
     c->verdict_since = now;
@@ -113,7 +101,7 @@ int ib_check_peer(struct ib_comm *c, int64_t now) {
    * on the control socket for a peer that was only stopped, in its words. */
   ib_fail(c, ECONNRESET, false, "%s", why);
   liveness_peer_notice(c->base.live, why, sizeof(why));
-  transport_send_abort(c->ctrl_fd, 0, why);
+  ctrl_send_abort(&c->ctrl, 0, why);
   return c->fail_err;
 }
 
@@ -219,7 +207,8 @@ static void check_stall(struct ib_comm *c, struct ib_req *r, int64_t now) {
 
 int ib_idle(struct ib_comm *c, struct ib_req *r, int64_t *now) {
   if (c->is_failed) return c->fail_err;
-  if (c->fo.stage != IB_FO_IDLE) { /* moving to another port */
+  if (c->fo.stage != IB_FO_IDLE ||
+      ctrl_is_sending(&c->ctrl)) { /* moving, or its last message going out */
     if (ib_poll(c, NULL)) return c->fail_err;
     return ib_fo_progress(c);
   }
