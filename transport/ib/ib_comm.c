@@ -126,10 +126,10 @@ static const struct transport_comm_ops ib_ops = {
   .reg_mr = ib_reg_mr,
   .reg_mr_dmabuf = ib_reg_mr_dmabuf,
   .dereg_mr = ib_dereg_mr,
-  .isend = ib_fatal_isend,
-  .irecv = ib_fatal_irecv,
-  .iflush = ib_fatal_iflush,
-  .test = ib_fatal_test,
+  .isend = ib_isend,
+  .irecv = ib_irecv,
+  .iflush = ib_iflush,
+  .test = ib_test,
   .close = ib_close,
 };
 

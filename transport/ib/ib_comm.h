@@ -190,15 +190,17 @@ int ib_settle(struct ib_comm *c, int64_t now);
  * waited NCCL_DIAG_STALL_WARN_SEC, naming the message, what it waits for
  * and the peer's state. */
 void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size, int tag);
-/* The entry points as the ops table calls them: each first fails the comm
- * when a fatal event of its device, CQ or QPs has been seen (ib_fatal.c). */
-ncclResult_t ib_fatal_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
-                            void **request);
-ncclResult_t ib_fatal_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
-                            void **mhandles, void **request);
-ncclResult_t ib_fatal_iflush(struct transport_comm *xc, int n, void **data, int *sizes,
-                             void **mhandles, void **request);
-ncclResult_t ib_fatal_test(void *request, int *done, int *sizes);
+/* The fatal-event guard, one line at the top of isend, irecv, iflush and
+ * test (as NCCL's fatal-count check): one atomic load and a compare while
+ * no fatal event of the device happened; the device's records are read
+ * out of line (ib_fatal.c). 0, or the comm's errno once an event
+ * affecting it failed it. */
+int ib_fatal_check(struct ib_comm *c, unsigned gen);
+static inline int ib_fatal_guard(struct ib_comm *c) {
+  unsigned gen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(gen == c->fatal_seen, 1)) return 0;
+  return ib_fatal_check(c, gen);
+}
 /* The flush queue pair (connected to itself): 0 or an errno (logged). */
 int ib_flush_setup(struct ib_comm *c);
 /* One slot's sends on the connection's queue pairs now (ib_send.c). */
@@ -222,6 +224,24 @@ bool ib_fo_on_msg(void *comm, const struct ctrl_msg *m);
 /* Sender, after a move: posts the messages to replay whose clear-to-sends
  * are back, in order. 0 or the comm's errno. */
 int ib_fo_replay(struct ib_comm *c);
+/* Sender: a slot complete while messages wait to be sent again goes
+ * behind them. 0 or the comm's errno. */
+int ib_fo_post_slot(struct ib_comm *c, struct ib_slot *sl);
+
+/* The fail-over seam: all the data path asks of a move (ib_send.c,
+ * ib_recv.c, ib_poll.c read no fo field). A completion error goes to
+ * ib_fo_on_error; the rest are these. */
+/* A move is under way: new work waits, NCCL calls again. */
+static inline bool ib_fo_moving(const struct ib_comm *c) { return c->fo.stage != IB_FO_IDLE; }
+/* The connection moved since setup: a buffer needs its key on the new port. */
+static inline bool ib_fo_moved(const struct ib_comm *c) { return c->fo.is_moved; }
+/* Messages wait to be sent again on the new port. */
+static inline bool ib_fo_replay_pending(const struct ib_comm *c) { return c->fo.nreplay != 0; }
+/* Progress: what a move needs stepped (its messages, its last message
+ * still going out). */
+static inline bool ib_fo_needs_step(const struct ib_comm *c) {
+  return c->fo.stage != IB_FO_IDLE || ctrl_is_sending(&c->ctrl);
+}
 /* After a move: the keys of a slot's buffers (sender) or of a receive's
  * buffers (receiver, into its CTS entries) on the new port. 0 or the
  * comm's errno. */

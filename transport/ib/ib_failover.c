@@ -499,6 +499,12 @@ int ib_fo_progress(struct ib_comm *c) {
   return c->is_failed ? c->fail_err : 0;
 }
 
+int ib_fo_post_slot(struct ib_comm *c, struct ib_slot *sl) {
+  sl->is_posted = sl->is_replay = true;
+  c->fo.nreplay++;
+  return ib_fo_replay(c);
+}
+
 int ib_fo_replay(struct ib_comm *c) {
   if (c->fo.stage != IB_FO_IDLE || c->fo.is_replaying) return 0;
   c->fo.is_replaying = true;

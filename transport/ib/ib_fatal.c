@@ -83,11 +83,8 @@ static bool affects(const struct ib_comm *c, const struct ib_fatal_rec *r) {
   return c->has_flush && r->obj == c->flush_qp.qp;
 }
 
-/* 0, or the comm's errno once a fatal event affecting it was seen. */
-static int check(struct ib_comm *c) {
+int ib_fatal_check(struct ib_comm *c, unsigned gen) {
   if (c->is_failed) return c->fail_err;
-  unsigned gen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  if (gen == c->fatal_seen) return 0;
   c->fatal_seen = gen;
   struct ib_fatal_rec hit;
   bool found = false;
@@ -118,33 +115,4 @@ static int check(struct ib_comm *c) {
                  "qp 0x%x of this connection on device %s port %d reported %s: the queue pair is "
                  "in error and the connection cannot continue",
                  hit.qpn, t->name, t->ib_port, hit.what);
-}
-
-ncclResult_t ib_fatal_isend(struct transport_comm *xc, void *data, size_t size, int tag, void *mh,
-                            void **request) {
-  *request = NULL;
-  int err = check((struct ib_comm *)xc);
-  return err ? transport_result(err) : ib_isend(xc, data, size, tag, mh, request);
-}
-
-ncclResult_t ib_fatal_irecv(struct transport_comm *xc, int n, void **data, size_t *sizes, int *tags,
-                            void **mhandles, void **request) {
-  *request = NULL;
-  int err = check((struct ib_comm *)xc);
-  return err ? transport_result(err) : ib_irecv(xc, n, data, sizes, tags, mhandles, request);
-}
-
-ncclResult_t ib_fatal_iflush(struct transport_comm *xc, int n, void **data, int *sizes,
-                             void **mhandles, void **request) {
-  *request = NULL;
-  int err = check((struct ib_comm *)xc);
-  return err ? transport_result(err) : ib_iflush(xc, n, data, sizes, mhandles, request);
-}
-
-/* A fatal event fails the comm, but a request the fabric had already
- * completed still completes: ib_test answers for both. */
-ncclResult_t ib_fatal_test(void *request, int *done, int *sizes) {
-  struct ib_req *r = request;
-  (void)check((struct ib_comm *)r->base.comm);
-  return ib_test(request, done, sizes);
 }

@@ -41,7 +41,7 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
    * ones flushed after the first error are that error's consequence. */
   static const char *const what[] = {"a work request", "the RDMA write of a message", "a receive",
                                      "a clear-to-send write", "a flush read"};
-  if (c->verdict == IB_VERDICT_WC || c->fo.stage != IB_FO_IDLE) return 0;
+  if (c->verdict == IB_VERDICT_WC || ib_fo_moving(c)) return 0;
   char diag[2400];
   int slot = (int)(uint32_t)wc->wr_id;
   struct ib_wc_context cx = {
@@ -143,12 +143,22 @@ static int poll_cq(struct ib_comm *c, int *found) {
 }
 
 int ib_poll(struct ib_comm *c, int *found) {
-  if (c->fo.nreplay && ib_fo_replay(c)) return c->fail_err;
+  if (ib_fo_replay_pending(c) && ib_fo_replay(c)) return c->fail_err;
   bool was = c->is_polling;
   c->is_polling = true;
   int err = poll_cq(c, found);
   c->is_polling = was;
   return err;
+}
+
+/* The common idle call, counted here instead of a call into ib_idle, which
+ * would only count it: nothing under way (no move, no message going out,
+ * no failure to judge) and not the IB_IDLE_EVERY-th call. */
+static inline bool idle_is_quiet(struct ib_comm *c) {
+  if (c->is_failed || ib_fo_needs_step(c) || c->verdict != IB_VERDICT_NONE) return false;
+  if ((c->idle_calls + 1) % IB_IDLE_EVERY == 0) return false;
+  c->idle_calls++;
+  return true;
 }
 
 /* A request whose completion came is done, even on a connection that
@@ -157,10 +167,12 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
   struct ib_req *r = request;
   struct ib_comm *c = (struct ib_comm *)r->base.comm;
   *done = 0;
+  (void)ib_fatal_guard(c); /* a request the fabric completed still completes */
   if (!r->is_done && !c->is_failed) {
     int found = 0;
     int64_t now = 0;
-    if (!ib_poll(c, &found) && !r->is_done && (!found || c->verdict)) ib_idle(c, r, &now);
+    if (!ib_poll(c, &found) && !r->is_done && (!found || c->verdict) && !idle_is_quiet(c))
+      ib_idle(c, r, &now);
   }
   if (!r->is_done) return transport_result(c->is_failed ? c->fail_err : 0);
   long long bytes = 0;

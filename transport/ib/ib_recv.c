@@ -61,8 +61,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
                       void **mhandles, void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
-  if (c->is_failed) return transport_result(c->fail_err);
-  if (c->verdict != IB_VERDICT_NONE || c->fo.stage != IB_FO_IDLE) {
+  if (c->is_failed || ib_fatal_guard(c)) return transport_result(c->fail_err);
+  if (c->verdict != IB_VERDICT_NONE || ib_fo_moving(c)) {
     /* a failure is being judged, or the connection moves to another port: NCCL calls again */
     int64_t now = 0;
     return transport_result(ib_idle(c, NULL, &now));
@@ -167,7 +167,7 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
                        void **request) {
   struct ib_comm *c = (struct ib_comm *)xc;
   *request = NULL;
-  if (c->is_failed) return transport_result(c->fail_err);
+  if (c->is_failed || ib_fatal_guard(c)) return transport_result(c->fail_err);
   if (!c->has_flush) return ncclSuccess; /* host memory: nothing to flush */
   int last = -1;
   for (int i = 0; i < n; i++)
@@ -192,7 +192,7 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
   wr.wr.rdma.remote_addr = (uintptr_t)data[last];
   wr.wr.rdma.rkey = mh->mr->rkey;
   r->is_gpu = mh->is_gpu;
-  if (c->fo.is_moved) { /* the buffer's key on the port the connection moved to */
+  if (ib_fo_moved(c)) { /* the buffer's key on the port the connection moved to */
     if (ib_fo_key(c, r, 0, (uintptr_t)data[last], (size_t)sizes[last])) {
       ib_req_put(c, r);
       return transport_result(c->fail_err);

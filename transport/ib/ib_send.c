@@ -54,7 +54,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   struct ib_comm *c = (struct ib_comm *)xc;
   struct ib_mh *mh = mhandle;
   *request = NULL;
-  if (c->is_failed) return transport_result(c->fail_err);
+  if (c->is_failed || ib_fatal_guard(c)) return transport_result(c->fail_err);
   if (size && (!mh || mh->obj != OBJ_MR || (uintptr_t)data < mh->addr ||
                (uintptr_t)data + size > mh->addr + mh->len)) {
     WARN("isend of %zu bytes to %s: buffer %p lies outside its registration (or the registration "
@@ -65,8 +65,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   uint32_t seq = c->send_seq;
   int slot = (int)(seq % IB_SLOTS), n = 0;
   struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  enum slot_state ready =
-    c->verdict || c->fo.stage != IB_FO_IDLE ? SLOT_WAITING : slot_state(e, seq, &n);
+  enum slot_state ready = c->verdict || ib_fo_moving(c) ? SLOT_WAITING : slot_state(e, seq, &n);
   if (ready == SLOT_CORRUPT)
     return transport_result(
       ib_fail(c, EPROTO, true,
@@ -183,18 +182,14 @@ static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int
  * another port, the messages sent again there go first (ib_failover.c). */
 int ib_post_slot(struct ib_comm *c, uint32_t seq) {
   struct ib_slot *sl = &c->slots[seq % IB_SLOTS];
-  if (c->fo.nreplay) {
-    sl->is_posted = sl->is_replay = true;
-    c->fo.nreplay++;
-    return ib_fo_replay(c);
-  }
+  if (ib_fo_replay_pending(c)) return ib_fo_post_slot(c, sl);
   return ib_post_slot_now(c, seq);
 }
 
 int ib_post_slot_now(struct ib_comm *c, uint32_t seq) {
   int slot = (int)(seq % IB_SLOTS);
   struct ib_slot *sl = &c->slots[slot];
-  if (c->fo.is_moved && ib_fo_send_keys(c, sl)) return c->fail_err;
+  if (ib_fo_moved(c) && ib_fo_send_keys(c, sl)) return c->fail_err;
   for (int i = 0; i < sl->n; i++)
     c->sizes_out[slot * IB_MAX_RECVS + i] = (uint32_t)sl->reqs[i]->sizes[0];
   int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);

@@ -207,8 +207,7 @@ static void check_stall(struct ib_comm *c, struct ib_req *r, int64_t now) {
 
 int ib_idle(struct ib_comm *c, struct ib_req *r, int64_t *now) {
   if (c->is_failed) return c->fail_err;
-  if (c->fo.stage != IB_FO_IDLE ||
-      ctrl_is_sending(&c->ctrl)) { /* moving, or its last message going out */
+  if (ib_fo_needs_step(c)) { /* moving, or its last message going out */
     if (ib_poll(c, NULL)) return c->fail_err;
     return ib_fo_progress(c);
   }
