@@ -130,6 +130,10 @@ void case_ib_loc_prot_gpu(struct side *s);
 void case_ib_loc_prot_host(struct side *s);
 void case_ib_retry_forced_gid(struct side *s);
 void case_ib_port_down_before_event(struct side *s);
+void case_ib_port_event_after_error(struct side *s);
+/* cases_ibdev.c: this process's softverbs event file (SOFTVERBS_PORT_EVENTS) */
+const char *events_path(void);
+void events_set(const char *words);
 void case_ib_mtu_black_hole(struct side *s);
 /* cases_msgs.c: what users read leads with the specific cause */
 void case_ib_ipv6_only_warns(struct side *s);

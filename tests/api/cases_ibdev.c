@@ -147,13 +147,13 @@ void case_ib_dmabuf_flush_off(struct side *s) {
 
 /* softverbs' port and device events: the words of this side's event file
  * (SOFTVERBS_PORT_EVENTS), rewritten whole. */
-static const char *events_path(void) {
+const char *events_path(void) {
   static char path[128];
   if (!path[0]) snprintf(path, sizeof(path), "/tmp/diag-api-portev-%d", (int)getpid());
   return path;
 }
 
-static void events_set(const char *words) {
+void events_set(const char *words) {
   char tmp[160];
   snprintf(tmp, sizeof(tmp), "%s.tmp", events_path());
   FILE *f = fopen(tmp, "w");

@@ -3,9 +3,11 @@
  * error): what the plugin knows beyond the status (the buffer's memory, a
  * forced GID index) changes the advice, in the words nccl-net-diag explain
  * uses for the same status. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cases.h"
 
@@ -122,6 +124,49 @@ void case_ib_port_down_before_event(struct side *s) {
     netload_close_send(&s->nl, comm);
   } else netload_close_recv(&s->nl, comm);
   side_close(s);
+}
+
+static void *port_down_later(void *arg) {
+  (void)arg;
+  usleep(300000);
+  events_set("down:*");
+  return NULL;
+}
+
+/* A completion error while the port still answers ACTIVE, its PORT_ERR
+ * event 300 ms later (the order of a netdev taken down mid-transfer on
+ * rxe): the failure, judged once the event arrives, names the port, not
+ * only the completion's status written before it was known. */
+void case_ib_port_event_after_error(struct side *s) {
+  events_set("");
+  setenv("SOFTVERBS_PORT_EVENTS", events_path(), 1);
+  void *comm;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  CHECK(xfer_typed(s, comm, NCCL_PTR_HOST, 65536) == 0, "a transfer while the port is up");
+  ctl_sync(s);
+  pthread_t t;
+  if (s->role == ROLE_SEND) {
+    setenv("SOFTVERBS_WC_ERROR", "RETRY_EXC_ERR:0", 1);
+    CHECK(pthread_create(&t, NULL, port_down_later, NULL) == 0, "a thread");
+  }
+  int r = 0;
+  for (int i = 0; i < 3 && !r; i++) r = xfer_typed(s, comm, NCCL_PTR_HOST, 65536);
+  CHECK(r == ncclRemoteError, "the %s side ended with %d, expected ncclRemoteError",
+        s->role == ROLE_SEND ? "sending" : "receiving", r);
+  if (s->role == ROLE_SEND) {
+    pthread_join(t, NULL);
+    const char *w = log_find(NCCL_LOG_WARN, "RETRY_EXC_ERR");
+    CHECK(w && strstr(w, "port 1 went down during the transfer"),
+          "the port is named though its event came after the error: %s", w ? w : "none");
+  }
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) {
+    unsetenv("SOFTVERBS_WC_ERROR");
+    netload_close_send(&s->nl, comm);
+  } else netload_close_recv(&s->nl, comm);
+  side_close(s);
+  events_set("");
+  unlink(events_path());
 }
 
 /* A path-MTU black hole: a hop drops packets above 2,048 bytes. A short

@@ -256,6 +256,8 @@ static const struct api_case cases[] = {
    case_ib_retry_forced_gid, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"a port down mid-transfer, its event not yet read: the failure names the port",
    case_ib_port_down_before_event, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"a completion error, then its port's event: the failure names the port",
+   case_ib_port_event_after_error, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"a path-MTU black hole: short messages pass, a large one never arrives; named with the MTU",
    case_ib_mtu_black_hole, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_msgs.c */
