@@ -660,12 +660,23 @@ def run_one(name, fn, kind, placement=None):
             if s.p.poll() is None:
                 s.finish()
         h.down()
+    calls = [(r['call_max_us'], r['call_max_cpu_us'], s.role) for s in sides for r in s.results
+             if 'call_max_us' in r]
+    for wall, cpu, role in calls:
+        c.notes.append(f'{role} longest call {wall} us ({cpu} us CPU)')
+    if calls:
+        with CALLS_LOCK:
+            CALLS.append((max(x[1] for x in calls), max(x[0] for x in calls), name))
     left = leftovers(h, tmp, sides)
     c.ok(not left, 'nothing left behind: ' + ', '.join(left))
     logs = {s.role: s.log_tail() for s in sides}
     if not ARGS.keep_logs:
         shutil.rmtree(tmp, ignore_errors=True)
     return c, logs, time.monotonic() - t0
+
+
+# The longest call of each scenario: (CPU us, wall us, scenario).
+CALLS, CALLS_LOCK = [], threading.Lock()
 
 
 def main():
@@ -723,6 +734,11 @@ def main():
                     for line in lines:
                         print(f'#   {line[:600]}')
             sys.stdout.flush()
+    if CALLS:
+        cpu, wall, what = max(CALLS)
+        print(f'# longest call into the plugin over {len(CALLS)} scenarios: {cpu} us of CPU '
+              f'({what}); longest wall clock {max(x[1] for x in CALLS)} us (a loaded host, and '
+              f'a process the scenario stops mid-call, included)')
     print(f'1..{n}')
     return 0
 
