@@ -22,13 +22,13 @@
  * pair fails first asks the sender to move (HINT). A move starts on any
  * failed completion (not a flushed one), as NCCL's does; a peer that died
  * ends it when its control connection closes. The stages are enum
- * ib_fo_stage (ib_comm.h). */
+ * ib_fo_stage (ib_comm.h). The messages travel on the connection's control
+ * channel (transport/ctrl.h), never waited for: a message arrives through
+ * its row (ib_ctrl.c), one to send is queued and flushed by later calls. */
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/knobs.h"
