@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "transport/ctrl.h"
 #include "transport/frame.h"
 #include "transport/sock.h"
 
@@ -24,25 +25,22 @@ void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason) {
 }
 
 bool transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms) {
-  uint8_t buf[MSG_HDR_LEN + MSG_ABORT_MAX];
-  size_t got = 0;
+  struct ctrl_in in; /* the control channel's one header decoder (ctrl.h) */
+  ctrl_in_reset(&in);
   int64_t end = now_ns() + (int64_t)wait_ms * 1000000;
   while (now_ns() < end) {
     struct pollfd p = {ctrl_fd, POLLIN, 0};
     if (poll(&p, 1, 20) <= 0) continue;
     size_t n;
-    int err = sock_recv(ctrl_fd, buf + got, sizeof(buf) - got, &n);
+    int err = sock_recv(ctrl_fd, ctrl_in_space(&in), ctrl_in_need(&in), &n);
     if (err == EAGAIN) continue;
     if (err) break;
-    got += n;
-    struct msg_hdr h;
-    char why[160];
-    if (got < MSG_HDR_LEN) continue;
-    if (msg_hdr_decode(buf, &h, why, sizeof(why)) || !(h.flags & MSG_F_ABORT)) return false;
-    if (got < MSG_HDR_LEN + h.size) continue;
+    enum ctrl_read st = ctrl_in_add(&in, n);
+    if (st == CTRL_R_PART) continue;
+    if (st != CTRL_R_MSG || in.msg.kind != CTRL_ABORT) return false;
     /* The peer's words go into our WARN: a newline in them must not forge
      * a line, nor an escape code reach a terminal. */
-    log_clean(reason, cap, (const char *)buf + MSG_HDR_LEN, h.size);
+    log_clean(reason, cap, (const char *)in.msg.body, in.msg.len);
     return true;
   }
   return false;
