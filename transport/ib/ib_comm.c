@@ -133,17 +133,34 @@ static const struct transport_comm_ops ib_ops = {
   .close = ib_close,
 };
 
+void ib_comm_adopt(struct ib_comm *c, struct ib_res *r) {
+  c->cq = r->cq;
+  c->nqps = r->nqps;
+  memcpy(c->qps, r->qps, sizeof(c->qps));
+  struct ibv_mr **to[] = {&c->fifo_mr, &c->sizes_mr, &c->cr_mr, &c->shadow_mr};
+  struct ibv_mr *from[] = {r->fifo_mr, r->sizes_mr, r->cr_mr, r->shadow_mr};
+  for (size_t i = 0; i < sizeof(to) / sizeof(to[0]); i++)
+    if (from[i]) *to[i] = from[i];
+  memset(r, 0, sizeof(*r));
+}
+
+void ib_res_release(struct ib_dev *dev, struct ib_res *r) {
+  for (int i = 0; i < IB_MAX_QPS; i++) ib_qp_destroy(&r->qps[i]);
+  struct ibv_mr *mrs[] = {r->fifo_mr, r->sizes_mr, r->cr_mr, r->shadow_mr};
+  for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++)
+    if (dev && mrs[i]) dev->v->dereg_mr(mrs[i]);
+  if (dev && r->cq) dev->v->destroy_cq(r->cq);
+  memset(r, 0, sizeof(*r));
+}
+
 /* The setup's resources move into the comm. */
 static void take_resources(struct ib_comm *c, struct ib_setup *s) {
-  c->cq = s->cq;
-  c->nqps = s->nqps;
-  memcpy(c->qps, s->qps, sizeof(c->qps));
+  struct ib_res r = {s->cq, s->nqps, {{0}}, s->fifo_mr, NULL, s->cr_mr, s->shadow_mr};
+  memcpy(r.qps, s->qps, sizeof(r.qps));
+  ib_comm_adopt(c, &r);
   c->fifo = s->fifo;
-  c->fifo_mr = s->fifo_mr;
   c->shadow = s->shadow;
-  c->shadow_mr = s->shadow_mr;
   c->cr = s->cr;
-  c->cr_mr = s->cr_mr;
   c->peer_cr_addr = s->peer_info.cr_addr;
   c->peer_cr_rkey = s->peer_info.cr_rkey;
   c->peer_fifo_addr = s->peer_info.fifo_addr;

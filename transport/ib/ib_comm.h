@@ -54,6 +54,18 @@ enum ib_fo_stage {
 };
 #define IB_FO_MAX_PORTS 8
 
+/* What a connection runs on at one port: its completion queue, its queue
+ * pairs and this side's registrations of its control memory. Connection
+ * setup and a move to another port each build one and hand it to
+ * ib_comm_adopt, the one place a comm takes them. */
+struct ib_res {
+  struct ibv_cq *cq;
+  int nqps;
+  struct ib_qp qps[IB_MAX_QPS];
+  struct ibv_mr *fifo_mr, *sizes_mr; /* sender: the CTS FIFO the peer writes, the grouped sizes */
+  struct ibv_mr *cr_mr, *shadow_mr;  /* receiver: the completion records, its CTS entries */
+};
+
 struct ib_fo {
   enum ib_fo_stage stage;
   int moves;
@@ -61,9 +73,7 @@ struct ib_fo {
   int nused;
   struct ib_dev *used[IB_FO_MAX_PORTS]; /* the ports it ran on (registrations made there) */
   struct ib_dev *to;                    /* during a move: the standby's port */
-  struct ibv_cq *cq;
-  struct ib_qp qp;
-  struct ibv_mr *mr_a, *mr_b; /* sender: FIFO, sizes; receiver: records, CTS entries */
+  struct ib_res standby;                /* during a move: what the connection moves onto */
   int64_t deadline;
   char cause[700]; /* the failed port's diagnosis */
   uint32_t replay_seq;
@@ -145,6 +155,11 @@ struct ib_comm {
   struct ib_fo fo;
 };
 
+/* The comm takes r's objects (its old ones of those kinds are gone); a
+ * registration r leaves NULL stays the comm's. r is left empty. */
+void ib_comm_adopt(struct ib_comm *c, struct ib_res *r);
+/* Destroys what r holds, on dev; r is left empty. */
+void ib_res_release(struct ib_dev *dev, struct ib_res *r);
 struct ib_req *ib_req_get(struct ib_comm *c);
 void ib_req_put(struct ib_comm *c, struct ib_req *r);
 /* Fails the comm with err (see transport_result): logs once (WARN), tells

@@ -131,26 +131,34 @@ static int make_standby(struct ib_comm *c, struct ib_dev *to, char *why, size_t 
   int depth = send_wr + recv_wr < 1024 ? 1024 : send_wr + recv_wr;
   if (to->attr.max_cqe > 0 && depth > to->attr.max_cqe) depth = to->attr.max_cqe;
   f->to = to;
-  f->cq = to->v->create_cq(to->ctx, depth, NULL, NULL, 0);
-  if (!f->cq) {
+  struct ib_res *r = &f->standby;
+  r->nqps = 1;
+  r->cq = to->v->create_cq(to->ctx, depth, NULL, NULL, 0);
+  if (!r->cq) {
     int err = errno ? errno : ENOMEM;
     snprintf(why, cap, "creating a completion queue on %s failed: %s", to->label, strerror(err));
     return err;
   }
   int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
-  f->mr_a = c->is_send ? ib_mr_plain(to, c->fifo, FO_FIFO_BYTES, rw, "the CTS FIFO")
-                       : ib_mr_plain(to, c->cr, FO_CR_BYTES, rw, "completion records");
-  f->mr_b = c->is_send
-              ? ib_mr_plain(to, c->sizes_out, FO_CR_BYTES, IBV_ACCESS_LOCAL_WRITE, "grouped sizes")
-              : ib_mr_plain(to, c->shadow, FO_FIFO_BYTES, IBV_ACCESS_LOCAL_WRITE, "CTS entries");
-  if (!f->mr_a || !f->mr_b) {
+  bool is_ok;
+  if (c->is_send) {
+    r->fifo_mr = ib_mr_plain(to, c->fifo, FO_FIFO_BYTES, rw, "the CTS FIFO");
+    r->sizes_mr =
+      ib_mr_plain(to, c->sizes_out, FO_CR_BYTES, IBV_ACCESS_LOCAL_WRITE, "grouped sizes");
+    is_ok = r->fifo_mr && r->sizes_mr;
+  } else {
+    r->cr_mr = ib_mr_plain(to, c->cr, FO_CR_BYTES, rw, "completion records");
+    r->shadow_mr = ib_mr_plain(to, c->shadow, FO_FIFO_BYTES, IBV_ACCESS_LOCAL_WRITE, "CTS entries");
+    is_ok = r->cr_mr && r->shadow_mr;
+  }
+  if (!is_ok) {
     snprintf(why, cap, "cannot register the connection's control memory on %s", to->label);
     return ENOMEM;
   }
-  int err = ib_qp_create(&f->qp, to, f->cq, send_wr, recv_wr, c->base.peer.host, why, cap);
+  int err = ib_qp_create(&r->qps[0], to, r->cq, send_wr, recv_wr, c->base.peer.host, why, cap);
   if (!err)
-    err = ib_qp_init(&f->qp, IBV_ACCESS_REMOTE_WRITE | (c->is_send ? 0 : IBV_ACCESS_REMOTE_READ),
-                     why, cap);
+    err = ib_qp_init(&r->qps[0],
+                     IBV_ACCESS_REMOTE_WRITE | (c->is_send ? 0 : IBV_ACCESS_REMOTE_READ), why, cap);
   return err;
 }
 
@@ -178,19 +186,11 @@ static int connect_standby(struct ib_comm *c, const struct ib_fo_msg *m, char *w
   peer.ib.lid = (int)m->lid;
   peer.ib.mtu = (int)m->mtu;
   snprintf(peer.ib.dev, sizeof(peer.ib.dev), "%.*s", (int)strcspn(m->port, " "), m->port);
-  int err = ib_qp_rtr(&f->qp, &p, &peer, why, cap);
-  return err ? err : ib_qp_rts(&f->qp, why, cap);
+  int err = ib_qp_rtr(&f->standby.qps[0], &p, &peer, why, cap);
+  return err ? err : ib_qp_rts(&f->standby.qps[0], why, cap);
 }
 
-static void release_standby(struct ib_comm *c) {
-  struct ib_fo *f = &c->fo;
-  ib_qp_destroy(&f->qp);
-  if (f->mr_a) f->to->v->dereg_mr(f->mr_a);
-  if (f->mr_b) f->to->v->dereg_mr(f->mr_b);
-  if (f->cq) f->to->v->destroy_cq(f->cq);
-  f->mr_a = f->mr_b = NULL;
-  f->cq = NULL;
-}
+static void release_standby(struct ib_comm *c) { ib_res_release(c->fo.to, &c->fo.standby); }
 
 /* The old queue pairs take nothing more: what they did not deliver is
  * sent again on the new port. */
@@ -220,23 +220,15 @@ static int switch_to_standby(struct ib_comm *c) {
     c->has_flush = false;
   }
   v->destroy_cq(c->cq);
-  struct ibv_mr **a = c->is_send ? &c->fifo_mr : &c->cr_mr;
-  struct ibv_mr **b = c->is_send ? &c->sizes_mr : &c->shadow_mr;
-  v->dereg_mr(*a);
-  v->dereg_mr(*b);
-  *a = f->mr_a;
-  *b = f->mr_b;
-  c->cq = f->cq;
-  c->qps[0] = f->qp;
-  c->nqps = 1;
+  /* this side's registrations of its control memory, replaced by the standby's */
+  if (c->is_send) v->dereg_mr(c->fifo_mr), v->dereg_mr(c->sizes_mr);
+  else v->dereg_mr(c->cr_mr), v->dereg_mr(c->shadow_mr);
+  ib_comm_adopt(c, &f->standby);
   c->is_split = false;
   memset(c->unsignaled, 0, sizeof(c->unsignaled));
   if (f->nused < IB_FO_MAX_PORTS) f->used[f->nused++] = c->dev;
   c->dev = f->to;
   c->fatal_born = c->fatal_seen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  f->mr_a = f->mr_b = NULL;
-  f->cq = NULL;
-  memset(&f->qp, 0, sizeof(f->qp));
   f->moves++;
   f->is_moved = true;
   f->stage = IB_FO_IDLE;
@@ -274,10 +266,10 @@ static int start_move(struct ib_comm *c, struct ib_dev *to, const char *cause, b
   stop_old(c);
   int err = make_standby(c, to, why, sizeof(why));
   if (err) return give_up(c, err, true, why);
-  struct ib_fo_msg m = {.kind = IB_FO_REQ, .qpn = c->fo.qp.qp->qp_num};
+  struct ib_fo_msg m = {.kind = IB_FO_REQ, .qpn = c->fo.standby.qps[0].qp->qp_num};
   fill_port(to, &m);
   m.addr = (uintptr_t)c->fifo;
-  m.rkey = c->fo.mr_a->rkey;
+  m.rkey = c->fo.standby.fifo_mr->rkey;
   snprintf(m.text, sizeof(m.text), "%s", c->fo.cause);
   err = send_msg(c, &m);
   if (err) return give_up(c, err, false, "the control connection to the peer failed");
@@ -336,10 +328,10 @@ static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
   stop_old(c);
   c->fo.stage = IB_FO_WAIT_GO;  /* errors of the old queue pairs are ignored from here */
   if (ib_poll(c, NULL)) return; /* what landed completes */
-  struct ib_fo_msg a = {.kind = IB_FO_ACK, .qpn = c->fo.qp.qp->qp_num};
+  struct ib_fo_msg a = {.kind = IB_FO_ACK, .qpn = c->fo.standby.qps[0].qp->qp_num};
   fill_port(to, &a);
   a.addr = (uintptr_t)c->cr;
-  a.rkey = c->fo.mr_a->rkey;
+  a.rkey = c->fo.standby.cr_mr->rkey;
   a.npending = pending_receives(c, a.pending);
   const char *from = c->dev->label;
   char was[80];

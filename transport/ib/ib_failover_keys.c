@@ -69,12 +69,7 @@ bool ib_fo_owns(const struct ib_comm *c, const struct ib_mh *mh) {
 
 void ib_fo_close(struct ib_comm *c) {
   struct ib_fo *f = &c->fo;
-  ib_qp_destroy(&f->qp);
-  if (f->to && f->mr_a) f->to->v->dereg_mr(f->mr_a);
-  if (f->to && f->mr_b) f->to->v->dereg_mr(f->mr_b);
-  if (f->to && f->cq) f->to->v->destroy_cq(f->cq);
-  f->mr_a = f->mr_b = NULL;
-  f->cq = NULL;
+  ib_res_release(f->to, &f->standby);
   for (int i = 0; i < IB_SEND_REQS; i++)
     if (c->reqs[i].base.obj == OBJ_REQ) ib_fo_req_done(c, &c->reqs[i]);
 }
