@@ -165,27 +165,18 @@ static int make_standby(struct ib_comm *c, struct ib_dev *to, char *why, size_t 
 /* RTR and RTS of the standby towards the peer's (m). */
 static int connect_standby(struct ib_comm *c, const struct ib_fo_msg *m, char *why, size_t cap) {
   struct ib_fo *f = &c->fo;
-  const struct topo_dev *t = f->to->td;
   struct ib_fo_msg mine;
   fill_port(f->to, &mine);
-  struct ib_path_ends e = {.is_roce = t->ll != TOPO_LL_IB,
-                           .local_mtu = f->to->mtu,
-                           .remote_mtu = (int)m->mtu,
-                           .local_gid = mine.gid,
-                           .remote_gid = m->gid,
-                           .local_gid_index = t->gid_index,
-                           .remote_lid = (int)m->lid,
-                           .is_grh_required = f->to->is_grh_required};
-  ib_choose_sl_tc(NCCL_NET_TRAFFIC_CLASS_UNDEF, &e.sl, &e.tc);
-  struct ib_path p;
-  memset(&p, 0, sizeof(p));
-  ib_path_address(&e, &p);
-  p.qpn = m->qpn;
-  struct hello peer = c->peer_hello; /* the peer's new port, for a diagnosis */
+  struct hello peer = c->peer_hello; /* the peer's new port: the path, and a diagnosis */
   memcpy(peer.ib.gid, m->gid, 16);
   peer.ib.lid = (int)m->lid;
   peer.ib.mtu = (int)m->mtu;
   snprintf(peer.ib.dev, sizeof(peer.ib.dev), "%.*s", (int)strcspn(m->port, " "), m->port);
+  int sl, tc;
+  ib_choose_sl_tc(NCCL_NET_TRAFFIC_CLASS_UNDEF, &sl, &tc);
+  struct ib_path p;
+  (void)ib_rtr_path(f->to, c->is_send, mine.gid, &peer, sl, tc, &p);
+  p.qpn = m->qpn;
   int err = ib_qp_rtr(&f->standby.qps[0], &p, &peer, why, cap);
   return err ? err : ib_qp_rts(&f->standby.qps[0], why, cap);
 }

@@ -37,24 +37,32 @@ int64_t ib_rtr_budget_ns(void) {
 
 static bool is_retryable(int err) { return err == ETIMEDOUT || knob_int(K_IB_MQP_RETRY_ALL); }
 
-static void path_of(struct ib_setup *s, struct ib_path *p) {
-  const struct topo_dev *t = s->dev->td;
+enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t local_gid[16],
+                        const struct hello *peer, int sl, int tc, struct ib_path *p) {
+  const struct topo_dev *t = d->td;
   memset(p, 0, sizeof(*p));
   struct ib_path_ends e = {.is_roce = t->ll != TOPO_LL_IB,
-                           .local_mtu = s->dev->mtu,
-                           .remote_mtu = s->peer.ib.mtu,
-                           .local_gid = s->mine.ib.gid, /* as our hello announced it */
-                           .remote_gid = s->peer.ib.gid,
+                           .local_mtu = d->mtu,
+                           .remote_mtu = peer->ib.mtu,
+                           .local_gid = local_gid,
+                           .remote_gid = peer->ib.gid,
                            .local_gid_index = t->gid_index,
-                           .remote_lid = s->peer.ib.lid,
-                           .is_grh_required = s->dev->is_grh_required,
-                           .sl = s->sl,
-                           .tc = s->tc};
+                           .remote_lid = peer->ib.lid,
+                           .is_grh_required = d->is_grh_required,
+                           .sl = sl,
+                           .tc = tc};
   /* NCCL 2.22+: the receiver's queue pairs carry the small clear-to-send
    * writes, which NCCL_IB_FIFO_TC may put in a class of their own. */
   int fifo_tc = (int)knob_int(K_IB_FIFO_TC);
-  if (!s->is_send && fifo_tc >= 0) e.tc = fifo_tc;
-  if (ib_path_address(&e, p) == IB_GRH_OTHER_SUBNET_NO_FLID && !s->rtr_qp && !s->rtr_total)
+  if (!is_send && fifo_tc >= 0) e.tc = fifo_tc;
+  return ib_path_address(&e, p);
+}
+
+static void path_of(struct ib_setup *s, struct ib_path *p) {
+  /* the local GID as our hello announced it */
+  if (ib_rtr_path(s->dev, s->is_send, s->mine.ib.gid, &s->peer, s->sl, s->tc, p) ==
+        IB_GRH_OTHER_SUBNET_NO_FLID &&
+      !s->rtr_qp && !s->rtr_total)
     WARN("connection with %s: %s is on another InfiniBand subnet than %s, but its GID carries no "
          "FLID to route by: trying its LID %d, which only a router that maps it reaches. "
          "Configure FLIDs on the routers (or keep the job within one subnet)",

@@ -72,6 +72,11 @@ void ib_choose_sl_tc(int traffic_class, int *sl, int *tc);
  * that timed out waits for its next attempt: call it again. */
 int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap);
 int ib_res_connect(struct ib_setup *s, char *why, size_t cap);
+/* The address of an RTR towards the peer's port (peer: its GID, LID and
+ * MTU), built here for connection setup and for a move to another port
+ * alike; a receiver's queue pairs carry NCCL_IB_FIFO_TC when it is set. */
+enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t local_gid[16],
+                        const struct hello *peer, int sl, int tc, struct ib_path *p);
 void ib_res_free(struct ib_setup *s);
 /* How much longer than NCCL_DIAG_CONNECT_TIMEOUT_MS the setup may take
  * when RTR retries spend their whole budget, on this side or (at NCCL's
