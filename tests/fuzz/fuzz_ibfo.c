@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the port fail-over messages read from the peer's control
  * connection, through the control channel's decoder (transport/ctrl.h)
- * as the reader feeds it, then the message decoder (transport/ib/ib_wire.h).
+ * as the reader feeds it, then the message decoder (transport/ib/setup/ib_wire.h).
  * The first byte picks how the bytes arrive (pieces of 1 to 32 bytes);
  * the rest goes in twice: as raw bytes (any header at all), and framed as
  * a fail-over message. A message that decodes re-encodes to one that
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "transport/ctrl.h"
-#include "transport/ib/ib_wire.h"
+#include "transport/ib/setup/ib_wire.h"
 
 static void check_fo(const uint8_t *data, size_t size) {
   struct ib_fo_msg m, m2;
