@@ -45,7 +45,7 @@ static void path_of(struct ib_setup *s, struct ib_path *p) {
                            .remote_mtu = s->peer.ib.mtu,
                            .local_gid = s->mine.ib.gid, /* as our hello announced it */
                            .remote_gid = s->peer.ib.gid,
-                           .local_gid_index = t->gid_index,
+                           .local_gid_index = s->mine.ib.gid_index, /* repaired or not */
                            .remote_lid = s->peer.ib.lid,
                            .is_grh_required = s->dev->is_grh_required,
                            .sl = s->sl,

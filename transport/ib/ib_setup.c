@@ -25,6 +25,7 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "transport/ib/ib_repair.h"
 #include "transport/ib/ib_setup.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -45,6 +46,11 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int
   s->peer = *peer;
   snprintf(s->peer_desc, sizeof(s->peer_desc), "%s", peer_desc);
   s->traffic_class = traffic_class;
+  /* Before any check: a repaired pair is checked and connected as chosen. */
+  struct ib_repair rep;
+  ib_repair_choose(&s->mine, &s->peer, is_send, &rep);
+  ib_repair_report(&rep, is_send, s->dev->label, &s->mine, &s->peer, s->peer_desc);
+  if (rep.is_applied) ib_repair_apply(&rep, is_send, &s->mine, &s->peer);
   s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   /* RTR retries (ib_rtr.c) may take their budget on either side. */
   s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL + ib_rtr_budget_ns();
