@@ -106,9 +106,32 @@ static void agree(void) {
   }
 }
 
+/* pod-a offers only RoCE v2, pod-b only v1: the pair is broken and no
+ * other pair reaches, so nothing is applied (the WARN says none does). */
+static void none_reaches(void) {
+  struct hello a, b;
+  pod(&a, true, 5);
+  pod(&b, false, 6);
+  a.rdma.nalts = 0;
+  uint8_t g[16];
+  v4gid(g, 10, 50, 0, 21);
+  add(&a, 5, 2, g);
+  b.rdma.nalts = 1; /* 6, v1 */
+  struct ib_repair r;
+  ib_repair_choose(&a, &b, false, &r);
+  CHECK(r.is_broken && !r.is_found && !r.is_applied, "v2 only against v1 only: no pair reaches");
+  /* with warn on one side the pair is found and named, not applied */
+  pod(&a, true, 5);
+  pod(&b, false, 5);
+  b.rdma.repair_mode = REPAIR_WARN;
+  ib_repair_choose(&a, &b, false, &r);
+  CHECK(r.is_found && !r.is_applied, "warn on one side: found, not applied");
+}
+
 int main(void) {
   TAP_CASE("the GIDs a pair could move to, in the hello: they survive", carried);
   TAP_CASE("no alternatives field (an older peer): decodes as none, no repair", absent);
   TAP_CASE("both sides choose the same pair from the two hellos", agree);
+  TAP_CASE("no GID pair reaches, or warn on one side: nothing applied", none_reaches);
   return tap_done();
 }
