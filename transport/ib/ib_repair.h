@@ -30,7 +30,9 @@ void ib_repair_apply(const struct ib_repair *r, bool is_send, struct hello *mine
                      struct hello *peer);
 /* ib_repair_report.c: the WARN of a repaired pair (or, with warn, the pair
  * that would have worked), once per pair on each side. */
+/* is_up: for an applied repair, whether RDMA came up on the chosen pair. */
 void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local_label,
-                      const struct hello *mine, const struct hello *peer, const char *peer_desc);
+                      const struct hello *mine, const struct hello *peer, const char *peer_desc,
+                      bool is_up);
 
 #endif

@@ -50,7 +50,8 @@ static void say(const char *key, const char *msg) {
 }
 
 void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local_label,
-                      const struct hello *mine, const struct hello *peer, const char *peer_desc) {
+                      const struct hello *mine, const struct hello *peer, const char *peer_desc,
+                      bool is_up) {
   if (!r->is_broken) return;
   const struct hello *s = is_send ? mine : peer, *v = is_send ? peer : mine;
   char key[400], msg[2400], a[160], b[160], fix[600];
@@ -68,7 +69,12 @@ void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local
   gid_side(&r->pick[0], s, a, sizeof(a));
   gid_side(&r->pick[1], v, b, sizeof(b));
   fix_text(r, s, v, fix, sizeof(fix));
-  if (r->is_applied)
+  if (r->is_applied && !is_up)
+    snprintf(msg, sizeof(msg),
+             "RDMA path from %s to %s: %s. %s and %s, the same ports, were tried instead and "
+             "failed as well (the next warning says why). Fix the configuration: %s",
+             local_label, peer_desc, r->broken, a, b, fix);
+  else if (r->is_applied)
     snprintf(msg, sizeof(msg),
              "RDMA path from %s to %s: %s. Repaired, not moved to TCP: the connection runs on "
              "%s and %s, the same ports (no cost: the same NIC, PCIe path and GPUDirect). Fix "

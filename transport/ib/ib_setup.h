@@ -10,6 +10,7 @@
 #define DIAG_TRANSPORT_IB_SETUP_H
 
 #include "transport/ib/ib.h"
+#include "transport/ib/ib_repair.h"
 #include "transport/record_io.h"
 
 /* The machine's stages (ib_setup.c has their order on each side). */
@@ -61,6 +62,9 @@ struct ib_setup {
   uint8_t in_buf[IBREC_HDR_LEN + IBREC_MAX_BODY];
   struct record_reader in; /* the peer's INFO, then its STATUS */
   char notes[512];
+  /* the GID pair repair (ib_repair.h), and the hellos as they came */
+  struct ib_repair repair;
+  struct hello repair_hellos[2]; /* mine, the peer's */
 };
 
 /* The sender decides SL and traffic class (ib_setup_res.c). */
