@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/strbuf.h"
@@ -44,6 +45,21 @@ static void fix_text(const struct ib_repair *r, const struct hello *s, const str
   if (r->pick[1].gid_index != v->ib.gid_index) o = fix_side(buf, cap, o, &r->pick[1], v);
 }
 
+/* For the event file's readers (the probe labels the pair by its code). */
+static void repaired_event(const char *dev, const char *peer, const char *broken, const char *a,
+                           const char *b, const char *fix) {
+  struct ev e;
+  ev_begin(&e, "repaired");
+  ev_str(&e, "device", dev);
+  ev_str(&e, "peer", peer);
+  ev_str(&e, "broken", broken);
+  ev_str(&e, "path", a);
+  ev_str(&e, "peer_path", b);
+  ev_str(&e, "fix", fix);
+  ev_str(&e, "cause_code", "repaired");
+  ev_end(&e);
+}
+
 static void say(const char *key, const char *msg) {
   if (report_first(key)) WARN("%s", msg);
   else INFO(LOG_NET, "%s", msg);
@@ -74,13 +90,14 @@ void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local
              "RDMA path from %s to %s: %s. %s and %s, the same ports, were tried instead and "
              "failed as well (the next warning says why). Fix the configuration: %s",
              local_label, peer_desc, r->broken, a, b, fix);
-  else if (r->is_applied)
+  else if (r->is_applied) {
+    repaired_event(local_label, peer_desc, r->broken, a, b, fix);
     snprintf(msg, sizeof(msg),
              "RDMA path from %s to %s: %s. Repaired, not moved to TCP: the connection runs on "
              "%s and %s, the same ports (no cost: the same NIC, PCIe path and GPUDirect). Fix "
              "the configuration: %s (NCCL_DIAG_REPAIR=off turns repair off)",
              local_label, peer_desc, r->broken, a, b, fix);
-  else
+  } else
     snprintf(msg, sizeof(msg),
              "RDMA path from %s to %s: %s. %s and %s, the same ports, would carry it at RDMA "
              "speed, but NCCL_DIAG_REPAIR is not auto on both (%s on %s, %s on %s), so it falls "
