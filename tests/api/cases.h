@@ -96,6 +96,7 @@ void case_ib_gid_empty_on_peer(struct side *s);
 void case_repair_gid_empty(struct side *s);
 void case_repair_roce_version(struct side *s);
 void case_repair_link_local(struct side *s);
+void case_repair_receiver_flush(struct side *s);
 void case_repair_warn(struct side *s);
 void case_repair_off_peer(struct side *s);
 void case_ib_pkey_limited(struct side *s);

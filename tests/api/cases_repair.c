@@ -87,6 +87,22 @@ void case_repair_link_local(struct side *s) {
   finish(s, comm);
 }
 
+/* pod-a (the receiver) forced to its empty entry 3, with the flush queue
+ * pair of GPU memory receives: the flush connects to itself on the
+ * repaired GID, not on the empty one. */
+void case_repair_receiver_flush(struct side *s) {
+  setenv("NCCL_DIAG_FORCE_FLUSH", "1", 1);
+  void *comm;
+  if (pods(s, "3", NULL) || side_open(s) || pair_open(s, &comm)) return;
+  static const char *const n[] = {"GID index 3 is empty on pod-a (",
+                                  "GID 5 (RoCE v2 10.50.0.21) of pod-a",
+                                  "NCCL_IB_GID_INDEX=3 is forced on pod-a", NULL};
+  repaired(s, comm, s->role == ROLE_RECV ? 5 : 7, n);
+  if (s->role == ROLE_RECV)
+    CHECK(log_find(NCCL_LOG_INFO, "flush queue pair"), "the receive has its flush queue pair");
+  finish(s, comm);
+}
+
 /* The pair over TCP as before, with the transfer checked. */
 static void fell_back(struct side *s, void *comm) {
   CHECK(log_find(NCCL_LOG_INFO, ": TCP,"), "the connection is not TCP");

@@ -173,6 +173,8 @@ static const struct api_case cases[] = {
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"repair: link-local GID forced on one host, RDMA on its routable GID", case_repair_link_local,
    TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"repair: empty GID index on the receiver, with the flush queue pair", case_repair_receiver_flush,
+   TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"repair: NCCL_DIAG_REPAIR=warn falls back and names the pair that works", case_repair_warn, TWO,
    IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"repair: a peer without alternatives (off, or an older release): as before",
