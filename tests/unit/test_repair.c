@@ -86,7 +86,9 @@ static void absent(void) {
 
 /* Each case: pod-a's and pod-b's index, and the pair both must pick. */
 static void agree(void) {
-  static const int t[][4] = {{5, 5, 5, 7}, {4, 7, 5, 7}, {1, 7, 5, 7}, {4, 6, 4, 6}};
+  /* empty on pod-b; v1 against v2; link-local; both v1 (reaches); empty on
+   * both (both move) */
+  static const int t[][4] = {{5, 5, 5, 7}, {4, 7, 5, 7}, {1, 7, 5, 7}, {4, 6, 4, 6}, {3, 5, 5, 7}};
   for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
     struct hello a, b;
     pod(&a, true, t[i][0]);
