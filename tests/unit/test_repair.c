@@ -10,7 +10,7 @@
 #include "common/knobs.h"
 #include "tap.h"
 #include "transport/hello.h"
-#include "transport/ib/ib_repair.h"
+#include "transport/ib/setup/ib_repair.h"
 
 static void v4gid(uint8_t *g, int a, int b, int c, int d) {
   memset(g, 0, 16);
