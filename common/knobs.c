@@ -14,6 +14,7 @@
 static const char *const fallback_choices[] = {"auto", "off", NULL};
 static const char *const family_choices[] = {"AF_INET", "AF_INET6", NULL};
 static const char *const planes_choices[] = {"auto", "off", NULL};
+static const char *const repair_choices[] = {"auto", "off", "warn", NULL};
 
 static const struct knob_def knobs[K_COUNT] = {
   [K_SOCKET_IFNAME] =
@@ -200,6 +201,13 @@ static const struct knob_def knobs[K_COUNT] = {
      "other ports form an RDMA fabric, far from every GPU while each GPU has a near port, or of "
      "the minority link layer (each is reported with its reason); off = keep every usable port, "
      "as NCCL does"},
+  [K_DIAG_REPAIR] =
+    {"NCCL_DIAG_REPAIR", KT_ENUM, "auto", 0, 0, repair_choices,
+     "what a connection does when the GID pair NCCL chose cannot reach the peer (a forced "
+     "NCCL_IB_GID_INDEX empty, link-local or of the other RoCE version on one node) while "
+     "another GID of the same ports can: auto = carry it on that GID pair at RDMA speed and say "
+     "how to fix the setting; warn = fall back as before and name the pair that would work; "
+     "off = fall back or fail as before. Repair needs auto on both nodes"},
 };
 
 struct knob_val {

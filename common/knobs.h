@@ -59,6 +59,7 @@ enum knob_id {
   K_DIAG_IDLE_WAIT_US,
   K_DIAG_HWLOC,
   K_DIAG_PLANES,
+  K_DIAG_REPAIR,
   K_COUNT
 };
 
@@ -110,5 +111,6 @@ void nccl_knobs_note(void);
 
 enum { FALLBACK_AUTO = 0, FALLBACK_OFF = 1 };
 enum { PLANES_AUTO = 0, PLANES_OFF = 1 };
+enum { REPAIR_AUTO = 0, REPAIR_OFF = 1, REPAIR_WARN = 2 };
 
 #endif

@@ -37,6 +37,7 @@ enum {
   T_TRIED = 44,     /* one per address tried: errno, ms, interface, address */
   T_RDMA_ECE = 45,  /* vendor id, options, comp_mask (u32 each) */
   T_IF_MTU = 46,    /* u32: the MTU of the interface with T_ADDR */
+  T_RDMA_ALTS = 47, /* u8 repair mode, then per GID: port u8, index u16, type u8, GID 16 */
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
@@ -94,6 +95,37 @@ static void w_ib(struct wbuf *w, const struct hello_ib *ib) {
   w_tlv(w, T_IB, b, t.len);
 }
 
+#define ALT_LEN (1 + 2 + 1 + 16)
+
+static void w_alts(struct wbuf *w, const struct hello_rdma *r) {
+  uint8_t b[1 + HELLO_MAX_ALTS * ALT_LEN];
+  struct wbuf t = {b, sizeof(b), 0, 0};
+  w_u8(&t, (uint8_t)r->repair_mode);
+  for (int i = 0; i < r->nalts && i < HELLO_MAX_ALTS; i++) {
+    const struct hello_alt *a = &r->alts[i];
+    w_u8(&t, (uint8_t)a->port);
+    w_u16(&t, (uint16_t)a->gid_index);
+    w_u8(&t, (uint8_t)a->gid_type);
+    w_bytes(&t, a->gid, 16);
+  }
+  w_tlv(w, T_RDMA_ALTS, b, t.len);
+}
+
+/* Entries past HELLO_MAX_ALTS, or a trailing part of one, are skipped: a
+ * newer peer may send more, or longer entries. */
+static void parse_alts(struct rbuf *f, struct hello_rdma *r) {
+  r->repair_mode = r_u8(f);
+  r->has_alts = !f->is_short;
+  while (r->has_alts && r->nalts < HELLO_MAX_ALTS && f->len - f->off >= ALT_LEN) {
+    struct hello_alt *a = &r->alts[r->nalts++];
+    a->port = r_u8(f);
+    a->gid_index = r_u16(f);
+    a->gid_type = r_u8(f);
+    memcpy(a->gid, r_take(f, 16), 16);
+  }
+  f->off = f->len;
+}
+
 static void w_rdma(struct wbuf *w, const struct hello *h) {
   const struct hello_rdma *r = &h->rdma;
   if (r->has_devs) {
@@ -113,6 +145,7 @@ static void w_rdma(struct wbuf *w, const struct hello *h) {
     w_u32(&t, r->ece_comp_mask);
     w_tlv(w, T_RDMA_ECE, b, t.len);
   }
+  if (r->has_alts) w_alts(w, r);
 }
 
 /* One RDMA detail field: 1 when type is one, 0 when it is not. */
@@ -142,6 +175,7 @@ static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t 
     r->ece_comp_mask = r_u32(f);
     r->has_ece = !f->is_short;
     return 1;
+  case T_RDMA_ALTS: parse_alts(f, r); return 1;
   default: return 0;
   }
 }

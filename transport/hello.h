@@ -55,6 +55,13 @@ enum hello_gid_state {
   HELLO_GID_EMPTY = 2,   /* an entry of the table that holds no GID */
   HELLO_GID_MISSING = 3, /* an index past the end of the table */
 };
+#define HELLO_MAX_ALTS 12
+struct hello_alt {
+  int port;
+  int gid_index;
+  int gid_type; /* as hello_ib's: 0 IB, 1 RoCE v1, 2 RoCE v2 */
+  uint8_t gid[16];
+};
 struct hello_rdma {
   int gid_state;        /* of the GID index in use: enum hello_gid_state */
   char gid_usable[200]; /* the port's usable entries: "6 RoCE v1 10.0.0.7, 7 RoCE v2 10.0.0.7" */
@@ -69,6 +76,14 @@ struct hello_rdma {
    * (ibv_query_ece), sent when NCCL_IB_ECE_ENABLE and the device has it. */
   bool has_ece;
   uint32_t ece_vendor, ece_options, ece_comp_mask;
+  /* The other GIDs of the port in use that could carry the pair when the
+   * chosen one cannot (ib_repair.c), and this side's NCCL_DIAG_REPAIR. A
+   * peer that leaves the field out (an older release, or
+   * NCCL_DIAG_REPAIR=off) offers none: the pair is not repaired. */
+  bool has_alts;
+  int repair_mode; /* REPAIR_AUTO or REPAIR_WARN (common/knobs.h) */
+  int nalts;
+  struct hello_alt alts[HELLO_MAX_ALTS];
 };
 
 /* A listener address the connector tried before the one this hello went

@@ -94,6 +94,13 @@ void case_ib_wc_error_nonblocking(struct side *s);
 /* cases_ibpair.c: RDMA pairs that cannot talk, named with cause and fix */
 void case_ib_cross_rail(struct side *s);
 void case_ib_gid_empty_on_peer(struct side *s);
+/* cases_repair.c: a broken GID pair repaired to another GID of the same ports */
+void case_repair_gid_empty(struct side *s);
+void case_repair_roce_version(struct side *s);
+void case_repair_link_local(struct side *s);
+void case_repair_receiver_flush(struct side *s);
+void case_repair_warn(struct side *s);
+void case_repair_off_peer(struct side *s);
 void case_ib_pkey_limited(struct side *s);
 void case_ib_pkey_mismatch(struct side *s);
 void case_ib_pkey_full(struct side *s);

@@ -85,6 +85,7 @@ void case_ib_gid_empty_on_peer(struct side *s) {
   if (use_fixture(s, ROLE_RECV, "roce-pod-a") || use_fixture(s, ROLE_SEND, "roce-pod-b")) return;
   name_host(s, "pod-a", "pod-b");
   setenv("NCCL_IB_GID_INDEX", "5", 1);
+  setenv("NCCL_DIAG_REPAIR", "off", 1); /* the diagnosis alone; cases_repair.c repairs it */
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   const char *w = log_find(NCCL_LOG_WARN, "RDMA path from");

@@ -28,6 +28,13 @@ struct match_case {
 static const struct match_case matches[] = {
   {"plugin-diagnosis", "h:1:2 [0] NET/diag WARN no usable network device", true},
   {"plugin-diagnosis", "h:1:2 [0] NCCL INFO NET/diag using [0]lo", false},
+  {"repaired-pair",
+   "h:1:2 [0] NET/diag WARN RDMA path from mlx5_0 port 1 to b (10.0.0.7): GID index 5 is empty on b (10.0.0.7), mlx5_0 port 1. Repaired, not moved to TCP: the connection runs on GID 7",
+   true},
+  {"repaired-pair", "h:1:2 [0] NET/diag WARN no usable network device", false},
+  {"plugin-diagnosis",
+   "h:1:2 [0] NET/diag WARN RDMA path from mlx5_0 port 1 to b (10.0.0.7): GID index 5 is empty on b (10.0.0.7), mlx5_0 port 1. Repaired, not moved to TCP: the connection runs on GID 7",
+   false},
   {"resources",
    "h:1:2 [0] misc/socket.cc:725 NCCL WARN ncclSocketInit: Socket creation failed : Too many open files",
    true},

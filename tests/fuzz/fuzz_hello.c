@@ -44,6 +44,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (h2.nonce != h.nonce || strcmp(h2.host, h.host) || h2.nknobs != h.nknobs || kind != h.kind ||
       h2.ntried != h.ntried)
     abort();
+  /* the RDMA details ride with the RDMA block only */
+  if (h.ib.is_present && (h2.rdma.has_alts != h.rdma.has_alts || h2.rdma.nalts != h.rdma.nalts ||
+                          h2.rdma.repair_mode != h.rdma.repair_mode ||
+                          memcmp(h2.rdma.alts, h.rdma.alts, sizeof(h.rdma.alts))))
+    abort();
   char diff[4096];
   hello_diff(&h, &h2, diff, sizeof(diff));
   return 0;

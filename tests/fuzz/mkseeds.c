@@ -44,6 +44,10 @@ int main(int argc, char **argv) {
   m.nknobs = 1, strcpy(m.knobs[0].name, "NCCL_PROTO"), strcpy(m.knobs[0].value, "Simple");
   m.ib.is_present = 1, strcpy(m.ib.dev, "mlx5_2"), m.ib.port = 1, m.ib.gid_index = 3,
   m.ib.mtu = 4096;
+  m.rdma.has_alts = 1, m.rdma.nalts = 2; /* the GIDs a repair could use */
+  m.rdma.alts[0].port = m.rdma.alts[1].port = 1;
+  m.rdma.alts[0].gid_index = 2, m.rdma.alts[0].gid_type = 1;
+  m.rdma.alts[1].gid_index = 3, m.rdma.alts[1].gid_type = 2;
   static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
   size_t n;
   if (hello_encode(&m, out, sizeof(out), &n)) return 1;

@@ -8,7 +8,9 @@ torchrun's variables and the RDMA ports NCCL_IB_HCA names.
 usage: test_probe_rdma.py NCCL_NET_DIAG SOFTVERBS_LIB SV_NETNS_SH HOST_A HOST_B
 Cases: both hosts on the RDMA plane (mlx5_4): the pair passes over RDMA;
 host-a on its storage-plane port (mlx5_bond_0): the pair fails, and rank
-0's JSON names both hosts, both subnets and the fix the plugin gives."""
+0's JSON names both hosts, both subnets and the fix the plugin gives;
+NCCL_IB_GID_INDEX=1 (link-local) on host-a: the pair passes over RDMA,
+repaired, and is a warning with the fix on host-a."""
 import os
 import shutil
 import subprocess
@@ -20,11 +22,12 @@ BIN, SOFTVERBS, SVNETNS, HOST_A, HOST_B = sys.argv[1:6]
 PORT = 20000 + (os.getpid() * 7) % 8000  # below the ephemeral range
 
 
-def run_pair(name, hca_a, hca_b, offset, tmp):
+def run_pair(name, hca_a, hca_b, offset, tmp, extra_a=None):
     fixtures = [HOST_A, HOST_B]
     env = {}
     for r, hca in enumerate((hca_a, hca_b)):
-        env[r] = {'NCCL_DIAG_IBVERBS_LIB': SOFTVERBS,
+        env[r] = dict(extra_a or {}) if r == 0 else {}
+        env[r] |= {'NCCL_DIAG_IBVERBS_LIB': SOFTVERBS,
                   'NCCL_DIAG_SYSFS_ROOT': os.path.join(fixtures[r], 'sysfs'),
                   'HWLOC_XMLFILE': os.path.join(fixtures[r], 'topo.xml'),
                   'HWLOC_COMPONENTS': '-pci', 'NCCL_DIAG_IFADDRS': 'live',
@@ -65,6 +68,18 @@ def main():
                 'a cross-plane pair (mlx5_bond_0 to mlx5_4): exit 1, both hosts, both subnets '
                 'and the fix in the JSON',
                 f'exit {run.rc} {hits}\n' + run.logs([0]))
+        os.makedirs(os.path.join(tmp, 'repaired'))
+        run = run_pair(name, '=mlx5_4', '=mlx5_4', 2, os.path.join(tmp, 'repaired'),
+                       {'NCCL_IB_GID_INDEX': '1'})
+        rep = run.report()
+        rdma = [p for p in rep['pairs'] if p['ok'] and p['transport'] == 'RDMA' and
+                p.get('plugin_cause') == 'repaired']
+        hits = [p for p in rep.get('problems', []) if p['severity'] == 'warning' and
+                'repaired' in p['text'] and 'NCCL_IB_GID_INDEX=1 is forced on host-a' in p['fix']]
+        pl.case(len(rdma) == 2 and hits,
+                'a link-local GID forced on host-a: both directions pass over RDMA, repaired, '
+                'and the probe names it as a warning with the fix on host-a',
+                f'exit {run.rc} {rep["pairs"]} {rep.get("problems")}\n' + run.logs([0]))
     finally:
         subprocess.run([SVNETNS, 'down', name])
         shutil.rmtree(tmp, ignore_errors=True)

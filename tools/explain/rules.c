@@ -11,6 +11,10 @@ const struct rule explain_rules[] = {
   /* what the plugin itself already diagnosed */
   {"plugin-diagnosis", "a NET/diag WARN of this plugin (it names cause and fix itself)", diag_match,
    diag_build, "any NCCL (this plugin's own lines)"},
+  {"repaired-pair",
+   "a connection this plugin kept on RDMA over another GID pair (or, with NCCL_DIAG_REPAIR=warn, "
+   "fell back although one reaches): a setting still wrong on a host",
+   repair_match, repair_build, "any NCCL (this plugin's own lines)"},
   /* hosts that differ from the rest: often the root of the errors below */
   {"version-skew", "different \"NCCL version\" lines across hosts", NULL, version_build,
    "NCCL 2.4-2.30"},

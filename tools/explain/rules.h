@@ -150,6 +150,8 @@ void version_build(const struct explain_ctx *cx, const struct hits *h);
 void plugin_build(const struct explain_ctx *cx, const struct hits *h);
 void settings_build(const struct explain_ctx *cx, const struct hits *h);
 void network_build(const struct explain_ctx *cx, const struct hits *h);
+bool repair_match(const struct rec *r);
+void repair_build(const struct explain_ctx *cx, const struct hits *h);
 bool diag_match(const struct rec *r);
 void diag_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);

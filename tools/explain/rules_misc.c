@@ -6,7 +6,10 @@
 
 #include "tools/explain/rules.h"
 
-bool diag_match(const struct rec *r) { return r->is_diag && r->level == REC_WARN; }
+/* A repaired pair has a rule of its own (rules_repair.c). */
+bool diag_match(const struct rec *r) {
+  return r->is_diag && r->level == REC_WARN && !repair_match(r);
+}
 
 /* The same diagnosis from many ranks differs only in numbers (qp numbers,
  * ports, sizes): compare with digits folded. */

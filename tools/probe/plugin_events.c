@@ -70,7 +70,8 @@ void plugin_events_cause(long mark, char *code, size_t cap) {
   char *line = malloc(EVENT_LINE_MAX);
   if (line && fseek(f, mark, SEEK_SET) == 0)
     while (!code[0] && fgets(line, EVENT_LINE_MAX, f))
-      if (strstr(line, "\"event\":\"connect_failed\"")) json_field(line, "cause_code", code, cap);
+      if (strstr(line, "\"event\":\"connect_failed\"") || strstr(line, "\"event\":\"repaired\""))
+        json_field(line, "cause_code", code, cap);
   free(line);
   fclose(f);
 }

@@ -22,7 +22,8 @@ void plugin_events_setup(const struct probe_opts *o);
 /* Where the events written from now on start. */
 long plugin_events_mark(void);
 /* The cause code of the first "connect_failed" event since mark ("" none),
- * e.g. "no_answer", "refused", "no_route". */
+ * e.g. "no_answer", "refused", "no_route"; or "repaired" from a "repaired"
+ * event: the connection runs on another GID pair than configured. */
 void plugin_events_cause(long mark, char *code, size_t cap);
 /* Removes the temporary file. */
 void plugin_events_close(void);

@@ -20,6 +20,7 @@ void verdict_direction(const struct probe_run *r, struct probe_pair *p, const ch
   if (p->ok) {
     p->gbps = rx->recv_ns ? (double)rx->recv_bytes / (double)rx->recv_ns : 0;
     p->lat_us = (double)lat_ns / 1000.0;
+    verdict_repaired(p, rx, tx, have_tx);
     return;
   }
   char src[PROBE_HOST_MAX + 16], dst[PROBE_HOST_MAX + 16];
@@ -231,6 +232,7 @@ void probe_judge(struct probe_run *r) {
   judge_ranks(r);
   verdict_hosts(r);
   judge_pairs(r);
+  verdict_repaired_pairs(r);
   judge_slow(r);
   if (r->nhost == 1)
     probe_add_problem(r, SEV_NOTE, "", "run it with ranks on two or more hosts",

@@ -30,5 +30,11 @@ void verdict_hosts(struct probe_run *r);
 /* Sets slow on every passing pair far below the median of its transport
  * (with enough pairs and bytes to tell); returns how many. */
 int verdict_mark_slow(struct probe_run *r);
+/* A passing direction the plugin repaired (its "repaired" event): code
+ * "repaired" and its message; then each such pair as a warning to fix
+ * (verdict_repair.c). */
+void verdict_repaired(struct probe_pair *p, const struct wire_result *rx,
+                      const struct wire_result *tx, int have_tx);
+void verdict_repaired_pairs(struct probe_run *r);
 
 #endif

@@ -171,6 +171,9 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   int64_t ar = knob_int(K_IB_ADAPTIVE_ROUTING);
   c->is_ar = ar == -2 ? s->dev->td->ll == TOPO_LL_IB : ar == 1;
   c->ar_threshold = (uint64_t)knob_int(K_IB_AR_THRESHOLD);
+  c->gid_dev = s->dev;
+  c->gid_index = s->mine.ib.gid_index;
+  memcpy(c->gid, s->mine.ib.gid, 16);
   s->cq = NULL;
   s->nqps = 0;
   s->fifo = s->shadow = NULL;

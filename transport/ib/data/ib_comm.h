@@ -123,7 +123,11 @@ struct ib_comm {
   uint32_t recv_seq;
   struct ib_req *slot_reqs[IB_SLOTS];
   uint8_t recv_pending[IB_SLOTS]; /* immediates a receive still waits for */
-  /* flush (GPU memory): a queue pair connected to itself */
+  /* flush (GPU memory): a queue pair connected to itself, on the GID the
+   * connection uses on gid_dev (a repaired pair's, ib_repair.h) */
+  const struct ib_dev *gid_dev;
+  int gid_index;
+  uint8_t gid[16];
   bool has_flush;
   struct ib_qp flush_qp;
   uint32_t *flush_buf;

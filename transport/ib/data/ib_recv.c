@@ -133,10 +133,11 @@ int ib_flush_setup(struct ib_comm *c) {
   c->flush_mr = ib_mr_plain(c->dev, c->flush_buf, 64, IBV_ACCESS_LOCAL_WRITE, "the flush buffer");
   if (!c->flush_mr) return ENOMEM; /* logged */
   const struct topo_dev *t = c->dev->td;
+  bool is_own = c->gid_dev == c->dev; /* not moved by a fail-over */
   struct ib_path_ends self_end = {.is_roce = t->ll != TOPO_LL_IB,
                                   .local_mtu = c->dev->mtu,
-                                  .local_gid = t->gid,
-                                  .local_gid_index = t->gid_index,
+                                  .local_gid = is_own ? c->gid : t->gid,
+                                  .local_gid_index = is_own ? c->gid_index : t->gid_index,
                                   .remote_lid = t->lid,
                                   .is_grh_required = c->dev->is_grh_required};
   struct ib_path p;

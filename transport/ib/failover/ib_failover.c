@@ -175,7 +175,7 @@ static int connect_standby(struct ib_comm *c, const struct ib_fo_msg *m, char *w
   int sl, tc;
   ib_choose_sl_tc(NCCL_NET_TRAFFIC_CLASS_UNDEF, &sl, &tc);
   struct ib_path p;
-  (void)ib_rtr_path(f->to, c->is_send, mine.gid, &peer, sl, tc, &p);
+  (void)ib_rtr_path(f->to, c->is_send, mine.gid, f->to->td->gid_index, &peer, sl, tc, &p);
   p.qpn = m->qpn;
   int err = ib_qp_rtr(&f->standby.qps[0], &p, &peer, why, cap);
   return err ? err : ib_qp_rts(&f->standby.qps[0], why, cap);

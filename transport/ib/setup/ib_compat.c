@@ -133,12 +133,13 @@ int ib_compat_check(const struct ib_dev *d, const struct hello *mine, const stru
     return EHOSTUNREACH;
   }
   if (local_ll == 2 && gid_slot_check(mine, peer, why, cap)) return EHOSTUNREACH;
-  if (local_ll == 2 && r->gid_type && t->gid_type && r->gid_type != (int)t->gid_type) {
+  /* the local GID as the hello has it: a repair (ib_repair.c) may have moved it */
+  if (local_ll == 2 && r->gid_type && mine->ib.gid_type && r->gid_type != mine->ib.gid_type) {
     snprintf(why, cap,
              "%s uses a RoCE v%d GID (index %d) but %s on %s uses RoCE v%d (index %d): the two "
              "versions do not interoperate. Set the same NCCL_IB_ROCE_VERSION_NUM (or "
              "NCCL_IB_GID_INDEX=-1) on every node",
-             d->label, t->gid_type == GID_TYPE_V2 ? 2 : 1, t->gid_index, r->dev, name, r->gid_type,
+             d->label, mine->ib.gid_type, mine->ib.gid_index, r->dev, name, r->gid_type,
              r->gid_index);
     return EHOSTUNREACH;
   }

@@ -11,6 +11,7 @@
 #include "common/strutil.h"
 #include "topo/gid.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/ib/setup/ib_repair.h"
 
 /* The state of the GID index in use, as this host's table has it. */
 static int gid_state(const struct topo_port *pt, int index) {
@@ -37,6 +38,21 @@ static void gid_usable(const struct topo_port *pt, char *buf, size_t cap) {
   }
 }
 
+/* The port's GIDs a repair could move the pair to (ib_repair.c). */
+static void fill_alts(const struct topo_dev *t, const struct topo_port *pt, struct hello_rdma *r) {
+  ib_repair_prefs_read(&r->has_alts, &r->repair_mode);
+  if (!r->has_alts || pt->ll != TOPO_LL_ETH) return;
+  for (int k = 0; k < pt->ngid && r->nalts < HELLO_MAX_ALTS; k++) {
+    const struct topo_gid *g = &pt->gids[k];
+    if (g->type_errno || (g->type != GID_TYPE_V1 && g->type != GID_TYPE_V2)) continue;
+    struct hello_alt *a = &r->alts[r->nalts++];
+    a->port = t->ib_port;
+    a->gid_index = g->index;
+    a->gid_type = g->type == GID_TYPE_V2 ? 2 : 1;
+    memcpy(a->gid, g->raw, 16);
+  }
+}
+
 static void fill_rdma(const struct topo_dev *t, struct hello_rdma *r) {
   const struct topo_host *h;
   topo_process(&h);
@@ -45,6 +61,7 @@ static void fill_rdma(const struct topo_dev *t, struct hello_rdma *r) {
   gid_usable(pt, r->gid_usable, sizeof(r->gid_usable));
   r->has_pkey = t->pkey >= 0;
   r->pkey = t->pkey;
+  fill_alts(t, pt, r);
 }
 
 /* The devices this host offers NCCL, RDMA ports or TCP interfaces. */

@@ -38,7 +38,8 @@ int64_t ib_rtr_budget_ns(void) {
 static bool is_retryable(int err) { return err == ETIMEDOUT || knob_int(K_IB_MQP_RETRY_ALL); }
 
 enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t local_gid[16],
-                        const struct hello *peer, int sl, int tc, struct ib_path *p) {
+                        int local_gid_index, const struct hello *peer, int sl, int tc,
+                        struct ib_path *p) {
   const struct topo_dev *t = d->td;
   memset(p, 0, sizeof(*p));
   struct ib_path_ends e = {.is_roce = t->ll != TOPO_LL_IB,
@@ -46,7 +47,7 @@ enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t loca
                            .remote_mtu = peer->ib.mtu,
                            .local_gid = local_gid,
                            .remote_gid = peer->ib.gid,
-                           .local_gid_index = t->gid_index,
+                           .local_gid_index = local_gid_index, /* repaired or not */
                            .remote_lid = peer->ib.lid,
                            .is_grh_required = d->is_grh_required,
                            .sl = sl,
@@ -59,9 +60,9 @@ enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t loca
 }
 
 static void path_of(struct ib_setup *s, struct ib_path *p) {
-  /* the local GID as our hello announced it */
-  if (ib_rtr_path(s->dev, s->is_send, s->mine.ib.gid, &s->peer, s->sl, s->tc, p) ==
-        IB_GRH_OTHER_SUBNET_NO_FLID &&
+  /* the local GID as our hello announced it (repaired or not) */
+  if (ib_rtr_path(s->dev, s->is_send, s->mine.ib.gid, s->mine.ib.gid_index, &s->peer, s->sl, s->tc,
+                  p) == IB_GRH_OTHER_SUBNET_NO_FLID &&
       !s->rtr_qp && !s->rtr_total)
     WARN("connection with %s: %s is on another InfiniBand subnet than %s, but its GID carries no "
          "FLID to route by: trying its LID %d, which only a router that maps it reaches. "

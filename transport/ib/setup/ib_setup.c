@@ -25,6 +25,7 @@
 #include "common/events.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "transport/ib/setup/ib_repair.h"
 #include "transport/ib/setup/ib_setup.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -45,6 +46,14 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int
   s->peer = *peer;
   snprintf(s->peer_desc, sizeof(s->peer_desc), "%s", peer_desc);
   s->traffic_class = traffic_class;
+  /* Before any check: a repaired pair is checked and connected as chosen. */
+  /* A repaired pair is said with the verdict (decide), once RTR settled it. */
+  ib_repair_choose(&s->mine, &s->peer, is_send, &s->repair);
+  s->repair_hellos[0] = s->mine;
+  s->repair_hellos[1] = s->peer;
+  if (!s->repair.is_applied)
+    ib_repair_report(&s->repair, is_send, s->dev->label, &s->mine, &s->peer, s->peer_desc, true);
+  else ib_repair_apply(&s->repair, is_send, &s->mine, &s->peer);
   s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   /* RTR retries (ib_rtr.c) may take their budget on either side. */
   s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL + ib_rtr_budget_ns();
@@ -182,7 +191,11 @@ static bool make_status(struct ib_setup *s) {
 
 /* Both STATUS records are in: the same verdict on both sides. */
 static enum ib_setup_result decide(struct ib_setup *s) {
-  if (s->mine_status.is_ok && s->peer_status.is_ok) return IB_SETUP_RDMA_UP;
+  bool is_up = s->mine_status.is_ok && s->peer_status.is_ok;
+  if (s->repair.is_applied)
+    ib_repair_report(&s->repair, s->is_send, s->dev->label, &s->repair_hellos[0],
+                     &s->repair_hellos[1], s->peer_desc, is_up);
+  if (is_up) return IB_SETUP_RDMA_UP;
   const char *reason = !s->mine_status.is_ok ? s->mine_status.reason : s->peer_status.reason;
   const char *where = !s->mine_status.is_ok ? "" : " (reported by the peer)";
   int fallback =

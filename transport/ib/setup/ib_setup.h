@@ -10,6 +10,7 @@
 #define DIAG_TRANSPORT_IB_SETUP_H
 
 #include "transport/ib/dev/ib.h"
+#include "transport/ib/setup/ib_repair.h"
 #include "transport/record_io.h"
 
 /* The machine's stages (ib_setup.c has their order on each side). */
@@ -61,6 +62,9 @@ struct ib_setup {
   uint8_t in_buf[IBREC_HDR_LEN + IBREC_MAX_BODY];
   struct record_reader in; /* the peer's INFO, then its STATUS */
   char notes[512];
+  /* the GID pair repair (ib_repair.h), and the hellos as they came */
+  struct ib_repair repair;
+  struct hello repair_hellos[2]; /* mine, the peer's */
 };
 
 /* The sender decides SL and traffic class (ib_setup_res.c). */
@@ -76,7 +80,8 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap);
  * MTU), built here for connection setup and for a move to another port
  * alike; a receiver's queue pairs carry NCCL_IB_FIFO_TC when it is set. */
 enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t local_gid[16],
-                        const struct hello *peer, int sl, int tc, struct ib_path *p);
+                        int local_gid_index, const struct hello *peer, int sl, int tc,
+                        struct ib_path *p);
 void ib_res_free(struct ib_setup *s);
 /* How much longer than NCCL_DIAG_CONNECT_TIMEOUT_MS the setup may take
  * when RTR retries spend their whole budget, on this side or (at NCCL's

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The words of a repair (ib_repair.h), once per pair on each side: what was
+ * broken, the GID pair that carries the connection now, its cost, and the
+ * setting that fixes the configuration, with the host it is wrong on. */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
+#include "common/strbuf.h"
+#include "topo/gid.h"
+#include "transport/ib/dev/ib.h"
+#include "transport/ib/setup/ib_repair.h"
+#include "transport/report.h"
+
+/* "GID 7 (RoCE v2 10.50.0.22) of pod-b" */
+static void gid_side(const struct hello_alt *a, const struct hello *h, char *buf, size_t cap) {
+  struct ipaddr ip;
+  char addr[64];
+  gid_to_ipaddr(a->gid, &ip);
+  ipaddr_str(&ip, addr, sizeof(addr));
+  snprintf(buf, cap, "GID %d (RoCE v%d %s) of %s", a->gid_index, a->gid_type, addr, h->host);
+}
+
+/* The fix on host h, whose GID moved from its configured index to a. */
+static size_t fix_side(char *buf, size_t cap, size_t o, const struct hello_alt *a,
+                       const struct hello *h) {
+  const char *forced = hello_info_value(h, "NCCL_IB_GID_INDEX");
+  if (strcmp(forced, "unset"))
+    return strbuf_cat(buf, cap, o,
+                      "%sNCCL_IB_GID_INDEX=%s is forced on %s: set NCCL_IB_GID_INDEX=%d there, "
+                      "or unset it (each node then chooses its own)",
+                      o ? "; " : "", forced, h->host, a->gid_index);
+  return strbuf_cat(buf, cap, o,
+                    "%sset NCCL_IB_ROCE_VERSION_NUM=%d (or NCCL_IB_GID_INDEX=%d) on %s",
+                    o ? "; " : "", a->gid_type, a->gid_index, h->host);
+}
+
+static void fix_text(const struct ib_repair *r, const struct hello *s, const struct hello *v,
+                     char *buf, size_t cap) {
+  size_t o = 0;
+  buf[0] = 0;
+  if (r->pick[0].gid_index != s->ib.gid_index) o = fix_side(buf, cap, o, &r->pick[0], s);
+  if (r->pick[1].gid_index != v->ib.gid_index) o = fix_side(buf, cap, o, &r->pick[1], v);
+}
+
+/* For the event file's readers (the probe labels the pair by its code). */
+static void repaired_event(const char *dev, const char *peer, const char *broken, const char *a,
+                           const char *b, const char *fix) {
+  struct ev e;
+  ev_begin(&e, "repaired");
+  ev_str(&e, "device", dev);
+  ev_str(&e, "peer", peer);
+  ev_str(&e, "broken", broken);
+  ev_str(&e, "path", a);
+  ev_str(&e, "peer_path", b);
+  ev_str(&e, "fix", fix);
+  ev_str(&e, "cause_code", "repaired");
+  ev_end(&e);
+}
+
+static void say(const char *key, const char *msg) {
+  if (report_first(key)) WARN("%s", msg);
+  else INFO(LOG_NET, "%s", msg);
+}
+
+void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local_label,
+                      const struct hello *mine, const struct hello *peer, const char *peer_desc,
+                      bool is_up) {
+  if (!r->is_broken) return;
+  const struct hello *s = is_send ? mine : peer, *v = is_send ? peer : mine;
+  char key[400], msg[2400], a[160], b[160], fix[600];
+  snprintf(key, sizeof(key), "repair|%s|%s|%s", peer->host, peer->addr, local_label);
+  if (!r->is_found) {
+    if (!s->rdma.has_alts || !v->rdma.has_alts) return; /* a peer that offers none: as before */
+    snprintf(msg, sizeof(msg),
+             "RDMA path from %s to %s: %s, and no other GID pair of these two ports reaches "
+             "(none is routable and of one RoCE version on both): no RDMA path exists for this "
+             "pair, so it falls back as configured",
+             local_label, peer_desc, r->broken);
+    say(key, msg);
+    return;
+  }
+  gid_side(&r->pick[0], s, a, sizeof(a));
+  gid_side(&r->pick[1], v, b, sizeof(b));
+  fix_text(r, s, v, fix, sizeof(fix));
+  if (r->is_applied && !is_up)
+    snprintf(msg, sizeof(msg),
+             "RDMA path from %s to %s: %s. %s and %s, the same ports, were tried instead and "
+             "failed as well (the next warning says why). Fix the configuration: %s",
+             local_label, peer_desc, r->broken, a, b, fix);
+  else if (r->is_applied) {
+    repaired_event(local_label, peer_desc, r->broken, a, b, fix);
+    snprintf(msg, sizeof(msg),
+             "RDMA path from %s to %s: %s. Repaired, not moved to TCP: the connection runs on "
+             "%s and %s, the same ports (no cost: the same NIC, PCIe path and GPUDirect). Fix "
+             "the configuration: %s (NCCL_DIAG_REPAIR=off turns repair off)",
+             local_label, peer_desc, r->broken, a, b, fix);
+  } else
+    snprintf(msg, sizeof(msg),
+             "RDMA path from %s to %s: %s. %s and %s, the same ports, would carry it at RDMA "
+             "speed, but NCCL_DIAG_REPAIR is not auto on both (%s on %s, %s on %s), so it falls "
+             "back as configured. Fix the configuration: %s",
+             local_label, peer_desc, r->broken, a, b,
+             s->rdma.repair_mode == REPAIR_WARN ? "warn" : "auto", s->host,
+             v->rdma.repair_mode == REPAIR_WARN ? "warn" : "auto", v->host, fix);
+  say(key, msg);
+}
