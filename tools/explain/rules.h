@@ -152,6 +152,10 @@ void settings_build(const struct explain_ctx *cx, const struct hits *h);
 void network_build(const struct explain_ctx *cx, const struct hits *h);
 bool diag_match(const struct rec *r);
 void diag_build(const struct explain_ctx *cx, const struct hits *h);
+/* PyTorch's flight recorder analyzer: the rank behind, the collective that diverged. */
+bool frtrace_relevant(const char *text);
+bool frtrace_match(const struct rec *r);
+void frtrace_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);
 void watchdog_build(const struct explain_ctx *cx, const struct hits *h);
 bool unknown_match(const struct rec *r);
