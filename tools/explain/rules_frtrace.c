@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* PyTorch's flight recorder, as its analyzer (tools/flight_recorder/fr_trace.py,
+/* PyTorch's flight recorder, as its analyzer (fr_trace in PyTorch's tools,
  * PyTorch 2.5+) prints it after reading every rank's dump
  * (TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT): one block per
  * collective that did not line up across ranks. The block starts with
