@@ -216,7 +216,8 @@ bool explain_rec_relevant(const struct rec *r) {
     "Duplicate GPU",
   };
   if (r->has_prefix || r->level != REC_TEXT) return true;
-  if (launch_relevant(r->text) || nccltests_relevant(r->text) || frtrace_relevant(r->text))
+  if (launch_relevant(r->text) || nccltests_relevant(r->text) || frtrace_relevant(r->text) ||
+      ras_relevant(r->text))
     return true;
   for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
     if (strstr(r->text, needles[i])) return true;

@@ -156,6 +156,10 @@ void diag_build(const struct explain_ctx *cx, const struct hits *h);
 bool frtrace_relevant(const char *text);
 bool frtrace_match(const struct rec *r);
 void frtrace_build(const struct explain_ctx *cx, const struct hits *h);
+/* NCCL's RAS client report (ncclras, 2.24+): dead processes, missing ranks, ranks behind. */
+bool ras_relevant(const char *text);
+bool ras_match(const struct rec *r);
+void ras_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);
 void watchdog_build(const struct explain_ctx *cx, const struct hits *h);
 bool unknown_match(const struct rec *r);
