@@ -188,6 +188,14 @@ struct nt_summary {
   double max_busbw;
 };
 bool nccltests_summary(const struct logset *ls, struct nt_summary *s);
+/* The links a multi-host run had (NCCL's NET speed lines): the most any
+ * host has together, in GB/s; false with fewer than two hosts or none. */
+struct nt_link {
+  int hosts, links;
+  double gbs;
+  bool is_ib;
+};
+bool nccltests_link(const struct logset *ls, struct nt_link *l);
 /* A line of NCCL, CUDA, nccl-tests or a launcher: what makes the input
  * something this tool reads (exit 2 only when no line is). */
 bool explain_rec_known(const struct rec *r);
