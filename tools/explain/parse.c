@@ -167,6 +167,7 @@ void explain_parse_line(char *line, struct rec *r) {
   r->host[0] = 0, r->src[0] = 0;
   r->pid = r->tid = 0, r->dev = -1, r->srcline = 0;
   r->level = REC_TEXT, r->is_diag = false, r->has_prefix = false;
+  r->ts = 0, r->ts_kind = log_timestamp(line, &r->ts);
   const char *text = NULL;
   for (const char *p = line; *p && !text; p++) {
     if (p != line && is_host_char(p[-1])) continue;
