@@ -375,11 +375,43 @@ static void split(void) {
   CHECK(corr_split(&c, same, odd, buf, sizeof(buf)) == 1, "agreement");
 }
 
+/* Each form of a line's time, and what is not one. */
+static void timestamps(void) {
+  static const struct {
+    const char *line;
+    enum ts_kind kind;
+    double sec; /* seconds into the day */
+  } cases[] = {
+    {"[2025-03-04 10:00:02] node1:1:9 [0] net.cc:1 NCCL WARN x", TS_DATE, 36002},
+    {"[2025-03-04 10:00:02.250] node1:1:9 [0] NCCL WARN x", TS_DATE, 36002.25},
+    {"2025-06-02 03:14:07,512 [default0]:a:1:2 [0] NCCL WARN x", TS_DATE, 11647.512},
+    {"2025-06-02T03:14:07.5Z a:1:2 [0] NCCL INFO x", TS_DATE, 11647.5},
+    {"[rank1]:[E1128 10:41:07.118203874 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog", TS_MONTHDAY,
+     38467.118203874},
+    {"[09:02:11] gpu7:55:61 [0] NCCL WARN x", TS_CLOCK, 32531},
+    {"node1:12:34 [0] NCCL WARN x", TS_NONE, 0},
+    {"gpu:10:20:30 [0] NCCL WARN x", TS_NONE, 0}, /* a host:pid:tid is not a time */
+    {"NCCL WARN at [10:00:00]", TS_NONE, 0},      /* after NCCL's words: the message's */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    double t = -1;
+    enum ts_kind k = log_timestamp(cases[i].line, &t);
+    double day = k == TS_NONE ? 0 : t - 86400.0 * (double)(long)(t / 86400);
+    CHECK(k == cases[i].kind &&
+            (k == TS_NONE || (day - cases[i].sec < 1e-3 && cases[i].sec - day < 1e-3)),
+          "%s: kind %d, %.3f s into the day", cases[i].line, (int)k, day);
+  }
+  double a, b;
+  log_timestamp("[2025-02-28 23:59:50] x", &a), log_timestamp("[2025-03-01 00:00:05] x", &b);
+  CHECK(b - a > 14.9 && b - a < 15.1, "across midnight and a month's end: %.1f s", b - a);
+}
+
 int main(void) {
   TAP_CASE("the rule table: ids, signatures, builders", table);
   TAP_CASE("each rule's lines: what it must and must not match", match_table);
   TAP_CASE("small logs through the engine: finding, confidence, cause, fix", engine);
   TAP_CASE("splitting hosts by a value: majority, tie, agreement", split);
+  TAP_CASE("a line's own time: NCCL's, a collector's, PyTorch's, time only", timestamps);
   readers_cases();
   return tap_done();
 }
