@@ -50,6 +50,7 @@ static const char *const fr_fields[] = {"group info:", "collective: nccl:", "mis
 
 bool frtrace_relevant(const char *t) {
   long seq;
+  if (!*t || !strchr("NCIgcmeW", *t)) return false; /* most lines: one test */
   if (fr_head(t, &seq) || strstr(t, "missed FR dumps from ranks")) return true;
   for (size_t k = 0; k < sizeof(fr_fields) / sizeof(fr_fields[0]); k++)
     if (!strncmp(t, fr_fields[k], strlen(fr_fields[k]))) return true;

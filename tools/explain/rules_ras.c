@@ -38,6 +38,7 @@ static bool ras_is_comm_head(const char *t, const char *state) {
 
 bool ras_relevant(const char *text) {
   const char *t = skip_sp(text);
+  if (!*t || !strchr("0123456789RPMCIAEWG#", *t)) return false; /* most lines: one test */
   return (strstr(t, "job process") && strstr(t, "considered dead")) ||
          strstr(t, "Missing communicator data from") ||
          (strstr(t, "managed by process") && strstr(t, " on node ")) ||

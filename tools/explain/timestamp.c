@@ -71,11 +71,13 @@ static enum ts_kind ts_at(const char *p, bool clock_ok, double *t) {
 }
 
 enum ts_kind log_timestamp(const char *line, double *t) {
-  const char *end = strstr(line, "NCCL ");
-  size_t n = end ? (size_t)(end - line) : strlen(line);
-  if (n > 96) n = 96;
-  for (size_t i = 0; i < n; i++) {
-    if (i && !strchr("[ :", line[i - 1])) continue; /* a word start only */
+  /* every line passes here: look only where a time can start (a digit, or
+   * glog's level letter), and only before NCCL's own words */
+  for (size_t i = 0; i < 96 && line[i]; i++) {
+    char c = line[i];
+    if (c == 'N' && !strncmp(line + i, "NCCL ", 5)) break;
+    if (!(c >= '0' && c <= '9') && c != 'I' && c != 'W' && c != 'E' && c != 'F') continue;
+    if (i && line[i - 1] != '[' && line[i - 1] != ' ' && line[i - 1] != ':') continue;
     enum ts_kind k = ts_at(line + i, i == 0 || line[i - 1] == '[', t);
     if (k != TS_NONE) return k;
   }
