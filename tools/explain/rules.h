@@ -160,6 +160,9 @@ void frtrace_build(const struct explain_ctx *cx, const struct hits *h);
 bool ras_relevant(const char *text);
 bool ras_match(const struct rec *r);
 void ras_build(const struct explain_ctx *cx, const struct hits *h);
+/* PyTorch's dump signal lines: the rank whose last enqueued collective is behind. */
+bool behind_match(const struct rec *r);
+void behind_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);
 void watchdog_build(const struct explain_ctx *cx, const struct hits *h);
 bool unknown_match(const struct rec *r);
