@@ -58,8 +58,8 @@ static enum ts_kind ts_at(const char *p, bool clock_ok, double *t) {
     *t = (double)days_civil(y, mo, d) * 86400 + c;
     return TS_DATE;
   }
-  if (strchr("IWEF", *p) && dig(p + 1, 2, &mo) && dig(p + 3, 2, &d) && p[5] == ' ' && mo >= 1 &&
-      mo <= 12 && d >= 1 && d <= 31 && clock_at(p + 6, &c)) {
+  if (*p && strchr("IWEF", *p) && dig(p + 1, 2, &mo) && dig(p + 3, 2, &d) && p[5] == ' ' &&
+      mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && clock_at(p + 6, &c)) {
     *t = (double)days_civil(2000, mo, d) * 86400 + c; /* glog prints no year */
     return TS_MONTHDAY;
   }
