@@ -131,6 +131,13 @@ def check_input(name, got, text, exp):
         line = 'NCCL version' + ('s' if len(want['versions']) != 1 else '') + ': '
         line += ', '.join(want['versions']) or 'none named in the input'
         case(line in text, f'{name}: the text report says "{line}"', text[:600])
+    if 'nccl_tests' in want:  # the healthy table against the links the log names
+        nt = got.get('nccl_tests') or {}
+        for k, v in want['nccl_tests'].items():
+            ok = nt.get(k) == v if v is None else abs((nt.get(k) or -1e9) - v) < 0.5
+            case(ok, f'{name}: --json nccl_tests.{k} is {v}', nt)
+    for s in want.get('text', []):
+        case(s in text, f'{name}: the text report says "{s}"', text[-600:])
     if 'unread' in want:
         first = got.get('first_unread') or {}
         case(got.get('unread_lines') == want['unread'] and

@@ -65,6 +65,9 @@ static const struct match_case matches[] = {
   {"rtr", "h:1:2 [0] NET/diag WARN device mlx5_0 qp 0x1: Call to ibv_modify_qp failed with 110",
    false},
   {"async-event",
+   "h:1:2 [0] transport/net_ib.cc:199 NCCL WARN NET/IB : mlx5_0:1 Got async error event: port error",
+   true},
+  {"async-event",
    "h:1:2 [0] transport/net_ib.cc:102 NCCL WARN NET/IB : mlx5_2:1 Got async event : port error",
    true},
   {"async-event", "h:1:2 [0] NCCL INFO NET/IB : mlx5_2:1 Got async event : port active", false},
@@ -97,6 +100,33 @@ static const struct match_case matches[] = {
    "[rank1]:[E1218 20:27:21.433063423 ProcessGroupNCCL.cpp:629] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1, OpType=BROADCAST)",
    true},
   {"watchdog-timeout", "[rank1]: Watchdog thread started", false},
+  {"ras", "  1 job process is considered dead (unreachable via the RAS network)", true},
+  {"ras", "  Rank 21 -- GPU 5 managed by process 48213 on node gpu-node-03", true},
+  {"ras", "#0-0 (7f21c6a0b3e95d44) MISMATCH", true},
+  {"ras", "  Rank 0 has not launched any operations -- GPU 0 managed by process 100 on node a1",
+   true},
+  {"ras", "  Communicator ranks have different AllReduce operation counts", true},
+  /* RAS's own INFO lines and a job summary row are not its report */
+  {"ras", "h:1:2 [0] NCCL INFO RAS client listening socket at 127.0.0.1<28028>", false},
+  {"ras", "      4          8            1         32       32", false},
+  {"ras", "#0 RUNNING", false},
+  {"rank-behind",
+   "[rank6]:[E703 21:51:54.112142364 ProcessGroupNCCL.cpp:1987] [PG ID 0 PG GUID 0(default_pg) Rank 6] Received a dump signal due to a collective timeout from  rank 7 and we will try our best to dump the debug info. Last enqueued NCCL work: 56116, last completed NCCL work: 56116.",
+   true},
+  {"rank-behind",
+   "[rank0]:[E709 17:05:38.162895613 ProcessGroupNCCL.cpp:2106] [PG ID 0 PG GUID 0(default_pg) Rank 0] First PG on this rank to signal dumping.",
+   false},
+  {"flight-recorder", "Not all ranks joining collective, sequence number: 1843", true},
+  {"flight-recorder", "Collective sequence number: 212 has errors", true},
+  {"flight-recorder", "Input/output mismatch in the collective sequence number: 7", true},
+  {"flight-recorder",
+   "error msg: Culprit rank 3; Error type: COLLECTIVE_TYPE_MISMATCH, Expected collective type: 'all_reduce' does not match found collective type: 'all_gather'",
+   true},
+  {"flight-recorder", "missing ranks: {5}", true},
+  /* the same words inside NCCL's or PyTorch's own lines are not the analyzer's */
+  {"flight-recorder", "Collective sequence number: 212 completed", false},
+  {"flight-recorder", "h:1:2 [0] NCCL INFO group info: 0", false},
+  {"flight-recorder", "the missing ranks: {5} said nothing", false},
   {"unexplained-warn", "h:1:2 [0] init.cc:1 NCCL WARN Cuda failure 'out of memory'", true},
   {"unexplained-warn",
    "torch.distributed.DistBackendError: NCCL error in: x.cpp:1, unhandled system error", true},
@@ -358,11 +388,43 @@ static void split(void) {
   CHECK(corr_split(&c, same, odd, buf, sizeof(buf)) == 1, "agreement");
 }
 
+/* Each form of a line's time, and what is not one. */
+static void timestamps(void) {
+  static const struct {
+    const char *line;
+    enum ts_kind kind;
+    double sec; /* seconds into the day */
+  } cases[] = {
+    {"[2025-03-04 10:00:02] node1:1:9 [0] net.cc:1 NCCL WARN x", TS_DATE, 36002},
+    {"[2025-03-04 10:00:02.250] node1:1:9 [0] NCCL WARN x", TS_DATE, 36002.25},
+    {"2025-06-02 03:14:07,512 [default0]:a:1:2 [0] NCCL WARN x", TS_DATE, 11647.512},
+    {"2025-06-02T03:14:07.5Z a:1:2 [0] NCCL INFO x", TS_DATE, 11647.5},
+    {"[rank1]:[E1128 10:41:07.118203874 ProcessGroupNCCL.cpp:632] [Rank 1] Watchdog", TS_MONTHDAY,
+     38467.118203874},
+    {"[09:02:11] gpu7:55:61 [0] NCCL WARN x", TS_CLOCK, 32531},
+    {"node1:12:34 [0] NCCL WARN x", TS_NONE, 0},
+    {"gpu:10:20:30 [0] NCCL WARN x", TS_NONE, 0}, /* a host:pid:tid is not a time */
+    {"NCCL WARN at [10:00:00]", TS_NONE, 0},      /* after NCCL's words: the message's */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    double t = -1;
+    enum ts_kind k = log_timestamp(cases[i].line, &t);
+    double day = k == TS_NONE ? 0 : t - 86400.0 * (double)(long)(t / 86400);
+    CHECK(k == cases[i].kind &&
+            (k == TS_NONE || (day - cases[i].sec < 1e-3 && cases[i].sec - day < 1e-3)),
+          "%s: kind %d, %.3f s into the day", cases[i].line, (int)k, day);
+  }
+  double a, b;
+  log_timestamp("[2025-02-28 23:59:50] x", &a), log_timestamp("[2025-03-01 00:00:05] x", &b);
+  CHECK(b - a > 14.9 && b - a < 15.1, "across midnight and a month's end: %.1f s", b - a);
+}
+
 int main(void) {
   TAP_CASE("the rule table: ids, signatures, builders", table);
   TAP_CASE("each rule's lines: what it must and must not match", match_table);
   TAP_CASE("small logs through the engine: finding, confidence, cause, fix", engine);
   TAP_CASE("splitting hosts by a value: majority, tie, agreement", split);
+  TAP_CASE("a line's own time: NCCL's, a collector's, PyTorch's, time only", timestamps);
   readers_cases();
   return tap_done();
 }

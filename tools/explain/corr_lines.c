@@ -2,6 +2,7 @@
 /* The lines that describe a host rather than a failure: versions, plugin,
  * settings, interfaces, RDMA devices, the per-QP address lines. Formats of
  * NCCL 2.12 to 2.30 (see the notes at each reader). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +46,22 @@ bool corr_parse_env(const char *text, char *key, size_t kcap, char *val, size_t 
     if (!((val[i] >= '0' && val[i] <= '9') || (i == 0 && val[i] == '-'))) is_number = false;
   if (is_number) val[len - 1] = 0;
   return true;
+}
+
+/* A setting as a user pastes it beside the log: "export NCCL_X=v",
+ * "$ NCCL_X=v torchrun ...", an env dump's "NCCL_X=v"; quotes dropped. */
+static bool parse_shell_env(const char *t, char *key, size_t kcap, char *val, size_t vcap) {
+  if (!strncmp(t, "$ ", 2)) t += 2;
+  if (!strncmp(t, "export ", 7)) t += 7;
+  if (strncmp(t, "NCCL_", 5)) return false;
+  size_t n = strspn(t, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_");
+  if (t[n] != '=' || n >= kcap) return false;
+  snprintf(key, kcap, "%.*s", (int)n, t);
+  const char *v = t + n + 1;
+  char q = (*v == '"' || *v == '\'') ? *v++ : 0;
+  size_t m = q ? strcspn(v, q == '"' ? "\"" : "'") : strcspn(v, " \t;");
+  snprintf(val, vcap, "%.*s", (int)m, v);
+  return val[0] != 0;
 }
 
 bool corr_parse_ifaddr(const char *p, char *iface, size_t icap, char *ip, size_t ipcap) {
@@ -250,7 +267,9 @@ void corr_read_rec(struct corr_host *h, const struct rec *r) {
       h->version2_rec = r;
     }
   }
-  if (corr_parse_env(t, a, sizeof(a), b, sizeof(b))) add_env(h, a, b, r);
+  if (corr_parse_env(t, a, sizeof(a), b, sizeof(b)) ||
+      (r->level == REC_TEXT && parse_shell_env(t, a, sizeof(a), b, sizeof(b))))
+    add_env(h, a, b, r);
   /* this plugin's first line: "NET/diag libnccl-net-diag 0.1.0 (NCCL 2.28.9 in this process)" */
   if (r->is_diag && !strncmp(t, "libnccl-net-diag ", 17))
     text_token(t + 17, "", h->diag_version, sizeof(h->diag_version));

@@ -21,6 +21,10 @@ enum rec_level { REC_TEXT, REC_INFO, REC_WARN, REC_TRACE };
 
 /* One kept line. NCCL prints "host:pid:tid [N]": N is the CUDA device of
  * the thread (what users often call the local rank). */
+enum ts_kind { TS_NONE, TS_DATE, TS_MONTHDAY, TS_CLOCK };
+/* The time at the start of a line, before NCCL's prefix (timestamp.c). */
+enum ts_kind log_timestamp(const char *line, double *t);
+
 struct rec {
   size_t idx; /* its index in the logset */
   int file, lineno;
@@ -30,10 +34,12 @@ struct rec {
   char src[64]; /* "misc/ibvwrap.cc" of a WARN; "" when absent */
   int srcline;  /* 0 when absent */
   enum rec_level level;
-  bool is_diag;     /* a NET/diag line of this plugin */
-  bool has_prefix;  /* host:pid:tid was found */
-  char *raw;        /* the line as read, owned */
-  const char *text; /* the message after the prefix (and after "NET/diag "), inside raw */
+  bool is_diag;         /* a NET/diag line of this plugin */
+  bool has_prefix;      /* host:pid:tid was found */
+  enum ts_kind ts_kind; /* the line's own time (timestamp.c); TS_NONE: none */
+  double ts;            /* seconds, comparable between lines of one ts_kind */
+  char *raw;            /* the line as read, owned */
+  const char *text;     /* the message after the prefix (and after "NET/diag "), inside raw */
 };
 
 /* Parses one line (NUL-terminated, no newline) in place: r->raw = line. */

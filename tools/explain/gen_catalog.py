@@ -44,7 +44,7 @@ CLASSES = [
     ('socket', 'addr-family', r'neither AF_INET'),
     ('socket', None, r'[Ss]ocket|[Cc]onnect|[Aa]ccept|[Ll]isten|[Bb]ind|poll|send|recv|[Bb]ootstrap|addr'),
     ('ib', 'completion', r'Got completion .*(error|status=%s)'),
-    ('ib', 'async-event', r'async event'),
+    ('ib', 'async-event', r'async (error |fatal )?event'),
     ('ib', None, r'ibv_|NET/IB|IB|verbs|GID|gid|[Qq]ueue [Pp]air|\bQP\b|mlx5|RoCE|HCA|[Pp]ort'),
     ('cuda', None, r'[Cc]uda|CUDA|cu[A-Z][a-zA-Z]+|GPU|NVML|nvml|cuMem|[Dd]evice'),
     ('usage', None, r'[Ii]nvalid|must|should|not supported|unsupported|mismatch|too (many|large|small)|exceed|[Ee]nv|NCCL_'),

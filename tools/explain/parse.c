@@ -167,6 +167,7 @@ void explain_parse_line(char *line, struct rec *r) {
   r->host[0] = 0, r->src[0] = 0;
   r->pid = r->tid = 0, r->dev = -1, r->srcline = 0;
   r->level = REC_TEXT, r->is_diag = false, r->has_prefix = false;
+  r->ts = 0, r->ts_kind = log_timestamp(line, &r->ts);
   const char *text = NULL;
   for (const char *p = line; *p && !text; p++) {
     if (p != line && is_host_char(p[-1])) continue;
@@ -216,7 +217,9 @@ bool explain_rec_relevant(const struct rec *r) {
     "Duplicate GPU",
   };
   if (r->has_prefix || r->level != REC_TEXT) return true;
-  if (launch_relevant(r->text) || nccltests_relevant(r->text)) return true;
+  if (launch_relevant(r->text) || nccltests_relevant(r->text) || frtrace_relevant(r->text) ||
+      ras_relevant(r->text))
+    return true;
   for (size_t i = 0; i < sizeof(needles) / sizeof(needles[0]); i++)
     if (strstr(r->text, needles[i])) return true;
   return false;

@@ -154,6 +154,18 @@ static void text_nccltests(FILE *out, const struct logset *ls) {
           s.wrong == 1 ? "" : "s");
   if (s.avg_busbw >= 0) fprintf(out, "; average bus bandwidth %.2f GB/s", s.avg_busbw);
   if (s.rows) fprintf(out, "; highest bus bandwidth of a row %.2f GB/s", s.max_busbw);
+  struct nt_link l;
+  if (s.rows && nccltests_link(ls, &l)) {
+    double pct = 100.0 * s.max_busbw / l.gbs;
+    fprintf(out, "; the links: %.*f GB/s a host (%d %s link%s), the highest row at %.0f%% of them",
+            l.gbs < 10 ? 1 : 0, l.gbs, l.links, l.is_ib ? "IB" : "socket", l.links == 1 ? "" : "s",
+            pct);
+    if (pct < 60)
+      fprintf(out, " (healthy, but well below the links: %s)",
+              l.is_ib ? "check GPU Direct RDMA, NCCL_IB_HCA and the GPU-NIC PCIe placement"
+                      : "try more sockets per connection (NCCL_SOCKET_NTHREADS, "
+                        "NCCL_NSOCKS_PERTHREAD) and check the interface's MTU and the CPU load");
+  }
   fprintf(out, "\n");
 }
 
@@ -246,6 +258,14 @@ static void json_input(struct json *j, const struct logset *ls, const struct cor
     if (nt.avg_busbw >= 0) json_num(j, "avg_busbw_gbs", nt.avg_busbw, 2);
     else json_null(j, "avg_busbw_gbs");
     json_num(j, "max_busbw_gbs", nt.max_busbw, 2);
+    struct nt_link l;
+    if (nt.rows && nccltests_link(ls, &l)) {
+      json_num(j, "link_gbs", l.gbs, 2);
+      json_num(j, "link_pct", 100.0 * nt.max_busbw / l.gbs, 1);
+    } else {
+      json_null(j, "link_gbs");
+      json_null(j, "link_pct");
+    }
     json_close_obj(j);
   }
   json_bool(j, "truncated", ls->is_capped);

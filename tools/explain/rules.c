@@ -73,6 +73,14 @@ const struct rule explain_rules[] = {
    "NCCL 2.4-2.30"},
   {"closed-by-peer", "connection closed by the remote peer (the peer failed first)", closed_match,
    closed_build, "NCCL 2.4-2.30"},
+  {"ras", "NCCL's RAS report (ncclras): dead processes, ranks with no data, errors, ranks behind",
+   ras_match, ras_build, "NCCL 2.24-2.30 (ncclras)"},
+  {"flight-recorder",
+   "PyTorch's flight recorder analyzer: a rank that never joined, a collective that differs",
+   frtrace_match, frtrace_build, "any NCCL (PyTorch 2.5+ fr_trace)"},
+  {"rank-behind",
+   "PyTorch's dump signal lines: a rank whose last enqueued collective is behind the others'",
+   behind_match, behind_build, "any NCCL (PyTorch 2.4+)"},
   {"watchdog-timeout", "a PyTorch watchdog timeout with no NCCL error (a hang)", watchdog_match,
    watchdog_build, "any NCCL (PyTorch's message)"},
   {"nccl-tests", "nccl-tests results with wrong values (Out of bounds values FAILED, #wrong > 0)",
@@ -129,7 +137,7 @@ bool explain_rec_known(const struct rec *r) {
   if (r->has_prefix || r->level != REC_TEXT) return true;
   for (size_t k = 0; k < explain_nrules; k++)
     if (explain_rules[k].match && explain_rules[k].match(r)) return true;
-  return nccltests_relevant(r->text);
+  return nccltests_relevant(r->text) || frtrace_relevant(r->text) || ras_relevant(r->text);
 }
 
 int explain_analyse(const struct logset *ls, struct corr *c, struct findings *fs) {

@@ -154,6 +154,17 @@ bool repair_match(const struct rec *r);
 void repair_build(const struct explain_ctx *cx, const struct hits *h);
 bool diag_match(const struct rec *r);
 void diag_build(const struct explain_ctx *cx, const struct hits *h);
+/* PyTorch's flight recorder analyzer: the rank behind, the collective that diverged. */
+bool frtrace_relevant(const char *text);
+bool frtrace_match(const struct rec *r);
+void frtrace_build(const struct explain_ctx *cx, const struct hits *h);
+/* NCCL's RAS client report (ncclras, 2.24+): dead processes, missing ranks, ranks behind. */
+bool ras_relevant(const char *text);
+bool ras_match(const struct rec *r);
+void ras_build(const struct explain_ctx *cx, const struct hits *h);
+/* PyTorch's dump signal lines: the rank whose last enqueued collective is behind. */
+bool behind_match(const struct rec *r);
+void behind_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);
 void watchdog_build(const struct explain_ctx *cx, const struct hits *h);
 bool unknown_match(const struct rec *r);
@@ -182,6 +193,14 @@ struct nt_summary {
   double max_busbw;
 };
 bool nccltests_summary(const struct logset *ls, struct nt_summary *s);
+/* The links a multi-host run had (NCCL's NET speed lines): the most any
+ * host has together, in GB/s; false with fewer than two hosts or none. */
+struct nt_link {
+  int hosts, links;
+  double gbs;
+  bool is_ib;
+};
+bool nccltests_link(const struct logset *ls, struct nt_link *l);
 /* A line of NCCL, CUDA, nccl-tests or a launcher: what makes the input
  * something this tool reads (exit 2 only when no line is). */
 bool explain_rec_known(const struct rec *r);

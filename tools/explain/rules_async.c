@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Async events from the HCA: "NET/IB : mlx5_0:1 Got async event : port
- * error" (up to 2.22), "... Got non-fatal async event: port error(10)" and
- * "... async fatal event ...: <what>" (2.23+). */
+/* Async events from the HCA: "NET/IB : Got async event : port error" (up to
+ * 2.19, no device), "NET/IB : mlx5_0:1 Got async event : port error"
+ * (2.20-2.22), "... Got async error event: port error" (2.23-2.28.3),
+ * "... Got non-fatal async event: port error(10)" (2.28.7+) and "... async
+ * fatal event ...: <what>" (2.23+). */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,7 +16,9 @@ enum async_kind { AK_PORT, AK_ACCESS, AK_GID, AK_FATAL, AK_OTHER, AK_COUNT };
 static bool async_event(const struct rec *r, enum async_kind *kind, char *dev, size_t cap) {
   const char *t = r->text;
   if (r->is_diag || r->level != REC_WARN || !strstr(t, "async")) return false;
-  if (!strstr(t, "async event") && !strstr(t, "async fatal event")) return false;
+  if (!strstr(t, "async event") && !strstr(t, "async error event") &&
+      !strstr(t, "async fatal event"))
+    return false;
   text_token(text_after(t, "NET/IB : "), "", dev, cap);
   /* up to 2.21 the event names no device: "NET/IB : Got async event : port error" */
   if (!strcmp(dev, "Got") || strstr(dev, "async")) scopy(dev, cap, "");
@@ -109,6 +113,21 @@ void async_build(const struct explain_ctx *cx, const struct hits *h) {
  * that host's log), or whose peer is that host, is that event's
  * consequence: queue pairs over a dead link fail with retry exceeded (12)
  * or are flushed (5). One finding, not two unrelated ones. */
+/* Both lines timed (NCCL 2.26+'s WARN timestamp, a collector's, PyTorch's):
+ * the completion must come after the port error, within the time queue
+ * pairs take to give up on a dead link: 4.096 us x 2^NCCL_IB_TIMEOUT x
+ * (NCCL_IB_RETRY_CNT + 1), 34 s at the defaults (20, 7), 137 s at 22. A
+ * completion error hours later is a second fault. Across hosts the clocks
+ * may differ by a few seconds. Untimed lines keep the line order. */
+#define ASYNC_FOLLOW_MAX_S 150.0
+#define ASYNC_CLOCK_SKEW_S 5.0
+static bool async_follows(const struct rec *port, const struct rec *wc) {
+  if (port->ts_kind == TS_NONE || port->ts_kind != wc->ts_kind) return true;
+  double d = wc->ts - port->ts;
+  double skew = strcmp(port->host, wc->host) ? ASYNC_CLOCK_SKEW_S : 0;
+  return d >= -skew && d <= ASYNC_FOLLOW_MAX_S + skew;
+}
+
 bool async_port_consequence(const struct explain_ctx *cx, const struct rec *r,
                             const char *peer_host) {
   for (int i = 0; i < cx->out->n; i++) {
@@ -118,6 +137,7 @@ bool async_port_consequence(const struct explain_ctx *cx, const struct rec *r,
       const struct rec *e = f->covered[k];
       bool same = !strcmp(e->host, r->host) && (e->file != r->file || e->idx < r->idx);
       if (!same && !(peer_host && !strcmp(e->host, peer_host))) continue;
+      if (!async_match(e) || !async_follows(e, r)) continue;
       const char *note =
         "the completion errors that followed (retry exceeded or flushed work requests) are its consequence, not a second fault";
       size_t n = strlen(f->cause);

@@ -58,8 +58,11 @@ void ifname_build(const struct explain_ctx *cx, const struct hits *h) {
       /* an exclusion list: the user's filter removed what the host has */
       finding_cause(
         f,
-        "NCCL_SOCKET_IFNAME=%s excludes, by prefix, every interface NCCL would use on %s (each name after the ^ removes every interface it prefixes; lo and docker* are skipped anyway), so it has no address to bootstrap or connect from: the filter, not the host, leaves none%s",
-        set, ch->name, others);
+        "NCCL_SOCKET_IFNAME=%s excludes, %s, every interface NCCL would use on %s (%s; lo and docker* are skipped anyway), so it has no address to bootstrap or connect from: the filter, not the host, leaves none%s",
+        set, set[1] == '=' ? "by exact name" : "by prefix", ch->name,
+        set[1] == '=' ? "'^=' removes the interfaces of exactly those names"
+                      : "each name after the ^ removes every interface it prefixes",
+        others);
       finding_fix(
         f,
         "name the interface to use instead of excluding (NCCL_SOCKET_IFNAME=%s; ip -br addr on %s lists them), or remove from the list the prefix that matches it",

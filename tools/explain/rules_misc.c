@@ -85,6 +85,13 @@ static bool has_nccl_warn(const struct logset *ls) {
 
 void watchdog_build(const struct explain_ctx *cx, const struct hits *h) {
   if (has_nccl_warn(cx->ls)) return; /* the failure NCCL saw is the other rules' */
+  /* RAS or the flight recorder named the rank behind: the timeouts are its consequence */
+  static const char *const roots[] = {"ras", "flight-recorder", "rank-behind"};
+  for (int k = 0; k < 3; k++)
+    if (h->n && rules_consequence(cx, roots[k], h->v[0], NULL)) {
+      for (size_t i = 1; i < h->n; i++) rules_consequence(cx, roots[k], h->v[i], NULL);
+      return;
+    }
   struct finding *f = finding_new(cx->out, "watchdog-timeout", CONF_LOW);
   if (!f) return;
   char ops[600] = "";
