@@ -3,7 +3,7 @@
 """Structural rules of CONTRIBUTING.md that a machine can check, as TAP.
 
 usage: lint.py SOURCE_ROOT [CHECK ...]
-Checks: format, spdx, layers, paths, sizes, names (all when none is named).
+Checks: format, spdx, layers, paths, sizes, names, returns (all when none is named).
 Each check is one TAP case; its diagnostics name every offending file and
 line, so a failure says what to change."""
 import os
@@ -220,6 +220,26 @@ def check_names(root, files):
     return not bad, bad
 
 
+NEG_RETURN = re.compile(r'\breturn\s+\(?-\s*(?:1\b|E[A-Z0-9]+\b)')
+
+
+def check_returns(root, files):
+    """The one error convention in tools/: 0 or a positive errno, a named
+    enum for a progress step or a classification, a bool for a yes/no;
+    never -1 or a negative errno."""
+    bad = []
+    for f in sources(files, product_only=True):
+        if not f.startswith('tools/'):
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = COMMENT.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), fh.read())
+        for n, line in enumerate(text.split('\n'), 1):
+            if NEG_RETURN.search(line):
+                bad.append(f'{f}:{n}: returns a negative value; return 0 or a positive errno '
+                           '(a named enum for a step or a kind, a bool for yes/no)')
+    return not bad, bad
+
+
 CHECKS = {
     'format': ('product and test code is formatted with .clang-format', check_format),
     'spdx': ('every source file carries an SPDX license line', check_spdx),
@@ -227,6 +247,7 @@ CHECKS = {
     'paths': ('every file a comment names exists', check_paths),
     'sizes': (f'product functions <= {FUNC_MAX} lines, files <= {FILE_MAX} lines', check_sizes),
     'names': ('every NCCL_* variable the product reads is a known name', check_names),
+    'returns': ('no function in tools/ returns -1 or a negative errno', check_returns),
 }
 
 

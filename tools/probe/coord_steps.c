@@ -167,10 +167,12 @@ void steps_plan(struct coord *c) {
   }
 }
 
-static int host_index(const struct coord *c, int rank) {
-  for (int h = 0; h < c->run->nhost; h++)
-    if (c->run->host_rank[h] == rank) return h;
-  return -1;
+/* The host whose probing rank is rank: true with *h set, false when it is
+ * none's. */
+static bool host_index(const struct coord *c, int rank, int *h) {
+  for (*h = 0; *h < c->run->nhost; ++*h)
+    if (c->run->host_rank[*h] == rank) return true;
+  return false;
 }
 
 /* A pair far below its kind's median may have met a busy moment: it runs
@@ -181,8 +183,8 @@ static int retest_plan(struct coord *c) {
   struct sched_pair *list = n ? calloc((size_t)n, sizeof(*list)) : NULL;
   for (int i = 0; list && i < c->run->npair; i++) {
     const struct probe_pair *p = &c->run->pairs[i];
-    int a = host_index(c, p->src), b = host_index(c, p->dst), seen = 0;
-    if (!p->slow || a < 0 || b < 0) continue;
+    int a, b, seen = 0;
+    if (!p->slow || !host_index(c, p->src, &a) || !host_index(c, p->dst, &b)) continue;
     struct sched_pair x = {a < b ? a : b, a < b ? b : a, p->dev};
     for (int k = 0; k < count; k++) seen |= !memcmp(&list[k], &x, sizeof(x));
     if (!seen) list[count++] = x;
