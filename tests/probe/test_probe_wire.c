@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 #include "unit.h"
 
 static const uint8_t *body_of(const struct wire_buf *b, int *type, uint32_t *len) {

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 enum {
   T_JOB = 1,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Framing and fields of the rendezvous protocol (wire.h). */
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 #include <errno.h>
 #include <stdio.h>

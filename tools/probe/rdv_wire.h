@@ -11,8 +11,8 @@
  * skipped; a field longer than its destination, a group that overruns its
  * parent or a body above WIRE_MAX_BODY makes the message malformed.
  * Decoders take bytes from the network, so they check every length. */
-#ifndef DIAG_TOOLS_PROBE_WIRE_H
-#define DIAG_TOOLS_PROBE_WIRE_H
+#ifndef DIAG_TOOLS_PROBE_RDV_WIRE_H
+#define DIAG_TOOLS_PROBE_RDV_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 enum {
   F_RANK = 1,
