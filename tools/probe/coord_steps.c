@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/strutil.h"
 #include "tools/probe/coord.h"
 #include "tools/probe/verdict.h"
@@ -94,7 +95,7 @@ static uint32_t step_timeout_ms(struct coord *c) {
   int64_t t = (int64_t)c->o->timeout_s * NS / 4;
   if (t < 15 * NS) t = 15 * NS;
   if (t > 60 * NS) t = 60 * NS;
-  int64_t left = c->end_deadline - coord_now_ns() - STEP_GRACE_NS;
+  int64_t left = c->end_deadline - clock_mono_ns() - STEP_GRACE_NS;
   if (t > left) t = left > NS ? left : NS;
   return (uint32_t)(t / 1000000);
 }
@@ -105,7 +106,7 @@ static void send_task(struct coord *c, struct coord_step *s, int first) {
   t.pings = (uint32_t)c->o->pings;
   t.timeout_ms = step_timeout_ms(c);
   probe_rank_host(c->run, t.peer, t.peer_host, sizeof(t.peer_host));
-  s->deadline_ns = coord_now_ns() + (int64_t)t.timeout_ms * 1000000 + STEP_GRACE_NS;
+  s->deadline_ns = clock_mono_ns() + (int64_t)t.timeout_ms * 1000000 + STEP_GRACE_NS;
   struct wire_buf b = {0};
   if (!wire_enc_task(&b, &t)) server_send(c, first ? s->a : s->b, &b);
   wb_free(&b);
@@ -292,7 +293,7 @@ void steps_rank_dead(struct coord *c, int rank) {
 }
 
 void steps_tick(struct coord *c) {
-  int64_t now = coord_now_ns();
+  int64_t now = clock_mono_ns();
   int busy = 0;
   for (int i = 0; i < c->nsteps; i++) {
     struct coord_step *s = &c->steps[i];
