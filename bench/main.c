@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bench/report.h"
+#include "bench/bench_report.h"
 #include "common/size.h"
 #include "common/version.h"
 #include "tools/netload.h" /* the ABI versions --abi takes */

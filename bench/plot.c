@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/report.h"
+#include "bench/bench_report.h"
 
 #define W 960
 #define H 540

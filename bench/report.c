@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench/report.h"
+#include "bench/bench_report.h"
 #include "common/size.h"
 
 extern char **environ;

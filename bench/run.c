@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bench/bench_report.h"
 #include "bench/netns.h"
-#include "bench/report.h"
 
 #define REPLY_TIMEOUT_MS (600 * 1000)
 

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 
-#include "bench/report.h"
+#include "bench/bench_report.h"
 #include "common/size.h"
 #include "tools/json_out.h"
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench/report.h"
+#include "bench/bench_report.h"
 #include "common/size.h"
 
 enum { T_BIG, T_RATE, T_LAT, T_CPU, T_CMP_GBPS, T_CMP_LAT, T_SCALE };

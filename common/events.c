@@ -12,6 +12,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "common/json_escape.h"
 #include "common/knobs.h"
 #include "common/log.h"
 #include "common/version.h"
@@ -88,27 +89,13 @@ int ev_enabled(void) {
 size_t json_escape(char *dst, size_t cap, const char *src) {
   size_t o = 0;
   if (!cap) return 0;
-  for (const unsigned char *p = (const unsigned char *)(src ? src : ""); *p; p++) {
-    char tmp[8];
-    const char *add = tmp;
-    size_t n;
-    switch (*p) {
-    case '"': add = "\\\""; break;
-    case '\\': add = "\\\\"; break;
-    case '\n': add = "\\n"; break;
-    case '\t': add = "\\t"; break;
-    case '\r': add = "\\r"; break;
-    default:
-      if (*p < 0x20) snprintf(tmp, sizeof(tmp), "\\u%04x", *p);
-      else {
-        tmp[0] = (char)*p;
-        tmp[1] = 0;
-      }
-    }
-    n = strlen(add);
+  for (const unsigned char *p = (const unsigned char *)(src ? src : ""); *p;) {
+    char add[8];
+    size_t took = json_escape_char(p, add), n = strlen(add);
     if (o + n + 1 > cap) break;
     memcpy(dst + o, add, n);
     o += n;
+    p += took;
   }
   dst[o] = 0;
   return o;

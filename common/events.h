@@ -25,8 +25,9 @@ void ev_dbl(struct ev *e, const char *key, double v);
 void ev_bool(struct ev *e, const char *key, int v);
 void ev_end(struct ev *e);
 
-/* JSON string escaping, shared with the tools' --json output. Writes at most
- * cap bytes (always NUL-terminated) and returns the length written. */
+/* src as a JSON string's contents (common/json_escape.h). Writes at most
+ * cap bytes (always NUL-terminated, whole characters only) and returns the
+ * length written. */
 size_t json_escape(char *dst, size_t cap, const char *src);
 
 /* Census counters, reported in the closing "census" event. */

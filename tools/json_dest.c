@@ -7,18 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int json_dest_arg(struct json_dest *d, const char *arg, char *why, size_t cap) {
-  if (strcmp(arg, "--json") && strncmp(arg, "--json=", 7)) return 0;
-  const char *v = arg[6] == '=' ? arg + 7 : NULL;
-  if (v && !*v) {
-    snprintf(why, cap, "option --json= needs a file name: --json=FILE, or --json alone for stdout");
-    return -1;
-  }
-  d->is_set = true;
-  d->path = v && strcmp(v, "-") ? v : NULL;
-  return 1;
-}
-
 bool json_dest_stray(const char *prev, const char *arg, char *why, size_t cap) {
   if (!prev || strcmp(prev, "--json") || arg[0] == '-') return false;
   snprintf(why, cap,

@@ -17,9 +17,6 @@ struct json_dest {
   FILE *f;          /* open between json_dest_open and json_dest_close */
 };
 
-/* 0 when arg is not --json, 1 when it is (d filled in), -1 for "--json="
- * with no file (why says what it takes). */
-int json_dest_arg(struct json_dest *d, const char *arg, char *why, size_t cap);
 /* Names the mistake of "--json FILE" (prev "--json", arg not an option),
  * where the FILE would be taken for something else: true with why set. */
 bool json_dest_stray(const char *prev, const char *arg, char *why, size_t cap);

@@ -4,21 +4,16 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/json_escape.h"
 #include "common/strutil.h"
 
-/* Strings come from logs, sysfs and peers: the document stays valid UTF-8
- * (a broken sequence becomes U+FFFD) and free of raw control bytes. */
+/* common/json_escape.h says how. */
 static void escaped(FILE *f, const char *s) {
   fputc('"', f);
+  char out[8];
   for (const unsigned char *p = (const unsigned char *)s; *p;) {
-    int n = utf8_len(p);
-    if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-    else if (*p == '\n') fputs("\\n", f);
-    else if (*p == '\t') fputs("\\t", f);
-    else if (*p < 0x20 || *p == 0x7f) fprintf(f, "\\u%04x", *p);
-    else if (n) fwrite(p, 1, (size_t)n, f);
-    else fputs("\\ufffd", f);
-    p += n ? n : 1;
+    p += json_escape_char(p, out);
+    fputs(out, f);
   }
   fputc('"', f);
 }

@@ -4,6 +4,7 @@
 #include "tools/netload.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,10 +104,10 @@ int netload_open(struct netload *nl, const char *path, int version, char *err, s
   if (version && (version < NETLOAD_ABI_MIN || version > NETLOAD_ABI_MAX)) {
     snprintf(err, errlen, "ABI v%d is not one this loader drives (v%d to v%d)", version,
              NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
-    return -1;
+    return EINVAL;
   }
   nl->dl = find_plugin(path, nl->path, sizeof(nl->path), err, errlen);
-  if (!nl->dl) return -1;
+  if (!nl->dl) return ENOENT;
   for (int v = version ? version : NETLOAD_ABI_MAX; v >= NETLOAD_ABI_MIN; v--) {
     char sym[32];
     snprintf(sym, sizeof(sym), "ncclNetPlugin_v%d", v);
@@ -125,7 +126,7 @@ int netload_open(struct netload *nl, const char *path, int version, char *err, s
              NETLOAD_ABI_MAX);
   dlclose(nl->dl);
   nl->dl = NULL;
-  return -1;
+  return ENOENT;
 }
 
 void netload_close(struct netload *nl) {

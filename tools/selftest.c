@@ -197,9 +197,10 @@ static void selftest_usage(FILE *f) {
           NETLOAD_ABI_MIN, NETLOAD_ABI_MAX);
 }
 
-/* The options: -1 to run, else the exit status (help, usage error). */
-static int selftest_options(int argc, char **argv, size_t *size, int *iters, int *version,
-                            const char **plugin) {
+/* The options: true to run, else false with the exit status in *status
+ * (help, usage error). */
+static bool selftest_options(int argc, char **argv, size_t *size, int *iters, int *version,
+                             const char **plugin, int *status) {
   enum { O_SIZE = 1, O_ITERS, O_ABI, O_PLUGIN, O_VERBOSE, O_HELP };
   static const struct tool_opt opts[] = {{"size", 0, TOOL_OPT_VALUE, O_SIZE},
                                          {"iters", 0, TOOL_OPT_VALUE, O_ITERS},
@@ -210,7 +211,8 @@ static int selftest_options(int argc, char **argv, size_t *size, int *iters, int
                                          {NULL, 0, 0, 0}};
   struct tool_opts op;
   char why[512] = "";
-  if (tool_opts_begin(&op, argc, argv, opts)) return tool_usage_error("selftest", "out of memory");
+  if (tool_opts_begin(&op, argc, argv, opts))
+    return *status = tool_usage_error("selftest", "out of memory"), false;
   int id;
   const char *val;
   while ((id = tool_opt_next(&op, &val, why, sizeof(why))) > 0) {
@@ -240,17 +242,17 @@ static int selftest_options(int argc, char **argv, size_t *size, int *iters, int
   }
   if (id == TOOL_OPT_END) id = tool_opts_no_operands(&op, why, sizeof(why));
   tool_opts_end(&op);
-  if (id == O_HELP) return selftest_usage(stdout), 0;
-  if (id) return tool_usage_error("selftest", "%s", why);
-  return -1;
+  if (id == O_HELP) return selftest_usage(stdout), *status = 0, false;
+  if (id) return *status = tool_usage_error("selftest", "%s", why), false;
+  return true;
 }
 
 int cmd_selftest(int argc, char **argv) {
   size_t size = 64 << 20;
   int iters = 32, version = 0;
   const char *plugin = NULL;
-  int rc = selftest_options(argc, argv, &size, &iters, &version, &plugin);
-  if (rc >= 0) return rc;
+  int status = 0;
+  if (!selftest_options(argc, argv, &size, &iters, &version, &plugin, &status)) return status;
   size = (size + 7) & ~(size_t)7;
   struct netload nl;
   char err[512];

@@ -235,49 +235,6 @@ void sock_fd_advice(int err, int per_conn, char *buf, size_t cap) {
 
 void sock_errno_advice(int err, char *buf, size_t cap) { sock_fd_advice(err, 0, buf, cap); }
 
-const char *errno_name(int err) {
-  switch (err) {
-  case 0: return "OK";
-  case EPERM: return "EPERM";
-  case ENOENT: return "ENOENT";
-  case EINTR: return "EINTR";
-  case EIO: return "EIO";
-  case EBADF: return "EBADF";
-  case EAGAIN: return "EAGAIN";
-  case ENOMEM: return "ENOMEM";
-  case EACCES: return "EACCES";
-  case EFAULT: return "EFAULT";
-  case EBUSY: return "EBUSY";
-  case EEXIST: return "EEXIST";
-  case ENODEV: return "ENODEV";
-  case ENODATA: return "ENODATA"; /* RTR with an emptied GID entry */
-  case EINVAL: return "EINVAL";
-  case ENFILE: return "ENFILE";
-  case EMFILE: return "EMFILE";
-  case ENOSPC: return "ENOSPC";
-  case EPIPE: return "EPIPE";
-  case ERANGE: return "ERANGE";
-  case ENOSYS: return "ENOSYS";
-  case EPROTO: return "EPROTO";
-  case EOPNOTSUPP: return "EOPNOTSUPP";
-  case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
-  case EADDRINUSE: return "EADDRINUSE";
-  case EADDRNOTAVAIL: return "EADDRNOTAVAIL";
-  case ENETDOWN: return "ENETDOWN";
-  case ENETUNREACH: return "ENETUNREACH";
-  case ECONNABORTED: return "ECONNABORTED";
-  case ECONNRESET: return "ECONNRESET";
-  case ENOBUFS: return "ENOBUFS";
-  case ETIMEDOUT: return "ETIMEDOUT";
-  case ECONNREFUSED: return "ECONNREFUSED";
-  case EHOSTDOWN: return "EHOSTDOWN";
-  case EHOSTUNREACH: return "EHOSTUNREACH";
-  case EINPROGRESS: return "EINPROGRESS";
-  case ENOTCONN: return "ENOTCONN";
-  default: return "errno";
-  }
-}
-
 bool sock_same_host(int fd) {
   struct sockaddr_storage me, peer;
   socklen_t ml = sizeof(me), pl = sizeof(peer);

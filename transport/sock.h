@@ -13,6 +13,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include "common/errno_names.h" /* errno_name(), which every socket message uses */
+
 /* Listening on the wildcard address of family (AF_INET6 is dual-stack),
  * on a port the kernel picks. */
 int sock_listen(int family, int *fd, uint16_t *port);
@@ -58,9 +60,6 @@ bool sock_err_retryable(int err);
 /* Whether an error of socket()/connect() is this process's or this host's
  * own (out of descriptors or memory): no other address would fare better. */
 bool sock_err_local(int err);
-
-/* "ECONNREFUSED" etc. for log lines. */
-const char *errno_name(int err);
 
 int64_t now_ns(void);
 

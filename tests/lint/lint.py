@@ -3,7 +3,8 @@
 """Structural rules of CONTRIBUTING.md that a machine can check, as TAP.
 
 usage: lint.py SOURCE_ROOT [CHECK ...]
-Checks: format, spdx, layers, paths, sizes, names (all when none is named).
+Checks: format, spdx, layers, paths, sizes, names, returns, circles (all when
+none is named).
 Each check is one TAP case; its diagnostics name every offending file and
 line, so a failure says what to change."""
 import os
@@ -220,6 +221,90 @@ def check_names(root, files):
     return not bad, bad
 
 
+NEG_RETURN = re.compile(r'\breturn\s+\(?-\s*(?:1\b|E[A-Z0-9]+\b)')
+
+
+def check_returns(root, files):
+    """The one error convention in tools/: 0 or a positive errno, a named
+    enum for a progress step or a classification, a bool for a yes/no;
+    never -1 or a negative errno."""
+    bad = []
+    for f in sources(files, product_only=True):
+        if not f.startswith('tools/'):
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = COMMENT.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), fh.read())
+        for n, line in enumerate(text.split('\n'), 1):
+            if NEG_RETURN.search(line):
+                bad.append(f'{f}:{n}: returns a negative value; return 0 or a positive errno '
+                           '(a named enum for a step or a kind, a bool for yes/no)')
+    return not bad, bad
+
+
+CIRCLE_SCOPE = ('tools/', 'bench/')  # where no two files may call each other round
+CODE_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', re.S)
+GLOBAL_DEF = re.compile(r'^(?!static\b|extern\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*'
+                        r'(?:\([^;{]*\)\s*\{|(?:\[\])?\s*=)', re.M)
+
+
+def call_graph(root, files):
+    """file -> files whose global functions or tables it names (a call, or
+    a function put in a table)."""
+    text, owner = {}, {}
+    for f in files:
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text[f] = CODE_NOISE.sub(' ', fh.read())
+        for m in GLOBAL_DEF.finditer(text[f]):
+            owner.setdefault(m.group(1), f)
+    return {f: {owner[w] for w in set(re.findall(r'\b[A-Za-z_]\w*\b', t))
+                if w in owner and owner[w] != f} for f, t in text.items()}
+
+
+def circles(graph):
+    """The strongly connected components of more than one file (Tarjan)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+def check_circles(root, files):
+    """Files of tools/ and bench/ depend one way: no set of files calls each
+    other round (shared helpers go in a file that calls none of its users)."""
+    srcs = [f for f in sources(files) if f.endswith('.c') and f.startswith(CIRCLE_SCOPE)]
+    sys.setrecursionlimit(10000)
+    graph = call_graph(root, srcs)
+    bad = []
+    for comp in circles(graph):
+        links = [f'{a} -> {b}' for a in comp for b in sorted(graph[a]) if b in comp]
+        bad.append(f'{len(comp)} files call each other round: {"; ".join(links)}; move what '
+                   'the others call into a file that calls none of them')
+    return not bad, bad
+
+
 CHECKS = {
     'format': ('product and test code is formatted with .clang-format', check_format),
     'spdx': ('every source file carries an SPDX license line', check_spdx),
@@ -227,6 +312,8 @@ CHECKS = {
     'paths': ('every file a comment names exists', check_paths),
     'sizes': (f'product functions <= {FUNC_MAX} lines, files <= {FILE_MAX} lines', check_sizes),
     'names': ('every NCCL_* variable the product reads is a known name', check_names),
+    'returns': ('no function in tools/ returns -1 or a negative errno', check_returns),
+    'circles': ('files of tools/ and bench/ call each other one way', check_circles),
 }
 
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 /* A field: one line of printable ASCII. */
 static void printable(const char *s) {

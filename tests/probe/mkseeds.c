@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 static void put(const char *dir, const char *name, const struct wire_buf *b) {
   char path[1024];

@@ -8,8 +8,8 @@
 #include "tap.h"
 #include "tools/probe/launch.h"
 #include "tools/probe/rdv_secret.h"
+#include "tools/probe/rdv_wire.h"
 #include "tools/probe/schedule.h"
-#include "tools/probe/wire.h"
 #include "unit.h"
 
 /* ------------------------------------------------------------ launchers */

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 #include "unit.h"
 
 static const uint8_t *body_of(const struct wire_buf *b, int *type, uint32_t *len) {
@@ -148,8 +148,47 @@ static void t_malformed(void) {
   wb_free(&b);
 }
 
+/* The field reader's results are named (never -1), each errno says which
+ * fault. */
+static void t_fields(void) {
+  uint8_t two[] = {1, 0, 4, 0, 0, 0, 7, 0, 0, 0, 2, 0, 2, 0, 0, 0, 'h', 'i'};
+  struct wire_rd rd, v;
+  uint16_t tag;
+  uint32_t u;
+  char s[3], tiny[2];
+  wire_rd_init(&rd, two, sizeof(two));
+  CHECK(wire_next(&rd, &tag, &v) == WIRE_FIELD && tag == 1 && !wire_u32(&v, &u) && u == 7,
+        "a u32 field");
+  CHECK(wire_u64(&v, &(uint64_t){0}) == EBADMSG, "a u32 read as a u64: EBADMSG");
+  CHECK(wire_next(&rd, &tag, &v) == WIRE_FIELD && tag == 2 && !wire_str(&v, s, sizeof(s)) &&
+          !strcmp(s, "hi"),
+        "a string field");
+  CHECK(wire_str(&v, tiny, sizeof(tiny)) == EMSGSIZE, "a string longer than its room: EMSGSIZE");
+  CHECK(wire_next(&rd, &tag, &v) == WIRE_END, "the end");
+  wire_rd_init(&rd, two, 5);
+  CHECK(wire_next(&rd, &tag, &v) == WIRE_MALFORMED, "a field header cut short");
+  wire_rd_init(&rd, two, 9);
+  CHECK(wire_next(&rd, &tag, &v) == WIRE_MALFORMED, "a value that runs past the message");
+  /* groups nested one deeper than allowed */
+  uint8_t deep[6 * (WIRE_MAX_DEPTH + 1)];
+  for (int i = 0; i <= WIRE_MAX_DEPTH; i++) {
+    uint32_t rest = (uint32_t)(6 * (WIRE_MAX_DEPTH - i));
+    uint8_t *f = deep + 6 * i;
+    f[0] = 9, f[1] = 0, f[2] = (uint8_t)rest, f[3] = 0, f[4] = 0, f[5] = 0;
+  }
+  wire_rd_init(&rd, deep, sizeof(deep));
+  enum wire_field r = WIRE_FIELD;
+  struct wire_rd in = rd;
+  for (int i = 0; i <= WIRE_MAX_DEPTH && r == WIRE_FIELD; i++) {
+    r = wire_next(&in, &tag, &v);
+    in = v;
+  }
+  CHECK(r == WIRE_MALFORMED, "groups %d deep: %d", WIRE_MAX_DEPTH + 1, (int)r);
+}
+
 void wire_cases(void) {
   TAP_CASE("rendezvous messages round-trip; control bytes never reach a report", t_small);
   TAP_CASE("host facts round-trip; truncated facts never overread", t_facts);
   TAP_CASE("malformed headers and fields are refused with the reason", t_malformed);
+  TAP_CASE("the field reader: named results, an errno per fault", t_fields);
 }

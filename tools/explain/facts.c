@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errno_names.h"
 #include "common/strutil.h"
 
 const char *text_after(const char *s, const char *needle) {
@@ -36,71 +37,33 @@ bool text_long(const char *p, long *v) {
   return true;
 }
 
-/* The errnos NCCL's network code reports, with glibc's wording (the logs
- * come from glibc hosts). */
-static const struct {
-  int err;
-  const char *name, *words;
-} errnos[] = {
-  {EPERM, "EPERM", "Operation not permitted"},
-  {ENOENT, "ENOENT", "No such file or directory"},
-  {EINTR, "EINTR", "Interrupted system call"},
-  {EIO, "EIO", "Input/output error"},
-  {EAGAIN, "EAGAIN", "Resource temporarily unavailable"},
-  {ENOMEM, "ENOMEM", "Cannot allocate memory"},
-  {EACCES, "EACCES", "Permission denied"},
-  {EFAULT, "EFAULT", "Bad address"},
-  {EBUSY, "EBUSY", "Device or resource busy"},
-  {ENODEV, "ENODEV", "No such device"},
-  {EINVAL, "EINVAL", "Invalid argument"},
-  {ENFILE, "ENFILE", "Too many open files in system"},
-  {EMFILE, "EMFILE", "Too many open files"},
-  {EAFNOSUPPORT, "EAFNOSUPPORT", "Address family not supported by protocol"},
-  {ENOSPC, "ENOSPC", "No space left on device"},
-  {EPIPE, "EPIPE", "Broken pipe"},
-  {ENODATA, "ENODATA", "No data available"},
-  {EPROTO, "EPROTO", "Protocol error"},
-  {EOPNOTSUPP, "EOPNOTSUPP", "Operation not supported"},
-  {EADDRINUSE, "EADDRINUSE", "Address already in use"},
-  {EADDRNOTAVAIL, "EADDRNOTAVAIL", "Cannot assign requested address"},
-  {ENETDOWN, "ENETDOWN", "Network is down"},
-  {ENETUNREACH, "ENETUNREACH", "Network is unreachable"},
-  {ECONNABORTED, "ECONNABORTED", "Software caused connection abort"},
-  {ECONNRESET, "ECONNRESET", "Connection reset by peer"},
-  {ENOBUFS, "ENOBUFS", "No buffer space available"},
-  {ETIMEDOUT, "ETIMEDOUT", "Connection timed out"},
-  {ECONNREFUSED, "ECONNREFUSED", "Connection refused"},
-  {EHOSTDOWN, "EHOSTDOWN", "Host is down"},
-  {EHOSTUNREACH, "EHOSTUNREACH", "No route to host"},
-};
-
-#define NERRNOS (sizeof(errnos) / sizeof(errnos[0]))
-
+/* An errno NCCL's network code reports, by name or in glibc's wording (the
+ * logs come from glibc hosts): common/errno_names.c. */
 int text_errno(const char *p) {
   if (!p) return 0;
   /* "Too many open files in system" before "Too many open files". */
   int best = 0;
   size_t best_len = 0;
-  for (size_t i = 0; i < NERRNOS; i++) {
-    size_t n = strlen(errnos[i].words), m = strlen(errnos[i].name);
-    if (!strncmp(p, errnos[i].words, n) && n > best_len) best = errnos[i].err, best_len = n;
-    if (!strncmp(p, errnos[i].name, m) && (p[m] < 'A' || p[m] > 'Z') && m > best_len)
-      best = errnos[i].err, best_len = m;
+  for (size_t i = 0; i < errno_nnames; i++) {
+    const struct errno_name *e = &errno_names[i];
+    size_t n = strlen(e->words), m = strlen(e->name);
+    if (!strncmp(p, e->words, n) && n > best_len) best = e->err, best_len = n;
+    if (!strncmp(p, e->name, m) && (p[m] < 'A' || p[m] > 'Z') && m > best_len)
+      best = e->err, best_len = m;
   }
   return best;
 }
 
 const char *errno_label(int err, char *buf, size_t cap) {
-  for (size_t i = 0; i < NERRNOS; i++)
-    if (errnos[i].err == err) return errnos[i].name;
+  const struct errno_name *e = errno_find(err);
+  if (e) return e->name;
   snprintf(buf, cap, "errno %d", err);
   return buf;
 }
 
 const char *errno_words(int err) {
-  for (size_t i = 0; i < NERRNOS; i++)
-    if (errnos[i].err == err) return errnos[i].words;
-  return "";
+  const struct errno_name *e = errno_find(err);
+  return e ? e->words : "";
 }
 
 void text_ip_of(const char *addr, char *ip, size_t cap) {

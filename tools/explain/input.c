@@ -15,16 +15,18 @@
 /* Past this much kept text the rest is counted but not kept. */
 #define LOGSET_BYTES_MAX ((size_t)512 << 20)
 
-static int add_file(struct logset *ls, const char *name) {
+/* Adds a file to ls and sets *file to its index: 0 or ENOMEM. */
+static int add_file(struct logset *ls, const char *name, int *file) {
   struct logfile *v = realloc(ls->files, (size_t)(ls->nfiles + 1) * sizeof(*v));
-  if (!v) return -1;
+  if (!v) return ENOMEM;
   ls->files = v;
   struct logfile *f = &v[ls->nfiles];
   memset(f, 0, sizeof(*f));
   f->name = strdup(name);
   ls->cur_len = 0, ls->is_cur_last = false;
-  if (!f->name) return -1;
-  return ls->nfiles++;
+  if (!f->name) return ENOMEM;
+  *file = ls->nfiles++;
+  return 0;
 }
 
 /* Appends more to the kept line o (its text moves with raw). */
@@ -163,8 +165,8 @@ int logset_read_path(struct logset *ls, const char *path, char *why, size_t cap)
   if (!f) err = errno;
   else if (fstat(fileno(f), &st)) err = errno;
   else if (S_ISDIR(st.st_mode)) err = EISDIR;
-  int file = err ? -1 : add_file(ls, is_stdin ? "stdin" : path);
-  if (!err && file < 0) err = ENOMEM;
+  int file = 0;
+  if (!err) err = add_file(ls, is_stdin ? "stdin" : path, &file);
   if (!err) err = read_stream(ls, file, f);
   if (f && !is_stdin) fclose(f);
   if (err) snprintf(why, cap, "cannot read %s: %s", is_stdin ? "stdin" : path, strerror(err));
@@ -172,9 +174,8 @@ int logset_read_path(struct logset *ls, const char *path, char *why, size_t cap)
 }
 
 int logset_read_buffer(struct logset *ls, const char *name, const char *data, size_t len) {
-  int file = add_file(ls, name);
-  if (file < 0) return ENOMEM;
-  int err = 0;
+  int file = 0;
+  int err = add_file(ls, name, &file);
   while (len && !err) {
     const char *nl = memchr(data, '\n', len);
     size_t n = nl ? (size_t)(nl - data) : len;

@@ -3,7 +3,6 @@
 #include "tools/explain/rules.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,27 +98,6 @@ const struct rule *explain_rule(const char *id) {
   for (size_t i = 0; i < explain_nrules; i++)
     if (!strcmp(explain_rules[i].id, id)) return &explain_rules[i];
   return NULL;
-}
-
-bool rules_version_before(const char *version, int major, int minor) {
-  long a = 0, b = 0;
-  if (!version || !text_long(version, &a)) return false;
-  const char *dot = strchr(version, '.');
-  if (!dot || !text_long(dot + 1, &b)) return false;
-  return a < major || (a == major && b < minor);
-}
-
-bool rules_consequence(const struct explain_ctx *cx, const char *rule, const struct rec *r,
-                       const char *note) {
-  for (int i = 0; i < cx->out->n; i++) {
-    struct finding *f = cx->out->v[i];
-    if (strcmp(f->rule, rule)) continue;
-    size_t n = strlen(f->cause);
-    if (note && !strstr(f->cause, note)) snprintf(f->cause + n, sizeof(f->cause) - n, "; %s", note);
-    finding_evidence(f, r);
-    return true;
-  }
-  return false;
 }
 
 static int hits_add(struct hits *h, const struct rec *r) {

@@ -71,6 +71,12 @@ bool connfail_parse(const char *text, struct connfail *c);
 
 /* --- helpers for rule builders ------------------------------------------ */
 
+/* The hosts' values through get() (NULL where unknown), split into the
+ * majority and the odd ones (corr_split); the number of distinct values. */
+int rules_split_by(const struct corr *c, const char *(*get)(const struct corr_host *), bool *is_odd,
+                   char *buf, size_t cap);
+/* A host's NCCL version; NULL when its log has none. */
+const char *rules_version_of(const struct corr_host *h);
 /* "2.19.3" is older than major.minor; false when unknown. */
 bool rules_version_before(const char *version, int major, int minor);
 /* The hosts' NCCL versions differ (text in buf); false when they agree. */
@@ -167,7 +173,10 @@ bool behind_match(const struct rec *r);
 void behind_build(const struct explain_ctx *cx, const struct hits *h);
 bool watchdog_match(const struct rec *r);
 void watchdog_build(const struct explain_ctx *cx, const struct hits *h);
+/* A WARN, an NCCL error text, or NCCL's return trace from a failed init
+ * (rules_nccl_error.c). */
 bool unknown_match(const struct rec *r);
+bool rules_failed_init_trace(const char *text);
 void unknown_build(const struct explain_ctx *cx, const struct hits *h);
 
 /* Launchers: torchrun, Slurm, Open MPI, Ray, a process's crash report. */

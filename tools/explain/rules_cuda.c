@@ -11,6 +11,7 @@
 #include "tools/explain/rules.h"
 
 enum cuda_kind {
+  CK_NONE = -1, /* not a CUDA error */
   CK_DUPLICATE,
   CK_NOT_READY,
   CK_NVLS,
@@ -86,7 +87,7 @@ static int cuda_kind_of(const struct rec *r) {
   bool is_cuda = strstr(t, "Cuda failure") || strstr(t, "CUDA failure") ||
                  strstr(t, "cuda runtime error") || strstr(t, "CUDA error") ||
                  strstr(t, "CUDA Error") || strstr(t, "cudaError") || strstr(t, "CUDA_ERROR_");
-  if (!is_cuda) return -1;
+  if (!is_cuda) return CK_NONE;
   if (strstr(t, "system not yet initialized") || strstr(t, " 802 ") || strstr(t, "(802)"))
     return CK_NOT_READY;
   if (strstr(r->src, "nvls") || strstr(t, "nvls")) return CK_NVLS;
@@ -96,7 +97,7 @@ static int cuda_kind_of(const struct rec *r) {
   /* 2.18.1-2.18.5 transport.cc: see CK_ASYNC_COPY in cuda_text */
   if (strstr(t, "invalid argument") && strstr(r->src, "transport.cc")) return CK_ASYNC_COPY;
   const struct cuda_error *e = cuda_error_in(t);
-  return e ? kind_of_error(e) : -1;
+  return e ? kind_of_error(e) : CK_NONE;
 }
 
 /* An error the catalogue knows but no cause of this file names, inside an

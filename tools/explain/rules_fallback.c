@@ -55,7 +55,7 @@ bool ibfallback_match(const struct rec *r) {
          strstr(t, "Failed to open libibverbs");
 }
 
-enum fb_kind { FB_NO_DEVFILES, FB_NO_VERBS, FB_HCA_FILTER, FB_PORTS, FB_COUNT };
+enum fb_kind { FB_NONE = -1, FB_NO_DEVFILES, FB_NO_VERBS, FB_HCA_FILTER, FB_PORTS, FB_COUNT };
 
 static bool uses_ib(const struct corr_host *h) { return h->ib_rec || !strcmp(h->network, "IB"); }
 
@@ -67,15 +67,15 @@ static const struct rec *host_hit(const struct hits *h, const char *host, const 
 
 static int classify(const struct corr *c, const struct corr_host *ch, const struct hits *h) {
   const char *off = corr_env(ch, "NCCL_IB_DISABLE");
-  if ((off && !strcmp(off, "1")) || uses_ib(ch)) return -1;
+  if ((off && !strcmp(off, "1")) || uses_ib(ch)) return FB_NONE;
   bool other_ib = false;
   for (int i = 0; i < c->nhosts; i++) other_ib |= uses_ib(&c->hosts[i]);
   if (host_hit(h, ch->name, "Unable to open device")) return FB_NO_DEVFILES;
   if (host_hit(h, ch->name, "libibverbs") && (other_ib || corr_env(ch, "NCCL_IB_HCA")))
     return FB_NO_VERBS;
-  if (!ch->ib_none_rec) return -1;
+  if (!ch->ib_none_rec) return FB_NONE;
   if (corr_env(ch, "NCCL_IB_HCA")) return FB_HCA_FILTER;
-  return other_ib ? FB_PORTS : -1;
+  return other_ib ? FB_PORTS : FB_NONE;
 }
 
 static void fallback_text(struct finding *f, enum fb_kind k, const struct corr_host *ch,

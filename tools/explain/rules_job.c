@@ -7,32 +7,6 @@
 #include "common/agree.h"
 #include "tools/explain/rules.h"
 
-/* values[i] for each host through get(); NULL where unknown. */
-static int split_by(const struct corr *c, const char *(*get)(const struct corr_host *),
-                    bool *is_odd, char *buf, size_t cap) {
-  const char **values = calloc((size_t)c->nhosts + 1, sizeof(*values));
-  if (!values) return 0;
-  for (int i = 0; i < c->nhosts; i++) values[i] = get(&c->hosts[i]);
-  int n = corr_split(c, values, is_odd, buf, cap);
-  free(values);
-  return n;
-}
-
-static const char *version_of(const struct corr_host *h) {
-  return h->version[0] ? h->version : NULL;
-}
-
-bool rules_version_split(const struct corr *c, char *buf, size_t cap) {
-  bool *is_odd = calloc((size_t)c->nhosts + 1, sizeof(*is_odd));
-  bool is_skew = is_odd && split_by(c, version_of, is_odd, buf, cap) > 1;
-  free(is_odd);
-  return is_skew;
-}
-
-void rules_add_version_evidence(const struct corr *c, struct finding *f) {
-  for (int i = 0; i < c->nhosts; i++) finding_evidence(f, c->hosts[i].version_rec);
-}
-
 /* "node-c, node-d" for the odd hosts. */
 static void odd_names(const struct corr *c, const bool *is_odd, char *buf, size_t cap, int *n) {
   buf[0] = 0, *n = 0;
@@ -51,7 +25,7 @@ void version_build(const struct explain_ctx *cx, const struct hits *h) {
   char split[1024], odd[512];
   int nodd;
   struct finding *f;
-  if (is_odd && split_by(c, version_of, is_odd, split, sizeof(split)) > 1 &&
+  if (is_odd && rules_split_by(c, rules_version_of, is_odd, split, sizeof(split)) > 1 &&
       (f = finding_new(cx->out, "version-skew", CONF_HIGH))) {
     odd_names(c, is_odd, odd, sizeof(odd), &nodd);
     if (nodd)
@@ -98,7 +72,7 @@ void plugin_build(const struct explain_ctx *cx, const struct hits *h) {
   bool *is_odd = calloc((size_t)c->nhosts + 1, sizeof(*is_odd));
   char split[1024];
   struct finding *f;
-  if (is_odd && split_by(c, plugin_of, is_odd, split, sizeof(split)) > 1 &&
+  if (is_odd && rules_split_by(c, plugin_of, is_odd, split, sizeof(split)) > 1 &&
       (f = finding_new(cx->out, "plugin-skew", CONF_HIGH))) {
     finding_cause(
       f,
@@ -135,7 +109,7 @@ void network_build(const struct explain_ctx *cx, const struct hits *h) {
   bool *is_odd = calloc((size_t)c->nhosts + 1, sizeof(*is_odd));
   char split[1024];
   struct finding *f;
-  if (is_odd && split_by(c, network_of, is_odd, split, sizeof(split)) > 1 &&
+  if (is_odd && rules_split_by(c, network_of, is_odd, split, sizeof(split)) > 1 &&
       (f = finding_new(cx->out, "network-skew", CONF_MEDIUM))) {
     finding_cause(
       f,

@@ -16,8 +16,9 @@
 #include "tools/explain/rules.h"
 
 enum launch_kind {
-  LK_TORCHRUN, /* failed (exitcode: N) local_rank: R (pid: P) */
-  LK_ROOT,     /* Root Cause (first observed failure) block: rank, exitcode, host */
+  LK_NONE = -1, /* not a launcher line */
+  LK_TORCHRUN,  /* failed (exitcode: N) local_rank: R (pid: P) */
+  LK_ROOT,      /* Root Cause (first observed failure) block: rank, exitcode, host */
   LK_SLURM_OOM,
   LK_SLURM_TIME,
   LK_SLURM_TASK,
@@ -78,7 +79,7 @@ static int launch_kind_of(const char *t) {
       has(t, "Fatal Python error: Segmentation fault"))
     return LK_CRASH;
   if (has(t, "libnccl.so") && (has(t, "(+0x") || has(t, "[0x"))) return LK_FRAME;
-  return -1;
+  return LK_NONE;
 }
 
 bool launch_match(const struct rec *r) {

@@ -124,19 +124,6 @@ void watchdog_build(const struct explain_ctx *cx, const struct hits *h) {
 
 /* --- what no rule explains ------------------------------------------------ */
 
-/* An error as a program around NCCL prints it: PyTorch's exceptions, the
- * ncclResult_t names and texts, a failed verbs call quoted without NCCL's
- * prefix. */
-/* NCCLCHECK's return trace ("group.cc:64 -> 2 [Async thread]", NCCL 2.4-2.30)
- * reaching the group that ran ncclCommInitRank: init failed, even when
- * the step that failed printed no WARN. Traces that stop lower down are
- * often harmless (a missing sysfs path), so only these count. */
-static bool is_failed_init_trace(const char *t) {
-  const char *a = strstr(t, " -> ");
-  if (!a || a[4] < '1' || a[4] > '9') return false;
-  return strstr(t, "[Async thread]") || strstr(t, "group.cc:");
-}
-
 /* Any line of the input that says this (a "Last error:" line is not
  * always among the hits). */
 static bool input_says(const struct logset *ls, const char *what) {
@@ -161,43 +148,10 @@ static void message_hint(struct finding *f, const struct logset *ls, const struc
       f->fix + n, sizeof(f->fix) - n,
       "; a CUDA error reported by PyTorch's NCCL watchdog comes from the GPU work it waits on (a kernel that faulted, or a GPU that failed: dmesg shows Xid errors), not from the network; rerun with CUDA_LAUNCH_BLOCKING=1 to find the kernel");
   else if (strstr(first->text, "uda") || strstr(first->text, "CUDA")) cuda_hint(f, first);
-  else if (is_failed_init_trace(first->text))
+  else if (rules_failed_init_trace(first->text))
     snprintf(
       f->fix + n, sizeof(f->fix) - n,
       "; these lines are NCCL's return trace with no WARN before them: the failing step did not say why, so the other ranks' logs (or NCCL_DEBUG_SUBSYS=ALL) hold the reason");
-}
-
-bool unknown_match(const struct rec *r) {
-  static const char *const errors[] = {
-    "unhandled system error",
-    "unhandled cuda error",
-    "internal error",
-    "remote process exited or there was a network error",
-    "invalid usage",
-    "invalid argument",
-    "ncclSystemError",
-    "ncclInternalError",
-    "ncclRemoteError",
-    "ncclUnhandledCudaError",
-    "ncclInvalidUsage",
-    "ncclInvalidArgument",
-    "NCCL error",
-    "NCCL Error",
-    "DistBackendError",
-    "NCCL communicator was aborted",
-    "Failed to initialize any NET plugin",
-    "Call to ibv_",
-    "Test NCCL failure",                         /* nccl-tests */
-    "watchdog thread terminated with exception", /* PyTorch 1.13-2.x */
-  };
-  const char *t = r->text;
-  if (r->level == REC_WARN) return true;
-  if (r->level == REC_INFO) return is_failed_init_trace(t);
-  if (r->level != REC_TEXT) return false;
-  bool is_nccl = strstr(t, "NCCL") || strstr(t, "nccl") || strstr(t, "ibv_");
-  for (size_t i = 0; is_nccl && i < sizeof(errors) / sizeof(errors[0]); i++)
-    if (strstr(t, errors[i])) return true;
-  return false;
 }
 
 /* A verbs call NCCL reports with no errno (before 2.12 it printed none):

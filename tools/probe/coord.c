@@ -18,9 +18,7 @@
 #define NS 1000000000LL
 #define END_MARGIN_NS (2 * NS) /* kept for the report */
 
-int64_t coord_now_ns(void) { return clock_mono_ns(); }
-
-double coord_elapsed_s(const struct coord *c) { return (double)(coord_now_ns() - c->t0) / 1e9; }
+double coord_elapsed_s(const struct coord *c) { return (double)(clock_mono_ns() - c->t0) / 1e9; }
 
 /* Dual-stack [::]:port, else 0.0.0.0:port. */
 static int listen_on(int family, int port, int *out) {
@@ -63,7 +61,8 @@ int coord_listen(struct coord *c, const struct probe_opts *o, const struct probe
                  struct probe_run *run) {
   memset(c, 0, sizeof(*c));
   c->o = o, c->l = l, c->run = run;
-  c->t0 = coord_now_ns();
+  c->on_rank_lost = coord_rank_lost, c->on_message = coord_on_message;
+  c->t0 = clock_mono_ns();
   int64_t total = (int64_t)o->timeout_s * NS;
   c->end_deadline = c->t0 + (total > 2 * END_MARGIN_NS ? total - END_MARGIN_NS : total / 2);
   /* Late ranks are waited for up to a third of the time (at most a minute);
@@ -83,7 +82,7 @@ int coord_listen(struct coord *c, const struct probe_opts *o, const struct probe
   for (int64_t until = c->t0 + (total / 4 < 10 * NS ? total / 4 : 10 * NS);;) {
     e = listen_on(AF_INET6, l->port, &c->lfd[0]);
     if (e == EAFNOSUPPORT || e == EADDRNOTAVAIL) e = listen_on(AF_INET, l->port, &c->lfd[0]);
-    if (e != EADDRINUSE || coord_now_ns() > until) break;
+    if (e != EADDRINUSE || clock_mono_ns() > until) break;
     usleep(200000);
   }
   if (e) {
@@ -151,7 +150,7 @@ void coord_on_message(struct coord *c, int rank, int type, const uint8_t *body, 
 static void arrival_tick(struct coord *c) {
   int waiting = 0;
   for (int r = 0; r < c->l->world; r++) waiting += !c->reported[r] && !c->run->ranks[r].dead;
-  if (waiting && coord_now_ns() < c->arrival_deadline) return;
+  if (waiting && clock_mono_ns() < c->arrival_deadline) return;
   char missing[200] = "";
   size_t o = 0;
   for (int r = 0, shown = 0; r < c->l->world && o < sizeof(missing); r++)
@@ -171,7 +170,7 @@ static void *coord_main(void *arg) {
   fprintf(stderr, "nccl-net-diag probe: rank 0 waits for %d rank%s on port %d\n", c->l->world,
           c->l->world == 1 ? "" : "s", c->l->port);
   while (c->stage != CS_END) {
-    int64_t now = coord_now_ns();
+    int64_t now = clock_mono_ns();
     if (now >= c->end_deadline) {
       c->run->timed_out = 1;
       steps_finish_all(c, "the probe ran out of time (--timeout)");

@@ -61,6 +61,10 @@ struct coord {
   pthread_t thread;
   int listen_err; /* errno when the port could not be taken */
   char listen_why[512];
+  /* What the connections report back (coord_rank_lost, coord_on_message,
+   * set by coord_listen): rdv_server.c calls into coord.c only through these. */
+  void (*on_rank_lost)(struct coord *c, int rank, const char *why);
+  void (*on_message)(struct coord *c, int rank, int type, const uint8_t *body, uint32_t len);
 };
 
 /* Takes the port (before anything slow, so early ranks find it). 0, or an
@@ -82,7 +86,6 @@ void coord_rank_lost(struct coord *c, int rank, const char *why);
 
 /* coord.c: the messages of identified ranks. */
 void coord_on_message(struct coord *c, int rank, int type, const uint8_t *body, uint32_t len);
-int64_t coord_now_ns(void);
 double coord_elapsed_s(const struct coord *c);
 
 /* coord_steps.c: the pair rounds. */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/strutil.h"
 #include "tools/probe/coord.h"
 #include "tools/probe/verdict.h"
@@ -94,7 +95,7 @@ static uint32_t step_timeout_ms(struct coord *c) {
   int64_t t = (int64_t)c->o->timeout_s * NS / 4;
   if (t < 15 * NS) t = 15 * NS;
   if (t > 60 * NS) t = 60 * NS;
-  int64_t left = c->end_deadline - coord_now_ns() - STEP_GRACE_NS;
+  int64_t left = c->end_deadline - clock_mono_ns() - STEP_GRACE_NS;
   if (t > left) t = left > NS ? left : NS;
   return (uint32_t)(t / 1000000);
 }
@@ -105,7 +106,7 @@ static void send_task(struct coord *c, struct coord_step *s, int first) {
   t.pings = (uint32_t)c->o->pings;
   t.timeout_ms = step_timeout_ms(c);
   probe_rank_host(c->run, t.peer, t.peer_host, sizeof(t.peer_host));
-  s->deadline_ns = coord_now_ns() + (int64_t)t.timeout_ms * 1000000 + STEP_GRACE_NS;
+  s->deadline_ns = clock_mono_ns() + (int64_t)t.timeout_ms * 1000000 + STEP_GRACE_NS;
   struct wire_buf b = {0};
   if (!wire_enc_task(&b, &t)) server_send(c, first ? s->a : s->b, &b);
   wb_free(&b);
@@ -167,10 +168,12 @@ void steps_plan(struct coord *c) {
   }
 }
 
-static int host_index(const struct coord *c, int rank) {
-  for (int h = 0; h < c->run->nhost; h++)
-    if (c->run->host_rank[h] == rank) return h;
-  return -1;
+/* The host whose probing rank is rank: true with *h set, false when it is
+ * none's. */
+static bool host_index(const struct coord *c, int rank, int *h) {
+  for (*h = 0; *h < c->run->nhost; ++*h)
+    if (c->run->host_rank[*h] == rank) return true;
+  return false;
 }
 
 /* A pair far below its kind's median may have met a busy moment: it runs
@@ -181,8 +184,8 @@ static int retest_plan(struct coord *c) {
   struct sched_pair *list = n ? calloc((size_t)n, sizeof(*list)) : NULL;
   for (int i = 0; list && i < c->run->npair; i++) {
     const struct probe_pair *p = &c->run->pairs[i];
-    int a = host_index(c, p->src), b = host_index(c, p->dst), seen = 0;
-    if (!p->slow || a < 0 || b < 0) continue;
+    int a, b, seen = 0;
+    if (!p->slow || !host_index(c, p->src, &a) || !host_index(c, p->dst, &b)) continue;
     struct sched_pair x = {a < b ? a : b, a < b ? b : a, p->dev};
     for (int k = 0; k < count; k++) seen |= !memcmp(&list[k], &x, sizeof(x));
     if (!seen) list[count++] = x;
@@ -290,7 +293,7 @@ void steps_rank_dead(struct coord *c, int rank) {
 }
 
 void steps_tick(struct coord *c) {
-  int64_t now = coord_now_ns();
+  int64_t now = clock_mono_ns();
   int busy = 0;
   for (int i = 0; i < c->nsteps; i++) {
     struct coord_step *s = &c->steps[i];

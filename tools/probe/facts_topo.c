@@ -34,12 +34,12 @@ static void topo_ifs(struct probe_facts *f, const struct topo_host *h,
     scopy(f->auto_if, sizeof(f->auto_if), h->ifs.ifs[a.idx[0]].name);
 }
 
-static int pkey_of(const char *dev, int port) {
+/* The P_Key at index NCCL_IB_PKEY; pkey untouched when sysfs has none. */
+static void pkey_of(const char *dev, int port, int *pkey) {
   char text[32];
   long idx = (long)knob_int(K_IB_PKEY);
-  if (sysfs_read_str(text, sizeof(text), "class/infiniband/%s/ports/%d/pkeys/%ld", dev, port, idx))
-    return -1;
-  return (int)strtol(text, NULL, 0) & 0xffff;
+  if (!sysfs_read_str(text, sizeof(text), "class/infiniband/%s/ports/%d/pkeys/%ld", dev, port, idx))
+    *pkey = (int)strtol(text, NULL, 0) & 0xffff;
 }
 
 static void topo_rdma(struct probe_facts *f, const struct topo_host *h,
@@ -58,7 +58,8 @@ static void topo_rdma(struct probe_facts *f, const struct topo_host *h,
     scopy(x->netdev, sizeof(x->netdev), v->netdev ? v->netdev : "");
     x->mtu = v->mtu;
     x->speed_mbps = v->speed_mbps;
-    x->pkey = pkey_of(v->name, v->ib_port);
+    x->pkey = -1; /* unknown */
+    pkey_of(v->name, v->ib_port, &x->pkey);
   }
 }
 

@@ -26,12 +26,14 @@ static const struct launcher launchers[] = {
   {"Slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", NULL},
 };
 
-/* A non-negative decimal integer, or -1. */
+enum { UNSAID = -1 }; /* a number the launcher does not give */
+
+/* A non-negative decimal integer, or UNSAID. */
 static int int_of(const char *s) {
-  if (!s || !*s) return -1;
+  if (!s || !*s) return UNSAID;
   char *end;
   long v = strtol(s, &end, 10);
-  if (*end || v < 0 || v > 1 << 24) return -1;
+  if (*end || v < 0 || v > 1 << 24) return UNSAID;
   return (int)v;
 }
 

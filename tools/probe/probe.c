@@ -19,8 +19,8 @@
 #include "tools/probe/coord.h"
 #include "tools/probe/facts.h"
 #include "tools/probe/plugin_events.h"
+#include "tools/probe/probe_report.h"
 #include "tools/probe/rdv_secret.h"
-#include "tools/probe/report.h"
 #include "tools/probe/transfer.h"
 #include "tools/probe/worker.h"
 #include "tools/tool.h"
@@ -67,7 +67,7 @@ static int parse_pairs(struct probe_opts *o, const char *v) {
   else if (!strncmp(v, "sample:", 7) && atoi(v + 7) >= 0 && v[7]) {
     o->pairs = PAIRS_SAMPLE;
     o->sample_n = atoi(v + 7);
-  } else return -1;
+  } else return EINVAL;
   return 0;
 }
 
@@ -78,25 +78,25 @@ static int int_option(const char *v, long lo, long hi, int *out, const char **wh
   if (tool_parse_int(v, lo, hi, &x)) {
     snprintf(text, sizeof(text), "an integer from %ld to %ld", lo, hi);
     *why = text;
-    return -2;
+    return EINVAL;
   }
   *out = (int)x;
   return 0;
 }
 
-/* One option with its value: 0, -1 for a name it does not know, -2 for a
- * bad value (why says what it takes). */
+/* One option with its value: 0, ENOENT for a name it does not know, EINVAL
+ * for a bad value (why says what it takes). */
 static int option(struct probe_opts *o, const char *name, const char *v, const char **why) {
   *why = "";
   if (!strcmp(name, "--timeout")) return int_option(v, 5, 86400, &o->timeout_s, why);
   else if (!strcmp(name, "--bytes")) {
     uint64_t bytes;
     if (size_parse(v, &bytes) || !bytes || bytes > SIZE_MAX)
-      return *why = "a size such as 64M or 1.5G (K = 1024)", -2;
+      return *why = "a size such as 64M or 1.5G (K = 1024)", EINVAL;
     o->bytes = (size_t)bytes;
   } else if (!strcmp(name, "--pings")) return int_option(v, 0, 100000, &o->pings, why);
   else if (!strcmp(name, "--pairs")) {
-    if (parse_pairs(o, v)) return *why = "all, ring or sample:HOSTS", -2;
+    if (parse_pairs(o, v)) return *why = "all, ring or sample:HOSTS", EINVAL;
   } else if (!strcmp(name, "--all-pairs-max"))
     return int_option(v, 2, 1000000, &o->all_pairs_max, why);
   else if (!strcmp(name, "--seed")) o->seed = (unsigned)strtoul(v, NULL, 0);
@@ -104,14 +104,14 @@ static int option(struct probe_opts *o, const char *name, const char *v, const c
     char *end;
     o->slow_ratio = strtod(v, &end);
     if (end == v || *end || o->slow_ratio <= 0 || o->slow_ratio >= 1)
-      return *why = "a number between 0 and 1, such as 0.33", -2;
+      return *why = "a number between 0 and 1, such as 0.33", EINVAL;
   } else if (!strcmp(name, "--rendezvous")) o->rendezvous = v;
   else if (!strcmp(name, "--job-id")) o->job_id = v;
   else if (!strcmp(name, "--nccl-lib")) o->nccl_lib = v;
   else if (!strcmp(name, "--plugin")) o->plugin = v;
   else if (!strcmp(name, "--abi"))
     return int_option(v, NETLOAD_ABI_MIN, NETLOAD_ABI_MAX, &o->abi, why);
-  else return -1;
+  else return ENOENT;
   return 0;
 }
 

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 #include "transport/record_io.h"
 
 /* What a read or flush step came to. */

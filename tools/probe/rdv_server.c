@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/addr.h"
+#include "common/clock.h"
 #include "common/strutil.h"
 #include "tools/probe/coord.h"
 
@@ -122,7 +123,7 @@ static void identify(struct coord *c, int i) {
     struct probe_rank_state *rs = &c->run->ranks[h.rank];
     rs->arrived = 1;
     snprintf(rs->addr, sizeof(rs->addr), "%s", conn->peer);
-    int64_t left = (c->end_deadline - coord_now_ns()) / 1000000;
+    int64_t left = (c->end_deadline - clock_mono_ns()) / 1000000;
     server_send_note(c, h.rank, W_WELCOME, 0, (uint64_t)(left > 0 ? left : 0), "");
   }
   drop_pending(c, i);
@@ -185,7 +186,7 @@ static void accept_new(struct coord *c, int lfd) {
       continue;
     }
     make_room(c, conn.peer);
-    c->pending_deadline[c->npending] = coord_now_ns() + IDENTIFY_NS;
+    c->pending_deadline[c->npending] = clock_mono_ns() + IDENTIFY_NS;
     c->pending[c->npending++] = conn;
   }
 }
@@ -195,7 +196,7 @@ static void read_pending(struct coord *c, int i) {
   char why[512];
   enum rdv_io r = rdv_conn_read(conn, why, sizeof(why));
   if (r == RDV_MSG) return identify(c, i);
-  if (r == RDV_AGAIN && coord_now_ns() < c->pending_deadline[i]) return;
+  if (r == RDV_AGAIN && clock_mono_ns() < c->pending_deadline[i]) return;
   if (r == RDV_AGAIN)
     snprintf(why, sizeof(why), "it did not identify itself within %lld s",
              IDENTIFY_NS / 1000000000);
@@ -213,7 +214,7 @@ static void read_rank(struct coord *c, int rank) {
     enum rdv_io r = rdv_conn_read(conn, why, sizeof(why));
     if (r == RDV_AGAIN) return;
     if (r == RDV_MSG) {
-      coord_on_message(c, rank, conn->type, conn->body, conn->len);
+      c->on_message(c, rank, conn->type, conn->body, conn->len);
       if (conn->fd >= 0) rdv_conn_consume(conn);
       if (conn->fd < 0) return;
       continue;
@@ -222,7 +223,7 @@ static void read_rank(struct coord *c, int rank) {
       snprintf(why, sizeof(why),
                "its connection to rank 0 closed: the process exited or was "
                "killed");
-    coord_rank_lost(c, rank, why);
+    c->on_rank_lost(c, rank, why);
     return;
   }
 }
@@ -234,7 +235,7 @@ int server_send(struct coord *c, int rank, struct wire_buf *b) {
   if (rdv_conn_queue(conn, b)) return ENOMEM;
   enum rdv_io r = rdv_conn_flush(conn, why, sizeof(why));
   if (r == RDV_CLOSED || r == RDV_ERROR) {
-    coord_rank_lost(c, rank, r == RDV_CLOSED ? "its connection to rank 0 closed" : why);
+    c->on_rank_lost(c, rank, r == RDV_CLOSED ? "its connection to rank 0 closed" : why);
     return EPIPE;
   }
   return 0;
@@ -276,7 +277,7 @@ void server_poll(struct coord *c, int timeout_ms) {
     if (r < 0 || c->conns[r].fd != p[i].fd || !p[i].revents) continue;
     char why[256];
     if ((p[i].revents & POLLOUT) && rdv_conn_flush(&c->conns[r], why, sizeof(why)) >= RDV_CLOSED) {
-      coord_rank_lost(c, r, "its connection to rank 0 broke");
+      c->on_rank_lost(c, r, "its connection to rank 0 broke");
       continue;
     }
     read_rank(c, r);
@@ -288,9 +289,9 @@ void server_poll(struct coord *c, int timeout_ms) {
 /* Tells every rank the probe is over and gives the messages a moment to
  * leave: a rank that misses it gives up at its own deadline anyway. */
 void server_close_all(struct coord *c) {
-  int64_t end = coord_now_ns() + 2LL * 1000000000;
+  int64_t end = clock_mono_ns() + 2LL * 1000000000;
   int world = c->l->world;
-  for (int pending = 1; pending && coord_now_ns() < end;) {
+  for (int pending = 1; pending && clock_mono_ns() < end;) {
     pending = 0;
     for (int r = 0; r < world; r++) {
       char why[128];

@@ -8,7 +8,7 @@
 #include "common/ncclver.h"
 #include "common/version.h"
 #include "tools/json_out.h"
-#include "tools/probe/report.h"
+#include "tools/probe/probe_report.h"
 
 static void env_json(struct json *j, const char *key, const struct probe_env *e) {
   json_obj(j, key);

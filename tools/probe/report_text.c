@@ -7,7 +7,7 @@
 
 #include "common/ncclver.h"
 #include "common/size.h"
-#include "tools/probe/report.h"
+#include "tools/probe/probe_report.h"
 
 #define MATRIX_MAX_HOSTS 24 /* above, only the failed and slow pairs are listed */
 

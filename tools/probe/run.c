@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The run record's small helpers: problems, names. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +23,9 @@ const char *probe_rank_host(const struct probe_run *r, int rank, char *buf, size
 
 int probe_add_problem(struct probe_run *r, enum probe_sev sev, const char *hosts, const char *fix,
                       const char *fmt, ...) {
-  if (r->nproblem == MAX_PROBLEMS) return -1;
+  if (r->nproblem == MAX_PROBLEMS) return ENOSPC;
   struct probe_problem *grown = probe_grow(r->problems, r->nproblem, sizeof(*grown));
-  if (!grown) return -1;
+  if (!grown) return ENOMEM;
   r->problems = grown;
   struct probe_problem *p = &grown[r->nproblem++];
   memset(p, 0, sizeof(*p));

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "tools/probe/probe.h"
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 /* One direction: rx received it, tx sent it; fail is rank 0's own reason
  * when it ended the step ("" none); lat_ns from the first side. */

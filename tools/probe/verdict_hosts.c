@@ -14,10 +14,12 @@
 #define MIN_PEERS 2 /* with one peer, either host could be the cause */
 
 /* The rank in every failed direction labelled cause, with at least
- * MIN_PEERS distinct peers (listed in peers); -1 none. */
-static int common_rank(const struct probe_run *r, const char *cause, char *peers, size_t cap) {
+ * MIN_PEERS distinct peers (listed in peers): true with *rank set, false
+ * when there is none. */
+static bool common_rank(const struct probe_run *r, const char *cause, char *peers, size_t cap,
+                        int *rank) {
   int *hits = calloc((size_t)r->world, sizeof(int)), total = 0, found = -1;
-  if (!hits) return -1;
+  if (!hits) return false;
   for (int i = 0; i < r->npair; i++) {
     const struct probe_pair *p = &r->pairs[i];
     if (!p->tested || p->ok || strcmp(p->cause, cause)) continue;
@@ -26,7 +28,7 @@ static int common_rank(const struct probe_run *r, const char *cause, char *peers
   for (int k = 0; total && k < r->world && found < 0; k++)
     if (hits[k] == total) found = k;
   free(hits);
-  if (found < 0) return -1;
+  if (found < 0) return false;
   size_t o = 0;
   int n = 0;
   peers[0] = 0;
@@ -42,13 +44,14 @@ static int common_rank(const struct probe_run *r, const char *cause, char *peers
     o += w > 0 ? (size_t)w : 0;
     n++;
   }
-  return n >= MIN_PEERS ? found : -1;
+  *rank = found;
+  return n >= MIN_PEERS;
 }
 
 static void unanswered(struct probe_run *r) {
   char peers[600];
-  int k = common_rank(r, "no answer", peers, sizeof(peers));
-  if (k < 0) return;
+  int k;
+  if (!common_rank(r, "no answer", peers, sizeof(peers), &k)) return;
   const char *h = r->facts[k].host;
   char fix[600];
   snprintf(fix, sizeof(fix),
@@ -64,8 +67,8 @@ static void unanswered(struct probe_run *r) {
 
 static void stalled(struct probe_run *r) {
   char peers[600];
-  int k = common_rank(r, "path MTU", peers, sizeof(peers));
-  if (k < 0) return;
+  int k;
+  if (!common_rank(r, "path MTU", peers, sizeof(peers), &k)) return;
   const struct probe_facts *f = &r->facts[k];
   int bytes = 0;
   for (int i = 0; i < r->npair && !bytes; i++)

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 enum {
   T_JOB = 1,
@@ -46,12 +46,12 @@ static int bad(char *why, size_t cap, const char *what, const char *field) {
 #define FIELDS(body, len, tag, v)                                                                  \
   struct wire_rd rd_, v;                                                                           \
   uint16_t tag;                                                                                    \
-  int got_;                                                                                        \
+  enum wire_field got_;                                                                            \
   wire_rd_init(&rd_, (body), (len));                                                               \
-  while ((got_ = wire_next(&rd_, &tag, &v)) == 1)
+  while ((got_ = wire_next(&rd_, &tag, &v)) == WIRE_FIELD)
 
 #define FIELDS_END(what)                                                                           \
-  if (got_ < 0) return bad(why, cap, what, "framing")
+  if (got_ == WIRE_MALFORMED) return bad(why, cap, what, "framing")
 
 int wire_enc_hello(struct wire_buf *b, const struct wire_hello *h) {
   wb_begin(b, W_HELLO);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Framing and fields of the rendezvous protocol (wire.h). */
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -177,43 +177,43 @@ void wire_rd_init(struct wire_rd *r, const uint8_t *p, size_t len) {
   r->p = p, r->len = len, r->off = 0, r->depth = 0;
 }
 
-int wire_next(struct wire_rd *r, uint16_t *tag, struct wire_rd *val) {
-  if (r->off == r->len) return 0;
-  if (r->len - r->off < FIELD_HDR) return -1;
+enum wire_field wire_next(struct wire_rd *r, uint16_t *tag, struct wire_rd *val) {
+  if (r->off == r->len) return WIRE_END;
+  if (r->len - r->off < FIELD_HDR) return WIRE_MALFORMED;
   const uint8_t *f = r->p + r->off;
   uint32_t n = get32(f + 2);
-  if (n > r->len - r->off - FIELD_HDR) return -1;
+  if (n > r->len - r->off - FIELD_HDR) return WIRE_MALFORMED;
   *tag = get16(f);
   val->p = f + FIELD_HDR;
   val->len = n;
   val->off = 0;
   val->depth = r->depth + 1;
-  if (val->depth > WIRE_MAX_DEPTH) return -1;
+  if (val->depth > WIRE_MAX_DEPTH) return WIRE_MALFORMED;
   r->off += FIELD_HDR + n;
-  return 1;
+  return WIRE_FIELD;
 }
 
 int wire_u32(const struct wire_rd *v, uint32_t *out) {
-  if (v->len != 4) return -1;
+  if (v->len != 4) return EBADMSG;
   *out = get32(v->p);
   return 0;
 }
 
 int wire_i32(const struct wire_rd *v, int32_t *out) {
   uint32_t u;
-  if (wire_u32(v, &u)) return -1;
+  if (wire_u32(v, &u)) return EBADMSG;
   *out = (int32_t)u;
   return 0;
 }
 
 int wire_u64(const struct wire_rd *v, uint64_t *out) {
-  if (v->len != 8) return -1;
+  if (v->len != 8) return EBADMSG;
   *out = get64(v->p);
   return 0;
 }
 
 int wire_str(const struct wire_rd *v, char *out, size_t cap) {
-  if (v->len >= cap) return -1;
+  if (v->len >= cap) return EMSGSIZE;
   for (size_t i = 0; i < v->len; i++) {
     uint8_t c = v->p[i];
     out[i] = c >= 0x20 && c < 0x7f ? (char)c : c == '\n' || c == '\t' ? ' ' : '?';
@@ -223,7 +223,8 @@ int wire_str(const struct wire_rd *v, char *out, size_t cap) {
 }
 
 int wire_lines(const struct wire_rd *v, char *out, size_t cap) {
-  if (wire_str(v, out, cap)) return -1;
+  int err = wire_str(v, out, cap);
+  if (err) return err;
   for (size_t i = 0; i < v->len; i++)
     if (v->p[i] == '\n') out[i] = '\n';
   return 0;

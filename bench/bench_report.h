@@ -4,8 +4,8 @@
  * repetition kept; and per comm count, what each engine's comms cost the
  * rank processes. report.c prints the table, targets.c judges the targets,
  * report_json.c writes the JSON, plot.c draws the SVG. */
-#ifndef DIAG_BENCH_REPORT_H
-#define DIAG_BENCH_REPORT_H
+#ifndef DIAG_BENCH_BENCH_REPORT_H
+#define DIAG_BENCH_BENCH_REPORT_H
 
 #include <stdio.h>
 

@@ -11,8 +11,8 @@
  * skipped; a field longer than its destination, a group that overruns its
  * parent or a body above WIRE_MAX_BODY makes the message malformed.
  * Decoders take bytes from the network, so they check every length. */
-#ifndef DIAG_TOOLS_PROBE_WIRE_H
-#define DIAG_TOOLS_PROBE_WIRE_H
+#ifndef DIAG_TOOLS_PROBE_RDV_WIRE_H
+#define DIAG_TOOLS_PROBE_RDV_WIRE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -79,13 +79,20 @@ struct wire_rd {
 };
 
 void wire_rd_init(struct wire_rd *r, const uint8_t *p, size_t len);
-/* The next field: 1 (tag and value set), 0 at the end, -1 malformed. */
-int wire_next(struct wire_rd *r, uint16_t *tag, struct wire_rd *val);
+/* What reading the next field came to. */
+enum wire_field {
+  WIRE_END,       /* no more fields */
+  WIRE_FIELD,     /* tag and value set */
+  WIRE_MALFORMED, /* a field runs past the message or nests too deep */
+};
+enum wire_field wire_next(struct wire_rd *r, uint16_t *tag, struct wire_rd *val);
+/* A number field: 0, or EBADMSG when its size is not the number's. */
 int wire_u32(const struct wire_rd *v, uint32_t *out);
 int wire_u64(const struct wire_rd *v, uint64_t *out);
 int wire_i32(const struct wire_rd *v, int32_t *out);
 /* Copies a string field, printable ASCII (a newline becomes a space: no
- * field can start a line of a report); -1 when it does not fit in cap. */
+ * field can start a line of a report); 0, or EMSGSIZE when it does not fit
+ * in cap. */
 int wire_str(const struct wire_rd *v, char *out, size_t cap);
 /* The same for a list of lines (the plugin's WARNs): newlines kept, each
  * line printable. */

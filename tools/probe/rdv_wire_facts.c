@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tools/probe/wire.h"
+#include "tools/probe/rdv_wire.h"
 
 enum {
   F_RANK = 1,
@@ -148,16 +148,17 @@ static int dec_var(struct wire_rd *g, struct probe_env *e) {
   char *name = NULL, *value = NULL;
   struct wire_rd v;
   uint16_t tag;
-  int r;
-  while ((r = wire_next(g, &tag, &v)) == 1) {
+  enum wire_field r;
+  int err = 0;
+  while (!err && (r = wire_next(g, &tag, &v)) == WIRE_FIELD) {
     char **dst = tag == G_NAME ? &name : tag == G_VALUE ? &value : NULL;
     if (!dst) continue;
     free(*dst);
-    if (!(*dst = wire_strdup(&v))) r = -1;
-    if (r < 0) break;
+    if (!(*dst = wire_strdup(&v))) err = EBADMSG;
   }
-  struct probe_var *grown = NULL;
-  if (r == 0 && name && value && (grown = probe_grow(e->v, e->n, sizeof(*e->v)))) {
+  if (!err && (r == WIRE_MALFORMED || !name || !value)) err = EBADMSG;
+  struct probe_var *grown = err ? NULL : probe_grow(e->v, e->n, sizeof(*e->v));
+  if (grown) {
     e->v = grown;
     e->v[e->n].name = name;
     e->v[e->n].value = value;
@@ -166,27 +167,29 @@ static int dec_var(struct wire_rd *g, struct probe_env *e) {
   }
   free(name);
   free(value);
-  return -1;
+  return err ? err : ENOMEM;
 }
 
 static int dec_if(struct wire_rd *g, struct probe_if *x) {
   struct wire_rd v;
   uint16_t tag;
-  int r, e = 0;
-  while ((r = wire_next(g, &tag, &v)) == 1 && !e) {
+  enum wire_field r;
+  int e = 0;
+  while ((r = wire_next(g, &tag, &v)) == WIRE_FIELD && !e) {
     if (tag == G_NAME) e = wire_str(&v, x->name, sizeof(x->name));
     else if (tag == G_ADDR) e = wire_str(&v, x->addr, sizeof(x->addr));
     else if (tag == G_MTU) e = wire_i32(&v, &x->mtu);
     else if (tag == G_UP) e = wire_i32(&v, &x->up);
   }
-  return r < 0 || e ? -1 : 0;
+  return r == WIRE_MALFORMED || e ? EBADMSG : 0;
 }
 
 static int dec_rdma(struct wire_rd *g, struct probe_rdma *x) {
   struct wire_rd v;
   uint16_t tag;
-  int r, e = 0;
-  while ((r = wire_next(g, &tag, &v)) == 1 && !e) {
+  enum wire_field r;
+  int e = 0;
+  while ((r = wire_next(g, &tag, &v)) == WIRE_FIELD && !e) {
     switch (tag) {
     case G_NAME: e = wire_str(&v, x->name, sizeof(x->name)); break;
     case G_PORT: e = wire_i32(&v, &x->port); break;
@@ -202,17 +205,18 @@ static int dec_rdma(struct wire_rd *g, struct probe_rdma *x) {
     default: break;
     }
   }
-  return r < 0 || e ? -1 : 0;
+  return r == WIRE_MALFORMED || e ? EBADMSG : 0;
 }
 
 static int dec_small(struct wire_rd *g, uint16_t kind, struct probe_facts *f) {
   struct wire_rd v;
   uint16_t tag;
-  int r, e = 0;
+  enum wire_field r;
+  int e = 0;
   struct probe_dev *d = kind == F_DEV ? &f->devs[f->ndev] : NULL;
   struct probe_issue *is = kind == F_ISSUE ? &f->issues[f->nissue] : NULL;
   struct probe_rec *rc = kind == F_REC ? &f->recs[f->nrec] : NULL;
-  while ((r = wire_next(g, &tag, &v)) == 1 && !e) {
+  while ((r = wire_next(g, &tag, &v)) == WIRE_FIELD && !e) {
     if (d && tag == G_NAME) e = wire_str(&v, d->name, sizeof(d->name));
     else if (d && tag == G_SPEED) e = wire_i32(&v, &d->speed);
     else if (is && tag == G_SEV) e = wire_i32(&v, &is->sev);
@@ -221,7 +225,7 @@ static int dec_small(struct wire_rd *g, uint16_t kind, struct probe_facts *f) {
     else if (rc && tag == G_VALUE) e = wire_str(&v, rc->value, sizeof(rc->value));
     else if (rc && tag == G_STATUS) e = wire_str(&v, rc->status, sizeof(rc->status));
   }
-  if (r < 0 || e) return -1;
+  if (r == WIRE_MALFORMED || e) return EBADMSG;
   f->ndev += d != NULL, f->nissue += is != NULL, f->nrec += rc != NULL;
   return 0;
 }
@@ -232,14 +236,14 @@ static int dec_group(uint16_t tag, struct wire_rd *v, struct probe_facts *f) {
   case F_ENV: return dec_var(v, &f->env);
   case F_PID1: return dec_var(v, &f->pid1);
   case F_IF:
-    if (f->nif == PROBE_MAX_IFS) return -1;
+    if (f->nif == PROBE_MAX_IFS) return EBADMSG;
     return dec_if(v, &f->ifs[f->nif++]);
   case F_RDMA:
-    if (f->nrdma == PROBE_MAX_RDMA) return -1;
+    if (f->nrdma == PROBE_MAX_RDMA) return EBADMSG;
     return dec_rdma(v, &f->rdma[f->nrdma++]);
-  case F_DEV: return f->ndev == PROBE_MAX_DEVS ? -1 : dec_small(v, tag, f);
-  case F_ISSUE: return f->nissue == PROBE_MAX_ISSUES ? -1 : dec_small(v, tag, f);
-  case F_REC: return f->nrec == PROBE_MAX_RECS ? -1 : dec_small(v, tag, f);
+  case F_DEV: return f->ndev == PROBE_MAX_DEVS ? EBADMSG : dec_small(v, tag, f);
+  case F_ISSUE: return f->nissue == PROBE_MAX_ISSUES ? EBADMSG : dec_small(v, tag, f);
+  case F_REC: return f->nrec == PROBE_MAX_RECS ? EBADMSG : dec_small(v, tag, f);
   default: return 0;
   }
 }
@@ -276,17 +280,18 @@ int wire_dec_facts(const uint8_t *body, size_t len, struct probe_facts *f, char 
   f->rank = -1;
   struct wire_rd rd, v;
   uint16_t tag;
-  int r;
+  enum wire_field r;
   wire_rd_init(&rd, body, len);
-  while ((r = wire_next(&rd, &tag, &v)) == 1) {
+  while ((r = wire_next(&rd, &tag, &v)) == WIRE_FIELD) {
     if (dec_scalar(tag, &v, f)) {
       snprintf(why, cap, "malformed facts message: field %u", tag);
       probe_facts_free(f);
       return EBADMSG;
     }
   }
-  if (r < 0 || f->rank < 0 || !f->host[0]) {
-    snprintf(why, cap, "malformed facts message: %s", r < 0 ? "framing" : "no rank or host");
+  if (r == WIRE_MALFORMED || f->rank < 0 || !f->host[0]) {
+    snprintf(why, cap, "malformed facts message: %s",
+             r == WIRE_MALFORMED ? "framing" : "no rank or host");
     probe_facts_free(f);
     return EBADMSG;
   }

@@ -2,8 +2,8 @@
 /* Rank 0's report: text for people, JSON (--json[=FILE]) for tools. Both
  * carry the same content: the hosts and their facts, every pair tested,
  * and the problems with their fixes. */
-#ifndef DIAG_TOOLS_PROBE_REPORT_H
-#define DIAG_TOOLS_PROBE_REPORT_H
+#ifndef DIAG_TOOLS_PROBE_PROBE_REPORT_H
+#define DIAG_TOOLS_PROBE_PROBE_REPORT_H
 
 #include <stdio.h>
 
