@@ -200,6 +200,12 @@ static const struct knob_def knobs[K_COUNT] = {
      "other ports form an RDMA fabric, far from every GPU while each GPU has a near port, or of "
      "the minority link layer (each is reported with its reason); off = keep every usable port, "
      "as NCCL does"},
+  [K_DIAG_METRICS] =
+    {"NCCL_DIAG_METRICS", KT_STR, NULL, 0, 0, NULL,
+     "a directory: every few seconds and when its last connection closes, each process writes "
+     "its per-connection figures (bytes, busy time, completions, latency) there as "
+     "nccl_diag_<host>_<pid>.prom, in Prometheus' text format, for node_exporter's textfile "
+     "collector; unset = no file"},
 };
 
 struct knob_val {

@@ -59,6 +59,7 @@ enum knob_id {
   K_DIAG_IDLE_WAIT_US,
   K_DIAG_HWLOC,
   K_DIAG_PLANES,
+  K_DIAG_METRICS,
   K_COUNT
 };
 

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "plugin/api.h"
 #include "plugin/api_ids.h"
@@ -76,6 +77,26 @@ ncclResult_t diag_dereg_mr(void *comm, void *mhandle) {
   return mr.mh ? c->ops->dereg_mr(c, mr.mh) : ncclSuccess;
 }
 
+/* The run-time figures (transport/run/stats.h): a counted request notes
+ * when it was posted and what it may carry. */
+static void note_post(struct transport_comm *c, void *req, uint64_t bytes, int n) {
+  struct transport_req *r = req;
+  r->posted_ns = clock_mono_ns();
+  r->posted_bytes = bytes;
+  r->posted_n = n;
+  run_stats_post(&c->stats, r->posted_ns);
+}
+
+static void note_done(struct transport_req *r, const int *sizes) {
+  if (!r->posted_ns) return; /* a flush */
+  uint64_t bytes = r->posted_bytes;
+  if (sizes && r->posted_n) {
+    bytes = 0;
+    for (int i = 0; i < r->posted_n; i++) bytes += sizes[i] > 0 ? (uint64_t)sizes[i] : 0;
+  }
+  run_stats_done(&r->comm->stats, r->posted_ns, bytes, clock_mono_ns());
+}
+
 /* The transport's request, under an id of the comm's. */
 static ncclResult_t publish(const struct transport_comm *c, const void *cid, const char *fn,
                             ncclResult_t r, void *req, void **request) {
@@ -102,6 +123,7 @@ ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void 
   if (!api_mr_for("isend", c, send_comm, mhandle, data, size, &mr)) return ncclInternalError;
   void *req = NULL;
   ncclResult_t r = c->ops->isend(c, data ? data : no_bytes, size, tag, mr.mh, &req);
+  if (r == ncclSuccess && req) note_post(c, req, size, 0);
   return publish(c, send_comm, "isend", r, req, request);
 }
 
@@ -125,6 +147,11 @@ ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int 
   }
   void *req = NULL;
   ncclResult_t r = c->ops->irecv(c, n, bufs, sizes, tags, mhs, &req);
+  if (r == ncclSuccess && req) {
+    uint64_t cap = 0;
+    for (int i = 0; i < n; i++) cap += sizes[i];
+    note_post(c, req, cap, n);
+  }
   return publish(c, recv_comm, "irecv", r, req, request);
 }
 
@@ -151,6 +178,7 @@ ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void *
   }
   void *req = NULL;
   ncclResult_t r = c->ops->iflush(c, n, bufs, sz, mhs, &req);
+  if (r == ncclSuccess && req) ((struct transport_req *)req)->posted_ns = 0; /* not counted */
   return publish(c, recv_comm, "iflush", r, req, request);
 }
 
@@ -170,6 +198,9 @@ ncclResult_t diag_test(void *request, int *done, int *sizes) {
     return ncclInternalError;
   }
   ncclResult_t res = r->comm->ops->test(r, done, sizes);
-  if (*done) registry_req_done(request);
+  if (*done) {
+    note_done(r, sizes);
+    registry_req_done(request);
+  }
   return res;
 }
