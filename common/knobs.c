@@ -206,6 +206,11 @@ static const struct knob_def knobs[K_COUNT] = {
      "its per-connection figures (bytes, busy time, completions, latency) there as "
      "nccl_diag_<host>_<pid>.prom, in Prometheus' text format, for node_exporter's textfile "
      "collector; unset = no file"},
+  [K_DIAG_RUN_STATS] =
+    {"NCCL_DIAG_RUN_STATS", KT_BOOL, "1", 0, 1, NULL,
+     "1 = keep per-connection figures (bytes, busy time, completion latency) for the end-of-job "
+     "summary and NCCL_DIAG_METRICS: two clock reads per request; 0 = keep none (the summary "
+     "and the metrics file then show zeros)"},
 };
 
 struct knob_val {

@@ -12,7 +12,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "plugin/api.h"
 #include "plugin/api_ids.h"
@@ -81,20 +80,21 @@ ncclResult_t diag_dereg_mr(void *comm, void *mhandle) {
  * when it was posted and what it may carry. */
 static void note_post(struct transport_comm *c, void *req, uint64_t bytes, int n) {
   struct transport_req *r = req;
-  r->posted_ns = clock_mono_ns();
+  r->is_counted = run_stats_is_on();
+  if (!r->is_counted) return;
+  r->posted_ns = run_stats_post(&c->stats);
   r->posted_bytes = bytes;
   r->posted_n = n;
-  run_stats_post(&c->stats, r->posted_ns);
 }
 
 static void note_done(struct transport_req *r, const int *sizes) {
-  if (!r->posted_ns) return; /* a flush */
+  if (!r->is_counted) return;
   uint64_t bytes = r->posted_bytes;
   if (sizes && r->posted_n) {
     bytes = 0;
     for (int i = 0; i < r->posted_n; i++) bytes += sizes[i] > 0 ? (uint64_t)sizes[i] : 0;
   }
-  run_stats_done(&r->comm->stats, r->posted_ns, bytes, clock_mono_ns());
+  run_stats_done(&r->comm->stats, r->posted_ns, bytes);
 }
 
 /* The transport's request, under an id of the comm's. */
@@ -178,7 +178,7 @@ ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void *
   }
   void *req = NULL;
   ncclResult_t r = c->ops->iflush(c, n, bufs, sz, mhs, &req);
-  if (r == ncclSuccess && req) ((struct transport_req *)req)->posted_ns = 0; /* not counted */
+  if (r == ncclSuccess && req) ((struct transport_req *)req)->is_counted = false;
   return publish(c, recv_comm, "iflush", r, req, request);
 }
 

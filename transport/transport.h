@@ -149,7 +149,8 @@ struct transport_req {
   uint32_t obj; /* OBJ_REQ while in use */
   struct transport_comm *comm;
   struct prof_req *prof; /* NCCL profiler events of this request (transport/prof.h), or NULL */
-  int64_t posted_ns;     /* when the API posted it (run/stats.h); 0 for flushes, not counted */
+  bool is_counted;       /* a send or receive the figures count (run/stats.h), not a flush */
+  int64_t posted_ns;     /* when the API posted it, for a sampled one; else 0 */
   uint64_t posted_bytes; /* send: its size; receive: its buffers' sizes, until test() says */
   int posted_n;          /* receive: its buffers; 0 for a send */
 };

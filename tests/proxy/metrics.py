@@ -235,8 +235,10 @@ def main():
             done_fam = a['nccl_diag_connection_completions_total']['samples']
             hist = a['nccl_diag_connection_completion_latency_seconds']['samples']
             counts = {l['conn']: v for n, l, v in hist if n.endswith('_count')}
-            case(all(counts[l['conn']] == v for _, l, v in done_fam) and len(done_fam) == 8,
-                 'latency histogram counts every completion of 8 connections')
+            # one request in 16 is timed (transport/run/stats.h)
+            case(all(0 < counts[l['conn']] <= v for _, l, v in done_fam) and len(done_fam) == 8,
+                 'latency histogram of 8 connections samples their completions',
+                 f'{counts} {done_fam}')
             openv = [v for _, _, v in a['nccl_diag_connection_open']['samples']]
             case(openv == [0] * 8, 'after the close every connection reads closed', openv)
         summ = [ln for ln in out.splitlines() if 'run summary: 8 connections (4 send, 4 receive)'

@@ -94,7 +94,8 @@ static double field(enum field k, const struct run_conn_info *i) {
 
 static void put_histogram(FILE *f, const struct run_conn_info *all, int n) {
   const char *h = "nccl_diag_connection_completion_latency_seconds";
-  fprintf(f, "# HELP %s Time from post to completion of the connection's requests.\n", h);
+  fprintf(f, "# HELP %s Time from post to completion, one request in %d sampled.\n", h,
+          RUN_LAT_SAMPLE);
   fprintf(f, "# TYPE %s histogram\n", h);
   for (int k = 0; k < n; k++) {
     const struct run_conn_info *i = &all[k];
@@ -110,7 +111,7 @@ static void put_histogram(FILE *f, const struct run_conn_info *all, int n) {
     put_labels(f, i);
     fprintf(f, "} %.9f\n%s_count{", (double)i->v.lat_sum_ns * 1e-9, h);
     put_labels(f, i);
-    fprintf(f, "} %llu\n", (unsigned long long)i->v.completions);
+    fprintf(f, "} %llu\n", (unsigned long long)i->v.lat_count);
   }
 }
 

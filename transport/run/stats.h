@@ -11,6 +11,13 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
+
+/* Completion latency is measured on one request in RUN_LAT_SAMPLE (a
+ * clock read costs ~25-90 ns, a small message's whole turn ~1.5 us); busy
+ * time needs the clock only when the comm goes idle or busy, and the last
+ * progress takes the coarse clock (a few ns, a few ms of resolution). */
+#define RUN_LAT_SAMPLE 16
 
 /* Completion latency: log2 buckets of microseconds, bucket i holds
  * latencies in [2^(i-1), 2^i) us (bucket 0: under 1 us); the last one
@@ -20,13 +27,15 @@
 struct run_stats {
   /* the driving thread's own: not read elsewhere */
   int outstanding;       /* requests posted and not yet done */
+  uint32_t posts;        /* requests posted: picks the sampled ones */
   int64_t busy_since_ns; /* when outstanding last went from 0 to 1 */
 
   /* published */
   _Atomic uint64_t bytes;       /* payload bytes of completed requests */
   _Atomic uint64_t busy_ns;     /* closed busy periods; add now - busy_since while busy */
   _Atomic uint64_t completions; /* requests done */
-  _Atomic uint64_t lat_sum_ns;  /* sum of completion latencies */
+  _Atomic uint64_t lat_count;   /* completions whose latency was sampled */
+  _Atomic uint64_t lat_sum_ns;  /* sum of their latencies */
   _Atomic uint64_t lat_max_ns;
   _Atomic uint64_t lat_buckets[RUN_LAT_BUCKETS];
   _Atomic int64_t last_progress_ns; /* CLOCK_MONOTONIC of the last completion; 0 before any */
@@ -34,14 +43,19 @@ struct run_stats {
   _Atomic int64_t busy_start_ns; /* published copy of busy_since_ns */
 };
 
-/* A request was posted on the comm at now. */
-void run_stats_post(struct run_stats *s, int64_t now);
-/* A request posted at posted_ns completed at now with bytes payload. */
-void run_stats_done(struct run_stats *s, int64_t posted_ns, uint64_t bytes, int64_t now);
+/* NCCL_DIAG_RUN_STATS, read once: whether the data calls keep figures. */
+bool run_stats_is_on(void);
+
+/* A request was posted on the comm: returns its post time when its
+ * latency is sampled, else 0. */
+int64_t run_stats_post(struct run_stats *s);
+/* A request completed with bytes payload; posted_ns as run_stats_post
+ * returned it. */
+void run_stats_done(struct run_stats *s, int64_t posted_ns, uint64_t bytes);
 
 /* A consistent-enough copy for readers on other threads. */
 struct run_stats_view {
-  uint64_t bytes, busy_ns, completions, lat_sum_ns, lat_max_ns;
+  uint64_t bytes, busy_ns, completions, lat_count, lat_sum_ns, lat_max_ns;
   uint64_t lat_buckets[RUN_LAT_BUCKETS];
   int64_t last_progress_ns;
 };
