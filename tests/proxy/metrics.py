@@ -10,7 +10,7 @@ received. The host name carries a quote and a backslash (a UTS namespace),
 so label escaping is exercised. Also: the end-of-job INFO summary, no file
 with the variable unset, one WARN for a directory that cannot be written.
 
-usage: metrics.py --driver PROXY_DRIVER --plugin LIBNCCL_NET_DIAG.so"""
+usage: metrics.py --driver PROXY_DRIVER --plugin LIBNCCL_NET_DIAG.so [--transport tcp|ib]"""
 import argparse
 import glob
 import os
@@ -182,7 +182,7 @@ def run(args, env_extra, hostname=None, cwd=None):
     """Runs the driver, in a UTS namespace with hostname when given."""
     env = dict(os.environ, NCCL_DIAG_PLUGIN_PATH=args.plugin, PROXY_ECHO_LOG='1')
     cmd = [args.driver, '--abi', '11', '--channels', '4', '--steps', '60', '--max-size', '1048576',
-           '--label', 'metrics']
+           '--label', 'metrics', '--transport', args.transport]
     for kv in env_extra:
         cmd += ['--env', kv]
     if hostname:
@@ -215,6 +215,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--driver', required=True)
     ap.add_argument('--plugin', required=True)
+    ap.add_argument('--transport', default='tcp', choices=('tcp', 'ib'))
     args = ap.parse_args()
     args.driver, args.plugin = os.path.abspath(args.driver), os.path.abspath(args.plugin)
     host = 'we"ird\\host'
@@ -232,6 +233,8 @@ def main():
                  'bytes one process sent are the bytes the other received', f'{sa} {rb} {sb} {ra}')
             hosts = {l['peer_host'] for _, l, _ in a[fam]['samples']}
             case(hosts == {host}, 'peer host label unescapes to the host name', hosts)
+            kinds = {l['transport'] for _, l, _ in a[fam]['samples']}
+            case(kinds == {args.transport}, f'every connection is {args.transport}', kinds)
             done_fam = a['nccl_diag_connection_completions_total']['samples']
             hist = a['nccl_diag_connection_completion_latency_seconds']['samples']
             counts = {l['conn']: v for n, l, v in hist if n.endswith('_count')}
@@ -244,6 +247,8 @@ def main():
         summ = [ln for ln in out.splitlines() if 'run summary: 8 connections (4 send, 4 receive)'
                 in ln]
         case(len(summ) == 2, 'one end-of-job summary per process', out[-3000:])
+    if args.transport != 'tcp':
+        return done()  # the cases below do not depend on the transport
     with tempfile.TemporaryDirectory() as d:
         r = run(args, [], cwd=d)
         case(r.returncode == 0 and os.listdir(d) == [], 'NCCL_DIAG_METRICS unset: no file')

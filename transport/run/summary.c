@@ -27,30 +27,51 @@ static void human(char *out, size_t cap, double v, const char *unit) {
   snprintf(out, cap, "%.1f %s%s", v, p[k], unit);
 }
 
-/* The slowest measured connection, its rate and the median rate of the
- * measured ones, as words; "" when fewer than two are measured. */
+/* Siblings: connections of the same transport and direction, the only
+ * ones whose rates compare (a receive waits for its sender's caller, an
+ * RDMA link is not a TCP one). */
+static int kind_of(const struct run_conn_info *i) {
+  return (i->transport[0] == 'i' ? 2 : 0) + (i->is_send ? 1 : 0);
+}
+
+/* The median rate of the measured connections of kind k; 0 when fewer
+ * than two. */
+static double kind_median(const struct run_conn_info *all, int n, int k, double *rates) {
+  int m = 0;
+  for (int j = 0; j < n; j++)
+    if (kind_of(&all[j]) == k && run_conn_is_measured(&all[j]))
+      rates[m++] = run_stats_rate(&all[j].v);
+  if (m < 2) return 0;
+  qsort(rates, (size_t)m, sizeof(*rates), cmp_rate);
+  return m % 2 ? rates[m / 2] : (rates[m / 2 - 1] + rates[m / 2]) / 2;
+}
+
+/* The measured connection furthest below its siblings' median, as words;
+ * "" when no kind has two measured connections. */
 static void slowest(char *out, size_t cap, const struct run_conn_info *all, int n) {
   out[0] = '\0';
-  double *rates = malloc((size_t)(n ? n : 1) * sizeof(*rates));
+  double *rates = malloc((size_t)(n ? n : 1) * sizeof(*rates)), med[4];
   if (!rates) return;
-  int m = 0, slow = -1;
-  for (int k = 0; k < n; k++) {
-    if (!run_conn_is_measured(&all[k])) continue;
-    rates[m++] = run_stats_rate(&all[k].v);
-    if (slow < 0 || run_stats_rate(&all[k].v) < run_stats_rate(&all[slow].v)) slow = k;
-  }
-  if (m >= 2) {
-    qsort(rates, (size_t)m, sizeof(*rates), cmp_rate);
-    double med = m % 2 ? rates[m / 2] : (rates[m / 2 - 1] + rates[m / 2]) / 2;
-    const struct run_conn_info *s = &all[slow];
-    char r[32], md[32];
-    human(r, sizeof(r), run_stats_rate(&s->v), "B/s");
-    human(md, sizeof(md), med, "B/s");
-    snprintf(out, cap, "; slowest link: %s %s %s on %s at %s while busy, %.2fx the median %s of %d",
-             s->is_send ? "send to" : "receive from", s->transport, s->peer_desc, s->dev, r,
-             med > 0 ? run_stats_rate(&s->v) / med : 0.0, md, m);
-  }
+  for (int k = 0; k < 4; k++) med[k] = kind_median(all, n, k, rates);
   free(rates);
+  int slow = -1;
+  double worst = 0;
+  for (int j = 0; j < n; j++) {
+    double md = med[kind_of(&all[j])];
+    if (md <= 0 || !run_conn_is_measured(&all[j])) continue;
+    double ratio = run_stats_rate(&all[j].v) / md;
+    if (slow < 0 || ratio < worst) slow = j, worst = ratio;
+  }
+  if (slow < 0) return;
+  const struct run_conn_info *s = &all[slow];
+  char r[32], md[32];
+  human(r, sizeof(r), run_stats_rate(&s->v), "B/s");
+  human(md, sizeof(md), med[kind_of(s)], "B/s");
+  snprintf(out, cap,
+           "; slowest link: %s %s on %s at %s while busy, %.2fx the median %s of its %s %s "
+           "siblings",
+           s->is_send ? "send to" : "receive from", s->peer_desc, s->dev, r, worst, md,
+           s->transport, s->is_send ? "send" : "receive");
 }
 
 void run_summary_log(void) {
