@@ -242,6 +242,10 @@ def main():
             case(all(0 < counts[l['conn']] <= v for _, l, v in done_fam) and len(done_fam) == 8,
                  'latency histogram of 8 connections samples their completions',
                  f'{counts} {done_fam}')
+            if args.transport == 'tcp':
+                rtts = a['nccl_diag_connection_tcp_rtt_seconds']['samples']
+                case(len(rtts) == 8 and all(v > 0 for _, _, v in rtts),
+                     'every TCP connection carries its sockets\' TCP_INFO round trip', rtts)
             openv = [v for _, _, v in a['nccl_diag_connection_open']['samples']]
             case(openv == [0] * 8, 'after the close every connection reads closed', openv)
         summ = [ln for ln in out.splitlines() if 'run summary: 8 connections (4 send, 4 receive)'

@@ -39,6 +39,12 @@ static void fill(struct run_conn_info *i, const struct transport_comm *c, uint32
   i->peer_pid = c->peer.who.pid;
 }
 
+/* The figures and the kernel's evidence of an open comm, now. */
+static void refresh(struct run_conn_info *i, const struct transport_comm *c, int64_t now) {
+  run_stats_read(&c->stats, now, &i->v);
+  if (c->ops && !strcmp(c->ops->name, "tcp")) tcp_comm_evidence(c, &i->tcp);
+}
+
 void run_conn_add(struct transport_comm *c) {
   pthread_mutex_lock(&lock);
   if (nconns == cap_conns) {
@@ -66,7 +72,7 @@ void run_conn_remove(struct transport_comm *c) {
   for (int k = 0; k < nconns; k++) {
     struct run_conn *e = &conns[k];
     if (e->comm != c) continue;
-    run_stats_read(&c->stats, clock_mono_ns(), &e->info.v);
+    refresh(&e->info, c, clock_mono_ns());
     e->info.is_open = false;
     e->comm = NULL;
     is_last = --nopen == 0;
@@ -87,7 +93,7 @@ struct run_conn_info *run_conn_snapshot(int *n, int *open) {
     int64_t now = clock_mono_ns();
     for (int k = 0; k < nconns; k++) {
       out[k] = conns[k].info;
-      if (conns[k].comm) run_stats_read(&conns[k].comm->stats, now, &out[k].v);
+      if (conns[k].comm) refresh(&out[k], conns[k].comm, now);
     }
     *n = nconns;
     *open = nopen;

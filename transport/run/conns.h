@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "transport/run/evidence.h"
 #include "transport/run/stats.h"
 
 struct transport_comm;
@@ -25,6 +26,7 @@ struct run_conn_info {
   char peer_desc[160];
   uint32_t peer_pid;
   struct run_stats_view v;
+  struct run_tcp_evidence tcp; /* TCP connections: their sockets' TCP_INFO */
 };
 
 void run_conn_add(struct transport_comm *c);

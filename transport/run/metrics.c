@@ -63,7 +63,18 @@ static void put_labels(FILE *f, const struct run_conn_info *i) {
   put_label(f, "peer_pid", ppid, true);
 }
 
-enum field { F_BYTES, F_BUSY, F_DONE, F_RATE, F_OPEN, F_LAT_MAX };
+enum field {
+  F_BYTES,
+  F_BUSY,
+  F_DONE,
+  F_RATE,
+  F_OPEN,
+  F_LAT_MAX,
+  F_TCP_RETRANS,
+  F_TCP_RTT,
+  F_TCP_LOST
+};
+#define F_FIRST_TCP F_TCP_RETRANS /* these only for TCP connections */
 static const struct {
   const char *name, *type, *help;
 } families[] = {
@@ -78,6 +89,12 @@ static const struct {
   [F_OPEN] = {"nccl_diag_connection_open", "gauge", "1 while the connection is open, 0 after."},
   [F_LAT_MAX] = {"nccl_diag_connection_completion_latency_max_seconds", "gauge",
                  "Longest time from post to completion of one request."},
+  [F_TCP_RETRANS] = {"nccl_diag_connection_tcp_retransmits_total", "counter",
+                     "Segments the kernel retransmitted on the connection's sockets (TCP_INFO)."},
+  [F_TCP_RTT] = {"nccl_diag_connection_tcp_rtt_seconds", "gauge",
+                 "Largest smoothed round-trip time of the connection's sockets (TCP_INFO)."},
+  [F_TCP_LOST] = {"nccl_diag_connection_tcp_lost_segments", "gauge",
+                  "Segments the kernel counts lost now on the connection's sockets (TCP_INFO)."},
 };
 
 static double field(enum field k, const struct run_conn_info *i) {
@@ -88,6 +105,9 @@ static double field(enum field k, const struct run_conn_info *i) {
   case F_RATE: return run_stats_rate(&i->v);
   case F_OPEN: return i->is_open ? 1 : 0;
   case F_LAT_MAX: return (double)i->v.lat_max_ns * 1e-9;
+  case F_TCP_RETRANS: return (double)i->tcp.retrans;
+  case F_TCP_RTT: return (double)i->tcp.rtt_us * 1e-6;
+  case F_TCP_LOST: return (double)i->tcp.lost;
   }
   return 0;
 }
@@ -120,10 +140,12 @@ static void put_all(FILE *f, const struct run_conn_info *all, int n) {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", families[k].name, families[k].help, families[k].name,
             families[k].type);
     for (int c = 0; c < n; c++) {
+      if (k >= F_FIRST_TCP && !all[c].tcp.has) continue;
       fprintf(f, "%s{", families[k].name);
       put_labels(f, &all[c]);
       double v = field((enum field)k, &all[c]);
-      if (k == F_BYTES || k == F_DONE || k == F_OPEN) /* counts: exact, never 1.6e+10 */
+      if (k == F_BYTES || k == F_DONE || k == F_OPEN || k == F_TCP_RETRANS || k == F_TCP_LOST)
+        /* counts: exact, never 1.6e+10 */
         fprintf(f, "} %.0f\n", v);
       else fprintf(f, "} %.9g\n", v);
     }
