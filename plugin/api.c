@@ -18,7 +18,7 @@
 #include "common/ncclver.h"
 #include "common/version.h"
 #include "plugin/vdev.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 #include "transport/transport.h"
 
 /* Our log levels and subsystem bits are NCCL's values: the sink passes

@@ -15,7 +15,7 @@
 #include "common/log.h"
 #include "plugin/api.h"
 #include "plugin/api_ids.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 
 #define API_MAX_GROUP 8 /* grouped receives a comm takes, at most (maxRecvs) */
 _Static_assert(IB_MAX_RECVS <= API_MAX_GROUP, "maxRecvs fits the API's arrays");

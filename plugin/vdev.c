@@ -23,7 +23,7 @@
 #include "common/log.h"
 #include "common/ncclver.h"
 #include "transport/handle.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 
 static pthread_mutex_t vdev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct diag_vdev *vdevs; /* room for as many as the host has devices */

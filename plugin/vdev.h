@@ -11,7 +11,7 @@
  * seen down. With two or more connections per virtual device, as NCCL
  * opens (one per channel), every port carries traffic. With
  * NCCL_IB_RESILIENCY_PORT_FAILOVER=1 a connection whose port fails moves to
- * another member port that is up (transport/ib/ib_failover.c). */
+ * another member port that is up (transport/ib/failover/ib_failover.c). */
 #ifndef DIAG_PLUGIN_VDEV_H
 #define DIAG_PLUGIN_VDEV_H
 

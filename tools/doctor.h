@@ -8,7 +8,7 @@
 #include <stdio.h>
 
 #include "topo/topo.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 
 #define DOCTOR_MAX_VARS 64
 

@@ -3,7 +3,7 @@
  * talk at all: an index past the table or an empty entry makes every queue
  * pair fail at INIT (EINVAL); a limited member reaches only full members.
  * The key itself goes to the peer in the hello, where the pair is checked
- * (transport/ib/ib_compat.c). */
+ * (transport/ib/setup/ib_compat.c). */
 #include <stdio.h>
 
 #include "topo/internal.h"

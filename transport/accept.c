@@ -19,7 +19,7 @@
 
 #include "common/events.h"
 #include "common/log.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 #include "transport/listen.h"
 #include "transport/report.h"
 #include "transport/sock.h"

@@ -28,7 +28,7 @@
 #include "common/log.h"
 #include "transport/connect.h"
 #include "transport/handle.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 

@@ -8,7 +8,7 @@
  *                         answers with this handle's nonce wins, and its
  *                         socket becomes the control socket
  *   CONNECT_RDMA          only when both sides have RDMA devices: RDMA
- *                         setup on the control socket (ib/ib_setup.c); up
+ *                         setup on the control socket (ib/setup/ib_setup.c); up
  *                         ends the machine, a fall back goes on to
  *   CONNECT_DATA_SOCKETS  the listener's number of TCP data sockets to the
  *                         address that won, each introduced by a preamble
@@ -26,7 +26,7 @@
 #include "transport/frame.h"
 #include "transport/handle.h"
 #include "transport/hello.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 #include "transport/record_io.h"
 #include "transport/transport.h"
 

@@ -32,7 +32,7 @@ int preamble_decode(const uint8_t in[PREAMBLE_LEN], struct preamble *p, char *wh
 /* INLINE: the payload follows on the control socket. ABORT: the sender of
  * this frame gave up on the connection; `size` bytes of reason text follow. */
 /* FAILOVER: an RDMA connection moving to another port of its virtual NIC;
- * `size` bytes of its message follow (transport/ib/ib_wire.h). Only the
+ * `size` bytes of its message follow (transport/ib/setup/ib_wire.h). Only the
  * RDMA transport reads these (msg_hdr_decode refuses them). */
 enum { MSG_F_INLINE = 1, MSG_F_ABORT = 2, MSG_F_FAILOVER = 4 };
 #define MSG_ABORT_MAX 1024

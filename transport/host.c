@@ -14,7 +14,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "topo/topo.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 #include "transport/transport.h"
 
 static struct transport_host host;

@@ -19,7 +19,7 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "transport/handle.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 

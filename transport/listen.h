@@ -9,7 +9,7 @@
  *   ACCEPT_HELLO         the connector's hello, read and checked
  *   ACCEPT_ANSWER        our hello, sent back
  *   ACCEPT_RDMA          only when both sides have RDMA devices: RDMA
- *                        setup on the control socket (ib/ib_setup.c); up
+ *                        setup on the control socket (ib/setup/ib_setup.c); up
  *                        ends the machine, a fall back goes on to
  *   ACCEPT_DATA_SOCKETS  the connector's data sockets, each attached by its
  *                        preamble as it arrives

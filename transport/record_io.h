@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Framed records on a non-blocking socket: a fixed-size header that gives
  * the record's kind and its body's length, then the body. The hello
- * (hello.h) and the RDMA setup records (ib/ib_wire.h) travel this way, on
+ * (hello.h) and the RDMA setup records (ib/setup/ib_wire.h) travel this way, on
  * a control socket whose later bytes belong to someone else, so the reader
  * never reads past the record it is on.
  *

@@ -9,7 +9,7 @@
  *               the data sockets
  *   accept      listen.h: the connector's hello and our answer, then RDMA
  *               setup or the data sockets
- *   RDMA setup  ib/ib_setup.h: INFO and STATUS records on the control
+ *   RDMA setup  ib/setup/ib_setup.h: INFO and STATUS records on the control
  *               socket; pending, RDMA up, fall back to TCP, or failed
  * The hello and the RDMA setup records are framed records, read and
  * written by record_io.h.

@@ -55,7 +55,7 @@ static int nlog;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_echo;
 /* NCCL prints the source file a plugin passes: a path of the source tree
- * (transport/ib/ib_poll.c), not one relative to a build folder. */
+ * (transport/ib/data/ib_poll.c), not one relative to a build folder. */
 static char bad_file[256];
 
 static void capture(ncclDebugLogLevel level, unsigned long flags, const char *file, int line,

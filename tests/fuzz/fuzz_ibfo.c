@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the port fail-over messages read from the peer's control
- * connection (transport/ib/ib_wire.h). A message that decodes re-encodes
+ * connection (transport/ib/setup/ib_wire.h). A message that decodes re-encodes
  * to one that decodes to the same fields. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/ib/ib_wire.h"
+#include "transport/ib/setup/ib_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

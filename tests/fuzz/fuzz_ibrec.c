@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "transport/ib/ib_wire.h"
+#include "transport/ib/setup/ib_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

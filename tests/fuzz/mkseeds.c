@@ -7,7 +7,7 @@
 #include "transport/frame.h"
 #include "transport/handle.h"
 #include "transport/hello.h"
-#include "transport/ib/ib_wire.h"
+#include "transport/ib/setup/ib_wire.h"
 
 static void put(const char *dir, const char *name, const void *p, size_t n) {
   char path[1024];

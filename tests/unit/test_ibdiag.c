@@ -10,7 +10,7 @@
 
 #include "common/wcstatus.h"
 #include "tap.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 
 static struct topo_dev td;
 static struct ib_dev dev;

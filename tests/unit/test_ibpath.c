@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "transport/ib/ib.h"
+#include "transport/ib/dev/ib.h"
 
 /* fe80::/64 style IB GIDs: prefix bytes 0-7 (FLID at 4-5, local subnet
  * prefix at 6-7), then the port GUID. */

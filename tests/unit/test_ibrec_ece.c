@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "tap.h"
-#include "transport/ib/ib_wire.h"
+#include "transport/ib/setup/ib_wire.h"
 
 /* Encodes and decodes r; 0 on success, with the encoded length. */
 static int round_trip(const struct ibrec *r, struct ibrec *back, size_t *len) {

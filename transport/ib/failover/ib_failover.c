@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Port fail-over, as NCCL 2.29 added it (NCCL_IB_RESILIENCY_PORT_FAILOVER,
+ * default 0): a connection on a port of a virtual NIC (makeVDevice) whose
+ * port fails moves to another port of that NIC that is up, instead of
+ * failing. NCCL learns which sends landed by reading the receiver's
+ * completion records over a working device; this plugin asks the receiver
+ * on the control connection, which it already has (ib_wire.h: HINT, REQ,
+ * ACK, GO, NAK):
+ *   sender   the failed port's queue pairs to the error state; a standby
+ *            queue pair on the new port, the FIFO registered there; REQ
+ *   receiver its old queue pairs to the error state, its completion queue
+ *            drained (what landed completes); a standby queue pair on its
+ *            new port, connected to the sender's; ACK with the messages
+ *            whose receive is still pending
+ *   sender   connects, completes the posted messages the receiver no
+ *            longer waits for, clears its FIFO, GO; the rest are sent again
+ *            on the new port, in order, as their clear-to-sends come back
+ *   receiver reposts the receives and clear-to-sends of the pending ones,
+ *            with its buffers registered on the new port.
+ * RC delivers in order and a queue pair in the error state takes nothing
+ * more, so no message is lost or completed twice. A receiver whose queue
+ * pair fails first asks the sender to move (HINT). A move starts on any
+ * failed completion (not a flushed one), as NCCL's does; a peer that died
+ * ends it when its control connection closes. The stages are enum
+ * ib_fo_stage (ib_comm.h). */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/knobs.h"
+#include "common/log.h"
+#include "transport/frame.h"
+#include "transport/ib/data/ib_comm.h"
+#include "transport/ib/setup/ib_setup.h"
+#include "transport/sock.h"
+#include "transport/wire.h"
+
+#define FO_WAIT_NS 30000000000LL /* a move the peer does not answer in this time fails */
+#define FO_FIFO_BYTES (sizeof(struct ib_cts) * IB_SLOTS * IB_MAX_RECVS)
+#define FO_CR_BYTES (sizeof(uint32_t) * IB_SLOTS * IB_MAX_RECVS)
+#define FO_CAUSE_SHOWN 420 /* of a diagnosis, in the one-line WARN */
+
+const char *ib_fo_stage_name(enum ib_fo_stage stage) {
+  switch (stage) {
+  case IB_FO_IDLE: return "on its port";
+  case IB_FO_WAIT_ACK: return "waiting for the receiver to move";
+  case IB_FO_EXPECT: return "waiting for the sender to move";
+  case IB_FO_WAIT_GO: return "waiting for the sender's go";
+  }
+  return "unknown";
+}
+
+static bool is_on(void) { return knob_int(K_IB_RESILIENCY_PORT_FAILOVER) != 0; }
+
+/* The first other port of the virtual NIC that is up. */
+static struct ib_dev *standby_port(const struct ib_comm *c) {
+  for (int i = 0; i < c->dev->nmembers; i++) {
+    struct ib_dev *m = c->dev->members[i];
+    if (m != c->dev && !ib_dev_check_port(m)) return m;
+  }
+  return NULL;
+}
+
+/* NULL when the connection can move (*to: where), else why not. */
+static const char *cannot_move(const struct ib_comm *c, struct ib_dev **to) {
+  *to = NULL;
+  if (!is_on()) return "NCCL_IB_RESILIENCY_PORT_FAILOVER=0 there (set it to 1 on every node)";
+  if (c->dev->nmembers < 2) return "its device is a single port, not a virtual NIC";
+  for (int i = 0; c->has_flush && i < IB_SLOTS; i++)
+    if (c->flush_reqs[i]) return "a flush read of GPU memory is in flight on that port";
+  if (c->fo.moves >= knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS))
+    return "it has moved NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS times already";
+  *to = standby_port(c);
+  return *to ? NULL : "no other port of its virtual NIC is up";
+}
+
+void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap) {
+  buf[0] = 0;
+  if (is_on() || c->dev->nmembers < 2 || c->has_flush) return;
+  const struct ib_dev *to = standby_port(c);
+  if (to)
+    snprintf(buf, cap,
+             "; NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on both sides would have moved this connection "
+             "to %s, another port of its virtual NIC, and kept it alive",
+             to->label);
+}
+
+/* ---- messages on the control connection ---- */
+
+static int send_msg(struct ib_comm *c, const struct ib_fo_msg *m) {
+  uint8_t buf[MSG_HDR_LEN + MSG_FAILOVER_MAX];
+  size_t len, off = 0;
+  if (ib_fo_encode(m, buf + MSG_HDR_LEN, MSG_FAILOVER_MAX, &len)) return EMSGSIZE;
+  struct msg_hdr h = {MSG_F_FAILOVER, 0, 0, 0, len};
+  msg_hdr_encode(&h, buf);
+  int64_t end = now_ns() + 2000000000LL;
+  while (off < MSG_HDR_LEN + len) {
+    size_t n;
+    int err = sock_send(c->ctrl_fd, buf + off, MSG_HDR_LEN + len - off, &n);
+    if (err && err != EAGAIN) return err;
+    if (err && now_ns() > end) return ETIMEDOUT;
+    if (err) poll(&(struct pollfd){c->ctrl_fd, POLLOUT, 0}, 1, 10);
+    off += err ? 0 : n;
+  }
+  return 0;
+}
+
+/* The header waiting on the socket, left there: 1 when it starts a
+ * fail-over message of *size bytes, 0 otherwise. */
+static int peek_header(int fd, uint64_t *size) {
+  uint8_t hdr[MSG_HDR_LEN];
+  int64_t end = now_ns() + 200000000LL;
+  for (;;) {
+    ssize_t n = recv(fd, hdr, sizeof(hdr), MSG_PEEK | MSG_DONTWAIT);
+    if (n == MSG_HDR_LEN) break;
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return 0;
+    if (now_ns() > end) return 0;
+    poll(&(struct pollfd){fd, POLLIN, 0}, 1, 5);
+  }
+  struct rbuf r = {hdr, sizeof(hdr), 0, false};
+  uint16_t mark = r_u16(&r);
+  uint8_t flags = r_u8(&r), pad = r_u8(&r);
+  r_take(&r, 12); /* sequence, tag, stripe: unused */
+  *size = r_u64(&r);
+  return mark == MSG_MARK && flags == MSG_F_FAILOVER && !pad && *size <= MSG_FAILOVER_MAX;
+}
+
+/* Reads the message peek_header found: 0, or an errno with why. */
+static int read_msg(int fd, uint64_t size, struct ib_fo_msg *m, char *why, size_t cap) {
+  uint8_t buf[MSG_HDR_LEN + MSG_FAILOVER_MAX];
+  size_t got = 0, total = MSG_HDR_LEN + (size_t)size;
+  int64_t end = now_ns() + 1000000000LL;
+  while (got < total) {
+    size_t n;
+    int err = sock_recv(fd, buf + got, total - got, &n);
+    if (err && err != EAGAIN) {
+      snprintf(why, cap, "the control connection failed: %s", strerror(err));
+      return err;
+    }
+    if (err && now_ns() > end) {
+      snprintf(why, cap, "the message stopped after %zu of %zu bytes", got, total);
+      return ETIMEDOUT;
+    }
+    if (err) poll(&(struct pollfd){fd, POLLIN, 0}, 1, 5);
+    got += err ? 0 : n;
+  }
+  return ib_fo_decode(buf + MSG_HDR_LEN, (size_t)size, m, why, cap);
+}
+
+static void fill_port(const struct ib_dev *d, struct ib_fo_msg *m) {
+  char subnet[64];
+  pthread_mutex_lock((pthread_mutex_t *)&d->lock);
+  memcpy(m->gid, ib_dev_gid(d, subnet, sizeof(subnet)), 16);
+  pthread_mutex_unlock((pthread_mutex_t *)&d->lock);
+  m->lid = (uint32_t)d->td->lid;
+  m->mtu = (uint32_t)d->mtu;
+  snprintf(m->port, sizeof(m->port), "%s", d->label);
+}
+
+static void send_nak(struct ib_comm *c, const char *why) {
+  struct ib_fo_msg m = {.kind = IB_FO_NAK};
+  char host[64] = "the peer";
+  gethostname(host, sizeof(host) - 1);
+  snprintf(m.text, sizeof(m.text), "on %s, %s", host, why);
+  (void)send_msg(c, &m);
+}
+
+/* ---- the standby queue pair ---- */
+
+static int cap_wr(const struct ib_dev *d, int want) {
+  return d->attr.max_qp_wr > 0 && want > d->attr.max_qp_wr ? d->attr.max_qp_wr : want;
+}
+
+static int make_standby(struct ib_comm *c, struct ib_dev *to, char *why, size_t cap) {
+  struct ib_fo *f = &c->fo;
+  int send_wr = cap_wr(to, c->is_send ? IB_MAX_REQS * (IB_MAX_RECVS + 2) : 2 * IB_SLOTS);
+  int recv_wr = cap_wr(to, c->is_send ? 1 : 2 * IB_MAX_REQS);
+  int depth = send_wr + recv_wr < 1024 ? 1024 : send_wr + recv_wr;
+  if (to->attr.max_cqe > 0 && depth > to->attr.max_cqe) depth = to->attr.max_cqe;
+  f->to = to;
+  f->cq = to->v->create_cq(to->ctx, depth, NULL, NULL, 0);
+  if (!f->cq) {
+    int err = errno ? errno : ENOMEM;
+    snprintf(why, cap, "creating a completion queue on %s failed: %s", to->label, strerror(err));
+    return err;
+  }
+  int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+  f->mr_a = c->is_send ? ib_mr_plain(to, c->fifo, FO_FIFO_BYTES, rw, "the CTS FIFO")
+                       : ib_mr_plain(to, c->cr, FO_CR_BYTES, rw, "completion records");
+  f->mr_b = c->is_send
+              ? ib_mr_plain(to, c->sizes_out, FO_CR_BYTES, IBV_ACCESS_LOCAL_WRITE, "grouped sizes")
+              : ib_mr_plain(to, c->shadow, FO_FIFO_BYTES, IBV_ACCESS_LOCAL_WRITE, "CTS entries");
+  if (!f->mr_a || !f->mr_b) {
+    snprintf(why, cap, "cannot register the connection's control memory on %s", to->label);
+    return ENOMEM;
+  }
+  int err = ib_qp_create(&f->qp, to, f->cq, send_wr, recv_wr, c->base.peer.host, why, cap);
+  if (!err)
+    err = ib_qp_init(&f->qp, IBV_ACCESS_REMOTE_WRITE | (c->is_send ? 0 : IBV_ACCESS_REMOTE_READ),
+                     why, cap);
+  return err;
+}
+
+/* RTR and RTS of the standby towards the peer's (m). */
+static int connect_standby(struct ib_comm *c, const struct ib_fo_msg *m, char *why, size_t cap) {
+  struct ib_fo *f = &c->fo;
+  const struct topo_dev *t = f->to->td;
+  struct ib_fo_msg mine;
+  fill_port(f->to, &mine);
+  struct ib_path_ends e = {.is_roce = t->ll != TOPO_LL_IB,
+                           .local_mtu = f->to->mtu,
+                           .remote_mtu = (int)m->mtu,
+                           .local_gid = mine.gid,
+                           .remote_gid = m->gid,
+                           .local_gid_index = t->gid_index,
+                           .remote_lid = (int)m->lid,
+                           .is_grh_required = f->to->is_grh_required};
+  ib_choose_sl_tc(NCCL_NET_TRAFFIC_CLASS_UNDEF, &e.sl, &e.tc);
+  struct ib_path p;
+  memset(&p, 0, sizeof(p));
+  ib_path_address(&e, &p);
+  p.qpn = m->qpn;
+  struct hello peer = c->peer_hello; /* the peer's new port, for a diagnosis */
+  memcpy(peer.ib.gid, m->gid, 16);
+  peer.ib.lid = (int)m->lid;
+  peer.ib.mtu = (int)m->mtu;
+  snprintf(peer.ib.dev, sizeof(peer.ib.dev), "%.*s", (int)strcspn(m->port, " "), m->port);
+  int err = ib_qp_rtr(&f->qp, &p, &peer, why, cap);
+  return err ? err : ib_qp_rts(&f->qp, why, cap);
+}
+
+static void release_standby(struct ib_comm *c) {
+  struct ib_fo *f = &c->fo;
+  ib_qp_destroy(&f->qp);
+  if (f->mr_a) f->to->v->dereg_mr(f->mr_a);
+  if (f->mr_b) f->to->v->dereg_mr(f->mr_b);
+  if (f->cq) f->to->v->destroy_cq(f->cq);
+  f->mr_a = f->mr_b = NULL;
+  f->cq = NULL;
+}
+
+/* The old queue pairs take nothing more: what they did not deliver is
+ * sent again on the new port. */
+static void stop_old(struct ib_comm *c) {
+  for (int i = 0; i < c->nqps; i++) {
+    struct ibv_qp_attr a;
+    memset(&a, 0, sizeof(a));
+    a.qp_state = IBV_QPS_ERR;
+    if (c->qps[i].qp && !c->dev->v->modify_qp(c->qps[i].qp, &a, IBV_QP_STATE))
+      c->qps[i].state = IBV_QPS_ERR;
+  }
+}
+
+/* The connection runs on the standby from now on; a flush queue pair is
+ * made again on the new port. 0, or the comm's errno. */
+static int switch_to_standby(struct ib_comm *c) {
+  struct ib_fo *f = &c->fo;
+  const struct verbs_ops *v = c->dev->v;
+  bool had_flush = c->has_flush;
+  for (int i = 0; i < c->nqps; i++) ib_qp_destroy(&c->qps[i]);
+  if (had_flush) {
+    ib_qp_destroy(&c->flush_qp);
+    v->dereg_mr(c->flush_mr);
+    free(c->flush_buf);
+    c->flush_mr = NULL;
+    c->flush_buf = NULL;
+    c->has_flush = false;
+  }
+  v->destroy_cq(c->cq);
+  struct ibv_mr **a = c->is_send ? &c->fifo_mr : &c->cr_mr;
+  struct ibv_mr **b = c->is_send ? &c->sizes_mr : &c->shadow_mr;
+  v->dereg_mr(*a);
+  v->dereg_mr(*b);
+  *a = f->mr_a;
+  *b = f->mr_b;
+  c->cq = f->cq;
+  c->qps[0] = f->qp;
+  c->nqps = 1;
+  c->is_split = false;
+  memset(c->unsignaled, 0, sizeof(c->unsignaled));
+  if (f->nused < IB_FO_MAX_PORTS) f->used[f->nused++] = c->dev;
+  c->dev = f->to;
+  c->fatal_born = c->fatal_seen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
+  f->mr_a = f->mr_b = NULL;
+  f->cq = NULL;
+  memset(&f->qp, 0, sizeof(f->qp));
+  f->moves++;
+  f->is_moved = true;
+  f->stage = IB_FO_IDLE;
+  c->verdict = IB_VERDICT_NONE;
+  free(c->verdict_diag);
+  c->verdict_diag = NULL;
+  c->first_error[0] = 0;
+  if (had_flush && ib_flush_setup(c)) /* logged */
+    return ib_fail(c, ENOMEM, true, "%.*s; the flush queue pair cannot be made on %s",
+                   FO_CAUSE_SHOWN, f->cause, c->dev->label);
+  return 0;
+}
+
+/* A move that cannot go on: the connection fails as it would have. */
+static int give_up(struct ib_comm *c, int err, bool is_nak, const char *why) {
+  if (is_nak) send_nak(c, why);
+  release_standby(c);
+  return ib_fail(c, err, false, "%.*s; moving to another port of the virtual NIC failed: %s",
+                 FO_CAUSE_SHOWN, c->fo.cause, why);
+}
+
+/* ---- the stages ---- */
+
+/* Sender: the standby, then REQ. 0, or the comm's errno. */
+static int start_move(struct ib_comm *c, struct ib_dev *to, const char *cause, bool is_peer) {
+  char host[64] = "this host", why[1024];
+  gethostname(host, sizeof(host) - 1);
+  if (is_peer && ib_dev_check_port(c->dev)) /* the receiver saw it first: name this port */
+    snprintf(c->fo.cause, sizeof(c->fo.cause),
+             "%s went down during the transfer (on %s; not active: check its netdev %s and its "
+             "link); the receiver saw: %s",
+             c->dev->label, host, c->dev->td->netdev ? c->dev->td->netdev : "", cause);
+  else if (is_peer) snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", cause);
+  else snprintf(c->fo.cause, sizeof(c->fo.cause), "%s on %s: %s", c->dev->label, host, cause);
+  stop_old(c);
+  int err = make_standby(c, to, why, sizeof(why));
+  if (err) return give_up(c, err, true, why);
+  struct ib_fo_msg m = {.kind = IB_FO_REQ, .qpn = c->fo.qp.qp->qp_num};
+  fill_port(to, &m);
+  m.addr = (uintptr_t)c->fifo;
+  m.rkey = c->fo.mr_a->rkey;
+  snprintf(m.text, sizeof(m.text), "%s", c->fo.cause);
+  err = send_msg(c, &m);
+  if (err) return give_up(c, err, false, "the control connection to the peer failed");
+  c->fo.stage = IB_FO_WAIT_ACK;
+  c->fo.deadline = now_ns() + FO_WAIT_NS;
+  INFO(LOG_NET, "send connection with %s: %s failed; moving to %s (qp 0x%x), asking the receiver",
+       c->base.peer.desc, c->dev->label, to->label, m.qpn);
+  return 0;
+}
+
+bool ib_fo_on_error(struct ib_comm *c, const char *diag, bool is_port_down) {
+  if (c->fo.stage != IB_FO_IDLE) return true; /* a consequence of the failure being handled */
+  struct ib_dev *to;
+  (void)is_port_down; /* any failed completion: the path through this port failed */
+  if (cannot_move(c, &to)) return false;
+  if (c->is_send) return start_move(c, to, diag, false) == 0 || c->is_failed;
+  /* The receiver's port failed: the sender moves the connection. */
+  char host[64] = "this host";
+  gethostname(host, sizeof(host) - 1);
+  snprintf(c->fo.cause, sizeof(c->fo.cause), "%s on %s: %s", c->dev->label, host, diag);
+  struct ib_fo_msg m = {.kind = IB_FO_HINT};
+  snprintf(m.text, sizeof(m.text), "%s", c->fo.cause);
+  if (send_msg(c, &m)) return false;
+  stop_old(c);
+  c->fo.stage = IB_FO_EXPECT;
+  c->fo.deadline = now_ns() + FO_WAIT_NS;
+  return true;
+}
+
+/* Receiver: the sequences of the receives still waiting, ascending. */
+static int pending_receives(const struct ib_comm *c, uint32_t *out) {
+  int n = 0;
+  for (uint32_t k = 0; k < IB_SLOTS; k++) {
+    uint32_t seq = c->recv_seq - IB_SLOTS + k;
+    const struct ib_req *r = c->slot_reqs[seq % IB_SLOTS];
+    if (r && r->seq == seq && !r->is_done) out[n++] = seq;
+  }
+  return n;
+}
+
+static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
+  struct ib_dev *to;
+  char why[1024];
+  snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", m->text);
+  const char *no = cannot_move(c, &to);
+  if (no) {
+    (void)give_up(c, ECONNRESET, true, no);
+    return;
+  }
+  int err = make_standby(c, to, why, sizeof(why));
+  if (!err) err = connect_standby(c, m, why, sizeof(why));
+  if (err) {
+    (void)give_up(c, err, true, why);
+    return;
+  }
+  stop_old(c);
+  c->fo.stage = IB_FO_WAIT_GO;  /* errors of the old queue pairs are ignored from here */
+  if (ib_poll(c, NULL)) return; /* what landed completes */
+  struct ib_fo_msg a = {.kind = IB_FO_ACK, .qpn = c->fo.qp.qp->qp_num};
+  fill_port(to, &a);
+  a.addr = (uintptr_t)c->cr;
+  a.rkey = c->fo.mr_a->rkey;
+  a.npending = pending_receives(c, a.pending);
+  const char *from = c->dev->label;
+  char was[80];
+  snprintf(was, sizeof(was), "%s", from);
+  if (switch_to_standby(c)) return;
+  c->fo.stage = IB_FO_WAIT_GO;
+  c->fo.deadline = now_ns() + FO_WAIT_NS;
+  c->peer_fifo_addr = m->addr;
+  c->peer_fifo_rkey = m->rkey;
+  if (send_msg(c, &a)) {
+    (void)ib_fail(c, ECONNRESET, false, "%.*s; the control connection failed during the move",
+                  FO_CAUSE_SHOWN, c->fo.cause);
+    return;
+  }
+  WARN("receive connection with %s: the connection's port failed (%.*s); moved from %s to %s of "
+       "the same virtual NIC, the sender to %s (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move %d of "
+       "%lld): %d receives still waiting are posted again there",
+       c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, was, c->dev->label, m->port, c->fo.moves,
+       (long long)knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS), a.npending);
+}
+
+static bool is_pending(const struct ib_fo_msg *m, uint32_t seq) {
+  for (int i = 0; i < m->npending; i++)
+    if (m->pending[i] == seq) return true;
+  return false;
+}
+
+/* Sender: posted messages the receiver no longer waits for landed; the
+ * others go again. Returns how many landed. */
+static int settle_posted(struct ib_comm *c, const struct ib_fo_msg *m) {
+  int landed = 0;
+  c->fo.replay_seq = c->send_seq - IB_SLOTS;
+  for (int slot = 0; slot < IB_SLOTS; slot++) {
+    struct ib_slot *sl = &c->slots[slot];
+    if (!sl->is_posted || !sl->n || !sl->reqs[0]) continue;
+    if (is_pending(m, sl->reqs[0]->seq)) {
+      sl->is_replay = true;
+      sl->pending = 0;
+      c->fo.nreplay++;
+      continue;
+    }
+    for (int i = 0; i < sl->n; i++)
+      if (sl->reqs[i]) sl->reqs[i]->is_done = true;
+    sl->is_posted = false;
+    sl->n = 0;
+    landed++;
+  }
+  return landed;
+}
+
+static void on_ack(struct ib_comm *c, const struct ib_fo_msg *m) {
+  char why[1024];
+  int err = connect_standby(c, m, why, sizeof(why));
+  if (err) {
+    (void)give_up(c, err, true, why);
+    return;
+  }
+  char was[80];
+  snprintf(was, sizeof(was), "%s", c->dev->label);
+  int landed = settle_posted(c, m);
+  if (switch_to_standby(c)) return;
+  c->peer_cr_addr = m->addr;
+  c->peer_cr_rkey = m->rkey;
+  /* Every clear-to-send comes again, with the receiver's keys on its new port. */
+  for (int i = 0; i < IB_SLOTS * IB_MAX_RECVS; i++)
+    __atomic_store_n(&c->fifo[i].idx, 0, __ATOMIC_RELEASE);
+  struct ib_fo_msg go = {.kind = IB_FO_GO};
+  if (send_msg(c, &go)) {
+    (void)ib_fail(c, ECONNRESET, false, "%.*s; the control connection failed during the move",
+                  FO_CAUSE_SHOWN, c->fo.cause);
+    return;
+  }
+  WARN("send connection with %s: %.*s; moved from %s to %s of the same virtual NIC, the receiver "
+       "to %s (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move %d of %lld): %d messages in flight had "
+       "landed, %d are sent again there",
+       c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, was, c->dev->label, m->port, c->fo.moves,
+       (long long)knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS), landed, c->fo.nreplay);
+}
+
+/* Receiver: the receives still waiting, and their clear-to-sends, again. */
+static void on_go(struct ib_comm *c) {
+  c->fo.stage = IB_FO_IDLE;
+  uint32_t pending[IB_SLOTS];
+  int n = pending_receives(c, pending);
+  for (int i = 0; i < n && !c->is_failed; i++) {
+    int slot = (int)(pending[i] % IB_SLOTS);
+    struct ib_req *r = c->slot_reqs[slot];
+    struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
+    if (ib_fo_recv_keys(c, r, e, r->n)) return;
+    if (ib_post_recvs(c, pending[i], slot)) return;
+    (void)ib_post_cts(c, pending[i], slot, r->n);
+  }
+}
+
+static void dispatch(struct ib_comm *c, const struct ib_fo_msg *m) {
+  struct ib_dev *to;
+  switch (m->kind) {
+  case IB_FO_HINT:
+    if (!c->is_send || c->fo.stage != IB_FO_IDLE) return;
+    if (cannot_move(c, &to)) {
+      snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", m->text);
+      (void)give_up(c, ECONNRESET, true, cannot_move(c, &to));
+      return;
+    }
+    (void)start_move(c, to, m->text, true);
+    return;
+  case IB_FO_REQ:
+    if (!c->is_send && (c->fo.stage == IB_FO_IDLE || c->fo.stage == IB_FO_EXPECT)) on_req(c, m);
+    return;
+  case IB_FO_ACK:
+    if (c->is_send && c->fo.stage == IB_FO_WAIT_ACK) on_ack(c, m);
+    return;
+  case IB_FO_GO:
+    if (!c->is_send && c->fo.stage == IB_FO_WAIT_GO) on_go(c);
+    return;
+  default:
+    release_standby(c);
+    (void)ib_fail(c, ECONNRESET, false, "%.*s; the %s side cannot move to another port: %s",
+                  FO_CAUSE_SHOWN, c->fo.cause[0] ? c->fo.cause : "a port failed",
+                  c->is_send ? "receiving" : "sending", m->text);
+  }
+}
+
+int ib_fo_ctrl(struct ib_comm *c) {
+  uint64_t size;
+  if (!peek_header(c->ctrl_fd, &size)) return 0;
+  if (c->is_polling) return 1; /* handled after the completion queue is drained */
+  struct ib_fo_msg m;
+  char why[300];
+  if (read_msg(c->ctrl_fd, size, &m, why, sizeof(why))) {
+    (void)ib_fail(c, EPROTO, true, "a fail-over message from the peer cannot be read: %s", why);
+    return 1;
+  }
+  dispatch(c, &m);
+  return 1;
+}
+
+int ib_fo_progress(struct ib_comm *c) {
+  if (c->is_failed) return c->fail_err;
+  char b;
+  ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n > 0) (void)ib_peer_gave_up(c); /* a fail-over message, or the peer's notice */
+  else if (n == 0)
+    return ib_fail(c, ECONNRESET, false,
+                   "%.*s; the peer's control connection closed while the connection moved to "
+                   "another port (%s): its process died or it closed this connection",
+                   FO_CAUSE_SHOWN, c->fo.cause, ib_fo_stage_name(c->fo.stage));
+  if (!c->is_failed && c->fo.stage != IB_FO_IDLE && now_ns() > c->fo.deadline)
+    return give_up(c, ETIMEDOUT, true, "the peer did not answer within 30 s");
+  return c->is_failed ? c->fail_err : 0;
+}
+
+int ib_fo_replay(struct ib_comm *c) {
+  if (c->fo.stage != IB_FO_IDLE || c->fo.is_replaying) return 0;
+  c->fo.is_replaying = true;
+  int err = 0;
+  for (; c->fo.nreplay && !err && c->fo.replay_seq != c->send_seq; c->fo.replay_seq++) {
+    uint32_t seq = c->fo.replay_seq;
+    int slot = (int)(seq % IB_SLOTS);
+    struct ib_slot *sl = &c->slots[slot];
+    if (!sl->is_replay || sl->reqs[0]->seq != seq) continue;
+    const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
+    bool is_back = true;
+    for (int i = 0; i < sl->n; i++)
+      is_back &= __atomic_load_n(&e[i].idx, __ATOMIC_ACQUIRE) == seq + 1;
+    if (!is_back) break; /* its clear-to-send is on its way */
+    sl->is_replay = false;
+    c->fo.nreplay--;
+    err = ib_post_slot_now(c, seq);
+  }
+  c->fo.is_replaying = false;
+  return err ? c->fail_err : 0;
+}
