@@ -18,6 +18,7 @@ import re
 import stat
 import subprocess
 import sys
+import shutil
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures'))
@@ -181,6 +182,8 @@ def by_family(fams, name, direction):
 def run(args, env_extra, hostname=None, cwd=None):
     """Runs the driver, in a UTS namespace with hostname when given."""
     env = dict(os.environ, NCCL_DIAG_PLUGIN_PATH=args.plugin, PROXY_ECHO_LOG='1')
+    if args.sysfs:
+        env['NCCL_DIAG_SYSFS_ROOT'] = args.sysfs
     cmd = [args.driver, '--abi', '11', '--channels', '4', '--steps', '60', '--max-size', '1048576',
            '--label', 'metrics', '--transport', args.transport]
     for kv in env_extra:
@@ -211,6 +214,39 @@ def check_files(d, out):
     return parsed
 
 
+HW_COUNTERS = {'out_of_seq_request': 7, 'local_ack_timeout_err': 3, 'np_cnp_sent': 11}
+
+
+def ib_main(args):
+    """Over softverbs: the fixture host's sysfs copied, with hw_counters under
+    every port as the kernel has them (rdma-core's names), then the same
+    checks plus the ports' counters in the file."""
+    with tempfile.TemporaryDirectory() as root:
+        sysfs = os.path.join(root, 'sysfs')
+        shutil.copytree(os.environ['NCCL_DIAG_SYSFS_ROOT'], sysfs, symlinks=True)
+        for port in glob.glob(os.path.join(sysfs, 'class/infiniband/*/ports/*')):
+            os.makedirs(os.path.join(port, 'hw_counters'), exist_ok=True)
+            for name, v in HW_COUNTERS.items():
+                with open(os.path.join(port, 'hw_counters', name), 'w') as f:
+                    f.write(f'{v}\n')
+        args.sysfs = sysfs
+        with tempfile.TemporaryDirectory() as d:
+            r = run(args, ['NCCL_DIAG_METRICS=' + d], hostname='we"ird\\host')
+            out = r.stdout + r.stderr
+            case(r.returncode == 0, 'driver moved and checked its data over RDMA', out[-3000:])
+            parsed = check_files(d, out)
+            for f, fams in parsed.items():
+                hw = fams.get('nccl_diag_rdma_port_hw_counter_total', {'samples': []})['samples']
+                got = {l['counter']: v for _, l, v in hw}
+                devs = {l['device'] for _, l, _ in hw}
+                case(got == HW_COUNTERS and len(devs) >= 1,
+                     f'{os.path.basename(f)}: the RDMA port\'s hw_counters, each once', hw)
+                kinds = {l['transport'] for _, l, _ in
+                         fams['nccl_diag_connection_bytes_total']['samples']}
+                case(kinds == {'ib'}, 'every connection is ib', kinds)
+    return done()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--driver', required=True)
@@ -218,6 +254,9 @@ def main():
     ap.add_argument('--transport', default='tcp', choices=('tcp', 'ib'))
     args = ap.parse_args()
     args.driver, args.plugin = os.path.abspath(args.driver), os.path.abspath(args.plugin)
+    args.sysfs = None
+    if args.transport == 'ib':
+        return ib_main(args)
     host = 'we"ird\\host'
     with tempfile.TemporaryDirectory() as d:
         r = run(args, ['NCCL_DIAG_METRICS=' + d], hostname=host)

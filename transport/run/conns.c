@@ -33,6 +33,7 @@ static void fill(struct run_conn_info *i, const struct transport_comm *c, uint32
   i->is_open = true;
   snprintf(i->transport, sizeof(i->transport), "%s", c->ops ? c->ops->name : "?");
   snprintf(i->dev, sizeof(i->dev), "%s", c->dev ? c->dev->name : "?");
+  i->port = c->dev ? c->dev->port : 0;
   snprintf(i->peer_host, sizeof(i->peer_host), "%s", c->peer.host);
   snprintf(i->peer_addr, sizeof(i->peer_addr), "%s", c->peer.addr);
   snprintf(i->peer_desc, sizeof(i->peer_desc), "%s", c->peer.desc);

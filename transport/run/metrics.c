@@ -19,6 +19,7 @@
 #include "common/clock.h"
 #include "common/knobs.h"
 #include "common/log.h"
+#include "topo/sysfs.h"
 #include "transport/run/conns.h"
 
 static struct metrics_prefs prefs;
@@ -135,6 +136,64 @@ static void put_histogram(FILE *f, const struct run_conn_info *all, int n) {
   }
 }
 
+/* The RDMA ports of the IB connections, each once: device and port from
+ * our device's name ("mlx5_2" or "mlx5_2:1"); merged devices are left out. */
+#define MAX_PORTS 64
+static int rdma_ports(const struct run_conn_info *all, int n, char (*devs)[SYSFS_NAME_MAX],
+                      int *ports) {
+  int np = 0;
+  for (int k = 0; k < n && np < MAX_PORTS; k++) {
+    if (strcmp(all[k].transport, "ib") || strchr(all[k].dev, '+')) continue;
+    char dev[SYSFS_NAME_MAX];
+    snprintf(dev, sizeof(dev), "%s", all[k].dev);
+    char *colon = strchr(dev, ':');
+    if (colon) *colon = '\0';
+    bool is_seen = false;
+    for (int j = 0; j < np; j++) is_seen |= !strcmp(devs[j], dev) && ports[j] == all[k].port;
+    if (is_seen) continue;
+    snprintf(devs[np], SYSFS_NAME_MAX, "%s", dev);
+    ports[np++] = all[k].port;
+  }
+  return np;
+}
+
+/* The ports' hw_counters (retries, out-of-sequence, ACK timeouts, CNPs,
+ * ECN marks: whatever the driver exposes), as the kernel names them. */
+static void put_hw_counters(FILE *f, const struct run_conn_info *all, int n) {
+  char devs[MAX_PORTS][SYSFS_NAME_MAX], names[256][SYSFS_NAME_MAX]; /* 20 KiB, off the data path */
+  int ports[MAX_PORTS], np = rdma_ports(all, n, devs, ports);
+  const char *h = "nccl_diag_rdma_port_hw_counter_total";
+  bool has_head = false;
+  for (int j = 0; j < np; j++) {
+    int count = 0;
+    if (sysfs_list(names, 256, &count, "class/infiniband/%s/ports/%d/hw_counters", devs[j],
+                   ports[j]))
+      continue;
+    for (int c = 0; c < count && c < 256; c++) {
+      long v;
+      if (sysfs_read_long(&v, "class/infiniband/%s/ports/%d/hw_counters/%s", devs[j], ports[j],
+                          names[c]) ||
+          v < 0)
+        continue;
+      if (!has_head)
+        fprintf(f,
+                "# HELP %s The RDMA port's hardware counter, as its driver names it.\n"
+                "# TYPE %s counter\n",
+                h, h);
+      has_head = true;
+      char pid[16], port[16];
+      snprintf(pid, sizeof(pid), "%d", (int)getpid());
+      snprintf(port, sizeof(port), "%d", ports[j]);
+      fprintf(f, "%s{", h);
+      put_label(f, "pid", pid, false);
+      put_label(f, "device", devs[j], false);
+      put_label(f, "port", port, false);
+      put_label(f, "counter", names[c], true);
+      fprintf(f, "} %ld\n", v);
+    }
+  }
+}
+
 static void put_all(FILE *f, const struct run_conn_info *all, int n) {
   for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++) {
     fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", families[k].name, families[k].help, families[k].name,
@@ -151,6 +210,7 @@ static void put_all(FILE *f, const struct run_conn_info *all, int n) {
     }
   }
   put_histogram(f, all, n);
+  put_hw_counters(f, all, n);
 }
 
 /* "nccl_diag_<host>_<pid>.prom", the host name cut to characters safe in a
