@@ -20,6 +20,7 @@ import subprocess
 import sys
 import shutil
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures'))
 from taplib import case, done  # noqa: E402
@@ -214,6 +215,31 @@ def check_files(d, out):
     return parsed
 
 
+def periodic_case(args):
+    """While connections stay open (rank 1 closes 6.5 s after its data),
+    the writer thread puts out a file on its own: seen open, with bytes."""
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, NCCL_DIAG_PLUGIN_PATH=args.plugin)
+        cmd = [args.driver, '--abi', '11', '--channels', '2', '--steps', '20', '--close-lag',
+               '6500', '--env', 'NCCL_DIAG_METRICS=' + d, '--label', 'metrics-periodic']
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        seen, deadline = None, time.monotonic() + 30
+        while p.poll() is None and time.monotonic() < deadline and not seen:
+            for f in glob.glob(os.path.join(d, '*.prom')):
+                try:
+                    fams = parse(open(f).read())
+                except (ValueError, OSError):
+                    continue
+                opened = [v for _, _, v in fams['nccl_diag_connection_open']['samples']]
+                moved = by_family(fams, 'nccl_diag_connection_bytes_total', 'send')
+                if opened and all(v == 1 for v in opened) and moved > 0:
+                    seen = f
+            time.sleep(0.1)
+        rc = p.wait(timeout=60)
+        case(rc == 0 and seen, 'while connections are open, the file is written every few '
+             'seconds by the writer thread', f'rc {rc}, seen {seen}')
+
+
 HW_COUNTERS = {'out_of_seq_request': 7, 'local_ack_timeout_err': 3, 'np_cnp_sent': 11}
 
 
@@ -292,6 +318,7 @@ def main():
         case(len(summ) == 2, 'one end-of-job summary per process', out[-3000:])
     if args.transport != 'tcp':
         return done()  # the cases below do not depend on the transport
+    periodic_case(args)
     with tempfile.TemporaryDirectory() as d:
         r = run(args, [], cwd=d)
         case(r.returncode == 0 and os.listdir(d) == [], 'NCCL_DIAG_METRICS unset: no file')
