@@ -76,25 +76,22 @@ ncclResult_t diag_dereg_mr(void *comm, void *mhandle) {
   return mr.mh ? c->ops->dereg_mr(c, mr.mh) : ncclSuccess;
 }
 
-/* The run-time figures (transport/run/stats.h): a counted request notes
- * when it was posted and what it may carry. */
-static void note_post(struct transport_comm *c, void *req, uint64_t bytes, int n) {
+/* The run-time figures (transport/run/stats.h). A completion's bytes
+ * are what test() reports in sizes, as NCCL reads them. */
+static void note_post(struct transport_comm *c, void *req, int n) {
   struct transport_req *r = req;
   r->is_counted = run_stats_is_on();
   if (!r->is_counted) return;
-  r->posted_ns = run_stats_post(&c->stats);
-  r->posted_bytes = bytes;
-  r->posted_n = n;
+  r->posted_n = (uint8_t)n;
+  run_stats_post(&c->stats, r);
 }
 
 static void note_done(struct transport_req *r, const int *sizes) {
   if (!r->is_counted) return;
-  uint64_t bytes = r->posted_bytes;
-  if (sizes && r->posted_n) {
-    bytes = 0;
-    for (int i = 0; i < r->posted_n; i++) bytes += sizes[i] > 0 ? (uint64_t)sizes[i] : 0;
-  }
-  run_stats_done(&r->comm->stats, r->posted_ns, bytes);
+  uint64_t bytes = 0;
+  for (int i = 0; sizes && i < (r->posted_n ? r->posted_n : 1); i++)
+    bytes += sizes[i] > 0 ? (uint64_t)sizes[i] : 0;
+  run_stats_done(&r->comm->stats, r, bytes);
 }
 
 /* The transport's request, under an id of the comm's. */
@@ -123,7 +120,7 @@ ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void 
   if (!api_mr_for("isend", c, send_comm, mhandle, data, size, &mr)) return ncclInternalError;
   void *req = NULL;
   ncclResult_t r = c->ops->isend(c, data ? data : no_bytes, size, tag, mr.mh, &req);
-  if (r == ncclSuccess && req) note_post(c, req, size, 0);
+  if (r == ncclSuccess && req) note_post(c, req, 0);
   return publish(c, send_comm, "isend", r, req, request);
 }
 
@@ -147,11 +144,7 @@ ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int 
   }
   void *req = NULL;
   ncclResult_t r = c->ops->irecv(c, n, bufs, sizes, tags, mhs, &req);
-  if (r == ncclSuccess && req) {
-    uint64_t cap = 0;
-    for (int i = 0; i < n; i++) cap += sizes[i];
-    note_post(c, req, cap, n);
-  }
+  if (r == ncclSuccess && req) note_post(c, req, n);
   return publish(c, recv_comm, "irecv", r, req, request);
 }
 

@@ -146,13 +146,11 @@ struct transport_comm {
 struct prof_req;
 
 struct transport_req {
-  uint32_t obj; /* OBJ_REQ while in use */
+  uint32_t obj;     /* OBJ_REQ while in use */
+  bool is_counted;  /* a send or receive the run figures count (run/stats.h), not a flush */
+  uint8_t posted_n; /* receive: its buffers; 0 for a send (in the padding: reqs stay small) */
   struct transport_comm *comm;
   struct prof_req *prof; /* NCCL profiler events of this request (transport/prof.h), or NULL */
-  bool is_counted;       /* a send or receive the figures count (run/stats.h), not a flush */
-  int64_t posted_ns;     /* when the API posted it, for a sampled one; else 0 */
-  uint64_t posted_bytes; /* send: its size; receive: its buffers' sizes, until test() says */
-  int posted_n;          /* receive: its buffers; 0 for a send */
 };
 
 /* What connection setup hands a transport: sockets it now owns, and both

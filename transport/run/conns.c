@@ -15,9 +15,11 @@
 #include "transport/run/summary.h"
 #include "transport/transport.h"
 
+/* Small while open (thousands of idle comms each have a memory budget):
+ * the figures are read from the comm; its copy is made when it closes. */
 struct run_conn {
-  struct transport_comm *comm; /* NULL once closed */
-  struct run_conn_info info;
+  struct transport_comm *comm;  /* NULL once closed */
+  struct run_conn_info *closed; /* its last figures, once closed (NULL: no memory) */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -26,9 +28,9 @@ static int nconns, cap_conns, nopen;
 static uint32_t next_id = 1;
 static atomic_int stalls;
 
-static void fill(struct run_conn_info *i, const struct transport_comm *c, uint32_t id) {
+static void fill(struct run_conn_info *i, const struct transport_comm *c) {
   memset(i, 0, sizeof(*i));
-  i->id = id;
+  i->id = c->run_id;
   i->is_send = c->obj == OBJ_SEND;
   i->is_open = true;
   snprintf(i->transport, sizeof(i->transport), "%s", c->ops ? c->ops->name : "?");
@@ -59,9 +61,7 @@ void run_conn_add(struct transport_comm *c) {
     cap_conns = cap;
   }
   c->run_id = next_id++;
-  struct run_conn *e = &conns[nconns++];
-  e->comm = c;
-  fill(&e->info, c, c->run_id);
+  conns[nconns++] = (struct run_conn){c, NULL};
   bool is_first = nopen++ == 0;
   pthread_mutex_unlock(&lock);
   if (is_first) run_metrics_start();
@@ -73,8 +73,12 @@ void run_conn_remove(struct transport_comm *c) {
   for (int k = 0; k < nconns; k++) {
     struct run_conn *e = &conns[k];
     if (e->comm != c) continue;
-    refresh(&e->info, c, clock_mono_ns());
-    e->info.is_open = false;
+    e->closed = malloc(sizeof(*e->closed));
+    if (e->closed) {
+      fill(e->closed, c);
+      refresh(e->closed, c, clock_mono_ns());
+      e->closed->is_open = false;
+    }
     e->comm = NULL;
     is_last = --nopen == 0;
     break;
@@ -92,11 +96,16 @@ struct run_conn_info *run_conn_snapshot(int *n, int *open) {
   struct run_conn_info *out = nconns ? malloc((size_t)nconns * sizeof(*out)) : NULL;
   if (out) {
     int64_t now = clock_mono_ns();
+    int m = 0;
     for (int k = 0; k < nconns; k++) {
-      out[k] = conns[k].info;
-      if (conns[k].comm) refresh(&out[k], conns[k].comm, now);
+      if (conns[k].comm) {
+        fill(&out[m], conns[k].comm);
+        refresh(&out[m++], conns[k].comm, now);
+      } else if (conns[k].closed) {
+        out[m++] = *conns[k].closed;
+      }
     }
-    *n = nconns;
+    *n = m;
     *open = nopen;
   }
   pthread_mutex_unlock(&lock);

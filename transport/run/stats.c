@@ -4,6 +4,8 @@
  * plain stores per completion. */
 #include "transport/run/stats.h"
 
+#include <stddef.h>
+
 #include "common/clock.h"
 #include "common/knobs.h"
 
@@ -26,11 +28,12 @@ static void busy_start(struct run_stats *s, int64_t now) {
   atomic_store_explicit(&s->is_busy, true, memory_order_release);
 }
 
-int64_t run_stats_post(struct run_stats *s) {
+void run_stats_post(struct run_stats *s, const void *req) {
   int64_t now = 0;
   if (s->outstanding++ == 0) busy_start(s, now = clock_mono_ns());
-  if (s->posts++ % RUN_LAT_SAMPLE) return 0;
-  return now ? now : clock_mono_ns();
+  if (s->posts++ % RUN_LAT_SAMPLE || s->sampled) return;
+  s->sampled = req;
+  s->sampled_ns = now ? now : clock_mono_ns();
 }
 
 static int lat_bucket(uint64_t ns) {
@@ -57,11 +60,12 @@ static int64_t coarse_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-void run_stats_done(struct run_stats *s, int64_t posted_ns, uint64_t bytes) {
+void run_stats_done(struct run_stats *s, const void *req, uint64_t bytes) {
   int64_t now = 0;
-  if (posted_ns) {
+  if (req == s->sampled) {
     now = clock_mono_ns();
-    note_latency(s, now > posted_ns ? (uint64_t)(now - posted_ns) : 0);
+    note_latency(s, now > s->sampled_ns ? (uint64_t)(now - s->sampled_ns) : 0);
+    s->sampled = NULL;
   }
   ST(s->bytes, LD(s->bytes) + bytes);
   ST(s->completions, LD(s->completions) + 1);

@@ -21,14 +21,17 @@
 
 /* Completion latency: log2 buckets of microseconds, bucket i holds
  * latencies in [2^(i-1), 2^i) us (bucket 0: under 1 us); the last one
- * everything longer. */
-#define RUN_LAT_BUCKETS 24
+ * everything from 16 ms. Counts are 32-bit, like everything here sized
+ * for thousands of idle comms (a comm's memory has a budget). */
+#define RUN_LAT_BUCKETS 16
 
 struct run_stats {
   /* the driving thread's own: not read elsewhere */
   int outstanding;       /* requests posted and not yet done */
   uint32_t posts;        /* requests posted: picks the sampled ones */
   int64_t busy_since_ns; /* when outstanding last went from 0 to 1 */
+  const void *sampled;   /* the request whose latency is measured, at most one at a time */
+  int64_t sampled_ns;    /* when it was posted */
 
   /* published */
   _Atomic uint64_t bytes;       /* payload bytes of completed requests */
@@ -37,7 +40,7 @@ struct run_stats {
   _Atomic uint64_t lat_count;   /* completions whose latency was sampled */
   _Atomic uint64_t lat_sum_ns;  /* sum of their latencies */
   _Atomic uint64_t lat_max_ns;
-  _Atomic uint64_t lat_buckets[RUN_LAT_BUCKETS];
+  _Atomic uint32_t lat_buckets[RUN_LAT_BUCKETS];
   _Atomic int64_t last_progress_ns; /* CLOCK_MONOTONIC of the last completion; 0 before any */
   atomic_bool is_busy;
   _Atomic int64_t busy_start_ns; /* published copy of busy_since_ns */
@@ -46,12 +49,10 @@ struct run_stats {
 /* NCCL_DIAG_RUN_STATS, read once: whether the data calls keep figures. */
 bool run_stats_is_on(void);
 
-/* A request was posted on the comm: returns its post time when its
- * latency is sampled, else 0. */
-int64_t run_stats_post(struct run_stats *s);
-/* A request completed with bytes payload; posted_ns as run_stats_post
- * returned it. */
-void run_stats_done(struct run_stats *s, int64_t posted_ns, uint64_t bytes);
+/* Request req was posted on the comm. */
+void run_stats_post(struct run_stats *s, const void *req);
+/* Request req completed with bytes payload. */
+void run_stats_done(struct run_stats *s, const void *req, uint64_t bytes);
 
 /* A consistent-enough copy for readers on other threads. */
 struct run_stats_view {
