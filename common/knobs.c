@@ -209,8 +209,9 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_DIAG_RUN_STATS] =
     {"NCCL_DIAG_RUN_STATS", KT_BOOL, "1", 0, 1, NULL,
      "1 = keep per-connection figures (bytes, busy time, completion latency) for the end-of-job "
-     "summary and NCCL_DIAG_METRICS: two clock reads per request; 0 = keep none (the summary "
-     "and the metrics file then show zeros)"},
+     "summary and NCCL_DIAG_METRICS: a few stores per request, a clock read on one request in "
+     "16 and when a connection goes busy or idle; 0 = keep none (the summary and the metrics "
+     "file then show zeros)"},
 };
 
 struct knob_val {
