@@ -208,6 +208,18 @@ static const struct knob_def knobs[K_COUNT] = {
      "another GID of the same ports can: auto = carry it on that GID pair at RDMA speed and say "
      "how to fix the setting; warn = fall back as before and name the pair that would work; "
      "off = fall back or fail as before. Repair needs auto on both nodes"},
+  [K_DIAG_METRICS] =
+    {"NCCL_DIAG_METRICS", KT_STR, NULL, 0, 0, NULL,
+     "a directory: every few seconds and when its last connection closes, each process writes "
+     "its per-connection figures (bytes, busy time, completions, latency) there as "
+     "nccl_diag_<host>_<pid>.prom, in Prometheus' text format, for node_exporter's textfile "
+     "collector; unset = no file"},
+  [K_DIAG_RUN_STATS] =
+    {"NCCL_DIAG_RUN_STATS", KT_BOOL, "1", 0, 1, NULL,
+     "1 = keep per-connection figures (bytes, busy time, completion latency) for the end-of-job "
+     "summary and NCCL_DIAG_METRICS: a few stores per request, a clock read on one request in "
+     "16 and when a connection goes busy or idle; 0 = keep none (the summary and the metrics "
+     "file then show zeros)"},
 };
 
 struct knob_val {

@@ -60,6 +60,8 @@ enum knob_id {
   K_DIAG_HWLOC,
   K_DIAG_PLANES,
   K_DIAG_REPAIR,
+  K_DIAG_METRICS,
+  K_DIAG_RUN_STATS,
   K_COUNT
 };
 

@@ -76,6 +76,24 @@ ncclResult_t diag_dereg_mr(void *comm, void *mhandle) {
   return mr.mh ? c->ops->dereg_mr(c, mr.mh) : ncclSuccess;
 }
 
+/* The run-time figures (transport/run/stats.h). A completion's bytes
+ * are what test() reports in sizes, as NCCL reads them. */
+static void note_post(struct transport_comm *c, void *req, int n) {
+  struct transport_req *r = req;
+  r->is_counted = run_stats_is_on();
+  if (!r->is_counted) return;
+  r->posted_n = (uint8_t)n;
+  run_stats_post(&c->stats, r);
+}
+
+static void note_done(struct transport_req *r, const int *sizes) {
+  if (!r->is_counted) return;
+  uint64_t bytes = 0;
+  for (int i = 0; sizes && i < (r->posted_n ? r->posted_n : 1); i++)
+    bytes += sizes[i] > 0 ? (uint64_t)sizes[i] : 0;
+  run_stats_done(&r->comm->stats, r, bytes);
+}
+
 /* The transport's request, under an id of the comm's. */
 static ncclResult_t publish(const struct transport_comm *c, const void *cid, const char *fn,
                             ncclResult_t r, void *req, void **request) {
@@ -102,6 +120,7 @@ ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void 
   if (!api_mr_for("isend", c, send_comm, mhandle, data, size, &mr)) return ncclInternalError;
   void *req = NULL;
   ncclResult_t r = c->ops->isend(c, data ? data : no_bytes, size, tag, mr.mh, &req);
+  if (r == ncclSuccess && req) note_post(c, req, 0);
   return publish(c, send_comm, "isend", r, req, request);
 }
 
@@ -125,6 +144,7 @@ ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int 
   }
   void *req = NULL;
   ncclResult_t r = c->ops->irecv(c, n, bufs, sizes, tags, mhs, &req);
+  if (r == ncclSuccess && req) note_post(c, req, n);
   return publish(c, recv_comm, "irecv", r, req, request);
 }
 
@@ -151,6 +171,7 @@ ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void *
   }
   void *req = NULL;
   ncclResult_t r = c->ops->iflush(c, n, bufs, sz, mhs, &req);
+  if (r == ncclSuccess && req) ((struct transport_req *)req)->is_counted = false;
   return publish(c, recv_comm, "iflush", r, req, request);
 }
 
@@ -170,6 +191,9 @@ ncclResult_t diag_test(void *request, int *done, int *sizes) {
     return ncclInternalError;
   }
   ncclResult_t res = r->comm->ops->test(r, done, sizes);
-  if (*done) registry_req_done(request);
+  if (*done) {
+    note_done(r, sizes);
+    registry_req_done(request);
+  }
   return res;
 }

@@ -10,6 +10,7 @@
 
 #include "common/knobs.h"
 #include "common/log.h"
+#include "transport/run/conns.h"
 #include "transport/transport.h"
 
 void transport_peer_describe(struct transport_peer *p, const struct hello *h, const char *addr) {
@@ -39,10 +40,12 @@ void transport_comm_watch(struct transport_comm *c) {
   const struct transport_peer *p = &c->peer;
   c->live =
     p->sa_len ? liveness_peer_get(&p->who, (const struct sockaddr *)&p->sa, p->sa_len) : NULL;
+  run_conn_add(c);
 }
 
 ncclResult_t transport_comm_close(struct transport_comm *c) {
   struct liveness_peer *live = c->live;
+  run_conn_remove(c);
   ncclResult_t r = c->ops->close(c);
   liveness_peer_put(live);
   return r;

@@ -38,6 +38,7 @@
 #include "topo/netif.h"
 #include "transport/hello.h"
 #include "transport/liveness.h"
+#include "transport/run/stats.h"
 
 #define TRANSPORT_MAX_DEVS 64
 #define TRANSPORT_MAX_DATA_SOCKS 64
@@ -138,12 +139,16 @@ struct transport_comm {
   struct transport_peer peer;
   int max_recvs;
   struct liveness_peer *live; /* the peer process's liveness (transport/liveness.h), or NULL */
+  uint32_t run_id;            /* this process's number for it, from 1 (transport/run/conns.h) */
+  struct run_stats stats;     /* its run-time figures, kept by the API's data calls */
 };
 
 struct prof_req;
 
 struct transport_req {
-  uint32_t obj; /* OBJ_REQ while in use */
+  uint32_t obj;     /* OBJ_REQ while in use */
+  bool is_counted;  /* a send or receive the run figures count (run/stats.h), not a flush */
+  uint8_t posted_n; /* receive: its buffers; 0 for a send (in the padding: reqs stay small) */
   struct transport_comm *comm;
   struct prof_req *prof; /* NCCL profiler events of this request (transport/prof.h), or NULL */
 };

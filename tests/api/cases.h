@@ -120,6 +120,7 @@ void case_ib_dmabuf_flush_off(struct side *s);
 void case_ib_dmabuf_cache(struct side *s);
 void case_ib_device_fatal(struct side *s);
 void case_ib_port_flap(struct side *s);
+void case_ib_port_flap_long(struct side *s);
 void case_ib_fork_init(struct side *s);
 void case_ib_fork_unneeded(struct side *s);
 void case_ib_relaxed_ordering(struct side *s);

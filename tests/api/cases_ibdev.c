@@ -476,13 +476,50 @@ void case_ib_port_flap(struct side *s) {
     const char *w = log_find(NCCL_LOG_WARN, "port error");
     CHECK(w && strstr(w, "device mlx5_") && strstr(w, "port 1") && strstr(w, "link went down"),
           "the port error names the device and port: %s", w ? w : "none");
-    CHECK(log_find(NCCL_LOG_WARN, "port active"), "the port's return is said");
+    const char *up = log_find(NCCL_LOG_WARN, "port active");
+    CHECK(up && strstr(up, "device mlx5_") &&
+            strstr(up, "s down, within its queue pairs' "
+                       "deadline of 34.4 s (NCCL_IB_TIMEOUT=20, "
+                       "NCCL_IB_RETRY_CNT=7)") &&
+            strstr(up, "survived"),
+          "the port's return is said with how long it was down against the QPs' deadline: %s",
+          up ? up : "none");
     CHECK(log_find(NCCL_LOG_WARN, "fatal device error"), "the fatal event is logged");
   }
   ctl_sync(s);
   CHECK(xfer_one(s, comm, 70000, 70000, 13) == 0, "the connection carries on");
   CHECK(!log_find(NCCL_LOG_WARN, "reported a fatal error"), "no connection failed: %s",
         log_find(NCCL_LOG_WARN, "reported a fatal error"));
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+  unlink(events_path());
+}
+
+/* A flap longer than the QPs' deadline: with NCCL_IB_TIMEOUT=1 and
+ * NCCL_IB_RETRY_CNT=0 (about 8 us) any flap is, and the port's return says
+ * so with the setting that would have ridden it out. */
+void case_ib_port_flap_long(struct side *s) {
+  events_set("");
+  setenv("SOFTVERBS_PORT_EVENTS", events_path(), 1);
+  if (s->role == ROLE_RECV) setenv("NCCL_IB_TIMEOUT", "1", 1), setenv("NCCL_IB_RETRY_CNT", "0", 1);
+  void *comm = NULL;
+  if (side_open(s) || pair_open(s, &comm)) return;
+  ctl_sync(s); /* no transfer: an 8 us deadline is too short even for a live link */
+  if (s->role == ROLE_RECV) {
+    events_set("down:*");
+    long long end = ms_now() + 5000;
+    while (!log_find(NCCL_LOG_WARN, "port error") && ms_now() < end) usleep(10000);
+    usleep(200000);
+    events_set("");
+    while (!log_find(NCCL_LOG_WARN, "port active") && ms_now() < end) usleep(10000);
+    const char *up = log_find(NCCL_LOG_WARN, "port active");
+    CHECK(up &&
+            strstr(up, "longer than its queue pairs' deadline of 0.0 s (NCCL_IB_TIMEOUT=1, "
+                       "NCCL_IB_RETRY_CNT=0)") &&
+            strstr(up, "retry-exceeded") && strstr(up, "set NCCL_IB_TIMEOUT=1"),
+          "a flap past the deadline is said with the fix: %s", up ? up : "none");
+  }
   ctl_sync(s);
   close_comm(s, comm);
   side_close(s);

@@ -236,6 +236,8 @@ static const struct api_case cases[] = {
    case_ib_device_fatal, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"port flap, and a fatal event with NCCL_IB_RETURN_ASYNC_EVENTS=0: said, connections go on",
    case_ib_port_flap, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"port flap longer than the queue pairs' deadline: said with the timeout that rides it out",
+   case_ib_port_flap_long, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"kernel without copy-on-fork: ibv_fork_init at init", case_ib_fork_init, IB_ONLY, SOFT_ONLY,
    .timeout_s = 30},
   {"kernel with copy-on-fork: no ibv_fork_init", case_ib_fork_unneeded, IB_ONLY, SOFT_ONLY,

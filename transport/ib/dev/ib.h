@@ -93,11 +93,12 @@ struct ib_dev {
   bool is_ro;   /* registrations ask for PCIe relaxed ordering (atomic: cleared if refused) */
   bool has_ece; /* its queue pairs offer enhanced connection establishment (ib_ece.c) */
   uint32_t ece_vendor, ece_options, ece_comp_mask;
-  int mtu;              /* the port's active MTU as verbs report it, bytes */
-  bool is_grh_required; /* the port's IBV_QPF_GRH_REQUIRED */
-  int port_down;        /* a port error was seen and no port active since (atomic) */
-  int port_down_said;   /* its WARN is out, by the event thread or a failed completion (atomic) */
-  unsigned fatal_gen;   /* fatal events so far (atomic); their records under lock */
+  int mtu;               /* the port's active MTU as verbs report it, bytes */
+  bool is_grh_required;  /* the port's IBV_QPF_GRH_REQUIRED */
+  int port_down;         /* a port error was seen and no port active since (atomic) */
+  int port_down_said;    /* its WARN is out, by the event thread or a failed completion (atomic) */
+  int64_t down_since_ns; /* the event thread's: when its port error came, 0 while up */
+  unsigned fatal_gen;    /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
   int nfatal;
   /* The ports of the virtual NIC (makeVDevice) this port was fused into,
@@ -146,6 +147,11 @@ void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
  * fatal CQ or QP event is recorded, unless NCCL_IB_RETURN_ASYNC_EVENTS=0;
  * the connections it affects fail at their next call. */
 void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const char *what);
+/* transport/ib/failover/ib_flap.c, from the event thread: the port went down; the port
+ * is active again, said with how long it was down against its QPs'
+ * deadline (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT). */
+void ib_flap_down(struct ib_dev *d);
+void ib_flap_up(struct ib_dev *d, int port);
 
 /* ---- enhanced connection establishment (ib_ece.c) ---- */
 /* At open: whether the device's queue pairs offer ECE, and which options. */

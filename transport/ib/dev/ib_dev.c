@@ -55,8 +55,11 @@ static void *async_main(void *arg) {
     if (ev.event_type == IBV_EVENT_PORT_ACTIVE)
       __atomic_store_n(&d->port_down_said, 0, __ATOMIC_RELEASE);
     switch (ev.event_type) {
-    case IBV_EVENT_PORT_ERR: say_port_down(d, ev.element.port_num); break;
-    case IBV_EVENT_PORT_ACTIVE:
+    case IBV_EVENT_PORT_ERR:
+      ib_flap_down(d);
+      say_port_down(d, ev.element.port_num);
+      break;
+    case IBV_EVENT_PORT_ACTIVE: ib_flap_up(d, ev.element.port_num); break;
     case IBV_EVENT_GID_CHANGE:
     case IBV_EVENT_LID_CHANGE:
     case IBV_EVENT_PKEY_CHANGE:

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* What the kernel says about a connection's path, read off the data path
+ * (by the metrics writer and at close): for TCP, TCP_INFO of its sockets. */
+#ifndef DIAG_TRANSPORT_RUN_EVIDENCE_H
+#define DIAG_TRANSPORT_RUN_EVIDENCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct transport_comm;
+
+struct run_tcp_evidence {
+  bool has;          /* at least one socket answered */
+  uint32_t rtt_us;   /* the largest smoothed RTT of its sockets */
+  uint64_t retrans;  /* segments retransmitted, all its sockets, over their lives */
+  uint32_t lost;     /* segments the kernel counts lost now, all its sockets */
+  uint32_t nsockets; /* sockets that answered */
+};
+
+/* TCP_INFO of every socket of a TCP comm (transport/tcp/tcp_info.c): a few
+ * getsockopt calls, none blocking. */
+void tcp_comm_evidence(const struct transport_comm *c, struct run_tcp_evidence *out);
+
+#endif
