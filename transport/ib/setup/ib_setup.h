@@ -10,6 +10,7 @@
 #define DIAG_TRANSPORT_IB_SETUP_H
 
 #include "transport/ib/dev/ib.h"
+#include "transport/ib/setup/ib_wire.h"
 #include "transport/record_io.h"
 
 /* The machine's stages (ib_setup.c has their order on each side). */
