@@ -18,7 +18,6 @@
 #include "common/ncclver.h"
 #include "common/version.h"
 #include "plugin/vdev.h"
-#include "transport/ib/dev/ib.h"
 #include "transport/transport.h"
 
 /* Our log levels and subsystem bits are NCCL's values: the sink passes
@@ -82,7 +81,7 @@ static void init_once_fn(void) {
     char a[64];
     ipaddr_str(&d->addr, a, sizeof(a));
     o += (size_t)snprintf(list + o, sizeof(list) - o, " [%d]%s:%s/%s", i, d->name, a,
-                          d->is_ib ? "RDMA" : "TCP");
+                          transport_dev_kind(d));
   }
   INFO(LOG_INIT, "using%s", list);
 }
@@ -153,11 +152,11 @@ ncclResult_t diag_get_properties(int dev, struct diag_props *p) {
   p->name = (char *)d->name;
   p->pci_path = d->pci_path[0] ? (char *)d->pci_path : NULL;
   p->guid = d->guid;
-  p->ptr_support = d->is_ib ? ib_ptr_support(d) : NCCL_PTR_HOST;
+  p->ptr_support = transport_dev_ptr_support(d);
   p->speed = d->speed_mbps;
   p->port = d->port;
   p->max_comms = 65536;
-  p->max_recvs = d->is_ib ? IB_MAX_RECVS : 1;
+  p->max_recvs = transport_dev_max_recvs(d);
   p->max_p2p_bytes = DIAG_MAX_P2P_BYTES;
   p->max_coll_bytes = DIAG_MAX_COLL_BYTES;
   p->ndevs = 1;

@@ -15,11 +15,11 @@
 #include "common/log.h"
 #include "plugin/api.h"
 #include "plugin/api_ids.h"
-#include "transport/ib/dev/ib.h"
+#include "transport/transport.h"
 
 #define API_MAX_GROUP 8 /* grouped receives a comm takes, at most (maxRecvs) */
-_Static_assert(IB_MAX_RECVS <= API_MAX_GROUP, "maxRecvs fits the API's arrays");
-_Static_assert(NCCL_NET_MAX_REQUESTS *IB_MAX_RECVS <= REGISTRY_REQS_PER_COMM,
+_Static_assert(TRANSPORT_MAX_RECVS <= API_MAX_GROUP, "maxRecvs fits the API's arrays");
+_Static_assert(NCCL_NET_MAX_REQUESTS *TRANSPORT_MAX_RECVS <= REGISTRY_REQS_PER_COMM,
                "every request a comm can have in flight gets an id");
 
 /* What a 0-byte transfer's NULL buffer becomes: an address, never read. */

@@ -23,7 +23,6 @@
 #include "common/log.h"
 #include "common/ncclver.h"
 #include "transport/handle.h"
-#include "transport/ib/dev/ib.h"
 
 static pthread_mutex_t vdev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct diag_vdev *vdevs; /* room for as many as the host has devices */
@@ -56,18 +55,11 @@ const struct diag_vdev *diag_vdev_get(int dev) {
   return &vdevs[k];
 }
 
-static bool is_down(const struct transport_dev *d);
-
 const struct transport_dev *diag_vdev_member(const struct diag_vdev *v) {
   const struct transport_host *h = transport_host();
   for (int i = 0; i < v->ndevs; i++)
-    if (!is_down(&h->devs[v->devs[i]])) return &h->devs[v->devs[i]];
+    if (!transport_dev_is_down(&h->devs[v->devs[i]])) return &h->devs[v->devs[i]];
   return &h->devs[v->devs[0]];
-}
-
-static bool is_down(const struct transport_dev *d) {
-  const struct ib_dev *ib = d->ib;
-  return ib && __atomic_load_n(&ib->port_down, __ATOMIC_ACQUIRE);
 }
 
 const struct transport_dev *diag_vdev_pick(int dev, const void *handle) {
@@ -79,7 +71,7 @@ const struct transport_dev *diag_vdev_pick(int dev, const void *handle) {
     unsigned k = __atomic_fetch_add(&v->next_listen, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < v->ndevs; i++) {
       const struct transport_dev *d = &h->devs[v->devs[(k + (unsigned)i) % (unsigned)v->ndevs]];
-      if (!is_down(d)) return d;
+      if (!transport_dev_is_down(d)) return d;
     }
     return &h->devs[v->devs[k % (unsigned)v->ndevs]];
   }
@@ -87,14 +79,9 @@ const struct transport_dev *diag_vdev_pick(int dev, const void *handle) {
   char why[256];
   if (handle_decode(handle, &hd, why, sizeof(why)) == HANDLE_OK)
     for (int i = 0; i < v->ndevs; i++)
-      if ((uint32_t)v->devs[i] == hd.dev && !is_down(&h->devs[v->devs[i]]))
+      if ((uint32_t)v->devs[i] == hd.dev && !transport_dev_is_down(&h->devs[v->devs[i]]))
         return &h->devs[v->devs[i]];
   return diag_vdev_member(v); /* a bad handle: transport_connect names it */
-}
-
-static enum topo_ll dev_ll(const struct transport_dev *d) {
-  const struct ib_dev *ib = d->ib;
-  return ib && ib->td ? ib->td->ll : TOPO_LL_UNKNOWN;
 }
 
 /* What the running NCCL does with a refusal, for the refusal's message. */
@@ -125,13 +112,14 @@ static int check_member(const struct transport_host *h, int i, const int *devs) 
   if (d->is_ib != d0->is_ib) {
     WARN("makeVDevice: cannot fuse %s (%s) with %s (%s): a connection cannot move between RDMA "
          "and TCP%s",
-         d0->name, d0->is_ib ? "RDMA" : "TCP", d->name, d->is_ib ? "RDMA" : "TCP", refusal_cost());
+         d0->name, transport_dev_kind(d0), d->name, transport_dev_kind(d), refusal_cost());
     return EINVAL;
   }
-  if (d->is_ib && dev_ll(d) != dev_ll(d0)) {
+  if (d->is_ib && transport_dev_ll(d) != transport_dev_ll(d0)) {
     WARN("makeVDevice: cannot fuse %s (%s) with %s (%s): their link layers differ; select ports "
          "of one link layer with NCCL_IB_HCA, or set NCCL_IB_MERGE_NICS=0%s",
-         d0->name, topo_ll_name(dev_ll(d0)), d->name, topo_ll_name(dev_ll(d)), refusal_cost());
+         d0->name, topo_ll_name(transport_dev_ll(d0)), d->name, topo_ll_name(transport_dev_ll(d)),
+         refusal_cost());
     return EINVAL;
   }
   return 0;
@@ -163,9 +151,7 @@ static bool same_members(const struct diag_vdev *v, int ndevs, const int *devs) 
 }
 
 void diag_dev_rail_plane(const struct transport_dev *d, int *rail, int *plane) {
-  const struct ib_dev *ib = d->ib;
-  *rail = ib && ib->td ? ib->td->rail : -1;
-  *plane = ib && ib->td ? ib->td->plane : -1;
+  transport_dev_rail_plane(d, rail, plane);
 }
 
 /* NCCL 2.30 (src/transport/net_ib/init.cc ncclIbGetPlaneIndex): a plane's
@@ -233,7 +219,7 @@ static void fill(struct diag_vdev *v, const struct transport_host *h, int ndevs,
     const struct transport_dev *d = &h->devs[devs[i]];
     v->devs[i] = devs[i];
     v->speed_mbps += d->speed_mbps;
-    v->ptr_support &= ib_ptr_support(d);
+    v->ptr_support &= transport_dev_ptr_support(d);
     int n = snprintf(v->name + o, sizeof(v->name) - o, "%s%s", i ? "+" : "", d->name);
     if (n > 0 && (size_t)n < sizeof(v->name) - o) o += (size_t)n;
   }
@@ -275,7 +261,7 @@ ncclResult_t diag_make_vdevice(int *dev, int ndevs, const int *devs, int cap) {
     fill(&vdevs[k], h, ndevs, devs);
     const struct transport_dev *members[DIAG_VDEV_MAX_DEVS];
     for (int i = 0; i < ndevs; i++) members[i] = &h->devs[devs[i]];
-    ib_dev_fuse(members, ndevs);
+    transport_dev_fuse(members, ndevs);
     atomic_store(&nvdevs, k + 1);
   }
   *dev = h->ndev + k;

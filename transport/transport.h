@@ -36,6 +36,7 @@
 #include "common/addr.h"
 #include "plugin/abi/nccl_common.h"
 #include "topo/netif.h"
+#include "topo/topo.h"
 #include "transport/hello.h"
 #include "transport/liveness.h"
 #include "transport/run/stats.h"
@@ -89,6 +90,19 @@ int transport_host_reserve(struct transport_host *h, int n);
 /* While building: the next device, zeroed, with its index and PCI path
  * set; NULL when the reserved room is used up. */
 struct transport_dev *transport_host_add_dev(struct transport_host *h, const char *pci_path);
+
+/* What the plugin asks of a device, whatever its transport
+ * (transport/dev_query.c). */
+#define TRANSPORT_MAX_RECVS 8 /* the most grouped receives of any transport */
+const char *transport_dev_kind(const struct transport_dev *d); /* "RDMA" or "TCP" */
+int transport_dev_ptr_support(const struct transport_dev *d);  /* NCCL_PTR_* bits */
+int transport_dev_max_recvs(const struct transport_dev *d);
+bool transport_dev_is_down(const struct transport_dev *d); /* a port error, none active since */
+enum topo_ll transport_dev_ll(const struct transport_dev *d);
+/* Its rail and plane from the topology, -1 when unknown. */
+void transport_dev_rail_plane(const struct transport_dev *d, int *rail, int *plane);
+/* Tells the member ports of a virtual device about each other. */
+void transport_dev_fuse(const struct transport_dev *const *devs, int n);
 
 /* The other side of a connection, for every message about it. A comm
  * keeps only this after setup; the hello records stay in the setup. */

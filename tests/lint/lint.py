@@ -93,9 +93,29 @@ def check_layers(root, files):
                 elif top in LAYER_ORDER and itop in LAYER_ORDER and \
                         LAYER_ORDER.index(itop) > LAYER_ORDER.index(top) and itop != 'plugin':
                     why = f'{top}/ sits below {itop}/'
+                if not why:
+                    why = transport_part_why(f, inc)
                 if why:
                     bad.append(f'{f}:{n}: includes "{inc}": {why}')
     return not bad, bad
+
+
+# transport/ib's sub-folders, lowest first: a file includes headers of its
+# own sub-folder or lower ones only, so the parts build on each other one way.
+IB_PARTS = ['dev', 'setup', 'data', 'diag', 'failover']
+
+
+def transport_part_why(f, inc):
+    """plugin/ asks transport/transport.h, never one transport's headers;
+    inside transport/ib, includes follow IB_PARTS."""
+    if f.startswith('plugin/') and inc.startswith(('transport/ib/', 'transport/tcp/')):
+        return 'plugin/ names no transport: ask transport/transport.h (transport_dev_*)'
+    fp, ip = f.split('/'), inc.split('/')
+    if fp[:2] == ['transport', 'ib'] and ip[:2] == ['transport', 'ib'] and len(fp) > 3 and \
+            len(ip) > 3 and fp[2] in IB_PARTS and ip[2] in IB_PARTS and \
+            IB_PARTS.index(ip[2]) > IB_PARTS.index(fp[2]):
+        return f'transport/ib/{fp[2]}/ sits below transport/ib/{ip[2]}/ ({" < ".join(IB_PARTS)})'
+    return None
 
 
 PATHLIKE = re.compile(r'(?<![\w./<$-])((?:[A-Za-z0-9_.-]+/)*[A-Za-z0-9_-]+\.(?:c|h|md|py|sh|map|build))\b')

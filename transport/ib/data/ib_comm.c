@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "transport/ib/data/ib_comm.h"
 #include "transport/ib/setup/ib_setup.h"
+#include "transport/ib/setup/ib_wire.h"
 #include "transport/prof.h"
 #include "transport/report.h"
 #include "transport/sock.h"

@@ -34,14 +34,13 @@
 #include "common/wcstatus.h"
 #include "topo/topo.h"
 #include "transport/ib/dev/ib_verbs.h"
-#include "transport/ib/setup/ib_wire.h"
 #include "transport/transport.h"
 
 #define IB_SLOTS 64    /* FIFO slots; > the 32 requests in flight */
 #define IB_MAX_RECVS 8 /* grouped receives per irecv */
 #define IB_MAX_REQS NCCL_NET_MAX_REQUESTS
 #define IB_CTS_SIGNAL_EVERY 16
-#define IB_MAX_QPS IBREC_MAX_QPS
+#define IB_MAX_QPS 32            /* = IBREC_MAX_QPS, the most a setup record carries */
 #define IB_IMM_ABORT 0xffffffffu /* the sender gave up: read its reason on the control socket */
 
 /* One clear-to-send entry; idx is written last and read first. */
@@ -152,6 +151,8 @@ void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const cha
  * deadline (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT). */
 void ib_flap_down(struct ib_dev *d);
 void ib_flap_up(struct ib_dev *d, int port);
+
+struct ibrec; /* transport/ib/setup/ib_wire.h */
 
 /* ---- enhanced connection establishment (ib_ece.c) ---- */
 /* At open: whether the device's queue pairs offer ECE, and which options. */

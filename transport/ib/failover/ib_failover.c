@@ -36,6 +36,7 @@
 #include "transport/frame.h"
 #include "transport/ib/data/ib_comm.h"
 #include "transport/ib/setup/ib_setup.h"
+#include "transport/ib/setup/ib_wire.h"
 #include "transport/sock.h"
 #include "transport/wire.h"
 

@@ -18,6 +18,7 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/ib/setup/ib_wire.h"
 
 void ib_ece_probe(struct ib_dev *d) {
   const struct verbs_ops *v = d->v;

@@ -27,8 +27,11 @@
 #include "common/log.h"
 #include "transport/ib/setup/ib_repair.h"
 #include "transport/ib/setup/ib_setup.h"
+#include "transport/ib/setup/ib_wire.h"
 #include "transport/report.h"
 #include "transport/sock.h"
+
+_Static_assert(IB_MAX_QPS == IBREC_MAX_QPS, "a setup record carries every queue pair");
 
 static bool local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLBACK_OFF; }
 

@@ -11,6 +11,7 @@
 
 #include "transport/ib/dev/ib.h"
 #include "transport/ib/setup/ib_repair.h"
+#include "transport/ib/setup/ib_wire.h"
 #include "transport/record_io.h"
 
 /* The machine's stages (ib_setup.c has their order on each side). */
