@@ -16,6 +16,7 @@
 #include "plugin/api.h"
 #include "plugin/api_ids.h"
 #include "transport/ib/ib.h"
+#include "transport/run/stall.h"
 
 #define API_MAX_GROUP 8 /* grouped receives a comm takes, at most (maxRecvs) */
 _Static_assert(IB_MAX_RECVS <= API_MAX_GROUP, "maxRecvs fits the API's arrays");
@@ -89,6 +90,7 @@ static ncclResult_t publish(const struct transport_comm *c, const void *cid, con
 ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
                         void **request) {
   *request = NULL;
+  run_note_call(); /* the caller posts: not stuck (transport/run/stall.h) */
   struct transport_comm *c = api_comm("isend", send_comm, RK_BIT(RK_SEND));
   if (!c) return ncclInternalError;
   if (size > DIAG_MAX_P2P_BYTES) {
@@ -108,6 +110,7 @@ ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void 
 ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
                         void **mhandles, void **request) {
   *request = NULL;
+  run_note_call(); /* the caller posts: not stuck (transport/run/stall.h) */
   struct transport_comm *c = api_comm("irecv", recv_comm, RK_BIT(RK_RECV));
   if (!c) return ncclInternalError;
   if (n < 1 || n > c->max_recvs || n > API_MAX_GROUP) {
@@ -155,6 +158,7 @@ ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void *
 }
 
 ncclResult_t diag_test(void *request, int *done, int *sizes) {
+  run_note_call();
   *done = 0;
   enum registry_miss miss;
   struct transport_req *r = registry_req_get(request, &miss);

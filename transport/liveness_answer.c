@@ -27,6 +27,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/waitfor.h"
 #include "transport/sock.h"
 
 #define LIVE_ADMIT_NS 2000000000LL
@@ -225,7 +226,12 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
     } else if (!is_check) {
       return false;
     }
-    struct live_frame reply = {LIVE_PONG, f.seq, st->token};
+    if (f.flags & RUN_FLAG_WAITING) {
+      char from[64];
+      ipaddr_str(&a->src, from, sizeof(from));
+      run_waited_on(from, now);
+    }
+    struct live_frame reply = {LIVE_PONG, run_answer_flags(now), f.seq, st->token};
     uint8_t out[LIVE_FRAME_LEN];
     live_frame_encode(&reply, out);
     /* 24 bytes into a socket the pinger drains: a short write means it does

@@ -30,6 +30,7 @@ enum live_type { LIVE_PING = 1, LIVE_PONG = 2, LIVE_NOT_ME = 3 };
 
 struct live_frame {
   uint8_t type;
+  uint16_t flags; /* the wait-for facts (transport/run/waitfor.h); 0 from older plugins */
   uint32_t seq;
   uint64_t token;
 };
@@ -58,6 +59,8 @@ struct liveness_peer {
   atomic_bool is_lost;
   char why[1400]; /* written once, before is_lost is set */
   _Atomic int64_t last_answer_ns;
+  atomic_bool is_waiting; /* a request of ours waits on it: our checks say so */
+  atomic_int idle_s;      /* its caller's idle seconds from its last answer, -1 unknown */
   /* the thread's own */
   enum live_stage stage;
   int fd;

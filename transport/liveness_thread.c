@@ -25,6 +25,7 @@
 
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/waitfor.h"
 #include "transport/sock.h"
 
 #define LOOP_NS 250000000LL
@@ -120,6 +121,7 @@ static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t
   }
   if (f.type == LIVE_PONG && f.token == p->token) {
     atomic_store(&p->last_answer_ns, now);
+    atomic_store(&p->idle_s, run_idle_from_flags(f.flags));
     atomic_store(&p->is_unchecked, false);
     p->answers++;
     p->conn_answers++;
@@ -158,7 +160,8 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
     }
   }
   if (p->stage != LIVE_UP || now < p->next_check_ns) return;
-  struct live_frame f = {LIVE_PING, ++p->seq, p->token};
+  uint16_t flags = atomic_load(&p->is_waiting) ? RUN_FLAG_WAITING : 0;
+  struct live_frame f = {LIVE_PING, flags, ++p->seq, p->token};
   uint8_t out[LIVE_FRAME_LEN];
   size_t n;
   live_frame_encode(&f, out);
