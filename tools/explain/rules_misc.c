@@ -6,7 +6,9 @@
 
 #include "tools/explain/rules.h"
 
-bool diag_match(const struct rec *r) { return r->is_diag && r->level == REC_WARN; }
+bool diag_match(const struct rec *r) {
+  return r->is_diag && r->level == REC_WARN && !waitfor_match(r); /* stalls: rules_waitfor.c */
+}
 
 /* The same diagnosis from many ranks differs only in numbers (qp numbers,
  * ports, sizes): compare with digits folded. */
