@@ -37,7 +37,9 @@
  * --pace-us sleeps between passes (an endless stream that leaves the CPU to
  * the other scenarios); --late-ms sleeps before the first operation (a rank
  * busy elsewhere). --nofile N sets RLIMIT_NOFILE to the descriptors open after init plus N
- * before any connection: a process that runs out of them. */
+ * before any connection: a process that runs out of them. --idle-after N
+ * stops posting and testing after N messages (status "idle"), the process
+ * alive: a caller that did not enter the next collective. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -59,7 +61,7 @@ static struct {
   const char *role, *mode, *dir;
   size_t size, first_size;
   long long count;
-  int window, dev, nofile, max_seconds, pace_us, late_ms;
+  int window, dev, nofile, max_seconds, pace_us, late_ms, idle_after;
 } opt = {"recv", "stream", ".", 1 << 20, 0, 0, 4, 0, 0, 300, 0, 0};
 
 static struct netload nl;
@@ -274,6 +276,10 @@ static void stream(void *comm, bool is_send) {
       break;
     }
     if (opt.pace_us) usleep((useconds_t)opt.pace_us);
+    if (opt.idle_after && o.msgs >= opt.idle_after) {
+      o.status = "idle"; /* a caller that stops posting and testing, its process alive */
+      break;
+    }
   }
   o.bytes = o.msgs * (long long)opt.size;
   o.verified = !bad && !is_send;
@@ -463,6 +469,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--max-seconds")) opt.max_seconds = atoi(v);
     else if (!strcmp(a, "--pace-us")) opt.pace_us = atoi(v);
     else if (!strcmp(a, "--late-ms")) opt.late_ms = atoi(v);
+    else if (!strcmp(a, "--idle-after")) opt.idle_after = atoi(v);
     else return usage();
   }
   if (opt.window < 1 || opt.window > MAX_WINDOW || !opt.size || opt.first_size > opt.size)

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Run-time stall diagnosis between two namespace hosts (TCP): a stream
+stalls by a fault, and the waiting side's plugin must say, once and within
+NCCL_DIAG_STALL_SEC plus a margin, whom it waits on, root first; then
+nccl-net-diag explain, given both sides' logs (or only one), must name the
+same root. Faults: the sender stopped (SIGSTOP); the sender's caller stops
+posting while its process lives; the path blackholed (nft drop both ways).
+Clean runs must give no stall line and no wait-for finding.
+Prints, per scenario, the seconds from the fault to the WARN (measured)."""
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import faults as F  # noqa: E402  (namespaces, sides, checks)
+
+STALL = 8  # NCCL_DIAG_STALL_SEC here: above two liveness check intervals (2 s each)
+MARGIN = 6  # the test() cadence, the check interval, a loaded host
+ENV = {'NCCL_DIAG_STALL_SEC': str(STALL), 'NCCL_DIAG_STALL_WARN_SEC': '0'}
+STREAM = F.PACED + ['--max-seconds', '60']
+
+
+def wait_line(side, needle, since, bound):
+    """Seconds from since until a 'stall:' line with needle is in side's log."""
+    end = since + bound + 2
+    while time.monotonic() < end:
+        for line in lines(side):
+            if 'stall: ' in line and needle in line:
+                return time.monotonic() - since, line
+        time.sleep(0.25)
+    return None, None
+
+
+def lines(side):
+    try:
+        with open(side.log, errors='replace') as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
+
+
+def as_nccl(log):
+    """fault_side prefixes lines '[role pid] LEVEL'; NCCL's logger, which the
+    plugin's lines go through in a job, writes 'host:pid:tid [dev] NCCL LEVEL'."""
+    out = log + '.nccl'
+    with open(log, errors='replace') as f, open(out, 'w') as g:
+        for line in f:
+            m = re.match(r'\[(\w+) (\d+)\] (\w+) (.*)', line)
+            if m:
+                g.write(f'{socket.gethostname()}:{m[2]}:{m[2]} [0] NCCL {m[3]} {m[4]}\n')
+    return out
+
+
+def explain(logs):
+    out = subprocess.run([ARGS.explain, 'explain'] + [as_nccl(x) for x in logs],
+                         capture_output=True, text=True, timeout=60)
+    return out.stdout
+
+
+def expect_warn(c, side, needles, t0, what):
+    took, line = wait_line(side, needles[0], t0, STALL + MARGIN)
+    if not c.ok(took is not None, f'{side.role}: a stall WARN naming {needles[0]} ({what})'):
+        return
+    c.ok(took <= STALL + MARGIN, f'{side.role}: within {STALL + MARGIN} s, took {took:.1f} s')
+    for n in needles[1:]:
+        c.ok(n in line, f'{side.role}: the WARN says "{n}": {line[:400]}')
+    c.ok(sum('stall: ' in x for x in lines(side)) == 1, f'{side.role}: one stall WARN')
+    c.notes.append(f'{what}: {side.role} WARN after {took:.1f} s')
+
+
+def expect_explain(c, logs, needles, label):
+    out = explain(logs)
+    c.ok('wait-for' in out or 'hang\'s root' in out, f'explain ({label}): a wait-for finding')
+    for n in needles:
+        c.ok(n in out, f'explain ({label}) says "{n}": {out[:600]}')
+
+
+def sc_stopped(h, tmp, c):
+    recv, send = F.stream_pair(h, tmp, STREAM, STREAM, ENV)
+    if F.started(c, [recv, send]):
+        t0 = time.monotonic()
+        send.signal(signal.SIGSTOP)
+        expect_warn(c, recv, [f'pid {send.pid} ', 'whose process'], t0, 'stopped')
+        expect_explain(c, [recv.log], [f'pid {send.pid}', 'stopped answering'], 'receiver only')
+        send.signal(signal.SIGCONT)
+    for x in (recv, send):
+        x.finish()
+    return [recv, send]
+
+
+def sc_idle(h, tmp, c):
+    recv, send = F.stream_pair(h, tmp, STREAM, STREAM + ['--idle-after', '20'], ENV)
+    if F.started(c, [recv, send]) and send.wait(30):
+        t0 = time.monotonic()  # its caller stopped at its RESULT line
+        expect_warn(c, recv, [f'pid {send.pid} ', 'whose caller has posted nothing'], t0,
+                    'caller idle')
+        took, _ = wait_line(send, 'its peers wait on', t0, STALL + MARGIN)
+        c.ok(took is not None, 'send: the idle process names itself as the root')
+        for logs, label in (([recv.log, send.log], 'both'), ([recv.log], 'receiver only')):
+            expect_explain(c, logs, [f'pid {send.pid}', 'py-spy dump --pid'], label)
+    for x in (recv, send):
+        x.finish()
+    return [recv, send]
+
+
+def sc_blackhole(h, tmp, c):
+    recv, send = F.stream_pair(h, tmp, STREAM, STREAM, ENV)
+    if F.started(c, [recv, send]):
+        t0 = time.monotonic()
+        F.nft_set(h.ns_send, 'drop')
+        expect_warn(c, recv, [f'pid {send.pid} '], t0, 'blackhole')
+        expect_warn(c, send, [f'pid {recv.pid} '], t0, 'blackhole')
+        expect_explain(c, [recv.log, send.log], ['network path between'], 'both')
+        F.nft_clear(h.ns_send)
+    for x in (recv, send):
+        x.finish()
+    return [recv, send]
+
+
+def sc_clean(h, tmp, c, send_extra):
+    args = ['--size', '65536', '--window', '2', '--count', '800', '--pace-us', '30000',
+            '--max-seconds', '60']
+    recv, send = F.stream_pair(h, tmp, args, args + send_extra, ENV)
+    for x in (recv, send):
+        F.expect_verified(c, x, x.wait(60), 800)
+        c.ok(not any('stall: ' in ln for ln in lines(x)), f'{x.role}: no stall line')
+    out = explain([recv.log, send.log])
+    c.ok('wait-for' not in out and "hang's root" not in out, 'explain: no wait-for finding')
+    for x in (recv, send):
+        x.finish()
+    return [recv, send]
+
+
+SCENARIOS = [
+    ('a sender stopped (SIGSTOP)', sc_stopped),
+    ("a sender's caller stops posting, its process alive", sc_idle),
+    ('the path blackholed (nft drop)', sc_blackhole),
+    ('clean run: a paced stream longer than the stall time', lambda h, t, c: sc_clean(h, t, c, [])),
+    ('clean run: a sender busy elsewhere for 5 s first (under the stall time)',
+     lambda h, t, c: sc_clean(h, t, c, ['--late-ms', '5000'])),
+]
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    for a in ('--driver', '--plugin', '--explain'):
+        ap.add_argument(a, required=True)
+    ap.add_argument('--only', default='')
+    ap.add_argument('--keep-logs', action='store_true')
+    ARGS = ap.parse_args()
+    F.ARGS = ARGS
+    n = 0
+    for title, fn in SCENARIOS:
+        title = f'tcp: {title}'
+        if ARGS.only and ARGS.only not in title:
+            continue
+        n += 1
+        if os.geteuid() != 0 or not shutil.which('nft'):
+            print(f'ok {n} - {title} # SKIP needs root (namespaces) and nft', flush=True)
+            continue
+        c, logs, elapsed = F.run_one(title, fn, 'tcp')
+        bad = c.failed()
+        print(f'{"not ok" if bad else "ok"} {n} - {title} ({elapsed:.0f} s)', flush=True)
+        for note in c.notes:
+            print(f'#   measured: {note}')
+        for b in bad:
+            print(f'#   {b}')
+        if bad:
+            for role, tail in logs.items():
+                print(f'#   --- {role} log (last lines) ---')
+                for line in tail:
+                    print(f'#   {line[:600]}')
+    print(f'1..{n}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
