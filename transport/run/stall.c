@@ -38,6 +38,7 @@ static const char *const wait_words[] = {
   [RUN_WAIT_DATA] = "a posted receive got no byte",
   [RUN_WAIT_BYTES] = "a message under way stopped moving",
   [RUN_WAIT_DRAIN] = "a send is not taken by the peer",
+  [RUN_WAIT_CTS] = "a send has no clear-to-send (the peer posted no receive)",
 };
 
 /* The verdict, for the event and for explain: what the root is. */

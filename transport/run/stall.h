@@ -22,6 +22,7 @@ enum run_wait {
   RUN_WAIT_DATA,  /* a posted receive: no byte of its message came */
   RUN_WAIT_BYTES, /* a message under way (either side): its bytes stopped */
   RUN_WAIT_DRAIN, /* a send: the peer does not take its bytes */
+  RUN_WAIT_CTS,   /* a send: no clear-to-send, the peer posted no receive */
 };
 
 /* One per comm: the stall episode it warned about. */
