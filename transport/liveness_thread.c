@@ -25,6 +25,7 @@
 
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/stall.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
 
@@ -264,6 +265,7 @@ void *liveness_thread_main(void *arg) {
       uint64_t v;
       (void)!read(st->wake_fd, &v, sizeof(v));
     }
+    run_loop_tick(now, LOOP_NS); /* before answering: a stop of ours is no idle caller */
     if (nfds > 0) live_answer_pass(&L.answer, st, L.fds, now);
     pthread_mutex_lock(&st->lock);
     forgive_own_gap(&L, now);

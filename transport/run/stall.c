@@ -19,6 +19,16 @@ static _Atomic int64_t last_call_ns;
 
 void run_note_call(void) { atomic_store_explicit(&last_call_ns, now_ns(), memory_order_relaxed); }
 
+void run_loop_tick(int64_t now, int64_t loop_ns) {
+  static int64_t last_ns; /* the liveness thread's own */
+  int64_t gap = last_ns ? now - last_ns : 0;
+  last_ns = now;
+  int64_t t = atomic_load(&last_call_ns);
+  /* The whole process was stopped: its caller was not idle, it was frozen. */
+  if (gap > loop_ns + 1500000000LL && t)
+    atomic_compare_exchange_strong(&last_call_ns, &t, t + gap - loop_ns);
+}
+
 int64_t run_caller_idle_ns(int64_t now) {
   int64_t t = atomic_load_explicit(&last_call_ns, memory_order_relaxed);
   return t && now > t ? now - t : 0;

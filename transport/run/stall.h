@@ -41,6 +41,10 @@ const struct run_prefs *run_prefs_read(void);
 /* The caller's activity, process-wide: every post and test notes it; a
  * process whose caller stopped notes nothing. */
 void run_note_call(void);
+/* From each pass of the liveness thread (which polls at most loop_ns): a
+ * pass much later than that means the whole process was stopped, which is
+ * not its caller's idleness. */
+void run_loop_tick(int64_t now, int64_t loop_ns);
 /* Nanoseconds since the caller last posted or tested; 0 before any. */
 int64_t run_caller_idle_ns(int64_t now);
 
