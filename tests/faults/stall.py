@@ -140,15 +140,150 @@ def sc_clean(h, tmp, c, send_extra):
     return [recv, send]
 
 
-SCENARIOS = [
-    ('a sender stopped (SIGSTOP)', sc_stopped),
-    ("a sender's caller stops posting, its process alive", sc_idle),
-    ('the path blackholed (nft drop)', sc_blackhole),
-    ('clean run: a paced stream longer than the stall time', lambda h, t, c: sc_clean(h, t, c, [])),
-    ('clean run: a sender busy elsewhere for 5 s first (under the stall time)',
-     lambda h, t, c: sc_clean(h, t, c, ['--late-ms', '5000'])),
-]
+# ---- a ring of namespace hosts on one bridge ----
 
+NRANKS = 4
+
+
+class RingHosts:
+    """NRANKS namespace hosts, each eth0 on one bridge (in a hub namespace)."""
+    kind = 'tcp'
+
+    def __init__(self):
+        self.tag = F.next_tag()
+        self.hub = f'dsth{os.getpid()}x{self.tag}'
+        self.ns = [f'dst{os.getpid()}x{self.tag}r{i}' for i in range(NRANKS)]
+        self.octet = 250 - self.tag % 50
+        self.ns_recv, self.ns_send = self.ns[0], self.ns[1]
+
+    def ip(self, i):
+        return f'10.{self.octet}.1.{i + 1}'
+
+    def up(self):
+        F.sh(['ip', 'netns', 'add', self.hub])
+        F.sh(['ip', '-n', self.hub, 'link', 'add', 'br0', 'type', 'bridge'])
+        F.sh(['ip', '-n', self.hub, 'link', 'set', 'br0', 'up'])
+        for i, ns in enumerate(self.ns):
+            F.sh(['ip', 'netns', 'add', ns])
+            F.sh(['ip', 'link', 'add', 'eth0', 'netns', ns, 'type', 'veth', 'peer', 'name',
+                  f'p{i}', 'netns', self.hub])
+            F.sh(['ip', '-n', self.hub, 'link', 'set', f'p{i}', 'master', 'br0', 'up'])
+            F.sh(['ip', '-n', ns, 'addr', 'add', f'{self.ip(i)}/24', 'dev', 'eth0'])
+            F.sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up'])
+            F.sh(['ip', '-n', ns, 'link', 'set', 'eth0', 'up'])
+        for ns in self.ns:
+            for _ in range(100):
+                if 'LOWER_UP' in F.sh(['ip', '-n', ns, 'link', 'show', 'eth0']).stdout:
+                    break
+                time.sleep(0.05)
+
+    def down(self):
+        for ns in self.ns + [self.hub]:
+            F.sh(['ip', 'netns', 'del', ns], check=False)
+
+    def namespaces(self):
+        return self.ns + [self.hub]
+
+    def env(self, role):
+        return {'NCCL_SOCKET_IFNAME': 'eth0'}
+
+
+def ring(h, tmp, extra=None):
+    extra = extra or {}
+    args = ['--size', '65536', '--nranks', str(NRANKS), '--pace-us', '2000', '--max-seconds', '60']
+    return [F.Side(f'r{i}', h.ns[i], {**h.env('r'), **ENV},
+                   args + ['--rank', str(i)] + extra.get(i, []), tmp, mode='ring')
+            for i in range(NRANKS)]
+
+
+def expect_ring(c, sides, t0, root, what, needles, subsets):
+    """Every rank but the root: one stall WARN within the bound; explain on
+    every log, and on each subset, names the root and only it."""
+    worst, n = 0, 0
+    for s in sides:
+        if s is root:
+            continue
+        took, _ = wait_line(s, 'pid ', t0, STALL + MARGIN)
+        if c.ok(took is not None, f'{s.role}: a stall WARN ({what})'):
+            worst, n = max(worst, took), n + 1
+            c.ok(took <= STALL + MARGIN, f'{s.role}: within {STALL + MARGIN} s, took {took:.1f} s')
+    c.notes.append(f'{what}: the last of {n} ranks warned {worst:.1f} s after the fault')
+    for sub in subsets:
+        logs = [sides[i].log for i in sub]
+        out = explain(logs)
+        label = 'ranks ' + ','.join(str(i) for i in sub)
+        c.ok(out.count("hang's root") == 1, f'explain ({label}): one root: {out[:800]}')
+        for n in needles:
+            c.ok(n in out, f'explain ({label}) says "{n}": {out[:800]}')
+
+
+def sc_ring_stopped(h, tmp, c):
+    sides = ring(h, tmp)
+    if F.started(c, sides):
+        t0 = time.monotonic()
+        sides[2].signal(signal.SIGSTOP)
+        expect_ring(c, sides, t0, sides[2], 'ring, rank 2 stopped',
+                    [f'pid {sides[2].pid}', 'stopped answering'], [[0, 1, 3], [0, 3]])
+        sides[2].signal(signal.SIGCONT)
+        time.sleep(3)  # its liveness thread reads the checks queued while it was stopped
+        c.ok(not any('its peers wait on' in x for x in lines(sides[2])),
+             'rank 2, continued: does not call its stop an idle caller')
+    for x in sides:
+        x.finish()
+    return sides
+
+
+def sc_ring_idle(h, tmp, c):
+    sides = ring(h, tmp, {2: ['--idle-after', '30']})
+    if F.started(c, sides) and sides[2].wait(30):
+        t0 = time.monotonic()
+        expect_ring(c, sides, t0, sides[2], "ring, rank 2's caller idle",
+                    [f'pid {sides[2].pid}', 'py-spy dump'], [[0, 1, 2, 3], [0, 1, 3]])
+    for x in sides:
+        x.finish()
+    return sides
+
+
+def sc_ring_link(h, tmp, c):
+    sides = ring(h, tmp)
+    if F.started(c, sides):
+        t0 = time.monotonic()
+        pair = f'{{ {h.ip(1)}, {h.ip(2)} }}'
+        F.nft_set(h.ns[1], f'ip saddr {pair} ip daddr {pair} drop')
+        expect_ring(c, sides, t0, None, 'ring, path rank 1 - rank 2 blackholed',
+                    ['network path between'], [[0, 1, 2, 3]])
+        F.nft_clear(h.ns[1])
+    for x in sides:
+        x.finish()
+    return sides
+
+
+def sc_ring_clean(h, tmp, c):
+    sides = ring(h, tmp, {i: ['--count', '3000'] for i in range(NRANKS)})
+    for s in sides:
+        r = s.wait(60)
+        c.ok(r and r['status'] == 'ok', f'{s.role}: ring completed: {F.short(r)}')
+        c.ok(not any('stall: ' in ln for ln in lines(s)), f'{s.role}: no stall line')
+    out = explain([s.log for s in sides])
+    c.ok("hang's root" not in out, 'explain: no wait-for finding')
+    for x in sides:
+        x.finish()
+    return sides
+
+
+SCENARIOS = [
+    ('a sender stopped (SIGSTOP)', sc_stopped, None),
+    ("a sender's caller stops posting, its process alive", sc_idle, None),
+    ('the path blackholed (nft drop)', sc_blackhole, None),
+    ('clean run: a paced stream longer than the stall time', lambda h, t, c: sc_clean(h, t, c, []),
+     None),
+    ('clean run: a sender busy elsewhere for 5 s first (under the stall time)',
+     lambda h, t, c: sc_clean(h, t, c, ['--late-ms', '5000']), None),
+    (f'ring of {NRANKS}: rank 2 stopped (SIGSTOP)', sc_ring_stopped, RingHosts),
+    (f"ring of {NRANKS}: rank 2's caller stops posting", sc_ring_idle, RingHosts),
+    (f'ring of {NRANKS}: the path between ranks 1 and 2 blackholed', sc_ring_link, RingHosts),
+    (f'ring of {NRANKS}: clean run', sc_ring_clean, RingHosts),
+]
 
 def main():
     global ARGS
@@ -163,17 +298,18 @@ def main():
     ap.add_argument('--keep-logs', action='store_true')
     ARGS = ap.parse_args()
     F.ARGS = ARGS
-    todo = [(f'{k}: {t}', fn, k) for k in ARGS.transports.split(',') for t, fn in SCENARIOS]
+    todo = [(f'{k}: {t}', fn, k, pl) for k in ARGS.transports.split(',') for t, fn, pl in SCENARIOS
+            if not pl or pl.kind == k]
     todo = [x for x in todo if not ARGS.only or ARGS.only in x[0]]
     n = 0
     if os.geteuid() != 0 or not shutil.which('nft'):
-        for title, _, _ in todo:
+        for title, *_ in todo:
             n += 1
             print(f'ok {n} - {title} # SKIP needs root (namespaces) and nft', flush=True)
         todo = []
     # Two at a time: the wall time stays modest, the bounds keep their margin.
     with concurrent.futures.ThreadPoolExecutor(max_workers=ARGS.jobs) as pool:
-        futures = {pool.submit(F.run_one, t, fn, k): t for t, fn, k in todo}
+        futures = {pool.submit(F.run_one, t, fn, k, pl): t for t, fn, k, pl in todo}
         for f in concurrent.futures.as_completed(futures):
             title = futures[f]
             c, logs, elapsed = f.result()
