@@ -212,6 +212,12 @@ int liveness_peer_idle_s(const struct liveness_peer *p) {
   return p ? atomic_load_explicit(&p->idle_s, memory_order_relaxed) : -1;
 }
 
+int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4) {
+  int v = p ? atomic_load(&p->root_verdict) : 0;
+  if (v) *pid = atomic_load(&p->root_pid), *ip4 = atomic_load(&p->root_ip4);
+  return v;
+}
+
 void liveness_stall_advice(const struct liveness_peer *p, char *buf, size_t cap) {
   char live[200];
   enum liveness_view v = liveness_peer_state(p, live, sizeof(live));

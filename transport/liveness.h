@@ -73,6 +73,9 @@ enum liveness_view liveness_peer_state(const struct liveness_peer *p, char *buf,
  * has posted nothing: seconds, or -1 when unknown (or p is NULL). */
 void liveness_peer_set_waiting(struct liveness_peer *p, bool is_waiting);
 int liveness_peer_idle_s(const struct liveness_peer *p);
+/* The root of the peer's own stall as its answers said: its verdict
+ * (transport/run/waitfor.h, 0 = none said), pid and IPv4 address. */
+int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4);
 
 /* The end of a no-progress warning for a request that waits on its peer:
  * what the peer's liveness says and what that means (alive but not at the

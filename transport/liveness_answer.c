@@ -237,6 +237,12 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
     /* 24 bytes into a socket the pinger drains: a short write means it does
      * not read, and it reconnects when we drop it. */
     if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
+    struct run_root root;
+    if ((f.flags & RUN_FLAG_WAITING) && run_root_get(&root)) {
+      struct live_frame rf = {LIVE_ROOT, root.verdict, root.pid, root.ip4};
+      live_frame_encode(&rf, out);
+      if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
+    }
   }
   return true;
 }

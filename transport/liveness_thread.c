@@ -115,6 +115,12 @@ static void connect_step(struct liveness_state *st, struct liveness_peer *p, sho
 /* An answer came: PONG from the process we check, or NOT_ME. */
 static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t now) {
   struct live_frame f;
+  if (!live_frame_decode(p->in, &f) && f.type == LIVE_ROOT) { /* after a PONG: its stall's root */
+    atomic_store(&p->root_pid, f.seq);
+    atomic_store(&p->root_ip4, (uint32_t)f.token);
+    atomic_store(&p->root_verdict, f.flags);
+    return;
+  }
   if (live_frame_decode(p->in, &f) || (f.type != LIVE_PONG && f.type != LIVE_NOT_ME)) {
     close_conn(p); /* not our peer's frames: start over */
     p->next_try_ns = now;

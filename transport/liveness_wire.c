@@ -26,8 +26,7 @@ int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f) {
   f->flags = r_u16(&r);
   f->seq = r_u32(&r);
   f->token = r_u64(&r);
-  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING ||
-      f->type > LIVE_NOT_ME)
+  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING || f->type > LIVE_ROOT)
     return EPROTO;
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "transport/liveness.h"
+#include "transport/run/waitfor.h"
 #include "transport/sock.h"
 #include "transport/transport.h"
 
@@ -130,6 +131,7 @@ void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait
   if (w->has_warned && since_ns > w->warned_ns) {
     liveness_peer_set_waiting(c->live, false);
     w->has_warned = false;
+    run_root_set(&(struct run_root){0}); /* moving again: no root to tell */
   }
   if (since_ns > w->since_ns) w->since_ns = since_ns;
   int64_t now = now_ns(), waited = now - w->since_ns;
@@ -137,15 +139,24 @@ void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait
    * check interval or so later: the answer is then in. */
   if (waited >= pr->stall_ns / 2) liveness_peer_set_waiting(c->live, true);
   if (w->has_warned || waited < pr->stall_ns) return;
-  w->has_warned = true;
-  w->warned_ns = now;
   char live[200];
   enum liveness_view lv = liveness_peer_state(c->live, live, sizeof(live));
   int idle_s = liveness_peer_idle_s(c->live);
   int stall_s = (int)(pr->stall_ns / 1000000000LL);
   enum verdict v = judge(lv, idle_s, stall_s, kind);
   long long secs = (long long)(waited / 1000000000LL);
+  if (v == V_PEER_WAITS) {
+    /* The peer knows the root once its own stall is judged: one check
+     * interval per hop. Wait for it up to half the stall time more. */
+    if (run_stall_adopt(c, wait_words[kind], secs)) goto warned;
+    if (waited < pr->stall_ns + pr->stall_ns / 2) return;
+  } else {
+    run_stall_root(c, v);
+  }
   static const char *const lv_words[] = {"unchecked", "answers", "silent", "lost"};
   say(v, &c->peer, live, idle_s, wait_words[kind], secs);
   event(v, &c->peer, lv_words[lv], idle_s, kind, secs, pending);
+warned:
+  w->has_warned = true;
+  w->warned_ns = now;
 }

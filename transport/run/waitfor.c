@@ -4,12 +4,29 @@
  * says so in its own log, so every rank's log and explain name it. */
 #include "transport/run/waitfor.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "common/events.h"
 #include "common/log.h"
 #include "transport/run/stall.h"
+
+static pthread_mutex_t root_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct run_root my_root;
+
+void run_root_set(const struct run_root *r) {
+  pthread_mutex_lock(&root_lock); /* a copy: never held for long */
+  my_root = *r;
+  pthread_mutex_unlock(&root_lock);
+}
+
+bool run_root_get(struct run_root *r) {
+  pthread_mutex_lock(&root_lock);
+  *r = my_root;
+  pthread_mutex_unlock(&root_lock);
+  return r->verdict != RUN_ROOT_NONE;
+}
 
 uint16_t run_answer_flags(int64_t now) {
   int64_t idle = run_caller_idle_ns(now) / 1000000000LL;

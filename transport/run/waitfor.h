@@ -11,6 +11,17 @@
 #define RUN_FLAG_WAITING 0x0001u  /* in a check: a request of mine waits on you */
 #define RUN_FLAG_IDLE_SET 0x8000u /* in an answer: the low 15 bits are my caller's idle s */
 
+/* The root of this process's stall, told to a peer that waits on it. */
+enum run_root_verdict { RUN_ROOT_NONE, RUN_ROOT_SILENT, RUN_ROOT_IDLE, RUN_ROOT_LINK };
+struct run_root {
+  uint16_t verdict;
+  uint32_t pid;
+  uint32_t ip4; /* network order bytes, as read from memory */
+};
+void run_root_set(const struct run_root *r);
+/* false when this process has no root (no stall, or none known). */
+bool run_root_get(struct run_root *r);
+
 /* The flags of this process's answer. */
 uint16_t run_answer_flags(int64_t now);
 /* The answerer's caller idle seconds from its answer's flags; -1 when it
