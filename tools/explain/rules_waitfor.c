@@ -21,6 +21,10 @@ struct wf_edge {
   long pid, to_pid;
   enum wf_kind kind;
   const struct rec *r;
+  /* a rank that took its busy peer's root says which: pid, address, kind */
+  long told_pid;
+  char told_ip[48];
+  enum wf_kind told_kind; /* WF_OTHER: none */
 };
 
 bool waitfor_match(const struct rec *r) {
@@ -53,10 +57,20 @@ static bool parse_edge(const struct rec *r, struct wf_edge *e) {
     e->to_pid = r->pid;
     return r->pid > 0;
   }
-  const char *lead = !strncmp(t, "waiting on ", 11)                       ? t + 11
+  /* "the root is pid 9 at 10.0.0.3: ... (this rank is waiting on b pid 7 (...), which is busy
+   * itself ...)": a rank that took its busy peer's root; its edge is to that peer. */
+  const char *via = !strncmp(t, "the root is ", 12) ? strstr(t, "waiting on ") : NULL;
+  const char *lead = via                                                  ? via + 11
+                     : !strncmp(t, "waiting on ", 11)                     ? t + 11
                      : !strncmp(t, "the path between this host and ", 31) ? t + 31
                                                                           : NULL;
   if (!lead || !parse_target(lead, e)) return false;
+  e->told_kind = WF_OTHER;
+  if (via && sscanf(t, "the root is pid %ld at %47[^:]", &e->told_pid, e->told_ip) == 2)
+    e->told_kind = strstr(t, "does not answer")       ? WF_SILENT
+                   : strstr(t, "caller has stopped")  ? WF_IDLE
+                   : strstr(t, "path to it moves no") ? WF_LINK
+                                                      : WF_OTHER;
   e->kind = strstr(t, "whose process ")            ? WF_SILENT
             : strstr(t, "whose caller has posted") ? WF_IDLE
             : lead == t + 31                       ? WF_LINK
@@ -78,8 +92,25 @@ struct wf_root {
   struct finding *f;
 };
 
+/* The root a rank took from its busy peer, when the chain leaves the logs. */
+static void told_root(const struct wf_edge *told, struct wf_root *out) {
+  static const char *const how[] = {
+    [WF_SILENT] = "its process does not answer (stopped, frozen, dead or cut off)",
+    [WF_IDLE] = "its caller posted nothing to the network (it did not enter the collective)",
+    [WF_LINK] = "the path to it moves no bytes while both ends post"};
+  snprintf(out->key, sizeof(out->key), "told %s %ld", told->told_ip, told->told_pid);
+  snprintf(out->cause, sizeof(out->cause),
+           "the hang's root is pid %ld at %s, as the stalled ranks passed it along (its own "
+           "log and its waiters' are not among these): %s",
+           told->told_pid, told->told_ip, how[told->told_kind]);
+  snprintf(out->fix, sizeof(out->fix),
+           "on %s: ps -o stat,cmd -p %ld, then py-spy dump --pid %ld; add that host's log",
+           told->told_ip, told->told_pid, told->told_pid);
+}
+
 /* Follows e to its root; writes the root's words into out. */
 static void follow(const struct wf_edge *v, int n, const struct wf_edge *e, struct wf_root *out) {
+  const struct wf_edge *told = NULL;
   for (int hop = 0; hop < WF_HOPS; hop++) {
     const struct wf_edge *next = edge_of(v, n, e->to_host, e->to_pid, WF_SELF_IDLE);
     bool is_self_idle = false; /* the process's own line: its peers wait on it, idle */
@@ -127,8 +158,13 @@ static void follow(const struct wf_edge *v, int n, const struct wf_edge *e, stru
                e->to_host, e->to_pid, e->to_pid);
       return;
     }
+    if (e->told_kind != WF_OTHER) told = e;
     if (!next) break;
     e = next;
+  }
+  if (told) { /* the chain leaves these logs; the ranks passed the root along */
+    told_root(told, out);
+    return;
   }
   snprintf(out->key, sizeof(out->key), "end %s %ld", e->to_host, e->to_pid);
   snprintf(out->cause, sizeof(out->cause),
