@@ -30,6 +30,7 @@
 #include "transport/sock.h"
 
 #define LOOP_NS 250000000LL
+#define LIVE_WAIT_CHECK_NS 500000000LL
 
 struct loop {
   struct liveness_state *st;
@@ -176,7 +177,10 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
   if (err == EAGAIN || (!err && n == sizeof(out))) {
     /* Sent, or the socket is full: the peer does not read; TCP_INFO shows it. */
     p->checks += !err;
-    p->next_check_ns = now + st->interval_ns;
+    /* While a request of ours waits on it, check twice a second: each
+     * answer may bring the root of its stall, one hop of the chain. */
+    bool is_fast = atomic_load(&p->is_waiting) && st->interval_ns > LIVE_WAIT_CHECK_NS;
+    p->next_check_ns = now + (is_fast ? LIVE_WAIT_CHECK_NS : st->interval_ns);
   } else {
     close_conn(p); /* broken, or a partial frame: start over */
     p->next_try_ns = now;

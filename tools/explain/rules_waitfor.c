@@ -92,13 +92,19 @@ struct wf_root {
   struct finding *f;
 };
 
+/* A process root's key: its pid, the same whether a waiter named it (with
+ * its host name) or a rank passed it along (with its address only). */
+static void root_key(const struct wf_edge *e, struct wf_root *out) {
+  snprintf(out->key, sizeof(out->key), "root %ld", e->to_pid);
+}
+
 /* The root a rank took from its busy peer, when the chain leaves the logs. */
 static void told_root(const struct wf_edge *told, struct wf_root *out) {
   static const char *const how[] = {
     [WF_SILENT] = "its process does not answer (stopped, frozen, dead or cut off)",
     [WF_IDLE] = "its caller posted nothing to the network (it did not enter the collective)",
     [WF_LINK] = "the path to it moves no bytes while both ends post"};
-  snprintf(out->key, sizeof(out->key), "told %s %ld", told->told_ip, told->told_pid);
+  snprintf(out->key, sizeof(out->key), "root %ld", told->told_pid);
   snprintf(out->cause, sizeof(out->cause),
            "the hang's root is pid %ld at %s, as the stalled ranks passed it along (its own "
            "log and its waiters' are not among these): %s",
@@ -111,6 +117,7 @@ static void told_root(const struct wf_edge *told, struct wf_root *out) {
 /* Follows e to its root; writes the root's words into out. */
 static void follow(const struct wf_edge *v, int n, const struct wf_edge *e, struct wf_root *out) {
   const struct wf_edge *told = NULL;
+  bool is_jumped = false;
   for (int hop = 0; hop < WF_HOPS; hop++) {
     const struct wf_edge *next = edge_of(v, n, e->to_host, e->to_pid, WF_SELF_IDLE);
     bool is_self_idle = false; /* the process's own line: its peers wait on it, idle */
@@ -118,7 +125,7 @@ static void follow(const struct wf_edge *v, int n, const struct wf_edge *e, stru
       is_self_idle |=
         v[i].kind == WF_SELF_IDLE && v[i].pid == e->to_pid && !strcmp(v[i].host, e->to_host);
     if (e->kind == WF_IDLE || is_self_idle) {
-      snprintf(out->key, sizeof(out->key), "idle %s %ld", e->to_host, e->to_pid);
+      root_key(e, out);
       snprintf(out->cause, sizeof(out->cause),
                "the hang's root is %s pid %ld%s%s%s: its process runs but its caller posted "
                "nothing to the network, so it did not enter the collective the other ranks wait "
@@ -146,7 +153,7 @@ static void follow(const struct wf_edge *v, int n, const struct wf_edge *e, stru
       return;
     }
     if (e->kind == WF_SILENT) {
-      snprintf(out->key, sizeof(out->key), "silent %s %ld", e->to_host, e->to_pid);
+      root_key(e, out);
       snprintf(out->cause, sizeof(out->cause),
                "the hang's root is %s pid %ld%s%s%s: its process stopped answering (stopped, "
                "frozen or dead, or its host cut off), and the other ranks wait on it",
@@ -159,6 +166,11 @@ static void follow(const struct wf_edge *v, int n, const struct wf_edge *e, stru
       return;
     }
     if (e->told_kind != WF_OTHER) told = e;
+    if (!next && told && !is_jumped) { /* the told root's own lines, when here, say more */
+      for (int i = 0; i < n && !next; i++)
+        if (v[i].pid == told->told_pid) next = &v[i];
+      is_jumped = true;
+    }
     if (!next) break;
     e = next;
   }
