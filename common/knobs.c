@@ -183,6 +183,13 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_DIAG_STALL_WARN_SEC] =
     {"NCCL_DIAG_STALL_WARN_SEC", KT_INT, "60", 0, 86400, NULL,
      "warn once when a request makes no progress for this many seconds (0 = never)"},
+  [K_DIAG_STALL_SEC] =
+    {"NCCL_DIAG_STALL_SEC", KT_INT, "20", 0, 3600, NULL,
+     "when a connection has requests pending and nothing moved for this many seconds, say once "
+     "on that rank whom it waits for (the peer's host, pid and address, and whether that process "
+     "answers, posted nothing, or neither end moves bytes), and write a stall event. 0 = never. "
+     "The default stays well above the longest quiet gap of a healthy step and below PyTorch's "
+     "30 s heartbeat and 10 min collective timeout, and below NCCL_DIAG_PEER_TIMEOUT_SEC"},
   [K_DIAG_PEER_TIMEOUT_SEC] =
     {"NCCL_DIAG_PEER_TIMEOUT_SEC", KT_INT, "120", 0, 86400, NULL,
      "fail every request of a connection with ncclRemoteError when the peer's process has not "

@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "plugin/api.h"
 #include "plugin/api_ids.h"
+#include "transport/run/stall.h"
 #include "transport/transport.h"
 
 #define API_MAX_GROUP 8 /* grouped receives a comm takes, at most (maxRecvs) */
@@ -107,6 +108,7 @@ static ncclResult_t publish(const struct transport_comm *c, const void *cid, con
 ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void *mhandle,
                         void **request) {
   *request = NULL;
+  run_note_call(); /* the caller posts: not stuck (transport/run/stall.h) */
   struct transport_comm *c = api_comm("isend", send_comm, RK_BIT(RK_SEND));
   if (!c) return ncclInternalError;
   if (size > DIAG_MAX_P2P_BYTES) {
@@ -127,6 +129,7 @@ ncclResult_t diag_isend(void *send_comm, void *data, size_t size, int tag, void 
 ncclResult_t diag_irecv(void *recv_comm, int n, void **data, size_t *sizes, int *tags,
                         void **mhandles, void **request) {
   *request = NULL;
+  run_note_call(); /* the caller posts: not stuck (transport/run/stall.h) */
   struct transport_comm *c = api_comm("irecv", recv_comm, RK_BIT(RK_RECV));
   if (!c) return ncclInternalError;
   if (n < 1 || n > c->max_recvs || n > API_MAX_GROUP) {
@@ -176,6 +179,7 @@ ncclResult_t diag_iflush(void *recv_comm, int n, void **data, int *sizes, void *
 }
 
 ncclResult_t diag_test(void *request, int *done, int *sizes) {
+  run_note_call();
   *done = 0;
   enum registry_miss miss;
   struct transport_req *r = registry_req_get(request, &miss);

@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "transport/liveness_int.h"
+#include "transport/run/stall.h"
 #include "transport/sock.h"
 
 static struct liveness_state state = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake_fd = -1};
@@ -94,6 +95,7 @@ static void start(void) {
 
 void liveness_local(struct hello_live *out) {
   pthread_once(&start_once, start);
+  run_note_call(); /* setting up comms: the caller is active */
   memset(out, 0, sizeof(*out));
   out->is_present = state.is_on;
   out->port = state.port;
@@ -131,6 +133,7 @@ static struct liveness_peer *record_new(const struct liveness_who *peer,
   p->poll_index = -1;
   p->stage = LIVE_IDLE;
   atomic_store(&p->last_answer_ns, now_ns());
+  atomic_store(&p->idle_s, -1);
   return p;
 }
 
@@ -199,6 +202,20 @@ enum liveness_view liveness_peer_state(const struct liveness_peer *p, char *buf,
   snprintf(buf, cap, "has not answered liveness checks for %.0f s (its connections fail at %lld s)",
            quiet, (long long)(state.timeout_ns / 1000000000LL));
   return LIVENESS_SILENT;
+}
+
+void liveness_peer_set_waiting(struct liveness_peer *p, bool is_waiting) {
+  if (p) atomic_store_explicit(&p->is_waiting, is_waiting, memory_order_relaxed);
+}
+
+int liveness_peer_idle_s(const struct liveness_peer *p) {
+  return p ? atomic_load_explicit(&p->idle_s, memory_order_relaxed) : -1;
+}
+
+int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4) {
+  int v = p ? atomic_load(&p->root_verdict) : 0;
+  if (v) *pid = atomic_load(&p->root_pid), *ip4 = atomic_load(&p->root_ip4);
+  return v;
 }
 
 void liveness_stall_advice(const struct liveness_peer *p, char *buf, size_t cap) {

@@ -68,6 +68,15 @@ void liveness_peer_notice(const struct liveness_peer *p, char *buf, size_t cap);
 enum liveness_view { LIVENESS_UNCHECKED, LIVENESS_ANSWERS, LIVENESS_SILENT, LIVENESS_LOST };
 enum liveness_view liveness_peer_state(const struct liveness_peer *p, char *buf, size_t cap);
 
+/* The stall step (transport/run/stall.c): on, our checks tell the peer
+ * that a request of ours waits on it; its answers say how long its caller
+ * has posted nothing: seconds, or -1 when unknown (or p is NULL). */
+void liveness_peer_set_waiting(struct liveness_peer *p, bool is_waiting);
+int liveness_peer_idle_s(const struct liveness_peer *p);
+/* The root of the peer's own stall as its answers said: its verdict
+ * (transport/run/waitfor.h, 0 = none said), pid and IPv4 address. */
+int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4);
+
 /* The end of a no-progress warning for a request that waits on its peer:
  * what the peer's liveness says and what that means (alive but not at the
  * matching operation yet, silent, or not checked). */

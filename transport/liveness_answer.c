@@ -27,6 +27,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/waitfor.h"
 #include "transport/sock.h"
 
 #define LIVE_ADMIT_NS 2000000000LL
@@ -225,12 +226,23 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
     } else if (!is_check) {
       return false;
     }
-    struct live_frame reply = {LIVE_PONG, f.seq, st->token};
+    if (f.flags & RUN_FLAG_WAITING) {
+      char from[64];
+      ipaddr_str(&a->src, from, sizeof(from));
+      run_waited_on(from, now);
+    }
+    struct live_frame reply = {LIVE_PONG, run_answer_flags(now), f.seq, st->token};
     uint8_t out[LIVE_FRAME_LEN];
     live_frame_encode(&reply, out);
     /* 24 bytes into a socket the pinger drains: a short write means it does
      * not read, and it reconnects when we drop it. */
     if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
+    struct run_root root;
+    if ((f.flags & RUN_FLAG_WAITING) && run_root_get(&root)) {
+      struct live_frame rf = {LIVE_ROOT, root.verdict, root.pid, root.ip4};
+      live_frame_encode(&rf, out);
+      if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
+    }
   }
   return true;
 }

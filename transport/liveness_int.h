@@ -26,10 +26,14 @@
 #define LIVE_MAGIC 0x706c7664u /* "dvlp" */
 #define LIVE_VERSION 1
 #define LIVE_FRAME_LEN 24
-enum live_type { LIVE_PING = 1, LIVE_PONG = 2, LIVE_NOT_ME = 3 };
+/* LIVE_ROOT follows a PONG only when the check said its sender waits on us
+ * (transport/run/waitfor.h), so older checkers, which never say so, never
+ * see one: flags the root's verdict, seq its pid, token its IPv4 address. */
+enum live_type { LIVE_PING = 1, LIVE_PONG = 2, LIVE_NOT_ME = 3, LIVE_ROOT = 4 };
 
 struct live_frame {
   uint8_t type;
+  uint16_t flags; /* the wait-for facts (transport/run/waitfor.h); 0 from older plugins */
   uint32_t seq;
   uint64_t token;
 };
@@ -58,6 +62,10 @@ struct liveness_peer {
   atomic_bool is_lost;
   char why[1400]; /* written once, before is_lost is set */
   _Atomic int64_t last_answer_ns;
+  atomic_bool is_waiting;         /* a request of ours waits on it: our checks say so */
+  atomic_int idle_s;              /* its caller's idle seconds from its last answer, -1 unknown */
+  atomic_uint root_pid, root_ip4; /* the root of its stall, from its LIVE_ROOT */
+  atomic_int root_verdict;        /* 0: none said */
   /* the thread's own */
   enum live_stage stage;
   int fd;

@@ -25,9 +25,12 @@
 
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/stall.h"
+#include "transport/run/waitfor.h"
 #include "transport/sock.h"
 
 #define LOOP_NS 250000000LL
+#define LIVE_WAIT_CHECK_NS 500000000LL
 
 struct loop {
   struct liveness_state *st;
@@ -113,6 +116,12 @@ static void connect_step(struct liveness_state *st, struct liveness_peer *p, sho
 /* An answer came: PONG from the process we check, or NOT_ME. */
 static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t now) {
   struct live_frame f;
+  if (!live_frame_decode(p->in, &f) && f.type == LIVE_ROOT) { /* after a PONG: its stall's root */
+    atomic_store(&p->root_pid, f.seq);
+    atomic_store(&p->root_ip4, (uint32_t)f.token);
+    atomic_store(&p->root_verdict, f.flags);
+    return;
+  }
   if (live_frame_decode(p->in, &f) || (f.type != LIVE_PONG && f.type != LIVE_NOT_ME)) {
     close_conn(p); /* not our peer's frames: start over */
     p->next_try_ns = now;
@@ -120,6 +129,7 @@ static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t
   }
   if (f.type == LIVE_PONG && f.token == p->token) {
     atomic_store(&p->last_answer_ns, now);
+    atomic_store(&p->idle_s, run_idle_from_flags(f.flags));
     atomic_store(&p->is_unchecked, false);
     p->answers++;
     p->conn_answers++;
@@ -158,7 +168,8 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
     }
   }
   if (p->stage != LIVE_UP || now < p->next_check_ns) return;
-  struct live_frame f = {LIVE_PING, ++p->seq, p->token};
+  uint16_t flags = atomic_load(&p->is_waiting) ? RUN_FLAG_WAITING : 0;
+  struct live_frame f = {LIVE_PING, flags, ++p->seq, p->token};
   uint8_t out[LIVE_FRAME_LEN];
   size_t n;
   live_frame_encode(&f, out);
@@ -166,7 +177,10 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
   if (err == EAGAIN || (!err && n == sizeof(out))) {
     /* Sent, or the socket is full: the peer does not read; TCP_INFO shows it. */
     p->checks += !err;
-    p->next_check_ns = now + st->interval_ns;
+    /* While a request of ours waits on it, check twice a second: each
+     * answer may bring the root of its stall, one hop of the chain. */
+    bool is_fast = atomic_load(&p->is_waiting) && st->interval_ns > LIVE_WAIT_CHECK_NS;
+    p->next_check_ns = now + (is_fast ? LIVE_WAIT_CHECK_NS : st->interval_ns);
   } else {
     close_conn(p); /* broken, or a partial frame: start over */
     p->next_try_ns = now;
@@ -261,6 +275,7 @@ void *liveness_thread_main(void *arg) {
       uint64_t v;
       (void)!read(st->wake_fd, &v, sizeof(v));
     }
+    run_loop_tick(now, LOOP_NS); /* before answering: a stop of ours is no idle caller */
     if (nfds > 0) live_answer_pass(&L.answer, st, L.fds, now);
     pthread_mutex_lock(&st->lock);
     forgive_own_gap(&L, now);

@@ -12,7 +12,7 @@ void live_frame_encode(const struct live_frame *f, uint8_t out[LIVE_FRAME_LEN]) 
   w_u32(&w, LIVE_MAGIC);
   w_u8(&w, LIVE_VERSION);
   w_u8(&w, f->type);
-  w_u16(&w, 0);
+  w_u16(&w, f->flags);
   w_u32(&w, f->seq);
   w_u64(&w, f->token);
   w_u32(&w, 0);
@@ -23,11 +23,10 @@ int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f) {
   uint32_t magic = r_u32(&r);
   uint8_t version = r_u8(&r);
   f->type = r_u8(&r);
-  (void)r_u16(&r);
+  f->flags = r_u16(&r);
   f->seq = r_u32(&r);
   f->token = r_u64(&r);
-  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING ||
-      f->type > LIVE_NOT_ME)
+  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING || f->type > LIVE_ROOT)
     return EPROTO;
   return 0;
 }

@@ -27,6 +27,10 @@ struct match_case {
 
 static const struct match_case matches[] = {
   {"plugin-diagnosis", "h:1:2 [0] NET/diag WARN no usable network device", true},
+  {"plugin-diagnosis", "h:1:2 [0] NCCL WARN NET/diag stall: waiting on b pid 7 (1.2.3.4<5>), x",
+   false},
+  {"wait-for", "h:1:2 [0] NCCL WARN NET/diag stall: waiting on b pid 7 (1.2.3.4<5>), x", true},
+  {"wait-for", "h:1:2 [0] NCCL INFO NET/diag stall: waiting on b pid 7 (1.2.3.4<5>), x", false},
   {"plugin-diagnosis", "h:1:2 [0] NCCL INFO NET/diag using [0]lo", false},
   {"repaired-pair",
    "h:1:2 [0] NET/diag WARN RDMA path from mlx5_0 port 1 to b (10.0.0.7): GID index 5 is empty on b (10.0.0.7), mlx5_0 port 1. Repaired, not moved to TCP: the connection runs on GID 7",
@@ -261,7 +265,48 @@ struct engine_case {
 #define QP0                                                                                        \
   "x:1:2 [0] NCCL INFO NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 1 mtu 5 GID 3 (0/100000AFFFF0000) fifoRkey=0x1\n"
 
+#define WF(self, pid, tail) self ":" #pid ":1 [0] NCCL WARN NET/diag stall: " tail "\n"
+
 static const struct engine_case engine_cases[] = {
+  {"wait-for: a chain of busy ranks ends at the one that does not answer",
+   {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), which answers and is busy itself, so ...")
+      WF("b", 22, "waiting on c pid 33 (10.0.0.3<1>), which answers and is busy itself, so ..."),
+    WF("c", 33,
+       "waiting on d pid 44 (10.0.0.4<1>), whose process has not answered liveness "
+       "checks for 9 s: it is stopped ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is d pid 44 (10.0.0.4<1>): its process stopped answering",
+   "ps -o stat,cmd -p 44"},
+  {"wait-for: only some ranks' logs, the chain ends at the last one named",
+   {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), which answers and is busy itself, so ...")},
+   "wait-for",
+   CONF_HIGH,
+   "ends, as far as these logs show, at b pid 22",
+   "add the log of b pid 22"},
+  {"wait-for: a rank that took its peer's root names it when the chain leaves the logs",
+   {WF("a", 11,
+       "the root is pid 44 at 10.0.0.4: it does not answer liveness checks (stopped, "
+       "frozen, dead or cut off) (this rank is waiting on b pid 22 (10.0.0.2<1>), which "
+       "is busy itself and reports it); here ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is pid 44 at 10.0.0.4",
+   "ps -o stat,cmd -p 44"},
+  {"wait-for: both ends say the other does not answer: the path",
+   {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), whose process has not answered ..."),
+    WF("b", 22, "waiting on a pid 11 (10.0.0.1<1>), whose process has not answered ...")},
+   "wait-for",
+   CONF_HIGH,
+   "network path between",
+   "firewall rules"},
+  {"wait-for: the idle rank's own line names it, across a busy one",
+   {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), which answers and is busy itself, so ..."),
+    WF("b", 22, "this process (pid 22) is the one its peers wait on: its caller has ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is b pid 22",
+   "py-spy dump --pid 22 on b"},
   {"cross-rail: another local port is on the remote subnet",
    {USING QP0 RTR("110 Connection timed out", "::ffff:10.1.1.1", "::ffff:10.0.0.9")},
    "rtr",

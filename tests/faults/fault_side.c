@@ -31,13 +31,18 @@
  *           --late-ms is 0), connect, report the outcome
  *   misuse  one process, two loopback pairs: double, foreign and wild
  *           deregMr, and test() of a completed request, each must be refused
+ *   ring    --rank R --nranks N: listen (DIR/handle.R), connect to rank R+1,
+ *           accept rank R-1; each step receives from R-1 and sends to R+1
+ *           once the step before came in (stats: "ok", "idle", "hang")
  *
  * --first-size makes message 0 that many bytes (at most --size), the rest
  * --size: a small message that passes before a large one that stalls.
  * --pace-us sleeps between passes (an endless stream that leaves the CPU to
  * the other scenarios); --late-ms sleeps before the first operation (a rank
  * busy elsewhere). --nofile N sets RLIMIT_NOFILE to the descriptors open after init plus N
- * before any connection: a process that runs out of them. */
+ * before any connection: a process that runs out of them. --idle-after N
+ * stops posting and testing after N messages (status "idle"), the process
+ * alive: a caller that did not enter the next collective. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -59,7 +64,7 @@ static struct {
   const char *role, *mode, *dir;
   size_t size, first_size;
   long long count;
-  int window, dev, nofile, max_seconds, pace_us, late_ms;
+  int window, dev, nofile, max_seconds, pace_us, late_ms, idle_after, rank, nranks;
 } opt = {"recv", "stream", ".", 1 << 20, 0, 0, 4, 0, 0, 300, 0, 0};
 
 static struct netload nl;
@@ -305,6 +310,10 @@ static void stream(void *comm, bool is_send) {
       break;
     }
     if (opt.pace_us) usleep((useconds_t)opt.pace_us);
+    if (opt.idle_after && o.msgs >= opt.idle_after) {
+      o.status = "idle"; /* a caller that stops posting and testing, its process alive */
+      break;
+    }
   }
   o.bytes = o.msgs * (long long)opt.size;
   o.verified = !bad && !is_send;
@@ -470,6 +479,66 @@ static int run_misuse(void) {
   return 0;
 }
 
+/* ---- ring ---- */
+
+/* One ring step: receive message k from the previous rank; send message k
+ * to the next once message k-1 came (a token per rank goes round, so one
+ * stalled rank stalls every other one behind it). */
+static int ring_wait(void *req, bool *is_done) {
+  int fin = 0, size = -1, r = netload_test(&nl, req, &fin, &size);
+  *is_done = fin;
+  return r;
+}
+
+static int run_ring(void) {
+  char name[32], handle[NCCL_NET_HANDLE_MAXSIZE], next[NCCL_NET_HANDLE_MAXSIZE];
+  void *lc = NULL, *sc = NULL, *rc = NULL;
+  struct outcome o = {"error", 0, 0, 0, false, NULL};
+  is_capturing = true;
+  snprintf(name, sizeof(name), "handle.%d", opt.rank);
+  if ((o.code = netload_listen(&nl, opt.dev, handle, &lc)) ||
+      write_file(name, handle, sizeof(handle)))
+    return report(&o), 1;
+  snprintf(name, sizeof(name), "handle.%d", (opt.rank + 1) % opt.nranks);
+  if (read_file(name, next, sizeof(next), opt.max_seconds * 1000)) return report(&o), 1;
+  for (long long end = ms_now() + opt.max_seconds * 1000LL; (!sc || !rc) && ms_now() < end;) {
+    if (!sc && (o.code = netload_connect(&nl, opt.dev, next, &sc))) return report(&o), 1;
+    if (!rc && (o.code = netload_accept(&nl, lc, &rc))) return report(&o), 1;
+    usleep(200);
+  }
+  uint8_t *sbuf = malloc(opt.size), *rbuf = malloc(opt.size);
+  void *smh = NULL, *rmh = NULL, *sreq = NULL, *rreq = NULL;
+  netload_reg_mr(&nl, sc, sbuf, opt.size, NCCL_PTR_HOST, &smh);
+  netload_reg_mr(&nl, rc, rbuf, opt.size, NCCL_PTR_HOST, &rmh);
+  o.status = "ok";
+  long long sent = 0, got = 0, end = ms_now() + opt.max_seconds * 1000LL;
+  while ((!opt.count || got < opt.count) && !o.code) {
+    if (opt.idle_after && got >= opt.idle_after) {
+      o.status = "idle"; /* the caller stops, the process lives */
+      break;
+    }
+    int tag = 1;
+    size_t cap = opt.size;
+    void *p = rbuf;
+    bool is_done = false;
+    if (!sreq && sent <= got && (!opt.count || sent < opt.count))
+      o.code = netload_isend(&nl, sc, sbuf, opt.size, tag, smh, &sreq), sent += sreq != NULL;
+    if (!o.code && !rreq) o.code = netload_irecv(&nl, rc, 1, &p, &cap, &tag, &rmh, &rreq);
+    if (!o.code && sreq && !(o.code = ring_wait(sreq, &is_done)) && is_done) sreq = NULL;
+    if (!o.code && rreq && !(o.code = ring_wait(rreq, &is_done)) && is_done) {
+      rreq = NULL;
+      if (++got == 1) printf("STARTED\n"), fflush(stdout);
+    }
+    if (ms_now() > end) o.status = "hang", o.code = -1;
+    if (opt.pace_us) usleep((useconds_t)opt.pace_us);
+  }
+  if (o.code > 0) o.status = "error";
+  o.msgs = got;
+  report(&o);
+  wait_for_runner();
+  return 0;
+}
+
 static int usage(void) {
   fprintf(stderr,
           "usage: fault_side --role recv|send --dir DIR [--mode stream|stale|gone|misuse]\n"
@@ -494,6 +563,9 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--max-seconds")) opt.max_seconds = atoi(v);
     else if (!strcmp(a, "--pace-us")) opt.pace_us = atoi(v);
     else if (!strcmp(a, "--late-ms")) opt.late_ms = atoi(v);
+    else if (!strcmp(a, "--idle-after")) opt.idle_after = atoi(v);
+    else if (!strcmp(a, "--rank")) opt.rank = atoi(v);
+    else if (!strcmp(a, "--nranks")) opt.nranks = atoi(v);
     else return usage();
   }
   if (opt.window < 1 || opt.window > MAX_WINDOW || !opt.size || opt.first_size > opt.size)
@@ -514,6 +586,7 @@ int main(int argc, char **argv) {
   int rc = !strcmp(opt.mode, "stale")    ? run_stale()
            : !strcmp(opt.mode, "gone")   ? run_gone()
            : !strcmp(opt.mode, "misuse") ? run_misuse()
+           : !strcmp(opt.mode, "ring")   ? run_ring()
                                          : run_stream();
   netload_finalize(&nl);
   return rc;

@@ -96,6 +96,9 @@ const char *rules_common_iface(const struct corr *c, const char *except_host);
 
 /* --- the rules, by area (rules_*.c) --------------------------------------- */
 
+bool waitfor_match(const struct rec *r);
+void waitfor_build(const struct explain_ctx *cx, const struct hits *h);
+
 bool gid_match(const struct rec *r);
 void gid_build(const struct explain_ctx *cx, const struct hits *h);
 bool rtr_match(const struct rec *r);

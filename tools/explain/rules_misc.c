@@ -6,9 +6,9 @@
 
 #include "tools/explain/rules.h"
 
-/* A repaired pair has a rule of its own (rules_repair.c). */
+/* A repaired pair (rules_repair.c) and a stall (rules_waitfor.c) have rules of their own. */
 bool diag_match(const struct rec *r) {
-  return r->is_diag && r->level == REC_WARN && !repair_match(r);
+  return r->is_diag && r->level == REC_WARN && !repair_match(r) && !waitfor_match(r);
 }
 
 /* The same diagnosis from many ranks differs only in numbers (qp numbers,

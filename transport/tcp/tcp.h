@@ -39,6 +39,7 @@
 #include <stdint.h>
 
 #include "transport/frame.h"
+#include "transport/run/stall.h"
 #include "transport/transport.h"
 
 #define TCP_MAX_REQS NCCL_NET_MAX_REQUESTS
@@ -107,7 +108,8 @@ struct tcp_comm {
   size_t inline_max, min_chunk;
   size_t caller_max; /* stripes the caller moves itself when there are helpers */
   int64_t stall_ns;
-  char *settings_diff; /* settings the two hosts' hellos differ in, or NULL */
+  struct run_watch watch; /* the run-time stall verdict's (transport/run/stall.h) */
+  char *settings_diff;    /* settings the two hosts' hellos differ in, or NULL */
 
   struct tcp_req *reqs; /* TCP_MAX_REQS, allocated at the first request */
   struct tcp_req *free_reqs;
@@ -243,6 +245,8 @@ void tcp_pool_kick(struct tcp_sock *s);
  * payload does not while the peer answers, else what the peer's liveness
  * says. */
 void tcp_check_stall(struct tcp_comm *c, struct tcp_req *r);
+/* What r waits for, for the run-time stall verdict. */
+enum run_wait tcp_wait_kind(const struct tcp_comm *c, const struct tcp_req *r);
 
 /* What the cause is chosen from, and what its text names. */
 struct tcp_stall {

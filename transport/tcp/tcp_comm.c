@@ -121,6 +121,7 @@ static int no_progress(struct tcp_comm *c, struct tcp_req *r) {
     return tcp_fail(c, ECONNRESET, TCP_F_NOTIFY, "%s", why);
   if (transport_idle_should_wait()) idle_wait(c);
   tcp_check_stall(c, r);
+  run_stall_step(&c->watch, &c->base, tcp_wait_kind(c, r), r->still_ns, atomic_load(&r->pending));
   return 0;
 }
 

@@ -159,14 +159,20 @@ static uint32_t progress_mark(const struct tcp_req *r) {
   return (uint32_t)(atomic_load(&r->pending) - off - (r->is_hdr_done ? (1LL << 31) : 0));
 }
 
+enum run_wait tcp_wait_kind(const struct tcp_comm *c, const struct tcp_req *r) {
+  if (r->is_send) return r->out_off < r->out_total ? RUN_WAIT_DRAIN : RUN_WAIT_BYTES;
+  bool is_started = r->is_hdr_done || c->cur == r || (c->posted_head == r && c->hdr_got);
+  return is_started ? RUN_WAIT_BYTES : RUN_WAIT_DATA;
+}
+
 void tcp_check_stall(struct tcp_comm *c, struct tcp_req *r) {
-  if (!c->stall_ns || r->has_warned_stall) return;
   int64_t now = now_ns();
-  uint32_t mark = progress_mark(r);
+  uint32_t mark = progress_mark(r); /* kept also for the run-time verdict */
   if (mark != r->still_mark) {
     r->still_ns = now;
     r->still_mark = mark;
   }
+  if (!c->stall_ns || r->has_warned_stall) return;
   int64_t waited = now - r->still_ns;
   if (waited < c->stall_ns) return;
   r->has_warned_stall = true;

@@ -9,6 +9,7 @@
 
 #include "transport/ctrl.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/run/stall.h"
 
 #define IB_SEND_REQS (IB_MAX_REQS * IB_MAX_RECVS) /* a sender may see 32 x maxRecvs */
 
@@ -152,6 +153,7 @@ struct ib_comm {
   bool is_tag_unmatched; /* the entry is there, but no free entry carries the send's tag */
   int cts_wait_tag;
   bool has_warned_stall;           /* a no-progress warning since the last completion */
+  struct run_watch watch;          /* the run-time stall verdict's (transport/run/stall.h) */
   unsigned fatal_seen, fatal_born; /* the device's fatal generation: checked, at creation */
   bool is_failed;
   int fail_err;    /* the first failure's errno, classed as transport_result() expects */

@@ -163,6 +163,7 @@ void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size
     c->has_warned_cts = false;
     return;
   }
+  run_stall_step(&c->watch, &c->base, RUN_WAIT_CTS, c->cts_wait_since, (long long)size);
   if (!limit || c->has_warned_cts || now - c->cts_wait_since < limit) return;
   c->has_warned_cts = true;
   char advice[400], what[400];
@@ -219,5 +220,8 @@ int ib_idle(struct ib_comm *c, struct ib_req *r, int64_t *now) {
   *now = now_ns();
   if (ib_check_peer(c, *now)) return c->fail_err;
   if (r && !r->is_done) check_stall(c, r, *now);
+  if (r && !r->is_done && !r->is_flush)
+    run_stall_step(&c->watch, &c->base, r->is_send ? RUN_WAIT_BYTES : RUN_WAIT_DATA, r->posted_ns,
+                   0);
   return c->is_failed ? c->fail_err : 0;
 }

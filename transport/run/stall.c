@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The stall verdict of one connection (stall.h): whom it waits for, and
+ * what that process's liveness and caller say, root first. */
+#include "transport/run/stall.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/events.h"
+#include "common/knobs.h"
+#include "common/log.h"
+#include "transport/liveness.h"
+#include "transport/run/waitfor.h"
+#include "transport/sock.h"
+#include "transport/transport.h"
+
+static _Atomic int64_t last_call_ns;
+
+void run_note_call(void) { atomic_store_explicit(&last_call_ns, now_ns(), memory_order_relaxed); }
+
+void run_loop_tick(int64_t now, int64_t loop_ns) {
+  static int64_t last_ns; /* the liveness thread's own */
+  int64_t gap = last_ns ? now - last_ns : 0;
+  last_ns = now;
+  int64_t t = atomic_load(&last_call_ns);
+  /* The whole process was stopped: its caller was not idle, it was frozen. */
+  if (gap > loop_ns + 1500000000LL && t)
+    atomic_compare_exchange_strong(&last_call_ns, &t, t + gap - loop_ns);
+}
+
+int64_t run_caller_idle_ns(int64_t now) {
+  int64_t t = atomic_load_explicit(&last_call_ns, memory_order_relaxed);
+  return t && now > t ? now - t : 0;
+}
+
+const struct run_prefs *run_prefs_read(void) {
+  static struct run_prefs p;
+  static atomic_bool is_read;
+  if (!atomic_load(&is_read)) { /* racing readers compute the same value */
+    p.stall_ns = knob_int(K_DIAG_STALL_SEC) * 1000000000LL;
+    atomic_store(&is_read, true);
+  }
+  return &p;
+}
+
+static const char *const wait_words[] = {
+  [RUN_WAIT_DATA] = "a posted receive got no byte",
+  [RUN_WAIT_BYTES] = "a message under way stopped moving",
+  [RUN_WAIT_DRAIN] = "a send is not taken by the peer",
+  [RUN_WAIT_CTS] = "a send has no clear-to-send (the peer posted no receive)",
+};
+
+/* The verdict, for the event and for explain: what the root is. */
+enum verdict { V_PEER_STOPPED, V_PEER_CALLER_IDLE, V_LINK, V_PEER_WAITS, V_UNKNOWN };
+static const char *const verdict_ids[] = {"peer_not_answering", "peer_caller_idle", "link",
+                                          "peer_waits", "unknown"};
+
+static enum verdict judge(enum liveness_view lv, int idle_s, int stall_s, enum run_wait kind) {
+  if (lv == LIVENESS_SILENT || lv == LIVENESS_LOST) return V_PEER_STOPPED;
+  if (lv != LIVENESS_ANSWERS) return V_UNKNOWN;
+  /* A rank in a collective tests all the time (idle ~0); half the stall
+   * leaves room for the age of its last answer. */
+  if (idle_s >= (stall_s + 1) / 2) return V_PEER_CALLER_IDLE;
+  /* Both processes run and post: a message whose bytes stopped mid-way, or
+   * a send the peer's kernel does not take while the peer itself is busy
+   * reading, is the path; a receive with nothing yet waits on the peer. */
+  if (kind == RUN_WAIT_BYTES || (kind == RUN_WAIT_DRAIN && idle_s >= 0)) return V_LINK;
+  return V_PEER_WAITS;
+}
+
+static void say(enum verdict v, const struct transport_peer *p, const char *live, int idle_s,
+                const char *what, long long secs) {
+  unsigned pid = p->who.pid;
+  switch (v) {
+  case V_PEER_STOPPED:
+    WARN("stall: waiting on %s pid %u (%s), whose process %s: it is stopped, frozen or dead, or "
+         "its host is cut off; here %s for %lld s. Fix: on %s run ps -o stat,cmd -p %u (T = "
+         "stopped: kill -CONT %u; gone = it died, see its log)",
+         p->host, pid, p->addr, live, what, secs, p->host, pid, pid);
+    break;
+  case V_PEER_CALLER_IDLE:
+    WARN("stall: waiting on %s pid %u (%s), whose caller has posted nothing to the network for "
+         "%d s while its process answers: it did not enter this collective; here %s for %lld s. "
+         "Fix: look at its stack with py-spy dump --pid %u on %s",
+         p->host, pid, p->addr, idle_s, what, secs, pid, p->host);
+    break;
+  case V_LINK:
+    WARN("stall: the path between this host and %s pid %u (%s) moves no bytes while both "
+         "processes run and post; here %s for %lld s. Fix: check that path (ping, the "
+         "interfaces' error counters, firewall rules such as nft list ruleset) on both hosts",
+         p->host, pid, p->addr, what, secs);
+    break;
+  case V_PEER_WAITS:
+    WARN("stall: waiting on %s pid %u (%s), which answers and is busy itself, so it most likely "
+         "waits on another rank; here %s for %lld s. Fix: run nccl-net-diag explain on every "
+         "rank's log to follow the chain to its root",
+         p->host, pid, p->addr, what, secs);
+    break;
+  default:
+    WARN("stall: waiting on %s pid %u (%s), whose liveness is not checked here; here %s for "
+         "%lld s. Fix: look at that process (py-spy dump --pid %u on %s)",
+         p->host, pid, p->addr, what, secs, pid, p->host);
+  }
+}
+
+static void event(enum verdict v, const struct transport_peer *p, const char *live_word, int idle_s,
+                  enum run_wait kind, long long secs, long long pending) {
+  if (!ev_enabled()) return;
+  struct ev e;
+  ev_begin(&e, "stall");
+  ev_str(&e, "verdict", verdict_ids[v]);
+  ev_str(&e, "peer_host", p->host);
+  ev_int(&e, "peer_pid", p->who.pid);
+  ev_str(&e, "peer", p->addr);
+  ev_str(&e, "waits_for", wait_words[kind]);
+  ev_str(&e, "peer_liveness", live_word);
+  ev_int(&e, "peer_caller_idle_s", idle_s);
+  ev_int(&e, "seconds", secs);
+  ev_int(&e, "pending_bytes", pending);
+  ev_end(&e);
+}
+
+void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait kind,
+                    int64_t since_ns, long long pending) {
+  const struct run_prefs *pr = run_prefs_read();
+  if (!pr->stall_ns) return;
+  /* Requests in flight last moved at different times: the comm stalls
+   * from the latest; only progress after the warning starts a new one. */
+  if (w->has_warned && since_ns > w->warned_ns) {
+    liveness_peer_set_waiting(c->live, false);
+    w->has_warned = false;
+    run_root_set(&(struct run_root){0}); /* moving again: no root to tell */
+  }
+  if (since_ns > w->since_ns) w->since_ns = since_ns;
+  int64_t now = now_ns(), waited = now - w->since_ns;
+  /* Tell the peer first (its answer brings its caller's state), decide a
+   * check interval or so later: the answer is then in. */
+  if (waited >= pr->stall_ns / 2) liveness_peer_set_waiting(c->live, true);
+  if (w->has_warned || waited < pr->stall_ns) return;
+  char live[200];
+  enum liveness_view lv = liveness_peer_state(c->live, live, sizeof(live));
+  int idle_s = liveness_peer_idle_s(c->live);
+  int stall_s = (int)(pr->stall_ns / 1000000000LL);
+  enum verdict v = judge(lv, idle_s, stall_s, kind);
+  long long secs = (long long)(waited / 1000000000LL);
+  if (v == V_PEER_WAITS) {
+    /* The peer knows the root once its own stall is judged: one check
+     * interval per hop. Wait for it up to half the stall time more. */
+    if (run_stall_adopt(c, wait_words[kind], secs)) goto warned;
+    if (waited < pr->stall_ns + pr->stall_ns / 2) return;
+  } else {
+    run_stall_root(c, v);
+  }
+  static const char *const lv_words[] = {"unchecked", "answers", "silent", "lost"};
+  say(v, &c->peer, live, idle_s, wait_words[kind], secs);
+  event(v, &c->peer, lv_words[lv], idle_s, kind, secs, pending);
+warned:
+  w->has_warned = true;
+  w->warned_ns = now;
+}

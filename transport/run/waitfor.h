@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The wait-for facts exchanged on the liveness channel (liveness_int.h's
+ * frame flags): a check tells the peer that the checker waits on it; an
+ * answer tells how long the answerer's caller has posted nothing. */
+#ifndef DIAG_TRANSPORT_RUN_WAITFOR_H
+#define DIAG_TRANSPORT_RUN_WAITFOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RUN_FLAG_WAITING 0x0001u  /* in a check: a request of mine waits on you */
+#define RUN_FLAG_IDLE_SET 0x8000u /* in an answer: the low 15 bits are my caller's idle s */
+
+/* The root of this process's stall, told to a peer that waits on it. */
+enum run_root_verdict { RUN_ROOT_NONE, RUN_ROOT_SILENT, RUN_ROOT_IDLE, RUN_ROOT_LINK };
+struct run_root {
+  uint16_t verdict;
+  uint32_t pid;
+  uint32_t ip4; /* network order bytes, as read from memory */
+};
+void run_root_set(const struct run_root *r);
+/* false when this process has no root (no stall, or none known). */
+bool run_root_get(struct run_root *r);
+
+/* The flags of this process's answer. */
+uint16_t run_answer_flags(int64_t now);
+/* The answerer's caller idle seconds from its answer's flags; -1 when it
+ * did not say (an older plugin). */
+int run_idle_from_flags(uint16_t flags);
+/* A check said its sender waits on this process (src: its address): when
+ * this process's own caller has posted nothing for the stall time, this is
+ * the root of the peers' stall: say so once (on the liveness thread). */
+void run_waited_on(const char *src, int64_t now);
+
+#endif
