@@ -12,6 +12,7 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "transport/liveness.h"
+#include "transport/run/conns.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
 #include "transport/transport.h"
@@ -157,6 +158,7 @@ void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait
   say(v, &c->peer, live, idle_s, wait_words[kind], secs);
   event(v, &c->peer, lv_words[lv], idle_s, kind, secs, pending);
 warned:
+  run_conn_note_stall(); /* for the end-of-job summary */
   w->has_warned = true;
   w->warned_ns = now;
 }
