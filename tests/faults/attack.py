@@ -317,18 +317,7 @@ def main():
         if os.geteuid() != 0 or not shutil.which('ip'):
             print(f'ok {n} - {title} # SKIP needs root (namespaces)', flush=True)
             continue
-        c, logs, elapsed = F.run_one(title, fn, placement.kind, placement)
-        bad = c.failed()
-        print(f'{"not ok" if bad else "ok"} {n} - {title} ({elapsed:.0f} s)', flush=True)
-        for note in c.notes:
-            print(f'#   measured: {note}')
-        for b in bad:
-            print(f'#   {b}')
-        if bad:
-            for role, tail in logs.items():
-                print(f'#   --- {role} log (last lines) ---')
-                for line in tail:
-                    print(f'#   {line[:600]}')
+        F.tap_result(n, title, *F.run_one(title, fn, placement.kind, placement))
     print(f'1..{n}')
     return 0
 

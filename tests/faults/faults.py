@@ -679,6 +679,24 @@ def run_one(name, fn, kind, placement=None):
 CALLS, CALLS_LOCK = [], threading.Lock()
 
 
+def tap_result(n, title, c, logs, secs):
+    """One scenario's TAP line, what it measured, and on failure each side's log tail."""
+    bad = c.failed()
+    print(f'{"not ok" if bad else "ok"} {n} - {title} ({secs:.0f} s)', flush=True)
+    if c.notes:
+        print(f'#   measured: {"; ".join(c.notes)}')
+    if getattr(c, 'diag', None):
+        print(f'#   {c.diag}')
+    for b in bad:
+        print(f'#   {b}')
+    if bad:
+        for role, lines in logs.items():
+            print(f'#   --- {role} log (last lines) ---')
+            for line in lines:
+                print(f'#   {line[:600]}')
+    sys.stdout.flush()
+
+
 def main():
     global ARGS
     ap = argparse.ArgumentParser()
@@ -718,22 +736,8 @@ def main():
         futures = {pool.submit(run_one, title, fn, kind, pl): title for title, fn, kind, pl in todo}
         for f in concurrent.futures.as_completed(futures):
             title = futures[f]
-            c, logs, secs = f.result()
             n += 1
-            bad = c.failed()
-            print(f'{"not ok" if bad else "ok"} {n} - {title} ({secs:.0f} s)', flush=True)
-            if c.notes:
-                print(f'#   measured: {"; ".join(c.notes)}')
-            if c.diag:
-                print(f'#   {c.diag}')
-            for b in bad:
-                print(f'#   {b}')
-            if bad:
-                for role, lines in logs.items():
-                    print(f'#   --- {role} log (last lines) ---')
-                    for line in lines:
-                        print(f'#   {line[:600]}')
-            sys.stdout.flush()
+            tap_result(n, title, *f.result())
     if CALLS:
         cpu, wall, what = max(CALLS)
         print(f'# longest call into the plugin over {len(CALLS)} scenarios: {cpu} us of CPU '

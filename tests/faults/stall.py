@@ -320,19 +320,8 @@ def main():
         futures = {pool.submit(F.run_one, t, fn, k, pl): t for t, fn, k, pl in todo}
         for f in concurrent.futures.as_completed(futures):
             title = futures[f]
-            c, logs, elapsed = f.result()
             n += 1
-            bad = c.failed()
-            print(f'{"not ok" if bad else "ok"} {n} - {title} ({elapsed:.0f} s)', flush=True)
-            for note in c.notes:
-                print(f'#   measured: {note}')
-            for b in bad:
-                print(f'#   {b}')
-            if bad:
-                for role, tail in logs.items():
-                    print(f'#   --- {role} log (last lines) ---')
-                    for line in tail:
-                        print(f'#   {line[:600]}')
+            F.tap_result(n, title, *f.result())
     print(f'1..{n}')
     return 0
 
