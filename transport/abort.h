@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Abort notices on a connection's control socket: the side that gives up on
  * a connection says why, so the other side reports the real cause instead
- * of a dead peer or a timeout. Shared by the TCP and RDMA transports. */
+ * of a dead peer or a timeout. Shared by the TCP and RDMA transports; each
+ * reads the notice without waiting (ctrl.h's decoder). */
 #ifndef DIAG_TRANSPORT_ABORT_H
 #define DIAG_TRANSPORT_ABORT_H
 
@@ -11,8 +12,5 @@
 
 /* Best effort: one non-blocking write of the frame; then no more writes. */
 void transport_send_abort(int ctrl_fd, uint32_t seq, const char *reason);
-/* Waits up to wait_ms for the peer's notice: whether one came (its reason
- * in reason), or none (the socket closed, or something else arrived). */
-bool transport_read_abort(int ctrl_fd, char *reason, size_t cap, int wait_ms);
 
 #endif

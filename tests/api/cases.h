@@ -32,6 +32,8 @@ void case_stale_handle(struct side *s);
 
 void case_oversized_sender(struct side *s);
 void case_receiver_closes_inflight(struct side *s);
+void case_notice_cut_at_sender(struct side *s);
+void case_notice_cut_at_receiver(struct side *s);
 void case_stall_names_message(struct side *s);
 void case_helpers_sleep_for_caller_stripes(struct side *s);
 void case_many_comms_cost(struct side *s);

@@ -38,6 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "transport/ctrl.h"
 #include "transport/frame.h"
 #include "transport/run/stall.h"
 #include "transport/transport.h"
@@ -139,11 +140,35 @@ struct tcp_comm {
   atomic_bool is_failed;
   int fail_err;
   pthread_mutex_t err_lock;
-  /* the receiver's abort notice, once read: a helper that hit a reset and
-   * the caller's check race for it, and both must tell its reason */
+  /* send side: the receiver's abort notice, read without waiting through
+   * the control channel's decoder (ctrl.h), allocated at its first byte. A
+   * helper that hit a reset and the caller's check race for it, and both
+   * must tell its reason. CLOSED and BAD stay once seen. */
   pthread_mutex_t notice_lock;
+  struct ctrl_in *notice_in;
+  enum ctrl_read notice_st;
+  int notice_err;       /* CLOSED: the socket's errno, 0 for the receiver's close */
+  int64_t notice_since; /* the first check that found part of a notice */
   char *notice;
+  /* send side: a socket failed; the receiver resets the data sockets right
+   * after writing its notice, so the failure is held (under err_lock) for
+   * the notice that explains it, and later calls judge it: nothing waits. */
+  atomic_bool is_held;
+  int held_err;
+  int64_t held_since;
+  char *held_msg;
+
+  /* recv side: the sender's abort notice, its reason still arriving */
+  char *abort_reason;
+  size_t abort_len, abort_got;
+  int64_t abort_since;
 };
+
+/* The comm failed, or holds a failure (is_held): helpers leave it alone. */
+static inline bool tcp_is_down(struct tcp_comm *c) {
+  return atomic_load_explicit(&c->is_failed, memory_order_acquire) ||
+         atomic_load_explicit(&c->is_held, memory_order_acquire);
+}
 
 /* ---- tcp_comm.c: lifetime, failure, requests ---- */
 
@@ -191,10 +216,18 @@ int tcp_check_notice(struct tcp_comm *c, bool is_close_fatal);
 /* Send side: a message is still going out (its header, inline payload or
  * a stripe not all written). */
 bool tcp_send_in_flight(struct tcp_comm *c);
-/* The receiver's abort notice into reason: read from the control socket
- * (waiting up to wait_ms) by the first thread that asks, kept for the
- * others. false when none came. */
-bool tcp_peer_notice(struct tcp_comm *c, char *reason, size_t cap, int wait_ms);
+/* The receiver's abort notice into reason, once all of it arrived: read
+ * from the control socket without waiting by whichever thread asks, kept
+ * for the others. false while none (or only part of one) is there. */
+bool tcp_peer_notice(struct tcp_comm *c, char *reason, size_t cap);
+/* Send side, under err_lock: whether the socket failure msg is held for
+ * the receiver's notice (true: nothing published yet), or is to be
+ * published now (false: *msg and *err may name the held failure). */
+bool tcp_hold(struct tcp_comm *c, char *msg, size_t cap, int *err);
+/* Send side, from the driving thread: a held failure published once its
+ * notice came, the receiver closed, or the hold ran out. 0 while it holds,
+ * else the comm's errno. */
+int tcp_judge_held(struct tcp_comm *c);
 /* Receive side, at close: when data is still in flight (a receive posted
  * or part-read, or bytes nobody took), tells the sender so, so its
  * pending sends fail with that reason instead of succeeding. */

@@ -23,11 +23,18 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/log.h"
 #include "transport/abort.h"
+#include "transport/ctrl.h"
 #include "transport/sock.h"
 #include "transport/tcp/tcp.h"
 
 #define NOTICE_EVERY_NS 1000000LL
+/* The control channel's bound for a message cut short (ctrl.h). */
+#define NOTICE_PART_NS 1000000000LL
+/* A send-side socket failure waits this long, in later calls, for the
+ * receiver's notice that explains it. */
+#define HOLD_NS 300000000LL
 
 /* Replaces a socket with /dev/null under the same descriptor number (so
  * nothing polling it sees a recycled descriptor), and closes the socket
@@ -48,16 +55,86 @@ void tcp_abort_peer(struct tcp_comm *c, const char *reason) {
   if (devnull >= 0) close(devnull);
 }
 
-bool tcp_peer_notice(struct tcp_comm *c, char *reason, size_t cap, int wait_ms) {
-  pthread_mutex_lock(&c->notice_lock);
-  if (!c->notice) {
+/* Under notice_lock: one non-blocking read into the notice decoder, which
+ * is allocated at the first byte (thousands of comms keep a pointer). */
+static int notice_recv(struct tcp_comm *c, size_t *n) {
+  if (c->notice_in)
+    return sock_recv(c->ctrl_fd, ctrl_in_space(c->notice_in), ctrl_in_need(c->notice_in), n);
+  uint8_t first[MSG_HDR_LEN];
+  int err = sock_recv(c->ctrl_fd, first, sizeof(first), n);
+  if (err) return err;
+  if (!(c->notice_in = malloc(sizeof(*c->notice_in)))) return ENOMEM;
+  ctrl_in_reset(c->notice_in);
+  memcpy(ctrl_in_space(c->notice_in), first, *n);
+  return 0;
+}
+
+/* Under notice_lock: what the control socket has, read without waiting.
+ * The receiver sends nothing but its notice. */
+static enum ctrl_read notice_read(struct tcp_comm *c) {
+  if (c->notice) return CTRL_R_MSG;
+  if (c->notice_st == CTRL_R_CLOSED || c->notice_st == CTRL_R_BAD) return c->notice_st;
+  for (;;) {
+    size_t n = 0;
+    int err = notice_recv(c, &n);
+    if (err == EAGAIN)
+      return c->notice_st = c->notice_in && c->notice_in->got ? CTRL_R_PART : CTRL_R_NONE;
+    if (err) {
+      c->notice_err = err == EPIPE ? 0 : err;
+      return c->notice_st = CTRL_R_CLOSED;
+    }
+    enum ctrl_read st = ctrl_in_add(c->notice_in, n);
+    if (st == CTRL_R_PART) continue;
+    if (st != CTRL_R_MSG || c->notice_in->msg.kind != CTRL_ABORT) return c->notice_st = CTRL_R_BAD;
+    /* The peer's words go into our WARN: a newline in them must not forge
+     * a line, nor an escape code reach a terminal. */
     char buf[MSG_ABORT_MAX + 1];
-    if (transport_read_abort(c->ctrl_fd, buf, sizeof(buf), wait_ms)) c->notice = strdup(buf);
+    log_clean(buf, sizeof(buf), (const char *)c->notice_in->msg.body, c->notice_in->msg.len);
+    c->notice = strdup(buf);
+    return c->notice ? CTRL_R_MSG : (c->notice_st = CTRL_R_BAD);
   }
-  bool has_notice = c->notice != NULL;
+}
+
+/* No notice can come any more: the receiver closed, or sent other bytes. */
+static bool notice_is_final(struct tcp_comm *c) {
+  pthread_mutex_lock(&c->notice_lock);
+  bool is_final = c->notice_st == CTRL_R_CLOSED || c->notice_st == CTRL_R_BAD;
+  pthread_mutex_unlock(&c->notice_lock);
+  return is_final;
+}
+
+bool tcp_peer_notice(struct tcp_comm *c, char *reason, size_t cap) {
+  pthread_mutex_lock(&c->notice_lock);
+  bool has_notice = notice_read(c) == CTRL_R_MSG;
   if (has_notice) snprintf(reason, cap, "%s", c->notice);
   pthread_mutex_unlock(&c->notice_lock);
   return has_notice;
+}
+
+bool tcp_hold(struct tcp_comm *c, char *msg, size_t cap, int *err) {
+  int64_t now = now_ns();
+  if (!atomic_load(&c->is_held)) {
+    c->held_msg = strdup(msg);
+    if (!c->held_msg) return false; /* no memory to hold it: published as it is */
+    c->held_err = *err;
+    c->held_since = now;
+    atomic_store(&c->is_held, true);
+    return true;
+  }
+  /* The first socket failure is the one told, whichever thread ends it. */
+  if (now - c->held_since < HOLD_NS && !notice_is_final(c)) return true;
+  snprintf(msg, cap, "%s", c->held_msg);
+  *err = c->held_err;
+  return false;
+}
+
+int tcp_judge_held(struct tcp_comm *c) {
+  char reason[MSG_ABORT_MAX + 1];
+  if (!tcp_peer_notice(c, reason, sizeof(reason)) && now_ns() - c->held_since < HOLD_NS &&
+      !notice_is_final(c))
+    return 0;
+  /* tcp_fail publishes the notice when it came, else the held failure. */
+  return tcp_fail(c, ECONNRESET, TCP_F_SOCKET, "%s", "");
 }
 
 bool tcp_send_in_flight(struct tcp_comm *c) {
@@ -71,23 +148,33 @@ int tcp_check_notice(struct tcp_comm *c, bool is_close_fatal) {
   int64_t now = now_ns();
   if (now < c->next_notice_ns) return 0;
   c->next_notice_ns = now + NOTICE_EVERY_NS;
-  char b;
-  ssize_t n = recv(c->ctrl_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return 0;
+  char reason[MSG_ABORT_MAX + 1];
+  if (tcp_peer_notice(c, reason, sizeof(reason)))
+    return tcp_fail(c, ECONNRESET, 0, "the receiving side ended the connection: %s", reason);
+  pthread_mutex_lock(&c->notice_lock);
+  enum ctrl_read st = c->notice_st;
+  int err = c->notice_err;
+  pthread_mutex_unlock(&c->notice_lock);
+  if (st == CTRL_R_NONE) return 0;
+  if (st == CTRL_R_PART) {
+    if (!c->notice_since) c->notice_since = now;
+    if (now - c->notice_since < NOTICE_PART_NS) return 0;
+    return tcp_fail(c, ECONNRESET, 0,
+                    "the receiving side began a notice on the control socket and sent no more "
+                    "of it for %lld ms: the peer process is stuck, or the network stopped "
+                    "carrying its bytes",
+                    NOTICE_PART_NS / 1000000);
+  }
   /* The end of the stream and no notice: the receiver closed after taking
    * all it was sent (with anything unread it tells us, or its kernel
    * resets the connection). */
-  if (n == 0 && !is_close_fatal) return 0;
-  char reason[MSG_ABORT_MAX + 1];
-  if (n > 0 && tcp_peer_notice(c, reason, sizeof(reason), 300))
-    return tcp_fail(c, ECONNRESET, 0, "the receiving side ended the connection: %s", reason);
-  int err = n < 0 ? errno : 0;
+  if (st == CTRL_R_CLOSED && !err && !is_close_fatal) return 0;
   return tcp_fail(c, ECONNRESET, 0,
                   "the receiving side closed the connection without a notice%s%s: the peer "
                   "process died, or closed its receive",
-                  n > 0 ? " (it sent bytes that are not one)"
-                  : err ? ", "
-                        : "",
+                  st == CTRL_R_BAD ? " (it sent bytes that are not one)"
+                  : err            ? ", "
+                                   : "",
                   err ? strerror(err) : "");
 }
 

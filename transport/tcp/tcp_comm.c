@@ -30,9 +30,14 @@ int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    if ((flags & TCP_F_SOCKET) && c->is_send && tcp_peer_notice(c, reason, sizeof(reason), 300)) {
-      snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
-      err = ECONNRESET;
+    if ((flags & TCP_F_SOCKET) && c->is_send) {
+      if (tcp_peer_notice(c, reason, sizeof(reason))) {
+        snprintf(msg, sizeof(msg), "the receiving side ended the connection: %s", reason);
+        err = ECONNRESET;
+      } else if (tcp_hold(c, msg, sizeof(msg), &err)) {
+        pthread_mutex_unlock(&c->err_lock);
+        return ECONNRESET; /* stop: later calls publish it (tcp_judge_held) */
+      }
     }
     ev_count(C_DATA_ERRORS, 1);
     struct ev e;
@@ -145,6 +150,8 @@ static ncclResult_t tcp_test(void *request, int *done, int *sizes) {
   /* A receive whose bytes are all in the caller's buffer is done, whatever
    * happened to the connection after. */
   bool is_received = !c->is_send && req_done(r);
+  if (atomic_load(&c->is_held) && !atomic_load(&c->is_failed) && !tcp_judge_held(c))
+    return ncclSuccess; /* a socket failed: its notice may still be on its way */
   if (atomic_load(&c->is_failed) && !is_received) return transport_result(tcp_failed(c));
   transport_idle_note(c, NULL, 0); /* still driven by this thread */
   uint64_t before = c->moved;
@@ -183,6 +190,9 @@ static void comm_free(struct tcp_comm *c) {
   pthread_mutex_destroy(&c->err_lock);
   pthread_mutex_destroy(&c->notice_lock);
   free(c->notice);
+  free(c->notice_in);
+  free(c->held_msg);
+  free(c->abort_reason);
   c->base.obj = OBJ_DEAD;
   free(c->socks);
   for (int i = 0; c->reqs && i < TCP_MAX_REQS; i++) prof_req_done(&c->reqs[i].base);

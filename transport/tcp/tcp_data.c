@@ -110,7 +110,7 @@ int tcp_sock_progress(struct tcp_comm *c, struct tcp_sock *s, size_t max_task, s
     struct tcp_task *t = &s->tasks[head % TCP_RING];
     if (t->len > max_task) return 0;
     while (t->off < t->len) {
-      if (atomic_load_explicit(&c->is_failed, memory_order_acquire)) return c->fail_err;
+      if (tcp_is_down(c)) return c->fail_err ? c->fail_err : ECONNRESET;
       size_t n;
       int err = c->is_send ? sock_send(s->fd, t->buf + t->off, t->len - t->off, &n)
                            : sock_recv(s->fd, t->buf + t->off, t->len - t->off, &n);

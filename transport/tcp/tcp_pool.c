@@ -135,7 +135,7 @@ static void arm(struct tcp_sock *s) {
 static bool serve(struct tcp_sock *s) {
   struct tcp_comm *c = s->comm;
   size_t len = tcp_head_len(s);
-  if (!len || len <= c->caller_max || atomic_load(&c->is_failed)) return false;
+  if (!len || len <= c->caller_max || tcp_is_down(c)) return false;
   int free_ = SOCK_FREE;
   /* The caller is moving it right now: it hands it back if bytes are left. */
   if (!atomic_compare_exchange_strong(&s->owner, &free_, SOCK_HELPER)) return true;
@@ -145,7 +145,7 @@ static bool serve(struct tcp_sock *s) {
   atomic_store(&s->owner, SOCK_FREE);
   if (!c->is_send) set_lowat(c, s);
   len = tcp_head_len(s);
-  bool is_mine = len > c->caller_max && !atomic_load(&c->is_failed);
+  bool is_mine = len > c->caller_max && !tcp_is_down(c);
   if (is_blocked) {
     s->is_ready = false;
     if (is_mine) arm(s);

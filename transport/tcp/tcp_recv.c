@@ -35,8 +35,8 @@ static int ctrl_failed(struct tcp_comm *c, int err) {
  * socket (straight into dst for a large rest, else through the staging
  * buffer so one recv can bring several messages). *got: bytes copied (may
  * be 0). Returns 0, or the errno that failed the comm (logged). */
-static int ctrl_read(struct tcp_comm *c, struct rx *x, uint8_t *dst, size_t want, bool direct_ok,
-                     size_t *got) {
+static int ctrl_bytes(struct tcp_comm *c, struct rx *x, uint8_t *dst, size_t want, bool direct_ok,
+                      size_t *got) {
   *got = 0;
   if (c->stage_off < c->stage_len) {
     size_t have = c->stage_len - c->stage_off;
@@ -134,30 +134,44 @@ static int start_message(struct tcp_comm *c, const struct msg_hdr *h) {
   return 0;
 }
 
-/* The sender ended the connection and said why: read its reason (bounded
- * wait; it follows the header) and fail with it. */
-static int peer_aborted(struct tcp_comm *c, const struct msg_hdr *h) {
-  char reason[MSG_ABORT_MAX + 1] = "";
-  size_t got = 0;
-  int64_t end = now_ns() + 300000000LL;
-  while (got < h->size && now_ns() < end) {
-    struct rx x = {false};
+/* The sender ended the connection and said why; its reason follows the
+ * header and is read as it arrives, by this and later calls (nothing
+ * waits): the comm fails once all of it came, the sender closed, or it
+ * stood still for ABORT_WAIT_NS. */
+#define ABORT_WAIT_NS 300000000LL
+static int read_abort(struct tcp_comm *c, struct rx *x) {
+  while (c->abort_got < c->abort_len && !c->is_peer_closed) {
     size_t n;
-    int err = ctrl_read(c, &x, (uint8_t *)reason + got, h->size - got, false, &n);
-    got += n;
-    if (err || c->is_peer_closed) break;
+    int err = ctrl_bytes(c, x, (uint8_t *)c->abort_reason + c->abort_got,
+                         c->abort_len - c->abort_got, false, &n);
+    if (err) return err;
+    c->abort_got += n;
+    if (!n) break;
   }
-  reason[got] = 0;
+  if (c->abort_got < c->abort_len && !c->is_peer_closed &&
+      now_ns() - c->abort_since < ABORT_WAIT_NS)
+    return 0;
+  char reason[MSG_ABORT_MAX + 1];
+  log_clean(reason, sizeof(reason), c->abort_reason, c->abort_got);
   return tcp_fail(c, ECONNRESET, 0, "the sending side ended the connection: %s",
-                  got ? reason : "(no reason received)");
+                  c->abort_got ? reason : "(no reason received)");
+}
+
+static int peer_aborted(struct tcp_comm *c, struct rx *x, const struct msg_hdr *h) {
+  c->abort_len = h->size < MSG_ABORT_MAX ? (size_t)h->size : MSG_ABORT_MAX;
+  c->abort_got = 0;
+  c->abort_since = now_ns();
+  c->abort_reason = malloc(c->abort_len + 1);
+  if (!c->abort_reason) return tcp_fail(c, ECONNRESET, 0, "the sending side ended the connection");
+  return read_abort(c, x);
 }
 
 /* A whole header is in hdr_buf: check it and start its message. */
-static int header(struct tcp_comm *c) {
+static int header(struct tcp_comm *c, struct rx *x) {
   struct msg_hdr h;
   char why[200] = "";
   int err = msg_hdr_decode(c->hdr_buf, &h, why, sizeof(why));
-  if (!err && (h.flags & MSG_F_ABORT)) return peer_aborted(c, &h);
+  if (!err && (h.flags & MSG_F_ABORT)) return peer_aborted(c, x, &h);
   if (!err && h.seq != c->next_seq) {
     snprintf(why, sizeof(why), "expected message %u, the header says %u", c->next_seq, h.seq);
     err = EPROTO;
@@ -177,10 +191,11 @@ static int recv_progress(struct tcp_comm *c, bool staged_only) {
   struct rx x = {staged_only};
   for (;;) {
     if (atomic_load(&c->is_failed)) return c->fail_err;
+    if (c->abort_reason) return read_abort(c, &x);
     if (c->cur) {
       struct tcp_req *r = c->cur;
       size_t n;
-      int err = ctrl_read(c, &x, r->data + r->inline_off, r->size - r->inline_off, true, &n);
+      int err = ctrl_bytes(c, &x, r->data + r->inline_off, r->size - r->inline_off, true, &n);
       if (err) return err;
       r->inline_off += n;
       if (r->inline_off < r->size) return 0;
@@ -189,12 +204,12 @@ static int recv_progress(struct tcp_comm *c, bool staged_only) {
     }
     if (!c->posted_head) return 0;
     size_t n;
-    int err = ctrl_read(c, &x, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n);
+    int err = ctrl_bytes(c, &x, c->hdr_buf + c->hdr_got, MSG_HDR_LEN - c->hdr_got, false, &n);
     if (err) return err;
     c->hdr_got += n;
     if (c->hdr_got < MSG_HDR_LEN) return 0;
     c->hdr_got = 0;
-    if ((err = header(c))) return err;
+    if ((err = header(c, &x))) return err;
   }
 }
 

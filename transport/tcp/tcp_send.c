@@ -70,6 +70,8 @@ ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int t
                        void **request) {
   struct tcp_comm *c = (struct tcp_comm *)xc;
   *request = NULL;
+  if (atomic_load(&c->is_held) && !atomic_load(&c->is_failed) && !tcp_judge_held(c))
+    return ncclSuccess; /* no request: NCCL asks again, by then it is judged */
   if (atomic_load(&c->is_failed) || tcp_check_notice(c, true))
     return transport_result(tcp_failed(c));
   char why[200];
