@@ -24,11 +24,11 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/connect.h"
 #include "transport/handle.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/prefs.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -127,8 +127,8 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
   if (getrandom(&c->connid, sizeof(c->connid), GRND_NONBLOCK) != sizeof(c->connid))
     c->connid = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)c << 8);
   c->start = now_ns();
-  c->deadline = c->start + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
-  c->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
+  c->deadline = c->start + transport_prefs()->connect_timeout_ms * 1000000LL;
+  c->handshake_ns = transport_prefs()->handshake_timeout_ms * 1000000LL;
   for (int i = 0; i < h->nsocks; i++) c->data_socks[i].fd = -1;
   *out = c;
   return 0;
@@ -202,7 +202,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
   record_reader_init(&k->in, k->in_buf, sizeof(k->in_buf), HELLO_HDR_LEN, hello_decode_header);
   /* The wait for a busy listener has no deadline: a host that dies under
    * it must still end it, in the time a silent peer is given. */
-  sock_keepalive(k->fd, (int)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
+  sock_keepalive(k->fd, (int)transport_prefs()->peer_timeout_sec);
 }
 
 static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
@@ -306,7 +306,7 @@ static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
                "the host stopped answering while its process had not yet taken the connection "
                "(no TCP keepalive answer in NCCL_DIAG_PEER_TIMEOUT_SEC=%lld s): the host is down "
                "or the network between the two is cut",
-               (long long)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
+               (long long)transport_prefs()->peer_timeout_sec);
     else if (err != EPROTO) /* else why names what is wrong with the header */
       snprintf(why, sizeof(why), "the connection was %s before the listener answered our hello",
                err == EPIPE ? "closed" : "reset");

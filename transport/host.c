@@ -10,11 +10,11 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/strutil.h"
 #include "topo/topo.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/prefs.h"
 #include "transport/transport.h"
 
 static struct transport_host host;
@@ -66,7 +66,7 @@ static void log_choice(struct transport_host *h) {
   struct ev e;
   ev_begin(&e, "interface_choice");
   ev_str(&e, "source", h->ifs.source);
-  ev_str(&e, "filter", knob_str(K_SOCKET_IFNAME) ? knob_str(K_SOCKET_IFNAME) : "");
+  ev_str(&e, "filter", transport_prefs()->socket_ifname ? transport_prefs()->socket_ifname : "");
   ev_str(&e, "summary", summary);
   ev_int(&e, "chosen", h->choice.n);
   ev_end(&e);
@@ -90,9 +90,9 @@ static void build(void) {
              "the network interfaces could not be listed (see the warning above)");
     return;
   }
-  int fam = knob_enum(K_SOCKET_FAMILY);
+  int fam = transport_prefs()->socket_family;
   int family = fam == 0 ? AF_INET : fam == 1 ? AF_INET6 : AF_UNSPEC;
-  netif_choose(&h->ifs, knob_str(K_SOCKET_IFNAME), family, &h->choice);
+  netif_choose(&h->ifs, transport_prefs()->socket_ifname, family, &h->choice);
   log_choice(h);
   if (h->choice.n == 0) {
     /* Control connections need an interface even for RDMA devices. */

@@ -39,6 +39,7 @@
 #include "topo/topo.h"
 #include "transport/hello.h"
 #include "transport/liveness.h"
+#include "transport/prefs.h"
 #include "transport/run/stats.h"
 
 #define TRANSPORT_MAX_DEVS 64

@@ -3,7 +3,7 @@
 """Structural rules of CONTRIBUTING.md that a machine can check, as TAP.
 
 usage: lint.py SOURCE_ROOT [CHECK ...]
-Checks: format, spdx, layers, paths, sizes, names, returns, circles (all when
+Checks: format, spdx, layers, paths, sizes, names, returns, prefs, circles (all when
 none is named).
 Each check is one TAP case; its diagnostics name every offending file and
 line, so a failure says what to change."""
@@ -261,6 +261,27 @@ def check_returns(root, files):
     return not bad, bad
 
 
+KNOB_CALL = re.compile(r'\bknob_(?:int|str|enum|is_set|raw|def|load|parse|generation)\s*\(')
+PREFS_FILE = 'transport/prefs.c'
+
+
+def check_prefs(root, files):
+    """The transport layer reads its settings in one place: transport/prefs.c
+    fills struct transport_prefs, every other transport file reads that."""
+    bad = []
+    for f in sources(files, product_only=True):
+        if not f.startswith('transport/') or f == PREFS_FILE:
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = CODE_NOISE.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), fh.read())
+        for n, line in enumerate(text.split('\n'), 1):
+            m = KNOB_CALL.search(line)
+            if m:
+                bad.append(f'{f}:{n}: calls {m.group(0).rstrip("( ")}; read the setting from '
+                           f'transport_prefs() and add it to struct transport_prefs ({PREFS_FILE})')
+    return not bad, bad
+
+
 CIRCLE_SCOPE = ('tools/', 'bench/')  # where no two files may call each other round
 CODE_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', re.S)
 GLOBAL_DEF = re.compile(r'^(?!static\b|extern\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*'
@@ -333,6 +354,7 @@ CHECKS = {
     'sizes': (f'product functions <= {FUNC_MAX} lines, files <= {FILE_MAX} lines', check_sizes),
     'names': ('every NCCL_* variable the product reads is a known name', check_names),
     'returns': ('no function in tools/ returns -1 or a negative errno', check_returns),
+    'prefs': ('transport/ reads settings only through transport/prefs.c', check_prefs),
     'circles': ('files of tools/ and bench/ call each other one way', check_circles),
 }
 
