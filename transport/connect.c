@@ -27,7 +27,6 @@
 #include "common/log.h"
 #include "transport/connect.h"
 #include "transport/handle.h"
-#include "transport/ib/dev/ib.h"
 #include "transport/prefs.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -75,7 +74,7 @@ static void connecting_free(struct connecting *c) {
   for (int i = 0; i < c->ndata; i++)
     if (c->data_socks[i].fd >= 0) close(c->data_socks[i].fd);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
-  if (c->ibs) ib_setup_free(c->ibs);
+  if (c->ks) c->ks_ops->free(c->ks);
   c->obj = OBJ_DEAD;
   free(c->cands);
   free(c->cand_order);
@@ -184,7 +183,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
   m->connid = c->connid;
   snprintf(m->transport, sizeof(m->transport), "tcp");
   snprintf(m->dev, sizeof(m->dev), "%s", c->dev->name);
-  ib_fill_hello(c->dev, m);
+  transport_setup_fill_hello(c->dev, m);
   snprintf(m->ifname, sizeof(m->ifname), "%s", k->is_local ? k->local_if : c->dev->ifname);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
@@ -431,8 +430,9 @@ static enum progress step_candidates(struct connecting *c, int64_t now) {
   report_hello(&c->mine, &c->peer, peer.desc, "connect");
   connect_report_detour(c, k);
   c->ndata = c->h.nsocks;
-  c->ibs = ib_setup_new(c->dev, true, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
-  enter(c, c->ibs ? CONNECT_RDMA : CONNECT_DATA_SOCKETS);
+  c->ks_ops = transport_setup_start(&c->ks, c->dev, true, c->ctrl_fd, &c->mine, &c->peer, peer.desc,
+                                    c->traffic_class);
+  enter(c, c->ks ? CONNECT_RDMA : CONNECT_DATA_SOCKETS);
   return PROGRESS_DONE;
 }
 
@@ -444,10 +444,10 @@ static enum progress step(struct connecting *c, int64_t now, void **send_comm) {
   case CONNECT_CANDIDATES: return step_candidates(c, now);
   case CONNECT_RDMA:
     switch (connect_rdma(c, send_comm)) {
-    case IB_SETUP_PENDING: return PROGRESS_PENDING;
-    case IB_SETUP_FAILED: return PROGRESS_FAILED;
-    case IB_SETUP_RDMA_UP: enter(c, CONNECT_DONE); break;
-    case IB_SETUP_FALL_BACK: enter(c, CONNECT_DATA_SOCKETS); break;
+    case TRANSPORT_SETUP_PENDING: return PROGRESS_PENDING;
+    case TRANSPORT_SETUP_FAILED: return PROGRESS_FAILED;
+    case TRANSPORT_SETUP_UP: enter(c, CONNECT_DONE); break;
+    case TRANSPORT_SETUP_FALL_BACK: enter(c, CONNECT_DATA_SOCKETS); break;
     }
     return PROGRESS_DONE;
   case CONNECT_DATA_SOCKETS:

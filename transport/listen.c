@@ -18,7 +18,6 @@
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "transport/handle.h"
-#include "transport/ib/dev/ib.h"
 #include "transport/prefs.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -91,8 +90,8 @@ void listen_reset_conn(struct listen_comm *l) {
   for (int i = 0; i < l->ndata; i++)
     if (l->data_fds[i] >= 0) close(l->data_fds[i]);
   l->ctrl_fd = -1;
-  if (l->ibs) ib_setup_free(l->ibs);
-  l->ibs = NULL;
+  if (l->ks) l->ks_ops->free(l->ks);
+  l->ks = NULL;
   l->stage = ACCEPT_IDLE;
   record_reader_init(&l->in, l->in_buf, sizeof(l->in_buf), HELLO_HDR_LEN, hello_decode_header);
   record_writer_start(&l->out, l->out_buf, 0);

@@ -181,10 +181,6 @@ struct transport_setup {
   struct hello mine, peer_hello;
 };
 
-/* TCP comm from a completed setup (tcp/tcp_comm.c); takes ownership of the
- * sockets (closes them on failure). 0 or an errno (logged). */
-int tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
-
 /* Connection setup, the ops boundary: listen.c, accept.c and connect.c. */
 ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, void **listen_comm);
 ncclResult_t transport_accept(void *listen_comm, void **recv_comm);

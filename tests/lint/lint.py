@@ -97,7 +97,33 @@ def check_layers(root, files):
                     why = transport_part_why(f, inc)
                 if why:
                     bad.append(f'{f}:{n}: includes "{inc}": {why}')
+    bad += manager_names(root, files)
     return not bad, bad
+
+
+# The connection manager reaches a transport through its setup-ops table
+# (transport/setup_ops.h), as the data path does through transport_comm_ops.
+MANAGER_FILES = ('transport/connect.c', 'transport/connect.h', 'transport/connect_data.c',
+                 'transport/accept.c', 'transport/listen.c', 'transport/listen.h',
+                 'transport/transport.c')
+TRANSPORT_NAME = re.compile(r'\b(?:ib|tcp)_\w+|\bIB_[A-Z]\w*|"transport/(?:ib|tcp)/[^"]*"')
+
+
+def manager_names(root, files):
+    bad = []
+    for f in sources(files, product_only=True):
+        if f not in MANAGER_FILES:
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = fh.read()
+        code = CODE_NOISE.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text).split('\n')
+        for n, line in enumerate(text.split('\n'), 1):
+            hit = TRANSPORT_NAME.search(line if INCLUDE.match(line) else code[n - 1])
+            if hit:
+                bad.append(f'{f}:{n}: names {hit.group(0)}: the connection manager names no '
+                           'transport; call it through its transport_setup_ops '
+                           '(transport/setup_ops.h)')
+    return bad
 
 
 # transport/ib's sub-folders, lowest first: a file includes headers of its
