@@ -83,6 +83,8 @@ struct transport_host {
 };
 
 const struct transport_host *transport_host(void);
+/* The same, to fill while it is built (host.c; host_devs.c keeps it). */
+struct transport_host *transport_host_edit(void);
 /* Builds it (once per process; later calls return at once). */
 void transport_host_init(void);
 /* While building: room for n devices (at most TRANSPORT_MAX_DEVS), in

@@ -31,6 +31,17 @@ static int comm_create(struct transport_kind_setup *ks, struct transport_setup *
   return ib_comm_create((struct ib_setup *)ks, s, out);
 }
 
+int ib_transport_init(struct transport_host *host) {
+  static const struct ib_hooks hooks = {
+    .fatal_note = ib_fatal_note,
+    .port_down = ib_flap_down,
+    .port_up = ib_flap_up,
+    .rtr_why = ib_diag_rtr,
+  };
+  ib_hooks_set(&hooks);
+  return ib_host_init(host);
+}
+
 const struct transport_setup_ops ib_setup_ops = {
   .name = "ib",
   .fill_hello = ib_fill_hello,

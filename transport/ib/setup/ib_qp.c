@@ -133,7 +133,7 @@ int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer
              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   /* One attempt: the RDMA setup retries a timeout within its budget (ib_setup_res.c). */
   int err = transition(q, &a, mask, attrs);
-  if (err) ib_diag_rtr(q->dev, peer, err, why, cap);
+  if (err) ib_hooks()->rtr_why(q->dev, peer, err, why, cap);
   return err;
 }
 
