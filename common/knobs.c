@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -239,6 +240,7 @@ struct knob_val {
 static struct knob_val vals[K_COUNT];
 static pthread_mutex_t knob_lock = PTHREAD_MUTEX_INITIALIZER;
 static int knobs_loaded;
+static atomic_uint generation;
 
 const struct knob_def *knob_def(enum knob_id id) { return &knobs[id]; }
 
@@ -329,9 +331,12 @@ void knob_load(int force) {
   if (!knobs_loaded || force) {
     for (int i = 0; i < K_COUNT; i++) load_one((enum knob_id)i);
     knobs_loaded = 1;
+    atomic_fetch_add(&generation, 1);
   }
   pthread_mutex_unlock(&knob_lock);
 }
+
+unsigned knob_generation(void) { return atomic_load(&generation); }
 
 static const struct knob_val *val(enum knob_id id) {
   if (!knobs_loaded) knob_load(0);

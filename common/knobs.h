@@ -80,6 +80,9 @@ struct knob_def {
 /* Reads the environment (NCCL has already merged nccl.conf into it). Safe to
  * call more than once; the first call's values stay unless force is set. */
 void knob_load(int force);
+/* How many times the values were loaded: a reader that keeps values of its
+ * own reads them again when this changes. */
+unsigned knob_generation(void);
 
 const struct knob_def *knob_def(enum knob_id id);
 int64_t knob_int(enum knob_id id);

@@ -51,6 +51,7 @@ static atomic_int bound_abi; /* the table of NCCL's first init call */
 
 static void init_once_fn(void) {
   knob_load(0);
+  transport_prefs_read();
   nccl_knobs_note();
   knob_names_warn_unknown(); /* a misspelt setting, which NCCL ignores silently */
   char nv[32];

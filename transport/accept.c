@@ -19,7 +19,6 @@
 
 #include "common/events.h"
 #include "common/log.h"
-#include "transport/ib/dev/ib.h"
 #include "transport/listen.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -220,7 +219,7 @@ static void build_reply(struct listen_comm *l) {
   snprintf(m->transport, sizeof(m->transport), "tcp");
   snprintf(m->dev, sizeof(m->dev), "%s", l->dev->name);
   snprintf(m->ifname, sizeof(m->ifname), "%s", l->dev->ifname);
-  ib_fill_hello(l->dev, m);
+  transport_setup_fill_hello(l->dev, m);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
   if (getsockname(l->ctrl_fd, (struct sockaddr *)&ss, &sl) == 0)
@@ -270,7 +269,7 @@ static int finish(struct listen_comm *l, void **recv_comm) {
   memcpy(s.data_fds, l->data_fds, sizeof(s.data_fds));
   s.nthreads = l->nthreads;
   struct transport_comm *c = NULL;
-  int err = tcp_comm_create(&s, &c);
+  int err = transport_setup_sockets()->comm_create(NULL, &s, &c);
   /* The comm owns the sockets now, or closed them on failure. */
   l->ctrl_fd = -1;
   l->ndata = 0;
@@ -281,15 +280,15 @@ static int finish(struct listen_comm *l, void **recv_comm) {
   return 0;
 }
 
-/* The RDMA comm from the finished setup: 0 or an errno (logged). */
+/* The comm of the kind whose setup is up: 0 or an errno (logged). */
 static int finish_rdma(struct listen_comm *l, void **recv_comm) {
   struct transport_setup s;
   transport_setup_init(&s, l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, l->ctrl_peer);
-  struct ib_setup *ibs = l->ibs;
-  l->ibs = NULL;
+  struct transport_kind_setup *ks = l->ks;
+  l->ks = NULL;
   l->ctrl_fd = -1; /* the comm owns it now */
   struct transport_comm *c = NULL;
-  int err = ib_comm_create(ibs, &s, &c);
+  int err = l->ks_ops->comm_create(ks, &s, &c);
   listen_reset_conn(l);
   if (err) return err; /* logged */
   ev_count(C_RECV_COMMS, 1);
@@ -350,27 +349,27 @@ static enum progress step_answer(struct listen_comm *l) {
   note_answered(l, l->connid);
   struct transport_peer peer;
   transport_peer_describe(&peer, &l->peer_hello, l->ctrl_peer);
-  l->ibs = ib_setup_new(l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello, peer.desc,
-                        NCCL_NET_TRAFFIC_CLASS_UNDEF);
+  l->ks_ops = transport_setup_start(&l->ks, l->dev, false, l->ctrl_fd, &l->mine, &l->peer_hello,
+                                    peer.desc, NCCL_NET_TRAFFIC_CLASS_UNDEF);
   /* RTR may wait for neighbour resolution: the setup has its own bound. */
-  if (l->ibs) l->conn_deadline = INT64_MAX;
-  enter(l, l->ibs ? ACCEPT_RDMA : ACCEPT_DATA_SOCKETS);
+  if (l->ks) l->conn_deadline = INT64_MAX;
+  enter(l, l->ks ? ACCEPT_RDMA : ACCEPT_DATA_SOCKETS);
   return PROGRESS_DONE;
 }
 
 /* ACCEPT_RDMA: PROGRESS_FAILED when the connection fails (logged). */
 static enum progress step_rdma(struct listen_comm *l, int64_t now, void **recv_comm) {
-  switch (ib_setup_progress(l->ibs)) {
-  case IB_SETUP_PENDING: return PROGRESS_PENDING;
-  case IB_SETUP_FAILED:
+  switch (l->ks_ops->progress(l->ks)) {
+  case TRANSPORT_SETUP_PENDING: return PROGRESS_PENDING;
+  case TRANSPORT_SETUP_FAILED:
     listen_reset_conn(l);
     ev_count(C_CONN_FAILURES, 1);
     return PROGRESS_FAILED;
-  case IB_SETUP_RDMA_UP: return finish_rdma(l, recv_comm) ? PROGRESS_FAILED : PROGRESS_DONE;
-  case IB_SETUP_FALL_BACK: break;
+  case TRANSPORT_SETUP_UP: return finish_rdma(l, recv_comm) ? PROGRESS_FAILED : PROGRESS_DONE;
+  case TRANSPORT_SETUP_FALL_BACK: break;
   }
-  ib_setup_free(l->ibs); /* wait for the TCP data sockets */
-  l->ibs = NULL;
+  l->ks_ops->free(l->ks); /* wait for the TCP data sockets */
+  l->ks = NULL;
   l->conn_deadline = now + l->handshake_ns;
   enter(l, ACCEPT_DATA_SOCKETS);
   return PROGRESS_DONE;

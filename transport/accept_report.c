@@ -10,12 +10,12 @@
 #include <sys/socket.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "transport/abort.h"
 #include "transport/frame.h"
 #include "transport/listen.h"
+#include "transport/prefs.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -58,7 +58,7 @@ void accept_report_unreached(const struct listen_comm *l) {
     return;
   snprintf(key, sizeof(key), "unreached|%s|%s", h->host, list);
   if (!report_first(key)) return;
-  const char *mine = l->mine.host, *cur = knob_str(K_SOCKET_IFNAME);
+  const char *mine = l->mine.host, *cur = transport_prefs()->socket_ifname;
   char job[40], also[160] = "";
   if (report_job_ifname(won->name, h->ifname, job, sizeof(job)) && strcmp(job, won->name))
     snprintf(also, sizeof(also),

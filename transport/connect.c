@@ -24,11 +24,10 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/connect.h"
 #include "transport/handle.h"
-#include "transport/ib/dev/ib.h"
+#include "transport/prefs.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -75,7 +74,7 @@ static void connecting_free(struct connecting *c) {
   for (int i = 0; i < c->ndata; i++)
     if (c->data_socks[i].fd >= 0) close(c->data_socks[i].fd);
   if (c->ctrl_fd >= 0) close(c->ctrl_fd);
-  if (c->ibs) ib_setup_free(c->ibs);
+  if (c->ks) c->ks_ops->free(c->ks);
   c->obj = OBJ_DEAD;
   free(c->cands);
   free(c->cand_order);
@@ -127,8 +126,8 @@ static int connecting_new(const struct transport_dev *dev, int tc, void *handle,
   if (getrandom(&c->connid, sizeof(c->connid), GRND_NONBLOCK) != sizeof(c->connid))
     c->connid = (uint64_t)now_ns() ^ ((uint64_t)(uintptr_t)c << 8);
   c->start = now_ns();
-  c->deadline = c->start + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL;
-  c->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
+  c->deadline = c->start + transport_prefs()->connect_timeout_ms * 1000000LL;
+  c->handshake_ns = transport_prefs()->handshake_timeout_ms * 1000000LL;
   for (int i = 0; i < h->nsocks; i++) c->data_socks[i].fd = -1;
   *out = c;
   return 0;
@@ -184,7 +183,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
   m->connid = c->connid;
   snprintf(m->transport, sizeof(m->transport), "tcp");
   snprintf(m->dev, sizeof(m->dev), "%s", c->dev->name);
-  ib_fill_hello(c->dev, m);
+  transport_setup_fill_hello(c->dev, m);
   snprintf(m->ifname, sizeof(m->ifname), "%s", k->is_local ? k->local_if : c->dev->ifname);
   struct sockaddr_storage ss;
   socklen_t sl = sizeof(ss);
@@ -202,7 +201,7 @@ static void build_hello(struct connecting *c, struct cand *k) {
   record_reader_init(&k->in, k->in_buf, sizeof(k->in_buf), HELLO_HDR_LEN, hello_decode_header);
   /* The wait for a busy listener has no deadline: a host that dies under
    * it must still end it, in the time a silent peer is given. */
-  sock_keepalive(k->fd, (int)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
+  sock_keepalive(k->fd, (int)transport_prefs()->peer_timeout_sec);
 }
 
 static void start_attempt(struct connecting *c, struct cand *k, int64_t now) {
@@ -306,7 +305,7 @@ static bool progress_hello(struct connecting *c, struct cand *k, int64_t now) {
                "the host stopped answering while its process had not yet taken the connection "
                "(no TCP keepalive answer in NCCL_DIAG_PEER_TIMEOUT_SEC=%lld s): the host is down "
                "or the network between the two is cut",
-               (long long)knob_int(K_DIAG_PEER_TIMEOUT_SEC));
+               (long long)transport_prefs()->peer_timeout_sec);
     else if (err != EPROTO) /* else why names what is wrong with the header */
       snprintf(why, sizeof(why), "the connection was %s before the listener answered our hello",
                err == EPIPE ? "closed" : "reset");
@@ -431,8 +430,9 @@ static enum progress step_candidates(struct connecting *c, int64_t now) {
   report_hello(&c->mine, &c->peer, peer.desc, "connect");
   connect_report_detour(c, k);
   c->ndata = c->h.nsocks;
-  c->ibs = ib_setup_new(c->dev, true, c->ctrl_fd, &c->mine, &c->peer, peer.desc, c->traffic_class);
-  enter(c, c->ibs ? CONNECT_RDMA : CONNECT_DATA_SOCKETS);
+  c->ks_ops = transport_setup_start(&c->ks, c->dev, true, c->ctrl_fd, &c->mine, &c->peer, peer.desc,
+                                    c->traffic_class);
+  enter(c, c->ks ? CONNECT_RDMA : CONNECT_DATA_SOCKETS);
   return PROGRESS_DONE;
 }
 
@@ -444,10 +444,10 @@ static enum progress step(struct connecting *c, int64_t now, void **send_comm) {
   case CONNECT_CANDIDATES: return step_candidates(c, now);
   case CONNECT_RDMA:
     switch (connect_rdma(c, send_comm)) {
-    case IB_SETUP_PENDING: return PROGRESS_PENDING;
-    case IB_SETUP_FAILED: return PROGRESS_FAILED;
-    case IB_SETUP_RDMA_UP: enter(c, CONNECT_DONE); break;
-    case IB_SETUP_FALL_BACK: enter(c, CONNECT_DATA_SOCKETS); break;
+    case TRANSPORT_SETUP_PENDING: return PROGRESS_PENDING;
+    case TRANSPORT_SETUP_FAILED: return PROGRESS_FAILED;
+    case TRANSPORT_SETUP_UP: enter(c, CONNECT_DONE); break;
+    case TRANSPORT_SETUP_FALL_BACK: enter(c, CONNECT_DATA_SOCKETS); break;
     }
     return PROGRESS_DONE;
   case CONNECT_DATA_SOCKETS:

@@ -26,8 +26,8 @@
 #include "transport/frame.h"
 #include "transport/handle.h"
 #include "transport/hello.h"
-#include "transport/ib/dev/ib.h"
 #include "transport/record_io.h"
+#include "transport/setup_ops.h"
 #include "transport/transport.h"
 
 enum connect_stage {
@@ -99,7 +99,8 @@ struct connecting {
   int ctrl_fd;
   char peer_addr[80];
   struct hello mine, peer;
-  struct ib_setup *ibs;         /* CONNECT_RDMA */
+  struct transport_kind_setup *ks; /* CONNECT_RDMA: the kind that took it */
+  const struct transport_setup_ops *ks_ops;
   int ndata;                    /* from CONNECT_DATA_SOCKETS on: the listener's count */
   struct data_sock *data_socks; /* room for the listener's count */
 };
@@ -118,9 +119,9 @@ void connect_report_detour(struct connecting *c, const struct cand *won);
  * cause and the fix. */
 void connect_report_failure(struct connecting *c);
 
-/* connect_data.c. The RDMA stage: on IB_SETUP_RDMA_UP *send_comm is the
- * RDMA comm; IB_SETUP_FAILED is logged (a failed comm creation too). */
-enum ib_setup_result connect_rdma(struct connecting *c, void **send_comm);
+/* connect_data.c. The RDMA stage: on TRANSPORT_SETUP_UP *send_comm is the
+ * kind's comm; TRANSPORT_SETUP_FAILED is logged (a failed comm creation too). */
+enum transport_setup_result connect_rdma(struct connecting *c, void **send_comm);
 /* PROGRESS_DONE once every data socket is connected and introduced. */
 enum progress connect_data_sockets(struct connecting *c, int64_t now);
 /* The TCP comm from the control and data sockets: 0 or an errno (logged). */

@@ -88,22 +88,22 @@ enum progress connect_data_sockets(struct connecting *c, int64_t now) {
   return ready == c->ndata ? PROGRESS_DONE : PROGRESS_PENDING;
 }
 
-enum ib_setup_result connect_rdma(struct connecting *c, void **send_comm) {
-  enum ib_setup_result r = ib_setup_progress(c->ibs);
-  if (r == IB_SETUP_FAILED) ev_count(C_CONN_FAILURES, 1);
-  if (r == IB_SETUP_FAILED || r == IB_SETUP_PENDING) return r;
-  if (r == IB_SETUP_FALL_BACK) { /* the TCP data sockets come next */
-    ib_setup_free(c->ibs);
-    c->ibs = NULL;
+enum transport_setup_result connect_rdma(struct connecting *c, void **send_comm) {
+  enum transport_setup_result r = c->ks_ops->progress(c->ks);
+  if (r == TRANSPORT_SETUP_FAILED) ev_count(C_CONN_FAILURES, 1);
+  if (r == TRANSPORT_SETUP_FAILED || r == TRANSPORT_SETUP_PENDING) return r;
+  if (r == TRANSPORT_SETUP_FALL_BACK) { /* the TCP data sockets come next */
+    c->ks_ops->free(c->ks);
+    c->ks = NULL;
     return r;
   }
   struct transport_setup s;
   transport_setup_init(&s, c->dev, true, c->ctrl_fd, &c->mine, &c->peer, c->peer_addr);
   struct transport_comm *comm = NULL;
-  struct ib_setup *ibs = c->ibs;
-  c->ibs = NULL;
-  c->ctrl_fd = -1;                                            /* the comm owns it now */
-  if (ib_comm_create(ibs, &s, &comm)) return IB_SETUP_FAILED; /* logged */
+  struct transport_kind_setup *ks = c->ks;
+  c->ks = NULL;
+  c->ctrl_fd = -1; /* the comm owns it now */
+  if (c->ks_ops->comm_create(ks, &s, &comm)) return TRANSPORT_SETUP_FAILED; /* logged */
   ev_count(C_SEND_COMMS, 1);
   *send_comm = comm;
   return r;
@@ -121,7 +121,7 @@ int connect_finish(struct connecting *c, void **send_comm) {
   c->ctrl_fd = -1;
   s.nthreads = c->h.nthreads;
   struct transport_comm *comm = NULL;
-  int err = tcp_comm_create(&s, &comm);
+  int err = transport_setup_sockets()->comm_create(NULL, &s, &comm);
   if (err) return err; /* logged */
   ev_count(C_SEND_COMMS, 1);
   *send_comm = comm;

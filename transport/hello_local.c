@@ -14,6 +14,8 @@
 #include "transport/hello.h"
 #include "transport/liveness.h"
 
+/* The text as set, at each hello rather than from transport_prefs(): the
+ * peer compares texts, and most of these are NCCL's settings, not ours. */
 static void knob_add(struct hello_knob *arr, int *n, const char *name) {
   const char *v = getenv(name);
   if (!v || !*v || *n == HELLO_MAX_KNOBS) return;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The host's network view and the device list NCCL sees, built once at
  * init: one device per usable RDMA port (added by the IB transport), or,
- * when there is none, one per chosen TCP interface. */
+ * when there is none, one per chosen TCP interface. The list itself lives
+ * in host_devs.c, which the transports fill without calling back here. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,40 +11,15 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/strutil.h"
 #include "topo/topo.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/ib/ib_ops.h"
+#include "transport/prefs.h"
 #include "transport/transport.h"
 
-static struct transport_host host;
 static pthread_once_t host_once = PTHREAD_ONCE_INIT;
-
-const struct transport_host *transport_host(void) { return &host; }
-
-int transport_host_reserve(struct transport_host *h, int n) {
-  if (n > TRANSPORT_MAX_DEVS) n = TRANSPORT_MAX_DEVS;
-  free(h->devs);
-  h->ndev = h->cap_devs = 0;
-  h->devs = calloc((size_t)n, sizeof(*h->devs));
-  if (n && !h->devs) {
-    WARN("out of memory for the list of %d network devices", n);
-    return ENOMEM;
-  }
-  h->cap_devs = n;
-  return 0;
-}
-
-struct transport_dev *transport_host_add_dev(struct transport_host *h, const char *pci_path) {
-  if (h->ndev == h->cap_devs) return NULL;
-  struct transport_dev *d = &h->devs[h->ndev];
-  memset(d, 0, sizeof(*d));
-  d->index = h->ndev++;
-  d->pci_path = pci_path && pci_path[0] ? strdup(pci_path) : NULL;
-  if (!d->pci_path) d->pci_path = ""; /* virtual (or no memory for its path: shown as virtual) */
-  return d;
-}
 
 static void add_tcp_devices(struct transport_host *h) {
   if (transport_host_reserve(h, h->choice.n)) return;
@@ -66,7 +42,7 @@ static void log_choice(struct transport_host *h) {
   struct ev e;
   ev_begin(&e, "interface_choice");
   ev_str(&e, "source", h->ifs.source);
-  ev_str(&e, "filter", knob_str(K_SOCKET_IFNAME) ? knob_str(K_SOCKET_IFNAME) : "");
+  ev_str(&e, "filter", transport_prefs()->socket_ifname ? transport_prefs()->socket_ifname : "");
   ev_str(&e, "summary", summary);
   ev_int(&e, "chosen", h->choice.n);
   ev_end(&e);
@@ -76,23 +52,23 @@ static void log_choice(struct transport_host *h) {
 /* RDMA ports, chosen by topo/ and opened by the IB transport, become the
  * devices; without any, one line says why and the TCP interfaces are used. */
 static int add_rdma_devices(struct transport_host *h) {
-  int n = ib_host_init(h);
+  int n = ib_transport_init(h);
   if (!n && !ib_state()->has_warned_none)
     INFO(LOG_INIT, "no RDMA device: %s; using TCP interfaces", ib_state()->why_none);
   return n;
 }
 
 static void build(void) {
-  struct transport_host *h = &host;
+  struct transport_host *h = transport_host_edit();
   memset(h, 0, sizeof(*h));
   if (netif_discover(&h->ifs) != 0) {
     snprintf(h->why_none, sizeof(h->why_none),
              "the network interfaces could not be listed (see the warning above)");
     return;
   }
-  int fam = knob_enum(K_SOCKET_FAMILY);
+  int fam = transport_prefs()->socket_family;
   int family = fam == 0 ? AF_INET : fam == 1 ? AF_INET6 : AF_UNSPEC;
-  netif_choose(&h->ifs, knob_str(K_SOCKET_IFNAME), family, &h->choice);
+  netif_choose(&h->ifs, transport_prefs()->socket_ifname, family, &h->choice);
   log_choice(h);
   if (h->choice.n == 0) {
     /* Control connections need an interface even for RDMA devices. */

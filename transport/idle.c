@@ -8,7 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/knobs.h"
+#include "transport/prefs.h"
 #include "transport/sock.h"
 
 #define MAX_WAIT_FDS 128
@@ -36,8 +36,8 @@ static _Thread_local int64_t last_noted_ns;
 
 static void wake_init(void) {
   wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  spin_ns = knob_int(K_DIAG_SPIN_US) * 1000;
-  wait_ns = knob_int(K_DIAG_IDLE_WAIT_US) * 1000;
+  spin_ns = transport_prefs()->spin_us * 1000;
+  wait_ns = transport_prefs()->idle_wait_us * 1000;
 }
 
 void transport_idle_progress(void) { last_progress = now_ns(); }

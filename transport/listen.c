@@ -15,11 +15,10 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "transport/handle.h"
-#include "transport/ib/dev/ib.h"
+#include "transport/prefs.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -91,8 +90,8 @@ void listen_reset_conn(struct listen_comm *l) {
   for (int i = 0; i < l->ndata; i++)
     if (l->data_fds[i] >= 0) close(l->data_fds[i]);
   l->ctrl_fd = -1;
-  if (l->ibs) ib_setup_free(l->ibs);
-  l->ibs = NULL;
+  if (l->ks) l->ks_ops->free(l->ks);
+  l->ks = NULL;
   l->stage = ACCEPT_IDLE;
   record_reader_init(&l->in, l->in_buf, sizeof(l->in_buf), HELLO_HDR_LEN, hello_decode_header);
   record_writer_start(&l->out, l->out_buf, 0);
@@ -123,7 +122,7 @@ static void add_candidates(struct handle *h, const struct transport_dev *dev, in
       for (int k = 0; k < n->naddr && h->ncands < HANDLE_MAX_CAND; k++) {
         const struct ipaddr *a = &n->addr[k];
         if (family == AF_INET && a->family != AF_INET) continue;
-        if (family == AF_INET6 && a->family != AF_INET6 && knob_enum(K_SOCKET_FAMILY) == 1)
+        if (family == AF_INET6 && a->family != AF_INET6 && transport_prefs()->socket_family == 1)
           continue; /* IPv6 asked for: no IPv4-mapped candidates */
         /* An IPv6 link-local address only where nothing better is there:
          * it takes room in the handle and reaches one link at most. */
@@ -155,7 +154,7 @@ static void warn_unroutable(const struct transport_dev *dev, const struct handle
   char key[480], have[700];
   snprintf(key, sizeof(key), "unroutable|%s", list);
   if (!h->ncands || !report_first(key)) return;
-  const char *ifname = knob_str(K_SOCKET_IFNAME);
+  const char *ifname = transport_prefs()->socket_ifname;
   /* "=lo" names loopback exactly: a one-host job (a test, a bench) chose
    * it on purpose, so it is said, not warned; a connector elsewhere still
    * names this address and host when it cannot reach it. */
@@ -190,7 +189,7 @@ static int listen_family(const struct transport_dev *dev) {
   const struct transport_host *host = transport_host();
   /* NCCL_SOCKET_FAMILY decides, as it decided the interfaces: an interface
    * with both families must not offer the other one. */
-  int fam = knob_enum(K_SOCKET_FAMILY);
+  int fam = transport_prefs()->socket_family;
   if (fam == 0 || fam == 1) return fam == 0 ? AF_INET : AF_INET6;
   if (dev->addr.family == AF_INET6) return AF_INET6;
   for (int j = 0; j < host->choice.n; j++) {
@@ -214,7 +213,7 @@ ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, voi
   l->dev = dev;
   l->ctrl_fd = -1;
   listen_reset_conn(l);
-  l->handshake_ns = knob_int(K_DIAG_HANDSHAKE_TIMEOUT_MS) * 1000000LL;
+  l->handshake_ns = transport_prefs()->handshake_timeout_ms * 1000000LL;
   transport_socket_shape(&l->nsocks, &l->nthreads);
   l->nonce = random_u64(l);
 

@@ -28,6 +28,7 @@
 #include "transport/frame.h"
 #include "transport/hello.h"
 #include "transport/record_io.h"
+#include "transport/setup_ops.h"
 #include "transport/transport.h"
 
 /* Sockets that have not identified themselves yet, in all and from one
@@ -88,7 +89,8 @@ struct listen_comm {
   uint8_t out_buf[HELLO_HDR_LEN + HELLO_MAX_BODY];
   struct record_writer out; /* our answer */
   struct hello peer_hello, mine;
-  struct ib_setup *ibs; /* ACCEPT_RDMA */
+  struct transport_kind_setup *ks; /* ACCEPT_RDMA: the kind that took it */
+  const struct transport_setup_ops *ks_ops;
   int ndata, ndata_arrived;
   int data_fds[TRANSPORT_MAX_DATA_SOCKS];
   uint64_t answered[LISTEN_ANSWERED]; /* a ring of connection ids, the newest at nanswered - 1 */

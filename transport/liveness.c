@@ -18,6 +18,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "transport/liveness_int.h"
+#include "transport/prefs.h"
 #include "transport/run/stall.h"
 #include "transport/sock.h"
 
@@ -51,7 +52,7 @@ static int start_thread(struct liveness_state *st) {
 
 static void start(void) {
   struct liveness_state *st = &state;
-  int64_t sec = knob_int(K_DIAG_PEER_TIMEOUT_SEC);
+  int64_t sec = transport_prefs()->peer_timeout_sec;
   if (!sec) {
     INFO(LOG_INIT | LOG_NET, "peer liveness checks are off (NCCL_DIAG_PEER_TIMEOUT_SEC=0): a "
                              "stopped or unreachable peer is waited for without end");

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/ncclver.h"
+#include "transport/prefs.h"
 #include "transport/transport.h"
 
 #define REPORT_SLOTS 256
@@ -66,7 +66,7 @@ bool report_routable_ifname(const char *skip, char *buf, size_t cap) {
   const struct netif *n = &l->ifs[i];
   char a[64];
   ipaddr_cidr(&n->addr[k], a, sizeof(a));
-  bool needs_v6 = n->addr[k].family == AF_INET6 && knob_enum(K_SOCKET_FAMILY) == 0;
+  bool needs_v6 = n->addr[k].family == AF_INET6 && transport_prefs()->socket_family == 0;
   snprintf(buf, cap, "NCCL_SOCKET_IFNAME=%s%s (here %s has %s, is up%s)", n->name,
            needs_v6 ? " and NCCL_SOCKET_FAMILY=AF_INET6" : "", n->name, a,
            has_default ? " and holds the default route" : "");

@@ -8,8 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
+#include "transport/prefs.h"
 #include "transport/run/conns.h"
 #include "transport/transport.h"
 
@@ -54,8 +54,8 @@ ncclResult_t transport_comm_close(struct transport_comm *c) {
 /* NCCL's meaning: threads x sockets per thread, at most 64 sockets. Auto
  * values were chosen by measurement (bench/README.md). */
 void transport_socket_shape(int *nsocks, int *nthreads) {
-  int th = (int)knob_int(K_SOCKET_NTHREADS);
-  int per = (int)knob_int(K_NSOCKS_PERTHREAD);
+  int th = (int)transport_prefs()->socket_nthreads;
+  int per = (int)transport_prefs()->nsocks_perthread;
   if (th == -2) th = 2;
   if (per == -2) per = 1;
   if (per < 1) per = 1;

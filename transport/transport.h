@@ -39,6 +39,7 @@
 #include "topo/topo.h"
 #include "transport/hello.h"
 #include "transport/liveness.h"
+#include "transport/prefs.h"
 #include "transport/run/stats.h"
 
 #define TRANSPORT_MAX_DEVS 64
@@ -82,6 +83,8 @@ struct transport_host {
 };
 
 const struct transport_host *transport_host(void);
+/* The same, to fill while it is built (host.c; host_devs.c keeps it). */
+struct transport_host *transport_host_edit(void);
 /* Builds it (once per process; later calls return at once). */
 void transport_host_init(void);
 /* While building: room for n devices (at most TRANSPORT_MAX_DEVS), in
@@ -179,10 +182,6 @@ struct transport_setup {
   struct transport_peer peer;
   struct hello mine, peer_hello;
 };
-
-/* TCP comm from a completed setup (tcp/tcp_comm.c); takes ownership of the
- * sockets (closes them on failure). 0 or an errno (logged). */
-int tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
 
 /* Connection setup, the ops boundary: listen.c, accept.c and connect.c. */
 ncclResult_t transport_listen(const struct transport_dev *dev, void *handle, void **listen_comm);

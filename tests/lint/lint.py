@@ -3,7 +3,7 @@
 """Structural rules of CONTRIBUTING.md that a machine can check, as TAP.
 
 usage: lint.py SOURCE_ROOT [CHECK ...]
-Checks: format, spdx, layers, paths, sizes, names, returns, circles (all when
+Checks: format, spdx, layers, paths, sizes, names, returns, prefs, circles (all when
 none is named).
 Each check is one TAP case; its diagnostics name every offending file and
 line, so a failure says what to change."""
@@ -97,7 +97,33 @@ def check_layers(root, files):
                     why = transport_part_why(f, inc)
                 if why:
                     bad.append(f'{f}:{n}: includes "{inc}": {why}')
+    bad += manager_names(root, files)
     return not bad, bad
+
+
+# The connection manager reaches a transport through its setup-ops table
+# (transport/setup_ops.h), as the data path does through transport_comm_ops.
+MANAGER_FILES = ('transport/connect.c', 'transport/connect.h', 'transport/connect_data.c',
+                 'transport/accept.c', 'transport/listen.c', 'transport/listen.h',
+                 'transport/transport.c')
+TRANSPORT_NAME = re.compile(r'\b(?:ib|tcp)_\w+|\bIB_[A-Z]\w*|"transport/(?:ib|tcp)/[^"]*"')
+
+
+def manager_names(root, files):
+    bad = []
+    for f in sources(files, product_only=True):
+        if f not in MANAGER_FILES:
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = fh.read()
+        code = CODE_NOISE.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), text).split('\n')
+        for n, line in enumerate(text.split('\n'), 1):
+            hit = TRANSPORT_NAME.search(line if INCLUDE.match(line) else code[n - 1])
+            if hit:
+                bad.append(f'{f}:{n}: names {hit.group(0)}: the connection manager names no '
+                           'transport; call it through its transport_setup_ops '
+                           '(transport/setup_ops.h)')
+    return bad
 
 
 # transport/ib's sub-folders, lowest first: a file includes headers of its
@@ -261,6 +287,27 @@ def check_returns(root, files):
     return not bad, bad
 
 
+KNOB_CALL = re.compile(r'\bknob_(?:int|str|enum|is_set|raw|def|load|parse|generation)\s*\(')
+PREFS_FILE = 'transport/prefs.c'
+
+
+def check_prefs(root, files):
+    """The transport layer reads its settings in one place: transport/prefs.c
+    fills struct transport_prefs, every other transport file reads that."""
+    bad = []
+    for f in sources(files, product_only=True):
+        if not f.startswith('transport/') or f == PREFS_FILE:
+            continue
+        with open(os.path.join(root, f), errors='replace') as fh:
+            text = CODE_NOISE.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), fh.read())
+        for n, line in enumerate(text.split('\n'), 1):
+            m = KNOB_CALL.search(line)
+            if m:
+                bad.append(f'{f}:{n}: calls {m.group(0).rstrip("( ")}; read the setting from '
+                           f'transport_prefs() and add it to struct transport_prefs ({PREFS_FILE})')
+    return not bad, bad
+
+
 CIRCLE_SCOPE = ('tools/', 'bench/')  # where no two files may call each other round
 CODE_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"', re.S)
 GLOBAL_DEF = re.compile(r'^(?!static\b|extern\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*'
@@ -311,17 +358,47 @@ def circles(graph):
     return out
 
 
+# transport/: files of one folder may call each other round (one module's
+# business); across folders the parts call one way, a lower part reaching a
+# higher one only through a hook the higher one sets (transport/ib/dev/ib.h's
+# struct ib_hooks). Circles not yet cut, each by the prefixes of its files:
+TRANSPORT_CIRCLES_LEFT = (
+    ('transport/liveness', 'transport/run/'),  # liveness checks and the run-time stall watch
+    ('transport/ib/data/', 'transport/ib/failover/'),  # the data path and port fail-over
+)
+
+
+def circle_links(graph, comp):
+    return "; ".join(f'{a} -> {b}' for a in comp for b in sorted(graph[a]) if b in comp)
+
+
+def transport_circles(root, files):
+    srcs = [f for f in sources(files) if f.endswith('.c') and f.startswith('transport/')]
+    graph = call_graph(root, srcs)
+    bad = []
+    for comp in circles(graph):
+        if len({os.path.dirname(f) for f in comp}) == 1:
+            continue
+        if any(all(f.startswith(left) for f in comp) for left in TRANSPORT_CIRCLES_LEFT):
+            continue
+        bad.append(f'{len(comp)} files of different folders call each other round: '
+                   f'{circle_links(graph, comp)}; move what the lower one calls down to it, or '
+                   'have the higher one hand it a function at init')
+    return bad
+
+
 def check_circles(root, files):
     """Files of tools/ and bench/ depend one way: no set of files calls each
-    other round (shared helpers go in a file that calls none of its users)."""
+    other round (shared helpers go in a file that calls none of its users).
+    transport/'s folders too (transport_circles)."""
     srcs = [f for f in sources(files) if f.endswith('.c') and f.startswith(CIRCLE_SCOPE)]
     sys.setrecursionlimit(10000)
     graph = call_graph(root, srcs)
     bad = []
     for comp in circles(graph):
-        links = [f'{a} -> {b}' for a in comp for b in sorted(graph[a]) if b in comp]
-        bad.append(f'{len(comp)} files call each other round: {"; ".join(links)}; move what '
-                   'the others call into a file that calls none of them')
+        bad.append(f'{len(comp)} files call each other round: {circle_links(graph, comp)}; move '
+                   'what the others call into a file that calls none of them')
+    bad += transport_circles(root, files)
     return not bad, bad
 
 
@@ -333,7 +410,9 @@ CHECKS = {
     'sizes': (f'product functions <= {FUNC_MAX} lines, files <= {FILE_MAX} lines', check_sizes),
     'names': ('every NCCL_* variable the product reads is a known name', check_names),
     'returns': ('no function in tools/ returns -1 or a negative errno', check_returns),
-    'circles': ('files of tools/ and bench/ call each other one way', check_circles),
+    'prefs': ('transport/ reads settings only through transport/prefs.c', check_prefs),
+    'circles': ('files of tools/ and bench/, and the folders of transport/, call one way',
+                check_circles),
 }
 
 

@@ -20,13 +20,14 @@
 #include "common/knobs.h"
 #include "common/log.h"
 #include "topo/sysfs.h"
+#include "transport/prefs.h"
 #include "transport/run/conns.h"
 
 static struct metrics_prefs prefs;
 static pthread_once_t prefs_once = PTHREAD_ONCE_INIT;
 
 static void prefs_load(void) {
-  const char *d = knob_str(K_DIAG_METRICS);
+  const char *d = transport_prefs()->metrics_dir;
   prefs.dir = d && *d ? d : NULL;
 }
 

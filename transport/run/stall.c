@@ -40,7 +40,7 @@ const struct run_prefs *run_prefs_read(void) {
   static struct run_prefs p;
   static atomic_bool is_read;
   if (!atomic_load(&is_read)) { /* racing readers compute the same value */
-    p.stall_ns = knob_int(K_DIAG_STALL_SEC) * 1000000000LL;
+    p.stall_ns = transport_prefs()->stall_sec * 1000000000LL;
     atomic_store(&is_read, true);
   }
   return &p;

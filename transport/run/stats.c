@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/knobs.h"
+#include "transport/prefs.h"
 
 #define LD(x) atomic_load_explicit(&(x), memory_order_relaxed)
 #define ST(x, v) atomic_store_explicit(&(x), (v), memory_order_relaxed)
@@ -16,7 +17,7 @@ bool run_stats_is_on(void) {
   static atomic_int on = -1; /* unknown until the first request */
   int v = atomic_load_explicit(&on, memory_order_relaxed);
   if (v < 0) {
-    v = knob_int(K_DIAG_RUN_STATS) != 0;
+    v = transport_prefs()->is_run_stats;
     atomic_store_explicit(&on, v, memory_order_relaxed);
   }
   return v;

@@ -322,4 +322,11 @@ int tcp_recv_check_closed(struct tcp_comm *c, const struct tcp_req *r);
 /* Frees the staging buffer once it holds nothing and nothing waits. */
 void tcp_stage_trim(struct tcp_comm *c);
 
+/* TCP comm from a completed setup (tcp_comm.c); takes ownership of the
+ * sockets (closes them on failure). 0 or an errno (logged). */
+int tcp_comm_create(struct transport_setup *s, struct transport_comm **out);
+/* The sockets kind of connection setup (tcp_setup.c, transport/setup_ops.h). */
+struct transport_setup_ops;
+extern const struct transport_setup_ops tcp_setup_ops;
+
 #endif

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/abort.h"
 #include "transport/idle.h"
+#include "transport/prefs.h"
 #include "transport/prof.h"
 #include "transport/report.h"
 #include "transport/sock.h"
@@ -241,17 +241,17 @@ static int comm_settings(struct tcp_comm *c, const struct transport_setup *s) {
    * control socket, header and payload in one sendmsg and one socket per
    * comm as NCCL's Socket has, than striped: 0.93-1.02x NCCL's Socket
    * striped, 1.28-1.85x inline at 128 KiB (bench/README.md, NCCL's shape). */
-  int64_t im = knob_int(K_DIAG_SOCKET_INLINE);
+  int64_t im = transport_prefs()->socket_inline;
   size_t inline_auto = c->is_same_host ? (512u << 10) : (64u << 10);
   c->inline_max = !c->nsocks ? SIZE_MAX : im >= 0 ? (size_t)im : inline_auto;
-  c->min_chunk = (size_t)knob_int(K_DIAG_MIN_CHUNK);
+  c->min_chunk = (size_t)transport_prefs()->min_chunk;
   /* Same host: the kernel copies through loopback, where one thread per
    * side moves multi-MiB stripes faster than a hand-off to helpers; over a
    * real link one flow per CPU is the ceiling, so helpers take stripes
    * from 1 MiB (bench/README.md, round 3). Each side decides for itself. */
-  int64_t cm = knob_int(K_DIAG_CALLER_MAX);
+  int64_t cm = transport_prefs()->caller_max;
   c->caller_max = cm >= 0 ? (size_t)cm : c->is_same_host ? (4u << 20) : (1u << 20);
-  c->stall_ns = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
+  c->stall_ns = transport_prefs()->stall_warn_sec * 1000000000LL;
   int err = 0;
   if (!c->is_send) c->settings_diff = report_settings_diff(&s->mine, &s->peer_hello, &err);
   return err;

@@ -31,9 +31,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/idle.h"
+#include "transport/prefs.h"
 #include "transport/tcp/tcp.h"
 
 #define POOL_MAX 16
@@ -262,7 +262,7 @@ static int worker_start(struct tcp_pool *p, int dev, const char *devname) {
 }
 
 static int pool_size(void) {
-  int64_t n = knob_int(K_DIAG_SOCKET_POOL);
+  int64_t n = transport_prefs()->socket_pool;
   return n < 1 ? 1 : n > POOL_MAX ? POOL_MAX : (int)n;
 }
 

@@ -167,11 +167,11 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   c->peer_fifo_addr = s->peer_info.fifo_addr;
   c->peer_fifo_rkey = s->peer_info.fifo_rkey;
   /* The sender's setting rules both sides: they must post alike. */
-  c->is_split =
-    s->is_send ? knob_int(K_IB_SPLIT_DATA_ON_QPS) != 0 : (s->peer_info.flags & IBREC_F_SPLIT) != 0;
-  int64_t ar = knob_int(K_IB_ADAPTIVE_ROUTING);
+  c->is_split = s->is_send ? transport_prefs()->is_split_data_on_qps
+                           : (s->peer_info.flags & IBREC_F_SPLIT) != 0;
+  int64_t ar = transport_prefs()->ib_adaptive_routing;
   c->is_ar = ar == -2 ? s->dev->td->ll == TOPO_LL_IB : ar == 1;
-  c->ar_threshold = (uint64_t)knob_int(K_IB_AR_THRESHOLD);
+  c->ar_threshold = (uint64_t)transport_prefs()->ib_ar_threshold;
   c->gid_dev = s->dev;
   c->gid_index = s->mine.ib.gid_index;
   memcpy(c->gid, s->mine.ib.gid, 16);

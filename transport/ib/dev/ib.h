@@ -141,6 +141,22 @@ void ib_dev_refresh_gid(struct ib_dev *d);
  * often share host names. */
 void ib_peer_name(const struct hello *peer, char *buf, size_t cap);
 
+/* ---- what the parts above dev/ do for it (ib_hooks.c) ---- */
+/* dev/ and setup/ sit below failover/ and diag/ and call them only through
+ * these, set once at init by the RDMA transport (transport/ib/ib_ops.c)
+ * before any device opens. Until then each does the least: nothing, or the
+ * errno's text for a failed RTR. */
+struct ib_hooks {
+  /* From the event thread: ib_fatal.c, ib_flap.c. */
+  void (*fatal_note)(struct ib_dev *d, const struct ibv_async_event *ev, const char *what);
+  void (*port_down)(struct ib_dev *d);
+  void (*port_up)(struct ib_dev *d, int port);
+  /* A failed RTR in words (ib_diag_rtr, ib_diag.c). */
+  void (*rtr_why)(const struct ib_dev *d, const struct hello *peer, int err, char *out, size_t cap);
+};
+void ib_hooks_set(const struct ib_hooks *h);
+const struct ib_hooks *ib_hooks(void);
+
 /* ---- fatal asynchronous events (ib_fatal.c) ---- */
 /* From the device's event thread: a device-fatal event (WARN here) or a
  * fatal CQ or QP event is recorded, unless NCCL_IB_RETURN_ASYNC_EVENTS=0;
@@ -213,7 +229,8 @@ struct ib_probe {
 /* Loads verbs and opens, queries and closes every chosen port: 0, or an
  * errno with why filled (no library, no device list). */
 int ib_probe_ports(const struct topo_choice *c, struct ib_probe *pr);
-/* "cannot open mlx5_2: No such file or directory (in a container, pass ...)" */
+/* "cannot open mlx5_2: No such file or directory (in a container, pass ...)"
+ * (ib_dev.c: opening a port fails with it too) */
 void ib_open_failure(const char *dev, int err, char *why, size_t cap);
 
 /* ---- memory registration (ib_mr.c) ---- */

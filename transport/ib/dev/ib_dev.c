@@ -56,10 +56,10 @@ static void *async_main(void *arg) {
       __atomic_store_n(&d->port_down_said, 0, __ATOMIC_RELEASE);
     switch (ev.event_type) {
     case IBV_EVENT_PORT_ERR:
-      ib_flap_down(d);
+      ib_hooks()->port_down(d);
       say_port_down(d, ev.element.port_num);
       break;
-    case IBV_EVENT_PORT_ACTIVE: ib_flap_up(d, ev.element.port_num); break;
+    case IBV_EVENT_PORT_ACTIVE: ib_hooks()->port_up(d, ev.element.port_num); break;
     case IBV_EVENT_GID_CHANGE:
     case IBV_EVENT_LID_CHANGE:
     case IBV_EVENT_PKEY_CHANGE:
@@ -82,13 +82,13 @@ static void *async_main(void *arg) {
       if (ev.event_type != IBV_EVENT_COMM_EST)
         WARN("device %s qp 0x%x: %s", d->label, ev.element.qp ? ev.element.qp->qp_num : 0, what);
       break;
-    case IBV_EVENT_DEVICE_FATAL: break; /* said by ib_fatal_note */
+    case IBV_EVENT_DEVICE_FATAL: break; /* said by the fatal_note hook */
     case IBV_EVENT_CQ_ERR:
       WARN("device %s: completion queue error: %s (a completion queue overflowed)", d->label, what);
       break;
     default: WARN("device %s: %s", d->label, what);
     }
-    ib_fatal_note(d, &ev, what);
+    ib_hooks()->fatal_note(d, &ev, what);
     struct ev e;
     ev_begin(&e, "async_event");
     ev_str(&e, "device", d->td->name);
@@ -119,6 +119,14 @@ static void port_path_attrs(struct ib_dev *d, const struct ibv_port_attr *pa) {
   if (d->mtu != t->mtu)
     INFO(LOG_INIT, "device %s: active MTU %d (from the port; the topology assumed %d)", d->label,
          d->mtu, t->mtu);
+}
+
+void ib_open_failure(const char *dev, int err, char *why, size_t cap) {
+  snprintf(why, cap, "cannot open %s: %s%s", dev, strerror(err),
+           err == ENOENT || err == EPERM || err == EACCES
+             ? " (in a container, pass its /dev/infiniband/uverbs* device, e.g. "
+               "--device=/dev/infiniband, and allow it in the device cgroup)"
+             : "");
 }
 
 /* 0, or an errno with why filled. */

@@ -10,11 +10,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "topo/sysfs.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/prefs.h"
 
 /* The files NCCL reads, the module each one stands for, and whether its
  * absence is worth naming (the non-coherent variant's is not). */
@@ -74,8 +74,8 @@ bool ib_gdr_wants_flush(int ptr_support, bool is_disabled, bool is_forced) {
 }
 
 bool ib_dev_wants_flush(const struct ib_dev *d) {
-  return ib_gdr_wants_flush(d->ptr_support, knob_int(K_GDR_FLUSH_DISABLE),
-                            knob_int(K_DIAG_FORCE_FLUSH));
+  return ib_gdr_wants_flush(d->ptr_support, transport_prefs()->is_gdr_flush_disabled,
+                            transport_prefs()->is_flush_forced);
 }
 
 void ib_gdr_report(const struct ib_state *st) {

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/prefs.h"
 
 #define MR_ACCESS                                                                                  \
   (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |                     \
@@ -63,7 +63,7 @@ static struct ib_mr_entry *cache_add(struct ib_dev *d, uintptr_t a, size_t len, 
 }
 
 bool ib_mr_relaxed_ordering(const struct verbs_ops *v) {
-  return knob_int(K_IB_PCI_RELAXED_ORDERING) != 0 && v->reg_mr_iova2;
+  return transport_prefs()->ib_relaxed_ordering != 0 && v->reg_mr_iova2;
 }
 
 /* One registration of the caller's range (host pages a..a+len, or the

@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/strbuf.h"
 #include "common/strutil.h"
+#include "transport/prefs.h"
 
 /* Every exported verb we use exists since IBVERBS_1.1; a library without
  * that version node is not a libibverbs we understand. */
@@ -41,10 +41,11 @@ static void *sym(void *dl, const char *name, int optional_version) {
 static int open_lib(struct verbs_ops *v, char *why, size_t cap) {
   const char *names[3];
   int n = 0;
-  if (knob_is_set(K_DIAG_IBVERBS_LIB)) {
-    names[n++] = knob_str(K_DIAG_IBVERBS_LIB);
+  const struct transport_prefs *p = transport_prefs();
+  if (p->diag_ibverbs_lib) {
+    names[n++] = p->diag_ibverbs_lib;
   } else {
-    const char *env = knob_str(K_IBVERBS_LIB);
+    const char *env = p->ibverbs_lib;
     if (env && *env) names[n++] = env;
     names[n++] = "libibverbs.so";
     names[n++] = "libibverbs.so.1";
@@ -55,7 +56,7 @@ static int open_lib(struct verbs_ops *v, char *why, size_t cap) {
     v->dl = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
     if (v->dl) {
       scopy(v->lib, sizeof(v->lib), names[i]);
-      if (i > 0 && names[0] == knob_str(K_IBVERBS_LIB))
+      if (i > 0 && names[0] == p->ibverbs_lib)
         INFO(LOG_INIT, "NCCL_IBVERBS_LIB=%s does not open (%s); using %s", names[0], tried,
              names[i]);
       return 0;

@@ -15,10 +15,10 @@
 #include <unistd.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/dev/ib.h"
 #include "transport/ib/diag/ib_diag.h"
+#include "transport/prefs.h"
 #include "transport/sock.h"
 
 void diag_put(struct diag_out *o, const char *fmt, ...) {
@@ -165,7 +165,7 @@ static void lead_link_local(struct diag_out *o, const struct ib_dev *d, const st
   diag_put(o, "GID %d %s of %s on %s is link-local, which never routes between hosts, and %s",
            is_mine ? d->td->gid_index : peer->ib.gid_index, g, is_mine ? d->label : peer->ib.dev,
            is_mine ? host : peer->host, event);
-  const char *mine = knob_is_set(K_IB_GID_INDEX) ? knob_raw(K_IB_GID_INDEX) : NULL;
+  const char *mine = transport_prefs()->ib_gid_index_text;
   const char *theirs = hello_info_value(peer, "NCCL_IB_GID_INDEX");
   diag_put(o, ": set NCCL_IB_GID_INDEX=-1 (automatic) or the index of the IPv4-mapped RoCE v2 GID "
               "on every node");

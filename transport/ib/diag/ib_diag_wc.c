@@ -8,15 +8,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/knobs.h"
 #include "common/wcstatus.h"
 #include "transport/ib/dev/ib.h"
 #include "transport/ib/diag/ib_diag.h"
+#include "transport/prefs.h"
 
 /* A forced GID index is a likely reason a path never carried a packet:
  * one index can name a GID of another subnet or RoCE version on some node. */
 static void forced_gid_note(struct diag_out *o, const struct hello *peer) {
-  const char *mine = knob_is_set(K_IB_GID_INDEX) ? knob_raw(K_IB_GID_INDEX) : NULL;
+  const char *mine = transport_prefs()->ib_gid_index_text;
   const char *theirs = hello_info_value(peer, "NCCL_IB_GID_INDEX");
   if (!mine && !strcmp(theirs, "unset")) return;
   char name[160];

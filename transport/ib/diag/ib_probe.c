@@ -11,14 +11,6 @@
 #include "common/strutil.h"
 #include "transport/ib/dev/ib.h"
 
-void ib_open_failure(const char *dev, int err, char *why, size_t cap) {
-  snprintf(why, cap, "cannot open %s: %s%s", dev, strerror(err),
-           err == ENOENT || err == EPERM || err == EACCES
-             ? " (in a container, pass its /dev/infiniband/uverbs* device, e.g. "
-               "--device=/dev/infiniband, and allow it in the device cgroup)"
-             : "");
-}
-
 /* Opens, queries and closes one chosen port; with a protection domain open,
  * probes dma-buf registration on it. */
 static void probe_port(struct ib_probe *pr, const struct topo_dev *t, struct ibv_device *vd,

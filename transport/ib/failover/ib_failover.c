@@ -31,12 +31,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/frame.h"
 #include "transport/ib/data/ib_comm.h"
 #include "transport/ib/setup/ib_setup.h"
 #include "transport/ib/setup/ib_wire.h"
+#include "transport/prefs.h"
 #include "transport/sock.h"
 #include "transport/wire.h"
 
@@ -55,7 +55,7 @@ const char *ib_fo_stage_name(enum ib_fo_stage stage) {
   return "unknown";
 }
 
-static bool is_on(void) { return knob_int(K_IB_RESILIENCY_PORT_FAILOVER) != 0; }
+static bool is_on(void) { return transport_prefs()->is_port_failover; }
 
 /* The first other port of the virtual NIC that is up. */
 static struct ib_dev *standby_port(const struct ib_comm *c) {
@@ -73,7 +73,7 @@ static const char *cannot_move(const struct ib_comm *c, struct ib_dev **to) {
   if (c->dev->nmembers < 2) return "its device is a single port, not a virtual NIC";
   for (int i = 0; c->has_flush && i < IB_SLOTS; i++)
     if (c->flush_reqs[i]) return "a flush read of GPU memory is in flight on that port";
-  if (c->fo.moves >= knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS))
+  if (c->fo.moves >= transport_prefs()->port_failover_max_attempts)
     return "it has moved NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS times already";
   *to = standby_port(c);
   return *to ? NULL : "no other port of its virtual NIC is up";
@@ -342,7 +342,7 @@ static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
        "the same virtual NIC, the sender to %s (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move %d of "
        "%lld): %d receives still waiting are posted again there",
        c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, was, c->dev->label, m->port, c->fo.moves,
-       (long long)knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS), a.npending);
+       (long long)transport_prefs()->port_failover_max_attempts, a.npending);
 }
 
 static bool is_pending(const struct ib_fo_msg *m, uint32_t seq) {
@@ -400,7 +400,7 @@ static void on_ack(struct ib_comm *c, const struct ib_fo_msg *m) {
        "to %s (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move %d of %lld): %d messages in flight had "
        "landed, %d are sent again there",
        c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, was, c->dev->label, m->port, c->fo.moves,
-       (long long)knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS), landed, c->fo.nreplay);
+       (long long)transport_prefs()->port_failover_max_attempts, landed, c->fo.nreplay);
 }
 
 /* Receiver: the receives still waiting, and their clear-to-sends, again. */

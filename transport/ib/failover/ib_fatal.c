@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/data/ib_comm.h"
+#include "transport/prefs.h"
 #include "transport/sock.h"
 
 /* A queue pair or completion queue error usually has a cause the peer
@@ -40,7 +40,7 @@ static void record(struct ib_dev *d, const struct ibv_async_event *ev, const cha
     break;
   default: return;
   }
-  if (!knob_int(K_IB_RETURN_ASYNC_EVENTS)) return;
+  if (!transport_prefs()->is_async_events_returned) return;
   snprintf(r.what, sizeof(r.what), "%s", what);
   r.at_ns = now_ns();
   pthread_mutex_lock(&d->lock);

@@ -7,9 +7,9 @@
 #include <stdio.h>
 
 #include "common/clock.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/dev/ib.h"
+#include "transport/prefs.h"
 
 void ib_flap_down(struct ib_dev *d) {
   if (!d->down_since_ns) d->down_since_ns = clock_mono_ns();
@@ -29,7 +29,8 @@ static int timeout_for(double down_s, int retry_cnt) {
 }
 
 void ib_flap_up(struct ib_dev *d, int port) {
-  int timeout = (int)knob_int(K_IB_TIMEOUT), retry_cnt = (int)knob_int(K_IB_RETRY_CNT);
+  int timeout = (int)transport_prefs()->ib_timeout,
+      retry_cnt = (int)transport_prefs()->ib_retry_cnt;
   double deadline = qp_deadline_s(timeout, retry_cnt);
   if (!d->down_since_ns) { /* up without a down seen by this process */
     WARN("device %s port %d: port active", d->td->name, port);

@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/frame.h"
 #include "transport/ib/data/ib_comm.h"
 #include "transport/liveness.h"
+#include "transport/prefs.h"
 #include "transport/sock.h"
 
 #define CTRL_CHECK_NS 100000000LL
@@ -155,7 +155,7 @@ static void stall_advice(const struct ib_comm *c, const struct ib_req *r, char *
 }
 
 void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size, int tag) {
-  int64_t limit = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
+  int64_t limit = transport_prefs()->stall_warn_sec * 1000000000LL;
   if (!c->cts_wait_since || c->cts_wait_seq != seq || c->cts_wait_tag != tag) {
     c->cts_wait_seq = seq;
     c->cts_wait_tag = tag;
@@ -190,7 +190,7 @@ void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size
 /* One warning per stall of the connection, for the oldest request: the
  * others wait behind it. A request's clock starts at the first check. */
 static void check_stall(struct ib_comm *c, struct ib_req *r, int64_t now) {
-  int64_t limit = knob_int(K_DIAG_STALL_WARN_SEC) * 1000000000LL;
+  int64_t limit = transport_prefs()->stall_warn_sec * 1000000000LL;
   if (!r->posted_ns) r->posted_ns = now;
   if (!limit || c->has_warned_stall || now - r->posted_ns < limit) return;
   c->has_warned_stall = true;

@@ -15,14 +15,14 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/dev/ib.h"
 #include "transport/ib/setup/ib_wire.h"
+#include "transport/prefs.h"
 
 void ib_ece_probe(struct ib_dev *d) {
   const struct verbs_ops *v = d->v;
-  if (!knob_int(K_IB_ECE_ENABLE) || !v->query_ece || !v->set_ece) return;
+  if (!transport_prefs()->is_ece_enabled || !v->query_ece || !v->set_ece) return;
   struct ibv_cq *cq = v->create_cq(d->ctx, 1, NULL, NULL, 0);
   struct ibv_qp_init_attr a;
   memset(&a, 0, sizeof(a));

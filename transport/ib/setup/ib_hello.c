@@ -100,7 +100,7 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
                                                                                 : 0;
   b->mtu = d->mtu;
   b->lid = t->lid;
-  b->pkey_index = (int)knob_int(K_IB_PKEY);
+  b->pkey_index = (int)transport_prefs()->ib_pkey;
   scopy(b->netdev, sizeof(b->netdev), t->netdev ? t->netdev : "");
   b->is_off_plane = t->off_plane;
 }

@@ -81,7 +81,7 @@ int ib_qp_init(struct ib_qp *q, int access, char *why, size_t cap) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_INIT;
-  a.pkey_index = (uint16_t)knob_int(K_IB_PKEY);
+  a.pkey_index = (uint16_t)transport_prefs()->ib_pkey;
   a.port_num = (uint8_t)q->dev->td->ib_port;
   a.qp_access_flags = (unsigned)access;
   char attrs[160];
@@ -133,7 +133,7 @@ int ib_qp_rtr(struct ib_qp *q, const struct ib_path *p, const struct hello *peer
              IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   /* One attempt: the RDMA setup retries a timeout within its budget (ib_setup_res.c). */
   int err = transition(q, &a, mask, attrs);
-  if (err) ib_diag_rtr(q->dev, peer, err, why, cap);
+  if (err) ib_hooks()->rtr_why(q->dev, peer, err, why, cap);
   return err;
 }
 
@@ -141,8 +141,8 @@ int ib_qp_rts(struct ib_qp *q, char *why, size_t cap) {
   struct ibv_qp_attr a;
   memset(&a, 0, sizeof(a));
   a.qp_state = IBV_QPS_RTS;
-  a.timeout = (uint8_t)knob_int(K_IB_TIMEOUT);
-  a.retry_cnt = (uint8_t)knob_int(K_IB_RETRY_CNT);
+  a.timeout = (uint8_t)transport_prefs()->ib_timeout;
+  a.retry_cnt = (uint8_t)transport_prefs()->ib_retry_cnt;
   a.rnr_retry = 7;
   a.sq_psn = 0;
   a.max_rd_atomic = 1;

@@ -15,7 +15,7 @@
 #include "transport/ib/setup/ib_repair.h"
 
 void ib_repair_prefs_read(bool *is_offered, int *mode) {
-  *mode = knob_enum(K_DIAG_REPAIR);
+  *mode = transport_prefs()->repair;
   *is_offered = *mode != REPAIR_OFF;
 }
 

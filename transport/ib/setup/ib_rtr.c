@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/knobs.h"
 #include "common/log.h"
 #include "transport/ib/setup/ib_setup.h"
+#include "transport/prefs.h"
 #include "transport/report.h"
 #include "transport/sock.h"
 
@@ -30,12 +30,15 @@ static int64_t budget_ns(int64_t cnt, int64_t step_ms) {
 /* This side's budget, or NCCL's default one if larger: a peer left at
  * the defaults may retry that long while this side waits for its result. */
 int64_t ib_rtr_budget_ns(void) {
-  int64_t own = budget_ns(knob_int(K_IB_MQP_RETRY_CNT), knob_int(K_IB_MQP_RETRY_SLEEP_MSEC));
+  int64_t own =
+    budget_ns(transport_prefs()->ib_mqp_retry_cnt, transport_prefs()->ib_mqp_retry_sleep_msec);
   int64_t def = budget_ns(34, 100);
   return own > def ? own : def;
 }
 
-static bool is_retryable(int err) { return err == ETIMEDOUT || knob_int(K_IB_MQP_RETRY_ALL); }
+static bool is_retryable(int err) {
+  return err == ETIMEDOUT || transport_prefs()->is_mqp_retry_all;
+}
 
 enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t local_gid[16],
                         int local_gid_index, const struct hello *peer, int sl, int tc,
@@ -54,7 +57,7 @@ enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t loca
                            .tc = tc};
   /* NCCL 2.22+: the receiver's queue pairs carry the small clear-to-send
    * writes, which NCCL_IB_FIFO_TC may put in a class of their own. */
-  int fifo_tc = (int)knob_int(K_IB_FIFO_TC);
+  int fifo_tc = (int)transport_prefs()->ib_fifo_tc;
   if (!is_send && fifo_tc >= 0) e.tc = fifo_tc;
   return ib_path_address(&e, p);
 }
@@ -74,7 +77,7 @@ static void path_of(struct ib_setup *s, struct ib_path *p) {
  * scheduled, or err when the budget is spent (why says after how long). */
 static int retry_later(struct ib_setup *s, int i, int err, char *why, size_t cap) {
   int64_t now = now_ns();
-  int cnt = (int)knob_int(K_IB_MQP_RETRY_CNT);
+  int cnt = (int)transport_prefs()->ib_mqp_retry_cnt;
   if (!s->rtr_total) s->rtr_first_ns = now;
   if (!is_retryable(err) || s->rtr_retries >= cnt) {
     if (s->rtr_total) {
@@ -93,12 +96,12 @@ static int retry_later(struct ib_setup *s, int i, int err, char *why, size_t cap
            "that answers late recovers; otherwise the connection then falls back to TCP or "
            "fails (NCCL_IB_MQP_RETRY_CNT=0 decides at once)",
            s->dev->label, s->peer_desc, s->qps[i].qp->qp_num, why,
-           (long long)(budget_ns(cnt, knob_int(K_IB_MQP_RETRY_SLEEP_MSEC)) / 1000000000LL), cnt,
-           (long long)knob_int(K_IB_MQP_RETRY_SLEEP_MSEC));
+           (long long)(budget_ns(cnt, transport_prefs()->ib_mqp_retry_sleep_msec) / 1000000000LL),
+           cnt, (long long)transport_prefs()->ib_mqp_retry_sleep_msec);
   }
   s->rtr_retries++;
   s->rtr_total++;
-  int64_t wait = knob_int(K_IB_MQP_RETRY_SLEEP_MSEC) * 1000000LL * s->rtr_retries;
+  int64_t wait = transport_prefs()->ib_mqp_retry_sleep_msec * 1000000LL * s->rtr_retries;
   s->rtr_retry_at = now + wait;
   INFO(LOG_NET, "connection from %s to %s: RTR of qp 0x%x: %s; retry %d of %d in %lld ms",
        s->dev->label, s->peer_desc, s->qps[i].qp->qp_num, strerror(err), s->rtr_retries, cnt,

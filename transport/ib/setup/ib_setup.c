@@ -33,7 +33,7 @@
 
 _Static_assert(IB_MAX_QPS == IBREC_MAX_QPS, "a setup record carries every queue pair");
 
-static bool local_fallback_ok(void) { return knob_enum(K_DIAG_FALLBACK) != FALLBACK_OFF; }
+static bool local_fallback_ok(void) { return transport_prefs()->fallback != FALLBACK_OFF; }
 
 struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int ctrl_fd,
                               const struct hello *mine, const struct hello *peer,
@@ -59,7 +59,7 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int
   else ib_repair_apply(&s->repair, is_send, &s->mine, &s->peer);
   s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   /* RTR retries (ib_rtr.c) may take their budget on either side. */
-  s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL + ib_rtr_budget_ns();
+  s->deadline = now_ns() + transport_prefs()->connect_timeout_ms * 1000000LL + ib_rtr_budget_ns();
   record_reader_init(&s->in, s->in_buf, sizeof(s->in_buf), IBREC_HDR_LEN, ibrec_decode_header);
   return s;
 }
@@ -75,7 +75,7 @@ void ib_setup_free(struct ib_setup *s) {
  * silently. */
 static int qps_wanted(void) {
   static atomic_bool has_said;
-  int n = (int)knob_int(K_IB_QPS_PER_CONNECTION);
+  int n = (int)transport_prefs()->ib_qps_per_connection;
   if (n <= IB_MAX_QPS) return n;
   if (!atomic_exchange(&has_said, true))
     WARN("NCCL_IB_QPS_PER_CONNECTION=%d: this plugin opens at most %d queue pairs per connection "
@@ -92,7 +92,7 @@ static void make_info(struct ib_setup *s) {
   memset(r, 0, sizeof(*r));
   r->type = IBREC_INFO;
   r->flags = (local_fallback_ok() ? IBREC_F_FALLBACK : 0) | IBREC_F_ECE_REDUCED;
-  if (s->is_send && knob_int(K_IB_SPLIT_DATA_ON_QPS)) r->flags |= IBREC_F_SPLIT;
+  if (s->is_send && transport_prefs()->is_split_data_on_qps) r->flags |= IBREC_F_SPLIT;
   int nqps = s->is_send ? qps_wanted() : s->peer_info.nqps;
   if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
   if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) ==

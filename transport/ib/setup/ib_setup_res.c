@@ -92,7 +92,7 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
 /* The sender decides SL and traffic class (NCCL's rule): the knob, else
  * the communicator's traffic class, else 0. */
 void ib_choose_sl_tc(int traffic_class, int *sl, int *tc) {
-  int ksl = (int)knob_int(K_IB_SL), ktc = (int)knob_int(K_IB_TC);
+  int ksl = (int)transport_prefs()->ib_sl, ktc = (int)transport_prefs()->ib_tc;
   int cls = traffic_class == NCCL_NET_TRAFFIC_CLASS_UNDEF ? -1 : traffic_class;
   *sl = ksl >= 0 ? ksl : cls >= 0 ? cls & 0xf : 0;
   *tc = ktc >= 0 ? ktc : cls >= 0 ? cls & 0xff : 0;
