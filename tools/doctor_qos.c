@@ -67,7 +67,7 @@ const struct doctor_qos *doctor_qos_of(const struct doctor *d, int port) {
 }
 
 static const char *source_name(enum qos_source s) {
-  return s == QOS_SRC_NETLINK ? "netlink" : s == QOS_SRC_FIXTURE ? "fixture" : "unknown";
+  return s == QOS_SRC_NETLINK ? "netlink" : s == QOS_SRC_FIXTURE ? "sysfs-copy" : "unknown";
 }
 
 static void json_prios(struct json *w, const char *key, bool is_known, uint8_t bits) {
