@@ -152,7 +152,10 @@ int topo_qos_nl_read(const char *netdev, struct topo_qos *q, char *why, size_t c
   int r = nl_ask(fd, netdev, seq);
   if (!r) r = nl_answer(fd, seq, q);
   close(fd);
-  if (r == EOPNOTSUPP || r == ENODEV || r == EINVAL)
+  if (r == ENODEV)
+    snprintf(why, cap, "no interface %s in this network namespace to ask DCB netlink about",
+             netdev);
+  else if (r == EOPNOTSUPP || r == EINVAL)
     snprintf(why, cap, "the driver of %s has no DCB support (%s)", netdev, strerror(r));
   else if (r) snprintf(why, cap, "DCB netlink did not answer for %s: %s", netdev, strerror(r));
   else if (!q->has_pfc && !q->has_ets)

@@ -219,10 +219,23 @@ static void test_netlink(void) {
   CHECK(topo_qos_nl_parse(&err, sizeof(err), &q) == EBADMSG, "positive error refused");
 }
 
+/* The real kernel: lo has no DCB ops, a missing name is said as such. */
+static void test_live(void) {
+  struct topo_qos q;
+  char why[200] = "";
+  memset(&q, 0, sizeof(q));
+  int r = topo_qos_nl_read("lo", &q, why, sizeof(why));
+  CHECK(r == EOPNOTSUPP && strstr(why, "the driver of lo has no DCB support") && !q.has_pfc,
+        "lo: %d %s", r, why);
+  r = topo_qos_nl_read("qosnosuch0", &q, why, sizeof(why));
+  CHECK(r == ENODEV && strstr(why, "no interface qosnosuch0"), "missing: %d %s", r, why);
+}
+
 int main(void) {
   TAP_CASE("traffic class -> priority: DSCP map, APP entries, PCP", test_map);
   TAP_CASE("judgement: PFC off, FIFO lossy, ECN off, ETS 0%, forced class, unknown", test_judge);
   TAP_CASE("the fixture DCB text: parsed and refused", test_text);
   TAP_CASE("DCB netlink reply: parsed, bounded on every truncation", test_netlink);
+  TAP_CASE("DCB netlink on this kernel: lo and a missing name", test_live);
   return tap_done();
 }
