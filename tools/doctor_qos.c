@@ -11,13 +11,6 @@
 #include "tools/doctor.h"
 #include "tools/json_out.h"
 
-/* A VLAN interface on the port carries the chosen GID: frames are tagged. */
-static bool is_tagged(const struct topo_port *pt, int gid_index) {
-  for (int k = 0; k < pt->ngid; k++)
-    if (pt->gids[k].index == gid_index) return !pt->gids[k].is_port_netdev && pt->gids[k].netdev[0];
-  return false;
-}
-
 static void check_port(struct doctor *d, int p, struct doctor_qos *x) {
   const struct topo_port *pt = &d->h->ports[p];
   const struct topo_port_choice *pc = &d->c->pc[p];
@@ -25,7 +18,7 @@ static void check_port(struct doctor *d, int p, struct doctor_qos *x) {
   char where[96];
   x->port = p;
   topo_qos_read(d->h->hcas[pt->hca].name, pt->num, pt->netdev, &x->q);
-  qos_use_from_knobs(&u, is_tagged(pt, pc->gid.index));
+  qos_use_from_knobs(&u, topo_qos_is_tagged(pt, pc->gid.index));
   snprintf(where, sizeof(where), "device %s port %d", d->h->hcas[pt->hca].name, pt->num);
   qos_judge(&x->q, &u, where, &x->v);
   for (int i = 0; i < x->v.nfinding; i++) {

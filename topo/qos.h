@@ -55,6 +55,9 @@ struct topo_qos {
 /* Reads the QoS of netdev (the port's interface) and of RDMA device dev
  * port port. Never fails: q->source says whether anything was read. */
 void topo_qos_read(const char *dev, int port, const char *netdev, struct topo_qos *q);
+struct topo_port;
+/* Whether the GID at gid_index is a VLAN's on the port: frames carry a PCP. */
+bool topo_qos_is_tagged(const struct topo_port *pt, int gid_index);
 
 /* The DCB netlink back-end (qos_nl.c). topo_qos_nl_read asks the kernel
  * for netdev's IEEE 802.1Qaz state: 0, or an errno with why. */
@@ -112,9 +115,14 @@ int qos_prio_of(const struct topo_qos *q, int tc, int sl, bool is_tagged);
 /* A traffic class that lands on priority prio (ECN bits 10, as NCCL's
  * documented 106 = DSCP 26), -1 none. */
 int qos_tc_for_prio(const struct topo_qos *q, int prio);
+/* The class that reaches the lowest PFC priority trusting DSCP, -1 none. */
+int qos_lossless_tc(const struct topo_qos *q);
 /* Pure: q and u -> v. where names the port ("device mlx5_0 port 1"). */
 void qos_judge(const struct topo_qos *q, const struct qos_use *u, const char *where,
                struct qos_verdict *v);
+/* The port's configuration in one phrase, for comparing hosts:
+ * "trust dscp, PFC on 3, ECN on 3" (+ ", device class 106"). */
+void qos_config_str(const struct topo_qos *q, char *buf, size_t cap);
 /* The knobs as NCCL reads them. */
 void qos_use_from_knobs(struct qos_use *u, bool is_tagged);
 const char *qos_trust_name(enum qos_trust t);

@@ -84,6 +84,13 @@ static int lossless_target(const struct topo_qos *q, int *tc) {
   return -1;
 }
 
+int qos_lossless_tc(const struct topo_qos *q) {
+  struct topo_qos dscp = *q;
+  int tc = -1;
+  dscp.trust = QOS_TRUST_DSCP;
+  return q->has_pfc && lossless_target(&dscp, &tc) >= 0 ? tc : -1;
+}
+
 static void pfc_off(const struct topo_qos *q, const struct qos_use *u, const char *where,
                     struct qos_verdict *v) {
   char tcw[160], on[32];
@@ -163,6 +170,15 @@ static void ets_check(const struct topo_qos *q, const char *where, struct qos_ve
   snprintf(f->fix, sizeof(f->fix),
            "give traffic class %d a bandwidth share on %s (dcb ets set dev %s tc-bw %d:50 ...)", tc,
            q->netdev, q->netdev, tc);
+}
+
+void qos_config_str(const struct topo_qos *q, char *buf, size_t cap) {
+  char pfc[32] = "unknown", ecn[32] = "unknown";
+  if (q->has_pfc) qos_prio_list(q->pfc_en, pfc, sizeof(pfc));
+  if (q->has_ecn) qos_prio_list(q->ecn_np & q->ecn_rp, ecn, sizeof(ecn));
+  int n = snprintf(buf, cap, "trust %s, PFC on %s, ECN on %s", qos_trust_name(q->trust), pfc, ecn);
+  if (q->dev_tclass >= 0 && n > 0 && (size_t)n < cap)
+    snprintf(buf + n, cap - (size_t)n, ", device class %d", q->dev_tclass);
 }
 
 static void summarize(const struct topo_qos *q, const struct qos_use *u, struct qos_verdict *v) {

@@ -10,6 +10,7 @@
 #include "common/strutil.h"
 #include "topo/qos.h"
 #include "topo/sysfs.h"
+#include "topo/topo.h"
 
 /* mlx5 OFED prints "pcp"/"dscp" (some releases "Priority trust state: dscp"). */
 static void read_trust(struct topo_qos *q) {
@@ -88,4 +89,10 @@ void topo_qos_read(const char *dev, int port, const char *netdev, struct topo_qo
   read_trust(q);
   read_ecn(q);
   read_tclass(q, dev, port);
+}
+
+bool topo_qos_is_tagged(const struct topo_port *pt, int gid_index) {
+  for (int k = 0; k < pt->ngid; k++)
+    if (pt->gids[k].index == gid_index) return !pt->gids[k].is_port_netdev && pt->gids[k].netdev[0];
+  return false;
 }
