@@ -42,14 +42,43 @@ void doctor_qos_free(struct doctor *d) {
   d->nqos = 0;
 }
 
+static void port_name(const struct doctor *d, const struct doctor_qos *x, char *buf, size_t cap) {
+  const struct topo_port *pt = &d->h->ports[x->port];
+  snprintf(buf, cap, "%s port %d (%s)", d->h->hcas[pt->hca].name, pt->num, pt->netdev);
+}
+
+/* Ports unknown for the same cause as port i, after it: listed on one line,
+ * so "unknown" and its cause are said once. */
+static void unknown_alike(FILE *f, const struct doctor *d, int i, bool *said) {
+  const struct doctor_qos *x = &d->qos[i];
+  char name[96];
+  port_name(d, x, name, sizeof(name));
+  fprintf(f, "  %s: %s\n", name, x->v.summary);
+  int n = 0;
+  for (int j = i + 1; j < d->nqos; j++) {
+    const struct topo_qos *q = &d->qos[j].q;
+    if (said[j] || q->source != QOS_SRC_UNKNOWN || q->unknown_errno != x->q.unknown_errno) continue;
+    said[j] = true;
+    port_name(d, &d->qos[j], name, sizeof(name));
+    fprintf(f, "%s%s", n++ ? ", " : "  ", name);
+  }
+  if (n) fprintf(f, ": unknown, alike\n");
+}
+
 void doctor_qos_text(FILE *f, const struct doctor *d) {
   if (!d->nqos) return;
+  bool said[TOPO_MAX_PORTS] = {false};
   fprintf(f, "\nRoCE QoS (priority flow control, trust, ECN) of the ports NCCL will use\n");
-  for (int i = 0; i < d->nqos; i++) {
+  for (int i = 0; i < d->nqos && i < TOPO_MAX_PORTS; i++) {
     const struct doctor_qos *x = &d->qos[i];
-    const struct topo_port *pt = &d->h->ports[x->port];
-    fprintf(f, "  %s port %d (%s): %s\n", d->h->hcas[pt->hca].name, pt->num, pt->netdev,
-            x->v.summary);
+    char name[96];
+    if (said[i]) continue;
+    if (x->q.source == QOS_SRC_UNKNOWN) {
+      unknown_alike(f, d, i, said);
+      continue;
+    }
+    port_name(d, x, name, sizeof(name));
+    fprintf(f, "  %s: %s\n", name, x->v.summary);
   }
 }
 

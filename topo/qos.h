@@ -35,8 +35,11 @@ enum qos_tsa { QOS_TSA_STRICT = 0, QOS_TSA_CBS = 1, QOS_TSA_ETS = 2, QOS_TSA_VEN
 
 struct topo_qos {
   enum qos_source source;
-  char why_unknown[200]; /* source unknown: why */
-  char netdev[IF_NAMESIZE];
+  char why_unknown[200];            /* source unknown: why */
+  int unknown_errno;                /* and the errno behind it (ports alike are said once) */
+  char netdev[IF_NAMESIZE];         /* where the state was read: a bond's first member for a bond */
+  char bond[IF_NAMESIZE];           /* the port's bond (RoCE LAG), "" none */
+  char member_differs[IF_NAMESIZE]; /* a member of bond whose PFC/trust/map differ, "" none */
   enum qos_trust trust;
   bool is_trust_read; /* from qos/trust; else inferred (DSCP APP entries: dscp, else pcp) */
   bool has_pfc;
@@ -88,8 +91,9 @@ enum qos_kind {
   QOS_FIFO_LOSSY,     /* NCCL_IB_FIFO_TC on a lossy priority, data lossless */
   QOS_ETS_ZERO,       /* the priority's ETS class has 0% bandwidth */
   QOS_TCLASS_FORCED,  /* the device's traffic_class overrides NCCL_IB_TC */
+  QOS_BOND_DIFFERS,   /* the members of a RoCE LAG bond are set up differently */
 };
-#define QOS_MAX_FINDINGS 7
+#define QOS_MAX_FINDINGS 8
 
 struct qos_finding {
   enum qos_kind kind;
@@ -104,7 +108,7 @@ struct qos_verdict {
   int prio;      /* priority of the data, -1 unknown */
   int fifo_prio; /* of the clear-to-send QPs */
   bool is_lossless;
-  char summary[240]; /* "trust dscp, PFC on 3, ECN on 3; NCCL_IB_TC=0 -> DSCP 0 -> prio 0" */
+  char summary[320]; /* "trust dscp, PFC on 3, ECN on 3; NCCL_IB_TC=0 -> DSCP 0 -> prio 0" */
   int nfinding;
   struct qos_finding findings[QOS_MAX_FINDINGS];
 };

@@ -186,12 +186,13 @@ static void summarize(const struct topo_qos *q, const struct qos_use *u, struct 
   if (q->has_pfc) qos_prio_list(q->pfc_en, pfc, sizeof(pfc));
   qos_prio_list(q->ecn_np & q->ecn_rp, np, sizeof(np));
   tc_words(q, u, v, tcw, sizeof(tcw));
-  snprintf(v->summary, sizeof(v->summary), "trust %s%s, PFC on %s, ECN on %s; %s -> priority %d%s",
-           qos_trust_name(q->trust), q->is_trust_read ? "" : " (inferred)", pfc,
-           q->has_ecn ? np : "unknown", tcw, v->prio,
-           !q->has_pfc      ? ""
-           : v->is_lossless ? " (lossless)"
-                            : " (lossy)");
+  char via[64] = "";
+  if (q->bond[0]) snprintf(via, sizeof(via), " (%s's member %s)", q->bond, q->netdev);
+  const char *loss = !q->has_pfc ? "" : v->is_lossless ? " (lossless)" : " (lossy)";
+  snprintf(v->summary, sizeof(v->summary),
+           "trust %s%s, PFC on %s, ECN on %s%s; %s -> priority %d%s", qos_trust_name(q->trust),
+           q->is_trust_read ? "" : " (inferred)", pfc, q->has_ecn ? np : "unknown", via, tcw,
+           v->prio, loss);
 }
 
 void qos_judge(const struct topo_qos *q, const struct qos_use *u, const char *where,
@@ -217,6 +218,13 @@ void qos_judge(const struct topo_qos *q, const struct qos_use *u, const char *wh
              where, q->dev_tclass, u->tc);
     snprintf(f->fix, sizeof(f->fix), "set NCCL_IB_TC=%d to match it, or clear the device's value",
              q->dev_tclass);
+  }
+  if (q->member_differs[0] && (f = add(v, QOS_BOND_DIFFERS, 1))) {
+    snprintf(f->text, sizeof(f->text),
+             "%s: the members of %s are set up differently: %s and %s differ in PFC, trust or "
+             "DSCP map, so traffic the bond hashes onto one of them is treated otherwise",
+             where, q->bond, q->netdev, q->member_differs);
+    snprintf(f->fix, sizeof(f->fix), "give %s the same QoS as %s", q->member_differs, q->netdev);
   }
   if (!q->has_pfc) return;
   if (!q->pfc_en && (f = add(v, QOS_PFC_NONE, 0))) {

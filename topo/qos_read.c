@@ -68,27 +68,73 @@ static int read_fixture(struct topo_qos *q, char *why, size_t cap) {
   return r;
 }
 
-void topo_qos_read(const char *dev, int port, const char *netdev, struct topo_qos *q) {
+/* The DCB state and sysfs QoS of one interface: 0, or an errno (why). */
+static int read_one(const char *dev, int port, const char *netdev, struct topo_qos *q) {
   memset(q, 0, sizeof(*q));
   q->dev_tclass = -1;
-  scopy(q->netdev, sizeof(q->netdev), netdev ? netdev : "");
-  if (!q->netdev[0]) {
-    snprintf(q->why_unknown, sizeof(q->why_unknown), "the port has no network interface");
-    return;
-  }
+  scopy(q->netdev, sizeof(q->netdev), netdev);
   bool is_live = !strcmp(sysfs_root(), "/sys");
   int r = is_live ? topo_qos_nl_read(q->netdev, q, q->why_unknown, sizeof(q->why_unknown))
                   : read_fixture(q, q->why_unknown, sizeof(q->why_unknown));
   if (r) {
+    q->unknown_errno = r;
     q->source = QOS_SRC_UNKNOWN;
     q->has_pfc = q->has_ets = false;
     q->dscp_set = 0;
-    return;
+    return r;
   }
   q->source = is_live ? QOS_SRC_NETLINK : QOS_SRC_FIXTURE;
   read_trust(q);
   read_ecn(q);
   read_tclass(q, dev, port);
+  return 0;
+}
+
+static bool is_alike(const struct topo_qos *a, const struct topo_qos *b) {
+  if (a->has_pfc != b->has_pfc || a->trust != b->trust || a->dscp_set != b->dscp_set) return false;
+  if (a->has_pfc && a->pfc_en != b->pfc_en) return false;
+  for (int d = 0; d < QOS_DSCPS; d++)
+    if ((a->dscp_set & (1ull << d)) && a->dscp_prio[d] != b->dscp_prio[d]) return false;
+  return true;
+}
+
+/* A RoCE LAG's bond has no DCB of its own: its members carry it. The
+ * first member that answers stands for the bond; one set up otherwise is
+ * named. */
+static void read_bond(const char *dev, int port, const char *bond, const char *slaves,
+                      struct topo_qos *q) {
+  char list[256];
+  struct topo_qos other;
+  scopy(list, sizeof(list), slaves);
+  bool has_first = false;
+  for (char *save = NULL, *m = strtok_r(list, " ", &save); m; m = strtok_r(NULL, " ", &save)) {
+    if (!has_first) {
+      has_first = !read_one(dev, port, m, q);
+      continue;
+    }
+    if (!read_one(dev, port, m, &other) && !is_alike(q, &other)) {
+      scopy(q->member_differs, sizeof(q->member_differs), m);
+      break;
+    }
+  }
+  if (!has_first && (q->unknown_errno = ENODATA))
+    snprintf(q->why_unknown, sizeof(q->why_unknown), "no member of %s (%s) reports its DCB state",
+             bond, slaves);
+  scopy(q->bond, sizeof(q->bond), bond);
+}
+
+void topo_qos_read(const char *dev, int port, const char *netdev, struct topo_qos *q) {
+  char slaves[256];
+  memset(q, 0, sizeof(*q));
+  q->dev_tclass = -1;
+  if (!netdev || !netdev[0]) {
+    q->unknown_errno = ENODEV;
+    snprintf(q->why_unknown, sizeof(q->why_unknown), "the port has no network interface");
+    return;
+  }
+  if (!sysfs_read_str(slaves, sizeof(slaves), "class/net/%s/bonding/slaves", netdev) && slaves[0])
+    read_bond(dev, port, netdev, slaves, q);
+  else read_one(dev, port, netdev, q);
 }
 
 bool topo_qos_is_tagged(const struct topo_port *pt, int gid_index) {
