@@ -17,10 +17,14 @@ static void check_port(struct doctor *d, int p, struct doctor_qos *x) {
   struct qos_use u;
   char where[96];
   x->port = p;
-  topo_qos_read(d->h->hcas[pt->hca].name, pt->num, pt->netdev, &x->q);
+  topo_qos_read_port(d->h, p, &x->q);
   qos_use_from_knobs(&u, topo_qos_is_tagged(pt, pc->gid.index));
   snprintf(where, sizeof(where), "device %s port %d", d->h->hcas[pt->hca].name, pt->num);
   qos_judge(&x->q, &u, where, &x->v);
+  for (const struct doctor_qos *o = d->qos; o < x; o++) /* one interface seen twice (PF and VF) */
+    if (x->q.source != QOS_SRC_UNKNOWN && !strcmp(o->q.netdev, x->q.netdev) &&
+        o->v.prio == x->v.prio)
+      return;
   for (int i = 0; i < x->v.nfinding; i++) {
     const struct qos_finding *f = &x->v.findings[i];
     doctor_finding(d, f->severity ? TOPO_WARNING : TOPO_NOTE, f->fix, "%s", f->text);

@@ -39,6 +39,7 @@ struct topo_qos {
   int unknown_errno;                /* and the errno behind it (ports alike are said once) */
   char netdev[IF_NAMESIZE];         /* where the state was read: a bond's first member for a bond */
   char bond[IF_NAMESIZE];           /* the port's bond (RoCE LAG), "" none */
+  char vf_netdev[IF_NAMESIZE];      /* a VF read through its physical function: the VF's, "" not */
   char member_differs[IF_NAMESIZE]; /* a member of bond whose PFC/trust/map differ, "" none */
   enum qos_trust trust;
   bool is_trust_read; /* from qos/trust; else inferred (DSCP APP entries: dscp, else pcp) */
@@ -58,6 +59,11 @@ struct topo_qos {
 /* Reads the QoS of netdev (the port's interface) and of RDMA device dev
  * port port. Never fails: q->source says whether anything was read. */
 void topo_qos_read(const char *dev, int port, const char *netdev, struct topo_qos *q);
+struct topo_host;
+/* Port p of a discovered host: through its bond's members (RoCE LAG), and
+ * for an SR-IOV virtual function whose own interface reports nothing,
+ * through its physical function's port, whose QoS its traffic takes. */
+void topo_qos_read_port(const struct topo_host *h, int p, struct topo_qos *q);
 struct topo_port;
 /* Whether the GID at gid_index is a VLAN's on the port: frames carry a PCP. */
 bool topo_qos_is_tagged(const struct topo_port *pt, int gid_index);

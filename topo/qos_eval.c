@@ -118,7 +118,15 @@ static void pfc_off(const struct topo_qos *q, const struct qos_use *u, const cha
            "%s only): it is lossy, and every drop costs a retransmission timeout",
            where, tcw, v->prio, q->netdev, on);
   int tc = -1, target = lossless_target(q, &tc);
-  if (target >= 0)
+  int sl = -1; /* trusting PCP on a VLAN: the service level is the priority */
+  for (int p = 0; q->trust == QOS_TRUST_PCP && p < QOS_PRIOS && sl < 0; p++)
+    if (q->pfc_en & (1u << p)) sl = p;
+  if (sl >= 0)
+    snprintf(f->fix, sizeof(f->fix),
+             "set NCCL_IB_SL=%d (the VLAN priority of the frames) on every host, or enable PFC on "
+             "priority %d of %s",
+             sl, v->prio, q->netdev);
+  else if (target >= 0)
     snprintf(f->fix, sizeof(f->fix),
              "set NCCL_IB_TC=%d (DSCP %d -> prio %d) on every host%s, or enable PFC on priority "
              "%d of %s",
@@ -186,8 +194,10 @@ static void summarize(const struct topo_qos *q, const struct qos_use *u, struct 
   if (q->has_pfc) qos_prio_list(q->pfc_en, pfc, sizeof(pfc));
   qos_prio_list(q->ecn_np & q->ecn_rp, np, sizeof(np));
   tc_words(q, u, v, tcw, sizeof(tcw));
-  char via[64] = "";
+  char via[80] = "";
   if (q->bond[0]) snprintf(via, sizeof(via), " (%s's member %s)", q->bond, q->netdev);
+  else if (q->vf_netdev[0])
+    snprintf(via, sizeof(via), " (%s's physical function %s)", q->vf_netdev, q->netdev);
   const char *loss = !q->has_pfc ? "" : v->is_lossless ? " (lossless)" : " (lossy)";
   snprintf(v->summary, sizeof(v->summary),
            "trust %s%s, PFC on %s, ECN on %s%s; %s -> priority %d%s", qos_trust_name(q->trust),

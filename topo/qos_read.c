@@ -137,6 +137,25 @@ void topo_qos_read(const char *dev, int port, const char *netdev, struct topo_qo
   else read_one(dev, port, netdev, q);
 }
 
+void topo_qos_read_port(const struct topo_host *h, int p, struct topo_qos *q) {
+  const struct topo_port *pt = &h->ports[p];
+  const struct topo_hca *hca = &h->hcas[pt->hca];
+  topo_qos_read(hca->name, pt->num, pt->netdev, q);
+  if (q->source != QOS_SRC_UNKNOWN || hca->pf < 0 || !h->hcas[hca->pf].nports) return;
+  const struct topo_hca *pf = &h->hcas[hca->pf];
+  const struct topo_port *pp = &h->ports[pf->first_port];
+  struct topo_qos via;
+  topo_qos_read(pf->name, pp->num, pp->netdev, &via);
+  if (via.source == QOS_SRC_UNKNOWN) return;
+  int tclass = q->dev_tclass;
+  char vf[IF_NAMESIZE];
+  scopy(vf, sizeof(vf), pt->netdev);
+  *q = via;
+  read_tclass(q, hca->name, pt->num); /* the VF's own device class, if set */
+  if (q->dev_tclass < 0) q->dev_tclass = tclass;
+  scopy(q->vf_netdev, sizeof(q->vf_netdev), vf);
+}
+
 bool topo_qos_is_tagged(const struct topo_port *pt, int gid_index) {
   for (int k = 0; k < pt->ngid; k++)
     if (pt->gids[k].index == gid_index) return !pt->gids[k].is_port_netdev && pt->gids[k].netdev[0];

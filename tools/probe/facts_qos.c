@@ -21,7 +21,7 @@ void facts_qos(struct probe_rdma *x, const struct topo_host *h, const struct top
   struct topo_qos q;
   struct qos_use u;
   struct qos_verdict verdict;
-  topo_qos_read(v->name, v->ib_port, pt->netdev, &q);
+  topo_qos_read_port(h, v->port, &q);
   qos_use_from_knobs(&u, topo_qos_is_tagged(pt, v->gid_index));
   qos_judge(&q, &u, v->name, &verdict);
   if (q.source == QOS_SRC_UNKNOWN) {

@@ -118,6 +118,11 @@ static void test_judge(void) {
   u.sl = 3;
   qos_judge(&q, &u, "p", &v);
   CHECK(!v.nfinding && v.prio == 3, "trust pcp tagged SL 3: lossless");
+  u.sl = 0;
+  qos_judge(&q, &u, "p", &v);
+  CHECK(v.nfinding == 1 && has(&v, QOS_PFC_OFF) && strstr(v.findings[0].text, "NCCL_IB_SL=0") &&
+          strstr(v.findings[0].fix, "set NCCL_IB_SL=3 (the VLAN priority"),
+        "trust pcp tagged SL 0: lossy, fix the SL: %s", v.findings[0].fix);
 }
 
 static void test_text(void) {
