@@ -124,8 +124,8 @@ void doctor_qos_json(struct json *w, const struct doctor *d, int port) {
   json_str(w, "trust", is_known ? qos_trust_name(q->trust) : "");
   json_bool(w, "trust_read", q->is_trust_read);
   json_prios(w, "pfc", is_known && q->has_pfc, q->pfc_en);
-  json_prios(w, "ecn_np", is_known && q->has_ecn, q->ecn_np);
-  json_prios(w, "ecn_rp", is_known && q->has_ecn, q->ecn_rp);
+  json_prios(w, "ecn_np", is_known && q->has_ecn_np, q->ecn_np);
+  json_prios(w, "ecn_rp", is_known && q->has_ecn_rp, q->ecn_rp);
   json_obj(w, "dscp_map");
   for (int s = 0; s < QOS_DSCPS; s++) {
     char k[8];

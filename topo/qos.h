@@ -51,7 +51,8 @@ struct topo_qos {
   uint8_t tc_bw[QOS_PRIOS];
   uint64_t dscp_set; /* bit d: the APP table maps DSCP d */
   uint8_t dscp_prio[QOS_DSCPS];
-  bool has_ecn;
+  bool has_ecn; /* either point's files exist */
+  bool has_ecn_np, has_ecn_rp;
   uint8_t ecn_np, ecn_rp; /* bit p: ECN notification / reaction point on */
   int dev_tclass;         /* tc/<port>/traffic_class of the RDMA device, -1 none */
 };
@@ -133,6 +134,8 @@ void qos_judge(const struct topo_qos *q, const struct qos_use *u, const char *wh
 /* The port's configuration in one phrase, for comparing hosts:
  * "trust dscp, PFC on 3, ECN on 3" (+ ", device class 106"). */
 void qos_config_str(const struct topo_qos *q, char *buf, size_t cap);
+/* Priorities with ECN on at every point that reports (0 when none reports). */
+uint8_t qos_ecn_on(const struct topo_qos *q);
 /* The knobs as NCCL reads them. */
 void qos_use_from_knobs(struct qos_use *u, bool is_tagged);
 const char *qos_trust_name(enum qos_trust t);

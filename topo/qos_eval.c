@@ -141,10 +141,12 @@ static void lossless_checks(const struct topo_qos *q, const struct qos_use *u, c
                             struct qos_verdict *v) {
   uint8_t bit = (uint8_t)(1u << v->prio);
   struct qos_finding *f;
-  if (q->has_ecn && (!(q->ecn_np & bit) || !(q->ecn_rp & bit)) && (f = add(v, QOS_ECN_OFF, 1))) {
-    const char *off = !(q->ecn_np & bit) && !(q->ecn_rp & bit) ? "roce_np and roce_rp"
-                      : !(q->ecn_np & bit)                     ? "roce_np"
-                                                               : "roce_rp";
+  bool is_np_off = q->has_ecn_np && !(q->ecn_np & bit),
+       is_rp_off = q->has_ecn_rp && !(q->ecn_rp & bit);
+  if ((is_np_off || is_rp_off) && (f = add(v, QOS_ECN_OFF, 1))) {
+    const char *off = is_np_off && is_rp_off ? "roce_np and roce_rp"
+                      : is_np_off            ? "roce_np"
+                                             : "roce_rp";
     snprintf(f->text, sizeof(f->text),
              "%s: ECN (%s) is off on priority %d of %s, the lossless priority RoCE uses: "
              "congestion then pauses the links with PFC instead of slowing the senders",
@@ -180,10 +182,15 @@ static void ets_check(const struct topo_qos *q, const char *where, struct qos_ve
            q->netdev, q->netdev, tc);
 }
 
+uint8_t qos_ecn_on(const struct topo_qos *q) {
+  if (!q->has_ecn) return 0;
+  return (uint8_t)((q->has_ecn_np ? q->ecn_np : 0xff) & (q->has_ecn_rp ? q->ecn_rp : 0xff));
+}
+
 void qos_config_str(const struct topo_qos *q, char *buf, size_t cap) {
   char pfc[32] = "unknown", ecn[32] = "unknown";
   if (q->has_pfc) qos_prio_list(q->pfc_en, pfc, sizeof(pfc));
-  if (q->has_ecn) qos_prio_list(q->ecn_np & q->ecn_rp, ecn, sizeof(ecn));
+  if (q->has_ecn) qos_prio_list(qos_ecn_on(q), ecn, sizeof(ecn));
   int n = snprintf(buf, cap, "trust %s, PFC on %s, ECN on %s", qos_trust_name(q->trust), pfc, ecn);
   if (q->dev_tclass >= 0 && n > 0 && (size_t)n < cap)
     snprintf(buf + n, cap - (size_t)n, ", device class %d", q->dev_tclass);
@@ -192,7 +199,7 @@ void qos_config_str(const struct topo_qos *q, char *buf, size_t cap) {
 static void summarize(const struct topo_qos *q, const struct qos_use *u, struct qos_verdict *v) {
   char pfc[32] = "unknown", np[32], tcw[160];
   if (q->has_pfc) qos_prio_list(q->pfc_en, pfc, sizeof(pfc));
-  qos_prio_list(q->ecn_np & q->ecn_rp, np, sizeof(np));
+  qos_prio_list(qos_ecn_on(q), np, sizeof(np));
   tc_words(q, u, v, tcw, sizeof(tcw));
   char via[80] = "";
   if (q->bond[0]) snprintf(via, sizeof(via), " (%s's member %s)", q->bond, q->netdev);

@@ -30,6 +30,8 @@ static void read_ecn(struct topo_qos *q) {
     int erp = sysfs_read_long(&rp, "class/net/%s/ecn/roce_rp/enable/%d", q->netdev, p);
     if (enp && erp) continue;
     q->has_ecn = true;
+    q->has_ecn_np |= !enp;
+    q->has_ecn_rp |= !erp;
     if (!enp && np) q->ecn_np |= (uint8_t)(1u << p);
     if (!erp && rp) q->ecn_rp |= (uint8_t)(1u << p);
   }

@@ -77,13 +77,16 @@ static void test_judge(void) {
   u = use(106, 0);
   qos_judge(&q, &u, "p", &v);
   CHECK(v.nfinding == 1 && has(&v, QOS_FIFO_LOSSY) && v.fifo_prio == 0, "fifo lossy");
-  q.has_ecn = true;
+  q.has_ecn = q.has_ecn_np = q.has_ecn_rp = true;
   q.ecn_np = 1u << 3;
   u = use(106, -1);
   qos_judge(&q, &u, "p", &v);
   CHECK(v.nfinding == 1 && has(&v, QOS_ECN_OFF) && strstr(v.findings[0].text, "(roce_rp)"),
         "ecn off");
-  q.has_ecn = false;
+  q.has_ecn_rp = false; /* only the notification point's files exist: rp is not judged */
+  qos_judge(&q, &u, "p", &v);
+  CHECK(!v.nfinding && qos_ecn_on(&q) == 1u << 3, "a point without files is not off");
+  q.has_ecn = q.has_ecn_np = false;
   q.has_ets = true;
   q.tc_tsa[3] = QOS_TSA_ETS;
   q.tc_bw[3] = 0;
