@@ -8,6 +8,7 @@
 
 #include "topo/qos.h"
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   struct topo_qos q;
   memset(&q, 0, sizeof(q));
