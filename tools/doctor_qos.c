@@ -108,7 +108,8 @@ static void json_prios(struct json *w, const char *key, bool is_known, uint8_t b
 }
 
 /* "qos": {source, why_unknown, trust, trust_read, pfc, ecn_np, ecn_rp,
- * dscp_map: {dscp: prio} (the APP table's entries), device_tclass,
+ * dscp_map: {dscp: prio} (the APP table's entries), dcbx (who negotiates:
+ * "host, ieee", "lld-managed, ieee"; "" unknown), device_tclass,
  * traffic_class, dscp, priority, fifo_priority, lossless, summary}. */
 void doctor_qos_json(struct json *w, const struct doctor *d, int port) {
   const struct doctor_qos *x = doctor_qos_of(d, port);
@@ -133,6 +134,9 @@ void doctor_qos_json(struct json *w, const struct doctor *d, int port) {
     if (q->dscp_set & (1ull << s)) json_int(w, k, q->dscp_prio[s]);
   }
   json_close_obj(w);
+  char dcbx[64];
+  qos_dcbx_str(q->dcbx, dcbx, sizeof(dcbx));
+  json_str(w, "dcbx", dcbx);
   json_int(w, "device_tclass", q->dev_tclass);
   json_int(w, "traffic_class", x->v.tc);
   json_int(w, "dscp", x->v.dscp);

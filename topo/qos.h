@@ -17,7 +17,9 @@
  *   prio-tc 0 0 0 3 0 0 0 0    ETS traffic class of priorities 0..7
  *   tc-tsa ets ets ets strict ets ets ets ets
  *   tc-bw 50 0 0 0 50 0 0 0    ETS bandwidth share of classes 0..7
- *   app-dscp 26:3 48:6         APP table DSCP->priority entries */
+ *   app-dscp 26:3 48:6         APP table DSCP->priority entries
+ *   dcbx host ieee             DCBX: host or lld-managed (firmware), ieee,
+ *                              cee, static */
 #ifndef DIAG_TOPO_QOS_H
 #define DIAG_TOPO_QOS_H
 
@@ -55,6 +57,7 @@ struct topo_qos {
   bool has_ecn_np, has_ecn_rp;
   uint8_t ecn_np, ecn_rp; /* bit p: ECN notification / reaction point on */
   int dev_tclass;         /* tc/<port>/traffic_class of the RDMA device, -1 none */
+  int dcbx;               /* DCB_ATTR_DCBX: DCB_CAP_DCBX_* flags (who negotiates), -1 unknown */
 };
 
 /* Reads the QoS of netdev (the port's interface) and of RDMA device dev
@@ -139,6 +142,8 @@ uint8_t qos_ecn_on(const struct topo_qos *q);
 /* The knobs as NCCL reads them. */
 void qos_use_from_knobs(struct qos_use *u, bool is_tagged);
 const char *qos_trust_name(enum qos_trust t);
+/* "host, ieee", "lld-managed, ieee", "" unknown */
+void qos_dcbx_str(int dcbx, char *buf, size_t cap);
 /* "3,4" or "none" */
 void qos_prio_list(uint8_t bits, char *buf, size_t cap);
 

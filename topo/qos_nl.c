@@ -98,6 +98,7 @@ int topo_qos_nl_parse(const void *msg, size_t len, struct topo_qos *q) {
   struct nl_attr a;
   while (attr_at(b, end, &off, &a))
     if (a.type == DCB_ATTR_IEEE) parse_ieee(&a, q);
+    else if (a.type == DCB_ATTR_DCBX && a.len >= 1) q->dcbx = a.data[0];
   return 0;
 }
 

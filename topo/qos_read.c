@@ -74,6 +74,7 @@ static int read_fixture(struct topo_qos *q, char *why, size_t cap) {
 static int read_one(const char *dev, int port, const char *netdev, struct topo_qos *q) {
   memset(q, 0, sizeof(*q));
   q->dev_tclass = -1;
+  q->dcbx = -1;
   scopy(q->netdev, sizeof(q->netdev), netdev);
   bool is_live = !strcmp(sysfs_root(), "/sys");
   int r = is_live ? topo_qos_nl_read(q->netdev, q, q->why_unknown, sizeof(q->why_unknown))
@@ -129,6 +130,7 @@ void topo_qos_read(const char *dev, int port, const char *netdev, struct topo_qo
   char slaves[256];
   memset(q, 0, sizeof(*q));
   q->dev_tclass = -1;
+  q->dcbx = -1;
   if (!netdev || !netdev[0]) {
     q->unknown_errno = ENODEV;
     snprintf(q->why_unknown, sizeof(q->why_unknown), "the port has no network interface");

@@ -3,6 +3,7 @@
  * that stands in for DCB netlink (its format in topo/qos.h). Parsed with
  * every value range-checked: the file is hand-written. */
 #include <errno.h>
+#include <linux/dcbnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,11 +57,40 @@ static int parse_app(char *rest, struct topo_qos *q) {
   return 0;
 }
 
+static const struct {
+  const char *word;
+  int flag;
+} dcbx_words[] = {{"host", DCB_CAP_DCBX_HOST},
+                  {"lld-managed", DCB_CAP_DCBX_LLD_MANAGED},
+                  {"cee", DCB_CAP_DCBX_VER_CEE},
+                  {"ieee", DCB_CAP_DCBX_VER_IEEE},
+                  {"static", DCB_CAP_DCBX_STATIC}};
+
+static int parse_dcbx(char *rest, struct topo_qos *q) {
+  q->dcbx = 0;
+  for (char *w = strtok(rest, " \t"); w; w = strtok(NULL, " \t")) {
+    size_t i = 0, n = sizeof(dcbx_words) / sizeof(dcbx_words[0]);
+    while (i < n && strcmp(w, dcbx_words[i].word)) i++;
+    if (i == n) return EINVAL;
+    q->dcbx |= dcbx_words[i].flag;
+  }
+  return 0;
+}
+
+void qos_dcbx_str(int dcbx, char *buf, size_t cap) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (size_t i = 0; dcbx >= 0 && i < sizeof(dcbx_words) / sizeof(dcbx_words[0]) && o < cap; i++)
+    if (dcbx & dcbx_words[i].flag)
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s", o ? ", " : "", dcbx_words[i].word);
+}
+
 static int parse_line(char *line, struct topo_qos *q) {
   char *rest = line + strcspn(line, " \t");
   if (*rest) *rest++ = 0;
   if (!strcmp(line, "pfc-en")) return parse_pfc(rest, q);
   if (!strcmp(line, "app-dscp")) return parse_app(rest, q);
+  if (!strcmp(line, "dcbx")) return parse_dcbx(rest, q);
   if (!strcmp(line, "prio-tc")) return q->has_ets = true, parse_row(rest, q->prio_tc, 7);
   if (!strcmp(line, "tc-bw")) return q->has_ets = true, parse_row(rest, q->tc_bw, 100);
   if (strcmp(line, "tc-tsa")) return EINVAL;

@@ -143,8 +143,10 @@ static void test_text(void) {
           "refused: %s", bad[i]);
   }
   memset(&q, 0, sizeof(q));
-  CHECK(!topo_qos_text_parse("pfc-en 3 4\ntc-tsa strict ets vendor\n", &q, why, sizeof(why)) &&
-          q.pfc_en == 0x18 && q.tc_tsa[0] == QOS_TSA_STRICT && q.tc_tsa[2] == QOS_TSA_VENDOR,
+  CHECK(!topo_qos_text_parse("pfc-en 3 4\ntc-tsa strict ets vendor\ndcbx lld-managed ieee\n", &q,
+                             why, sizeof(why)) &&
+          q.dcbx == (DCB_CAP_DCBX_LLD_MANAGED | DCB_CAP_DCBX_VER_IEEE) && q.pfc_en == 0x18 &&
+          q.tc_tsa[0] == QOS_TSA_STRICT && q.tc_tsa[2] == QOS_TSA_VENDOR,
         "parsed");
 }
 
@@ -207,6 +209,9 @@ static void test_netlink(void) {
         "pfc %x ets %d", q.pfc_en, q.has_ets);
   CHECK(q.dscp_set == ((1ull << 26) | (1ull << 46)) && q.dscp_prio[26] == 3 && q.dscp_prio[46] == 5,
         "DSCP entries only: %llx", (unsigned long long)q.dscp_set);
+  char dcbx[64];
+  qos_dcbx_str(q.dcbx, dcbx, sizeof(dcbx));
+  CHECK(!strcmp(dcbx, "host, ieee"), "DCBX: %s", dcbx);
   /* Every truncation: the header's length then says more than there is. */
   for (size_t n = 0; n < m.n; n++) {
     memset(&q, 0, sizeof(q));
