@@ -59,7 +59,7 @@ static void unknown_alike(FILE *f, const struct doctor *d, int i, bool *said) {
   port_name(d, x, name, sizeof(name));
   fprintf(f, "  %s: %s\n", name, x->v.summary);
   int n = 0;
-  for (int j = i + 1; j < d->nqos; j++) {
+  for (int j = i + 1; j < d->nqos && j < TOPO_MAX_PORTS; j++) {
     const struct topo_qos *q = &d->qos[j].q;
     if (said[j] || q->source != QOS_SRC_UNKNOWN || q->unknown_errno != x->q.unknown_errno) continue;
     said[j] = true;
