@@ -159,10 +159,12 @@ static void lossless_checks(const struct topo_qos *q, const struct qos_use *u, c
   if (u->fifo_tc >= 0 && q->dev_tclass < 0 && v->fifo_prio >= 0 &&
       !(q->pfc_en & (1u << v->fifo_prio)) && (f = add(v, QOS_FIFO_LOSSY, 1))) {
     snprintf(f->text, sizeof(f->text),
-             "%s: NCCL_IB_FIFO_TC=%d (DSCP %d) puts the clear-to-send messages on priority %d of "
+             "%s: NCCL_IB_FIFO_TC=%d (DSCP %d; NCCL %s and later read it) puts the clear-to-send "
+             "messages on priority %d of "
              "%s, where PFC is off, while the data is lossless on priority %d: a dropped "
              "clear-to-send stalls the transfer for a retransmission timeout",
-             where, u->fifo_tc, u->fifo_tc >> 2, v->fifo_prio, q->netdev, v->prio);
+             where, u->fifo_tc, u->fifo_tc >> 2, nccl_qos_defaults()->fifo_tc_since, v->fifo_prio,
+             q->netdev, v->prio);
     snprintf(f->fix, sizeof(f->fix), "unset NCCL_IB_FIFO_TC, or set it to %d like NCCL_IB_TC",
              v->tc);
   }
