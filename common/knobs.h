@@ -115,6 +115,16 @@ const char *nccl_knob_state_name(enum nccl_knob_state s);
  * (clamped ones are said where the value is used). */
 void nccl_knobs_note(void);
 
+/* What NCCL's IB transport puts in a RoCE queue pair when NCCL_IB_TC and
+ * NCCL_IB_SL are unset and the communicator sets no traffic class
+ * (NCCL_IB_TC_DEFAULT, NCCL_IB_SL_DEFAULT in src/transport/net_ib.cc, 0 in
+ * every release), and the first release that reads NCCL_IB_FIFO_TC. */
+struct nccl_qos_defaults {
+  int tc, sl;
+  const char *fifo_tc_since;
+};
+const struct nccl_qos_defaults *nccl_qos_defaults(void);
+
 enum { FALLBACK_AUTO = 0, FALLBACK_OFF = 1 };
 enum { PLANES_AUTO = 0, PLANES_OFF = 1 };
 enum { REPAIR_AUTO = 0, REPAIR_OFF = 1, REPAIR_WARN = 2 };

@@ -128,6 +128,11 @@ const struct nccl_knob *nccl_knobs(int *n) {
   return table;
 }
 
+const struct nccl_qos_defaults *nccl_qos_defaults(void) {
+  static const struct nccl_qos_defaults d = {.tc = 0, .sl = 0, .fifo_tc_since = "2.22"};
+  return &d;
+}
+
 const char *nccl_knob_state_name(enum nccl_knob_state s) {
   switch (s) {
   case NK_HONOURED: return "honoured";

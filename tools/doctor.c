@@ -135,9 +135,11 @@ static int run(struct doctor *d, struct json_dest *json) {
   doctor_check_knobs(d);
   doctor_check_plugin(d);
   doctor_check_names(d);
+  doctor_check_qos(d);
   d->exit_status = doctor_count(d, TOPO_ERROR) ? 1 : 0;
   if (json->f) doctor_print_json(json->f, d);
   if (!json->f || json->f != stdout) doctor_print_text(stdout, d);
+  doctor_qos_free(d);
   topo_choice_free(&c);
   topo_host_free(&h);
   return d->exit_status;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "topo/qos.h"
 #include "topo/topo.h"
 #include "transport/ib/dev/ib.h"
 
@@ -31,6 +32,13 @@ struct doctor_finding {
   char fix[400];
 };
 
+/* A used RoCE port's QoS and its judgement (doctor_qos.c). */
+struct doctor_qos {
+  int port; /* index into topo_host.ports */
+  struct topo_qos q;
+  struct qos_verdict v;
+};
+
 struct doctor {
   char hostname[128];
   const struct topo_host *h;
@@ -46,6 +54,8 @@ struct doctor {
   const struct ib_probe *probe;
   int nfinding;
   struct doctor_finding findings[DOCTOR_MAX_FINDINGS];
+  int nqos;
+  struct doctor_qos *qos; /* nqos of them */
   int exit_status;
 };
 
@@ -58,6 +68,13 @@ struct doctor_finding *doctor_finding(struct doctor *d, enum topo_severity s, co
 /* doctor_knobs.c: every NCCL_* value NCCL or the plugin will not take as
  * written is an error, named with what each of them does with it instead. */
 void doctor_check_knobs(struct doctor *d);
+/* doctor_qos.c: reads and judges the QoS of every used RoCE port. */
+void doctor_check_qos(struct doctor *d);
+void doctor_qos_free(struct doctor *d);
+const struct doctor_qos *doctor_qos_of(const struct doctor *d, int port);
+void doctor_qos_text(FILE *f, const struct doctor *d);
+struct json;
+void doctor_qos_json(struct json *w, const struct doctor *d, int port); /* "qos": {...} or null */
 /* Whether the chosen ports can carry RDMA here (probed, or not probed). */
 bool doctor_has_rdma(const struct doctor *d);
 /* Problems of a severity, the topology's and doctor's own. */

@@ -8,9 +8,10 @@
  * speed_mbps, width, lid, sm_lid, active_mtu, netdev, netdev_master, netdev_up, gid_tbl_len,
  * verdict, why, nccl_dev, gid_index, gid_forced, gid_auto_index, gid_nccl_index, gid_note, address,
  * subnet, nearest_gpu, gpu_class, gids: [{index, gid, type, netdev, chosen, why}], pkey_tbl_len,
- * pkey_index, pkey, pkeys: [{index, value, membership, partition}]}], "devices": [NCCL order:
- * {nccl_dev, device, port, real_port, gid_index, gid, gid_type, netdev, subnet, mtu, link_layer,
- * pci_path, numa, speed_mbps, lid, guid}], "gpus": [{name, busid, numa, cpus, class, nearest:
+ * pkey_index, pkey, pkeys: [{index, value, membership, partition}], qos (doctor_qos.c)}],
+ * "devices": [NCCL order: {nccl_dev, device, port, real_port, gid_index, gid, gid_type, netdev,
+ * subnet, mtu, link_layer, pci_path, numa, speed_mbps, lid, guid}], "gpus": [{name, busid, numa,
+ * cpus, class, nearest:
  * [{device, port, netdev, subnet, gid_index}], distances: {<device>: class}}], "interfaces":
  * [{name, state, addresses, mtu, speed_mbps, pci_path, numa, chosen, socket_index, main, why,
  * nccl_index, nccl_address, nccl_why}], "socket": {ifname, chosen, main, main_why, error, nccl:
@@ -136,6 +137,7 @@ static void put_port(struct json *w, const struct doctor *d, int p) {
   put_str(w, "gpu_class", pc->nearest_gpu >= 0 ? pci_class_name(pc->gpu_class) : "");
   put_gids(w, d, p);
   put_pkeys(w, d, p);
+  doctor_qos_json(w, d, p);
   json_close_obj(w);
 }
 

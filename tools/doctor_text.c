@@ -499,6 +499,7 @@ void doctor_print_text(FILE *out, const struct doctor *d) {
   doctor_print_gids(f, d);
   print_devices(f, d);
   print_verbs(f, d);
+  doctor_qos_text(f, d);
   print_gpus(f, d);
   print_ifaces(f, d);
   print_env(f, d);

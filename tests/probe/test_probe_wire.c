@@ -73,6 +73,10 @@ static void t_facts(void) {
   f.env.n = 2, f.env.v = vars;
   f.nrdma = 2;
   strcpy(f.rdma[1].name, "mlx5_3"), f.rdma[1].gid_index = 3, f.rdma[1].pkey = 0xffff;
+  f.rdma[1].qos_state = 2, f.rdma[1].qos_prio = 0, f.rdma[1].qos_pfc = 8,
+  f.rdma[1].qos_fix_tc = 106;
+  strcpy(f.rdma[1].qos, "trust dscp, PFC on 3, ECN on 3");
+  strcpy(f.rdma[1].qos_tc, "NCCL_IB_TC=0 (DSCP 0)");
   f.ndev = 1, strcpy(f.devs[0].name, "mlx5_2:1");
   f.nissue = 1, f.issues[0].sev = 2, strcpy(f.issues[0].text, "no usable interface");
   f.nrec = 1, strcpy(f.recs[0].name, "NCCL_SOCKET_IFNAME"), strcpy(f.recs[0].value, "=bond0");
@@ -87,6 +91,11 @@ static void t_facts(void) {
         "scalars");
   CHECK(g.env.n == 2 && !strcmp(probe_env_get(&g.env, "NCCL_PROTO"), "Simple"), "environment");
   CHECK(g.nrdma == 2 && g.rdma[1].gid_index == 3 && g.rdma[1].pkey == 0xffff, "RDMA ports");
+  CHECK(g.rdma[1].qos_state == 2 && g.rdma[1].qos_pfc == 8 && g.rdma[1].qos_fix_tc == 106 &&
+          !g.rdma[1].qos_lossless && !strcmp(g.rdma[1].qos, "trust dscp, PFC on 3, ECN on 3") &&
+          !strcmp(g.rdma[1].qos_tc, "NCCL_IB_TC=0 (DSCP 0)"),
+        "RoCE QoS travels");
+  CHECK(g.rdma[0].qos_state == 0, "a port without QoS (as an older probe sends it): not reported");
   CHECK(g.ndev == 1 && g.nissue == 1 && g.issues[0].sev == 2 && g.nrec == 1, "lists");
   /* Every truncation of the body is refused (or decodes a prefix), never overread. */
   for (uint32_t cut = 0; cut < len; cut++) {

@@ -186,4 +186,5 @@ void probe_compare(struct probe_run *r) {
   compare_devices(r);
   probe_compare_env(r);
   probe_compare_net(r);
+  probe_compare_qos(r);
 }

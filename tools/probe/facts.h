@@ -26,6 +26,12 @@ void facts_release(struct facts_ctx *ctx);
 
 void facts_env_process(struct probe_env *e);
 int facts_env_file(struct probe_env *e, const char *path, char *err, size_t cap);
+/* The RoCE QoS of a chosen device (topo/qos.h), as doctor judges it. */
+struct topo_host;
+struct topo_dev;
+void facts_qos(struct probe_rdma *x, const struct topo_host *h, const struct topo_dev *v);
+struct json;
+void facts_qos_json(struct json *j, const struct probe_rdma *x); /* "qos": {...} or null */
 /* topo's view: interfaces, socket choice, RDMA ports, issues, advice. */
 void facts_topo(struct probe_facts *f);
 

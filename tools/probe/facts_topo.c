@@ -60,6 +60,7 @@ static void topo_rdma(struct probe_facts *f, const struct topo_host *h,
     x->speed_mbps = v->speed_mbps;
     x->pkey = -1; /* unknown */
     pkey_of(v->name, v->ib_port, &x->pkey);
+    facts_qos(x, h, v);
   }
 }
 

@@ -88,7 +88,14 @@ struct probe_rdma {
   char netdev[16];
   int mtu;
   int speed_mbps;
-  int pkey; /* the P_Key at index NCCL_IB_PKEY, -1 unknown */
+  int pkey;         /* the P_Key at index NCCL_IB_PKEY, -1 unknown */
+  int qos_state;    /* RoCE QoS: 0 not reported (an older probe, or not RoCE), 1 unknown, 2 read */
+  char qos[160];    /* read: "trust dscp, PFC on 3, ECN on 3"; unknown: why */
+  int qos_prio;     /* the priority NCCL's data lands on, -1 unknown */
+  int qos_lossless; /* PFC is on there */
+  int qos_pfc;      /* PFC bitmap, -1 unknown */
+  char qos_tc[48];  /* "NCCL_IB_TC=0 (DSCP 0)" as judged */
+  int qos_fix_tc;   /* a class that reaches a PFC priority there, -1 none */
 };
 
 /* A device as NCCL sees it through the plugin's getProperties. */
@@ -223,5 +230,6 @@ void probe_judge(struct probe_run *r);
 void probe_compare(struct probe_run *r);
 void probe_compare_env(struct probe_run *r);
 void probe_compare_net(struct probe_run *r);
+void probe_compare_qos(struct probe_run *r);
 
 #endif

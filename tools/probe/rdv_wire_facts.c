@@ -56,6 +56,13 @@ enum {
   G_PKEY,
   G_SEV,
   G_STATUS,
+  G_QOS_STATE, /* RoCE QoS (facts_qos.c); a probe that predates them sends none */
+  G_QOS,
+  G_QOS_PRIO,
+  G_QOS_LOSSLESS,
+  G_QOS_PFC,
+  G_QOS_TC,
+  G_QOS_FIX_TC,
 };
 
 static void enc_env(struct wire_buf *b, uint16_t tag, const struct probe_env *e) {
@@ -65,6 +72,17 @@ static void enc_env(struct wire_buf *b, uint16_t tag, const struct probe_env *e)
     wb_str(b, G_VALUE, e->v[i].value);
     wb_group_end(b, g);
   }
+}
+
+static void enc_qos(struct wire_buf *b, const struct probe_rdma *r) {
+  if (!r->qos_state) return;
+  wb_i32(b, G_QOS_STATE, r->qos_state);
+  wb_str(b, G_QOS, r->qos);
+  wb_i32(b, G_QOS_PRIO, r->qos_prio);
+  wb_i32(b, G_QOS_LOSSLESS, r->qos_lossless);
+  wb_i32(b, G_QOS_PFC, r->qos_pfc);
+  wb_str(b, G_QOS_TC, r->qos_tc);
+  wb_i32(b, G_QOS_FIX_TC, r->qos_fix_tc);
 }
 
 static void enc_lists(struct wire_buf *b, const struct probe_facts *f) {
@@ -90,6 +108,7 @@ static void enc_lists(struct wire_buf *b, const struct probe_facts *f) {
     wb_i32(b, G_MTU, r->mtu);
     wb_i32(b, G_SPEED, r->speed_mbps);
     wb_i32(b, G_PKEY, r->pkey);
+    enc_qos(b, r);
     wb_group_end(b, g);
   }
   for (int i = 0; i < f->ndev; i++) {
@@ -202,6 +221,13 @@ static int dec_rdma(struct wire_rd *g, struct probe_rdma *x) {
     case G_MTU: e = wire_i32(&v, &x->mtu); break;
     case G_SPEED: e = wire_i32(&v, &x->speed_mbps); break;
     case G_PKEY: e = wire_i32(&v, &x->pkey); break;
+    case G_QOS_STATE: e = wire_i32(&v, &x->qos_state); break;
+    case G_QOS: e = wire_str(&v, x->qos, sizeof(x->qos)); break;
+    case G_QOS_PRIO: e = wire_i32(&v, &x->qos_prio); break;
+    case G_QOS_LOSSLESS: e = wire_i32(&v, &x->qos_lossless); break;
+    case G_QOS_PFC: e = wire_i32(&v, &x->qos_pfc); break;
+    case G_QOS_TC: e = wire_str(&v, x->qos_tc, sizeof(x->qos_tc)); break;
+    case G_QOS_FIX_TC: e = wire_i32(&v, &x->qos_fix_tc); break;
     default: break;
     }
   }

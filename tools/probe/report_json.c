@@ -8,6 +8,7 @@
 #include "common/ncclver.h"
 #include "common/version.h"
 #include "tools/json_out.h"
+#include "tools/probe/facts.h"
 #include "tools/probe/probe_report.h"
 
 static void env_json(struct json *j, const char *key, const struct probe_env *e) {
@@ -78,6 +79,7 @@ static void net_json(struct json *j, const struct probe_facts *f) {
     json_int(j, "speed_mbps", x->speed_mbps);
     if (x->pkey >= 0) json_int(j, "pkey", x->pkey);
     else json_null(j, "pkey");
+    facts_qos_json(j, x);
     json_close_obj(j);
   }
   json_close_arr(j);
