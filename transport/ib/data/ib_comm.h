@@ -40,6 +40,7 @@ struct ib_slot {
   struct ib_req *reqs[IB_MAX_RECVS];
   void *bufs[IB_MAX_RECVS];
   uint32_t lkeys[IB_MAX_RECVS];
+  struct ib_mh *mhs[IB_MAX_RECVS]; /* striped: their keys on the other ports */
   bool is_posted;
   bool is_replay; /* posted on a port that failed, not landed: posted again after the move */
   int pending; /* signaled writes of the posted slot not completed yet (one per queue pair used) */
@@ -100,7 +101,19 @@ struct ib_comm {
   struct ibv_cq *cq;
   int nqps;
   struct ib_qp qps[IB_MAX_QPS];
-  bool is_split;         /* every message is spread over all queue pairs */
+  bool is_split; /* every message is spread over all queue pairs */
+  /* Striped over a fused NIC's ports (ib_stripe.c): a message goes over
+   * `stripe` queue pairs in turn (1: one, unstriped); queue pair j runs
+   * on this side's port devs[j % ndevs] (dev->members[members[]]) towards
+   * the peer's port j % nrdevs. [0] of each array is the plain field. */
+  int stripe, ndevs, nrdevs;
+  struct ib_dev *devs[IB_MAX_STRIPE];
+  int members[IB_MAX_STRIPE];
+  struct ibv_cq *cqs[IB_MAX_STRIPE];
+  struct ibv_mr *cr_mrs[IB_MAX_STRIPE];    /* receiver: its completion records */
+  struct ibv_mr *sizes_mrs[IB_MAX_STRIPE]; /* sender: the grouped sizes */
+  uint32_t peer_cr_rkeys[IB_MAX_STRIPE];   /* sender: the peer's records, per its port */
+  int cts_w;                               /* CTS entry width (ib_cts_at): 2 striped */
   bool is_ar;            /* adaptive routing: large data apart from the immediate */
   uint64_t ar_threshold; /* NCCL_IB_AR_THRESHOLD */
   /* per queue pair: unsignaled writes since its last signaled one */
@@ -160,6 +173,16 @@ struct ib_comm {
   bool is_polling; /* inside ib_poll: a fail-over message waits until it returns */
   struct ib_fo fo;
 };
+
+/* The first of the queue pairs message seq goes on, and how many. */
+static inline int ib_msg_first(const struct ib_comm *c, uint32_t seq) {
+  return c->is_split ? 0 : (int)((seq * (uint32_t)c->stripe) % (uint32_t)c->nqps);
+}
+static inline int ib_msg_qps(const struct ib_comm *c) { return c->is_split ? c->nqps : c->stripe; }
+/* Entry i of FIFO slot `slot` (sender: the FIFO; receiver: its shadow). */
+static inline struct ib_cts *ib_fifo_at(const struct ib_comm *c, int slot, int i) {
+  return ib_cts_at(c->is_send ? c->fifo : c->shadow, slot, i, c->cts_w);
+}
 
 /* The comm takes r's objects (its old ones of those kinds are gone); a
  * registration r leaves NULL stays the comm's. r is left empty. */

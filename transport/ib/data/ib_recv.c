@@ -15,8 +15,7 @@
 /* The receive of the immediate on the queue pair the message comes on,
  * or on each of them when every message is split over all. */
 int ib_post_recvs(struct ib_comm *c, uint32_t seq, int slot) {
-  int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);
-  int count = c->is_split ? c->nqps : 1;
+  int first = ib_msg_first(c, seq), count = ib_msg_qps(c);
   for (int k = 0; k < count; k++) {
     struct ib_qp *q = &c->qps[first + k];
     struct ibv_recv_wr rwr = {.wr_id = WR_ID(WR_RECV, slot)}, *rbad;
@@ -36,14 +35,16 @@ int ib_post_recvs(struct ib_comm *c, uint32_t seq, int slot) {
  * that fails still completes, under its wr_id. */
 int ib_post_cts(struct ib_comm *c, uint32_t seq, int slot, int n) {
   struct ib_qp *q = &c->qps[0];
-  struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
-  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * sizeof(*e)), c->shadow_mr->lkey};
+  /* a slot's entries, striped ones with their keys before each (ib.h) */
+  size_t width = (size_t)c->cts_w * sizeof(struct ib_cts);
+  struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS * c->cts_w];
+  struct ibv_sge sge = {(uintptr_t)e, (uint32_t)((size_t)n * width), c->shadow_mr->lkey};
   struct ibv_send_wr wr, *bad;
   memset(&wr, 0, sizeof(wr));
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(*e);
+  wr.wr.rdma.remote_addr = c->peer_fifo_addr + (uint64_t)slot * IB_MAX_RECVS * width;
   wr.wr.rdma.rkey = c->peer_fifo_rkey;
   wr.wr_id = WR_ID(WR_CTS, slot);
   if (++c->unsignaled[0] >= IB_CTS_SIGNAL_EVERY) {
@@ -74,7 +75,6 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
          xc->peer.desc, IB_MAX_REQS);
     return ncclInternalError;
   }
-  struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   for (int i = 0; i < n; i++) {
     struct ib_mh *mh = mhandles ? mhandles[i] : NULL;
     /* A 0-byte receive needs no memory: the sender writes nothing there. */
@@ -87,13 +87,18 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
            sizes[i], xc->peer.desc, i, data[i]);
       return ncclInternalError;
     }
-    e[i] = (struct ib_cts){(uintptr_t)data[i],
-                           is_empty ? 0 : mh->mr->rkey,
-                           (uint32_t)sizes[i],
-                           tags ? tags[i] : 0,
-                           (uint32_t)n,
-                           0,
-                           seq + 1};
+    struct ib_cts *ei = ib_fifo_at(c, slot, i);
+    if (c->cts_w > 1) /* striped: the buffer's key on each of this side's ports */
+      for (int k = 0; k < IB_MAX_STRIPE; k++)
+        ib_cts_keys_of(ei)->rkeys[k] =
+          is_empty || k >= c->ndevs ? 0 : ib_mh_mr(mh, c->members[k])->rkey;
+    *ei = (struct ib_cts){(uintptr_t)data[i],
+                          is_empty ? 0 : mh->mr->rkey,
+                          (uint32_t)sizes[i],
+                          tags ? tags[i] : 0,
+                          (uint32_t)n,
+                          0,
+                          seq + 1};
   }
   struct ib_req *r = ib_req_get(c);
   if (!r) {
@@ -107,7 +112,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
     r->is_gpu |= mhandles[i] && ((struct ib_mh *)mhandles[i])->is_gpu;
   r->tag = tags ? tags[0] : 0;
   for (int i = 0; i < n; i++) r->bytes += sizes[i];
-  int err = ib_fo_recv_keys(c, r, e, n); /* after a move to another port */
+  /* after a move to another port (never striped: entries 32 bytes apart) */
+  int err = ib_fo_recv_keys(c, r, ib_fifo_at(c, slot, 0), n);
   if (!err) err = ib_post_recvs(c, seq, slot);
   if (!err) err = ib_post_cts(c, seq, slot, n);
   if (err) {
@@ -116,8 +122,7 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   }
   c->slot_reqs[slot] = r;
   /* NCCL profiler events, on the queue pair that takes the receive first */
-  ib_prof_recv(c, &c->qps[c->is_split ? 0 : seq % (uint32_t)c->nqps], r, WR_ID(WR_RECV, slot),
-               sizes);
+  ib_prof_recv(c, &c->qps[ib_msg_first(c, seq)], r, WR_ID(WR_RECV, slot), sizes);
   c->recv_seq++;
   *request = r;
   return ncclSuccess;

@@ -83,11 +83,20 @@ void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap) {
   buf[0] = 0;
   if (is_on() || c->dev->nmembers < 2 || c->has_flush) return;
   const struct ib_dev *to = standby_port(c);
+  /* striped over every port: one failing stops it (ib_stripe.c) */
+  const char *instead = c->stripe > 1 ? " (each connection then runs on one port at a time "
+                                        "instead of striping over all)"
+                                      : "";
   if (to)
     snprintf(buf, cap,
              "; NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on both sides would have moved this connection "
-             "to %s, another port of its virtual NIC, and kept it alive",
-             to->label);
+             "to %s, another port of its virtual NIC, and kept it alive%s",
+             to->label, instead);
+  else if (c->stripe > 1)
+    snprintf(buf, cap,
+             "; a connection striped over the ports of a virtual NIC stops when one of them "
+             "fails: NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on both sides keeps each connection on "
+             "one port and moves it to another port when its port fails");
 }
 
 /* ---- messages on the control connection ---- */
