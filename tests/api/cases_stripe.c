@@ -218,7 +218,8 @@ void case_stripe_port_down(struct side *s) {
   if (s->role == ROLE_SEND) {
     const char *w = log_find(NCCL_LOG_WARN, "(RDMA): ");
     CHECK(w && strstr(w, "mlx5_1 port 1 went down") &&
-            strstr(w, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on both sides keeps each connection"),
+            strstr(w, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on both sides would have moved this "
+                      "connection to mlx5_0 port 1, a surviving port of its virtual NIC"),
           "the failure names mlx5_1 port 1 and the setting that keeps connections: %s",
           w ? w : "none");
   }

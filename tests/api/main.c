@@ -207,6 +207,9 @@ static const struct api_case cases[] = {
    case_ib_failover_moves, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
   {"port fail-over: the receiver's port down, the writes in flight are sent again",
    case_ib_failover_recv_down, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
+  {"port fail-over: a striped connection's second port down (sender), it carries on over the "
+   "first",
+   case_ib_failover_second_port, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
   {"control connection: a message cut in its header holds no call, fails the connection in 1 s",
    case_ib_ctrl_cut_header, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"control connection: a message cut in its body holds no call, fails the connection in 1 s",

@@ -75,6 +75,7 @@ struct ib_fo {
   int nused;
   struct ib_dev *used[IB_FO_MAX_PORTS]; /* the ports it ran on (registrations made there) */
   struct ib_dev *to;                    /* during a move: the standby's port */
+  struct ib_dev *failed;                /* striped: the port whose completion failed */
   struct ib_res standby;                /* during a move: what the connection moves onto */
   int64_t deadline;
   char cause[700]; /* the failed port's diagnosis */
@@ -292,7 +293,9 @@ static inline bool ib_fo_needs_step(const struct ib_comm *c) {
 int ib_fo_send_keys(struct ib_comm *c, struct ib_slot *sl);
 /* r's registration k of [addr, addr + size) on the comm's port now. */
 int ib_fo_key(struct ib_comm *c, struct ib_req *r, int k, uintptr_t addr, size_t size);
-int ib_fo_recv_keys(struct ib_comm *c, struct ib_req *r, struct ib_cts *e, int n);
+int ib_fo_recv_keys(struct ib_comm *c, struct ib_req *r, int slot, int n);
+/* A striped connection that moved runs on its one new port (to) from then on. */
+void ib_fo_unstripe(struct ib_comm *c, struct ib_dev *to);
 /* Its registrations on a new port are released with the request. */
 void ib_fo_req_done(struct ib_comm *c, struct ib_req *r);
 /* Whether mh is a registration on a port this comm ran on. */

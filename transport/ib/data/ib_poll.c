@@ -53,6 +53,7 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind, struct
     wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(d),
     kind == WR_DATA && slot >= 0 && slot < IB_SLOTS ? slot_max_bytes(&c->slots[slot]) : 0,
     c->max_ok_bytes};
+  if (c->stripe > 1 && !c->fo.failed) c->fo.failed = d; /* where a move must not go */
   char advice[300];
   ib_fo_advice(c, advice, sizeof(advice));
   cx.advice = advice;

@@ -112,8 +112,8 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
     r->is_gpu |= mhandles[i] && ((struct ib_mh *)mhandles[i])->is_gpu;
   r->tag = tags ? tags[0] : 0;
   for (int i = 0; i < n; i++) r->bytes += sizes[i];
-  /* after a move to another port (never striped: entries 32 bytes apart) */
-  int err = ib_fo_recv_keys(c, r, ib_fifo_at(c, slot, 0), n);
+  /* after a move to another port */
+  int err = ib_fo_recv_keys(c, r, slot, n);
   if (!err) err = ib_post_recvs(c, seq, slot);
   if (!err) err = ib_post_cts(c, seq, slot, n);
   if (err) {

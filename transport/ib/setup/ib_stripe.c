@@ -8,19 +8,16 @@
  *
  * Both sides must offer it in their hello (an older peer does not: one
  * port, as before); each side's INFO then lists its ports (GID, LID, MTU,
- * the key of its completion records there). Port fail-over
- * (NCCL_IB_RESILIENCY_PORT_FAILOVER=1) moves a connection that runs on one
- * port to another, so with it on a side does not offer striping. */
+ * the key of its completion records there). With port fail-over
+ * (NCCL_IB_RESILIENCY_PORT_FAILOVER=1), a port that fails under a striped
+ * connection makes it carry on over one surviving port
+ * (transport/ib/failover/ib_failover.c); without it the connection fails. */
 #include <stdio.h>
 #include <string.h>
 
-#include "common/knobs.h"
 #include "transport/ib/setup/ib_setup.h"
 
-int ib_stripe_offer(const struct ib_dev *d) {
-  if (d->nmembers < 2 || knob_int(K_IB_RESILIENCY_PORT_FAILOVER)) return 0;
-  return d->nmembers;
-}
+int ib_stripe_offer(const struct ib_dev *d) { return d->nmembers < 2 ? 0 : d->nmembers; }
 
 int ib_stripe_local(struct ib_setup *s) {
   struct ib_dev *d = s->dev;
