@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cases.h"
 
@@ -230,4 +231,35 @@ void case_stripe_port_down(struct side *s) {
   close_comm(s, comm);
   free(buf);
   side_close(s);
+}
+
+/* A fatal device event on the receiver's second port: a striped
+ * connection uses it too, so the next call fails there, naming it. */
+void case_stripe_fatal_second(struct side *s) {
+  events_set("");
+  setenv("SOFTVERBS_PORT_EVENTS", events_path(), 1);
+  if (open_host(s) || fuse(s)) return;
+  void *comm = NULL;
+  if (pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 70000, 70000, 4) == 0, "transfer before the event");
+  ctl_sync(s);
+  if (s->role == ROLE_RECV) {
+    events_set("fatal:mlx5_1");
+    long long end = ms_now() + 5000;
+    while (!log_find(NCCL_LOG_WARN, "fatal device error") && ms_now() < end) usleep(10000);
+  }
+  ctl_sync(s);
+  int r = xfer_one(s, comm, 70000, 70000, 5);
+  if (s->role == ROLE_RECV) {
+    CHECK(r == ncclSystemError, "the receiver's next call: %d, expected ncclSystemError", r);
+    const char *w = log_find(NCCL_LOG_WARN, "reported a fatal error");
+    CHECK(w && strstr(w, "device mlx5_1 port 1 on "),
+          "the failure names the striped connection's second port: %s", w ? w : "none");
+  } else {
+    CHECK(r == ncclRemoteError || r == ncclSystemError, "the sender's calls: %d", r);
+  }
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
+  unlink(events_path());
 }

@@ -199,6 +199,8 @@ static const struct api_case cases[] = {
    case_stripe_both_ports, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 120},
   {"striping: NCCL_IB_SPLIT_DATA_ON_QPS=1 over 2 queue pairs per port", case_stripe_split, TWO,
    IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 120},
+  {"striping: a fatal event on the second port fails the striped connection, naming it",
+   case_stripe_fatal_second, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"striping: a peer that does not stripe keeps the connection on one port",
    case_stripe_peer_unfused, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 120},
   {"striping: a member port down mid-stream fails the connection naming the port",

@@ -228,6 +228,9 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   c->is_send = x->is_send;
   c->dev = s->dev;
   c->fatal_born = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
+  for (int k = 1; k < s->ndevs; k++) /* striped: the other ports' */
+    c->fatal_born_m[k] = c->fatal_seen_m[k] =
+      __atomic_load_n(&s->devs[k]->fatal_gen, __ATOMIC_ACQUIRE);
   ctrl_init(&c->ctrl, x->ctrl_fd);
   take_resources(c, s);
   ib_setup_free(s);

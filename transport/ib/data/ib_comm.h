@@ -169,6 +169,7 @@ struct ib_comm {
   bool has_warned_stall;           /* a no-progress warning since the last completion */
   struct run_watch watch;          /* the run-time stall verdict's (transport/run/stall.h) */
   unsigned fatal_seen, fatal_born; /* the device's fatal generation: checked, at creation */
+  unsigned fatal_seen_m[IB_MAX_STRIPE], fatal_born_m[IB_MAX_STRIPE]; /* striped: devs[k >= 1] */
   bool is_failed;
   int fail_err;    /* the first failure's errno, classed as transport_result() expects */
   bool is_polling; /* inside ib_poll: a fail-over message waits until it returns */
@@ -238,12 +239,12 @@ void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size
 /* The fatal-event guard, one line at the top of isend, irecv, iflush and
  * test (as NCCL's fatal-count check): one atomic load and a compare while
  * no fatal event of the device happened; the device's records are read
- * out of line (ib_fatal.c). 0, or the comm's errno once an event
- * affecting it failed it. */
+ * out of line (ib_fatal.c), as are a striped connection's other ports'.
+ * 0, or the comm's errno once an event affecting it failed it. */
 int ib_fatal_check(struct ib_comm *c, unsigned gen);
 static inline int ib_fatal_guard(struct ib_comm *c) {
   unsigned gen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(gen == c->fatal_seen, 1)) return 0;
+  if (__builtin_expect(gen == c->fatal_seen && c->ndevs < 2, 1)) return 0;
   return ib_fatal_check(c, gen);
 }
 /* The flush queue pair (connected to itself): 0 or an errno (logged). */
