@@ -67,6 +67,7 @@ void case_census_at_exit(struct side *s);
 void case_ib_failover_second_port(struct side *s);
 void case_stripe_both_ports(struct side *s);
 void case_stripe_split(struct side *s);
+void case_stripe_flush(struct side *s);
 void case_stripe_fatal_second(struct side *s);
 void case_stripe_peer_unfused(struct side *s);
 void case_stripe_port_down(struct side *s);

@@ -22,14 +22,16 @@ static void close_comm(struct side *s, void *comm) {
   else netload_close_recv(&s->nl, comm);
 }
 
-/* softverbs' per-port counter of bytes sent (0 when not there). */
-static unsigned long long port_tx(const char *dev) {
-  static unsigned long long (*fn)(const char *, int);
-  if (!fn) {
-    void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (h) fn = (unsigned long long (*)(const char *, int))dlsym(h, "softverbs_port_tx_bytes");
-  }
+/* softverbs' per-port counters (0 when not there). */
+static unsigned long long counter(const char *name, const char *dev) {
+  void *h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+  unsigned long long (*fn)(const char *, int) =
+    h ? (unsigned long long (*)(const char *, int))dlsym(h, name) : NULL;
   return fn ? fn(dev, 1) : 0;
+}
+/* payload bytes the port sent */
+static unsigned long long port_tx(const char *dev) {
+  return counter("softverbs_port_tx_bytes", dev);
 }
 
 /* Fuses the card's two ports (devices 0 and 1) into s->dev. 0 or -1. */
@@ -262,4 +264,39 @@ void case_stripe_fatal_second(struct side *s) {
   close_comm(s, comm);
   side_close(s);
   unlink(events_path());
+}
+
+/* The GPUDirect flush (forced: host memory here): a striped receiver
+ * reads through each of its ports, as data landed through each; the
+ * flush completes when both reads have. */
+void case_stripe_flush(struct side *s) {
+  setenv("NCCL_DIAG_FORCE_FLUSH", "1", 1);
+  if (open_host(s) || fuse(s)) return;
+  void *comm = NULL;
+  if (pair_open(s, &comm)) return;
+  CHECK(xfer_one(s, comm, 300000, 300000, 6) == 0, "transfer before the flushes");
+  if (s->role == ROLE_RECV) {
+    CHECK(log_find(NCCL_LOG_INFO, "flush queue pair"), "no flush queue pair");
+    unsigned long long r0 = counter("softverbs_port_reads", "mlx5_0");
+    unsigned long long r1 = counter("softverbs_port_reads", "mlx5_1");
+    uint8_t *buf = malloc(4096);
+    void *mh = NULL, *req = NULL;
+    netload_reg_mr(&s->nl, comm, buf, 4096, NCCL_PTR_HOST, &mh);
+    for (int i = 0; i < 20; i++) {
+      int sz = 4096;
+      req = NULL;
+      CHECK(netload_iflush(&s->nl, comm, 1, (void **)&buf, &sz, &mh, &req) == 0 && req,
+            "iflush %d gave no request", i);
+      if (req) CHECK(wait_req(s, req, NULL, 10000) == 0, "flush %d did not complete", i);
+    }
+    r0 = counter("softverbs_port_reads", "mlx5_0") - r0;
+    r1 = counter("softverbs_port_reads", "mlx5_1") - r1;
+    CHECK(r0 == 20 && r1 == 20, "20 flushes read %llu times on mlx5_0 and %llu on mlx5_1", r0, r1);
+    netload_dereg_mr(&s->nl, comm, mh);
+    free(buf);
+  }
+  CHECK(xfer_one(s, comm, 300000, 300000, 7) == 0, "transfer after the flushes");
+  ctl_sync(s);
+  close_comm(s, comm);
+  side_close(s);
 }

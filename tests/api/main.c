@@ -201,6 +201,8 @@ static const struct api_case cases[] = {
    IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 120},
   {"striping: a fatal event on the second port fails the striped connection, naming it",
    case_stripe_fatal_second, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"striping: the flush reads through each port of a striped receiver", case_stripe_flush, TWO,
+   IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"striping: a peer that does not stripe keeps the connection on one port",
    case_stripe_peer_unfused, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 120},
   {"striping: a member port down mid-stream fails the connection naming the port",

@@ -106,6 +106,8 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
   for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++)
     if (mrs[i]) v->dereg_mr(mrs[i]);
   for (int k = 1; k < IB_MAX_STRIPE; k++) { /* striped: the other ports' ([0] went above) */
+    ib_qp_destroy(&c->flush_qps[k]);
+    if (c->flush_mrs[k]) v->dereg_mr(c->flush_mrs[k]);
     if (c->cqs[k]) v->destroy_cq(c->cqs[k]);
     if (c->cr_mrs[k]) v->dereg_mr(c->cr_mrs[k]);
     if (c->sizes_mrs[k]) v->dereg_mr(c->sizes_mrs[k]);

@@ -148,6 +148,9 @@ struct ib_comm {
   uint32_t *flush_buf;
   struct ibv_mr *flush_mr;
   struct ib_req *flush_reqs[IB_SLOTS];
+  uint8_t flush_pending[IB_SLOTS];       /* striped: the ports' reads not completed yet */
+  struct ib_qp flush_qps[IB_MAX_STRIPE]; /* striped: the other ports' ([0] unused) */
+  struct ibv_mr *flush_mrs[IB_MAX_STRIPE];
   uint32_t flush_seq;
   /* requests and state */
   struct ib_req reqs[IB_SEND_REQS];

@@ -125,6 +125,11 @@ static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc, struct ib_dev *
   }
   case WR_RECV: return recv_done(c, wc, slot);
   case WR_FLUSH:
+    if (c->flush_pending[slot] > 1) { /* striped: another port's read comes */
+      c->flush_pending[slot]--;
+      return 0;
+    }
+    c->flush_pending[slot] = 0;
     if (c->flush_reqs[slot]) c->flush_reqs[slot]->is_done = true;
     c->flush_reqs[slot] = NULL;
     return 0;

@@ -128,23 +128,20 @@ ncclResult_t ib_irecv(struct transport_comm *xc, int n, void **data, size_t *siz
   return ncclSuccess;
 }
 
-int ib_flush_setup(struct ib_comm *c) {
-  c->flush_buf = aligned_alloc(64, 64);
-  if (!c->flush_buf) {
-    WARN("connection with %s on %s: out of memory for the flush buffer", c->base.peer.desc,
-         c->dev->label);
-    return ENOMEM;
-  }
-  c->flush_mr = ib_mr_plain(c->dev, c->flush_buf, 64, IBV_ACCESS_LOCAL_WRITE, "the flush buffer");
-  if (!c->flush_mr) return ENOMEM; /* logged */
-  const struct topo_dev *t = c->dev->td;
-  bool is_own = c->gid_dev == c->dev; /* not moved by a fail-over */
+/* A flush queue pair connected to itself on port d (its completions on
+ * cq), reading into the flush buffer through *mr: 0 or an errno (logged). */
+static int flush_qp_on(struct ib_comm *c, struct ib_dev *d, struct ibv_cq *cq, struct ib_qp *q,
+                       struct ibv_mr **mr) {
+  *mr = ib_mr_plain(d, c->flush_buf, 64, IBV_ACCESS_LOCAL_WRITE, "the flush buffer");
+  if (!*mr) return ENOMEM; /* logged */
+  const struct topo_dev *t = d->td;
+  bool is_own = c->gid_dev == d; /* the connection's first port, not moved by a fail-over */
   struct ib_path_ends self_end = {.is_roce = t->ll != TOPO_LL_IB,
-                                  .local_mtu = c->dev->mtu,
+                                  .local_mtu = d->mtu,
                                   .local_gid = is_own ? c->gid : t->gid,
                                   .local_gid_index = is_own ? c->gid_index : t->gid_index,
                                   .remote_lid = t->lid,
-                                  .is_grh_required = c->dev->is_grh_required};
+                                  .is_grh_required = d->is_grh_required};
   struct ib_path p;
   ib_path_self(&self_end, &p);
   p.qpn = 0;
@@ -152,20 +149,44 @@ int ib_flush_setup(struct ib_comm *c) {
   struct hello self;
   memset(&self, 0, sizeof(self));
   snprintf(self.host, sizeof(self.host), "this host");
-  int err =
-    ib_qp_create(&c->flush_qp, c->dev, c->cq, IB_SLOTS, 1, "itself (flush)", why, sizeof(why));
-  if (!err)
-    err =
-      ib_qp_init(&c->flush_qp, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE, why, sizeof(why));
-  if (!err) p.qpn = c->flush_qp.qp->qp_num;
-  if (!err) err = ib_qp_rtr(&c->flush_qp, &p, &self, why, sizeof(why));
-  if (!err) err = ib_qp_rts(&c->flush_qp, why, sizeof(why));
-  if (err) {
+  int err = ib_qp_create(q, d, cq, IB_SLOTS, 1, "itself (flush)", why, sizeof(why));
+  if (!err) err = ib_qp_init(q, IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE, why, sizeof(why));
+  if (!err) p.qpn = q->qp->qp_num;
+  if (!err) err = ib_qp_rtr(q, &p, &self, why, sizeof(why));
+  if (!err) err = ib_qp_rts(q, why, sizeof(why));
+  if (err)
     WARN("connection with %s on %s: the flush queue pair (GPU memory) cannot be set up: %s",
-         c->base.peer.desc, c->dev->label, why);
-    return err;
+         c->base.peer.desc, d->label, why);
+  return err;
+}
+
+/* One flush queue pair per port of the connection: a striped one's data
+ * reaches GPU memory through each port, so each is flushed (as NCCL
+ * flushes every device of a virtual NIC). */
+int ib_flush_setup(struct ib_comm *c) {
+  c->flush_buf = aligned_alloc(64, 64);
+  if (!c->flush_buf) {
+    WARN("connection with %s on %s: out of memory for the flush buffer", c->base.peer.desc,
+         c->dev->label);
+    return ENOMEM;
   }
-  c->has_flush = true;
+  int err = flush_qp_on(c, c->dev, c->cq, &c->flush_qp, &c->flush_mr);
+  for (int k = 1; !err && k < c->ndevs; k++)
+    err = flush_qp_on(c, c->devs[k], c->cqs[k], &c->flush_qps[k], &c->flush_mrs[k]);
+  if (!err) c->has_flush = true;
+  return err;
+}
+
+/* The same read through the connection's other ports (striped). */
+static int flush_others(struct ib_comm *c, struct ibv_send_wr *wr, const struct ib_mh *mh,
+                        struct ibv_sge *sge) {
+  for (int k = 1; k < c->ndevs; k++) {
+    struct ibv_send_wr *bad;
+    sge->lkey = c->flush_mrs[k]->lkey;
+    wr->wr.rdma.rkey = ib_mh_mr(mh, c->members[k])->rkey;
+    int err = ibv_post_send(c->flush_qps[k].qp, wr, &bad);
+    if (err) return err;
+  }
   return 0;
 }
 
@@ -206,6 +227,7 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
     wr.wr.rdma.rkey = r->alt[0]->mr->rkey;
   }
   int err = ibv_post_send(c->flush_qp.qp, &wr, &bad);
+  if (!err) err = flush_others(c, &wr, mh, &sge);
   if (err) {
     ib_req_put(c, r);
     return transport_result(
@@ -215,6 +237,7 @@ ncclResult_t ib_iflush(struct transport_comm *xc, int n, void **data, int *sizes
   r->is_gpu = mh->is_gpu; /* the read's source */
   r->is_flush = true;
   r->seq = c->flush_seq;
+  c->flush_pending[slot] = (uint8_t)c->ndevs; /* done when every port's read is */
   c->flush_reqs[slot] = r;
   c->flush_seq++;
   *request = r;

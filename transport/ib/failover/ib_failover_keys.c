@@ -57,6 +57,9 @@ void ib_fo_unstripe(struct ib_comm *c, struct ib_dev *to) {
   /* the other ports' completion queues go with their queue pairs (gone);
    * their registrations of the control memory stay until close */
   for (int k = 1; k < IB_MAX_STRIPE; k++) {
+    ib_qp_destroy(&c->flush_qps[k]); /* made again for the new port's only (ib_flush_setup) */
+    if (c->flush_mrs[k]) c->dev->v->dereg_mr(c->flush_mrs[k]);
+    c->flush_mrs[k] = NULL;
     if (c->cqs[k]) c->dev->v->destroy_cq(c->cqs[k]);
     c->cqs[k] = NULL;
   }

@@ -81,6 +81,8 @@ static bool affects(const struct ib_comm *c, const struct ib_fatal_rec *r, unsig
   if (r->kind == IB_FATAL_CQ) return r->obj == cq;
   for (int i = 0; i < c->nqps; i++)
     if (r->obj == c->qps[i].qp) return true;
+  for (int k = 1; c->has_flush && k < c->ndevs; k++)
+    if (r->obj == c->flush_qps[k].qp) return true;
   return c->has_flush && r->obj == c->flush_qp.qp;
 }
 
