@@ -33,12 +33,13 @@ enum {
   T_RDMA_GID_STATE = 40,
   T_RDMA_GID_USABLE = 41,
   T_RDMA_PKEY = 42,
-  T_RDMA_DEVS = 43,   /* "<count> <r|t> name,name,..." */
-  T_TRIED = 44,       /* one per address tried: errno, ms, interface, address */
-  T_RDMA_ECE = 45,    /* vendor id, options, comp_mask (u32 each) */
-  T_IF_MTU = 46,      /* u32: the MTU of the interface with T_ADDR */
-  T_RDMA_ALTS = 47,   /* u8 repair mode, then per GID: port u8, index u16, type u8, GID 16 */
-  T_RDMA_STRIPE = 52, /* u8: the fused NIC's ports this side stripes over */
+  T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
+  T_TRIED = 44,     /* one per address tried: errno, ms, interface, address */
+  T_RDMA_ECE = 45,  /* vendor id, options, comp_mask (u32 each) */
+  T_IF_MTU = 46,    /* u32: the MTU of the interface with T_ADDR */
+  T_RDMA_ALTS = 47, /* u8 repair mode, then per GID: port u8, index u16, type u8, GID 16 */
+  /* u8: the ports of the fused NIC this side stripes each message over */
+  T_RDMA_STRIPE = 52,
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
