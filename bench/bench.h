@@ -109,6 +109,7 @@ struct worker_cfg {
   const char *compare; /* the compared plugin's path, or NULL */
   int abi;             /* 0 = newest */
   int dev;             /* -1 = first */
+  const char *fuse;    /* "0,1": fuse these devices (makeVDevice) and use the result */
   const char *netns;   /* NULL = stay */
   const char *ifname;  /* NCCL_SOCKET_IFNAME for the plugin */
   const char *addr;    /* the raw baseline's address */

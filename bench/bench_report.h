@@ -61,6 +61,7 @@ struct opts {
   const char *plugin;
   const char *compare; /* the compared plugin's path, or NULL */
   int abi, dev;
+  const char *fuse; /* --fuse: devices each rank fuses with makeVDevice ("0,1"), or NULL */
   bool is_verbose, has_baseline, is_corrupting, is_lat_one_conn, is_wait_quiet, is_pinned;
   bool is_nccl_shape; /* --nccl-shape: the grid NCCL runs, and its table */
   bool has_targets;   /* --targets: the development goals' verdicts */

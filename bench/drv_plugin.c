@@ -36,6 +36,19 @@ static void logger(ncclDebugLogLevel level, unsigned long flags, const char *fil
  * port. The ABI has no transport field, so the name is what we have. */
 static bool is_rdma_dev(const struct netload_props *pr) { return if_nametoindex(pr->name) == 0; }
 
+/* --fuse: the listed devices become one virtual NIC, as NCCL fuses ports
+ * (makeVDevice); the driver measures over it. 0, or an errno (err). */
+static int fuse(struct plugin_driver *p, const char *list, int *ndev, char *err, size_t cap) {
+  int devs[8], n = 0, vd = -1;
+  for (const char *c = list; *c && n < 8; c += strcspn(c, ","), c += *c == ',') devs[n++] = atoi(c);
+  if (n < 1 || netload_make_vdevice(&p->net, n, devs, &vd) || vd < 0) {
+    snprintf(err, cap, "makeVDevice of devices %s failed (the plugin's WARN above says why)", list);
+    return EINVAL;
+  }
+  p->dev = vd;
+  return netload_devices(&p->net, ndev) ? EIO : 0;
+}
+
 int plugin_driver_open(struct plugin_driver *p, const struct worker_cfg *cfg, const char *path,
                        int abi, char *err, size_t cap) {
   memset(p, 0, sizeof(*p));
@@ -51,6 +64,7 @@ int plugin_driver_open(struct plugin_driver *p, const struct worker_cfg *cfg, co
     return ENODEV;
   }
   p->dev = cfg->dev >= 0 ? cfg->dev : 0;
+  if (cfg->fuse && fuse(p, cfg->fuse, &ndev, err, cap)) return EINVAL;
   if (p->dev >= ndev) {
     snprintf(err, cap, "device %d asked for, the plugin offers %d", p->dev, ndev);
     return EINVAL;

@@ -53,6 +53,8 @@ static const char usage_text[] =
   "  --baseline                  the raw TCP baseline too (after --nccl-shape)\n"
   "  --lat-one-conn              also a latency baseline with both directions on one connection\n"
   "  --pin                       pin rank r (all its threads) to CPU r, both engines alike\n"
+  "  --fuse LIST                 each rank fuses these devices into a virtual NIC (makeVDevice,\n"
+  "                              as NCCL does for NCCL_NET_FORCE_MERGE) and measures over it\n"
   "  --rank-env R:NAME=VALUE     set NAME in rank R (0 or 1) only, before it loads a plugin\n"
   "                              (e.g. 0:NCCL_IB_HCA==rxe0 1:NCCL_IB_HCA==rxe1); repeatable\n"
   "  --wait-quiet                before each measurement, wait until the host is >= 90 % idle\n"
@@ -195,6 +197,7 @@ static enum option_result option(struct opts *o, const char *k, const char *v) {
   else if (!strcmp(k, "--abi"))
     o->abi = atoi(v), bad = o->abi < NETLOAD_ABI_MIN || o->abi > NETLOAD_ABI_MAX;
   else if (!strcmp(k, "--dev")) o->dev = atoi(v), bad = o->dev < 0;
+  else if (!strcmp(k, "--fuse")) o->fuse = v, bad = !*v || strspn(v, "0123456789,") != strlen(v);
   else if (!strcmp(k, "--rank-env")) bad = parse_rank_env(o, v);
   else return OPT_UNKNOWN;
   return bad ? OPT_BAD_VALUE : OPT_TAKEN;
@@ -274,6 +277,7 @@ static const struct tool_opt bench_opts[] = {
   {"abi", 0, TOOL_OPT_VALUE, O_VALUE + 20},
   {"dev", 0, TOOL_OPT_VALUE, O_VALUE + 21},
   {"rank-env", 0, TOOL_OPT_VALUE, O_VALUE + 22},
+  {"fuse", 0, TOOL_OPT_VALUE, O_VALUE + 23},
   {NULL, 0, 0, 0}};
 
 /* One flag or option: PARSE_RUN to go on, or the outcome (why set). */

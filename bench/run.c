@@ -67,6 +67,7 @@ static int spawn(struct ranks *k, const struct opts *o, const struct netns *ns) 
         .compare = o->compare,
         .abi = o->abi,
         .dev = o->dev,
+        .fuse = o->fuse,
         .netns = ns ? ns->ns[r] : NULL,
         .is_verbose = o->is_verbose,
         .is_rdma_only = !strcmp(o->transport, "ib"),

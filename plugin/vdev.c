@@ -230,7 +230,8 @@ static void log_made(int dev, const struct diag_vdev *v) {
   const struct transport_dev *m = diag_vdev_member(v);
   INFO(LOG_INIT | LOG_NET,
        "made virtual device [%d] %s over %d ports (%d Mb/s together, rail %d, plane 0x%x): its "
-       "connections take the ports in turn (a message moves on one port; %s first)",
+       "connections take the ports in turn (%s first), each striping its messages over all the "
+       "ports when the peer's device is fused too",
        dev, v->name, v->ndevs, v->speed_mbps, v->rail_id, (unsigned)v->plane_id, m->name);
   struct ev e;
   ev_begin(&e, "vdevice");

@@ -38,6 +38,8 @@ enum {
   T_RDMA_ECE = 45,  /* vendor id, options, comp_mask (u32 each) */
   T_IF_MTU = 46,    /* u32: the MTU of the interface with T_ADDR */
   T_RDMA_ALTS = 47, /* u8 repair mode, then per GID: port u8, index u16, type u8, GID 16 */
+  /* u8: the ports of the fused NIC this side stripes each message over */
+  T_RDMA_STRIPE = 52,
 };
 
 static void w_tlv(struct wbuf *w, uint16_t type, const void *v, size_t len) {
@@ -146,6 +148,10 @@ static void w_rdma(struct wbuf *w, const struct hello *h) {
     w_tlv(w, T_RDMA_ECE, b, t.len);
   }
   if (r->has_alts) w_alts(w, r);
+  if (r->stripe_ports > 1) {
+    uint8_t b = (uint8_t)r->stripe_ports;
+    w_tlv(w, T_RDMA_STRIPE, &b, 1);
+  }
 }
 
 /* One RDMA detail field: 1 when type is one, 0 when it is not. */
@@ -176,6 +182,11 @@ static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t 
     r->has_ece = !f->is_short;
     return 1;
   case T_RDMA_ALTS: parse_alts(f, r); return 1;
+  case T_RDMA_STRIPE: {
+    uint8_t n = r_u8(f);
+    r->stripe_ports = !f->is_short && n > 1 && n <= 8 ? n : 0;
+    return 1;
+  }
   default: return 0;
   }
 }

@@ -84,6 +84,9 @@ struct hello_rdma {
   int repair_mode; /* REPAIR_AUTO or REPAIR_WARN (common/knobs.h) */
   int nalts;
   struct hello_alt alts[HELLO_MAX_ALTS];
+  /* The ports of the fused NIC (makeVDevice) this side stripes each
+   * message over; 0 (an older peer, or a single port): it does not. */
+  int stripe_ports;
 };
 
 /* A listener address the connector tried before the one this hello went

@@ -66,6 +66,13 @@ void case_mixed_v12_v5(struct side *s);
 void case_size_limits(struct side *s);
 void case_census_at_exit(struct side *s);
 
+void case_ib_failover_second_port(struct side *s);
+void case_stripe_both_ports(struct side *s);
+void case_stripe_split(struct side *s);
+void case_stripe_flush(struct side *s);
+void case_stripe_fatal_second(struct side *s);
+void case_stripe_peer_unfused(struct side *s);
+void case_stripe_port_down(struct side *s);
 void case_ib_qp_log(struct side *s);
 void case_ib_grouped(struct side *s);
 void case_ib_qps(struct side *s);

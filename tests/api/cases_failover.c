@@ -5,8 +5,9 @@
  * are in flight (softverbs reports it DOWN and fails the next completion
  * there with RETRY_EXC_ERR; that side tells the other on the control
  * connection, long before the other's writes to the queue pair in error
- * would time out at NCCL's 8 x 4.3 s). With the setting on, the connection moves to the other
- * port and every message arrives once, intact; later messages go on the
+ * would time out at NCCL's 8 x 4.3 s). Both ends fused, the connection is
+ * striped over both ports (ib_stripe.c). With the setting on, it carries
+ * on over one surviving port and every message arrives once, intact; later messages go on the
  * new port (a completion on the old one would fail again). With it off,
  * the connection fails with the port named and the advice to turn it on. */
 #include <stdio.h>
@@ -35,6 +36,7 @@ static size_t fo_size(int i) { return i % 17 == 5 ? 0 : (size_t)(i * 7919) % FO_
 
 struct fo_run {
   int down_role;
+  const char *down; /* the port that goes down: "mlx5_0" (NULL) or "mlx5_1" */
   uint8_t *buf;
   void *mh, *reqs[FO_MSGS];
   int next, done, err;
@@ -105,8 +107,12 @@ static int run_window(struct side *s, void *comm, struct fo_run *f, int from, in
     /* As NCCL's proxy: post what it can, then test the oldest request. */
     if (f->next < to && f->next - f->done < FO_WINDOW) {
       if (s->role == f->down_role && f->next == FO_FAIL_AT && !getenv("SOFTVERBS_PORT_DOWN")) {
-        setenv("SOFTVERBS_PORT_DOWN", "mlx5_0:1", 1);
-        setenv("SOFTVERBS_WC_ERROR", "RETRY_EXC_ERR:0:mlx5_0", 1);
+        const char *d = f->down ? f->down : "mlx5_0";
+        char v[64];
+        snprintf(v, sizeof(v), "%s:1", d);
+        setenv("SOFTVERBS_PORT_DOWN", v, 1);
+        snprintf(v, sizeof(v), "RETRY_EXC_ERR:0:%s", d);
+        setenv("SOFTVERBS_WC_ERROR", v, 1);
       }
       struct call_clock k;
       clock_start(&k);
@@ -174,16 +180,22 @@ static void fo_close(struct side *s, void *comm, struct fo_run *f) {
   side_close(s);
 }
 
-static void moves(struct side *s, int down_role) {
-  struct fo_run f = {.down_role = down_role};
+/* down: the port that fails ("mlx5_0", the connection's first, or
+ * "mlx5_1"); to: where the side that lost it carries on. */
+static void moves(struct side *s, int down_role, const char *down, const char *to) {
+  struct fo_run f = {.down_role = down_role, .down = down};
   void *comm = fo_open(s, "1", &f);
   if (!comm) return;
   int r = run_window(s, comm, &f, 0, FO_MSGS);
   CHECK(r == 0, "the %s side stopped at message %d of %d: %d",
         s->role == ROLE_SEND ? "sending" : "receiving", f.done, FO_MSGS, r);
   const char *w = log_find(NCCL_LOG_WARN, "moved from");
-  CHECK(w && strstr(w, "moved from mlx5_0 port 1 to mlx5_1 port 1") &&
-          strstr(w, "mlx5_0 port 1 went down") && strstr(w, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1"),
+  /* both ends fused: the connection was striped over both ports (ib_stripe.c) */
+  char moved[96], went[64];
+  snprintf(moved, sizeof(moved), "moved from its 2 striped ports to %s port 1", to);
+  snprintf(went, sizeof(went), "%s port 1 went down", down);
+  CHECK(w && (s->role != down_role || strstr(w, moved)) && strstr(w, went) &&
+          strstr(w, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1"),
         "one WARN names the failed port, its cause and the new port: %s", w ? w : "none");
   /* How many writes were lost in flight depends on timing (usually 7 or 8
    * here): the receiver's checks above show each arrived once. */
@@ -195,7 +207,9 @@ static void moves(struct side *s, int down_role) {
         log_find(NCCL_LOG_WARN, "(RDMA): "));
   /* A completion on the old port would fail now: the next messages go on the new one. */
   ctl_sync(s);
-  setenv("SOFTVERBS_WC_ERROR", "RETRY_EXC_ERR:1:mlx5_0", 1);
+  char again[64];
+  snprintf(again, sizeof(again), "RETRY_EXC_ERR:1:%s", down);
+  setenv("SOFTVERBS_WC_ERROR", again, 1);
   for (int i = 0; i < 16 && !r; i++) r = xfer_one(s, comm, 70000 + (size_t)i, 70016, 500 + i);
   CHECK(r == 0, "messages after the move: %d", r);
   fo_close(s, comm, &f);
@@ -203,11 +217,16 @@ static void moves(struct side *s, int down_role) {
 
 /* The sending side's port: the writes it posted had landed (the receiver
  * completes them), the receiver's clear-to-sends to it are lost. */
-void case_ib_failover_moves(struct side *s) { moves(s, ROLE_SEND); }
+void case_ib_failover_moves(struct side *s) { moves(s, ROLE_SEND, "mlx5_0", "mlx5_1"); }
 
 /* The receiving side's port: the writes in flight to it are lost and sent
  * again on the new port. */
-void case_ib_failover_recv_down(struct side *s) { moves(s, ROLE_RECV); }
+void case_ib_failover_recv_down(struct side *s) { moves(s, ROLE_RECV, "mlx5_0", "mlx5_1"); }
+
+/* The second port of the striped pair fails on the sending side: the
+ * connection carries on over the first alone (both ends), every message
+ * once, intact. */
+void case_ib_failover_second_port(struct side *s) { moves(s, ROLE_SEND, "mlx5_1", "mlx5_0"); }
 
 void case_ib_failover_off(struct side *s) {
   struct fo_run f = {.down_role = ROLE_SEND};

@@ -70,7 +70,8 @@ void case_vdev_fuse(struct side *s) {
   struct netload_props p0, p1;
   netload_props(&s->nl, 0, &p0);
   netload_props(&s->nl, 1, &p1);
-  /* Connections take the ports in turn, the connector the listener's. */
+  /* Connections take the ports in turn, the connector the listener's
+   * (each then stripes over both: both ends are fused, cases_stripe.c). */
   void *comms[2] = {NULL, NULL};
   for (int c = 0; c < 2; c++) {
     log_clear();

@@ -49,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                           h2.rdma.repair_mode != h.rdma.repair_mode ||
                           memcmp(h2.rdma.alts, h.rdma.alts, sizeof(h.rdma.alts))))
     abort();
+  if (h.ib.is_present && h2.rdma.stripe_ports != h.rdma.stripe_ports) abort(); /* ib_stripe.c */
   char diff[4096];
   hello_diff(&h, &h2, diff, sizeof(diff));
   return 0;

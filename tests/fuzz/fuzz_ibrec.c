@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer: the RDMA setup records (INFO and STATUS) read from the peer's
  * control connection. A record that decodes re-encodes to one that decodes
- * to the same queue pairs, keys and reason. */
+ * to the same queue pairs, keys, reason and striped ports. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +18,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (len > size - IBREC_HDR_LEN) len = (uint32_t)(size - IBREC_HDR_LEN);
   struct ibrec r, r2;
   if (ibrec_decode_body(type, data + IBREC_HDR_LEN, len, &r, why, sizeof(why))) return 0;
-  if (r.nqps > IBREC_MAX_QPS || r.max_recvs > 8) abort();
+  if (r.nqps > IBREC_MAX_QPS || r.max_recvs > 8 || r.nports < 0 || r.nports == 1 ||
+      r.nports > IBREC_MAX_STRIPE)
+    abort();
   for (const char *p = r.reason; *p; p++)
     if (*p < 0x20 || *p > 0x7e) abort();
   static uint8_t out[IBREC_HDR_LEN + IBREC_MAX_BODY];
@@ -28,7 +30,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       ibrec_decode_body(type, out + IBREC_HDR_LEN, len, &r2, why, sizeof(why)))
     abort();
   if (r2.nqps != r.nqps || r2.fifo_addr != r.fifo_addr || r2.cr_rkey != r.cr_rkey ||
-      strcmp(r2.reason, r.reason) || r2.is_ok != r.is_ok || memcmp(r2.qpns, r.qpns, sizeof(r.qpns)))
+      strcmp(r2.reason, r.reason) || r2.is_ok != r.is_ok ||
+      memcmp(r2.qpns, r.qpns, sizeof(r.qpns)) || r2.nports != r.nports ||
+      memcmp(r2.ports, r.ports, sizeof(r.ports)))
     abort();
   return 0;
 }

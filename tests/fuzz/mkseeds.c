@@ -48,6 +48,7 @@ int main(int argc, char **argv) {
   m.rdma.alts[0].port = m.rdma.alts[1].port = 1;
   m.rdma.alts[0].gid_index = 2, m.rdma.alts[0].gid_type = 1;
   m.rdma.alts[1].gid_index = 3, m.rdma.alts[1].gid_type = 2;
+  m.rdma.stripe_ports = 2; /* a fused NIC's ports */
   static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
   size_t n;
   if (hello_encode(&m, out, sizeof(out), &n)) return 1;
@@ -76,6 +77,11 @@ int main(int argc, char **argv) {
   if (ibrec_encode(&r, rb, sizeof(rb), &n)) return 1;
   snprintf(d, sizeof(d), "%s/ibrec", argv[1]);
   put(d, "info", rb, n);
+  r.flags |= IBREC_F_STRIPE, r.nports = 2; /* a fused NIC: its ports after the ECE trailer */
+  r.ports[0] = (struct ibrec_port){{0xfe, 0x80}, 1, 4096, 0x55};
+  r.ports[1] = (struct ibrec_port){{0xfe, 0x80, 1}, 2, 1024, 0x77};
+  if (ibrec_encode(&r, rb, sizeof(rb), &n)) return 1;
+  put(d, "info-striped", rb, n);
   struct ibrec st = {IBREC_STATUS, 0, 0, {0}, 0, 0, 0, 0, 0, 0, 0, 0, 0, "RTR failed: no route"};
   if (ibrec_encode(&st, rb, sizeof(rb), &n)) return 1;
   put(d, "status", rb, n);

@@ -40,6 +40,10 @@ enum {
 uint64_t sv_now_ns(void);
 void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *sv_env(const char *name);
+/* sv_counters.c: payload bytes posted on a port */
+void sv_count_tx(const char *dev, int port, uint64_t bytes, bool is_read);
+unsigned long long softverbs_port_tx_bytes(const char *dev, int port);
+unsigned long long softverbs_port_reads(const char *dev, int port);
 long sv_env_long(const char *name, long def, long min, long max);
 double sv_env_double(const char *name, double def);
 int sv_parse_errno(const char *s);

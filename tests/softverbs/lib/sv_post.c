@@ -72,6 +72,8 @@ int sv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr
     uint64_t total;
     if ((err = check_send(qp, wr, &total)) != 0) break;
     enqueue_send(qp, wr, total);
+    sv_count_tx(ibqp->context->device->name, qp->attr.port_num, total,
+                wr->opcode == IBV_WR_RDMA_READ);
   }
   if (qp->state == IBV_QPS_ERR) sv_req_flush_sq(qp, IBV_WC_WR_FLUSH_ERR);
   else sv_qp_drive(qp);

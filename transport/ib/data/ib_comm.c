@@ -105,6 +105,13 @@ static ncclResult_t ib_close(struct transport_comm *xc) {
   struct ibv_mr *mrs[] = {c->fifo_mr, c->sizes_mr, c->shadow_mr, c->cr_mr, c->flush_mr};
   for (size_t i = 0; i < sizeof(mrs) / sizeof(mrs[0]); i++)
     if (mrs[i]) v->dereg_mr(mrs[i]);
+  for (int k = 1; k < IB_MAX_STRIPE; k++) { /* striped: the other ports' ([0] went above) */
+    ib_qp_destroy(&c->flush_qps[k]);
+    if (c->flush_mrs[k]) v->dereg_mr(c->flush_mrs[k]);
+    if (c->cqs[k]) v->destroy_cq(c->cqs[k]);
+    if (c->cr_mrs[k]) v->dereg_mr(c->cr_mrs[k]);
+    if (c->sizes_mrs[k]) v->dereg_mr(c->sizes_mrs[k]);
+  }
   free(c->fifo);
   free(c->sizes_out);
   free(c->settings_diff);
@@ -172,6 +179,19 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   int64_t ar = transport_prefs()->ib_adaptive_routing;
   c->is_ar = ar == -2 ? s->dev->td->ll == TOPO_LL_IB : ar == 1;
   c->ar_threshold = (uint64_t)transport_prefs()->ib_ar_threshold;
+  c->ndevs = s->ndevs;
+  c->nrdevs = s->ndevs > 1 ? s->peer_info.nports : 1;
+  c->stripe = c->ndevs > c->nrdevs ? c->ndevs : c->nrdevs;
+  c->cts_w = c->stripe > 1 ? 2 : 1;
+  for (int k = 0; k < IB_MAX_STRIPE; k++) {
+    c->devs[k] = s->devs[k];
+    c->members[k] = s->members[k];
+    c->cqs[k] = s->cqs[k];
+    c->cr_mrs[k] = s->cr_mrs[k];
+    c->peer_cr_rkeys[k] = k < c->nrdevs && c->stripe > 1 ? s->peer_info.ports[k].cr_rkey : 0;
+    s->cqs[k] = NULL;
+    s->cr_mrs[k] = NULL;
+  }
   c->gid_dev = s->dev;
   c->gid_index = s->mine.ib.gid_index;
   memcpy(c->gid, s->mine.ib.gid, 16);
@@ -180,6 +200,17 @@ static void take_resources(struct ib_comm *c, struct ib_setup *s) {
   s->fifo = s->shadow = NULL;
   s->cr = NULL;
   s->fifo_mr = s->shadow_mr = s->cr_mr = NULL;
+}
+
+/* ", each message striped over mlx5_0 port 1 and mlx5_1 port 1 (the
+ * peer's 2 ports)", or "" for a connection on one port. */
+static void stripe_words(const struct ib_comm *c, char *striped, size_t cap) {
+  striped[0] = 0;
+  if (c->stripe < 2) return;
+  size_t o = (size_t)snprintf(striped, cap, ", each message striped over");
+  for (int k = 0; k < c->ndevs && o < cap; k++)
+    o += (size_t)snprintf(striped + o, cap - o, "%s %s", k ? " and" : "", c->devs[k]->label);
+  if (o < cap) snprintf(striped + o, cap - o, " (the peer's %d ports)", c->nrdevs);
 }
 
 int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transport_comm **out) {
@@ -199,6 +230,9 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   c->is_send = x->is_send;
   c->dev = s->dev;
   c->fatal_born = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
+  for (int k = 1; k < s->ndevs; k++) /* striped: the other ports' */
+    c->fatal_born_m[k] = c->fatal_seen_m[k] =
+      __atomic_load_n(&s->devs[k]->fatal_gen, __ATOMIC_ACQUIRE);
   ctrl_init(&c->ctrl, x->ctrl_fd);
   take_resources(c, s);
   ib_setup_free(s);
@@ -210,12 +244,15 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
     /* nothing more to set up */
   } else if (c->is_send) {
     c->sizes_out = calloc(IB_SLOTS * IB_MAX_RECVS, sizeof(uint32_t));
-    c->sizes_mr = c->sizes_out
-                    ? ib_mr_plain(c->dev, c->sizes_out, IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
-                                  IBV_ACCESS_LOCAL_WRITE, "grouped sizes")
-                    : NULL;
     if (!c->sizes_out) WARN("connection with %s on %s: out of memory", x->peer.desc, c->dev->label);
-    if (!c->sizes_mr) err = ENOMEM;
+    for (int k = 0; c->sizes_out && k < c->ndevs; k++) /* written through each port */
+      c->sizes_mrs[k] =
+        ib_mr_plain(c->devs[k], c->sizes_out, IB_SLOTS * IB_MAX_RECVS * sizeof(uint32_t),
+                    IBV_ACCESS_LOCAL_WRITE, "grouped sizes");
+    c->sizes_mr = c->sizes_mrs[0];
+    c->sizes_mrs[0] = NULL; /* the plain field owns it (a move to another port replaces it) */
+    for (int k = 0; k < c->ndevs; k++)
+      if (!(k ? c->sizes_mrs[k] : c->sizes_mr)) err = ENOMEM;
   } else if (ib_dev_wants_flush(c->dev)) {
     err = ib_flush_setup(c);
   }
@@ -231,6 +268,7 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
   ev_str(&e, "device", c->dev->td->name);
   ev_str(&e, "peer", x->peer.desc);
   ev_int(&e, "qps", c->nqps);
+  ev_int(&e, "stripe", c->stripe);
   ev_end(&e);
   char same[160] = "";
   int port = ib_local_port_of(x->peer_hello.ib.gid);
@@ -244,9 +282,11 @@ int ib_comm_create(struct ib_setup *s, struct transport_setup *x, struct transpo
       snprintf(same, sizeof(same), "; both ends are NICs of this host (%s and %s)", c->dev->label,
                label);
   }
-  INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s%s",
+  char striped[160];
+  stripe_words(c, striped, sizeof(striped));
+  INFO(LOG_NET, "%s connection with %s on %s: RDMA, %d queue pair%s%s%s%s",
        c->is_send ? "send" : "receive", x->peer.desc, c->dev->label, c->nqps,
-       c->nqps == 1 ? "" : "s", c->has_flush ? ", flush queue pair" : "", same);
+       c->nqps == 1 ? "" : "s", striped, c->has_flush ? ", flush queue pair" : "", same);
   *out = &c->base;
   return 0;
 }

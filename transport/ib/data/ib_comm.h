@@ -40,6 +40,7 @@ struct ib_slot {
   struct ib_req *reqs[IB_MAX_RECVS];
   void *bufs[IB_MAX_RECVS];
   uint32_t lkeys[IB_MAX_RECVS];
+  struct ib_mh *mhs[IB_MAX_RECVS]; /* striped: their keys on the other ports */
   bool is_posted;
   bool is_replay; /* posted on a port that failed, not landed: posted again after the move */
   int pending; /* signaled writes of the posted slot not completed yet (one per queue pair used) */
@@ -74,6 +75,7 @@ struct ib_fo {
   int nused;
   struct ib_dev *used[IB_FO_MAX_PORTS]; /* the ports it ran on (registrations made there) */
   struct ib_dev *to;                    /* during a move: the standby's port */
+  struct ib_dev *failed;                /* striped: the port whose completion failed */
   struct ib_res standby;                /* during a move: what the connection moves onto */
   int64_t deadline;
   char cause[700]; /* the failed port's diagnosis */
@@ -100,7 +102,19 @@ struct ib_comm {
   struct ibv_cq *cq;
   int nqps;
   struct ib_qp qps[IB_MAX_QPS];
-  bool is_split;         /* every message is spread over all queue pairs */
+  bool is_split; /* every message is spread over all queue pairs */
+  /* Striped over a fused NIC's ports (ib_stripe.c): a message goes over
+   * `stripe` queue pairs in turn (1: one, unstriped); queue pair j runs
+   * on this side's port devs[j % ndevs] (dev->members[members[]]) towards
+   * the peer's port j % nrdevs. [0] of each array is the plain field. */
+  int stripe, ndevs, nrdevs;
+  struct ib_dev *devs[IB_MAX_STRIPE];
+  int members[IB_MAX_STRIPE];
+  struct ibv_cq *cqs[IB_MAX_STRIPE];
+  struct ibv_mr *cr_mrs[IB_MAX_STRIPE];    /* receiver: its completion records */
+  struct ibv_mr *sizes_mrs[IB_MAX_STRIPE]; /* sender: the grouped sizes */
+  uint32_t peer_cr_rkeys[IB_MAX_STRIPE];   /* sender: the peer's records, per its port */
+  int cts_w;                               /* CTS entry width (ib_cts_at): 2 striped */
   bool is_ar;            /* adaptive routing: large data apart from the immediate */
   uint64_t ar_threshold; /* NCCL_IB_AR_THRESHOLD */
   /* per queue pair: unsignaled writes since its last signaled one */
@@ -134,6 +148,9 @@ struct ib_comm {
   uint32_t *flush_buf;
   struct ibv_mr *flush_mr;
   struct ib_req *flush_reqs[IB_SLOTS];
+  uint8_t flush_pending[IB_SLOTS];       /* striped: the ports' reads not completed yet */
+  struct ib_qp flush_qps[IB_MAX_STRIPE]; /* striped: the other ports' ([0] unused) */
+  struct ibv_mr *flush_mrs[IB_MAX_STRIPE];
   uint32_t flush_seq;
   /* requests and state */
   struct ib_req reqs[IB_SEND_REQS];
@@ -155,11 +172,22 @@ struct ib_comm {
   bool has_warned_stall;           /* a no-progress warning since the last completion */
   struct run_watch watch;          /* the run-time stall verdict's (transport/run/stall.h) */
   unsigned fatal_seen, fatal_born; /* the device's fatal generation: checked, at creation */
+  unsigned fatal_seen_m[IB_MAX_STRIPE], fatal_born_m[IB_MAX_STRIPE]; /* striped: devs[k >= 1] */
   bool is_failed;
   int fail_err;    /* the first failure's errno, classed as transport_result() expects */
   bool is_polling; /* inside ib_poll: a fail-over message waits until it returns */
   struct ib_fo fo;
 };
+
+/* The first of the queue pairs message seq goes on, and how many. */
+static inline int ib_msg_first(const struct ib_comm *c, uint32_t seq) {
+  return c->is_split ? 0 : (int)((seq * (uint32_t)c->stripe) % (uint32_t)c->nqps);
+}
+static inline int ib_msg_qps(const struct ib_comm *c) { return c->is_split ? c->nqps : c->stripe; }
+/* Entry i of FIFO slot `slot` (sender: the FIFO; receiver: its shadow). */
+static inline struct ib_cts *ib_fifo_at(const struct ib_comm *c, int slot, int i) {
+  return ib_cts_at(c->is_send ? c->fifo : c->shadow, slot, i, c->cts_w);
+}
 
 /* The comm takes r's objects (its old ones of those kinds are gone); a
  * registration r leaves NULL stays the comm's. r is left empty. */
@@ -214,12 +242,12 @@ void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size
 /* The fatal-event guard, one line at the top of isend, irecv, iflush and
  * test (as NCCL's fatal-count check): one atomic load and a compare while
  * no fatal event of the device happened; the device's records are read
- * out of line (ib_fatal.c). 0, or the comm's errno once an event
- * affecting it failed it. */
+ * out of line (ib_fatal.c), as are a striped connection's other ports'.
+ * 0, or the comm's errno once an event affecting it failed it. */
 int ib_fatal_check(struct ib_comm *c, unsigned gen);
 static inline int ib_fatal_guard(struct ib_comm *c) {
   unsigned gen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(gen == c->fatal_seen, 1)) return 0;
+  if (__builtin_expect(gen == c->fatal_seen && c->ndevs < 2, 1)) return 0;
   return ib_fatal_check(c, gen);
 }
 /* The flush queue pair (connected to itself): 0 or an errno (logged). */
@@ -269,7 +297,9 @@ static inline bool ib_fo_needs_step(const struct ib_comm *c) {
 int ib_fo_send_keys(struct ib_comm *c, struct ib_slot *sl);
 /* r's registration k of [addr, addr + size) on the comm's port now. */
 int ib_fo_key(struct ib_comm *c, struct ib_req *r, int k, uintptr_t addr, size_t size);
-int ib_fo_recv_keys(struct ib_comm *c, struct ib_req *r, struct ib_cts *e, int n);
+int ib_fo_recv_keys(struct ib_comm *c, struct ib_req *r, int slot, int n);
+/* A striped connection that moved runs on its one new port (to) from then on. */
+void ib_fo_unstripe(struct ib_comm *c, struct ib_dev *to);
 /* Its registrations on a new port are released with the request. */
 void ib_fo_req_done(struct ib_comm *c, struct ib_req *r);
 /* Whether mh is a registration on a port this comm ran on. */

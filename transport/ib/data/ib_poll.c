@@ -36,7 +36,8 @@ static uint32_t slot_max_bytes(const struct ib_slot *sl) {
   return m;
 }
 
-static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
+/* d: the port whose completion queue reported it (striped: any of them). */
+static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind, struct ib_dev *d) {
   /* An error completes unsignaled WRs too: every WR carries its kind. The
    * ones flushed after the first error are that error's consequence. */
   static const char *const what[] = {"a work request", "the RDMA write of a message", "a receive",
@@ -49,13 +50,14 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind) {
     !c->has_success,
     wc_memory(c, kind, slot),
     c->first_error,
-    wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(c->dev),
+    wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(d),
     kind == WR_DATA && slot >= 0 && slot < IB_SLOTS ? slot_max_bytes(&c->slots[slot]) : 0,
     c->max_ok_bytes};
+  if (c->stripe > 1 && !c->fo.failed) c->fo.failed = d; /* where a move must not go */
   char advice[300];
   ib_fo_advice(c, advice, sizeof(advice));
   cx.advice = advice;
-  ib_diag_wc(c->dev, &c->peer_hello, wc, &cx, diag, sizeof(diag));
+  ib_diag_wc(d, &c->peer_hello, wc, &cx, diag, sizeof(diag));
   if (!c->first_error[0]) snprintf(c->first_error, sizeof(c->first_error), "%s", diag);
   /* A peer process that died took its registrations along: on a real
    * kernel its last writes fail with REM_ACCESS_ERR, which names an rkey
@@ -76,7 +78,6 @@ static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
                    slot);
   if (imm == IB_IMM_ABORT) /* its reason may trail on the control socket: later calls read it */
     return ib_wc_verdict(c, "the sending side ended the connection", false);
-  const struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
   if (r->n == 1) {
     r->sizes[0] = (int)imm;
   } else if ((int)imm != r->n) {
@@ -87,11 +88,12 @@ static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
   }
   for (int i = 0; i < r->n; i++) {
     uint32_t sz = r->n == 1 ? imm : c->cr[slot * IB_MAX_RECVS + i];
-    if (sz > e[i].size)
+    uint32_t room = ib_fifo_at(c, slot, i)->size;
+    if (sz > room)
       return ib_fail(c, EPROTO, true,
                      "message %u: the sender reports %u bytes for a %u-byte "
                      "receive",
-                     r->seq, sz, e[i].size);
+                     r->seq, sz, room);
     r->sizes[i] = (int)sz;
   }
   if (c->recv_pending[slot] > 1) { /* a split message: the other queue pairs' parts come next */
@@ -104,9 +106,9 @@ static int recv_done(struct ib_comm *c, const struct ibv_wc *wc, int slot) {
   return 0;
 }
 
-static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
+static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc, struct ib_dev *d) {
   int kind = (int)(wc->wr_id >> 32), slot = (int)(uint32_t)wc->wr_id;
-  if (wc->status != IBV_WC_SUCCESS) return wc_error(c, wc, kind);
+  if (wc->status != IBV_WC_SUCCESS) return wc_error(c, wc, kind, d);
   c->has_success = true;
   if (slot < 0 || slot >= IB_SLOTS) return 0;
   switch (kind) {
@@ -123,6 +125,11 @@ static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
   }
   case WR_RECV: return recv_done(c, wc, slot);
   case WR_FLUSH:
+    if (c->flush_pending[slot] > 1) { /* striped: another port's read comes */
+      c->flush_pending[slot]--;
+      return 0;
+    }
+    c->flush_pending[slot] = 0;
     if (c->flush_reqs[slot]) c->flush_reqs[slot]->is_done = true;
     c->flush_reqs[slot] = NULL;
     return 0;
@@ -130,23 +137,31 @@ static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc) {
   }
 }
 
-static int poll_cq(struct ib_comm *c, int *found) {
+static int poll_cq(struct ib_comm *c, struct ibv_cq *cq, struct ib_dev *d, int *found) {
   struct ibv_wc wc[16];
   for (;;) {
-    int n = ibv_poll_cq(c->cq, 16, wc);
-    if (n < 0) return ib_fail(c, EIO, true, "polling the completion queue failed");
+    int n = ibv_poll_cq(cq, 16, wc);
+    if (n < 0) return ib_fail(c, EIO, true, "polling the completion queue on %s failed", d->label);
     if (found) *found += n;
     for (int i = 0; i < n; i++)
-      if (handle_wc(c, &wc[i])) return c->fail_err;
+      if (handle_wc(c, &wc[i], d)) return c->fail_err;
     if (n < 16) return 0;
   }
+}
+
+/* Striped: each port's completion queue (a message is done when the
+ * parts on every port completed: the slot's pending counts). */
+static int poll_all(struct ib_comm *c, int *found) {
+  int err = poll_cq(c, c->cq, c->dev, found);
+  for (int k = 1; !err && k < c->ndevs; k++) err = poll_cq(c, c->cqs[k], c->devs[k], found);
+  return err;
 }
 
 int ib_poll(struct ib_comm *c, int *found) {
   if (ib_fo_replay_pending(c) && ib_fo_replay(c)) return c->fail_err;
   bool was = c->is_polling;
   c->is_polling = true;
-  int err = poll_cq(c, found);
+  int err = poll_all(c, found);
   c->is_polling = was;
   return err;
 }

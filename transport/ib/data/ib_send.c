@@ -17,13 +17,14 @@ static uint32_t load_idx(const struct ib_cts *e) {
 
 enum slot_state { SLOT_WAITING, SLOT_READY, SLOT_CORRUPT };
 
-static enum slot_state slot_state(const struct ib_cts *e, uint32_t seq, int *n) {
+static enum slot_state slot_state(const struct ib_comm *c, int slot, uint32_t seq, int *n) {
   uint32_t want = seq + 1;
-  if (load_idx(&e[0]) != want) return SLOT_WAITING;
-  int k = (int)e[0].nreqs;
+  const struct ib_cts *e0 = ib_fifo_at(c, slot, 0);
+  if (load_idx(e0) != want) return SLOT_WAITING;
+  int k = (int)e0->nreqs;
   if (k < 1 || k > IB_MAX_RECVS) return SLOT_CORRUPT;
   for (int i = 1; i < k; i++)
-    if (load_idx(&e[i]) != want) return SLOT_WAITING;
+    if (load_idx(ib_fifo_at(c, slot, i)) != want) return SLOT_WAITING;
   *n = k;
   return SLOT_READY;
 }
@@ -32,9 +33,9 @@ static enum slot_state slot_state(const struct ib_cts *e, uint32_t seq, int *n) 
  * none (NCCL's rule, for a single receive too: the send is not posted and
  * NCCL calls again, as when a shared connection's other sender is a step
  * ahead). */
-static int match_entry(const struct ib_slot *sl, const struct ib_cts *e, int tag) {
+static int match_entry(const struct ib_comm *c, int slot, const struct ib_slot *sl, int tag) {
   for (int i = 0; i < sl->n; i++)
-    if (!sl->is_used[i] && e[i].tag == tag) return i;
+    if (!sl->is_used[i] && ib_fifo_at(c, slot, i)->tag == tag) return i;
   return -1;
 }
 
@@ -64,14 +65,14 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   }
   uint32_t seq = c->send_seq;
   int slot = (int)(seq % IB_SLOTS), n = 0;
-  struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
-  enum slot_state ready = c->verdict || ib_fo_moving(c) ? SLOT_WAITING : slot_state(e, seq, &n);
+  enum slot_state ready =
+    c->verdict || ib_fo_moving(c) ? SLOT_WAITING : slot_state(c, slot, seq, &n);
   if (ready == SLOT_CORRUPT)
     return transport_result(
       ib_fail(c, EPROTO, true,
               "clear-to-send slot %d announces %u receives (1 to %d allowed): the FIFO is "
               "corrupt or the peer is not a compatible libnccl-net-diag",
-              slot, e[0].nreqs, IB_MAX_RECVS));
+              slot, ib_fifo_at(c, slot, 0)->nreqs, IB_MAX_RECVS));
   /* A receiver that died must not leave NCCL calling for an entry that
    * never comes: not_now looks at it. */
   if (ready == SLOT_WAITING) return not_now(c, seq, size, tag, false);
@@ -81,16 +82,17 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
     if (sl->is_posted) return transport_result(c->is_failed ? c->fail_err : 0);
   }
   if (!sl->n) memset(sl, 0, sizeof(*sl)), sl->n = n;
-  int i = match_entry(sl, e, tag);
+  int i = match_entry(c, slot, sl, tag);
   if (i < 0) return not_now(c, seq, size, tag, true);
   c->cts_wait_since = 0;
-  if (size > e[i].size) {
+  uint32_t room = ib_fifo_at(c, slot, i)->size;
+  if (size > room) {
     char cause[1600];
     report_size_mismatch(c->settings_diff, c->base.peer.host, cause, sizeof(cause));
     return transport_result(ib_fail(c, EMSGSIZE, true,
                                     "message %u to %s is %zu bytes but the posted receive holds "
                                     "%u bytes: %s",
-                                    seq, c->base.peer.desc, size, e[i].size, cause));
+                                    seq, c->base.peer.desc, size, room, cause));
   }
   struct ib_req *r = ib_req_get(c);
   if (!r) {
@@ -109,6 +111,7 @@ ncclResult_t ib_isend(struct transport_comm *xc, void *data, size_t size, int ta
   sl->reqs[i] = r;
   sl->bufs[i] = data;
   sl->lkeys[i] = mh ? mh->mr->lkey : 0;
+  sl->mhs[i] = mh;
   sl->matched++;
   *request = r;
   if (sl->matched < sl->n) return ncclSuccess; /* the rest of the group comes next */
@@ -133,9 +136,10 @@ static void part_of(uint32_t size, int part, int parts, uint32_t *off, uint32_t 
  * writes the sizes there, and with adaptive routing a large message is
  * written before a 0-byte immediate (the fabric may reorder a write's
  * packets, not two writes). */
-static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int parts) {
+static int post_part(struct ib_comm *c, int slot, int j, int part, int parts) {
   struct ib_slot *sl = &c->slots[slot];
-  const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
+  struct ib_qp *q = &c->qps[j];
+  int ld = j % c->ndevs, rd = j % c->nrdevs; /* this side's port and the peer's */
   struct ibv_sge sge[IB_MAX_RECVS + 1];
   struct ibv_send_wr wr[IB_MAX_RECVS + 1], *bad = NULL;
   memset(wr, 0, sizeof(wr));
@@ -146,13 +150,15 @@ static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int
     uint32_t off, len;
     part_of((uint32_t)sl->reqs[i]->sizes[0], part, parts, &off, &len);
     if (!len) continue;
-    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i] + off, len, sl->lkeys[i]};
+    struct ib_cts *e = ib_fifo_at(c, slot, i);
+    uint32_t lkey = ld && sl->mhs[i] ? ib_mh_mr(sl->mhs[i], c->members[ld])->lkey : sl->lkeys[i];
+    sge[nwr] = (struct ibv_sge){(uintptr_t)sl->bufs[i] + off, len, lkey};
     wr[nwr].sg_list = &sge[nwr];
     wr[nwr].num_sge = 1;
     wr[nwr].opcode = IBV_WR_RDMA_WRITE;
     wr[nwr].wr_id = WR_ID(WR_DATA, slot); /* unsignaled: seen only if it fails */
-    wr[nwr].wr.rdma.remote_addr = e[i].addr + off;
-    wr[nwr].wr.rdma.rkey = e[i].rkey;
+    wr[nwr].wr.rdma.remote_addr = e->addr + off;
+    wr[nwr].wr.rdma.rkey = rd ? ib_cts_keys_of(e)->rkeys[rd] : e->rkey;
     wr[nwr].next = &wr[nwr + 1];
     nwr++;
   }
@@ -166,11 +172,12 @@ static int post_part(struct ib_comm *c, int slot, struct ib_qp *q, int part, int
     last->imm_data = htonl(size0);
   } else {
     sge[nwr] = (struct ibv_sge){(uintptr_t)&c->sizes_out[slot * IB_MAX_RECVS],
-                                (uint32_t)((size_t)sl->n * sizeof(uint32_t)), c->sizes_mr->lkey};
+                                (uint32_t)((size_t)sl->n * sizeof(uint32_t)),
+                                (ld ? c->sizes_mrs[ld] : c->sizes_mr)->lkey};
     last->sg_list = &sge[nwr];
     last->num_sge = 1;
     last->wr.rdma.remote_addr = c->peer_cr_addr + (uint64_t)slot * IB_MAX_RECVS * sizeof(uint32_t);
-    last->wr.rdma.rkey = c->peer_cr_rkey;
+    last->wr.rdma.rkey = rd ? c->peer_cr_rkeys[rd] : c->peer_cr_rkey;
     last->imm_data = htonl((uint32_t)sl->n);
   }
   if (part == 0) ib_prof_send(c, q, sl, wr); /* NCCL profiler events: one per request */
@@ -192,13 +199,12 @@ int ib_post_slot_now(struct ib_comm *c, uint32_t seq) {
   if (ib_fo_moved(c) && ib_fo_send_keys(c, sl)) return c->fail_err;
   for (int i = 0; i < sl->n; i++)
     c->sizes_out[slot * IB_MAX_RECVS + i] = (uint32_t)sl->reqs[i]->sizes[0];
-  int first = c->is_split ? 0 : (int)(seq % (uint32_t)c->nqps);
-  int parts = c->is_split ? c->nqps : 1;
+  int first = ib_msg_first(c, seq), parts = ib_msg_qps(c);
   sl->is_posted = true;
   sl->pending = parts;
   for (int k = 0; k < parts; k++) {
     struct ib_qp *q = &c->qps[first + k];
-    int err = post_part(c, slot, q, k, parts);
+    int err = post_part(c, slot, first + k, k, parts);
     if (err)
       return ib_fail(c, err, true, "posting message %u on qp 0x%x failed: %s", seq, q->qp->qp_num,
                      strerror(err));

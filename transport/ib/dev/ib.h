@@ -56,6 +56,22 @@ struct ib_cts {
 
 _Static_assert(sizeof(struct ib_cts) == 32, "a CTS entry is 32 bytes");
 
+/* A fused NIC (makeVDevice) stripes each message over its member ports
+ * (ib_stripe.c): a CTS entry then carries the receive buffer's key on each
+ * of the receiver's ports, in the 32 bytes before it (so idx stays last). */
+#define IB_MAX_STRIPE 8
+struct ib_cts_keys {
+  uint32_t rkeys[IB_MAX_STRIPE];
+} __attribute__((aligned(32)));
+_Static_assert(sizeof(struct ib_cts_keys) == 32, "a striped CTS entry is 64 bytes");
+/* Entry i of a slot in a FIFO of entries w units wide (1, or 2 striped). */
+static inline struct ib_cts *ib_cts_at(struct ib_cts *fifo, int slot, int i, int w) {
+  return &fifo[(slot * IB_MAX_RECVS + i) * w + (w - 1)];
+}
+static inline struct ib_cts_keys *ib_cts_keys_of(struct ib_cts *e) {
+  return (struct ib_cts_keys *)(void *)(e - 1);
+}
+
 /* A fatal asynchronous event (ib_fatal.c): the device, or one of its
  * completion queues or queue pairs, can no longer be trusted. */
 enum ib_fatal_kind { IB_FATAL_DEVICE, IB_FATAL_CQ, IB_FATAL_QP };
@@ -103,7 +119,7 @@ struct ib_dev {
   /* The ports of the virtual NIC (makeVDevice) this port was fused into,
    * itself included: where its connections may move (ib_failover.c). */
   int nmembers;
-  struct ib_dev *members[8];
+  struct ib_dev *members[IB_MAX_STRIPE];
 };
 
 /* The plugin-wide RDMA state: the verbs library and the opened devices. */
@@ -135,6 +151,9 @@ bool ib_dev_check_port(struct ib_dev *d);
 /* makeVDevice fused these ports into one virtual NIC: each learns the
  * others (NCCL_IB_RESILIENCY_PORT_FAILOVER moves connections between them). */
 void ib_dev_fuse(const struct transport_dev *const *devs, int n);
+/* The ports of d's fused NIC a connection on d offers to stripe each
+ * message over, in its hello (0: none; transport/ib/setup/ib_stripe.c). */
+int ib_stripe_offer(const struct ib_dev *d);
 /* Re-reads the GID in use; a changed address is taken and said once. */
 void ib_dev_refresh_gid(struct ib_dev *d);
 /* "host-b (10.0.0.7)": a peer by host name and address, since containers
@@ -248,7 +267,16 @@ struct ib_mh {
   uintptr_t addr; /* the caller's range */
   size_t len;
   bool is_gpu; /* registered as GPU memory (NCCL_PTR_CUDA) */
+  /* On a fused port: the range registered on each member port too (as
+   * dev->members[]), so a striped connection has a key on every port. */
+  int nmembers;
+  struct ibv_mr *mrs[IB_MAX_STRIPE];
 };
+/* mh's key on member port m of its device (its own registration when the
+ * device is not fused). */
+static inline struct ibv_mr *ib_mh_mr(const struct ib_mh *mh, int m) {
+  return m < mh->nmembers && mh->mrs[m] ? mh->mrs[m] : mh->mr;
+}
 
 /* Whether registrations of NCCL's buffers ask for PCIe relaxed ordering:
  * NCCL_IB_PCI_RELAXED_ORDERING (1 or 2, NCCL's default 2) and a libibverbs

@@ -120,6 +120,76 @@ bool ib_mr_type_ok(const struct ib_dev *d, int type) {
   return false;
 }
 
+/* The range's registration on d, shared through d's cache: NULL with
+ * *err set (logged). */
+static struct ibv_mr *reg_cached(struct ib_dev *d, void *data, size_t size, int dmabuf_fd,
+                                 uint64_t offset, int *err) {
+  struct ibv_mr *out = NULL;
+  uintptr_t a = (uintptr_t)data & ~(page_size() - 1);
+  size_t len = ((uintptr_t)data + size - a + page_size() - 1) & ~(page_size() - 1);
+  if (!len) len = page_size();
+  /* a dma-buf registration maps exactly data..data+size (iova = data) */
+  uintptr_t key = dmabuf_fd < 0 ? a : (uintptr_t)data;
+  size_t key_len = dmabuf_fd < 0 ? len : size;
+  pthread_mutex_lock(&d->lock);
+  struct ib_mr_entry *e = cache_find(d, key, key_len);
+  if (e) {
+    e->refs++;
+    out = e->mr;
+  } else {
+    struct ibv_mr *mr = reg_ordered(d, a, len, data, size, dmabuf_fd, offset, err);
+    if (mr && !cache_add(d, key, key_len, mr)) {
+      WARN("device %s: memory registration of %zu bytes: out of memory for its cache entry",
+           d->label, len);
+      d->v->dereg_mr(mr);
+      mr = NULL;
+      *err = ENOMEM;
+    }
+    out = mr;
+  }
+  pthread_mutex_unlock(&d->lock);
+  return out;
+}
+
+/* Drops a reference to mr in d's cache (deregistered with the last). */
+static int dereg_cached(struct ib_dev *d, struct ibv_mr *mr) {
+  int err = 0;
+  pthread_mutex_lock(&d->lock);
+  int i;
+  for (i = 0; i < d->nmr && d->mrs[i].mr != mr; i++) {
+  }
+  if (i < d->nmr) {
+    if (--d->mrs[i].refs == 0) {
+      err = d->v->dereg_mr(d->mrs[i].mr);
+      d->mrs[i] = d->mrs[--d->nmr];
+    }
+  } else {
+    err = d->v->dereg_mr(mr); /* a handle whose entry is gone: its own registration */
+  }
+  pthread_mutex_unlock(&d->lock);
+  if (err) WARN("device %s: deregistering memory failed: %s", d->label, strerror(err));
+  return err;
+}
+
+/* On a fused port, the other member ports register the range too: a
+ * connection striped over them writes through each (0, or an errno). */
+static int reg_members(struct ib_dev *d, void *data, size_t size, int fd, uint64_t offset,
+                       struct ib_mh *mh) {
+  int err = 0;
+  for (int m = 0; m < d->nmembers && m < IB_MAX_STRIPE && !err; m++) {
+    mh->mrs[m] =
+      d->members[m] == d ? mh->mr : reg_cached(d->members[m], data, size, fd, offset, &err);
+    mh->nmembers = m + 1;
+  }
+  return err;
+}
+
+static void dereg_members(struct ib_mh *mh) {
+  for (int m = 0; m < mh->nmembers; m++)
+    if (mh->mrs[m] && mh->mrs[m] != mh->mr) (void)dereg_cached(mh->dev->members[m], mh->mrs[m]);
+  mh->nmembers = 0;
+}
+
 int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t offset,
               bool is_gpu, struct ib_mh **out) {
   *out = NULL;
@@ -128,30 +198,14 @@ int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t
     WARN("device %s: memory registration of %zu bytes: out of memory", d->label, size);
     return ENOMEM;
   }
-  uintptr_t a = (uintptr_t)data & ~(page_size() - 1);
-  size_t len = ((uintptr_t)data + size - a + page_size() - 1) & ~(page_size() - 1);
-  if (!len) len = page_size();
   int err = 0;
-  /* a dma-buf registration maps exactly data..data+size (iova = data) */
-  uintptr_t key = dmabuf_fd < 0 ? a : (uintptr_t)data;
-  size_t key_len = dmabuf_fd < 0 ? len : size;
-  pthread_mutex_lock(&d->lock);
-  struct ib_mr_entry *e = cache_find(d, key, key_len);
-  if (e) {
-    e->refs++;
-    mh->mr = e->mr;
-  } else {
-    struct ibv_mr *mr = reg_ordered(d, a, len, data, size, dmabuf_fd, offset, &err);
-    if (mr && !cache_add(d, key, key_len, mr)) {
-      WARN("device %s: memory registration of %zu bytes: out of memory for its cache entry",
-           d->label, len);
-      d->v->dereg_mr(mr);
-      err = ENOMEM;
-    }
-    mh->mr = mr;
-  }
-  pthread_mutex_unlock(&d->lock);
+  mh->dev = d;
+  mh->mr = reg_cached(d, data, size, dmabuf_fd, offset, &err);
+  if (!err && d->nmembers > 1 && ib_stripe_offer(d))
+    err = reg_members(d, data, size, dmabuf_fd, offset, mh);
   if (err) {
+    dereg_members(mh);
+    if (mh->mr) (void)dereg_cached(d, mh->mr);
     free(mh);
     return err;
   }
@@ -165,22 +219,9 @@ int ib_mr_reg(struct ib_dev *d, void *data, size_t size, int dmabuf_fd, uint64_t
 }
 
 int ib_mr_dereg(struct ib_dev *d, struct ib_mh *mh) {
-  int err = 0;
-  pthread_mutex_lock(&d->lock);
-  int i;
-  for (i = 0; i < d->nmr && d->mrs[i].mr != mh->mr; i++) {
-  }
-  if (i < d->nmr) {
-    if (--d->mrs[i].refs == 0) {
-      err = d->v->dereg_mr(d->mrs[i].mr);
-      d->mrs[i] = d->mrs[--d->nmr];
-    }
-  } else {
-    err = d->v->dereg_mr(mh->mr); /* a handle whose entry is gone: its own registration */
-  }
-  pthread_mutex_unlock(&d->lock);
+  dereg_members(mh);
+  int err = dereg_cached(d, mh->mr);
   mh->obj = OBJ_DEAD;
   free(mh);
-  if (err) WARN("device %s: deregistering memory failed: %s", d->label, strerror(err));
   return err;
 }

@@ -41,7 +41,8 @@
 #include "transport/wire.h"
 
 #define FO_WAIT_NS 30000000000LL /* a move the peer does not answer in this time fails */
-#define FO_FIFO_BYTES (sizeof(struct ib_cts) * IB_SLOTS * IB_MAX_RECVS)
+/* striped entries take twice the room (ib.h), and keep it after a move */
+#define FO_FIFO_BYTES (2 * sizeof(struct ib_cts) * IB_SLOTS * IB_MAX_RECVS)
 #define FO_CR_BYTES (sizeof(uint32_t) * IB_SLOTS * IB_MAX_RECVS)
 #define FO_CAUSE_SHOWN 420 /* of a diagnosis, in the one-line WARN */
 
@@ -57,12 +58,15 @@ const char *ib_fo_stage_name(enum ib_fo_stage stage) {
 
 static bool is_on(void) { return transport_prefs()->is_port_failover; }
 
-/* The first other port of the virtual NIC that is up. */
+/* The first other port of the virtual NIC that is up. A striped
+ * connection (ib_stripe.c) collapses onto one port: another than its
+ * first if one is up, else its first, never the one that failed. */
 static struct ib_dev *standby_port(const struct ib_comm *c) {
   for (int i = 0; i < c->dev->nmembers; i++) {
     struct ib_dev *m = c->dev->members[i];
-    if (m != c->dev && !ib_dev_check_port(m)) return m;
+    if (m != c->dev && m != c->fo.failed && !ib_dev_check_port(m)) return m;
   }
+  if (c->stripe > 1 && c->dev != c->fo.failed && !ib_dev_check_port(c->dev)) return c->dev;
   return NULL;
 }
 
@@ -86,8 +90,8 @@ void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap) {
   if (to)
     snprintf(buf, cap,
              "; NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on both sides would have moved this connection "
-             "to %s, another port of its virtual NIC, and kept it alive",
-             to->label);
+             "to %s, %s port of its virtual NIC, and kept it alive",
+             to->label, to == c->dev ? "a surviving" : "another");
 }
 
 /* ---- messages on the control connection ---- */
@@ -217,6 +221,7 @@ static int switch_to_standby(struct ib_comm *c) {
   else v->dereg_mr(c->cr_mr), v->dereg_mr(c->shadow_mr);
   ib_comm_adopt(c, &f->standby);
   c->is_split = false;
+  ib_fo_unstripe(c, f->to);
   memset(c->unsignaled, 0, sizeof(c->unsignaled));
   if (f->nused < IB_FO_MAX_PORTS) f->used[f->nused++] = c->dev;
   c->dev = f->to;
@@ -254,7 +259,9 @@ static int start_move(struct ib_comm *c, struct ib_dev *to, const char *cause, b
              "link); the receiver saw: %s",
              c->dev->label, host, c->dev->td->netdev ? c->dev->td->netdev : "", cause);
   else if (is_peer) snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", cause);
-  else snprintf(c->fo.cause, sizeof(c->fo.cause), "%s on %s: %s", c->dev->label, host, cause);
+  else
+    snprintf(c->fo.cause, sizeof(c->fo.cause), "%s on %s: %s",
+             (c->fo.failed ? c->fo.failed : c->dev)->label, host, cause);
   stop_old(c);
   int err = make_standby(c, to, why, sizeof(why));
   if (err) return give_up(c, err, true, why);
@@ -281,7 +288,8 @@ bool ib_fo_on_error(struct ib_comm *c, const char *diag, bool is_port_down) {
   /* The receiver's port failed: the sender moves the connection. */
   char host[64] = "this host";
   gethostname(host, sizeof(host) - 1);
-  snprintf(c->fo.cause, sizeof(c->fo.cause), "%s on %s: %s", c->dev->label, host, diag);
+  snprintf(c->fo.cause, sizeof(c->fo.cause), "%s on %s: %s",
+           (c->fo.failed ? c->fo.failed : c->dev)->label, host, diag);
   struct ib_fo_msg m = {.kind = IB_FO_HINT};
   snprintf(m.text, sizeof(m.text), "%s", c->fo.cause);
   if (send_msg(c, &m)) return false;
@@ -289,6 +297,12 @@ bool ib_fo_on_error(struct ib_comm *c, const char *diag, bool is_port_down) {
   c->fo.stage = IB_FO_EXPECT;
   c->fo.deadline = now_ns() + FO_WAIT_NS;
   return true;
+}
+
+/* "mlx5_0 port 1", or "its 2 striped ports" for a striped connection. */
+static void where_from(const struct ib_comm *c, char *was, size_t cap) {
+  if (c->stripe > 1) snprintf(was, cap, "its %d striped ports", c->ndevs);
+  else snprintf(was, cap, "%s", c->dev->label);
 }
 
 /* Receiver: the sequences of the receives still waiting, ascending. */
@@ -302,6 +316,16 @@ static int pending_receives(const struct ib_comm *c, uint32_t *out) {
   return n;
 }
 
+/* A striped receiver joins the sender on the port of the same name when
+ * it is up (the two ends of one rail), else it takes its standby. */
+static struct ib_dev *same_port(const struct ib_comm *c, const char *port) {
+  for (int i = 0; c->stripe > 1 && i < c->dev->nmembers; i++) {
+    struct ib_dev *m = c->dev->members[i];
+    if (!strcmp(m->label, port) && m != c->fo.failed && !ib_dev_check_port(m)) return m;
+  }
+  return NULL;
+}
+
 static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
   struct ib_dev *to;
   char why[1024];
@@ -311,6 +335,7 @@ static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
     (void)give_up(c, ECONNRESET, true, no);
     return;
   }
+  if (same_port(c, m->port)) to = same_port(c, m->port);
   int err = make_standby(c, to, why, sizeof(why));
   if (!err) err = connect_standby(c, m, why, sizeof(why));
   if (err) {
@@ -325,9 +350,8 @@ static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
   a.addr = (uintptr_t)c->cr;
   a.rkey = c->fo.standby.cr_mr->rkey;
   a.npending = pending_receives(c, a.pending);
-  const char *from = c->dev->label;
   char was[80];
-  snprintf(was, sizeof(was), "%s", from);
+  where_from(c, was, sizeof(was));
   if (switch_to_standby(c)) return;
   c->fo.stage = IB_FO_WAIT_GO;
   c->fo.deadline = now_ns() + FO_WAIT_NS;
@@ -382,14 +406,15 @@ static void on_ack(struct ib_comm *c, const struct ib_fo_msg *m) {
     return;
   }
   char was[80];
-  snprintf(was, sizeof(was), "%s", c->dev->label);
+  where_from(c, was, sizeof(was));
   int landed = settle_posted(c, m);
   if (switch_to_standby(c)) return;
   c->peer_cr_addr = m->addr;
   c->peer_cr_rkey = m->rkey;
   /* Every clear-to-send comes again, with the receiver's keys on its new port. */
-  for (int i = 0; i < IB_SLOTS * IB_MAX_RECVS; i++)
-    __atomic_store_n(&c->fifo[i].idx, 0, __ATOMIC_RELEASE);
+  for (int s = 0; s < IB_SLOTS; s++)
+    for (int i = 0; i < IB_MAX_RECVS; i++)
+      __atomic_store_n(&ib_fifo_at(c, s, i)->idx, 0, __ATOMIC_RELEASE);
   struct ib_fo_msg go = {.kind = IB_FO_GO};
   if (send_msg(c, &go)) {
     (void)ib_fail(c, ECONNRESET, false, "%.*s; the control connection failed during the move",
@@ -411,8 +436,7 @@ static void on_go(struct ib_comm *c) {
   for (int i = 0; i < n && !c->is_failed; i++) {
     int slot = (int)(pending[i] % IB_SLOTS);
     struct ib_req *r = c->slot_reqs[slot];
-    struct ib_cts *e = &c->shadow[slot * IB_MAX_RECVS];
-    if (ib_fo_recv_keys(c, r, e, r->n)) return;
+    if (ib_fo_recv_keys(c, r, slot, r->n)) return;
     if (ib_post_recvs(c, pending[i], slot)) return;
     (void)ib_post_cts(c, pending[i], slot, r->n);
   }
@@ -498,10 +522,9 @@ int ib_fo_replay(struct ib_comm *c) {
     int slot = (int)(seq % IB_SLOTS);
     struct ib_slot *sl = &c->slots[slot];
     if (!sl->is_replay || sl->reqs[0]->seq != seq) continue;
-    const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
     bool is_back = true;
     for (int i = 0; i < sl->n; i++)
-      is_back &= __atomic_load_n(&e[i].idx, __ATOMIC_ACQUIRE) == seq + 1;
+      is_back &= __atomic_load_n(&ib_fifo_at(c, slot, i)->idx, __ATOMIC_ACQUIRE) == seq + 1;
     if (!is_back) break; /* its clear-to-send is on its way */
     sl->is_replay = false;
     c->fo.nreplay--;

@@ -40,15 +40,35 @@ int ib_fo_send_keys(struct ib_comm *c, struct ib_slot *sl) {
   return 0;
 }
 
-int ib_fo_recv_keys(struct ib_comm *c, struct ib_req *r, struct ib_cts *e, int n) {
+int ib_fo_recv_keys(struct ib_comm *c, struct ib_req *r, int slot, int n) {
   if (!c->fo.is_moved) return 0;
   for (int i = 0; i < n && i < IB_MAX_RECVS; i++) {
-    if (!e[i].size) continue; /* nothing is written there */
-    int err = ib_fo_key(c, r, i, (uintptr_t)e[i].addr, e[i].size);
+    struct ib_cts *e = ib_fifo_at(c, slot, i);
+    if (!e->size) continue; /* nothing is written there */
+    int err = ib_fo_key(c, r, i, (uintptr_t)e->addr, e->size);
     if (err) return err;
-    e[i].rkey = r->alt[i]->mr->rkey;
+    e->rkey = r->alt[i]->mr->rkey;
   }
   return 0;
+}
+
+void ib_fo_unstripe(struct ib_comm *c, struct ib_dev *to) {
+  if (c->stripe < 2) return;
+  /* the other ports' completion queues go with their queue pairs (gone);
+   * their registrations of the control memory stay until close */
+  for (int k = 1; k < IB_MAX_STRIPE; k++) {
+    ib_qp_destroy(&c->flush_qps[k]); /* made again for the new port's only (ib_flush_setup) */
+    if (c->flush_mrs[k]) c->dev->v->dereg_mr(c->flush_mrs[k]);
+    c->flush_mrs[k] = NULL;
+    if (c->cqs[k]) c->dev->v->destroy_cq(c->cqs[k]);
+    c->cqs[k] = NULL;
+  }
+  c->cqs[0] = c->cq;
+  c->stripe = c->ndevs = c->nrdevs = 1; /* the entries keep their width (c->cts_w) */
+  c->fo.failed = NULL;
+  c->devs[0] = to;
+  for (int m = 0; m < to->nmembers; m++)
+    if (to->members[m] == to) c->members[0] = m;
 }
 
 void ib_fo_req_done(struct ib_comm *c, struct ib_req *r) {

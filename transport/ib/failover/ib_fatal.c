@@ -74,30 +74,36 @@ void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const cha
 /* The record that affects c, if any: a device event always; a CQ or QP
  * event only when it came after c was made (a later object may reuse the
  * address). */
-static bool affects(const struct ib_comm *c, const struct ib_fatal_rec *r) {
+static bool affects(const struct ib_comm *c, const struct ib_fatal_rec *r, unsigned born,
+                    const struct ibv_cq *cq) {
   if (r->kind == IB_FATAL_DEVICE) return true;
-  if (r->gen <= c->fatal_born) return false;
-  if (r->kind == IB_FATAL_CQ) return r->obj == c->cq;
+  if (r->gen <= born) return false;
+  if (r->kind == IB_FATAL_CQ) return r->obj == cq;
   for (int i = 0; i < c->nqps; i++)
     if (r->obj == c->qps[i].qp) return true;
+  for (int k = 1; c->has_flush && k < c->ndevs; k++)
+    if (r->obj == c->flush_qps[k].qp) return true;
   return c->has_flush && r->obj == c->flush_qp.qp;
 }
 
-int ib_fatal_check(struct ib_comm *c, unsigned gen) {
-  if (c->is_failed) return c->fail_err;
-  c->fatal_seen = gen;
+/* Port k of the connection (0: c->dev; striped, devs[k]) at generation gen. */
+static int check_port(struct ib_comm *c, int k, unsigned gen) {
+  struct ib_dev *d = k ? c->devs[k] : c->dev;
+  unsigned *seen = k ? &c->fatal_seen_m[k] : &c->fatal_seen;
+  unsigned born = k ? c->fatal_born_m[k] : c->fatal_born;
+  *seen = gen;
   struct ib_fatal_rec hit;
   bool found = false;
-  pthread_mutex_lock(&c->dev->lock);
-  for (int i = 0; i < c->dev->nfatal && !found; i++)
-    if (affects(c, &c->dev->fatals[i])) hit = c->dev->fatals[i], found = true;
-  pthread_mutex_unlock(&c->dev->lock);
+  pthread_mutex_lock(&d->lock);
+  for (int i = 0; i < d->nfatal && !found; i++)
+    if (affects(c, &d->fatals[i], born, k ? c->cqs[k] : c->cq)) hit = d->fatals[i], found = true;
+  pthread_mutex_unlock(&d->lock);
   if (!found) return 0;
   if (hit.kind != IB_FATAL_DEVICE && now_ns() - hit.at_ns < QP_EVENT_GRACE_NS) {
-    c->fatal_seen = gen - 1; /* look again at the next call */
+    *seen = gen - 1; /* look again at the next call */
     return ib_check_peer(c, now_ns());
   }
-  const struct topo_dev *t = c->dev->td;
+  const struct topo_dev *t = d->td;
   char host[64] = "this node";
   gethostname(host, sizeof(host) - 1);
   if (hit.kind == IB_FATAL_DEVICE)
@@ -115,4 +121,14 @@ int ib_fatal_check(struct ib_comm *c, unsigned gen) {
                  "qp 0x%x of this connection on device %s port %d reported %s: the queue pair is "
                  "in error and the connection cannot continue",
                  hit.qpn, t->name, t->ib_port, hit.what);
+}
+
+int ib_fatal_check(struct ib_comm *c, unsigned gen) {
+  if (c->is_failed) return c->fail_err;
+  int err = gen != c->fatal_seen ? check_port(c, 0, gen) : 0;
+  for (int k = 1; !err && k < c->ndevs; k++) {
+    unsigned g = __atomic_load_n(&c->devs[k]->fatal_gen, __ATOMIC_ACQUIRE);
+    if (g != c->fatal_seen_m[k]) err = check_port(c, k, g);
+  }
+  return err;
 }

@@ -120,12 +120,12 @@ static void describe(const struct ib_req *r, char *buf, size_t cap) {
 /* " 3, 5" : the tags of a slot's entries that no send has matched yet. */
 static void free_tags(const struct ib_comm *c, int slot, int n, char *buf, size_t cap) {
   const struct ib_slot *sl = &c->slots[slot];
-  const struct ib_cts *e = &c->fifo[slot * IB_MAX_RECVS];
   size_t len = 0;
   buf[0] = 0;
   for (int i = 0; i < n && len < cap; i++)
     if (!(sl->n && sl->is_used[i]))
-      len += (size_t)snprintf(buf + len, cap - len, "%s%d", len ? ", " : "", e[i].tag);
+      len += (size_t)snprintf(buf + len, cap - len, "%s%d", len ? ", " : "",
+                              ib_fifo_at(c, slot, i)->tag);
 }
 
 /* What a request waits for, and what that means given the peer's
@@ -169,7 +169,7 @@ void ib_check_cts_wait(struct ib_comm *c, int64_t now, uint32_t seq, size_t size
   char advice[400], what[400];
   long long secs = (long long)((now - c->cts_wait_since) / 1000000000LL);
   if (c->is_tag_unmatched) {
-    int slot = (int)(seq % IB_SLOTS), n = (int)c->fifo[slot * IB_MAX_RECVS].nreqs;
+    int slot = (int)(seq % IB_SLOTS), n = (int)ib_fifo_at(c, slot, 0)->nreqs;
     char tags[120];
     free_tags(c, slot, n, tags, sizeof(tags));
     snprintf(what, sizeof(what),

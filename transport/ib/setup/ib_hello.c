@@ -93,6 +93,7 @@ void ib_fill_hello(const struct transport_dev *x, struct hello *h) {
   pthread_mutex_unlock(&d->lock);
   fill_rdma(t, &h->rdma);
   ib_ece_fill_hello(d, &h->rdma);
+  h->rdma.stripe_ports = ib_stripe_offer(d);
   /* A GID that is not there has no type: 0, which no version check reads. */
   b->gid_type = t->ll == TOPO_LL_IB || h->rdma.gid_state != HELLO_GID_POPULATED ? 0
                 : t->gid_type == GID_TYPE_V2                                    ? 2

@@ -116,10 +116,13 @@ int ib_res_connect(struct ib_setup *s, char *why, size_t cap) {
   path_of(s, &p);
   for (; s->rtr_qp < s->nqps; s->rtr_qp++) {
     int i = s->rtr_qp;
+    struct hello port_peer; /* striped: the peer's port of this queue pair */
+    if (s->ndevs > 1) ib_stripe_path(s, i, &port_peer, &p);
+    const struct hello *peer = s->ndevs > 1 ? &port_peer : &s->peer;
     p.qpn = s->peer_info.qpns[i];
     if (!s->rtr_retries)
       ib_ece_apply(s->dev, &s->qps[i], &s->peer, s->is_ece_waiting ? &s->peer_status : NULL);
-    int err = ib_qp_rtr(&s->qps[i], &p, &s->peer, why, cap);
+    int err = ib_qp_rtr(&s->qps[i], &p, peer, why, cap);
     if (err) return retry_later(s, i, err, why, cap);
     err = ib_qp_rts(&s->qps[i], why, cap);
     if (err) return err;

@@ -57,6 +57,7 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int
   if (!s->repair.is_applied)
     ib_repair_report(&s->repair, is_send, s->dev->label, &s->mine, &s->peer, s->peer_desc, true);
   else ib_repair_apply(&s->repair, is_send, &s->mine, &s->peer);
+  ib_stripe_local(s);
   s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   /* RTR retries (ib_rtr.c) may take their budget on either side. */
   s->deadline = now_ns() + transport_prefs()->connect_timeout_ms * 1000000LL + ib_rtr_budget_ns();
@@ -93,14 +94,17 @@ static void make_info(struct ib_setup *s) {
   r->type = IBREC_INFO;
   r->flags = (local_fallback_ok() ? IBREC_F_FALLBACK : 0) | IBREC_F_ECE_REDUCED;
   if (s->is_send && transport_prefs()->is_split_data_on_qps) r->flags |= IBREC_F_SPLIT;
-  int nqps = s->is_send ? qps_wanted() : s->peer_info.nqps;
-  if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS;
+  /* striped: the setting's count for each port of the wider side */
+  int width = ib_stripe_width(s);
+  int nqps = s->is_send ? qps_wanted() * width : s->peer_info.nqps;
+  if (nqps > IB_MAX_QPS) nqps = IB_MAX_QPS - IB_MAX_QPS % width;
   if (ib_compat_check(s->dev, &s->mine, &s->peer, why, sizeof(why), s->notes, sizeof(s->notes)) ==
         0 &&
       (s->is_send || s->peer_info.is_ok) && ib_res_create(s, nqps, why, sizeof(why)) == 0) {
     r->is_ok = true;
     r->nqps = s->nqps;
     for (int i = 0; i < s->nqps; i++) r->qpns[i] = s->qps[i].qp->qp_num;
+    ib_stripe_fill_info(s, r);
   } else if (!s->is_send && !s->peer_info.is_ok && !why[0]) {
     snprintf(why, sizeof(why), "the peer could not set up its side: %s", s->peer_info.reason);
   }
@@ -176,6 +180,8 @@ static bool make_status(struct ib_setup *s) {
     snprintf(why, sizeof(why), "%s (reported by the peer)", s->peer_info.reason);
   } else if (s->is_ece_waiting && !s->peer_status.is_ok) {
     snprintf(why, sizeof(why), "%s (reported by the peer)", s->peer_status.reason);
+  } else if (ib_stripe_check(s, why, sizeof(why))) {
+    /* why says it */
   } else if (s->peer_info.nqps != s->nqps) {
     snprintf(why, sizeof(why), "the peer has %d queue pairs, this side %d", s->peer_info.nqps,
              s->nqps);

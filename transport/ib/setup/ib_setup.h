@@ -56,6 +56,15 @@ struct ib_setup {
   int rtr_total;        /* retries of the whole connection */
   int64_t rtr_retry_at; /* not before (0: now) */
   int64_t rtr_first_ns; /* the first failure */
+  /* striping over a fused NIC's ports (ib_stripe.c): this side's ports in
+   * its order (ndevs 1: one port, not striped), each one's index in
+   * dev->members, its completion queue ([0] is cq) and, on a receiver,
+   * the completion records' registration there ([0] is cr_mr) */
+  int ndevs;
+  struct ib_dev *devs[IB_MAX_STRIPE];
+  int members[IB_MAX_STRIPE];
+  struct ibv_cq *cqs[IB_MAX_STRIPE];
+  struct ibv_mr *cr_mrs[IB_MAX_STRIPE];
   /* records */
   struct ibrec mine_info, peer_info, mine_status, peer_status;
   uint8_t out_buf[IBREC_HDR_LEN + IBREC_MAX_BODY];
@@ -84,6 +93,21 @@ enum ib_grh ib_rtr_path(const struct ib_dev *d, bool is_send, const uint8_t loca
                         int local_gid_index, const struct hello *peer, int sl, int tc,
                         struct ib_path *p);
 void ib_res_free(struct ib_setup *s);
+
+/* ---- striping over a fused NIC's ports (ib_stripe.c) ---- */
+/* This side's ports (s->devs), striped when both hellos offered it:
+ * their count. */
+int ib_stripe_local(struct ib_setup *s);
+/* Queue pairs per message and the factor of the connection's count:
+ * the larger side's port count (1 unstriped). */
+int ib_stripe_width(const struct ib_setup *s);
+/* Our INFO lists our ports when striped. */
+void ib_stripe_fill_info(const struct ib_setup *s, struct ibrec *r);
+/* The peer's INFO agrees with both hellos: 0, or EPROTO with why. */
+int ib_stripe_check(const struct ib_setup *s, char *why, size_t cap);
+/* The RTR path of striped queue pair i, and the peer as that port (for
+ * the diagnosis). */
+void ib_stripe_path(const struct ib_setup *s, int i, struct hello *peer, struct ib_path *p);
 /* How much longer than NCCL_DIAG_CONNECT_TIMEOUT_MS the setup may take
  * when RTR retries spend their whole budget, on this side or (at NCCL's
  * defaults) on the peer's. */

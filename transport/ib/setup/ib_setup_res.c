@@ -12,7 +12,8 @@
 #include "transport/ib/setup/ib_setup.h"
 
 #define CQ_MIN_DEPTH 1024
-#define FIFO_BYTES (sizeof(struct ib_cts) * IB_SLOTS * IB_MAX_RECVS)
+/* room for striped entries (a key per port before each entry, ib.h) */
+#define FIFO_BYTES (2 * sizeof(struct ib_cts) * IB_SLOTS * IB_MAX_RECVS)
 #define CR_BYTES (sizeof(uint32_t) * IB_SLOTS * IB_MAX_RECVS)
 
 static void *zalloc_pages(size_t n) {
@@ -38,9 +39,14 @@ static int make_memory(struct ib_setup *s, char *why, size_t cap) {
     s->cr = zalloc_pages(CR_BYTES);
     if (s->shadow)
       s->shadow_mr = ib_mr_plain(d, s->shadow, FIFO_BYTES, IBV_ACCESS_LOCAL_WRITE, "CTS entries");
-    if (s->cr)
-      s->cr_mr = ib_mr_plain(d, s->cr, CR_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-                             "completion records");
+    /* the sender writes them through each of its queue pairs' ports */
+    for (int k = 0; s->cr && k < s->ndevs; k++) {
+      s->cr_mrs[k] =
+        ib_mr_plain(s->devs[k], s->cr, CR_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+                    "completion records");
+      if (!s->cr_mrs[k]) goto fail;
+    }
+    s->cr_mr = s->cr_mrs[0];
     if (!s->shadow_mr || !s->cr_mr) goto fail;
   }
   return 0;
@@ -65,20 +71,25 @@ int ib_res_create(struct ib_setup *s, int nqps, char *why, size_t cap) {
   struct ib_dev *d = s->dev;
   int send_wr = cap_wr(d, s->is_send ? IB_MAX_REQS * (IB_MAX_RECVS + 2) : 2 * IB_SLOTS);
   int recv_wr = cap_wr(d, s->is_send ? 1 : 2 * IB_MAX_REQS);
-  s->cq = d->v->create_cq(d->ctx, cq_depth(d, nqps, send_wr, recv_wr), NULL, NULL, 0);
-  if (!s->cq) {
-    int err = errno ? errno : ENOMEM;
-    snprintf(why, cap, "%s: creating a completion queue failed: %s%s", d->label, strerror(err),
-             err == ENOMEM ? " (raise the locked-memory limit: ulimit -l unlimited)" : "");
-    return err;
+  for (int k = 0; k < s->ndevs; k++) { /* one per port: a CQ belongs to one device */
+    struct ib_dev *dk = s->devs[k];
+    s->cqs[k] = dk->v->create_cq(dk->ctx, cq_depth(dk, nqps, send_wr, recv_wr), NULL, NULL, 0);
+    if (!s->cqs[k]) {
+      int err = errno ? errno : ENOMEM;
+      snprintf(why, cap, "%s: creating a completion queue failed: %s%s", dk->label, strerror(err),
+               err == ENOMEM ? " (raise the locked-memory limit: ulimit -l unlimited)" : "");
+      return err;
+    }
   }
+  s->cq = s->cqs[0];
   int err = make_memory(s, why, cap);
   if (err) return err;
   int access = IBV_ACCESS_REMOTE_WRITE | (s->is_send ? 0 : IBV_ACCESS_REMOTE_READ);
   for (int i = 0; i < nqps; i++) {
     char detail[512];
-    err =
-      ib_qp_create(&s->qps[i], d, s->cq, send_wr, recv_wr, s->peer_desc, detail, sizeof(detail));
+    int k = i % s->ndevs; /* striped: queue pair i on this side's port i % ndevs */
+    err = ib_qp_create(&s->qps[i], s->devs[k], s->cqs[k], send_wr, recv_wr, s->peer_desc, detail,
+                       sizeof(detail));
     if (!err) s->nqps = i + 1;
     if (!err) err = ib_qp_init(&s->qps[i], access, detail, sizeof(detail));
     if (err) {
@@ -102,10 +113,16 @@ void ib_res_free(struct ib_setup *s) {
   const struct verbs_ops *v = s->dev->v;
   for (int i = 0; i < s->nqps; i++) ib_qp_destroy(&s->qps[i]);
   s->nqps = 0;
-  if (s->cq) v->destroy_cq(s->cq);
+  for (int k = 0; k < IB_MAX_STRIPE; k++) {
+    if (s->cqs[k]) v->destroy_cq(s->cqs[k]);
+    if (s->cr_mrs[k]) v->dereg_mr(s->cr_mrs[k]);
+    s->cqs[k] = NULL;
+    s->cr_mrs[k] = NULL;
+  }
   s->cq = NULL;
-  struct ibv_mr **mrs[] = {&s->fifo_mr, &s->shadow_mr, &s->cr_mr};
-  for (int i = 0; i < 3; i++)
+  s->cr_mr = NULL;
+  struct ibv_mr **mrs[] = {&s->fifo_mr, &s->shadow_mr};
+  for (int i = 0; i < 2; i++)
     if (*mrs[i]) v->dereg_mr(*mrs[i]), *mrs[i] = NULL;
   free(s->fifo);
   free(s->shadow);

@@ -26,11 +26,21 @@ int ibrec_encode(const struct ibrec *r, uint8_t *out, size_t cap, size_t *len) {
   w_u32(&w, r->cr_rkey);
   for (int i = 0; i < r->nqps; i++) w_u32(&w, r->qpns[i]);
   w_bytes(&w, r->reason, rlen);
-  if (r->has_ece) { /* trailer: decoders of older releases stop at the reason */
-    w_u8(&w, 1);
+  if (r->nports < 0 || r->nports > IBREC_MAX_STRIPE) return EMSGSIZE;
+  if (r->has_ece || r->nports) { /* trailer: decoders of older releases stop at the reason */
+    w_u8(&w, r->has_ece ? 1 : 0);
     w_u32(&w, r->ece_vendor);
     w_u32(&w, r->ece_options);
     w_u32(&w, r->ece_comp_mask);
+  }
+  if (r->nports) { /* after the ECE one, which older decoders read and stop at */
+    w_u8(&w, (uint8_t)r->nports);
+    for (int i = 0; i < r->nports; i++) {
+      w_bytes(&w, r->ports[i].gid, 16);
+      w_u32(&w, r->ports[i].lid);
+      w_u32(&w, r->ports[i].mtu);
+      w_u32(&w, r->ports[i].cr_rkey);
+    }
   }
   if (w.has_overflow) return EMSGSIZE;
   struct wbuf h = {out, IBREC_HDR_LEN, 0, 0};
@@ -69,6 +79,24 @@ int ibrec_decode_header(const uint8_t *hdr, int *type, uint32_t *body_len, char 
   }
   *type = t;
   *body_len = len;
+  return 0;
+}
+
+/* The stripe trailer: a count of 2 to IBREC_MAX_STRIPE ports, each whole. */
+static int decode_ports(struct rbuf *r, struct ibrec *rec, char *why, size_t cap) {
+  int n = r_u8(r);
+  if (n < 2 || n > IBREC_MAX_STRIPE || r->len - r->off < (size_t)n * IBREC_PORT_LEN) {
+    snprintf(why, cap, "RDMA setup record lists %d striped ports in %zu bytes (2 to %d)", n,
+             r->len - r->off, IBREC_MAX_STRIPE);
+    return EPROTO;
+  }
+  for (int i = 0; i < n; i++) {
+    (void)r_bytes(r, rec->ports[i].gid, 16);
+    rec->ports[i].lid = r_u32(r) & 0xffff;
+    rec->ports[i].mtu = r_u32(r);
+    rec->ports[i].cr_rkey = r_u32(r);
+  }
+  rec->nports = n;
   return 0;
 }
 
@@ -115,6 +143,7 @@ int ibrec_decode_body(int type, const uint8_t *body, size_t len, struct ibrec *r
     }
     rec->has_ece = has == 1;
   }
+  if (r.len - r.off >= 1 && decode_ports(&r, rec, why, cap)) return EPROTO;
   if (type == IBREC_INFO && rec->is_ok && rec->nqps == 0) {
     snprintf(why, cap, "RDMA setup record says ok with no queue pairs");
     return EPROTO;

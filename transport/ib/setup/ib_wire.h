@@ -19,7 +19,10 @@
 #define IBREC_HDR_LEN 12
 #define IBREC_MAX_QPS 32
 #define IBREC_REASON_MAX 1536
-#define IBREC_MAX_BODY (64 + IBREC_MAX_QPS * 4 + IBREC_REASON_MAX)
+#define IBREC_MAX_STRIPE 8
+#define IBREC_PORT_LEN 28 /* a striped side's port: GID, LID, MTU, key of its records */
+#define IBREC_MAX_BODY                                                                             \
+  (64 + IBREC_MAX_QPS * 4 + IBREC_REASON_MAX + 1 + IBREC_MAX_STRIPE * IBREC_PORT_LEN)
 
 enum ibrec_type { IBREC_INFO = 1, IBREC_STATUS = 2 };
 enum {
@@ -30,6 +33,17 @@ enum {
    * connector waits for that STATUS before its own RTR. Older peers leave
    * it unset and keep the symmetric exchange. */
   IBREC_F_ECE_REDUCED = 4,
+  /* INFO: this side stripes each message over the ports listed in its
+   * stripe trailer (both hellos offered it, ib_stripe.c). */
+  IBREC_F_STRIPE = 8,
+};
+
+/* One port of a side that stripes, in that side's order (queue pair j
+ * runs on its port j % nports). */
+struct ibrec_port {
+  uint8_t gid[16];
+  uint32_t lid, mtu;
+  uint32_t cr_rkey; /* receiver: its completion records' key on this port */
 };
 
 struct ibrec {
@@ -50,6 +64,10 @@ struct ibrec {
    * after the reason, which older decoders skip) */
   bool has_ece;
   uint32_t ece_vendor, ece_options, ece_comp_mask;
+  /* INFO with IBREC_F_STRIPE: its ports (a trailer after the ECE one,
+   * which is then always written, so older decoders skip it) */
+  int nports;
+  struct ibrec_port ports[IBREC_MAX_STRIPE];
 };
 
 /* Header + body into out: 0 with the total length in *len, or EMSGSIZE
