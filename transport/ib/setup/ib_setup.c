@@ -56,7 +56,13 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int
   s->repair_hellos[1] = s->peer;
   if (!s->repair.is_applied)
     ib_repair_report(&s->repair, is_send, s->dev->label, &s->mine, &s->peer, s->peer_desc, true);
-  else ib_repair_apply(&s->repair, is_send, &s->mine, &s->peer);
+  else {
+    ib_repair_apply(&s->repair, is_send, &s->mine, &s->peer);
+    /* Moved to another port: its queue pairs, CQ and memory live there. */
+    struct ib_dev *d = ib_repair_local_dev(&s->repair, is_send);
+    snprintf(s->repair.nccl_label, sizeof(s->repair.nccl_label), "%s", s->dev->label);
+    if (d) s->dev = d;
+  }
   s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   /* RTR retries (ib_rtr.c) may take their budget on either side. */
   s->deadline = now_ns() + knob_int(K_DIAG_CONNECT_TIMEOUT_MS) * 1000000LL + ib_rtr_budget_ns();
