@@ -99,6 +99,11 @@ void case_ib_gid_empty_on_peer(struct side *s) {
   CHECK(w && !strstr(w, "RoCE v1 GID") && !strstr(w, "do not interoperate"),
         "an empty entry is not a RoCE version mismatch: %s", w ? w : "none");
   CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"), "RTR was attempted with an empty GID entry");
+  if (s->role == ROLE_SEND) { /* pod-b's init warning, repair off: RTR fails */
+    const char *i = log_find(NCCL_LOG_WARN, "points at an empty GID entry");
+    CHECK(i && strstr(i, "RTR fails") && !strstr(i, "repairs"), "the init warning: %s",
+          i ? i : "none");
+  }
   tcp_transfer(s, comm);
   ctl_sync(s);
   close_comm(s, comm);
