@@ -130,13 +130,16 @@ void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local
                "reaches (none is routable, of one RoCE version and on one subnet on both): no "
                "RDMA path exists for this pair, so it falls back as configured",
                local_label, peer_desc, r->broken);
-    else
-      snprintf(msg, sizeof(msg),
-               "RDMA path from %s to %s: %s, and no port of %s shares a subnet with a port of "
-               "%s: no RDMA path exists for this pair unless the fabric routes between the "
-               "subnets (RTR tells), else it falls back as configured. Give both hosts a port "
-               "on each rail NCCL uses, or set NCCL_CROSS_NIC=0 on every node",
-               local_label, peer_desc, r->broken, s->host, v->host);
+    else {
+      /* RTR settles it (a routed fabric reaches), and its failure is the
+       * pair's one WARN, with the cause and fix: this is said as INFO. */
+      INFO(LOG_NET,
+           "RDMA path from %s to %s: %s, and no port of %s shares a subnet with a port of %s: "
+           "no RDMA path exists for this pair unless the fabric routes between the subnets (RTR "
+           "tells), else it falls back as configured",
+           local_label, peer_desc, r->broken, s->host, v->host);
+      return;
+    }
     say(key, msg);
     return;
   }
