@@ -54,7 +54,7 @@ void case_repair_cross_rail(struct side *s) {
     "cross-rail pair: NCCL paired mlx5_3 port 1 of host-b (10.1.3.6/24) with mlx5_2 port 1 of "
     "host-a (10.1.2.5/24)",
     "mlx5_3 port 1 GID 3 (RoCE v2 10.1.3.5) of host-a",
-    "on host-a another NIC's PCIe path (mlx5_3 instead of NCCL's mlx5_2)",
+    "on host-a another NIC's PCIe path (mlx5_3 instead of NCCL's mlx5_2",
     "NCCL_CROSS_NIC=0",
     "NCCL_P2P_PXN_LEVEL=2",
     NULL};

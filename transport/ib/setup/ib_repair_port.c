@@ -5,8 +5,9 @@
  * network against a rail. Each hello lists the ports its host offers, so
  * both sides compute the same pair that shares a subnet, preferring, in
  * order: the same ports with other GIDs; other ports of the same NICs; one
- * side kept, the other moved to a port on its rail; any two ports. Within
- * an order: GPUDirect kept on the moved side, the rail NCCL_IB_HCA gives,
+ * side kept, the other moved to a port on its rail; any two ports. A port
+ * without GPUDirect never replaces one with it (NCCL's GPU registrations
+ * would fail there). Within an order: the rail NCCL_IB_HCA gives,
  * RoCE v2, the receiver moved rather than the sender, the longest common
  * prefix, then list order. Two ends on one host (the same GIDs in both
  * lists) are not repaired: that pair is NCCL's intra-node choice. */
@@ -111,13 +112,11 @@ static long rank(const struct hello *s, const struct hello *v, const struct cand
   bool keep_v = c->p[1]->port == v->ib.port && !strcmp(c->p[1]->dev, v->ib.dev);
   bool nic_s = !strcmp(c->p[0]->dev, s->ib.dev), nic_v = !strcmp(c->p[1]->dev, v->ib.dev);
   int tier = keep_s && keep_v ? 3 : nic_s && nic_v ? 2 : keep_s || keep_v ? 1 : 0;
-  int gdr_lost = (!keep_s && !c->p[0]->has_gdr) + (!keep_v && !c->p[1]->has_gdr);
   bool rail = c->p[0]->rail >= 0 && c->p[0]->rail == c->p[1]->rail;
-  return (long)tier << 52 | (long)(2 - gdr_lost) << 50 | (long)rail << 49 |
-         (long)(c->g[0]->gid_type == 2) << 48 | (long)keep_s << 47 |
-         (long)common_bits(c->g[0]->gid, c->g[1]->gid) << 39 | (long)(63 - (i & 63)) << 33 |
-         (long)(63 - (j & 63)) << 27 | (long)(255 - (c->g[0]->gid_index & 0xff)) << 8 |
-         (long)(255 - (c->g[1]->gid_index & 0xff));
+  return (long)tier << 52 | (long)rail << 49 | (long)(c->g[0]->gid_type == 2) << 48 |
+         (long)keep_s << 47 | (long)common_bits(c->g[0]->gid, c->g[1]->gid) << 39 |
+         (long)(63 - (i & 63)) << 33 | (long)(63 - (j & 63)) << 27 |
+         (long)(255 - (c->g[0]->gid_index & 0xff)) << 8 | (long)(255 - (c->g[1]->gid_index & 0xff));
 }
 
 static void end_of(const struct hello *h, const struct hello_port *p, struct ib_repair_end *e) {
@@ -139,13 +138,20 @@ static void take(const struct cand *c, struct ib_repair *r) {
   }
 }
 
+/* NCCL registers GPU memory on the comm when its own port has GPUDirect:
+ * a port without it could not take those registrations. */
+static bool can_carry(const struct hello *h, const struct hello_port *p) {
+  const struct hello_port *was = ib_repair_port_of(h, h->ib.dev, h->ib.port);
+  return !p->is_off_plane && (p == was || !was || !was->has_gdr || p->has_gdr);
+}
+
 /* One port of s against every port of v. */
 static void try_port(const struct hello *s, const struct hello *v, int i, struct cand *best) {
   struct cand c = {.p = {&s->rdma.ports[i], NULL}};
-  if (c.p[0]->is_off_plane) return;
+  if (!can_carry(s, c.p[0])) return;
   for (int j = 0; j < v->rdma.nports; j++) {
     c.p[1] = &v->rdma.ports[j];
-    if (c.p[1]->is_off_plane) continue;
+    if (!can_carry(v, c.p[1])) continue;
     for (int a = 0; a < c.p[0]->ngids; a++)
       for (int b = 0; b < c.p[1]->ngids; b++) {
         c.g[0] = &c.p[0]->gids[a], c.g[1] = &c.p[1]->gids[b];

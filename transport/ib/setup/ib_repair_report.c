@@ -28,7 +28,8 @@ static void gid_side(const struct hello_alt *a, const struct ib_repair_end *e,
 }
 
 /* What the path costs against NCCL's: nothing on the same ports; another
- * NIC's PCIe path (and GPUDirect, when the NIC has none) where it moved. */
+ * NIC's PCIe path where it moved (never one without GPUDirect where NCCL's
+ * had it: ib_repair_port.c). */
 static void cost_text(const struct ib_repair *r, const struct hello *s, const struct hello *v,
                       char *buf, size_t cap) {
   size_t o = 0;
@@ -42,15 +43,11 @@ static void cost_text(const struct ib_repair *r, const struct hello *s, const st
                      "%son %s another port of the same NIC (%s port %d instead of "
                      "port %d): the same PCIe path",
                      o ? "; " : "", h->host, e->dev, e->port, h->ib.port);
-    else {
-      const struct hello_port *was = ib_repair_port_of(h, h->ib.dev, h->ib.port);
-      bool is_gdr_lost = was && was->has_gdr && !e->has_gdr;
-      o = strbuf_cat(buf, cap, o, "%son %s another NIC's PCIe path (%s instead of NCCL's %s)%s",
-                     o ? "; " : "", h->host, e->dev, h->ib.dev,
-                     is_gdr_lost ? ", and no GPUDirect on that path: GPU buffers go through "
-                                   "host memory"
-                                 : "");
-    }
+    else
+      o = strbuf_cat(buf, cap, o,
+                     "%son %s another NIC's PCIe path (%s instead of NCCL's %s, which NCCL chose "
+                     "nearest the GPU)",
+                     o ? "; " : "", h->host, e->dev, h->ib.dev);
   }
   if (!o) snprintf(buf, cap, "the same ports (no cost: the same NIC, PCIe path and GPUDirect)");
   else {

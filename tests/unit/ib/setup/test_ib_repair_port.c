@@ -93,6 +93,19 @@ static void cross_rail(void) {
         "another port of the same NIC first: %s port %d", ra.end[1].dev, ra.end[1].port);
 }
 
+/* A port without GPUDirect never replaces NCCL's port that has it: the
+ * other side moves instead. */
+static void gpudirect(void) {
+  struct hello a, b;
+  struct ib_repair ra, rb;
+  host(&a, "host-b", 6, 3), host(&b, "host-a", 5, 2);
+  b.rdma.ports[1].has_gdr = false; /* host-a's mlx5_3 */
+  both(&a, &b, &ra, &rb);
+  CHECK(ra.is_found && ra.end[0].is_moved && !strcmp(ra.end[0].dev, "mlx5_2") &&
+          !ra.end[1].is_moved,
+        "the sender moves to mlx5_2 instead: %s / %s", ra.end[0].dev, ra.end[1].dev);
+}
+
 static void storage_and_unknown(void) {
   struct hello a, b;
   struct ib_repair ra, rb;
@@ -129,6 +142,7 @@ static void no_path(void) {
 int main(void) {
   TAP_CASE("the ports field: round trip, absent reads as none", round_trip);
   TAP_CASE("cross-rail: the same pair on both sides, the same NIC first", cross_rail);
+  TAP_CASE("GPUDirect is never lost to a move", gpudirect);
   TAP_CASE("a storage NIC moves; unknown subnets and one host left alone", storage_and_unknown);
   TAP_CASE("no port reaches, or a peer without ports", no_path);
   return tap_done();
