@@ -212,8 +212,9 @@ static const struct knob_def knobs[K_COUNT] = {
     {"NCCL_DIAG_REPAIR", KT_ENUM, "auto", 0, 0, repair_choices,
      "what a connection does when the GID pair NCCL chose cannot reach the peer (a forced "
      "NCCL_IB_GID_INDEX empty, link-local or of the other RoCE version on one node; a "
-     "cross-rail pair; a NIC on the storage network) while another GID, port or NIC of the two "
-     "hosts can: auto = carry it there at RDMA speed and say how to fix the setting; warn = "
+     "cross-rail pair; a NIC on the storage network; an RTR that fails) while another GID, port "
+     "or NIC of the two hosts can: auto = carry it there at RDMA speed and say how to fix the "
+     "setting; warn = "
      "fall back as before and name the path that would work; off = fall back or fail as before. "
      "Repair needs auto on both nodes"},
   [K_DIAG_REPAIR_PORTS] =

@@ -108,6 +108,7 @@ void case_repair_cross_rail_off(struct side *s);
 void case_repair_cross_rail_older(struct side *s);
 void case_repair_cross_rail_warn(struct side *s);
 void case_repair_speed(struct side *s);
+void case_repair_rtr(struct side *s);
 void case_ib_pkey_limited(struct side *s);
 void case_ib_pkey_mismatch(struct side *s);
 void case_ib_pkey_full(struct side *s);

@@ -29,11 +29,12 @@ static void finish(struct side *s, void *comm) {
  * checked, and the repair WARN with each needle. */
 static void moved(struct side *s, void *comm, const char *dev, const char *dgid,
                   const char *const *needles) {
-  const char *rtr = log_find(NCCL_LOG_INFO, "INIT -> RTR");
-  char want[64];
+  char want[64], path[64];
   snprintf(want, sizeof(want), "device %s qp", dev);
-  CHECK(rtr && strstr(rtr, want) && strstr(rtr, dgid), "RTR on %s towards %s: %s", dev, dgid,
-        rtr ? rtr : "none");
+  snprintf(path, sizeof(path), "dgid ::ffff:%s,", dgid);
+  const char *rtr = log_find(NCCL_LOG_INFO, path); /* the RTR towards the chosen peer GID */
+  CHECK(rtr && strstr(rtr, want) && strstr(rtr, "INIT -> RTR") && strstr(rtr, ": ok"),
+        "RTR on %s towards %s: %s", dev, dgid, rtr ? rtr : "none");
   CHECK(xfer_one(s, comm, 1 << 20, 1 << 20, 7) == 0, "transfer over the repaired pair");
   CHECK(xfer_one(s, comm, 8, 8, 50) == 0, "small messages over the repaired pair");
   CHECK(log_find(NCCL_LOG_INFO, "RDMA, 1 queue pair"), "the connection is not RDMA");
@@ -157,5 +158,26 @@ void case_repair_cross_rail_warn(struct side *s) {
   CHECK(w && strstr(w, "mlx5_3 port 1 GID 3 (RoCE v2 10.1.3.5) of host-a") &&
           strstr(w, "warn on host-a"),
         "the path that would work, and the host with warn: %s", w ? w : "none");
+  finish(s, comm);
+}
+
+/* Both on mlx5_3 (one rail, so the hellos look right), but host-b's xgbe3
+ * goes down after init: RTR fails on both sides. Both choose the next pair from the
+ * hellos (both move to mlx5_2, the first rail both have) and set up again
+ * there: RDMA, every byte checked, and the WARN names the failed pair. */
+void case_repair_rtr(struct side *s) {
+  hosts(s);
+  s->dev = 1;
+  void *comm;
+  if (side_open(s)) return;
+  if (s->role == ROLE_SEND && is_root()) shell("ip link set xgbe3 down"); /* after init */
+  if (pair_open(s, &comm)) return;
+  static const char *const n[] = {"RTR failed on the pair NCCL chose, mlx5_3 port 1 of",
+                                  "mlx5_2 port 1 GID 3 (RoCE v2 10.1.2.5) of host-a",
+                                  "mlx5_2 port 1 GID 3 (RoCE v2 10.1.2.6) of host-b",
+                                  "find why RTR fails", NULL};
+  moved(s, comm, "mlx5_2 port 1", s->role == ROLE_RECV ? "10.1.2.6" : "10.1.2.5", n);
+  CHECK(log_find(NCCL_LOG_INFO, "both sides now try mlx5_2 port 1 GID 3"),
+        "the move to the next pair is said");
   finish(s, comm);
 }

@@ -194,6 +194,8 @@ static const struct api_case cases[] = {
    case_repair_cross_rail_warn, TWO, IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
   {"repair: a repaired pair's speed against a healthy one, in one run", case_repair_speed, TWO,
    IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 180},
+  {"repair at RTR: the pair looks right and RTR fails, RDMA on the next pair", case_repair_rtr, TWO,
+   IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
   {"P_Key: two limited members named, NCCL_IB_PKEY advised", case_ib_pkey_limited, TWO, IB_ONLY,
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"P_Key: two partitions named", case_ib_pkey_mismatch, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST,

@@ -79,7 +79,7 @@ static void port_text(const struct hello *h, const struct hello_port *p, const u
 static bool is_port_broken(const struct hello *s, const struct hello *v, struct ib_repair *r) {
   const struct hello_port *ps = ib_repair_port_of(s, s->ib.dev, s->ib.port);
   const struct hello_port *pv = ib_repair_port_of(v, v->ib.dev, v->ib.port);
-  if (!ps || !pv || is_one_host(s, v) || is_one_subnet(ps, s->ib.gid, pv, v->ib.gid)) return false;
+  if (!ps || !pv || is_one_subnet(ps, s->ib.gid, pv, v->ib.gid)) return false;
   if (prefix_bits(ps, s->ib.gid) < 0 || prefix_bits(pv, v->ib.gid) < 0) return false;
   char a[160], b[160];
   port_text(s, ps, s->ib.gid, a, sizeof(a));
@@ -146,7 +146,8 @@ static bool can_carry(const struct hello *h, const struct hello_port *p) {
 }
 
 /* One port of s against every port of v. */
-static void try_port(const struct hello *s, const struct hello *v, int i, struct cand *best) {
+static void try_port(const struct hello *s, const struct hello *v, int i, const struct ib_repair *r,
+                     struct cand *best) {
   struct cand c = {.p = {&s->rdma.ports[i], NULL}};
   if (!can_carry(s, c.p[0])) return;
   for (int j = 0; j < v->rdma.nports; j++) {
@@ -159,6 +160,7 @@ static void try_port(const struct hello *s, const struct hello *v, int i, struct
             (c.g[0]->gid_type != 1 && c.g[0]->gid_type != 2))
           continue;
         if (!is_one_subnet(c.p[0], c.g[0]->gid, c.p[1], c.g[1]->gid)) continue;
+        if (ib_repair_was_tried(r, c.p, c.g)) continue;
         c.key = rank(s, v, &c, i, j);
         if (c.key > best->key) *best = c;
       }
@@ -166,11 +168,11 @@ static void try_port(const struct hello *s, const struct hello *v, int i, struct
 }
 
 void ib_repair_port_choose(const struct hello *s, const struct hello *v, struct ib_repair *r) {
-  if (!s->rdma.has_ports || !v->rdma.has_ports) return;
+  if (!s->rdma.has_ports || !v->rdma.has_ports || is_one_host(s, v)) return;
   if (!r->is_broken && !is_port_broken(s, v, r)) return;
   r->is_broken = true;
   struct cand best = {.key = -1};
-  for (int i = 0; i < s->rdma.nports; i++) try_port(s, v, i, &best);
+  for (int i = 0; i < s->rdma.nports; i++) try_port(s, v, i, r, &best);
   if (best.key < 0) return;
   r->is_found = true;
   take(&best, r);

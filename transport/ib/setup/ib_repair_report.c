@@ -81,6 +81,12 @@ static void fix_text(const struct ib_repair *r, const struct hello *s, const str
              "keep PXN on (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2, the defaults)");
     return;
   }
+  if (r->cause == IB_REPAIR_RTR) {
+    snprintf(buf, cap,
+             "find why RTR fails between the ports NCCL chose (the RTR warning names the cause), "
+             "or leave the failing port out with NCCL_IB_HCA");
+    return;
+  }
   if (r->cause == IB_REPAIR_OFF_PLANE) {
     const struct hello *h = s->ib.is_off_plane ? s : v;
     snprintf(buf, cap, "exclude %s with NCCL_IB_HCA=^%s on %s (or name only the rail NICs)",

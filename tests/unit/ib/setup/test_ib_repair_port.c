@@ -126,6 +126,33 @@ static void storage_and_unknown(void) {
   CHECK(!ra.is_broken, "two NICs of one host: NCCL's intra-node pair, left alone");
 }
 
+/* RTR failed on a pair that looked right: both sides choose the same next
+ * pair, never the same two ports again, and stop after the last try. */
+static void rtr_next(void) {
+  struct hello a, b, na, nb;
+  struct ib_repair ra, rb;
+  host(&a, "host-b", 6, 3), host(&b, "host-a", 5, 3);
+  both(&a, &b, &ra, &rb);
+  CHECK(!ra.is_broken, "one rail: nothing to repair before RTR");
+  na = a, nb = b;
+  const char *want[] = {"mlx5_2", "mlx5_4", "mlx5_5"};
+  for (int i = 0; i < IB_REPAIR_MAX_TRIES; i++) {
+    bool ka = ib_repair_next(&ra, &a, &b, &na, &nb, true);
+    bool kb = ib_repair_next(&rb, &b, &a, &nb, &na, false);
+    CHECK(ka && kb && !memcmp(ra.end, rb.end, sizeof(ra.end)) && ra.cause == IB_REPAIR_RTR,
+          "try %d: the same next pair on both sides", i);
+    CHECK(!strcmp(ra.end[0].dev, want[i]) && !strcmp(ra.end[1].dev, want[i]),
+          "try %d: both on %s: %s, %s", i, want[i], ra.end[0].dev, ra.end[1].dev);
+    na = a, nb = b;
+    ib_repair_apply(&ra, true, &na, &nb);
+  }
+  CHECK(!ib_repair_next(&ra, &a, &b, &na, &nb, true), "no more tries after the last");
+  host(&a, "host-b", 6, 3), host(&b, "host-a", 5, 3);
+  b.rdma.repair_mode = REPAIR_WARN;
+  both(&a, &b, &ra, &rb);
+  CHECK(!ib_repair_next(&ra, &a, &b, &a, &b, true), "warn on one side: no repair at RTR");
+}
+
 static void no_path(void) {
   struct hello a, b;
   struct ib_repair ra, rb;
@@ -145,5 +172,6 @@ int main(void) {
   TAP_CASE("GPUDirect is never lost to a move", gpudirect);
   TAP_CASE("a storage NIC moves; unknown subnets and one host left alone", storage_and_unknown);
   TAP_CASE("no port reaches, or a peer without ports", no_path);
+  TAP_CASE("repair at RTR: the same next pair, never the same ports twice", rtr_next);
   return tap_done();
 }
