@@ -101,6 +101,20 @@ static bool is_port_broken(const struct hello *s, const struct hello *v, struct 
   return true;
 }
 
+/* NCCL's ports share a subnet through other GIDs: the GID entries in use
+ * are on two subnets (a forced NCCL_IB_GID_INDEX, usually). */
+static void say_gid_subnets(const struct hello *s, const struct hello *v, struct ib_repair *r) {
+  const struct hello_port *ps = ib_repair_port_of(s, s->ib.dev, s->ib.port);
+  const struct hello_port *pv = ib_repair_port_of(v, v->ib.dev, v->ib.port);
+  char a[160], b[160];
+  port_text(s, ps, s->ib.gid, a, sizeof(a));
+  port_text(v, pv, v->ib.gid, b, sizeof(b));
+  r->cause = IB_REPAIR_GID;
+  snprintf(r->broken, sizeof(r->broken),
+           "GID index %d of %s and GID index %d of %s are on different subnets", s->ib.gid_index, a,
+           v->ib.gid_index, b);
+}
+
 struct cand {
   const struct hello_port *p[2];
   const struct hello_port_gid *g[2];
@@ -178,6 +192,8 @@ void ib_repair_port_choose(const struct hello *s, const struct hello *v, struct 
   take(&best, r);
   end_of(s, best.p[0], &r->end[0]);
   end_of(v, best.p[1], &r->end[1]);
+  if (r->cause == IB_REPAIR_CROSS_RAIL && !r->end[0].is_moved && !r->end[1].is_moved)
+    say_gid_subnets(s, v, r); /* the same ports reach: a GID entry was wrong, not the rail */
 }
 
 void ib_repair_port_apply(const struct ib_repair_end *e, struct hello *h) {

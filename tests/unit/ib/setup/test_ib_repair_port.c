@@ -126,6 +126,24 @@ static void storage_and_unknown(void) {
   CHECK(!ra.is_broken, "two NICs of one host: NCCL's intra-node pair, left alone");
 }
 
+/* NCCL's ports share a subnet through another GID of one of them: the
+ * same ports, the other GID, named as a GID problem with its fix. */
+static void gid_subnet(void) {
+  struct hello a, b;
+  struct ib_repair ra, rb;
+  host(&a, "host-b", 6, 3), host(&b, "host-a", 5, 3);
+  struct hello_port *p = &a.rdma.ports[1]; /* host-b's mlx5_3: GID 3 on 10.1.9.6, GID 1 on rail 3 */
+  p->gids[1] = p->gids[0];
+  p->gids[1].gid_index = 1;
+  p->gids[0].gid[14] = 9;
+  p->ngids = 2;
+  memcpy(a.ib.gid, p->gids[0].gid, 16);
+  both(&a, &b, &ra, &rb);
+  CHECK(ra.is_found && ra.cause == IB_REPAIR_GID && !ra.end[0].is_moved && !ra.end[1].is_moved &&
+          ra.pick[0].gid_index == 1 && strstr(ra.broken, "are on different subnets"),
+        "the same ports, GID 1: %s", ra.broken);
+}
+
 /* RTR failed on a pair that looked right: both sides choose the same next
  * pair, never the same two ports again, and stop after the last try. */
 static void rtr_next(void) {
@@ -170,6 +188,7 @@ int main(void) {
   TAP_CASE("the ports field: round trip, absent reads as none", round_trip);
   TAP_CASE("cross-rail: the same pair on both sides, the same NIC first", cross_rail);
   TAP_CASE("GPUDirect is never lost to a move", gpudirect);
+  TAP_CASE("another GID of NCCL's ports on one subnet: a GID repair", gid_subnet);
   TAP_CASE("a storage NIC moves; unknown subnets and one host left alone", storage_and_unknown);
   TAP_CASE("no port reaches, or a peer without ports", no_path);
   TAP_CASE("repair at RTR: the same next pair, never the same ports twice", rtr_next);
