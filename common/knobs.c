@@ -212,10 +212,16 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_DIAG_REPAIR] =
     {"NCCL_DIAG_REPAIR", KT_ENUM, "auto", 0, 0, repair_choices,
      "what a connection does when the GID pair NCCL chose cannot reach the peer (a forced "
-     "NCCL_IB_GID_INDEX empty, link-local or of the other RoCE version on one node) while "
-     "another GID of the same ports can: auto = carry it on that GID pair at RDMA speed and say "
-     "how to fix the setting; warn = fall back as before and name the pair that would work; "
-     "off = fall back or fail as before. Repair needs auto on both nodes"},
+     "NCCL_IB_GID_INDEX empty, link-local or of the other RoCE version on one node; a "
+     "cross-rail pair; a NIC on the storage network; an RTR that fails) while another GID, port "
+     "or NIC of the two hosts can: auto = carry it there at RDMA speed and say how to fix the "
+     "setting; warn = "
+     "fall back as before and name the path that would work; off = fall back or fail as before. "
+     "Repair needs auto on both nodes"},
+  [K_DIAG_REPAIR_PORTS] =
+    {"NCCL_DIAG_REPAIR_PORTS", KT_BOOL, "1", 0, 1, NULL,
+     "0 = the handshake lists no other port of this host, as releases before it did, so a "
+     "repair stays on the ports NCCL chose (for testing a mixed-release job)"},
   [K_DIAG_METRICS] =
     {"NCCL_DIAG_METRICS", KT_STR, NULL, 0, 0, NULL,
      "a directory: every few seconds and when its last connection closes, each process writes "

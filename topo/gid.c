@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "common/knobs.h"
 #include "common/strutil.h"
 
 int gid_parse(const char *text, uint8_t raw[16]) {
@@ -176,35 +177,49 @@ static void refusal(const struct topo_gid *tbl, int n, const struct gid_prefs *p
   else snprintf(out->note + o, sizeof(out->note) - o, " (every entry's reason is listed)");
 }
 
+/* What a forced index that cannot carry a pair leads to: RTR failing, or,
+ * with NCCL_DIAG_REPAIR=auto, each pair repaired onto the index the
+ * automatic choice takes (when the peer allows it), which is still a
+ * setting to fix. */
+static void consequence(const struct gid_pick *out, const char *rtr, char *buf, size_t cap) {
+  if (out->auto_index >= 0 && knob_enum(K_DIAG_REPAIR) == REPAIR_AUTO)
+    snprintf(buf, cap,
+             "%s with NCCL's own transport; this plugin repairs each pair to GID index %d "
+             "(NCCL_DIAG_REPAIR=auto, where the peer allows it), but the setting should still "
+             "be fixed",
+             rtr, out->auto_index);
+  else snprintf(buf, cap, "%s", rtr);
+}
+
 /* Checks a forced index; returns the severity and writes the problem. */
 static int check_forced(const struct topo_gid *tbl, int n, int tbl_len, const struct gid_prefs *p,
                         struct gid_pick *out) {
   int idx = p->forced_index;
-  char autotxt[64] = "no GID qualifies";
+  char autotxt[64] = "no GID qualifies", then[300];
   if (out->auto_index >= 0) snprintf(autotxt, sizeof(autotxt), "it picks %d", out->auto_index);
   const struct topo_gid *g = find(tbl, n, idx);
   const char *fix = "unset NCCL_IB_GID_INDEX to choose automatically";
   if (idx >= tbl_len) {
+    consequence(out, "RTR fails with EINVAL", then, sizeof(then));
     snprintf(out->note, sizeof(out->note),
-             "NCCL_IB_GID_INDEX=%d is past the end of the GID table (%d entries): RTR fails with "
-             "EINVAL; %s (%s)",
-             idx, tbl_len, fix, autotxt);
+             "NCCL_IB_GID_INDEX=%d is past the end of the GID table (%d entries): %s; %s (%s)", idx,
+             tbl_len, then, fix, autotxt);
     return 2;
   }
   if (!g) {
+    consequence(out, "RTR fails (EINVAL or ENODEV)", then, sizeof(then));
     snprintf(out->note, sizeof(out->note),
-             "NCCL_IB_GID_INDEX=%d points at an empty GID entry: RTR fails (EINVAL or ENODEV); "
-             "%s (%s)",
-             idx, fix, autotxt);
+             "NCCL_IB_GID_INDEX=%d points at an empty GID entry: %s; %s (%s)", idx, then, fix,
+             autotxt);
     return 2;
   }
   char gs[64], why[200], hint[64];
   gid_str(g->raw, gs, sizeof(gs));
   if (gid_is_link_local(g->raw)) {
+    consequence(out, "QPs to hosts on other subnets time out", then, sizeof(then));
     snprintf(out->note, sizeof(out->note),
-             "NCCL_IB_GID_INDEX=%d points at link-local GID %s: it is not routed, so QPs to hosts "
-             "on other subnets time out; %s (%s)",
-             idx, gs, fix, autotxt);
+             "NCCL_IB_GID_INDEX=%d points at link-local GID %s: it is not routed, so %s; %s (%s)",
+             idx, gs, then, fix, autotxt);
     return 2;
   }
   if (judge(g, p, why, sizeof(why), hint, sizeof(hint))) return 0;

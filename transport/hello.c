@@ -33,11 +33,12 @@ enum {
   T_RDMA_GID_STATE = 40,
   T_RDMA_GID_USABLE = 41,
   T_RDMA_PKEY = 42,
-  T_RDMA_DEVS = 43, /* "<count> <r|t> name,name,..." */
-  T_TRIED = 44,     /* one per address tried: errno, ms, interface, address */
-  T_RDMA_ECE = 45,  /* vendor id, options, comp_mask (u32 each) */
-  T_IF_MTU = 46,    /* u32: the MTU of the interface with T_ADDR */
-  T_RDMA_ALTS = 47, /* u8 repair mode, then per GID: port u8, index u16, type u8, GID 16 */
+  T_RDMA_DEVS = 43,  /* "<count> <r|t> name,name,..." */
+  T_TRIED = 44,      /* one per address tried: errno, ms, interface, address */
+  T_RDMA_ECE = 45,   /* vendor id, options, comp_mask (u32 each) */
+  T_IF_MTU = 46,     /* u32: the MTU of the interface with T_ADDR */
+  T_RDMA_ALTS = 47,  /* u8 repair mode, then per GID: port u8, index u16, type u8, GID 16 */
+  T_RDMA_PORTS = 50, /* every port the sender offers: hello_ports.c */
   /* u8: the ports of the fused NIC this side stripes each message over */
   T_RDMA_STRIPE = 52,
 };
@@ -152,6 +153,13 @@ static void w_rdma(struct wbuf *w, const struct hello *h) {
     uint8_t b = (uint8_t)r->stripe_ports;
     w_tlv(w, T_RDMA_STRIPE, &b, 1);
   }
+  if (r->has_ports) {
+    /* Room is kept for the fields after it: the list is cut, never the hello. */
+    uint8_t b[1600];
+    size_t room = w->cap > w->len + 800 ? w->cap - w->len - 800 : 0;
+    size_t len = hello_ports_encode(r, b, room < sizeof(b) ? room : sizeof(b));
+    if (len) w_tlv(w, T_RDMA_PORTS, b, len);
+  }
 }
 
 /* One RDMA detail field: 1 when type is one, 0 when it is not. */
@@ -187,6 +195,10 @@ static int parse_rdma(uint16_t type, struct rbuf *f, const uint8_t *v, uint16_t 
     r->stripe_ports = !f->is_short && n > 1 && n <= 8 ? n : 0;
     return 1;
   }
+  case T_RDMA_PORTS:
+    hello_ports_decode(v, len, r);
+    f->off = f->len;
+    return 1;
   default: return 0;
   }
 }

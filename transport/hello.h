@@ -62,6 +62,29 @@ struct hello_alt {
   int gid_type; /* as hello_ib's: 0 IB, 1 RoCE v1, 2 RoCE v2 */
   uint8_t gid[16];
 };
+/* A port the sender could carry a connection on (hello_ports.c): each of
+ * its RDMA devices, with the GIDs a RoCE pair could use, so that both sides
+ * can choose another port or NIC that reaches when NCCL's pair cannot
+ * (ib_repair.h). */
+#define HELLO_MAX_PORTS 16
+#define HELLO_MAX_PORT_GIDS 4
+struct hello_port_gid {
+  int gid_index;
+  int gid_type; /* 1 RoCE v1, 2 RoCE v2 */
+  uint8_t gid[16];
+};
+struct hello_port {
+  char dev[32];
+  int port;
+  int mtu;
+  int rail, plane;   /* NCCL_IB_HCA's rail and plane fields, -1 unknown */
+  int prefix;        /* of the port's subnet (its GID's address), -1 unknown */
+  bool is_off_plane; /* the host's layout sets it apart (a storage NIC) */
+  bool has_gdr;      /* GPUDirect RDMA works on it */
+  char netdev[16];
+  int ngids;
+  struct hello_port_gid gids[HELLO_MAX_PORT_GIDS];
+};
 struct hello_rdma {
   int gid_state;        /* of the GID index in use: enum hello_gid_state */
   char gid_usable[200]; /* the port's usable entries: "6 RoCE v1 10.0.0.7, 7 RoCE v2 10.0.0.7" */
@@ -87,6 +110,11 @@ struct hello_rdma {
   /* The ports of the fused NIC (makeVDevice) this side stripes each
    * message over; 0 (an older peer, or a single port): it does not. */
   int stripe_ports;
+  /* Every port the sender offers NCCL; absent (older peers, or
+   * NCCL_DIAG_REPAIR=off): no other port to move to. */
+  bool has_ports;
+  int nports;
+  struct hello_port ports[HELLO_MAX_PORTS];
 };
 
 /* A listener address the connector tried before the one this hello went
@@ -158,6 +186,12 @@ int hello_encode_refusal(const char *reason, uint8_t *out, size_t cap, size_t *l
 /* Decodes the body of a HELLO_REFUSE record: 0, or EPROTO with why. */
 int hello_decode_refusal(const uint8_t *body, size_t len, struct hello_refusal *r, char *why,
                          size_t cap);
+
+/* hello_ports.c: the ports field's value (its length, 0 when none fit in
+ * cap), and its decoding (entries past HELLO_MAX_PORTS, or longer than this
+ * version knows, are skipped). */
+size_t hello_ports_encode(const struct hello_rdma *r, uint8_t *out, size_t cap);
+void hello_ports_decode(const uint8_t *v, size_t len, struct hello_rdma *r);
 
 /* Fills the fields every hello carries: versions, host, pid, knobs, and
  * this process's liveness endpoint (hello_local.c; it starts the liveness

@@ -26,6 +26,7 @@ static void read_sockets(struct transport_prefs *p) {
   p->peer_timeout_sec = knob_int(K_DIAG_PEER_TIMEOUT_SEC);
   p->fallback = knob_enum(K_DIAG_FALLBACK);
   p->repair = knob_enum(K_DIAG_REPAIR);
+  p->is_repair_ports = knob_int(K_DIAG_REPAIR_PORTS) != 0;
   p->spin_us = knob_int(K_DIAG_SPIN_US);
   p->idle_wait_us = knob_int(K_DIAG_IDLE_WAIT_US);
   p->stall_warn_sec = knob_int(K_DIAG_STALL_WARN_SEC);

@@ -19,8 +19,9 @@ struct transport_prefs {
   int64_t min_chunk, caller_max, socket_pool;
   /* connection setup and liveness */
   int64_t connect_timeout_ms, handshake_timeout_ms, peer_timeout_sec;
-  int fallback; /* FALLBACK_* */
-  int repair;   /* REPAIR_* */
+  int fallback;         /* FALLBACK_* */
+  int repair;           /* REPAIR_* */
+  bool is_repair_ports; /* NCCL_DIAG_REPAIR_PORTS: the hello lists every port */
   /* waiting, stalls and run-time figures */
   int64_t spin_us, idle_wait_us, stall_warn_sec, stall_sec;
   const char *metrics_dir; /* NULL when unset or empty */

@@ -52,12 +52,14 @@ static void tcp_transfer(struct side *s, void *comm) {
 }
 
 /* A rail-optimised fabric (field story 5's host on two nodes, one subnet per
- * rail): the receiver's mlx5_2 meets the sender's mlx5_3. Both sides name the
- * cross-rail pair and advise NCCL_CROSS_NIC=0, not excluding a rail NIC. */
+ * rail): the receiver's mlx5_2 meets the sender's mlx5_3. With repair off,
+ * both sides name the cross-rail pair and advise NCCL_CROSS_NIC=0, not
+ * excluding a rail NIC. */
 void case_ib_cross_rail(struct side *s) {
   if (is_root()) private_uts(s->role == ROLE_RECV ? "host-a" : "host-b");
   s->dev = s->role == ROLE_RECV ? 0 : 1;
   setenv("NCCL_IB_MQP_RETRY_CNT", "1", 1); /* RTR never succeeds here: one retry, not a minute */
+  setenv("NCCL_DIAG_REPAIR", "off", 1);    /* the diagnosis alone; cases_repair_port.c repairs it */
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   const char *mine = s->role == ROLE_RECV ? "mlx5_2" : "mlx5_3";
@@ -97,6 +99,11 @@ void case_ib_gid_empty_on_peer(struct side *s) {
   CHECK(w && !strstr(w, "RoCE v1 GID") && !strstr(w, "do not interoperate"),
         "an empty entry is not a RoCE version mismatch: %s", w ? w : "none");
   CHECK(!log_find(NCCL_LOG_INFO, "INIT -> RTR"), "RTR was attempted with an empty GID entry");
+  if (s->role == ROLE_SEND) { /* pod-b's init warning, repair off: RTR fails */
+    const char *i = log_find(NCCL_LOG_WARN, "points at an empty GID entry");
+    CHECK(i && strstr(i, "RTR fails") && !strstr(i, "repairs"), "the init warning: %s",
+          i ? i : "none");
+  }
   tcp_transfer(s, comm);
   ctl_sync(s);
   close_comm(s, comm);

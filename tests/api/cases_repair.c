@@ -59,6 +59,12 @@ void case_repair_gid_empty(struct side *s) {
   repaired(s, comm, s->role == ROLE_RECV ? 5 : 7, n);
   const char *w = log_find(NCCL_LOG_WARN, "Repaired");
   CHECK(w && !strstr(w, "on pod-a: set"), "pod-a's setting is right there: %s", w ? w : "none");
+  if (s->role == ROLE_SEND) { /* pod-b's init warning: repaired, and still to fix */
+    const char *i = log_find(NCCL_LOG_WARN, "points at an empty GID entry");
+    CHECK(i && strstr(i, "this plugin repairs each pair to GID index 7") &&
+            strstr(i, "should still be fixed") && strstr(i, "unset NCCL_IB_GID_INDEX"),
+          "the init warning with repair on: %s", i ? i : "none");
+  }
   finish(s, comm);
 }
 

@@ -166,8 +166,8 @@ static const struct api_case cases[] = {
   /* cases_ibpair.c, cases_ibhost.c, cases_ibwc.c: fixture hosts (P_Key tables, PF and
    * VF, GPUs, peer memory) and injected completion errors that softverbs provides */
   /* cases_ibpair.c */
-  {"cross-rail pair: NCCL_CROSS_NIC=0 advised on both sides, then TCP", case_ib_cross_rail, TWO,
-   IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
+  {"cross-rail pair, repair off: NCCL_CROSS_NIC=0 advised on both sides, then TCP",
+   case_ib_cross_rail, TWO, IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
   {"forced GID index empty on the peer: named on both sides with its usable entries",
    case_ib_gid_empty_on_peer, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   /* cases_repair.c */
@@ -183,6 +183,23 @@ static const struct api_case cases[] = {
    IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"repair: a peer without alternatives (off, or an older release): as before",
    case_repair_off_peer, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  /* cases_repair_port.c */
+  {"repair: cross-rail pair, RDMA on a port on the peer's rail", case_repair_cross_rail, TWO,
+   IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
+  {"repair: a storage NIC paired with a rail, RDMA on the rail NIC", case_repair_storage_nic, TWO,
+   IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
+  {"repair: no port on the peer's rail: no RDMA path, named, then TCP", case_repair_no_rail, TWO,
+   IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
+  {"repair: cross-rail pair with NCCL_DIAG_REPAIR=off on one host: as before",
+   case_repair_cross_rail_off, TWO, IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
+  {"repair: cross-rail pair with a peer that lists no ports: as before",
+   case_repair_cross_rail_older, TWO, IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
+  {"repair: cross-rail pair with NCCL_DIAG_REPAIR=warn: TCP, the path named",
+   case_repair_cross_rail_warn, TWO, IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
+  {"repair: a repaired pair's speed against a healthy one, in one run", case_repair_speed, TWO,
+   IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 180},
+  {"repair at RTR: the pair looks right and RTR fails, RDMA on the next pair", case_repair_rtr, TWO,
+   IB_ONLY, SOFT_ONLY, NETNS, .timeout_s = 90},
   {"P_Key: two limited members named, NCCL_IB_PKEY advised", case_ib_pkey_limited, TWO, IB_ONLY,
    SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"P_Key: two partitions named", case_ib_pkey_mismatch, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST,

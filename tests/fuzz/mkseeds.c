@@ -48,7 +48,14 @@ int main(int argc, char **argv) {
   m.rdma.alts[0].port = m.rdma.alts[1].port = 1;
   m.rdma.alts[0].gid_index = 2, m.rdma.alts[0].gid_type = 1;
   m.rdma.alts[1].gid_index = 3, m.rdma.alts[1].gid_type = 2;
-  m.rdma.stripe_ports = 2; /* a fused NIC's ports */
+  m.rdma.stripe_ports = 2;                 /* a fused NIC's ports */
+  m.rdma.has_ports = 1, m.rdma.nports = 2; /* the ports a repair could move to */
+  strcpy(m.rdma.ports[0].dev, "mlx5_2"), strcpy(m.rdma.ports[1].dev, "mlx5_3");
+  for (int i = 0; i < 2; i++) {
+    struct hello_port *p = &m.rdma.ports[i];
+    p->port = 1, p->mtu = 4096, p->rail = i, p->plane = -1, p->prefix = 24, p->has_gdr = 1;
+    p->ngids = 1, p->gids[0].gid_index = 3, p->gids[0].gid_type = 2;
+  }
   static uint8_t out[HELLO_HDR_LEN + HELLO_MAX_BODY];
   size_t n;
   if (hello_encode(&m, out, sizeof(out), &n)) return 1;

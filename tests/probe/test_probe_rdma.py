@@ -10,7 +10,9 @@ Cases: both hosts on the RDMA plane (mlx5_4): the pair passes over RDMA;
 host-a on its storage-plane port (mlx5_bond_0): the pair fails, and rank
 0's JSON names both hosts, both subnets and the fix the plugin gives;
 NCCL_IB_GID_INDEX=1 (link-local) on host-a: the pair passes over RDMA,
-repaired, and is a warning with the fix on host-a."""
+repaired, and is a warning with the fix on host-a; a cross-rail pair
+(host-a's device 0 mlx5_2, host-b's mlx5_3): repaired onto a port on the
+peer's rail, a warning with NCCL_CROSS_NIC=0."""
 import os
 import shutil
 import subprocess
@@ -79,6 +81,17 @@ def main():
         pl.case(len(rdma) == 2 and hits,
                 'a link-local GID forced on host-a: both directions pass over RDMA, repaired, '
                 'and the probe names it as a warning with the fix on host-a',
+                f'exit {run.rc} {rep["pairs"]} {rep.get("problems")}\n' + run.logs([0]))
+        os.makedirs(os.path.join(tmp, 'rail'))
+        run = run_pair(name, '=mlx5_2,mlx5_3', '=mlx5_3,mlx5_4', 3, os.path.join(tmp, 'rail'))
+        rep = run.report()
+        rdma = [p for p in rep['pairs'] if p['ok'] and p['transport'] == 'RDMA' and
+                p.get('plugin_cause') == 'repaired']
+        hits = [p for p in rep.get('problems', []) if p['severity'] == 'warning' and
+                'cross-rail pair' in p['text'] and 'NCCL_CROSS_NIC=0' in p['fix']]
+        pl.case(len(rdma) >= 2 and hits,
+                'a cross-rail pair: both directions pass over RDMA on a port on the peer\'s rail, '
+                'and the probe names it as a warning with NCCL_CROSS_NIC=0',
                 f'exit {run.rc} {rep["pairs"]} {rep.get("problems")}\n' + run.logs([0]))
     finally:
         subprocess.run([SVNETNS, 'down', name])

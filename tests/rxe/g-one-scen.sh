@@ -52,7 +52,9 @@ verdict "healthy pair: RDMA between rxe0 and rxe1, data verified"
 # on 10.0.0.0/24 and has no route there. The kernel looks the address up on
 # veth0's own segment, veth1 answers the ARP, and RTR succeeds.
 ip addr add 10.9.0.2/24 dev veth1 && wait_gid rxe1 2
-pair cross_subnet_l2 "$A" "$B NCCL_IB_GID_INDEX=2"
+# (NCCL_DIAG_REPAIR=off: the diagnosis alone; 3r and 3x below repair.)
+off=NCCL_DIAG_REPAIR=off
+pair cross_subnet_l2 "$A $off" "$B NCCL_IB_GID_INDEX=2 $off"
 rdma_ok
 expect listen warn "::ffff:10.9.0.2" "may fail unless the fabric routes or bridges the subnets"
 expect listen info "RTR succeeded"
@@ -63,21 +65,48 @@ verdict "cross-subnet pair on one L2 segment: named as a risk, RTR succeeds, RDM
 # rxe1's succeeds. Both sides name the cause; TCP carries the data.
 sysctl -qw net.ipv4.conf.veth1.arp_ignore=2
 ip neigh flush dev veth0
-pair cross_subnet_filtered "$A NCCL_DIAG_FALLBACK=auto" "$B NCCL_IB_GID_INDEX=2 NCCL_DIAG_FALLBACK=auto"
+pair cross_subnet_filtered "$A NCCL_DIAG_FALLBACK=auto $off" \
+  "$B NCCL_IB_GID_INDEX=2 NCCL_DIAG_FALLBACK=auto $off"
 tcp_ok
 # rxe0 and rxe1 are NICs of one host: that is said first, with the
 # neighbour resolution on this host to check (rp_filter, arp_ignore).
 expect both warn "ETIMEDOUT" "same host" "arp_ignore" "rp_filter"
 verdict "cross-subnet pair, ARP filtered on one side: RTR ETIMEDOUT named on both sides, TCP"
 ip neigh flush dev veth0
-pair cross_subnet_filtered_off "$A NCCL_DIAG_FALLBACK=off" "$B NCCL_IB_GID_INDEX=2 NCCL_DIAG_FALLBACK=off"
+pair cross_subnet_filtered_off "$A NCCL_DIAG_FALLBACK=off $off" \
+  "$B NCCL_IB_GID_INDEX=2 NCCL_DIAG_FALLBACK=off $off"
 expect both result "connect failed"
 # A long WARN reaches NCCL's logger in pieces: the cause and the policy
 # may sit in two of them.
 expect both warn "ETIMEDOUT"
 expect both warn "NCCL_DIAG_FALLBACK=off"
 verdict "cross-subnet pair, ARP filtered, fallback off: a clean failure on both sides"
+
+# 3r. The same pair with repair on (the default): rxe1's GID 2 (10.9.0.2)
+# and rxe0's GID 1 share no subnet, and rxe1's GID 1 does: both sides
+# repair onto it before RTR, and the data moves over RDMA.
+ip neigh flush dev veth0
+pair cross_subnet_repaired "$A" "$B NCCL_IB_GID_INDEX=2"
+rdma_ok
+expect both warn "Repaired, not moved to TCP" "NCCL_IB_GID_INDEX=2 is forced on"
+verdict "cross-subnet GID forced, ARP filtered, repair on: repaired onto GID 1 before RTR, RDMA, data verified"
 ip addr del 10.9.0.2/24 dev veth1
+restore
+
+# 3x. Three devices on two subnets: rxa0 on veth2 (10.9.1.1/24) sorts first,
+# so the connector's device 0 is rxa0, across subnets from rxe0; its rxe1
+# shares rxe0's subnet. Both sides move the connector to rxe1 before RTR,
+# the queue pairs and registrations on rxe1, and the data moves over RDMA.
+ip link add veth2 type veth peer name veth3 && ip addr add 10.9.1.1/24 dev veth2 &&
+  ip link set veth2 up && ip link set veth3 up && rdma link add rxa0 type rxe netdev veth2 &&
+  wait_gid rxa0 1
+pair three_devices_repaired "$A" "$ctl NCCL_IB_HCA==rxa0,rxe1"
+rdma_ok
+expect both warn "Repaired, not moved to TCP" "rxa0 port 1" "rxe1 port 1 GID 1" "NCCL_CROSS_NIC=0"
+expect connect info "rxe1" "RDMA, 1 queue pair"
+verdict "three devices on two subnets, NCCL's pair across them: repaired onto rxe1, RDMA, data verified"
+rdma link delete rxa0
+ip link del veth2
 restore
 
 # 4. The local GID's netdev goes down after the plugin read its devices:

@@ -31,7 +31,7 @@ VALUED = {
               'reps': '2', 'target-bytes': '1M', 'max-msgs': '10', 'lat-iters': '10',
               'max-mem': '1G', 'raw-shapes': '1', 'raw-min-stripe': '64K', 'rank-env': '0:A=1',
               'svg': '/tmp/x.svg', 'select-reps': '1', 'driver-idle-us': '0', 'plugin': '/x.so',
-              'abi': '9', 'dev': '0'},
+              'abi': '9', 'dev': '0', 'fuse': '0,1'},
 }
 FLAGS = {'selftest': {'help', 'verbose'}, 'doctor': {'json', 'pid1', 'help', 'verbose'},
          'params': {'json', 'set', 'agree', 'help'},

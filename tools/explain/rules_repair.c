@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Connections the plugin repaired: the configured GID pair could not reach,
- * and the plugin moved the connection to another GID pair of the same
- * ports (NCCL_DIAG_REPAIR=auto) or, with warn, fell back and named the
- * pair that would work. The job runs, so nothing else flags it: a setting
+/* Connections the plugin repaired: the configured GID pair could not reach
+ * (a GID entry; a cross-rail pair; a storage NIC), and the plugin moved the
+ * connection to another GID, port or NIC that reaches
+ * (NCCL_DIAG_REPAIR=auto) or, with warn, fell back and named the path that
+ * would work. The job runs, so nothing else flags it: a setting
  * is still wrong on some host, and this names it as a problem to fix. */
 #include <stdio.h>
 #include <string.h>
@@ -22,8 +23,7 @@ bool repair_match(const struct rec *r) {
 static void broken_of(const char *t, char *out, size_t cap) {
   const char *p = strstr(t, "): ");
   p = p ? p + 3 : t;
-  const char *end = strstr(p, ". Repaired");
-  if (!end) end = strstr(p, ". GID ");
+  const char *end = strstr(p, ". "); /* the cause has none: addresses, never ". " */
   int n = end ? (int)(end - p) : (int)strlen(p);
   snprintf(out, cap, "%.*s", n > 400 ? 400 : n, p);
 }
@@ -41,13 +41,13 @@ void repair_build(const struct explain_ctx *cx, const struct hits *h) {
   broken_of(t, broken, sizeof(broken));
   size_t fell = h->n - repaired;
   if (repaired)
-    finding_cause(f, "%zu connection%s run on RDMA only because the plugin repaired them: %s%s",
-                  repaired, repaired == 1 ? "" : "s", broken,
-                  fell ? "; others fell back to TCP although another GID pair reaches" : "");
+    finding_cause(f, "%zu connection%s on RDMA only because the plugin repaired %s: %s%s", repaired,
+                  repaired == 1 ? " runs" : "s run", repaired == 1 ? "it" : "them", broken,
+                  fell ? "; others fell back to TCP although another path reaches" : "");
   else
     finding_cause(f,
-                  "%zu connection%s fell back to TCP although another GID pair of the same ports "
-                  "reaches (NCCL_DIAG_REPAIR=warn on a host): %s",
+                  "%zu connection%s fell back to TCP although another GID, port or NIC of the "
+                  "two hosts reaches (NCCL_DIAG_REPAIR=warn on a host): %s",
                   fell, fell == 1 ? "" : "s", broken);
   const char *fix = text_after(t, "Fix the configuration: ");
   const char *end = fix ? strstr(fix, " (NCCL_DIAG_REPAIR=off") : NULL;

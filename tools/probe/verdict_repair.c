@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Pairs that passed only because the plugin repaired them (its "repaired"
- * event: the configured GID pair could not reach, another of the same ports
+ * event: the configured pair could not reach, another GID, port or NIC
  * carried the data): a problem to fix, not a healthy pair. */
 #include <stdio.h>
 #include <string.h>
@@ -40,7 +40,7 @@ void verdict_repaired_pairs(struct probe_run *r) {
     repair_fix(p->error, fix, sizeof(fix));
     probe_add_problem(r, SEV_WARNING, hosts, fix,
                       "%s -> %s on device %d (%s on %s, %s on %s) ran on RDMA only because the "
-                      "plugin repaired a GID pair that cannot reach: %s",
+                      "plugin repaired a pair that cannot reach: %s",
                       s, d, p->dev, p->dev_name, s, p->dst_dev_name[0] ? p->dst_dev_name : "?", d,
                       p->error);
   }

@@ -153,7 +153,9 @@ bool ib_dev_check_port(struct ib_dev *d);
 void ib_dev_fuse(const struct transport_dev *const *devs, int n);
 /* The ports of d's fused NIC a connection on d offers to stripe each
  * message over, in its hello (0: none; transport/ib/setup/ib_stripe.c). */
-int ib_stripe_offer(const struct ib_dev *d);
+static inline int ib_stripe_offer(const struct ib_dev *d) {
+  return d->nmembers < 2 ? 0 : d->nmembers;
+}
 /* Re-reads the GID in use; a changed address is taken and said once. */
 void ib_dev_refresh_gid(struct ib_dev *d);
 /* "host-b (10.0.0.7)": a peer by host name and address, since containers

@@ -273,7 +273,7 @@ static void rtr_generic(struct diag_out *o, const struct ib_dev *d, const struct
   if (err == ETIMEDOUT || err == EHOSTUNREACH)
     diag_put(o,
              ": the remote GID is not resolvable from this GID's netdev %s (no ARP/ND answer "
-             "within the kernel's 1 s). Likely causes, in order: the two GIDs are on different "
+             "within 1 s). Likely causes, in order: the two GIDs are on different "
              "subnets and nothing routes between them; %s's port or its netdev %s is down; %s "
              "filters ARP from this subnet (rp_filter=1 or arp_ignore=2 on %s)",
              d->td->netdev, peer->host, rnd, peer->host, rnd);

@@ -12,6 +12,7 @@
 #include "topo/gid.h"
 #include "transport/ib/dev/ib.h"
 #include "transport/ib/setup/ib_repair.h"
+#include "transport/prefs.h"
 
 /* The state of the GID index in use, as this host's table has it. */
 static int gid_state(const struct topo_port *pt, int index) {
@@ -53,6 +54,50 @@ static void fill_alts(const struct topo_dev *t, const struct topo_port *pt, stru
   }
 }
 
+/* A port's GIDs a RoCE pair could use, its own in use first. */
+static void port_gids(const struct topo_dev *t, const struct topo_port *pt, struct hello_port *p) {
+  for (int pass = 0; pass < 2; pass++)
+    for (int k = 0; k < pt->ngid && p->ngids < HELLO_MAX_PORT_GIDS; k++) {
+      const struct topo_gid *g = &pt->gids[k];
+      if ((pass == 0) != (g->index == t->gid_index)) continue;
+      if (g->type_errno || (g->type != GID_TYPE_V1 && g->type != GID_TYPE_V2) ||
+          gid_is_link_local(g->raw))
+        continue;
+      struct hello_port_gid *o = &p->gids[p->ngids++];
+      o->gid_index = g->index;
+      o->gid_type = g->type == GID_TYPE_V2 ? 2 : 1;
+      memcpy(o->gid, g->raw, 16);
+    }
+}
+
+/* Every RoCE port this host offers NCCL: where a repair may move a pair
+ * that NCCL's choice breaks (ib_repair.h). Off with NCCL_DIAG_REPAIR=off. */
+static void fill_ports(struct hello_rdma *r) {
+  const struct topo_host *h;
+  topo_process(&h);
+  const struct transport_host *host = transport_host();
+  r->has_ports = r->has_alts && transport_prefs()->is_repair_ports;
+  for (int i = 0; r->has_ports && i < host->ndev && r->nports < HELLO_MAX_PORTS; i++) {
+    const struct transport_dev *x = &host->devs[i];
+    if (!x->is_ib || !x->ib) continue;
+    const struct ib_dev *d = x->ib;
+    const struct topo_dev *t = d->td;
+    if (t->ll != TOPO_LL_ETH) continue;
+    struct hello_port *p = &r->ports[r->nports];
+    memset(p, 0, sizeof(*p));
+    scopy(p->dev, sizeof(p->dev), t->name);
+    p->port = t->ib_port;
+    p->mtu = d->mtu;
+    p->rail = t->rail, p->plane = t->plane;
+    p->prefix = t->subnet.family ? t->subnet.prefix : -1;
+    p->is_off_plane = t->off_plane;
+    p->has_gdr = (d->ptr_support & NCCL_PTR_CUDA) != 0;
+    scopy(p->netdev, sizeof(p->netdev), t->netdev ? t->netdev : "");
+    port_gids(t, &h->ports[t->port], p);
+    if (p->ngids) r->nports++;
+  }
+}
+
 static void fill_rdma(const struct topo_dev *t, struct hello_rdma *r) {
   const struct topo_host *h;
   topo_process(&h);
@@ -62,6 +107,7 @@ static void fill_rdma(const struct topo_dev *t, struct hello_rdma *r) {
   r->has_pkey = t->pkey >= 0;
   r->pkey = t->pkey;
   fill_alts(t, pt, r);
+  fill_ports(r);
 }
 
 /* The devices this host offers NCCL, RDMA ports or TCP interfaces. */

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Which GID pair carries a RoCE connection whose configured pair cannot
- * reach (see ib_repair.h). Broken before RTR: an index that holds no GID on
- * one side, a link-local GID against a routable one (it never leaves its
- * L2 segment), RoCE v1 against v2. Among the two ports' other GIDs, a pair
- * of one RoCE version, neither link-local, of one address family; ranked:
- * the fewest sides changed, RoCE v2 before v1, the longest common address
- * prefix (the same subnet first), then the lowest indexes. Every input is
- * in both hellos, so both sides pick the same pair. */
+ * reach (see ib_repair.h); other ports are ib_repair_port.c's. Broken before RTR: an index that
+ * holds no GID on one side, a link-local GID against a routable one (it never leaves its L2
+ * segment), RoCE v1 against v2. Among the two ports' other GIDs, a pair of one RoCE version,
+ * neither link-local, of one address family; ranked: the fewest sides changed, RoCE v2 before v1,
+ * the longest common address prefix (the same subnet first), then the lowest indexes. Every input
+ * is in both hellos, so both sides pick the same pair. */
 #include <stdio.h>
 #include <string.h>
 
@@ -115,8 +114,10 @@ void ib_repair_choose(const struct hello *mine, const struct hello *peer, bool i
     return;
   say_broken(s, v, r->broken, sizeof(r->broken));
   r->is_broken = r->broken[0] != 0;
+  r->cause = IB_REPAIR_GID;
+  if (r->is_broken && s->rdma.has_alts && v->rdma.has_alts) choose(s, v, r);
+  if (!r->is_found) ib_repair_port_choose(s, v, r); /* other ports, or NCCL's ports break */
   if (!r->is_broken || !s->rdma.has_alts || !v->rdma.has_alts) return;
-  choose(s, v, r);
   r->is_applied =
     r->is_found && s->rdma.repair_mode == REPAIR_AUTO && v->rdma.repair_mode == REPAIR_AUTO;
 }
@@ -132,4 +133,6 @@ void ib_repair_apply(const struct ib_repair *r, bool is_send, struct hello *mine
                      struct hello *peer) {
   point(mine, &r->pick[is_send ? 0 : 1]);
   point(peer, &r->pick[is_send ? 1 : 0]);
+  ib_repair_port_apply(&r->end[is_send ? 0 : 1], mine);
+  ib_repair_port_apply(&r->end[is_send ? 1 : 0], peer);
 }

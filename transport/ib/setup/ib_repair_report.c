@@ -14,13 +14,47 @@
 #include "transport/ib/setup/ib_repair.h"
 #include "transport/report.h"
 
-/* "GID 7 (RoCE v2 10.50.0.22) of pod-b" */
-static void gid_side(const struct hello_alt *a, const struct hello *h, char *buf, size_t cap) {
+/* "GID 7 (RoCE v2 10.50.0.22) of pod-b", with the port when it moved:
+ * "mlx5_3 port 1 GID 3 (RoCE v2 10.1.3.5) of host-a" */
+static void gid_side(const struct hello_alt *a, const struct ib_repair_end *e,
+                     const struct hello *h, char *buf, size_t cap) {
   struct ipaddr ip;
-  char addr[64];
+  char addr[64], port[64] = "";
   gid_to_ipaddr(a->gid, &ip);
   ipaddr_str(&ip, addr, sizeof(addr));
-  snprintf(buf, cap, "GID %d (RoCE v%d %s) of %s", a->gid_index, a->gid_type, addr, h->host);
+  if (e->is_moved) snprintf(port, sizeof(port), "%s port %d ", e->dev, e->port);
+  snprintf(buf, cap, "%sGID %d (RoCE v%d %s) of %s", port, a->gid_index, a->gid_type, addr,
+           h->host);
+}
+
+/* What the path costs against NCCL's: nothing on the same ports; another
+ * NIC's PCIe path where it moved (never one without GPUDirect where NCCL's
+ * had it: ib_repair_port.c). */
+static void cost_text(const struct ib_repair *r, const struct hello *s, const struct hello *v,
+                      char *buf, size_t cap) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int k = 0; k < 2; k++) {
+    const struct ib_repair_end *e = &r->end[k];
+    const struct hello *h = k ? v : s;
+    if (!e->is_moved) continue;
+    if (!strcmp(e->dev, h->ib.dev))
+      o = strbuf_cat(buf, cap, o,
+                     "%son %s another port of the same NIC (%s port %d instead of "
+                     "port %d): the same PCIe path",
+                     o ? "; " : "", h->host, e->dev, e->port, h->ib.port);
+    else
+      o = strbuf_cat(buf, cap, o,
+                     "%son %s another NIC's PCIe path (%s instead of NCCL's %s, which NCCL chose "
+                     "nearest the GPU)",
+                     o ? "; " : "", h->host, e->dev, h->ib.dev);
+  }
+  if (!o) snprintf(buf, cap, "the same ports (no cost: the same NIC, PCIe path and GPUDirect)");
+  else {
+    char all[600];
+    snprintf(all, sizeof(all), "%s", buf);
+    snprintf(buf, cap, "at a cost: %s", all);
+  }
 }
 
 /* The fix on host h, whose GID moved from its configured index to a. */
@@ -41,6 +75,24 @@ static void fix_text(const struct ib_repair *r, const struct hello *s, const str
                      char *buf, size_t cap) {
   size_t o = 0;
   buf[0] = 0;
+  if (r->cause == IB_REPAIR_CROSS_RAIL) {
+    snprintf(buf, cap,
+             "set NCCL_CROSS_NIC=0 on every node so that rings and trees stay on one rail, and "
+             "keep PXN on (NCCL_PXN_DISABLE=0, NCCL_P2P_PXN_LEVEL=2, the defaults)");
+    return;
+  }
+  if (r->cause == IB_REPAIR_RTR) {
+    snprintf(buf, cap,
+             "find why RTR fails between the ports NCCL chose (the RTR warning names the cause), "
+             "or leave the failing port out with NCCL_IB_HCA");
+    return;
+  }
+  if (r->cause == IB_REPAIR_OFF_PLANE) {
+    const struct hello *h = s->ib.is_off_plane ? s : v;
+    snprintf(buf, cap, "exclude %s with NCCL_IB_HCA=^%s on %s (or name only the rail NICs)",
+             h->ib.dev, h->ib.dev, h->host);
+    return;
+  }
   if (r->pick[0].gid_index != s->ib.gid_index) o = fix_side(buf, cap, o, &r->pick[0], s);
   if (r->pick[1].gid_index != v->ib.gid_index) o = fix_side(buf, cap, o, &r->pick[1], v);
 }
@@ -69,41 +121,54 @@ void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local
                       const struct hello *mine, const struct hello *peer, const char *peer_desc,
                       bool is_up) {
   if (!r->is_broken) return;
+  if (r->nccl_label[0]) local_label = r->nccl_label; /* named as NCCL knows it, before a move */
   const struct hello *s = is_send ? mine : peer, *v = is_send ? peer : mine;
-  char key[400], msg[2400], a[160], b[160], fix[600];
+  char key[400], msg[3000], a[160], b[160], fix[600], cost[600];
   snprintf(key, sizeof(key), "repair|%s|%s|%s", peer->host, peer->addr, local_label);
   if (!r->is_found) {
     if (!s->rdma.has_alts || !v->rdma.has_alts) return; /* a peer that offers none: as before */
-    snprintf(msg, sizeof(msg),
-             "RDMA path from %s to %s: %s, and no other GID pair of these two ports reaches "
-             "(none is routable and of one RoCE version on both): no RDMA path exists for this "
-             "pair, so it falls back as configured",
-             local_label, peer_desc, r->broken);
+    if (r->cause == IB_REPAIR_GID)
+      snprintf(msg, sizeof(msg),
+               "RDMA path from %s to %s: %s, and no other GID pair of these two hosts' ports "
+               "reaches (none is routable, of one RoCE version and on one subnet on both): no "
+               "RDMA path exists for this pair, so it falls back as configured",
+               local_label, peer_desc, r->broken);
+    else {
+      /* RTR settles it (a routed fabric reaches), and its failure is the
+       * pair's one WARN, with the cause and fix: this is said as INFO. */
+      INFO(LOG_NET,
+           "RDMA path from %s to %s: %s, and no port of %s shares a subnet with a port of %s: "
+           "no RDMA path exists for this pair unless the fabric routes between the subnets (RTR "
+           "tells), else it falls back as configured",
+           local_label, peer_desc, r->broken, s->host, v->host);
+      return;
+    }
     say(key, msg);
     return;
   }
-  gid_side(&r->pick[0], s, a, sizeof(a));
-  gid_side(&r->pick[1], v, b, sizeof(b));
+  gid_side(&r->pick[0], &r->end[0], s, a, sizeof(a));
+  gid_side(&r->pick[1], &r->end[1], v, b, sizeof(b));
   fix_text(r, s, v, fix, sizeof(fix));
+  cost_text(r, s, v, cost, sizeof(cost));
+  const char *ports = r->end[0].is_moved || r->end[1].is_moved ? "" : ", the same ports,";
   if (r->is_applied && !is_up)
     snprintf(msg, sizeof(msg),
-             "RDMA path from %s to %s: %s. %s and %s, the same ports, were tried instead and "
-             "failed as well (the next warning says why). Fix the configuration: %s",
-             local_label, peer_desc, r->broken, a, b, fix);
+             "RDMA path from %s to %s: %s. %s and %s%s were tried instead and failed as well "
+             "(the next warning says why). Fix the configuration: %s",
+             local_label, peer_desc, r->broken, a, b, ports, fix);
   else if (r->is_applied) {
     repaired_event(local_label, peer_desc, r->broken, a, b, fix);
     snprintf(msg, sizeof(msg),
              "RDMA path from %s to %s: %s. Repaired, not moved to TCP: the connection runs on "
-             "%s and %s, the same ports (no cost: the same NIC, PCIe path and GPUDirect). Fix "
-             "the configuration: %s (NCCL_DIAG_REPAIR=off turns repair off)",
-             local_label, peer_desc, r->broken, a, b, fix);
+             "%s and %s, %s. Fix the configuration: %s (NCCL_DIAG_REPAIR=off turns repair off)",
+             local_label, peer_desc, r->broken, a, b, cost, fix);
   } else
-    snprintf(msg, sizeof(msg),
-             "RDMA path from %s to %s: %s. %s and %s, the same ports, would carry it at RDMA "
-             "speed, but NCCL_DIAG_REPAIR is not auto on both (%s on %s, %s on %s), so it falls "
-             "back as configured. Fix the configuration: %s",
-             local_label, peer_desc, r->broken, a, b,
-             s->rdma.repair_mode == REPAIR_WARN ? "warn" : "auto", s->host,
-             v->rdma.repair_mode == REPAIR_WARN ? "warn" : "auto", v->host, fix);
+    snprintf(
+      msg, sizeof(msg),
+      "RDMA path from %s to %s: %s. %s and %s%s would carry it at RDMA speed, but NCCL_DIAG_REPAIR is not auto on both (%s on %s, %s on %s), so it falls "
+      "back as configured. Fix the configuration: %s",
+      local_label, peer_desc, r->broken, a, b, ports,
+      s->rdma.repair_mode == REPAIR_WARN ? "warn" : "auto", s->host,
+      v->rdma.repair_mode == REPAIR_WARN ? "warn" : "auto", v->host, fix);
   say(key, msg);
 }

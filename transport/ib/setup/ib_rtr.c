@@ -91,13 +91,11 @@ static int retry_later(struct ib_setup *s, int i, int err, char *why, size_t cap
     char key[400];
     snprintf(key, sizeof(key), "rtrretry|%s|%s", s->peer.host, s->dev->td->name);
     if (report_first(key))
-      WARN("connection from %s to %s: RTR of qp 0x%x failed: %s. Retrying for up to %lld s, as "
-           "NCCL does (NCCL_IB_MQP_RETRY_CNT=%d, NCCL_IB_MQP_RETRY_SLEEP_MSEC=%lld): a neighbour "
-           "that answers late recovers; otherwise the connection then falls back to TCP or "
-           "fails (NCCL_IB_MQP_RETRY_CNT=0 decides at once)",
+      WARN("connection from %s to %s: RTR of qp 0x%x failed: %s. Retrying for up to %lld s as "
+           "NCCL does (NCCL_IB_MQP_RETRY_CNT=%d; NCCL_IB_MQP_RETRY_CNT=0 decides at once)",
            s->dev->label, s->peer_desc, s->qps[i].qp->qp_num, why,
            (long long)(budget_ns(cnt, transport_prefs()->ib_mqp_retry_sleep_msec) / 1000000000LL),
-           cnt, (long long)transport_prefs()->ib_mqp_retry_sleep_msec);
+           cnt);
   }
   s->rtr_retries++;
   s->rtr_total++;

@@ -52,11 +52,18 @@ struct ib_setup *ib_setup_new(const struct transport_dev *dev, bool is_send, int
   /* Before any check: a repaired pair is checked and connected as chosen. */
   /* A repaired pair is said with the verdict (decide), once RTR settled it. */
   ib_repair_choose(&s->mine, &s->peer, is_send, &s->repair);
+  s->repair.nccl_dev = s->dev;
+  snprintf(s->repair.nccl_label, sizeof(s->repair.nccl_label), "%s", s->dev->label);
   s->repair_hellos[0] = s->mine;
   s->repair_hellos[1] = s->peer;
   if (!s->repair.is_applied)
     ib_repair_report(&s->repair, is_send, s->dev->label, &s->mine, &s->peer, s->peer_desc, true);
-  else ib_repair_apply(&s->repair, is_send, &s->mine, &s->peer);
+  else {
+    ib_repair_apply(&s->repair, is_send, &s->mine, &s->peer);
+    /* Moved to another port: its queue pairs, CQ and memory live there. */
+    struct ib_dev *d = ib_repair_local_dev(&s->repair, is_send);
+    if (d) s->dev = d;
+  }
   ib_stripe_local(s);
   s->stage = is_send ? IB_STAGE_CHECK : IB_STAGE_RECV_INFO;
   /* RTR retries (ib_rtr.c) may take their budget on either side. */
@@ -201,6 +208,8 @@ static bool make_status(struct ib_setup *s) {
 /* Both STATUS records are in: the same verdict on both sides. */
 static enum ib_setup_result decide(struct ib_setup *s) {
   bool is_up = s->mine_status.is_ok && s->peer_status.is_ok;
+  if (!is_up && ib_setup_repair_rtr(s))
+    return IB_SETUP_PENDING; /* the next pair (ib_repair_rtr.c) */
   if (s->repair.is_applied)
     ib_repair_report(&s->repair, s->is_send, s->dev->label, &s->repair_hellos[0],
                      &s->repair_hellos[1], s->peer_desc, is_up);
@@ -289,7 +298,7 @@ static enum progress step(struct ib_setup *s) {
       break;
     }
     s->result = decide(s); /* a connector that waited has the peer's already */
-    enter(s, IB_STAGE_DONE);
+    if (s->result != IB_SETUP_PENDING) enter(s, IB_STAGE_DONE);
     break;
   case IB_STAGE_RECV_STATUS:
     p = recv_record(s, IBREC_STATUS, &s->peer_status);
@@ -299,7 +308,7 @@ static enum progress step(struct ib_setup *s) {
       break;
     }
     s->result = decide(s);
-    enter(s, IB_STAGE_DONE);
+    if (s->result != IB_SETUP_PENDING) enter(s, IB_STAGE_DONE);
     break;
   case IB_STAGE_DONE: break;
   }

@@ -17,8 +17,6 @@
 
 #include "transport/ib/setup/ib_setup.h"
 
-int ib_stripe_offer(const struct ib_dev *d) { return d->nmembers < 2 ? 0 : d->nmembers; }
-
 int ib_stripe_local(struct ib_setup *s) {
   struct ib_dev *d = s->dev;
   s->ndevs = 1;
@@ -27,6 +25,10 @@ int ib_stripe_local(struct ib_setup *s) {
   for (int i = 0; i < d->nmembers; i++)
     if (d->members[i] == d) s->members[0] = i;
   if (s->mine.rdma.stripe_ports < 2 || s->peer.rdma.stripe_ports < 2) return 1;
+  /* A pair repaired onto another port runs there alone: both sides see the
+   * same repair (it is a function of both hellos), so both stop striping. */
+  const struct ib_repair *r = &s->repair;
+  if (r->is_applied && (r->end[0].is_moved || r->end[1].is_moved)) return 1;
   /* this side's ports from the one the connection was given, so that the
    * control traffic (queue pair 0) spreads over the ports too */
   for (int k = 1; k < d->nmembers && k < IB_MAX_STRIPE; k++) {
