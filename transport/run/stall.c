@@ -13,6 +13,7 @@
 #include "common/log.h"
 #include "transport/liveness.h"
 #include "transport/run/conns.h"
+#include "transport/run/slow.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
 #include "transport/transport.h"
@@ -29,6 +30,7 @@ void run_loop_tick(int64_t now, int64_t loop_ns) {
   /* The whole process was stopped: its caller was not idle, it was frozen. */
   if (gap > loop_ns + 1500000000LL && t)
     atomic_compare_exchange_strong(&last_call_ns, &t, t + gap - loop_ns);
+  run_slow_tick(now); /* the slow-link windows, off the proxy thread */
 }
 
 int64_t run_caller_idle_ns(int64_t now) {
