@@ -111,6 +111,9 @@ def sc_lossy(h, tmp, c):
         c.ok(r and r['status'] == 'ok', f'{s.role}: the mesh ran: {r}')
     F.nft_clear(h.ns[b])
     finish(sides)
+    out = ' '.join(stall.explain([sides[a].log, sides[b].log]).split())
+    c.ok(f'network path between {h.ip(a)} and {h.ip(b)} runs well below' in out,
+         f'explain names the path: {out[:600]}')
     for i, s in enumerate(sides):
         warned = warns(s)
         if i in (a, b):
@@ -136,12 +139,14 @@ def sc_clean(h, tmp, c):
         c.ok(r and r['status'] == 'ok', f'{s.role}: the mesh ran: {r}')
     finish(sides)
     for s in sides:
-        c.ok(not lines(s, 'slow link: '), f'{s.role}: no slow-link finding: '
+        c.ok(not lines(s, 'slow link: '), f'{s.role}: no slow-link line: '
              f'{lines(s, "slow link: ")[:1]}')
         summary = lines(s, 'run summary:')
         c.ok(summary and 'slow links named: 0' in summary[-1], f'{s.role}: summary says 0')
         m = re.search(r'slowest link: .*? (\d+\.\d+x) the median', (summary or [''])[-1])
         c.notes.append(f'{s.role} slowest {m[1] if m else "?"} of its siblings')
+    out = ' '.join(stall.explain([s.log for s in sides]).split())
+    c.ok('runs well below the other links' not in out, f'explain: no slow-link finding: {out[:300]}')
     return sides
 
 
@@ -155,6 +160,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument('--driver', required=True)
     ap.add_argument('--plugin', required=True)
+    ap.add_argument('--explain', required=True)
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--only', default='')
     ap.add_argument('--keep-logs', action='store_true')

@@ -16,9 +16,11 @@
 struct slow_state {
   uint32_t id;
   uint64_t bytes, busy_ns, retrans, ooo;
-  int streak, ok_streak;      /* windows in a row judged slow / not slow */
-  uint64_t s_retrans, s_ooo;  /* evidence summed over the slow streak */
-  double warned_ratio, ratio; /* the ratio it was named with; the last one */
+  unsigned history;                                        /* bit w: window w back was slow */
+  int ok_streak;                                           /* windows in a row that look healthy */
+  uint64_t w_retrans[RUN_SLOW_SPAN], w_ooo[RUN_SLOW_SPAN]; /* per window, the last SPAN */
+  int w_next;
+  double ratio; /* the last window's */
   bool is_named;
 };
 
@@ -108,26 +110,24 @@ static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
     is_slow = st->ratio * 100 < pct && has;
     is_clear = st->ratio * 100 >= pct && !has;
   }
-  if (!is_slow) {
-    st->streak = 0, st->s_retrans = 0, st->s_ooo = 0;
-    /* A lossy link's rate swings with where its losses fall: it has
-     * recovered when both its rate and its sockets look like its siblings'. */
-    st->ok_streak = is_clear ? st->ok_streak + 1 : 0;
-    if (st->is_named && st->ok_streak >= RUN_SLOW_WINDOWS) {
-      st->is_named = false;
-      slow_say_recovered(x->i);
-    }
-    return;
+  st->history = ((st->history << 1) | is_slow) & ((1u << RUN_SLOW_SPAN) - 1);
+  st->w_retrans[st->w_next] = is_slow ? x->d_retrans : 0;
+  st->w_ooo[st->w_next] = is_slow ? x->d_ooo : 0;
+  st->w_next = (st->w_next + 1) % RUN_SLOW_SPAN;
+  /* A lossy link's rate swings with where its losses fall: it has
+   * recovered when both its rate and its sockets look like its siblings'. */
+  st->ok_streak = is_clear ? st->ok_streak + 1 : 0;
+  if (st->is_named && st->ok_streak >= RUN_SLOW_WINDOWS) {
+    st->is_named = false;
+    slow_say_recovered(x->i);
   }
-  st->ok_streak = 0;
-  st->streak++;
-  st->s_retrans += x->d_retrans, st->s_ooo += x->d_ooo;
-  if (st->streak < RUN_SLOW_WINDOWS) return;
-  if (st->is_named && st->ratio >= st->warned_ratio / 2) return; /* nothing new to say */
-  if (!st->is_named) named_count++;
+  /* Said once per episode: again only after it recovered. */
+  if (!is_slow || st->is_named || __builtin_popcount(st->history) < RUN_SLOW_WINDOWS) return;
+  named_count++;
   st->is_named = true;
-  st->warned_ratio = st->ratio;
-  slow_say(x, &sib, st->ratio, st->streak * RUN_SLOW_WINDOW_SEC, st->s_retrans, st->s_ooo);
+  uint64_t retrans = 0, ooo = 0;
+  for (int w = 0; w < RUN_SLOW_SPAN; w++) retrans += st->w_retrans[w], ooo += st->w_ooo[w];
+  slow_say(x, &sib, st->ratio, RUN_SLOW_SPAN * RUN_SLOW_WINDOW_SEC, retrans, ooo);
 }
 
 static uint64_t delta(uint64_t now, uint64_t before) { return now > before ? now - before : 0; }
@@ -184,7 +184,7 @@ bool run_slow_of(uint32_t id, double *ratio) {
   for (int k = 0; k < nstates; k++)
     if (states[k].id == id) {
       is_named = states[k].is_named;
-      *ratio = states[k].warned_ratio;
+      *ratio = states[k].ratio;
     }
   pthread_mutex_unlock(&lock);
   return is_named;

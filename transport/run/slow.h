@@ -12,8 +12,9 @@
  * ratio under NCCL_DIAG_SLOW_PERCENT of their median; evidence on its own
  * sockets that its siblings lack (retransmits or lost segments, packets
  * arriving out of order, a smoothed RTT four times theirs); all of it in
- * RUN_SLOW_WINDOWS windows in a row. It is said once, and again only when
- * the ratio halves again. */
+ * RUN_SLOW_WINDOWS of the last RUN_SLOW_SPAN windows (a lossy link's rate
+ * swings with where its losses fall). It is said once per episode: again
+ * only after it ran RUN_SLOW_WINDOWS windows in a row like its siblings. */
 #ifndef DIAG_TRANSPORT_RUN_SLOW_H
 #define DIAG_TRANSPORT_RUN_SLOW_H
 
@@ -21,7 +22,8 @@
 #include <stdint.h>
 
 #define RUN_SLOW_WINDOW_SEC 5
-#define RUN_SLOW_WINDOWS 3
+#define RUN_SLOW_WINDOWS 3 /* slow in this many of the last RUN_SLOW_SPAN windows */
+#define RUN_SLOW_SPAN 4
 /* A window counts for a connection with at least this much traffic. */
 #define RUN_SLOW_MIN_BYTES (1u << 20)
 #define RUN_SLOW_MIN_BUSY_NS 10000000LL
