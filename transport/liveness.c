@@ -218,6 +218,12 @@ int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *i
   return v;
 }
 
+bool liveness_peer_root_end(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4) {
+  if (!p || !atomic_load(&p->root_pid2)) return false;
+  *pid = atomic_load(&p->root_pid2), *ip4 = atomic_load(&p->root_ip4b);
+  return true;
+}
+
 void liveness_stall_advice(const struct liveness_peer *p, char *buf, size_t cap) {
   char live[200];
   enum liveness_view v = liveness_peer_state(p, live, sizeof(live));

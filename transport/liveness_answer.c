@@ -239,7 +239,8 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
     if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
     struct run_root root;
     if ((f.flags & RUN_FLAG_WAITING) && run_root_get(&root)) {
-      struct live_frame rf = {LIVE_ROOT, root.verdict, root.pid, root.ip4};
+      struct live_frame rf = {LIVE_ROOT, root.verdict, root.pid,
+                              root.ip4 | (uint64_t)root.ip4b << 32, root.pid2};
       live_frame_encode(&rf, out);
       if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
     }

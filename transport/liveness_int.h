@@ -36,6 +36,9 @@ struct live_frame {
   uint16_t flags; /* the wait-for facts (transport/run/waitfor.h); 0 from older plugins */
   uint32_t seq;
   uint64_t token;
+  /* LIVE_ROOT of a path: the other end's pid here and its IPv4 address in
+   * token's high half; older plugins write 0 there and never read it */
+  uint32_t extra;
 };
 
 void live_frame_encode(const struct live_frame *f, uint8_t out[LIVE_FRAME_LEN]);
@@ -66,6 +69,11 @@ struct liveness_peer {
   atomic_int idle_s;              /* its caller's idle seconds from its last answer, -1 unknown */
   atomic_uint root_pid, root_ip4; /* the root of its stall, from its LIVE_ROOT */
   atomic_int root_verdict;        /* 0: none said */
+  atomic_uint root_pid2,
+    root_ip4b; /* a path's other end, from a newer plugin's LIVE_ROOT; 0: none */
+  /* the check socket while it is quiet (liveness_path.c) */
+  atomic_uint path_unacked, path_retrans;
+  atomic_bool path_drops, path_is_syn;
   /* the thread's own */
   enum live_stage stage;
   int fd;
@@ -101,6 +109,9 @@ struct liveness_state {
 };
 
 struct liveness_state *liveness_state(void);
+/* From the liveness thread's pass over peer p: samples its check socket's
+ * TCP_INFO while it is quiet (liveness_path.c). */
+void live_path_sample(struct liveness_peer *p, int64_t now, int64_t interval_ns);
 /* Opens st's listening sockets (liveness_bind.c): 0 or an errno; what it
  * bound is said at INFO by the caller. where gets "10.0.0.7, fd00::7" or
  * "every address". */

@@ -119,6 +119,8 @@ static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t
   if (!live_frame_decode(p->in, &f) && f.type == LIVE_ROOT) { /* after a PONG: its stall's root */
     atomic_store(&p->root_pid, f.seq);
     atomic_store(&p->root_ip4, (uint32_t)f.token);
+    atomic_store(&p->root_ip4b, (uint32_t)(f.token >> 32));
+    atomic_store(&p->root_pid2, f.extra);
     atomic_store(&p->root_verdict, f.flags);
     return;
   }
@@ -197,6 +199,7 @@ static void peer_step(struct liveness_state *st, struct liveness_peer *p, short 
   else if (p->stage == LIVE_CONNECTING) connect_step(st, p, revents, now);
   else if (p->stage == LIVE_UP) up_step(st, p, revents, now);
   if (!atomic_load(&p->is_lost)) liveness_check_timeout(st, p, now);
+  live_path_sample(p, now, st->interval_ns);
 }
 
 /* ---- the loop ---- */

@@ -117,13 +117,23 @@ def sc_blackhole(h, tmp, c):
     if F.started(c, [recv, send]):
         t0 = time.monotonic()
         F.nft_set(h.ns_send, 'drop')
-        expect_warn(c, recv, [f'pid {send.pid} '], t0, 'blackhole')
-        expect_warn(c, send, [f'pid {recv.pid} '], t0, 'blackhole')
+        # each end names the path, both of its ends, and the counters that show it
+        for me, other in ((recv, send), (send, recv)):
+            ends = [f'({h_ip(h, me)}<', f'({h_ip(h, other)}<'] if h.kind == 'tcp' else []
+            expect_warn(c, me, [f'pid {other.pid} ', 'the path between this host and',
+                                'drops everything', 'unacknowledged'] + ends, t0, 'blackhole')
         expect_explain(c, [recv.log, send.log], ['network path between'], 'both')
         F.nft_clear(h.ns_send)
     for x in (recv, send):
         x.finish()
     return [recv, send]
+
+
+def h_ip(h, side):
+    """A side's address on the two-host pair (TcpHosts and IbHosts)."""
+    ns = h.ns_recv if side.role == 'recv' else h.ns_send
+    out = F.sh(['ip', '-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']).stdout
+    return out.split('inet ')[1].split('/')[0] if 'inet ' in out else '?'
 
 
 def sc_clean(h, tmp, c, send_extra):
@@ -197,7 +207,7 @@ def ring(h, tmp, extra=None):
             for i in range(NRANKS)]
 
 
-def expect_ring(c, sides, t0, root, what, needles, subsets):
+def expect_ring(c, sides, t0, root, what, needles, subsets, path=None):
     """Every rank but the root: one stall WARN within the bound; explain on
     every log, and on each subset, names the root and only it."""
     worst, n = 0, 0
@@ -215,6 +225,10 @@ def expect_ring(c, sides, t0, root, what, needles, subsets):
                 head = line.split('(')[0]
                 c.ok(f'pid {root.pid} ' in head or f'pid {root.pid}:' in head,
                      f'{s.role}: the WARN names the root, pid {root.pid}, first: {line[:300]}')
+            if path:  # its first WARN names the path: both of its ends
+                head = line.split('; here ')[0]
+                c.ok(all(f'{ip}<' in head or f'at {ip} ' in head for ip in path),
+                     f'{s.role}: the WARN names the path {path[0]} - {path[1]}: {line[:400]}')
     c.notes.append(f'{what}: the last of {n} ranks warned {worst:.1f} s after the fault')
     for sub in subsets:
         logs = [sides[i].log for i in sub]
@@ -259,7 +273,7 @@ def sc_ring_link(h, tmp, c):
         pair = f'{{ {h.ip(1)}, {h.ip(2)} }}'
         F.nft_set(h.ns[1], f'ip saddr {pair} ip daddr {pair} drop')
         expect_ring(c, sides, t0, None, 'ring, path rank 1 - rank 2 blackholed',
-                    ['network path between'], [[0, 1, 2, 3]])
+                    ['network path between'], [[0, 1, 2, 3]], path=(h.ip(1), h.ip(2)))
         F.nft_clear(h.ns[1])
     for x in sides:
         x.finish()

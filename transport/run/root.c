@@ -13,6 +13,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "transport/liveness.h"
+#include "transport/run/path_words.h"
 #include "transport/run/stall.h"
 #include "transport/run/waitfor.h"
 #include "transport/transport.h"
@@ -31,6 +32,10 @@ void run_stall_root(struct transport_comm *c, int verdict) {
   struct run_root r = {0, c->peer.who.pid, 0};
   if (verdict < 0 || verdict > 2 || !peer_ip4(&c->peer, &r.ip4)) return;
   r.verdict = map[verdict];
+  if (r.verdict == RUN_ROOT_LINK) { /* a path: this end too, so every rank names both */
+    r.pid2 = (uint32_t)getpid();
+    r.ip4b = run_path_local_ip4(c);
+  }
   run_root_set(&r);
 }
 
@@ -46,9 +51,20 @@ bool run_stall_adopt(struct transport_comm *c, const char *what, long long secs)
     r = own;
     r.verdict = RUN_ROOT_LINK;
   }
+  if (r.verdict == RUN_ROOT_LINK && liveness_peer_root_end(c->live, &r.pid2, &r.ip4b) &&
+      (ntohl(r.ip4b) < ntohl(r.ip4) || (r.ip4b == r.ip4 && r.pid2 < r.pid))) {
+    /* one order for both ends, so every rank's line names the path alike */
+    uint32_t pid = r.pid, ip4 = r.ip4;
+    r.pid = r.pid2, r.ip4 = r.ip4b, r.pid2 = pid, r.ip4b = ip4;
+  }
   run_root_set(&r); /* and tell whoever waits on this rank */
-  char ip[INET_ADDRSTRLEN];
+  char ip[INET_ADDRSTRLEN], ip2[INET_ADDRSTRLEN], path[120] = "";
   inet_ntop(AF_INET, &r.ip4, ip, sizeof(ip));
+  if (r.verdict == RUN_ROOT_LINK && r.pid2) {
+    inet_ntop(AF_INET, &r.ip4b, ip2, sizeof(ip2));
+    snprintf(path, sizeof(path), ": the path between pid %u at %s and pid %u at %s", r.pid, ip,
+             r.pid2, ip2);
+  }
   static const char *const how[] = {
     "",
     "it does not answer liveness checks (stopped, frozen, dead or cut off)",
@@ -60,8 +76,8 @@ bool run_stall_adopt(struct transport_comm *c, const char *what, long long secs)
                                     "check the path to pid %u (ping, error counters, firewall)"};
   char f[160];
   snprintf(f, sizeof(f), fix[r.verdict], r.pid);
-  WARN("stall: the root is pid %u at %s: %s (this rank is waiting on %s pid %u (%s), which is busy "
-       "itself and reports it); here %s for %lld s. Fix: %s",
-       r.pid, ip, how[r.verdict], c->peer.host, c->peer.who.pid, c->peer.addr, what, secs, f);
+  WARN("stall: the root is pid %u at %s: %s%s (this rank is waiting on %s pid %u (%s), which is "
+       "busy itself and reports it); here %s for %lld s. Fix: %s",
+       r.pid, ip, how[r.verdict], path, c->peer.host, c->peer.who.pid, c->peer.addr, what, secs, f);
   return true;
 }

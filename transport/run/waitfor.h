@@ -16,7 +16,8 @@ enum run_root_verdict { RUN_ROOT_NONE, RUN_ROOT_SILENT, RUN_ROOT_IDLE, RUN_ROOT_
 struct run_root {
   uint16_t verdict;
   uint32_t pid;
-  uint32_t ip4; /* network order bytes, as read from memory */
+  uint32_t ip4;        /* network order bytes, as read from memory */
+  uint32_t pid2, ip4b; /* RUN_ROOT_LINK: the path's other end; 0 when unknown */
 };
 void run_root_set(const struct run_root *r);
 /* false when this process has no root (no stall, or none known). */

@@ -22,6 +22,7 @@ static void add_socket(int fd, struct run_tcp_evidence *e) {
   if (ti.tcpi_rtt > e->rtt_us) e->rtt_us = ti.tcpi_rtt;
   e->retrans += ti.tcpi_total_retrans;
   e->lost += ti.tcpi_lost;
+  e->unacked += ti.tcpi_unacked;
   if (len >= offsetof(struct tcp_info, tcpi_rcv_ooopack) + sizeof(ti.tcpi_rcv_ooopack))
     e->ooo += ti.tcpi_rcv_ooopack; /* kernels from 5.4 */
 }
