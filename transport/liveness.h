@@ -76,6 +76,8 @@ int liveness_peer_idle_s(const struct liveness_peer *p);
 /* The root of the peer's own stall as its answers said: its verdict
  * (transport/run/waitfor.h, 0 = none said), pid and IPv4 address. */
 int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4);
+/* The IPv6 addresses of the told root's ends (bit e set: out[e] holds end e's). */
+unsigned liveness_peer_root6(const struct liveness_peer *p, uint8_t out[2][16]);
 /* A path root's other end (pid, IPv4), when the teller said it; false otherwise. */
 bool liveness_peer_root_end(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4);
 

@@ -29,7 +29,10 @@
 /* LIVE_ROOT follows a PONG only when the check said its sender waits on us
  * (transport/run/waitfor.h), so older checkers, which never say so, never
  * see one: flags the root's verdict, seq its pid, token its IPv4 address. */
-enum live_type { LIVE_PING = 1, LIVE_PONG = 2, LIVE_NOT_ME = 3, LIVE_ROOT = 4 };
+/* LIVE_ROOT6 follows a LIVE_ROOT only when the check said RUN_FLAG_ROOT6
+ * (older checkers never do): one frame per half of an end's IPv6 address,
+ * seq that end's pid, token the 8 bytes, extra end * 2 + half. */
+enum live_type { LIVE_PING = 1, LIVE_PONG = 2, LIVE_NOT_ME = 3, LIVE_ROOT = 4, LIVE_ROOT6 = 5 };
 
 struct live_frame {
   uint8_t type;
@@ -70,7 +73,9 @@ struct liveness_peer {
   atomic_uint root_pid, root_ip4; /* the root of its stall, from its LIVE_ROOT */
   atomic_int root_verdict;        /* 0: none said */
   atomic_uint root_pid2,
-    root_ip4b; /* a path's other end, from a newer plugin's LIVE_ROOT; 0: none */
+    root_ip4b;                  /* a path's other end, from a newer plugin's LIVE_ROOT; 0: none */
+  _Atomic uint64_t root6[2][2]; /* its LIVE_ROOT6 halves, end by end */
+  atomic_uint root6_got;        /* bit end * 2 + half: that half came after the last LIVE_ROOT */
   /* the check socket while it is quiet (liveness_path.c) */
   atomic_uint path_unacked, path_retrans;
   atomic_bool path_drops, path_is_syn;

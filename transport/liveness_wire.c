@@ -27,7 +27,7 @@ int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f) {
   f->seq = r_u32(&r);
   f->token = r_u64(&r);
   f->extra = r_u32(&r);
-  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING || f->type > LIVE_ROOT)
+  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING || f->type > LIVE_ROOT6)
     return EPROTO;
   return 0;
 }

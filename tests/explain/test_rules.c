@@ -305,6 +305,15 @@ static const struct engine_case engine_cases[] = {
    CONF_HIGH,
    "root is pid 44 at 10.0.0.4",
    "ps -o stat,cmd -p 44"},
+  {"wait-for: a root passed along with an IPv6 address",
+   {WF("a", 11,
+       "the root is pid 44 at fd00:7::4: it does not answer liveness checks (stopped, "
+       "frozen, dead or cut off) (this rank is waiting on b pid 22 ([fd00:7::2]<1>), which "
+       "is busy itself and reports it); here ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is pid 44 at fd00:7::4",
+   "ps -o stat,cmd -p 44"},
   {"wait-for: both ends say the other does not answer: the path",
    {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), whose process has not answered ..."),
     WF("b", 22, "waiting on a pid 11 (10.0.0.1<1>), whose process has not answered ...")},

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/addr.h"
 #include "common/log.h"
 #include "transport/run/evidence.h"
 #include "transport/transport.h"
@@ -15,16 +16,15 @@ static bool is_tcp(const struct transport_comm *c) {
   return c->ops && !strcmp(c->ops->name, "tcp");
 }
 
-uint32_t run_path_local_ip4(const struct transport_comm *c) {
+bool run_path_local(const struct transport_comm *c, struct ipaddr *a) {
   struct run_tcp_evidence e;
-  if (!is_tcp(c)) return 0;
+  if (!is_tcp(c)) return false;
   tcp_comm_evidence(c, &e);
   char ip[64];
   snprintf(ip, sizeof(ip), "%s", e.local);
   char *lt = strchr(ip, '<');
   if (lt) *lt = '\0';
-  uint32_t a = 0;
-  return inet_pton(AF_INET, ip, &a) == 1 ? a : 0;
+  return ip[0] && ipaddr_parse(a, ip) == 0;
 }
 
 /* "vm (10.0.0.6<39312>, eth0)" or "vm (mlx5_0 port 1)", and the data

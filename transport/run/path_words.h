@@ -17,7 +17,8 @@ struct transport_comm;
  * socket shows the path drops everything (lp), else both ends run and post. */
 void run_say_link(const struct transport_comm *c, bool is_cut, const struct liveness_path *lp,
                   const char *what, long long secs);
-/* This end's IPv4 address on c's path (network order), 0 when unknown. */
-uint32_t run_path_local_ip4(const struct transport_comm *c);
+struct ipaddr;
+/* This end's address on c's path (a TCP comm's data socket); false when unknown. */
+bool run_path_local(const struct transport_comm *c, struct ipaddr *a);
 
 #endif
