@@ -102,7 +102,7 @@ static bool has_evidence(const struct slow_sample *x, const struct slow_sample *
 static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
   struct slow_sample *x = &s[k], sib = {0};
   struct slow_state *st = x->st;
-  bool is_slow = false, is_clear = true;
+  bool is_slow = false, is_clear = false; /* unmeasured (idle): neither */
   if (x->is_measured && !strcmp(x->i->transport, "tcp") && sibling_medians(s, n, k, tmp, &sib) &&
       sib.rate > 0) {
     st->ratio = x->rate / sib.rate;
