@@ -191,6 +191,13 @@ static const struct knob_def knobs[K_COUNT] = {
      "answers, posted nothing, or neither end moves bytes), and write a stall event. 0 = never. "
      "The default stays well above the longest quiet gap of a healthy step and below PyTorch's "
      "30 s heartbeat and 10 min collective timeout, and below NCCL_DIAG_PEER_TIMEOUT_SEC"},
+  [K_DIAG_SLOW_PERCENT] =
+    {"NCCL_DIAG_SLOW_PERCENT", KT_INT, "50", 0, 100, NULL,
+     "warn once when a TCP connection moves, while busy, under this percentage of the median "
+     "rate of its siblings (same process, transport and direction) in three of four 5 s "
+     "windows, and its sockets show why (retransmits or lost segments, out-of-order arrivals, or a "
+     "round trip four times its siblings'). 0 = never. Rate alone is not enough: healthy "
+     "connections of one job spread to a third of their median"},
   [K_DIAG_PEER_TIMEOUT_SEC] =
     {"NCCL_DIAG_PEER_TIMEOUT_SEC", KT_INT, "120", 0, 86400, NULL,
      "fail every request of a connection with ncclRemoteError when the peer's process has not "

@@ -219,6 +219,25 @@ int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *i
   return v;
 }
 
+unsigned liveness_peer_root6(const struct liveness_peer *p, uint8_t out[2][16]) {
+  unsigned got = p ? atomic_load(&p->root6_got) : 0, ends = 0;
+  for (int e = 0; e < 2; e++) {
+    if ((got >> (2 * e) & 3) != 3) continue;
+    for (int h = 0; h < 2; h++) {
+      uint64_t v = atomic_load(&p->root6[e][h]);
+      for (int i = 0; i < 8; i++) out[e][8 * h + i] = (uint8_t)(v >> (8 * i));
+    }
+    ends |= 1u << e;
+  }
+  return ends;
+}
+
+bool liveness_peer_root_end(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4) {
+  if (!p || !atomic_load(&p->root_pid2)) return false;
+  *pid = atomic_load(&p->root_pid2), *ip4 = atomic_load(&p->root_ip4b);
+  return true;
+}
+
 void liveness_stall_advice(const struct liveness_peer *p, char *buf, size_t cap) {
   char live[200];
   enum liveness_view v = liveness_peer_state(p, live, sizeof(live));

@@ -76,6 +76,19 @@ int liveness_peer_idle_s(const struct liveness_peer *p);
 /* The root of the peer's own stall as its answers said: its verdict
  * (transport/run/waitfor.h, 0 = none said), pid and IPv4 address. */
 int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4);
+/* The IPv6 addresses of the told root's ends (bit e set: out[e] holds end e's). */
+unsigned liveness_peer_root6(const struct liveness_peer *p, uint8_t out[2][16]);
+/* A path root's other end (pid, IPv4), when the teller said it; false otherwise. */
+bool liveness_peer_root_end(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4);
+
+/* The check socket's word on the path to a quiet peer: drops is true when
+ * our checks go unacknowledged (retransmitted) or our SYN unanswered, which
+ * a stopped process's kernel never causes: the path, or the host, is down. */
+struct liveness_path {
+  bool drops, is_syn;
+  unsigned unacked, retrans;
+};
+bool liveness_peer_path(const struct liveness_peer *p, struct liveness_path *out);
 
 /* The end of a no-progress warning for a request that waits on its peer:
  * what the peer's liveness says and what that means (alive but not at the

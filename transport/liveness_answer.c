@@ -193,6 +193,23 @@ static const char *admit(struct live_answer_set *s, struct live_answerer *a,
   return NULL;
 }
 
+/* The root's IPv6 addresses, to a checker that reads them. */
+static bool send_root6(int fd, const struct run_root *root) {
+  for (unsigned e = 0; e < 2; e++) {
+    if (!(root->has6 >> e & 1)) continue;
+    for (unsigned h = 0; h < 2; h++) {
+      uint64_t v = 0;
+      for (int i = 0; i < 8; i++) v |= (uint64_t)root->ip6[e][8 * h + i] << (8 * i);
+      struct live_frame rf = {LIVE_ROOT6, root->verdict, e ? root->pid2 : root->pid, v, e * 2 + h};
+      uint8_t out[LIVE_FRAME_LEN];
+      size_t n = 0;
+      live_frame_encode(&rf, out);
+      if (sock_send(fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
+    }
+  }
+  return true;
+}
+
 /* Reads what arrived, within the frame ration, and answers each check:
  * false when the connection is to be closed (done, broken, or refused). */
 static bool serve(struct live_answer_set *s, struct liveness_state *st, struct live_answerer *a,
@@ -239,9 +256,11 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
     if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
     struct run_root root;
     if ((f.flags & RUN_FLAG_WAITING) && run_root_get(&root)) {
-      struct live_frame rf = {LIVE_ROOT, root.verdict, root.pid, root.ip4};
+      struct live_frame rf = {LIVE_ROOT, root.verdict, root.pid,
+                              root.ip4 | (uint64_t)root.ip4b << 32, root.pid2};
       live_frame_encode(&rf, out);
       if (sock_send(a->fd, out, sizeof(out), &n) || n != sizeof(out)) return false;
+      if ((f.flags & RUN_FLAG_ROOT6) && !send_root6(a->fd, &root)) return false;
     }
   }
   return true;

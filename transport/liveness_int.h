@@ -29,13 +29,19 @@
 /* LIVE_ROOT follows a PONG only when the check said its sender waits on us
  * (transport/run/waitfor.h), so older checkers, which never say so, never
  * see one: flags the root's verdict, seq its pid, token its IPv4 address. */
-enum live_type { LIVE_PING = 1, LIVE_PONG = 2, LIVE_NOT_ME = 3, LIVE_ROOT = 4 };
+/* LIVE_ROOT6 follows a LIVE_ROOT only when the check said RUN_FLAG_ROOT6
+ * (older checkers never do): one frame per half of an end's IPv6 address,
+ * seq that end's pid, token the 8 bytes, extra end * 2 + half. */
+enum live_type { LIVE_PING = 1, LIVE_PONG = 2, LIVE_NOT_ME = 3, LIVE_ROOT = 4, LIVE_ROOT6 = 5 };
 
 struct live_frame {
   uint8_t type;
   uint16_t flags; /* the wait-for facts (transport/run/waitfor.h); 0 from older plugins */
   uint32_t seq;
   uint64_t token;
+  /* LIVE_ROOT of a path: the other end's pid here and its IPv4 address in
+   * token's high half; older plugins write 0 there and never read it */
+  uint32_t extra;
 };
 
 void live_frame_encode(const struct live_frame *f, uint8_t out[LIVE_FRAME_LEN]);
@@ -66,6 +72,13 @@ struct liveness_peer {
   atomic_int idle_s;              /* its caller's idle seconds from its last answer, -1 unknown */
   atomic_uint root_pid, root_ip4; /* the root of its stall, from its LIVE_ROOT */
   atomic_int root_verdict;        /* 0: none said */
+  atomic_uint root_pid2,
+    root_ip4b;                  /* a path's other end, from a newer plugin's LIVE_ROOT; 0: none */
+  _Atomic uint64_t root6[2][2]; /* its LIVE_ROOT6 halves, end by end */
+  atomic_uint root6_got;        /* bit end * 2 + half: that half came after the last LIVE_ROOT */
+  /* the check socket while it is quiet (liveness_path.c) */
+  atomic_uint path_unacked, path_retrans;
+  atomic_bool path_drops, path_is_syn;
   /* the thread's own */
   enum live_stage stage;
   int fd;
@@ -101,6 +114,9 @@ struct liveness_state {
 };
 
 struct liveness_state *liveness_state(void);
+/* From the liveness thread's pass over peer p: samples its check socket's
+ * TCP_INFO while it is quiet (liveness_path.c). */
+void live_path_sample(struct liveness_peer *p, int64_t now, int64_t interval_ns);
 /* Opens st's listening sockets (liveness_bind.c): 0 or an errno; what it
  * bound is said at INFO by the caller. where gets "10.0.0.7, fd00::7" or
  * "every address". */

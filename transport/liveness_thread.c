@@ -119,7 +119,16 @@ static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t
   if (!live_frame_decode(p->in, &f) && f.type == LIVE_ROOT) { /* after a PONG: its stall's root */
     atomic_store(&p->root_pid, f.seq);
     atomic_store(&p->root_ip4, (uint32_t)f.token);
+    atomic_store(&p->root_ip4b, (uint32_t)(f.token >> 32));
+    atomic_store(&p->root_pid2, f.extra);
+    atomic_store(&p->root6_got, 0); /* its IPv6 halves, if any, follow */
     atomic_store(&p->root_verdict, f.flags);
+    return;
+  }
+  if (!live_frame_decode(p->in, &f) && f.type == LIVE_ROOT6) {
+    unsigned at = f.extra & 3;
+    atomic_store(&p->root6[at >> 1][at & 1], f.token);
+    atomic_fetch_or(&p->root6_got, 1u << at);
     return;
   }
   if (live_frame_decode(p->in, &f) || (f.type != LIVE_PONG && f.type != LIVE_NOT_ME)) {
@@ -168,7 +177,7 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
     }
   }
   if (p->stage != LIVE_UP || now < p->next_check_ns) return;
-  uint16_t flags = atomic_load(&p->is_waiting) ? RUN_FLAG_WAITING : 0;
+  uint16_t flags = RUN_FLAG_ROOT6 | (atomic_load(&p->is_waiting) ? RUN_FLAG_WAITING : 0);
   struct live_frame f = {LIVE_PING, flags, ++p->seq, p->token};
   uint8_t out[LIVE_FRAME_LEN];
   size_t n;
@@ -197,6 +206,7 @@ static void peer_step(struct liveness_state *st, struct liveness_peer *p, short 
   else if (p->stage == LIVE_CONNECTING) connect_step(st, p, revents, now);
   else if (p->stage == LIVE_UP) up_step(st, p, revents, now);
   if (!atomic_load(&p->is_lost)) liveness_check_timeout(st, p, now);
+  live_path_sample(p, now, st->interval_ns);
 }
 
 /* ---- the loop ---- */

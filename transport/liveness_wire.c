@@ -15,7 +15,7 @@ void live_frame_encode(const struct live_frame *f, uint8_t out[LIVE_FRAME_LEN]) 
   w_u16(&w, f->flags);
   w_u32(&w, f->seq);
   w_u64(&w, f->token);
-  w_u32(&w, 0);
+  w_u32(&w, f->extra);
 }
 
 int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f) {
@@ -26,7 +26,8 @@ int live_frame_decode(const uint8_t in[LIVE_FRAME_LEN], struct live_frame *f) {
   f->flags = r_u16(&r);
   f->seq = r_u32(&r);
   f->token = r_u64(&r);
-  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING || f->type > LIVE_ROOT)
+  f->extra = r_u32(&r);
+  if (magic != LIVE_MAGIC || version != LIVE_VERSION || f->type < LIVE_PING || f->type > LIVE_ROOT6)
     return EPROTO;
   return 0;
 }

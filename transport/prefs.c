@@ -34,6 +34,7 @@ static void read_sockets(struct transport_prefs *p) {
   const char *m = knob_str(K_DIAG_METRICS);
   p->metrics_dir = m && *m ? m : NULL;
   p->is_run_stats = knob_int(K_DIAG_RUN_STATS) != 0;
+  p->slow_percent = knob_int(K_DIAG_SLOW_PERCENT);
 }
 
 static void read_rdma(struct transport_prefs *p) {

@@ -26,6 +26,7 @@ struct transport_prefs {
   int64_t spin_us, idle_wait_us, stall_warn_sec, stall_sec;
   const char *metrics_dir; /* NULL when unset or empty */
   bool is_run_stats;
+  int64_t slow_percent; /* NCCL_DIAG_SLOW_PERCENT */
   /* RDMA devices */
   const char *diag_ibverbs_lib;  /* NCCL_DIAG_IBVERBS_LIB when set, else NULL */
   const char *ibverbs_lib;       /* NCCL_IBVERBS_LIB; NULL when unset */

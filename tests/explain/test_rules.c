@@ -31,6 +31,12 @@ static const struct match_case matches[] = {
    false},
   {"wait-for", "h:1:2 [0] NCCL WARN NET/diag stall: waiting on b pid 7 (1.2.3.4<5>), x", true},
   {"wait-for", "h:1:2 [0] NCCL INFO NET/diag stall: waiting on b pid 7 (1.2.3.4<5>), x", false},
+  {"slow-link", "h:1:2 [0] NCCL WARN NET/diag slow link: send to b (1.2.3.4<5>, eth0) pid 7 x",
+   true},
+  {"plugin-diagnosis",
+   "h:1:2 [0] NCCL WARN NET/diag slow link: send to b (1.2.3.4<5>, eth0) pid 7 x", false},
+  {"slow-link", "h:1:2 [0] NCCL INFO NET/diag slow link: send to b (1.2.3.4<5>) pid 7 runs as",
+   false},
   {"plugin-diagnosis", "h:1:2 [0] NCCL INFO NET/diag using [0]lo", false},
   {"repaired-pair",
    "h:1:2 [0] NET/diag WARN RDMA path from mlx5_0 port 1 to b (10.0.0.7): GID index 5 is empty on b (10.0.0.7), mlx5_0 port 1. Repaired, not moved to TCP: the connection runs on GID 7",
@@ -267,6 +273,12 @@ struct engine_case {
 
 #define WF(self, pid, tail) self ":" #pid ":1 [0] NCCL WARN NET/diag stall: " tail "\n"
 
+#define SL(self, pid, ends, ratio)                                                                 \
+  self                                                                                             \
+    ":" #pid ":1 [0] NCCL WARN NET/diag slow link: " ends " moves 36.3 MiB/s while busy, " ratio   \
+    "x the median 1.7 GiB/s of its 2 tcp send siblings in this process, for 15 s; its sockets: "   \
+    "5903 retransmits in 15 s\n"
+
 static const struct engine_case engine_cases[] = {
   {"wait-for: a chain of busy ranks ends at the one that does not answer",
    {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), which answers and is busy itself, so ...")
@@ -293,6 +305,15 @@ static const struct engine_case engine_cases[] = {
    CONF_HIGH,
    "root is pid 44 at 10.0.0.4",
    "ps -o stat,cmd -p 44"},
+  {"wait-for: a root passed along with an IPv6 address",
+   {WF("a", 11,
+       "the root is pid 44 at fd00:7::4: it does not answer liveness checks (stopped, "
+       "frozen, dead or cut off) (this rank is waiting on b pid 22 ([fd00:7::2]<1>), which "
+       "is busy itself and reports it); here ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is pid 44 at fd00:7::4",
+   "ps -o stat,cmd -p 44"},
   {"wait-for: both ends say the other does not answer: the path",
    {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), whose process has not answered ..."),
     WF("b", 22, "waiting on a pid 11 (10.0.0.1<1>), whose process has not answered ...")},
@@ -307,6 +328,15 @@ static const struct engine_case engine_cases[] = {
    CONF_HIGH,
    "root is b pid 22",
    "py-spy dump --pid 22 on b"},
+  {"slow-link: both ends of one path, one finding naming it",
+   {SL("a", 11, "send to b (10.0.0.2<41043>, eth0) pid 22 from a (10.0.0.1<54864>, eth0)", "0.03"),
+    SL("b", 22, "receive from a (10.0.0.1<54862>, eth0) pid 11 from b (10.0.0.2<41043>, eth0)",
+       "0.02")},
+   "slow-link",
+   CONF_HIGH,
+   "path between 10.0.0.1 and 10.0.0.2 runs well below the other links of the same processes "
+   "(down to 0.02x",
+   "ip -s link on both interfaces"},
   {"cross-rail: another local port is on the remote subnet",
    {USING QP0 RTR("110 Connection timed out", "::ffff:10.1.1.1", "::ffff:10.0.0.9")},
    "rtr",

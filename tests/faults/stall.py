@@ -117,13 +117,23 @@ def sc_blackhole(h, tmp, c):
     if F.started(c, [recv, send]):
         t0 = time.monotonic()
         F.nft_set(h.ns_send, 'drop')
-        expect_warn(c, recv, [f'pid {send.pid} '], t0, 'blackhole')
-        expect_warn(c, send, [f'pid {recv.pid} '], t0, 'blackhole')
+        # each end names the path, both of its ends, and the counters that show it
+        for me, other in ((recv, send), (send, recv)):
+            ends = [f'({h_ip(h, me)}<', f'({h_ip(h, other)}<'] if h.kind == 'tcp' else []
+            expect_warn(c, me, [f'pid {other.pid} ', 'the path between this host and',
+                                'drops everything', 'unacknowledged'] + ends, t0, 'blackhole')
         expect_explain(c, [recv.log, send.log], ['network path between'], 'both')
         F.nft_clear(h.ns_send)
     for x in (recv, send):
         x.finish()
     return [recv, send]
+
+
+def h_ip(h, side):
+    """A side's address on the two-host pair (TcpHosts and IbHosts)."""
+    ns = h.ns_recv if side.role == 'recv' else h.ns_send
+    out = F.sh(['ip', '-n', ns, '-4', '-o', 'addr', 'show', 'dev', 'eth0']).stdout
+    return out.split('inet ')[1].split('/')[0] if 'inet ' in out else '?'
 
 
 def sc_clean(h, tmp, c, send_extra):
@@ -188,6 +198,34 @@ class RingHosts:
         return {'NCCL_SOCKET_IFNAME': 'eth0'}
 
 
+class Ring6Hosts(RingHosts):
+    """The same ring with IPv6 addresses only (fd00::/64 on the bridge)."""
+
+    def ip(self, i):
+        return f'fd00:{self.octet}::{i + 1}'
+
+    def up(self):
+        F.sh(['ip', 'netns', 'add', self.hub])
+        F.sh(['ip', '-n', self.hub, 'link', 'add', 'br0', 'type', 'bridge'])
+        F.sh(['ip', '-n', self.hub, 'link', 'set', 'br0', 'up'])
+        for i, ns in enumerate(self.ns):
+            F.sh(['ip', 'netns', 'add', ns])
+            F.sh(['ip', 'link', 'add', 'eth0', 'netns', ns, 'type', 'veth', 'peer', 'name',
+                  f'p{i}', 'netns', self.hub])
+            F.sh(['ip', '-n', self.hub, 'link', 'set', f'p{i}', 'master', 'br0', 'up'])
+            F.sh(['ip', '-n', ns, '-6', 'addr', 'add', f'{self.ip(i)}/64', 'dev', 'eth0', 'nodad'])
+            F.sh(['ip', '-n', ns, 'link', 'set', 'lo', 'up'])
+            F.sh(['ip', '-n', ns, 'link', 'set', 'eth0', 'up'])
+        for ns in self.ns:
+            for _ in range(100):
+                if 'LOWER_UP' in F.sh(['ip', '-n', ns, 'link', 'show', 'eth0']).stdout:
+                    break
+                time.sleep(0.05)
+
+    def env(self, role):
+        return {'NCCL_SOCKET_IFNAME': 'eth0', 'NCCL_SOCKET_FAMILY': 'AF_INET6'}
+
+
 def ring(h, tmp, extra=None):
     extra = extra or {}
     args = ['--size', '65536', '--nranks', str(NRANKS), '--pace-us', '2000', '--max-seconds', '60']
@@ -197,7 +235,7 @@ def ring(h, tmp, extra=None):
             for i in range(NRANKS)]
 
 
-def expect_ring(c, sides, t0, root, what, needles, subsets):
+def expect_ring(c, sides, t0, root, what, needles, subsets, path=None):
     """Every rank but the root: one stall WARN within the bound; explain on
     every log, and on each subset, names the root and only it."""
     worst, n = 0, 0
@@ -215,6 +253,10 @@ def expect_ring(c, sides, t0, root, what, needles, subsets):
                 head = line.split('(')[0]
                 c.ok(f'pid {root.pid} ' in head or f'pid {root.pid}:' in head,
                      f'{s.role}: the WARN names the root, pid {root.pid}, first: {line[:300]}')
+            if path:  # its first WARN names the path: both of its ends
+                head = line.split('; here ')[0]
+                c.ok(all(f'{ip}<' in head or f'at {ip} ' in head for ip in path),
+                     f'{s.role}: the WARN names the path {path[0]} - {path[1]}: {line[:400]}')
     c.notes.append(f'{what}: the last of {n} ranks warned {worst:.1f} s after the fault')
     for sub in subsets:
         logs = [sides[i].log for i in sub]
@@ -241,6 +283,24 @@ def sc_ring_stopped(h, tmp, c):
     return sides
 
 
+def sc_ring6_stopped(h, tmp, c):
+    """The root told along the ring carries its IPv6 address."""
+    sides = ring(h, tmp)
+    if F.started(c, sides):
+        t0 = time.monotonic()
+        sides[2].signal(signal.SIGSTOP)
+        expect_ring(c, sides, t0, sides[2], 'ring over IPv6, rank 2 stopped',
+                    [f'pid {sides[2].pid}', h.ip(2)], [[0, 1, 3]])
+        for s in sides[3:] + sides[:2]:
+            first = next((x for x in lines(s) if 'stall: ' in x), '')
+            c.ok(f'{h.ip(2)}' in first.split('; here ')[0],
+                 f'{s.role}: names the root by its IPv6 address {h.ip(2)}: {first[:300]}')
+        sides[2].signal(signal.SIGCONT)
+    for x in sides:
+        x.finish()
+    return sides
+
+
 def sc_ring_idle(h, tmp, c):
     sides = ring(h, tmp, {2: ['--idle-after', '30']})
     if F.started(c, sides) and sides[2].wait(30):
@@ -259,7 +319,7 @@ def sc_ring_link(h, tmp, c):
         pair = f'{{ {h.ip(1)}, {h.ip(2)} }}'
         F.nft_set(h.ns[1], f'ip saddr {pair} ip daddr {pair} drop')
         expect_ring(c, sides, t0, None, 'ring, path rank 1 - rank 2 blackholed',
-                    ['network path between'], [[0, 1, 2, 3]])
+                    ['network path between'], [[0, 1, 2, 3]], path=(h.ip(1), h.ip(2)))
         F.nft_clear(h.ns[1])
     for x in sides:
         x.finish()
@@ -289,6 +349,7 @@ SCENARIOS = [
      lambda h, t, c: sc_clean(h, t, c, ['--late-ms', '5000']), None),
     (f'ring of {NRANKS}: rank 2 stopped (SIGSTOP)', sc_ring_stopped, RingHosts),
     (f"ring of {NRANKS}: rank 2's caller stops posting", sc_ring_idle, RingHosts),
+    (f'ring of {NRANKS} over IPv6: rank 2 stopped (SIGSTOP)', sc_ring6_stopped, Ring6Hosts),
     (f'ring of {NRANKS}: the path between ranks 1 and 2 blackholed', sc_ring_link, RingHosts),
     (f'ring of {NRANKS}: clean run', sc_ring_clean, RingHosts),
 ]

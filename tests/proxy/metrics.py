@@ -313,9 +313,13 @@ def main():
                      'every TCP connection carries its sockets\' TCP_INFO round trip', rtts)
             openv = [v for _, _, v in a['nccl_diag_connection_open']['samples']]
             case(openv == [0] * 8, 'after the close every connection reads closed', openv)
+            slow = [v for _, _, v in a.get('nccl_diag_connection_slow', {}).get('samples', [])]
+            case(slow == [0] * 8, 'a clean run names no connection a slow link', slow)
         summ = [ln for ln in out.splitlines() if 'run summary: 8 connections (4 send, 4 receive)'
                 in ln]
         case(len(summ) == 2, 'one end-of-job summary per process', out[-3000:])
+        case(all('slow links named: 0' in ln for ln in summ), 'the summary counts no slow link',
+             summ)
     if args.transport != 'tcp':
         return done()  # the cases below do not depend on the transport
     periodic_case(args)

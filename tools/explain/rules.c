@@ -10,6 +10,8 @@ const struct rule explain_rules[] = {
   /* what the plugin itself already diagnosed: a hang's wait-for graph first */
   {"wait-for", "the plugin's stall lines of many ranks: whom each waits on, followed to the root",
    waitfor_match, waitfor_build, "any NCCL (this plugin's own lines)"},
+  {"slow-link", "the plugin's slow-link lines: a path well below its siblings, with its counters",
+   slow_match, slow_build, "any NCCL (this plugin's own lines)"},
   {"plugin-diagnosis", "a NET/diag WARN of this plugin (it names cause and fix itself)", diag_match,
    diag_build, "any NCCL (this plugin's own lines)"},
   {"repaired-pair",

@@ -98,6 +98,9 @@ const char *rules_common_iface(const struct corr *c, const char *except_host);
 
 bool waitfor_match(const struct rec *r);
 void waitfor_build(const struct explain_ctx *cx, const struct hits *h);
+/* The plugin's slow-link lines: one finding per path, from either end. */
+bool slow_match(const struct rec *r);
+void slow_build(const struct explain_ctx *cx, const struct hits *h);
 
 bool gid_match(const struct rec *r);
 void gid_build(const struct explain_ctx *cx, const struct hits *h);

@@ -45,6 +45,17 @@ static bool parse_target(const char *p, struct wf_edge *e) {
   return true;
 }
 
+/* "the root is pid 9 at 10.0.0.3: ..." or "... at fd00::3: ...": the
+ * address ends at the first ": " (an IPv6 address has colons of its own). */
+static bool told_at(const char *t, struct wf_edge *e) {
+  int n = 0;
+  if (sscanf(t, "the root is pid %ld at %n", &e->told_pid, &n) != 1 || !n) return false;
+  const char *end = strstr(t + n, ": ");
+  if (!end || end == t + n || (size_t)(end - t - n) >= sizeof(e->told_ip)) return false;
+  snprintf(e->told_ip, sizeof(e->told_ip), "%.*s", (int)(end - t - n), t + n);
+  return true;
+}
+
 static bool parse_edge(const struct rec *r, struct wf_edge *e) {
   memset(e, 0, sizeof(*e));
   snprintf(e->host, sizeof(e->host), "%s", r->host);
@@ -66,7 +77,7 @@ static bool parse_edge(const struct rec *r, struct wf_edge *e) {
                                                                           : NULL;
   if (!lead || !parse_target(lead, e)) return false;
   e->told_kind = WF_OTHER;
-  if (via && sscanf(t, "the root is pid %ld at %47[^:]", &e->told_pid, e->told_ip) == 2)
+  if (via && told_at(t, e))
     e->told_kind = strstr(t, "does not answer")       ? WF_SILENT
                    : strstr(t, "caller has stopped")  ? WF_IDLE
                    : strstr(t, "path to it moves no") ? WF_LINK

@@ -15,6 +15,9 @@ struct run_tcp_evidence {
   uint64_t retrans;  /* segments retransmitted, all its sockets, over their lives */
   uint32_t lost;     /* segments the kernel counts lost now, all its sockets */
   uint32_t nsockets; /* sockets that answered */
+  uint64_t ooo;     /* out-of-order packets received, all its sockets (a receiver's view of loss) */
+  uint32_t unacked; /* segments sent and not acknowledged now, all its sockets */
+  char local[64];   /* this end's address of its first data socket, "10.0.0.6<39312>" */
 };
 
 /* TCP_INFO of every socket of a TCP comm (transport/tcp/tcp_info.c): a few

@@ -22,6 +22,7 @@
 #include "topo/sysfs.h"
 #include "transport/prefs.h"
 #include "transport/run/conns.h"
+#include "transport/run/slow.h"
 
 static struct metrics_prefs prefs;
 static pthread_once_t prefs_once = PTHREAD_ONCE_INIT;
@@ -72,6 +73,7 @@ enum field {
   F_RATE,
   F_OPEN,
   F_LAT_MAX,
+  F_SLOW,
   F_TCP_RETRANS,
   F_TCP_RTT,
   F_TCP_LOST
@@ -91,6 +93,9 @@ static const struct {
   [F_OPEN] = {"nccl_diag_connection_open", "gauge", "1 while the connection is open, 0 after."},
   [F_LAT_MAX] = {"nccl_diag_connection_completion_latency_max_seconds", "gauge",
                  "Longest time from post to completion of one request."},
+  [F_SLOW] = {"nccl_diag_connection_slow", "gauge",
+              "1 when the connection was named a slow link (well under its siblings, with "
+              "evidence on its sockets) and has not recovered, else 0."},
   [F_TCP_RETRANS] = {"nccl_diag_connection_tcp_retransmits_total", "counter",
                      "Segments the kernel retransmitted on the connection's sockets (TCP_INFO)."},
   [F_TCP_RTT] = {"nccl_diag_connection_tcp_rtt_seconds", "gauge",
@@ -107,6 +112,10 @@ static double field(enum field k, const struct run_conn_info *i) {
   case F_RATE: return run_stats_rate(&i->v);
   case F_OPEN: return i->is_open ? 1 : 0;
   case F_LAT_MAX: return (double)i->v.lat_max_ns * 1e-9;
+  case F_SLOW: {
+    double ratio;
+    return run_slow_of(i->id, &ratio) ? 1 : 0;
+  }
   case F_TCP_RETRANS: return (double)i->tcp.retrans;
   case F_TCP_RTT: return (double)i->tcp.rtt_us * 1e-6;
   case F_TCP_LOST: return (double)i->tcp.lost;
@@ -204,7 +213,8 @@ static void put_all(FILE *f, const struct run_conn_info *all, int n) {
       fprintf(f, "%s{", families[k].name);
       put_labels(f, &all[c]);
       double v = field((enum field)k, &all[c]);
-      if (k == F_BYTES || k == F_DONE || k == F_OPEN || k == F_TCP_RETRANS || k == F_TCP_LOST)
+      if (k == F_BYTES || k == F_DONE || k == F_OPEN || k == F_SLOW || k == F_TCP_RETRANS ||
+          k == F_TCP_LOST)
         /* counts: exact, never 1.6e+10 */
         fprintf(f, "} %.0f\n", v);
       else fprintf(f, "} %.9g\n", v);

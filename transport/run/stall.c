@@ -13,6 +13,8 @@
 #include "common/log.h"
 #include "transport/liveness.h"
 #include "transport/run/conns.h"
+#include "transport/run/path_words.h"
+#include "transport/run/slow.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
 #include "transport/transport.h"
@@ -29,6 +31,7 @@ void run_loop_tick(int64_t now, int64_t loop_ns) {
   /* The whole process was stopped: its caller was not idle, it was frozen. */
   if (gap > loop_ns + 1500000000LL && t)
     atomic_compare_exchange_strong(&last_call_ns, &t, t + gap - loop_ns);
+  run_slow_tick(now); /* the slow-link windows, off the proxy thread */
 }
 
 int64_t run_caller_idle_ns(int64_t now) {
@@ -58,8 +61,10 @@ enum verdict { V_PEER_STOPPED, V_PEER_CALLER_IDLE, V_LINK, V_PEER_WAITS, V_UNKNO
 static const char *const verdict_ids[] = {"peer_not_answering", "peer_caller_idle", "link",
                                           "peer_waits", "unknown"};
 
-static enum verdict judge(enum liveness_view lv, int idle_s, int stall_s, enum run_wait kind) {
-  if (lv == LIVENESS_SILENT || lv == LIVENESS_LOST) return V_PEER_STOPPED;
+static enum verdict judge(enum liveness_view lv, int idle_s, int stall_s, enum run_wait kind,
+                          bool is_cut) {
+  /* A silent peer whose checks go unacknowledged: the path, not the process. */
+  if (lv == LIVENESS_SILENT || lv == LIVENESS_LOST) return is_cut ? V_LINK : V_PEER_STOPPED;
   if (lv != LIVENESS_ANSWERS) return V_UNKNOWN;
   /* A rank in a collective tests all the time (idle ~0); half the stall
    * leaves room for the age of its last answer. */
@@ -86,12 +91,6 @@ static void say(enum verdict v, const struct transport_peer *p, const char *live
          "%d s while its process answers: it did not enter this collective; here %s for %lld s. "
          "Fix: look at its stack with py-spy dump --pid %u on %s",
          p->host, pid, p->addr, idle_s, what, secs, pid, p->host);
-    break;
-  case V_LINK:
-    WARN("stall: the path between this host and %s pid %u (%s) moves no bytes while both "
-         "processes run and post; here %s for %lld s. Fix: check that path (ping, the "
-         "interfaces' error counters, firewall rules such as nft list ruleset) on both hosts",
-         p->host, pid, p->addr, what, secs);
     break;
   case V_PEER_WAITS:
     WARN("stall: waiting on %s pid %u (%s), which answers and is busy itself, so it most likely "
@@ -144,7 +143,9 @@ void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait
   enum liveness_view lv = liveness_peer_state(c->live, live, sizeof(live));
   int idle_s = liveness_peer_idle_s(c->live);
   int stall_s = (int)(pr->stall_ns / 1000000000LL);
-  enum verdict v = judge(lv, idle_s, stall_s, kind);
+  struct liveness_path lp;
+  bool is_cut = liveness_peer_path(c->live, &lp);
+  enum verdict v = judge(lv, idle_s, stall_s, kind, is_cut);
   long long secs = (long long)(waited / 1000000000LL);
   if (v == V_PEER_WAITS) {
     /* The peer knows the root once its own stall is judged: one check
@@ -155,7 +156,8 @@ void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait
     run_stall_root(c, v);
   }
   static const char *const lv_words[] = {"unchecked", "answers", "silent", "lost"};
-  say(v, &c->peer, live, idle_s, wait_words[kind], secs);
+  if (v == V_LINK) run_say_link(c, is_cut && lv != LIVENESS_ANSWERS, &lp, wait_words[kind], secs);
+  else say(v, &c->peer, live, idle_s, wait_words[kind], secs);
   event(v, &c->peer, lv_words[lv], idle_s, kind, secs, pending);
 warned:
   run_conn_note_stall(); /* for the end-of-job summary */

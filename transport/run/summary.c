@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "transport/run/slow.h"
 
 int run_conn_is_measured(const struct run_conn_info *i) {
   return i->v.bytes >= RUN_RATE_MIN_BYTES && i->v.busy_ns >= (uint64_t)RUN_RATE_MIN_BUSY_NS;
@@ -91,8 +92,8 @@ void run_summary_log(void) {
   slowest(slow, sizeof(slow), all, n);
   INFO(LOG_NET,
        "run summary: %d connections (%d send, %d receive), %s in %llu requests, %.3f s busy in "
-       "all%s; stalls diagnosed: %d",
+       "all%s; stalls diagnosed: %d; slow links named: %d",
        n, sends, n - sends, b, (unsigned long long)done, (double)busy * 1e-9, slow,
-       run_conn_stalls());
+       run_conn_stalls(), run_slow_count());
   free(all);
 }

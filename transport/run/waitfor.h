@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #define RUN_FLAG_WAITING 0x0001u  /* in a check: a request of mine waits on you */
+#define RUN_FLAG_ROOT6 0x0002u    /* in a check: I read LIVE_ROOT6 (a root's IPv6 address) */
 #define RUN_FLAG_IDLE_SET 0x8000u /* in an answer: the low 15 bits are my caller's idle s */
 
 /* The root of this process's stall, told to a peer that waits on it. */
@@ -16,7 +17,10 @@ enum run_root_verdict { RUN_ROOT_NONE, RUN_ROOT_SILENT, RUN_ROOT_IDLE, RUN_ROOT_
 struct run_root {
   uint16_t verdict;
   uint32_t pid;
-  uint32_t ip4; /* network order bytes, as read from memory */
+  uint32_t ip4;        /* network order bytes, as read from memory */
+  uint32_t pid2, ip4b; /* RUN_ROOT_LINK: the path's other end; 0 when unknown */
+  uint8_t has6;        /* bit e: end e (0: pid, 1: pid2) is at the IPv6 address ip6[e] */
+  uint8_t ip6[2][16];
 };
 void run_root_set(const struct run_root *r);
 /* false when this process has no root (no stall, or none known). */

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The slow link, named while the job runs: a connection that moves, while
+ * busy, well under its siblings (same process, transport and direction)
+ * and whose sockets show why. Judged over windows of RUN_SLOW_WINDOW_SEC
+ * by the liveness thread (never NCCL's proxy thread), from the figures the
+ * data path keeps anyway (stats.h) and TCP_INFO read there.
+ *
+ * Why this criterion: healthy connections of one job spread to a third of
+ * their median over a run (scheduling, a step's skew), so a ratio alone
+ * gives false findings. A finding needs all of: enough bytes and busy time
+ * in the window to mean anything; at least two measured siblings; the
+ * ratio under NCCL_DIAG_SLOW_PERCENT of their median; evidence on its own
+ * sockets that its siblings lack (retransmits or lost segments, packets
+ * arriving out of order, a smoothed RTT four times theirs); all of it in
+ * RUN_SLOW_WINDOWS of the last RUN_SLOW_SPAN windows (a lossy link's rate
+ * swings with where its losses fall). It is said once per episode: again
+ * only after it ran RUN_SLOW_WINDOWS windows in a row like its siblings. */
+#ifndef DIAG_TRANSPORT_RUN_SLOW_H
+#define DIAG_TRANSPORT_RUN_SLOW_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RUN_SLOW_WINDOW_SEC 5
+#define RUN_SLOW_WINDOWS 3 /* slow in this many of the last RUN_SLOW_SPAN windows */
+#define RUN_SLOW_SPAN 4
+/* A window counts for a connection with at least this much traffic. */
+#define RUN_SLOW_MIN_BYTES (1u << 20)
+#define RUN_SLOW_MIN_BUSY_NS 10000000LL
+
+/* From each pass of the liveness thread: judges a window when one ended. */
+void run_slow_tick(int64_t now);
+
+/* Whether connection id was named slow, and the ratio it was named with. */
+bool run_slow_of(uint32_t id, double *ratio);
+/* Slow links named in this process so far, for the summary. */
+int run_slow_count(void);
+
+#endif

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The slow link's WARN and event (slow_say.h). */
+#include "transport/run/slow_say.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "common/events.h"
+#include "common/log.h"
+
+/* "1.5 MiB/s"-style, for a line people read. */
+static void rate_words(char *out, size_t cap, double v) {
+  const char *p[] = {"", "Ki", "Mi", "Gi", "Ti"};
+  int k = 0;
+  while (v >= 1024 && k < 4) v /= 1024, k++;
+  snprintf(out, cap, "%.1f %sB/s", v, p[k]);
+}
+
+/* This end: "host-a (10.0.0.6<39312>, eth0)". */
+static void here(char *out, size_t cap, const struct run_conn_info *i) {
+  char host[64] = "";
+  gethostname(host, sizeof(host) - 1);
+  snprintf(out, cap, "%s (%s%s%s)", host, i->tcp.local[0] ? i->tcp.local : "this host",
+           i->dev[0] ? ", " : "", i->dev);
+}
+
+static void event(const struct run_conn_info *i, double ratio, double rate, double med, int secs,
+                  uint64_t retrans, uint64_t ooo) {
+  if (!ev_enabled()) return;
+  struct ev e;
+  ev_begin(&e, "slow_link");
+  ev_str(&e, "direction", i->is_send ? "send" : "recv");
+  ev_str(&e, "transport", i->transport);
+  ev_str(&e, "device", i->dev);
+  ev_str(&e, "local", i->tcp.local);
+  ev_str(&e, "peer_host", i->peer_host);
+  ev_int(&e, "peer_pid", i->peer_pid);
+  ev_str(&e, "peer", i->peer_addr);
+  ev_dbl(&e, "ratio", ratio);
+  ev_dbl(&e, "rate_bytes_per_s", rate);
+  ev_dbl(&e, "siblings_median_bytes_per_s", med);
+  ev_int(&e, "seconds", secs);
+  ev_int(&e, "retransmits", (long long)retrans);
+  ev_int(&e, "lost", i->tcp.lost);
+  ev_int(&e, "out_of_order", (long long)ooo);
+  ev_int(&e, "rtt_us", i->tcp.rtt_us);
+  ev_end(&e);
+}
+
+/* The counters that show it: a sender's retransmits, losses and RTT; a
+ * receiver's out-of-order arrivals (its RTT is stale: it sends nothing). */
+static void counters(char *out, size_t cap, const struct slow_sample *x,
+                     const struct slow_sample *sib, uint64_t retrans, uint64_t ooo, int secs) {
+  const struct run_conn_info *i = x->i;
+  if (i->is_send)
+    snprintf(out, cap,
+             "%llu retransmits in %d s (siblings %llu per 5 s), %u lost now, rtt %.1f ms "
+             "(siblings %.1f ms)",
+             (unsigned long long)retrans, secs, (unsigned long long)sib->d_retrans, i->tcp.lost,
+             i->tcp.rtt_us / 1000.0, sib->rtt_us / 1000.0);
+  else
+    snprintf(out, cap, "%llu packets received out of order in %d s (siblings %llu per 5 s)",
+             (unsigned long long)ooo, secs, (unsigned long long)sib->d_ooo);
+}
+
+void slow_say(const struct slow_sample *x, const struct slow_sample *sib, double ratio, int secs,
+              uint64_t retrans, uint64_t ooo) {
+  const struct run_conn_info *i = x->i;
+  char me[200], r[32], md[32], ev[200];
+  here(me, sizeof(me), i);
+  rate_words(r, sizeof(r), x->rate);
+  rate_words(md, sizeof(md), sib->rate);
+  counters(ev, sizeof(ev), x, sib, retrans, ooo, secs);
+  WARN("slow link: %s %s pid %u from %s moves %s while busy, %.2fx the median %s of its %d %s "
+       "%s siblings in this process, for %d s; its sockets: %s. Fix: check that path on both "
+       "hosts (ip -s link on both interfaces, ss -ti, tc qdisc show, nft list ruleset, the "
+       "switch ports' error counters)",
+       i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r, ratio, md,
+       sib->nsiblings, i->transport, i->is_send ? "send" : "receive", secs, ev);
+  event(i, ratio, x->rate, sib->rate, secs, retrans, ooo);
+}
+
+void slow_say_recovered(const struct run_conn_info *i) {
+  char me[200];
+  here(me, sizeof(me), i);
+  INFO(LOG_NET, "slow link: %s %s pid %u from %s runs as its siblings again",
+       i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me);
+}

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The words of a slow link (slow.h): one WARN naming both ends, the ratio
+ * and the counters, and its event. */
+#ifndef DIAG_TRANSPORT_RUN_SLOW_SAY_H
+#define DIAG_TRANSPORT_RUN_SLOW_SAY_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "transport/run/conns.h"
+
+struct slow_state;
+
+/* One connection in one window; for its siblings, their medians. */
+struct slow_sample {
+  const struct run_conn_info *i;
+  struct slow_state *st;
+  bool is_measured;   /* enough bytes and busy time in the window */
+  double rate;        /* bytes per busy second in the window */
+  uint64_t d_retrans; /* retransmits in the window */
+  uint64_t d_ooo;     /* out-of-order packets received in the window */
+  uint32_t rtt_us;    /* siblings: their median smoothed RTT */
+  int nsiblings;
+};
+
+/* Connection x was slow for secs against its siblings' medians sib. */
+void slow_say(const struct slow_sample *x, const struct slow_sample *sib, double ratio, int secs,
+              uint64_t retrans, uint64_t ooo);
+/* A link named slow runs as its siblings again. */
+void slow_say_recovered(const struct run_conn_info *i);
+
+#endif
