@@ -67,7 +67,8 @@ static void refused(void) {
         "a count of 1 is refused: %s", why);
   out[at] = 9;
   CHECK(decode(len, &back, why, sizeof(why)) != 0, "a count of 9 is refused");
-  info(&r, 9);
+  info(&r, IBREC_MAX_STRIPE);
+  r.nports = IBREC_MAX_STRIPE + 1; /* one past what the record holds */
   CHECK(ibrec_encode(&r, out, sizeof(out), &len) == EMSGSIZE, "9 ports do not encode");
 }
 
