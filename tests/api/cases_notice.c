@@ -65,6 +65,14 @@ static void abort_header(uint32_t seq, size_t len, uint8_t out[MSG_HDR_LEN]) {
   msg_hdr_encode(&h, out);
 }
 
+/* Both sides done with the case: each closes its end. */
+static void close_pair(struct side *s, void *comm) {
+  ctl_sync(s);
+  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
+  else netload_close_recv(&s->nl, comm);
+  side_close(s);
+}
+
 /* Drives req with test() until done or failed, for at most limit_ms: the
  * result and the longest single call. */
 static int drive(struct side *s, void *req, int limit_ms, long long *longest_us) {
@@ -119,10 +127,7 @@ void case_notice_cut_at_sender(struct side *s) {
     netload_dereg_mr(&s->nl, comm, mh);
     ctl_sync(s);
   }
-  ctl_sync(s);
-  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
-  else netload_close_recv(&s->nl, comm);
-  side_close(s);
+  close_pair(s, comm);
 }
 
 /* The sender's notice: its header whole, its reason half there, then
@@ -164,8 +169,5 @@ void case_notice_cut_at_receiver(struct side *s) {
     netload_dereg_mr(&s->nl, comm, mh);
     ctl_sync(s);
   }
-  ctl_sync(s);
-  if (s->role == ROLE_SEND) netload_close_send(&s->nl, comm);
-  else netload_close_recv(&s->nl, comm);
-  side_close(s);
+  close_pair(s, comm);
 }

@@ -133,8 +133,8 @@ int tcp_judge_held(struct tcp_comm *c) {
   if (!tcp_peer_notice(c, reason, sizeof(reason)) && now_ns() - c->held_since < HOLD_NS &&
       !notice_is_final(c))
     return 0;
-  /* tcp_fail publishes the notice when it came, else the held failure. */
-  return tcp_fail(c, ECONNRESET, TCP_F_SOCKET, "%s", "");
+  /* The notice when it came (tcp_fail looks first), else the held failure. */
+  return tcp_fail(c, ECONNRESET, TCP_F_SOCKET, "%s", c->held_msg);
 }
 
 bool tcp_send_in_flight(struct tcp_comm *c) {
