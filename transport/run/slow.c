@@ -12,15 +12,17 @@
 #include "transport/run/conns.h"
 #include "transport/run/slow_say.h"
 
-/* One connection's figures at its window's start, and its streak. */
+/* One connection's figures at its window's start, and its last
+ * RUN_SLOW_SPAN windows: the judge reads the span as a whole, since a
+ * lossy link's rate swings with where its losses fall (a window with no
+ * timeout runs near its siblings) while its sum over the span does not. */
 struct slow_state {
   uint32_t id;
   uint64_t bytes, busy_ns, retrans, ooo;
-  unsigned history;                                        /* bit w: window w back was slow */
-  int ok_streak;                                           /* windows in a row that look healthy */
-  uint64_t w_retrans[RUN_SLOW_SPAN], w_ooo[RUN_SLOW_SPAN]; /* per window, the last SPAN */
-  int w_next;
-  double ratio; /* the last window's */
+  uint64_t w_bytes[RUN_SLOW_SPAN], w_busy[RUN_SLOW_SPAN];
+  uint64_t w_retrans[RUN_SLOW_SPAN], w_ooo[RUN_SLOW_SPAN];
+  int w_next, nwin; /* the ring's next slot; windows it holds */
+  double ratio;     /* the span's, at the last judgement */
   bool is_named;
 };
 
@@ -86,49 +88,48 @@ static bool sibling_medians(const struct slow_sample *s, int n, int k, double *t
   return true;
 }
 
-/* What its own sockets show that its siblings' do not. A receiver's RTT
- * is left out: it sends nothing, so the kernel has no fresh one. */
+/* Windows of the span in which this connection's sockets saw loss or
+ * disorder: loss must persist, not be one burst. */
+static int lossy_windows(const struct slow_state *st) {
+  int n = 0;
+  for (int w = 0; w < st->nwin; w++) n += st->w_retrans[w] > 0 || st->w_ooo[w] > 0;
+  return n;
+}
+
+/* What its own sockets show over the span that its siblings' do not. A
+ * receiver's RTT is left out: it sends nothing, so the kernel has no
+ * fresh one. */
 static bool has_evidence(const struct slow_sample *x, const struct slow_sample *sib) {
+  bool persists = lossy_windows(x->st) >= RUN_SLOW_WINDOWS;
   uint64_t lossy = x->d_retrans + x->i->tcp.lost;
-  if (lossy >= 3 && lossy > 4 * sib->d_retrans) return true;
-  if (x->d_ooo >= 3 && x->d_ooo > 4 * sib->d_ooo) return true;
+  if (persists && lossy >= 3 && lossy > 4 * sib->d_retrans) return true;
+  if (persists && x->d_ooo >= 3 && x->d_ooo > 4 * sib->d_ooo) return true;
   return x->i->is_send && x->i->tcp.rtt_us >= 2000 && x->i->tcp.rtt_us > 4 * sib->rtt_us;
 }
 
 static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
   struct slow_sample *x = &s[k], sib = {0};
   struct slow_state *st = x->st;
-  bool is_slow = false, is_clear = false; /* unmeasured (idle): neither */
-  if (x->is_measured && !strcmp(x->i->transport, "tcp") && sibling_medians(s, n, k, tmp, &sib) &&
-      sib.rate > 0) {
-    st->ratio = x->rate / sib.rate;
-    bool has = has_evidence(x, &sib);
-    is_slow = st->ratio * 100 < pct && has;
-    is_clear = st->ratio * 100 >= pct && !has;
-  }
-  st->history = ((st->history << 1) | is_slow) & ((1u << RUN_SLOW_SPAN) - 1);
-  st->w_retrans[st->w_next] = is_slow ? x->d_retrans : 0;
-  st->w_ooo[st->w_next] = is_slow ? x->d_ooo : 0;
-  st->w_next = (st->w_next + 1) % RUN_SLOW_SPAN;
-  /* A lossy link's rate swings with where its losses fall: it has
-   * recovered when both its rate and its sockets look like its siblings'. */
-  st->ok_streak = is_clear ? st->ok_streak + 1 : 0;
-  if (st->is_named && st->ok_streak >= RUN_SLOW_WINDOWS) {
+  if (!x->is_measured || strcmp(x->i->transport, "tcp") || !sibling_medians(s, n, k, tmp, &sib) ||
+      sib.rate <= 0)
+    return; /* idle, alone, or not a kind judged: no change either way */
+  st->ratio = x->rate / sib.rate;
+  bool has = has_evidence(x, &sib);
+  if (st->is_named && st->ratio * 100 >= pct && !has) {
+    /* the whole span ran like its siblings, its sockets clean: recovered */
     st->is_named = false;
     slow_say_recovered(x->i);
   }
   /* Said once per episode: again only after it recovered. */
-  if (!is_slow || st->is_named || __builtin_popcount(st->history) < RUN_SLOW_WINDOWS) return;
+  if (st->is_named || st->ratio * 100 >= pct || !has) return;
   named_count++;
   st->is_named = true;
-  uint64_t retrans = 0, ooo = 0;
-  for (int w = 0; w < RUN_SLOW_SPAN; w++) retrans += st->w_retrans[w], ooo += st->w_ooo[w];
-  slow_say(x, &sib, st->ratio, RUN_SLOW_SPAN * RUN_SLOW_WINDOW_SEC, retrans, ooo);
+  slow_say(x, &sib, st->ratio, st->nwin * RUN_SLOW_WINDOW_SEC, x->d_retrans, x->d_ooo);
 }
 
 static uint64_t delta(uint64_t now, uint64_t before) { return now > before ? now - before : 0; }
 
-/* This window's sample of connection i: deltas from the state's last figures. */
+/* Connection i's window enters its ring; x gets the span's sums. */
 static void sample(struct slow_sample *x, const struct run_conn_info *i) {
   bool is_new = false;
   struct slow_state *st = state_of(i->id, &is_new);
@@ -136,14 +137,24 @@ static void sample(struct slow_sample *x, const struct run_conn_info *i) {
   x->st = st;
   if (!st) return;
   if (!is_new) {
-    uint64_t db = delta(i->v.bytes, st->bytes), dbusy = delta(i->v.busy_ns, st->busy_ns);
-    x->d_retrans = delta(i->tcp.retrans, st->retrans); /* a socket that left lowers the sum */
-    x->d_ooo = delta(i->tcp.ooo, st->ooo);
-    x->rate = dbusy ? (double)db * 1e9 / (double)dbusy : 0;
-    x->is_measured = db >= RUN_SLOW_MIN_BYTES && dbusy >= (uint64_t)RUN_SLOW_MIN_BUSY_NS;
+    int w = st->w_next;
+    st->w_bytes[w] = delta(i->v.bytes, st->bytes);
+    st->w_busy[w] = delta(i->v.busy_ns, st->busy_ns);
+    st->w_retrans[w] = delta(i->tcp.retrans, st->retrans); /* a socket that left lowers the sum */
+    st->w_ooo[w] = delta(i->tcp.ooo, st->ooo);
+    st->w_next = (w + 1) % RUN_SLOW_SPAN;
+    if (st->nwin < RUN_SLOW_SPAN) st->nwin++;
   }
   st->bytes = i->v.bytes, st->busy_ns = i->v.busy_ns;
   st->retrans = i->tcp.retrans, st->ooo = i->tcp.ooo;
+  uint64_t bytes = 0, busy = 0;
+  for (int w = 0; w < st->nwin; w++) {
+    bytes += st->w_bytes[w], busy += st->w_busy[w];
+    x->d_retrans += st->w_retrans[w], x->d_ooo += st->w_ooo[w];
+  }
+  x->rate = busy ? (double)bytes * 1e9 / (double)busy : 0;
+  x->is_measured = st->nwin >= RUN_SLOW_WINDOWS && bytes >= RUN_SLOW_MIN_BYTES &&
+                   busy >= (uint64_t)RUN_SLOW_MIN_BUSY_NS;
 }
 
 static void judge_all(struct run_conn_info *all, int n, int pct) {

@@ -7,14 +7,19 @@
  *
  * Why this criterion: healthy connections of one job spread to a third of
  * their median over a run (scheduling, a step's skew), so a ratio alone
- * gives false findings. A finding needs all of: enough bytes and busy time
- * in the window to mean anything; at least two measured siblings; the
- * ratio under NCCL_DIAG_SLOW_PERCENT of their median; evidence on its own
- * sockets that its siblings lack (retransmits or lost segments, packets
- * arriving out of order, a smoothed RTT four times theirs); all of it in
- * RUN_SLOW_WINDOWS of the last RUN_SLOW_SPAN windows (a lossy link's rate
- * swings with where its losses fall). It is said once per episode: again
- * only after it ran RUN_SLOW_WINDOWS windows in a row like its siblings. */
+ * gives false findings; and a lossy link's rate swings from window to
+ * window with where its losses fall (a window without a retransmit
+ * timeout runs near its siblings), so one window's ratio misses it. Each
+ * connection is judged over its last RUN_SLOW_SPAN windows as a whole
+ * (bytes over busy time, counters summed). A finding needs all of: at
+ * least RUN_SLOW_WINDOWS windows, with enough bytes and busy time to mean
+ * anything; at least two measured siblings; the ratio under
+ * NCCL_DIAG_SLOW_PERCENT of their median; evidence on its own sockets that
+ * its siblings lack (retransmits or lost segments, or packets arriving out
+ * of order, in RUN_SLOW_WINDOWS of its windows and four times its
+ * siblings'; or a smoothed RTT four times theirs). It is said once per
+ * episode: again only after a whole span ran like its siblings with clean
+ * sockets. */
 #ifndef DIAG_TRANSPORT_RUN_SLOW_H
 #define DIAG_TRANSPORT_RUN_SLOW_H
 
@@ -22,9 +27,9 @@
 #include <stdint.h>
 
 #define RUN_SLOW_WINDOW_SEC 5
-#define RUN_SLOW_WINDOWS 3 /* slow in this many of the last RUN_SLOW_SPAN windows */
+#define RUN_SLOW_WINDOWS 3 /* windows a judgement needs; lossy in this many of them */
 #define RUN_SLOW_SPAN 4
-/* A window counts for a connection with at least this much traffic. */
+/* A span counts for a connection with at least this much traffic. */
 #define RUN_SLOW_MIN_BYTES (1u << 20)
 #define RUN_SLOW_MIN_BUSY_NS 10000000LL
 

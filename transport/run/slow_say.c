@@ -54,12 +54,12 @@ static void counters(char *out, size_t cap, const struct slow_sample *x,
   const struct run_conn_info *i = x->i;
   if (i->is_send)
     snprintf(out, cap,
-             "%llu retransmits in %d s (siblings %llu per 5 s), %u lost now, rtt %.1f ms "
+             "%llu retransmits in %d s (siblings' median %llu), %u lost now, rtt %.1f ms "
              "(siblings %.1f ms)",
              (unsigned long long)retrans, secs, (unsigned long long)sib->d_retrans, i->tcp.lost,
              i->tcp.rtt_us / 1000.0, sib->rtt_us / 1000.0);
   else
-    snprintf(out, cap, "%llu packets received out of order in %d s (siblings %llu per 5 s)",
+    snprintf(out, cap, "%llu packets received out of order in %d s (siblings' median %llu)",
              (unsigned long long)ooo, secs, (unsigned long long)sib->d_ooo);
 }
 

@@ -11,14 +11,14 @@
 
 struct slow_state;
 
-/* One connection in one window; for its siblings, their medians. */
+/* One connection over its last windows (slow.h); for its siblings, their medians. */
 struct slow_sample {
   const struct run_conn_info *i;
   struct slow_state *st;
-  bool is_measured;   /* enough bytes and busy time in the window */
-  double rate;        /* bytes per busy second in the window */
-  uint64_t d_retrans; /* retransmits in the window */
-  uint64_t d_ooo;     /* out-of-order packets received in the window */
+  bool is_measured;   /* enough windows, bytes and busy time */
+  double rate;        /* bytes per busy second over the windows */
+  uint64_t d_retrans; /* retransmits over the windows */
+  uint64_t d_ooo;     /* out-of-order packets received over the windows */
   uint32_t rtt_us;    /* siblings: their median smoothed RTT */
   int nsiblings;
 };
