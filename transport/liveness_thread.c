@@ -18,6 +18,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,12 +31,16 @@
 #include "transport/sock.h"
 
 #define LOOP_NS 250000000LL
-#define LIVE_WAIT_CHECK_NS 500000000LL
+/* While a request waits on a peer, check it this often: each answer may
+ * bring the root of its stall, one hop of the chain, and a ring of a
+ * large job is a chain of as many hops as ranks. */
+#define LIVE_WAIT_CHECK_NS 100000000LL
 
 struct loop {
   struct liveness_state *st;
   struct live_answer_set answer;
   int64_t last_ns;
+  int64_t next_check_ns; /* the earliest check due: the poll wakes for it */
   struct pollfd *fds;
   struct liveness_peer **fd_peers; /* the peer polled at each index, NULL for others */
   int cap_fds;
@@ -186,8 +191,7 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
   if (err == EAGAIN || (!err && n == sizeof(out))) {
     /* Sent, or the socket is full: the peer does not read; TCP_INFO shows it. */
     p->checks += !err;
-    /* While a request of ours waits on it, check twice a second: each
-     * answer may bring the root of its stall, one hop of the chain. */
+    /* While a request of ours waits on it, check every LIVE_WAIT_CHECK_NS. */
     bool is_fast = atomic_load(&p->is_waiting) && st->interval_ns > LIVE_WAIT_CHECK_NS;
     p->next_check_ns = now + (is_fast ? LIVE_WAIT_CHECK_NS : st->interval_ns);
   } else {
@@ -234,9 +238,12 @@ static int build_polls(struct loop *L, int64_t now) {
   L->fds[n] = (struct pollfd){st->wake_fd, POLLIN, 0};
   n = live_answer_polls(&L->answer, st, L->fds, n + 1, now);
   for (int i = 0; i < n; i++) L->fd_peers[i] = NULL;
+  L->next_check_ns = INT64_MAX;
   for (struct liveness_peer *p = st->peers; p; p = p->next) {
     p->poll_index = -1;
     if (p->fd < 0) continue;
+    if (p->stage == LIVE_UP && p->next_check_ns < L->next_check_ns)
+      L->next_check_ns = p->next_check_ns;
     p->poll_index = n;
     L->fds[n] = (struct pollfd){p->fd, p->stage == LIVE_CONNECTING ? POLLOUT : POLLIN, 0};
     L->fd_peers[n++] = p;
@@ -278,7 +285,10 @@ void *liveness_thread_main(void *arg) {
     pthread_mutex_lock(&st->lock);
     int nfds = build_polls(&L, now_ns());
     pthread_mutex_unlock(&st->lock);
-    int wait_ms = live_answer_wait_ms(&L.answer, now_ns(), (int)(LOOP_NS / 1000000));
+    int64_t t = now_ns();
+    int wait_ms = live_answer_wait_ms(&L.answer, t, (int)(LOOP_NS / 1000000));
+    if (L.next_check_ns - t < (int64_t)wait_ms * 1000000)
+      wait_ms = L.next_check_ns > t ? (int)((L.next_check_ns - t) / 1000000) + 1 : 0;
     if (poll(L.fds, (nfds_t)nfds, wait_ms) < 0 && errno != EINTR) usleep(LOOP_NS / 1000);
     int64_t now = now_ns();
     if (nfds > 0 && (L.fds[0].revents & POLLIN)) {

@@ -277,7 +277,7 @@ struct engine_case {
   self                                                                                             \
     ":" #pid ":1 [0] NCCL WARN NET/diag slow link: " ends " moves 36.3 MiB/s while busy, " ratio   \
     "x the median 1.7 GiB/s of its 2 tcp send siblings in this process, for 15 s; its sockets: "   \
-    "5903 retransmits in 15 s (siblings' median 2), 0 lost now\n"
+    "5903 retransmits in 15 s (4.1 % of its 143980 data segments; siblings' median 2), 0 lost now\n"
 
 static const struct engine_case engine_cases[] = {
   {"wait-for: a chain of busy ranks ends at the one that does not answer",

@@ -158,11 +158,12 @@ NRANKS = 8
 class RingHosts:
     """NRANKS namespace hosts, each eth0 on one bridge (in a hub namespace)."""
     kind = 'tcp'
+    nranks = NRANKS
 
     def __init__(self):
         self.tag = F.next_tag()
         self.hub = f'dsth{os.getpid()}x{self.tag}'
-        self.ns = [f'dst{os.getpid()}x{self.tag}r{i}' for i in range(NRANKS)]
+        self.ns = [f'dst{os.getpid()}x{self.tag}r{i}' for i in range(self.nranks)]
         self.octet = 250 - self.tag % 50
         self.ns_recv, self.ns_send = self.ns[0], self.ns[1]
 
@@ -198,6 +199,11 @@ class RingHosts:
         return {'NCCL_SOCKET_IFNAME': 'eth0'}
 
 
+class Ring16Hosts(RingHosts):
+    """A job's worth of hosts: 16 on one bridge."""
+    nranks = 16
+
+
 class Ring6Hosts(RingHosts):
     """The same ring with IPv6 addresses only (fd00::/64 on the bridge)."""
 
@@ -228,11 +234,12 @@ class Ring6Hosts(RingHosts):
 
 def ring(h, tmp, extra=None):
     extra = extra or {}
-    args = ['--size', '65536', '--nranks', str(NRANKS), '--pace-us', '2000', '--max-seconds', '60']
+    n = len(h.ns)
+    args = ['--size', '65536', '--nranks', str(n), '--pace-us', '2000', '--max-seconds', '60']
     env = {**h.env('r'), **ENV}
     return [F.Side(f'r{i}', h.ns[i], env,
                    args + ['--rank', str(i)] + extra.get(i, []), tmp, mode='ring')
-            for i in range(NRANKS)]
+            for i in range(n)]
 
 
 def expect_ring(c, sides, t0, root, what, needles, subsets, path=None):
@@ -278,6 +285,21 @@ def sc_ring_stopped(h, tmp, c):
         time.sleep(3)  # its liveness thread reads the checks queued while it was stopped
         c.ok(not any('its peers wait on' in x for x in lines(sides[2])),
              'rank 2, continued: does not call its stop an idle caller')
+    for x in sides:
+        x.finish()
+    return sides
+
+
+def sc_ring16_stopped(h, tmp, c):
+    """16 hosts: the ranks furthest along the chain name the same root, in
+    the same bound, and explain on any handful of the logs agrees."""
+    sides = ring(h, tmp)
+    if F.started(c, sides):
+        t0 = time.monotonic()
+        sides[9].signal(signal.SIGSTOP)
+        expect_ring(c, sides, t0, sides[9], 'ring of 16, rank 9 stopped',
+                    [f'pid {sides[9].pid}', 'stopped'], [list(range(16)), [0, 4, 15], [10]])
+        sides[9].signal(signal.SIGCONT)
     for x in sides:
         x.finish()
     return sides
@@ -352,6 +374,7 @@ SCENARIOS = [
     (f'ring of {NRANKS} over IPv6: rank 2 stopped (SIGSTOP)', sc_ring6_stopped, Ring6Hosts),
     (f'ring of {NRANKS}: the path between ranks 1 and 2 blackholed', sc_ring_link, RingHosts),
     (f'ring of {NRANKS}: clean run', sc_ring_clean, RingHosts),
+    ('ring of 16: rank 9 stopped (SIGSTOP)', sc_ring16_stopped, Ring16Hosts),
 ]
 
 def main():

@@ -17,7 +17,8 @@ struct run_tcp_evidence {
   uint32_t nsockets; /* sockets that answered */
   uint64_t ooo;     /* out-of-order packets received, all its sockets (a receiver's view of loss) */
   uint32_t unacked; /* segments sent and not acknowledged now, all its sockets */
-  char local[64];   /* this end's address of its first data socket, "10.0.0.6<39312>" */
+  uint64_t data_segs_out, data_segs_in; /* data segments sent (retransmits too) and received */
+  char local[64]; /* this end's address of its first data socket, "10.0.0.6<39312>" */
 };
 
 /* TCP_INFO of every socket of a TCP comm (transport/tcp/tcp_info.c): a few

@@ -16,8 +16,10 @@
  * anything; at least two measured siblings; the ratio under
  * NCCL_DIAG_SLOW_PERCENT of their median; evidence on its own sockets that
  * its siblings lack (retransmits or lost segments, or packets arriving out
- * of order, in RUN_SLOW_WINDOWS of its windows and four times its
- * siblings'; or a smoothed RTT four times theirs). It is said once per
+ * of order, in RUN_SLOW_WINDOWS of its windows, four times its siblings'
+ * and at least RUN_SLOW_LOSS_PER_MILLE of its data segments: a loaded
+ * host's healthy sockets retransmit a few; or a smoothed RTT four times
+ * theirs). It is said once per
  * episode: again only after a whole span ran like its siblings with clean
  * sockets. */
 #ifndef DIAG_TRANSPORT_RUN_SLOW_H
@@ -32,6 +34,9 @@
 /* A span counts for a connection with at least this much traffic. */
 #define RUN_SLOW_MIN_BYTES (1u << 20)
 #define RUN_SLOW_MIN_BUSY_NS 10000000LL
+/* Loss that counts: this share (per mille) of its data segments sent again
+ * (a sender) or received out of order (a receiver). */
+#define RUN_SLOW_LOSS_PER_MILLE 5
 
 /* From each pass of the liveness thread: judges a window when one ended. */
 void run_slow_tick(int64_t now);

@@ -49,18 +49,30 @@ static void event(const struct run_conn_info *i, double ratio, double rate, doub
 
 /* The counters that show it: a sender's retransmits, losses and RTT; a
  * receiver's out-of-order arrivals (its RTT is stale: it sends nothing). */
+/* " (2.4 % of its 81234 data segments" or " (", for a kernel without counts. */
+static void share(char *out, size_t cap, uint64_t n, uint64_t segs) {
+  if (segs)
+    snprintf(out, cap, " (%.1f %% of its %llu data segments; ", 100.0 * (double)n / (double)segs,
+             (unsigned long long)segs);
+  else snprintf(out, cap, " (");
+}
+
+/* The counters that show it: a sender's retransmits, losses and RTT; a
+ * receiver's out-of-order arrivals (its RTT is stale: it sends nothing). */
 static void counters(char *out, size_t cap, const struct slow_sample *x,
                      const struct slow_sample *sib, uint64_t retrans, uint64_t ooo, int secs) {
   const struct run_conn_info *i = x->i;
+  char sh[80];
+  share(sh, sizeof(sh), i->is_send ? retrans : ooo, x->segs);
   if (i->is_send)
     snprintf(out, cap,
-             "%llu retransmits in %d s (siblings' median %llu), %u lost now, rtt %.1f ms "
+             "%llu retransmits in %d s%ssiblings' median %llu), %u lost now, rtt %.1f ms "
              "(siblings %.1f ms)",
-             (unsigned long long)retrans, secs, (unsigned long long)sib->d_retrans, i->tcp.lost,
+             (unsigned long long)retrans, secs, sh, (unsigned long long)sib->d_retrans, i->tcp.lost,
              i->tcp.rtt_us / 1000.0, sib->rtt_us / 1000.0);
   else
-    snprintf(out, cap, "%llu packets received out of order in %d s (siblings' median %llu)",
-             (unsigned long long)ooo, secs, (unsigned long long)sib->d_ooo);
+    snprintf(out, cap, "%llu packets received out of order in %d s%ssiblings' median %llu)",
+             (unsigned long long)ooo, secs, sh, (unsigned long long)sib->d_ooo);
 }
 
 void slow_say(const struct slow_sample *x, const struct slow_sample *sib, double ratio, int secs,

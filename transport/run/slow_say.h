@@ -19,6 +19,7 @@ struct slow_sample {
   double rate;        /* bytes per busy second over the windows */
   uint64_t d_retrans; /* retransmits over the windows */
   uint64_t d_ooo;     /* out-of-order packets received over the windows */
+  uint64_t segs;      /* data segments it sent (a sender) or received over the windows */
   uint32_t rtt_us;    /* siblings: their median smoothed RTT */
   int nsiblings;
 };

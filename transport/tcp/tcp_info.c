@@ -23,6 +23,10 @@ static void add_socket(int fd, struct run_tcp_evidence *e) {
   e->retrans += ti.tcpi_total_retrans;
   e->lost += ti.tcpi_lost;
   e->unacked += ti.tcpi_unacked;
+  if (len >= offsetof(struct tcp_info, tcpi_data_segs_out) + sizeof(ti.tcpi_data_segs_out)) {
+    e->data_segs_in += ti.tcpi_data_segs_in; /* kernels from 4.6 */
+    e->data_segs_out += ti.tcpi_data_segs_out;
+  }
   if (len >= offsetof(struct tcp_info, tcpi_rcv_ooopack) + sizeof(ti.tcpi_rcv_ooopack))
     e->ooo += ti.tcpi_rcv_ooopack; /* kernels from 5.4 */
 }
