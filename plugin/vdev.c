@@ -19,10 +19,10 @@
 #include <string.h>
 
 #include "common/events.h"
-#include "common/knobs.h"
 #include "common/log.h"
 #include "common/ncclver.h"
 #include "transport/handle.h"
+#include "transport/prefs.h"
 
 static pthread_mutex_t vdev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct diag_vdev *vdevs; /* room for as many as the host has devices */
@@ -135,7 +135,7 @@ static int check_members(const struct transport_host *h, int ndevs, const int *d
   }
   for (int i = 0; i < ndevs; i++)
     if (check_member(h, i, devs)) return EINVAL;
-  if (ndevs > 1 && h->devs[devs[0]].is_ib && !knob_int(K_IB_MERGE_NICS)) {
+  if (ndevs > 1 && h->devs[devs[0]].is_ib && !transport_prefs()->is_merge_nics) {
     INFO(LOG_NET, "makeVDevice: not fusing %d ports into one because NCCL_IB_MERGE_NICS=0%s", ndevs,
          refusal_cost());
     return EINVAL;
@@ -286,7 +286,7 @@ void diag_vdev_forget(void) {
 
 void diag_vdev_failover_note(int dev, const struct transport_dev *d) {
   static atomic_bool has_said;
-  if (!d->is_ib || !knob_int(K_IB_RESILIENCY_PORT_FAILOVER)) return;
+  if (!d->is_ib || !transport_prefs()->is_port_failover) return;
   const struct diag_vdev *v = diag_vdev_get(dev);
   if ((v && v->ndevs > 1) || atomic_exchange(&has_said, true)) return;
   INFO(LOG_INIT | LOG_NET,

@@ -59,6 +59,7 @@ static void read_rdma(struct transport_prefs *p) {
   p->ib_mqp_retry_cnt = knob_int(K_IB_MQP_RETRY_CNT);
   p->ib_mqp_retry_sleep_msec = knob_int(K_IB_MQP_RETRY_SLEEP_MSEC);
   p->is_mqp_retry_all = knob_int(K_IB_MQP_RETRY_ALL) != 0;
+  p->is_merge_nics = knob_int(K_IB_MERGE_NICS) != 0;
   p->is_port_failover = knob_int(K_IB_RESILIENCY_PORT_FAILOVER) != 0;
   p->port_failover_max_attempts = knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS);
 }

@@ -40,6 +40,7 @@ struct transport_prefs {
   int64_t ib_mqp_retry_cnt, ib_mqp_retry_sleep_msec;
   bool is_mqp_retry_all;
   /* port fail-over */
+  bool is_merge_nics; /* NCCL_IB_MERGE_NICS: makeVDevice may fuse ports */
   bool is_port_failover;
   int64_t port_failover_max_attempts;
 };

@@ -288,20 +288,24 @@ def check_returns(root, files):
 
 
 KNOB_CALL = re.compile(r'\bknob_(?:int|str|enum|is_set|raw|def|load|parse|generation)\s*\(')
+# The plugin layer loads the settings (api.c's init) but reads no value itself.
+KNOB_READ = re.compile(r'\bknob_(?:int|str|enum|is_set|raw|def|parse)\s*\(')
 PREFS_FILE = 'transport/prefs.c'
 
 
 def check_prefs(root, files):
-    """The transport layer reads its settings in one place: transport/prefs.c
-    fills struct transport_prefs, every other transport file reads that."""
+    """The transport and plugin layers read their settings in one place:
+    transport/prefs.c fills struct transport_prefs, every other file of
+    theirs reads that."""
     bad = []
     for f in sources(files, product_only=True):
-        if not f.startswith('transport/') or f == PREFS_FILE:
+        if f == PREFS_FILE or not f.startswith(('transport/', 'plugin/')):
             continue
+        pattern = KNOB_CALL if f.startswith('transport/') else KNOB_READ
         with open(os.path.join(root, f), errors='replace') as fh:
             text = CODE_NOISE.sub(lambda m: re.sub(r'[^\n]', ' ', m.group(0)), fh.read())
         for n, line in enumerate(text.split('\n'), 1):
-            m = KNOB_CALL.search(line)
+            m = pattern.search(line)
             if m:
                 bad.append(f'{f}:{n}: calls {m.group(0).rstrip("( ")}; read the setting from '
                            f'transport_prefs() and add it to struct transport_prefs ({PREFS_FILE})')
@@ -410,7 +414,7 @@ CHECKS = {
     'sizes': (f'product functions <= {FUNC_MAX} lines, files <= {FILE_MAX} lines', check_sizes),
     'names': ('every NCCL_* variable the product reads is a known name', check_names),
     'returns': ('no function in tools/ returns -1 or a negative errno', check_returns),
-    'prefs': ('transport/ reads settings only through transport/prefs.c', check_prefs),
+    'prefs': ('transport/ and plugin/ read settings only through transport/prefs.c', check_prefs),
     'circles': ('files of tools/ and bench/, and the folders of transport/, call one way',
                 check_circles),
 }
