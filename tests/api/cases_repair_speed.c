@@ -4,8 +4,10 @@
  * mlx5_3 (one rail); the repaired one is NCCL's cross-rail choice, host-a's
  * mlx5_2 to host-b's mlx5_3, moved to mlx5_3 on host-a. Rounds alternate
  * between the two so that load on this machine falls on both alike; every
- * message's bytes are checked. The ratios are printed; the check is loose
- * (not several times slower), as these machines are shared and noisy. */
+ * message's bytes are checked. Each pair's best round counts: a round the
+ * machine's other work stalls says nothing of the path. The ratios are
+ * printed; the check is loose (not several times slower), as these
+ * machines are shared and noisy. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,15 +72,16 @@ void case_repair_speed(struct side *s) {
       long long l = stream(s, c, 8, 400, (unsigned)(round * 2 + k + 101));
       CHECK(b > 0 && l > 0, "round %d, %s pair: every byte arrives", round,
             k ? "repaired" : "healthy");
-      bw[k] += b, lat[k] += l;
+      if (b > 0 && (!bw[k] || b < bw[k])) bw[k] = b;
+      if (l > 0 && (!lat[k] || l < lat[k])) lat[k] = l;
     }
   if (bw[0] > 0 && bw[1] > 0 && lat[0] > 0 && lat[1] > 0) {
     double bw_ratio = (double)bw[0] / (double)bw[1], lat_ratio = (double)lat[0] / (double)lat[1];
-    double gbs = (double)ROUNDS * 64 * (1 << 20) / ((double)bw[1] * 1e3);
-    printf("#   %s: repaired/healthy bandwidth (1 MiB x 64 x %d) %.2f (repaired %.2f GB/s), 8-byte "
-           "message rate %.2f (repaired %.1f us per message)\n",
+    double gbs = 64.0 * (1 << 20) / ((double)bw[1] * 1e3);
+    printf("#   %s: repaired/healthy bandwidth (1 MiB x 64, best of %d) %.2f (repaired %.2f GB/s), "
+           "8-byte message rate %.2f (repaired %.1f us per message)\n",
            s->role == ROLE_RECV ? "receiver" : "sender", ROUNDS, bw_ratio, gbs, lat_ratio,
-           (double)lat[1] / (ROUNDS * 400.0));
+           (double)lat[1] / 400.0);
     CHECK(bw_ratio > 0.5 && lat_ratio > 0.5,
           "the repaired pair is at least half as fast: %.2f, %.2f", bw_ratio, lat_ratio);
   }
