@@ -7,6 +7,8 @@ dropped, both ways); its two ends must each WARN "slow link:" once, naming
 the other end's address, with the counters that show it (retransmits,
 packets out of order), within the bound, while the other ranks stay
 silent; the end-of-job summary counts it and the metrics file flags it.
+A path shaped to a low rate both ways (tc htb, nothing dropped) is named
+by each end's sending connection, from its RTT: a queue on the path.
 Clean runs of the same shape, several times over, must give no finding.
 Prints, per scenario, the seconds from the fault to each end's WARN."""
 import argparse
@@ -132,6 +134,50 @@ def sc_lossy(h, tmp, c):
     return sides
 
 
+def shape(h, me, other, rate):
+    """me's egress toward other's address through an htb class of rate; the
+    rest of its traffic unshaped."""
+    tc = ['ip', 'netns', 'exec', h.ns[me], 'tc']
+    F.sh(tc + ['qdisc', 'add', 'dev', 'eth0', 'root', 'handle', '1:', 'htb', 'default', '10',
+               'r2q', '1000'])
+    F.sh(tc + ['class', 'add', 'dev', 'eth0', 'parent', '1:', 'classid', '1:10', 'htb', 'rate',
+               '40gbit'])
+    F.sh(tc + ['class', 'add', 'dev', 'eth0', 'parent', '1:', 'classid', '1:20', 'htb', 'rate',
+               rate, 'ceil', rate])
+    F.sh(tc + ['filter', 'add', 'dev', 'eth0', 'parent', '1:', 'protocol', 'ip', 'prio', '1', 'u32',
+               'match', 'ip', 'dst', f'{h.ip(other)}/32', 'flowid', '1:20'])
+
+
+def sc_shaped(h, tmp, c):
+    """The path between ranks 2 and 3 shaped to a tenth of what the mesh
+    sends, both ways, dropping nothing: both ends name it."""
+    sides = mesh(h, tmp, seconds=LOSSY_SECONDS)
+    if not F.started(c, sides):
+        finish(sides, LOSSY_SECONDS)
+        return sides
+    a, b = 2, 3
+    t0 = time.monotonic()
+    shape(h, a, b, '10mbit')
+    shape(h, b, a, '10mbit')
+    for me, other in ((a, b), (b, a)):
+        took, line = wait_slow(sides[me], t0, BOUND)
+        if not c.ok(took is not None, f'r{me}: a slow-link WARN within {BOUND} s'):
+            continue
+        c.notes.append(f'r{me} WARN {took:.1f} s after the shaping began')
+        c.ok(f'{h.ip(other)}<' in line.split(' pid ')[0], f'r{me}: names r{other}: {line[:400]}')
+        c.ok('a queue builds on this path' in line, f'r{me}: says why, the RTT: {line[:500]}')
+    for s in sides:
+        s.wait(LOSSY_SECONDS + 30)
+    finish(sides, LOSSY_SECONDS)
+    out = ' '.join(stall.explain([sides[a].log, sides[b].log]).split())
+    c.ok(f'network path between {h.ip(a)} and {h.ip(b)} runs well below' in out,
+         f'explain names the path: {out[:600]}')
+    for i, s in enumerate(sides):
+        if i not in (a, b):
+            c.ok(not warns(s), f'{s.role}: no slow-link WARN off the shaped path: {warns(s)[:1]}')
+    return sides
+
+
 def sc_clean(h, tmp, c):
     sides = mesh(h, tmp)
     c.ok(F.started(c, sides), 'the mesh started')
@@ -153,6 +199,8 @@ def sc_clean(h, tmp, c):
 
 SCENARIOS = [
     (f'mesh of {NRANKS}: the path between ranks 2 and 3 drops 5 % (nft)', sc_lossy),
+    (f'mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 10 Mbit/s, no loss (tc htb)',
+     sc_shaped),
 ] + [(f'mesh of {NRANKS}: clean run {k + 1}', sc_clean) for k in range(3)]
 
 

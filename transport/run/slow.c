@@ -111,13 +111,16 @@ static bool is_share(uint64_t n, uint64_t segs) {
 /* What its own sockets show over the span that its siblings' do not. A
  * receiver's RTT is left out: it sends nothing, so the kernel has no
  * fresh one. */
-static bool has_evidence(const struct slow_sample *x, const struct slow_sample *sib) {
+static enum slow_evidence evidence(const struct slow_sample *x, const struct slow_sample *sib) {
   bool persists = lossy_windows(x->st) >= RUN_SLOW_WINDOWS;
   uint64_t lossy = x->d_retrans + x->i->tcp.lost;
-  if (persists && lossy >= 3 && lossy > 4 * sib->d_retrans && is_share(lossy, x->segs)) return true;
+  if (persists && lossy >= 3 && lossy > 4 * sib->d_retrans && is_share(lossy, x->segs))
+    return SLOW_EV_LOSS;
   if (persists && x->d_ooo >= 3 && x->d_ooo > 4 * sib->d_ooo && is_share(x->d_ooo, x->segs))
-    return true;
-  return x->i->is_send && x->i->tcp.rtt_us >= 2000 && x->i->tcp.rtt_us > 4 * sib->rtt_us;
+    return SLOW_EV_DISORDER;
+  if (x->i->is_send && x->i->tcp.rtt_us >= 2000 && x->i->tcp.rtt_us > 4 * sib->rtt_us)
+    return SLOW_EV_QUEUE;
+  return SLOW_EV_NONE;
 }
 
 static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
@@ -127,7 +130,8 @@ static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
       sib.rate <= 0)
     return; /* idle, alone, or not a kind judged: no change either way */
   st->ratio = x->rate / sib.rate;
-  bool has = has_evidence(x, &sib);
+  enum slow_evidence ev = evidence(x, &sib);
+  bool has = ev != SLOW_EV_NONE;
   if (st->is_named && st->ratio * 100 >= pct && !has) {
     /* the whole span ran like its siblings, its sockets clean: recovered */
     st->is_named = false;
@@ -137,7 +141,7 @@ static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
   if (st->is_named || st->ratio * 100 >= pct || !has) return;
   named_count++;
   st->is_named = true;
-  slow_say(x, &sib, st->ratio, st->nwin * RUN_SLOW_WINDOW_SEC, x->d_retrans, x->d_ooo);
+  slow_say(x, &sib, ev, st->ratio, st->nwin * RUN_SLOW_WINDOW_SEC);
 }
 
 static uint64_t delta(uint64_t now, uint64_t before) { return now > before ? now - before : 0; }

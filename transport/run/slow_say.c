@@ -47,9 +47,7 @@ static void event(const struct run_conn_info *i, double ratio, double rate, doub
   ev_end(&e);
 }
 
-/* The counters that show it: a sender's retransmits, losses and RTT; a
- * receiver's out-of-order arrivals (its RTT is stale: it sends nothing). */
-/* " (2.4 % of its 81234 data segments" or " (", for a kernel without counts. */
+/* " (2.4 % of its 81234 data segments; " or " (" for a kernel without counts. */
 static void share(char *out, size_t cap, uint64_t n, uint64_t segs) {
   if (segs)
     snprintf(out, cap, " (%.1f %% of its %llu data segments; ", 100.0 * (double)n / (double)segs,
@@ -57,39 +55,45 @@ static void share(char *out, size_t cap, uint64_t n, uint64_t segs) {
   else snprintf(out, cap, " (");
 }
 
-/* The counters that show it: a sender's retransmits, losses and RTT; a
- * receiver's out-of-order arrivals (its RTT is stale: it sends nothing). */
+/* The counters that show it, what they mean first: a sender's
+ * retransmits, losses and RTT; a receiver's out-of-order arrivals (its RTT
+ * is stale: it sends nothing). */
 static void counters(char *out, size_t cap, const struct slow_sample *x,
-                     const struct slow_sample *sib, uint64_t retrans, uint64_t ooo, int secs) {
+                     const struct slow_sample *sib, enum slow_evidence ev, int secs) {
   const struct run_conn_info *i = x->i;
   char sh[80];
-  share(sh, sizeof(sh), i->is_send ? retrans : ooo, x->segs);
-  if (i->is_send)
+  share(sh, sizeof(sh), i->is_send ? x->d_retrans : x->d_ooo, x->segs);
+  if (ev == SLOW_EV_QUEUE)
+    snprintf(out, cap,
+             "rtt %.1f ms against its siblings' %.1f ms, so a queue builds on this path (a "
+             "shaped or congested link, or one at a lower speed), %llu retransmits in %d s",
+             i->tcp.rtt_us / 1000.0, sib->rtt_us / 1000.0, (unsigned long long)x->d_retrans, secs);
+  else if (i->is_send)
     snprintf(out, cap,
              "%llu retransmits in %d s%ssiblings' median %llu), %u lost now, rtt %.1f ms "
              "(siblings %.1f ms)",
-             (unsigned long long)retrans, secs, sh, (unsigned long long)sib->d_retrans, i->tcp.lost,
-             i->tcp.rtt_us / 1000.0, sib->rtt_us / 1000.0);
+             (unsigned long long)x->d_retrans, secs, sh, (unsigned long long)sib->d_retrans,
+             i->tcp.lost, i->tcp.rtt_us / 1000.0, sib->rtt_us / 1000.0);
   else
     snprintf(out, cap, "%llu packets received out of order in %d s%ssiblings' median %llu)",
-             (unsigned long long)ooo, secs, sh, (unsigned long long)sib->d_ooo);
+             (unsigned long long)x->d_ooo, secs, sh, (unsigned long long)sib->d_ooo);
 }
 
-void slow_say(const struct slow_sample *x, const struct slow_sample *sib, double ratio, int secs,
-              uint64_t retrans, uint64_t ooo) {
+void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum slow_evidence ev,
+              double ratio, int secs) {
   const struct run_conn_info *i = x->i;
-  char me[200], r[32], md[32], ev[200];
+  char me[200], r[32], md[32], evw[300];
   here(me, sizeof(me), i);
   rate_words(r, sizeof(r), x->rate);
   rate_words(md, sizeof(md), sib->rate);
-  counters(ev, sizeof(ev), x, sib, retrans, ooo, secs);
+  counters(evw, sizeof(evw), x, sib, ev, secs);
   WARN("slow link: %s %s pid %u from %s moves %s while busy, %.2fx the median %s of its %d %s "
        "%s siblings in this process, for %d s; its sockets: %s. Fix: check that path on both "
        "hosts (ip -s link on both interfaces, ss -ti, tc qdisc show, nft list ruleset, the "
        "switch ports' error counters)",
        i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r, ratio, md,
-       sib->nsiblings, i->transport, i->is_send ? "send" : "receive", secs, ev);
-  event(i, ratio, x->rate, sib->rate, secs, retrans, ooo);
+       sib->nsiblings, i->transport, i->is_send ? "send" : "receive", secs, evw);
+  event(i, ratio, x->rate, sib->rate, secs, x->d_retrans, x->d_ooo);
 }
 
 void slow_say_recovered(const struct run_conn_info *i) {

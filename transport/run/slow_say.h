@@ -24,9 +24,17 @@ struct slow_sample {
   int nsiblings;
 };
 
+/* What its own sockets show that its siblings' do not. */
+enum slow_evidence {
+  SLOW_EV_NONE,
+  SLOW_EV_LOSS,     /* a sender retransmits a share of its segments */
+  SLOW_EV_DISORDER, /* a receiver gets a share of its segments out of order */
+  SLOW_EV_QUEUE,    /* a sender's RTT far above its siblings': a queue on the path */
+};
+
 /* Connection x was slow for secs against its siblings' medians sib. */
-void slow_say(const struct slow_sample *x, const struct slow_sample *sib, double ratio, int secs,
-              uint64_t retrans, uint64_t ooo);
+void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum slow_evidence ev,
+              double ratio, int secs);
 /* A link named slow runs as its siblings again. */
 void slow_say_recovered(const struct run_conn_info *i);
 
