@@ -115,8 +115,10 @@ void case_repair_no_rail(struct side *s) {
                     "port of host-a"),
         "no path, both hosts named: %s", w ? w : "none");
   over_tcp(s, comm);
-  w = log_find(NCCL_LOG_WARN, "at TCP speed");
+  w = log_find(NCCL_LOG_WARN, "carries on over TCP");
   CHECK(w && strstr(w, "RTR failed"), "RTR confirmed it: %s", w ? w : "none");
+  CHECK(w && strstr(w, "No other port pair reaches: no RDMA path exists; this connection"),
+        "the fallback's WARN says that no RDMA path exists: %s", w ? w : "none");
   finish(s, comm);
 }
 
@@ -130,6 +132,8 @@ void case_repair_cross_rail_off(struct side *s) {
   if (side_open(s) || pair_open(s, &comm)) return;
   as_before(s, comm);
   CHECK(!log_find(NCCL_LOG_WARN, "would carry it"), "repair=off says nothing of a repair");
+  CHECK(!log_find(NCCL_LOG_WARN, "no RDMA path exists"),
+        "repair=off searched no other pair, so it claims none");
   finish(s, comm);
 }
 
@@ -142,6 +146,8 @@ void case_repair_cross_rail_older(struct side *s) {
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return;
   as_before(s, comm);
+  CHECK(!log_find(NCCL_LOG_WARN, "no RDMA path exists"),
+        "a peer that lists no ports: no other pair searched, none claimed");
   finish(s, comm);
 }
 

@@ -92,6 +92,12 @@ struct ib_dev *ib_repair_local_dev(const struct ib_repair *r, bool is_send);
 /* ib_repair_report.c: the WARN of a repaired pair (or, with warn, the pair
  * that would have worked), once per pair on each side. */
 /* is_up: for an applied repair, whether RDMA came up on the chosen pair. */
+/* For the verdict's WARN when the pair falls back or fails: " No other port
+ * pair reaches: no RDMA path exists" when both
+ * hosts listed their ports and repair was on for both (so the search was
+ * made), else "". mine and peer are the hellos as they came. */
+void ib_repair_none_words(const struct ib_repair *r, bool is_send, const struct hello *mine,
+                          const struct hello *peer, char *out, size_t cap);
 void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local_label,
                       const struct hello *mine, const struct hello *peer, const char *peer_desc,
                       bool is_up);

@@ -117,6 +117,18 @@ static void say(const char *key, const char *msg) {
   else INFO(LOG_NET, "%s", msg);
 }
 
+void ib_repair_none_words(const struct ib_repair *r, bool is_send, const struct hello *mine,
+                          const struct hello *peer, char *out, size_t cap) {
+  const struct hello *s = is_send ? mine : peer, *v = is_send ? peer : mine;
+  out[0] = 0; /* the hosts are named in the line already: it is near NCCL's 1000 */
+  if (!s->rdma.has_ports || !v->rdma.has_ports || s->rdma.repair_mode != REPAIR_AUTO ||
+      v->rdma.repair_mode != REPAIR_AUTO)
+    return; /* no search was made: an older peer, or repair not on both */
+  if (r->ntried >= IB_REPAIR_MAX_TRIES)
+    snprintf(out, cap, " %d other port pairs failed too: no RDMA path worked", r->ntried);
+  else snprintf(out, cap, " No other port pair reaches: no RDMA path exists");
+}
+
 void ib_repair_report(const struct ib_repair *r, bool is_send, const char *local_label,
                       const struct hello *mine, const struct hello *peer, const char *peer_desc,
                       bool is_up) {

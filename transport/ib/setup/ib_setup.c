@@ -225,11 +225,18 @@ static enum ib_setup_result decide(struct ib_setup *s) {
   ev_str(&e, "peer", s->peer_desc);
   ev_str(&e, "reason", reason);
   ev_end(&e);
-  char key[1900];
+  char key[1900], none[300];
   snprintf(key, sizeof(key), "ibfail|%s|%s|%s", s->peer.host, s->dev->td->name, reason);
+  ib_repair_none_words(&s->repair, s->is_send, &s->repair_hellos[0], &s->repair_hellos[1], none,
+                       sizeof(none));
   ib_res_free(s);
   if (fallback) {
-    if (report_first(key))
+    bool is_first = report_first(key);
+    if (is_first && none[0])
+      WARN("RDMA path from %s to %s failed%s: %s.%s; this connection carries on over TCP "
+           "(NCCL_DIAG_FALLBACK=auto)",
+           s->dev->label, s->peer_desc, where, reason, none);
+    else if (is_first)
       WARN("RDMA path from %s to %s failed%s: %s. This connection carries on over TCP "
            "(NCCL_DIAG_FALLBACK=auto), at TCP speed until the cause is fixed",
            s->dev->label, s->peer_desc, where, reason);
@@ -238,9 +245,9 @@ static enum ib_setup_result decide(struct ib_setup *s) {
            where, reason);
     return IB_SETUP_FALL_BACK;
   }
-  WARN("RDMA path from %s to %s failed%s: %s. The connection fails: NCCL_DIAG_FALLBACK=off on "
-       "%s (set it to auto on every node to carry on over TCP)",
-       s->dev->label, s->peer_desc, where, reason,
+  WARN("RDMA path from %s to %s failed%s: %s.%s%s The connection fails: NCCL_DIAG_FALLBACK=off "
+       "on %s (set it to auto on every node to carry on over TCP)",
+       s->dev->label, s->peer_desc, where, reason, none, none[0] ? "." : "",
        (s->mine_status.flags & IBREC_F_FALLBACK) ? s->peer.host : "this host");
   return IB_SETUP_FAILED;
 }
