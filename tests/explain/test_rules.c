@@ -337,6 +337,15 @@ static const struct engine_case engine_cases[] = {
    "path between 10.0.0.1 and 10.0.0.2 runs well below the other links of the same processes "
    "(down to 0.02x",
    "ip -s link on both interfaces"},
+  {"slow-link: three peers each name their link to one host: one finding names that end",
+   {SL("a", 11, "send to c (10.0.0.3<41043>, eth0) pid 33 from a (10.0.0.1<54864>, eth0)", "0.41"),
+    SL("b", 22, "send to c (10.0.0.3<41044>, eth0) pid 33 from b (10.0.0.2<54865>, eth0)", "0.38"),
+    SL("d", 44, "send to c (10.0.0.3<41045>, eth0) pid 33 from d (10.0.0.4<54866>, eth0)", "0.45")},
+   "slow-link",
+   CONF_HIGH,
+   "3 slow links were named and every one has 10.0.0.3 at one end (to 10.0.0.1, 10.0.0.2, "
+   "10.0.0.4; down to 0.38x",
+   "on the host at 10.0.0.3: ip -s link and ethtool -S"},
   {"cross-rail: another local port is on the remote subnet",
    {USING QP0 RTR("110 Connection timed out", "::ffff:10.1.1.1", "::ffff:10.0.0.9")},
    "rtr",

@@ -2,7 +2,10 @@
 /* The plugin's "slow link:" WARNs (transport/run/slow.c): each end of a
  * link that ran well below its siblings says so with both addresses, the
  * ratio and its sockets' counters. Lines of many ranks about one path (in
- * either direction, from either end) make one finding naming the path. */
+ * either direction, from either end) make one finding naming the path.
+ * Paths that share one end, named by several peers, are that end's fault
+ * (its NIC, cable or switch port, or the host itself reading late): one
+ * finding names the end, not a path per peer. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,11 +13,14 @@
 #include "tools/explain/rules.h"
 
 #define SLOW_MAX 256
+#define SLOW_LINES 32 /* evidence kept per path */
 
 struct slow_path {
   char a[64], b[64]; /* the two ends' addresses, ordered */
   double worst;      /* the lowest ratio said */
-  struct finding *f;
+  const struct rec *lines[SLOW_LINES];
+  int nlines;
+  bool is_taken; /* told in a common end's finding */
 };
 
 bool slow_match(const struct rec *r) {
@@ -54,6 +60,77 @@ static struct slow_path *path_of(struct slow_path *v, int *n, const char *x, con
   return s;
 }
 
+static bool has_end(const struct slow_path *p, const char *x) {
+  return !strcmp(p->a, x) || !strcmp(p->b, x);
+}
+
+/* The paths not yet told that have end x. */
+static int paths_with(const struct slow_path *v, int n, const char *x) {
+  int c = 0;
+  for (int k = 0; k < n; k++) c += !v[k].is_taken && has_end(&v[k], x);
+  return c;
+}
+
+/* The end most untold paths share, when two or more do: NULL otherwise. */
+static const char *common_end(const struct slow_path *v, int n) {
+  const char *best = NULL;
+  int most = 1;
+  for (int k = 0; k < n; k++) {
+    if (v[k].is_taken) continue;
+    const char *ends[2] = {v[k].a, v[k].b};
+    for (int e = 0; e < 2; e++) {
+      int c = paths_with(v, n, ends[e]);
+      if (c > most) most = c, best = ends[e];
+    }
+  }
+  return best;
+}
+
+static void tell_end(const struct explain_ctx *cx, struct slow_path *v, int n, const char *x) {
+  struct finding *f = finding_new(cx->out, "slow-link", CONF_HIGH);
+  if (!f) return;
+  char others[400] = "";
+  size_t o = 0;
+  int count = 0;
+  double worst = 1e9;
+  for (int k = 0; k < n; k++) {
+    if (v[k].is_taken || !has_end(&v[k], x)) continue;
+    v[k].is_taken = true;
+    const char *other = strcmp(v[k].a, x) ? v[k].a : v[k].b;
+    if (o < sizeof(others))
+      o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s", count ? ", " : "", other);
+    count++;
+    if (v[k].worst < worst) worst = v[k].worst;
+    for (int i = 0; i < v[k].nlines; i++) finding_evidence(f, v[k].lines[i]);
+  }
+  finding_cause(f,
+                "%d slow links were named and every one has %s at one end (to %s; down to "
+                "%.2fx their siblings' median while busy): the fault is at %s's end, not on "
+                "%d paths: its NIC, cable or switch port, or that host itself (a busy or "
+                "throttled CPU reads and acknowledges late)",
+                count, x, others, worst, x, count);
+  finding_fix(f,
+              "on the host at %s: ip -s link and ethtool -S on its interface (errors, drops, the "
+              "negotiated speed), its switch port's error counters, and top or mpstat for its "
+              "CPU; move the job off that host until it is fixed",
+              x);
+}
+
+static void tell_path(const struct explain_ctx *cx, const struct slow_path *p) {
+  struct finding *f = finding_new(cx->out, "slow-link", CONF_HIGH);
+  if (!f) return;
+  for (int i = 0; i < p->nlines; i++) finding_evidence(f, p->lines[i]);
+  finding_cause(f,
+                "the network path between %s and %s runs well below the other links of the "
+                "same processes (down to %.2fx their median while busy), and its sockets show "
+                "why (retransmits, lost segments or packets out of order, or a long round "
+                "trip): a lossy, congested or shaped link paces every collective over it",
+                p->a, p->b, p->worst);
+  finding_fix(f, "on both hosts check that path: ip -s link on both interfaces (errors, drops), "
+                 "ss -ti to the peer, tc qdisc show, nft list ruleset, and the switch ports' "
+                 "error and discard counters; move the job off it until it is fixed");
+}
+
 void slow_build(const struct explain_ctx *cx, const struct hits *h) {
   struct slow_path *v = calloc(SLOW_MAX, sizeof(*v));
   int n = 0;
@@ -63,21 +140,11 @@ void slow_build(const struct explain_ctx *cx, const struct hits *h) {
     if (!slow_parse(h->v[i], peer, here, sizeof(peer), &ratio)) continue;
     struct slow_path *s = path_of(v, &n, peer, here);
     if (!s) break;
-    if (!s->f && !(s->f = finding_new(cx->out, "slow-link", CONF_HIGH))) break;
     if (ratio < s->worst) s->worst = ratio;
-    finding_evidence(s->f, h->v[i]);
+    if (s->nlines < SLOW_LINES) s->lines[s->nlines++] = h->v[i];
   }
-  for (int k = 0; v && k < n; k++) {
-    finding_cause(v[k].f,
-                  "the network path between %s and %s runs well below the other links of the "
-                  "same processes (down to %.2fx their median while busy), and its sockets show "
-                  "why (retransmits, lost segments or packets out of order, or a long round "
-                  "trip): a lossy, congested or shaped link paces every collective over it",
-                  v[k].a, v[k].b, v[k].worst);
-    finding_fix(v[k].f,
-                "on both hosts check that path: ip -s link on both interfaces (errors, drops), "
-                "ss -ti to the peer, tc qdisc show, nft list ruleset, and the switch ports' "
-                "error and discard counters; move the job off it until it is fixed");
-  }
+  for (const char *x; v && (x = common_end(v, n));) tell_end(cx, v, n, x);
+  for (int k = 0; v && k < n; k++)
+    if (!v[k].is_taken) tell_path(cx, &v[k]);
   free(v);
 }
