@@ -194,9 +194,9 @@ static const struct knob_def knobs[K_COUNT] = {
   [K_DIAG_SLOW_PERCENT] =
     {"NCCL_DIAG_SLOW_PERCENT", KT_INT, "50", 0, 100, NULL,
      "warn once when a TCP connection moves, while busy, under this percentage of the median "
-     "rate of its siblings (same process, transport and direction) in three of four 5 s "
-     "windows, and its sockets show why (retransmits or lost segments, out-of-order arrivals, or a "
-     "round trip four times its siblings'). 0 = never. Rate alone is not enough: healthy "
+     "rate of its siblings (same process, transport and direction) over its last four 5 s "
+     "windows, and its sockets show why (0.5 % or more of its segments retransmitted, lost or "
+     "received out of order, or a round trip four times its siblings'). 0 = never. Rate alone is not enough: healthy "
      "connections of one job spread to a third of their median"},
   [K_DIAG_PEER_TIMEOUT_SEC] =
     {"NCCL_DIAG_PEER_TIMEOUT_SEC", KT_INT, "120", 0, 86400, NULL,

@@ -25,7 +25,7 @@ import faults as F  # noqa: E402  (namespaces, sides, checks)
 import stall  # noqa: E402  (the bridge of namespace hosts)
 
 NRANKS = 4
-BOUND = 60  # three of four 5 s windows, the window in progress, a host loaded by other tests
+BOUND = 60  # three 5 s windows of the four judged, the window in progress, a loaded host
 SECONDS = 45
 LOSSY_SECONDS = BOUND + 10  # the lossy mesh outlives the bound
 ARGS = None
