@@ -44,6 +44,11 @@
 #include "transport/transport.h"
 
 #define TCP_MAX_REQS NCCL_NET_MAX_REQUESTS
+/* Requests are allocated this many at a time, as a comm needs them: most
+ * comms of a job never have more than a few in flight. */
+#define TCP_REQ_CHUNK 8
+#define TCP_REQ_CHUNKS (TCP_MAX_REQS / TCP_REQ_CHUNK)
+_Static_assert(TCP_MAX_REQS % TCP_REQ_CHUNK == 0, "whole chunks of requests");
 #define TCP_RING TCP_MAX_REQS /* stripes per data socket: a message has at most one per socket */
 #define TCP_STAGE 16384       /* receive staging buffer, allocated while in use */
 
@@ -112,7 +117,9 @@ struct tcp_comm {
   struct run_watch watch; /* the run-time stall verdict's (transport/run/stall.h) */
   char *settings_diff;    /* settings the two hosts' hellos differ in, or NULL */
 
-  struct tcp_req *reqs; /* TCP_MAX_REQS, allocated at the first request */
+  struct tcp_req *req_chunks[TCP_REQ_CHUNKS]; /* TCP_REQ_CHUNK each, allocated as needed */
+  int nreq_chunks;
+  bool is_req_oom; /* the last chunk could not be allocated */
   struct tcp_req *free_reqs;
   uint32_t next_seq; /* send: the next message's number; recv: the next header's */
   int peer_mtu;      /* its interface MTU, from its hello: 0 unknown (in padding) */
@@ -187,8 +194,8 @@ int tcp_fail(struct tcp_comm *c, int err, int flags, const char *fmt, ...)
  * a caller's buffer when the caller, told of the failure, frees it. */
 int tcp_failed(struct tcp_comm *c);
 
-/* A free request of the comm, or NULL: all TCP_MAX_REQS in use, or (when
- * c->reqs is still NULL) no memory for them. */
+/* A free request of the comm, or NULL: all TCP_MAX_REQS in use, or (then
+ * c->is_req_oom) no memory for another chunk of them. */
 struct tcp_req *tcp_req_get(struct tcp_comm *c);
 void tcp_req_put(struct tcp_comm *c, struct tcp_req *r);
 

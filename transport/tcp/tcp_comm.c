@@ -65,19 +65,26 @@ int tcp_failed(struct tcp_comm *c) {
   return c->fail_err;
 }
 
-/* Requests are allocated when the comm first moves data (an idle comm
- * holds none) and reused through a free list; a finished request keeps
- * its memory, tagged dead, so a late test() of it is named, not a crash. */
-struct tcp_req *tcp_req_get(struct tcp_comm *c) {
-  if (!c->reqs) {
-    c->reqs = calloc(TCP_MAX_REQS, sizeof(*c->reqs));
-    if (!c->reqs) return NULL;
-    for (int i = TCP_MAX_REQS - 1; i >= 0; i--) {
-      c->reqs[i].base.obj = OBJ_DEAD;
-      c->reqs[i].next = c->free_reqs;
-      c->free_reqs = &c->reqs[i];
-    }
+/* Requests are allocated a chunk at a time as the comm needs them (an
+ * idle comm holds none) and reused through a free list; a finished
+ * request keeps its memory, tagged dead, so a late test() of it is named,
+ * not a crash. False when all chunks are in use or memory ran out. */
+static bool add_req_chunk(struct tcp_comm *c) {
+  if (c->nreq_chunks == TCP_REQ_CHUNKS) return false;
+  struct tcp_req *chunk = calloc(TCP_REQ_CHUNK, sizeof(*chunk));
+  c->is_req_oom = !chunk;
+  if (!chunk) return false;
+  c->req_chunks[c->nreq_chunks++] = chunk;
+  for (int i = TCP_REQ_CHUNK - 1; i >= 0; i--) {
+    chunk[i].base.obj = OBJ_DEAD;
+    chunk[i].next = c->free_reqs;
+    c->free_reqs = &chunk[i];
   }
+  return true;
+}
+
+struct tcp_req *tcp_req_get(struct tcp_comm *c) {
+  if (!c->free_reqs && !add_req_chunk(c)) return NULL;
   struct tcp_req *r = c->free_reqs;
   if (!r) return NULL;
   c->free_reqs = r->next;
@@ -195,8 +202,10 @@ static void comm_free(struct tcp_comm *c) {
   free(c->abort_reason);
   c->base.obj = OBJ_DEAD;
   free(c->socks);
-  for (int i = 0; c->reqs && i < TCP_MAX_REQS; i++) prof_req_done(&c->reqs[i].base);
-  free(c->reqs);
+  for (int k = 0; k < c->nreq_chunks; k++) {
+    for (int i = 0; i < TCP_REQ_CHUNK; i++) prof_req_done(&c->req_chunks[k][i].base);
+    free(c->req_chunks[k]);
+  }
   free(c->stage);
   free(c->settings_diff);
   free(c);

@@ -233,7 +233,8 @@ ncclResult_t tcp_irecv(struct transport_comm *xc, int n, void **data, size_t *si
   }
   struct tcp_req *r = tcp_req_get(c);
   if (!r) {
-    if (!c->reqs) WARN("irecv from %s: out of memory for the connection's requests", xc->peer.desc);
+    if (c->is_req_oom)
+      WARN("irecv from %s: out of memory for the connection's requests", xc->peer.desc);
     else
       WARN("irecv from %s: more than %d requests in flight on one connection (NCCL never posts "
            "that many: an API misuse)",

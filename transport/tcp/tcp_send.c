@@ -81,7 +81,8 @@ ncclResult_t tcp_isend(struct transport_comm *xc, void *data, size_t size, int t
   }
   struct tcp_req *r = tcp_req_get(c);
   if (!r) {
-    if (!c->reqs) WARN("isend to %s: out of memory for the connection's requests", xc->peer.desc);
+    if (c->is_req_oom)
+      WARN("isend to %s: out of memory for the connection's requests", xc->peer.desc);
     else
       WARN("isend to %s: more than %d requests in flight on one connection (NCCL never posts that "
            "many: an API misuse)",
