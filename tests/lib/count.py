@@ -3,13 +3,15 @@
 """Counts test cases from meson testlog.json files: every TAP line of a TAP
 test is one case; a test without TAP output counts as one case by its
 result. Prints the failures, each with the first of its TAP diagnostic lines
-(a CI log keeps only its tail), then one line: N passed, N failed[, N
+(a CI log keeps only its tail) or a sanitizer's summary, and the build
+folder it ran in, then one line: N passed, N failed[, N
 skipped]."""
 import json
 import re
 import sys
 
 DIAG_LINES, DIAG_WIDTH = 8, 400
+SANITIZER = re.compile(r'^SUMMARY: \w*Sanitizer: ')
 TAP = re.compile(r'^(not ok|ok)\b\s*\d*\s*-?\s*(.*?)(\s*#\s*(SKIP|skip|TODO)\b.*)?$')
 
 
@@ -20,6 +22,8 @@ def checks_of(lines):
     for i, l in enumerate(lines):
         if 'check failed' in l or 'died of signal' in l:
             out += [x[:DIAG_WIDTH] for x in lines[i:i + 2]]
+        elif SANITIZER.match(l):
+            out.append(l[:DIAG_WIDTH])
     return out[:DIAG_LINES]
 
 
@@ -27,6 +31,7 @@ def count(paths):
     passed = failed = skipped = 0
     failures = []
     for path in paths:
+        where = path.split('/meson-logs/')[0].rsplit('/', 1)[-1]
         try:
             lines = open(path).read().splitlines()
         except OSError as e:
@@ -47,7 +52,7 @@ def count(paths):
                 if not m:
                     if notes is not None and l.startswith('#') and len(notes) < DIAG_LINES:
                         notes.append(l[:DIAG_WIDTH])
-                    if l.startswith('#'):
+                    if l.startswith('#') or SANITIZER.match(l):
                         before.append(l)
                     continue
                 notes = None
@@ -60,15 +65,17 @@ def count(paths):
                 else:
                     failed += 1
                     notes = checks_of(prior)
-                    failures.append((f"{name}: {m.group(2)}", notes))
+                    if not notes:  # a sanitizer may write to stderr instead
+                        notes = checks_of((t.get('stderr', '') or '').splitlines())
+                    failures.append((f"{name} ({where}): {m.group(2)}", notes))
             # meson calls a TAP test that exits non-zero ERROR: its failed
             # cases already count; only a test that failed no case adds one.
             if cases and result in ('OK', 'SKIP', 'FAIL', 'ERROR', 'EXPECTEDFAIL'):
                 if result in ('FAIL', 'ERROR') and not any(
-                        (f[0] if isinstance(f, tuple) else f).startswith(name + ':')
+                        (f[0] if isinstance(f, tuple) else f).startswith(name + ' (')
                         for f in failures):
                     failed += 1
-                    failures.append(f"{name}: exited with an error after its cases")
+                    failures.append(f"{name} ({where}): exited with an error after its cases")
                 continue
             if result == 'OK':
                 passed += 1
@@ -76,7 +83,7 @@ def count(paths):
                 skipped += 1
             else:
                 failed += 1
-                failures.append(f"{name}: {result}")
+                failures.append(f"{name} ({where}): {result}")
     return passed, failed, skipped, failures
 
 

@@ -143,9 +143,10 @@ struct tcp_comm {
   bool is_peer_closed;
 
   /* first error, set by whichever thread detects it (and logs it): an
-   * errno classed as transport_result() expects */
+   * errno classed as transport_result() expects; atomic because a helper
+   * reads it while the caller's thread may be setting it */
   atomic_bool is_failed;
-  int fail_err;
+  atomic_int fail_err;
   pthread_mutex_t err_lock;
   /* send side: the receiver's abort notice, read without waiting through
    * the control channel's decoder (ctrl.h), allocated at its first byte. A
