@@ -30,9 +30,7 @@ static struct env_kept *kept;
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long changes;
 
-static int bad_name(const char *name) {
-  return !name || !*name || strchr(name, '=');
-}
+static int bad_name(const char *name) { return !name || !*name || strchr(name, '='); }
 
 static size_t find(char **env, const char *name, size_t len, size_t *count) {
   size_t at = (size_t)-1, n = 0;
