@@ -112,9 +112,9 @@ static const struct knob_def knobs[K_COUNT] = {
      "one virtual device; 0 = refuse, so NCCL uses each port on its own"},
   [K_IB_RESILIENCY_PORT_FAILOVER] =
     {"NCCL_IB_RESILIENCY_PORT_FAILOVER", KT_BOOL, "0", 0, 1, NULL,
-     "1 = a connection over a virtual NIC (makeVDevice, NCCL_IB_MERGE_NICS) whose port fails "
-     "moves to another port of the NIC that is up: what landed completes, the rest is sent "
-     "again there. Set it on every node; no effect on a single port"},
+     "1 = a connection whose port fails moves to another port that is up: one of its virtual "
+     "NIC (makeVDevice, NCCL_IB_MERGE_NICS) first, else any port NCCL_IB_HCA offers on the "
+     "peer's subnet; what landed completes, the rest is sent again there. Set it on every node"},
   [K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS] =
     {"NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS", KT_INT, "1", 0, 1000, NULL,
      "how many times one connection may move to another port; a failure after that fails it"},
@@ -123,6 +123,17 @@ static const struct knob_def knobs[K_COUNT] = {
      "NCCL waits this many ms before reading the receiver's completion records over a working "
      "port; this plugin asks the receiver on the control connection at once, so it is read and "
      "not used"},
+  [K_IB_RESILIENCY_PORT_RECOVERY] =
+    {"NCCL_IB_RESILIENCY_PORT_RECOVERY", KT_BOOL, "0", 0, 1, NULL,
+     "1 = a connection that moved off a failed port (NCCL_IB_RESILIENCY_PORT_FAILOVER=1) moves "
+     "back once the port is active again; 0 = it stays where it moved"},
+  [K_IB_RESILIENCY_PORT_RECOVERY_START_DELAY] =
+    {"NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY", KT_INT, "200", 0, 3600000, NULL,
+     "ms a returned port must stay active before a connection moves back to it"},
+  [K_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX] =
+    {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX", KT_INT, "5", 0, 1000, NULL,
+     "how many times one connection may move back to a returned port; a port that keeps "
+     "failing is left after that"},
   [K_DIAG_FALLBACK] =
     {"NCCL_DIAG_FALLBACK", KT_ENUM, "auto", 0, 0, fallback_choices,
      "what a connection does when its RDMA path fails: auto = carry on over TCP and say why; "

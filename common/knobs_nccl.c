@@ -17,6 +17,12 @@
 #define HONOURED(n)                                                                                \
   { n, NK_HONOURED, NULL }
 #define SOCKET_PART "NCCL's bootstrap setting, not the network plugin's"
+/* NCCL proves a returned port with "alive" messages on probe queue pairs;
+ * here the move back is the proof: its queue pairs reach RTS towards the
+ * peer's, and a failure there moves the connection off again. */
+#define RECOVERY_PROBE                                                                             \
+  "NCCL probes a returned port with batches of alive messages; this plugin moves back with its "   \
+  "fail-over handshake, which checks the path itself, so this is read and not used"
 
 static const struct nccl_knob table[] = {
   HONOURED("NCCL_GDR_FLUSH_DISABLE"),
@@ -61,23 +67,14 @@ static const struct nccl_knob table[] = {
   HONOURED("NCCL_IB_RESILIENCY_PORT_FAILOVER"),
   HONOURED("NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS"),
   HONOURED("NCCL_IB_RESILIENCY_PORT_FAILOVER_PROBE_DELAY"),
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY", NK_IGNORED,
-   "a connection moved off a failed port (NCCL_IB_RESILIENCY_PORT_FAILOVER=1) stays on the port "
-   "it moved to; moving back when the port returns is not implemented"},
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ACK_TIMEOUT", NK_IGNORED,
-   "port recovery is not implemented (see NCCL_IB_RESILIENCY_PORT_RECOVERY)"},
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_BATCH_INTERVAL", NK_IGNORED,
-   "port recovery is not implemented (see NCCL_IB_RESILIENCY_PORT_RECOVERY)"},
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_BATCH_SIZE", NK_IGNORED,
-   "port recovery is not implemented (see NCCL_IB_RESILIENCY_PORT_RECOVERY)"},
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_SEQUENCE_SIZE", NK_IGNORED,
-   "port recovery is not implemented (see NCCL_IB_RESILIENCY_PORT_RECOVERY)"},
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_TIMEOUT", NK_IGNORED,
-   "port recovery is not implemented (see NCCL_IB_RESILIENCY_PORT_RECOVERY)"},
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX", NK_IGNORED,
-   "port recovery is not implemented (see NCCL_IB_RESILIENCY_PORT_RECOVERY)"},
-  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY", NK_IGNORED,
-   "port recovery is not implemented (see NCCL_IB_RESILIENCY_PORT_RECOVERY)"},
+  HONOURED("NCCL_IB_RESILIENCY_PORT_RECOVERY"),
+  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ACK_TIMEOUT", NK_IGNORED, RECOVERY_PROBE},
+  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_BATCH_INTERVAL", NK_IGNORED, RECOVERY_PROBE},
+  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_BATCH_SIZE", NK_IGNORED, RECOVERY_PROBE},
+  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_SEQUENCE_SIZE", NK_IGNORED, RECOVERY_PROBE},
+  {"NCCL_IB_RESILIENCY_PORT_RECOVERY_ALIVE_MSG_TIMEOUT", NK_IGNORED, RECOVERY_PROBE},
+  HONOURED("NCCL_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX"),
+  HONOURED("NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY"),
   HONOURED("NCCL_IB_RETRY_CNT"),
   HONOURED("NCCL_IB_RETURN_ASYNC_EVENTS"),
   HONOURED("NCCL_IB_ROCE_VERSION_NUM"),

@@ -289,9 +289,18 @@ void diag_vdev_failover_note(int dev, const struct transport_dev *d) {
   if (!d->is_ib || !transport_prefs()->is_port_failover) return;
   const struct diag_vdev *v = diag_vdev_get(dev);
   if ((v && v->ndevs > 1) || atomic_exchange(&has_said, true)) return;
-  INFO(LOG_INIT | LOG_NET,
-       "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 has no effect on device %s: it is a single port, so "
-       "its connections have no other port to move to; fail-over needs a virtual device of "
-       "several ports (the ports NCCL fuses with NCCL_IB_MERGE_NICS=1)",
-       v ? v->name : d->name);
+  const struct transport_host *h = transport_host();
+  int others = 0;
+  for (int i = 0; i < h->ndev; i++) others += h->devs[i].is_ib && &h->devs[i] != d;
+  if (others)
+    INFO(LOG_INIT | LOG_NET,
+         "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on device %s, a single port: a connection whose "
+         "port fails moves to another of this host's %d other RDMA ports that is on the peer's "
+         "subnet; the ports of a virtual device (NCCL_IB_MERGE_NICS=1) would be tried first",
+         v ? v->name : d->name, others);
+  else
+    INFO(LOG_INIT | LOG_NET,
+         "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 has no effect on device %s: it is a single port and "
+         "this host offers NCCL no other RDMA port, so its connections have nowhere to move",
+         v ? v->name : d->name);
 }

@@ -62,6 +62,9 @@ static void read_rdma(struct transport_prefs *p) {
   p->is_merge_nics = knob_int(K_IB_MERGE_NICS) != 0;
   p->is_port_failover = knob_int(K_IB_RESILIENCY_PORT_FAILOVER) != 0;
   p->port_failover_max_attempts = knob_int(K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS);
+  p->is_port_recovery = knob_int(K_IB_RESILIENCY_PORT_RECOVERY) != 0;
+  p->port_recovery_delay_ms = knob_int(K_IB_RESILIENCY_PORT_RECOVERY_START_DELAY);
+  p->port_recovery_max = knob_int(K_IB_RESILIENCY_PORT_RECOVERY_ATTEMPTS_MAX);
 }
 
 void transport_prefs_read(void) {

@@ -43,6 +43,9 @@ struct transport_prefs {
   bool is_merge_nics; /* NCCL_IB_MERGE_NICS: makeVDevice may fuse ports */
   bool is_port_failover;
   int64_t port_failover_max_attempts;
+  bool is_port_recovery;          /* NCCL_IB_RESILIENCY_PORT_RECOVERY: move back */
+  int64_t port_recovery_delay_ms; /* the port active this long first */
+  int64_t port_recovery_max;      /* moves back per connection */
 };
 
 /* Reads every field from the knobs (loading them if nothing has yet). */

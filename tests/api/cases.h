@@ -181,6 +181,9 @@ void case_vdev_failover_knob(struct side *s);
 void case_ib_failover_moves(struct side *s);
 void case_ib_failover_recv_down(struct side *s);
 void case_ib_failover_off(struct side *s);
+void case_ib_failover_out_send(struct side *s);
+void case_ib_failover_out_recv(struct side *s);
+void case_ib_failover_out_stays(struct side *s);
 
 /* NCCL's profiler: network events (tests/api/cases_prof.c). */
 void case_prof_events(struct side *s);

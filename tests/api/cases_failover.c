@@ -10,11 +10,13 @@
  * on over one surviving port and every message arrives once, intact; later messages go on the
  * new port (a completion on the old one would fail again). With it off,
  * the connection fails with the port named and the advice to turn it on. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cases.h"
 
@@ -144,19 +146,20 @@ static int run_window(struct side *s, void *comm, struct fo_run *f, int from, in
   return f->done == to ? 0 : -3;
 }
 
-static void *fo_open(struct side *s, const char *setting, struct fo_run *f) {
+/* The connection on the fused NIC, or (is_fused false) on mlx5_0 alone. */
+static void *fo_open_on(struct side *s, const char *setting, struct fo_run *f, bool is_fused) {
   setenv("NCCL_IB_RESILIENCY_PORT_FAILOVER", setting, 1);
   if (use_fixture(s, ROLE_RECV, "roce-dual-port") || use_fixture(s, ROLE_SEND, "roce-dual-port"))
     return NULL;
   if (side_open(s)) return NULL;
-  if (s->abi < 9) { /* no makeVDevice before v9: nothing to fuse */
+  if (is_fused && s->abi < 9) { /* no makeVDevice before v9: nothing to fuse */
     side_close(s);
     return NULL;
   }
   int n = 0, devs[2] = {0, 1}, vd = -1;
   netload_devices(&s->nl, &n);
-  CHECK(netload_make_vdevice(&s->nl, 2, devs, &vd) == ncclSuccess, "makeVDevice");
-  s->dev = vd;
+  if (is_fused) CHECK(netload_make_vdevice(&s->nl, 2, devs, &vd) == ncclSuccess, "makeVDevice");
+  s->dev = is_fused ? vd : 0;
   void *comm = NULL;
   if (pair_open(s, &comm)) return NULL;
   CHECK(log_find(NCCL_LOG_INFO, "on mlx5_0 port 1: RDMA"), "the connection is not on mlx5_0");
@@ -165,6 +168,10 @@ static void *fo_open(struct side *s, const char *setting, struct fo_run *f) {
           !netload_reg_mr(&s->nl, comm, f->buf, 2 * FO_WINDOW * FO_MAX, NCCL_PTR_HOST, &f->mh),
         "regMr");
   return comm;
+}
+
+static void *fo_open(struct side *s, const char *setting, struct fo_run *f) {
+  return fo_open_on(s, setting, f, true);
 }
 
 /* The longest call, said and checked. */
@@ -259,3 +266,73 @@ void case_ib_failover_off(struct side *s) {
   CHECK(!log_find(NCCL_LOG_WARN, "moved from"), "it moved with the setting at 0");
   fo_close(s, comm, &f);
 }
+
+/* Beyond a virtual NIC: the connection runs on mlx5_0 alone (10.60.0.0/24
+ * on both hosts). Its port fails on one side mid-transfer: the only other
+ * port, mlx5_1, is on 10.60.1.0/24 and reaches only the peer's mlx5_1, so
+ * both ends move there, every message once, intact. With
+ * NCCL_IB_RESILIENCY_PORT_RECOVERY=1 the connection moves back once mlx5_0
+ * has been active again for the start delay (100 ms here), and its
+ * traffic runs there again: a completion on mlx5_1 would now fail.
+ * Without it the connection stays on mlx5_1, and the WARN says so. */
+static void moves_out_and_back(struct side *s, int down_role, bool is_recovery) {
+  setenv("NCCL_IB_RESILIENCY_PORT_RECOVERY", is_recovery ? "1" : "0", 1);
+  setenv("NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY", "100", 1);
+  struct fo_run f = {.down_role = down_role};
+  void *comm = fo_open_on(s, "1", &f, false);
+  if (!comm) return;
+  int r = run_window(s, comm, &f, 0, FO_MSGS);
+  CHECK(r == 0, "the %s side stopped at message %d of %d: %d",
+        s->role == ROLE_SEND ? "sending" : "receiving", f.done, FO_MSGS, r);
+  const char *w = log_find(NCCL_LOG_WARN, "moved from");
+  CHECK(w &&
+          strstr(w, "moved from mlx5_0 port 1 to mlx5_1 port 1, another port of this host on "
+                    "the peer's subnet") &&
+          strstr(w, "to mlx5_1 port 1 (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move 1 of 1)") &&
+          strstr(w, "mlx5_0 port 1"),
+        "one WARN names the failed port, the port outside the NIC it moved to and the peer's: %s",
+        w ? w : "none");
+  CHECK(log_count(NCCL_LOG_WARN, "moved from") == 1, "%d move WARNs",
+        log_count(NCCL_LOG_WARN, "moved from"));
+  CHECK(!log_find(NCCL_LOG_WARN, "(RDMA): "), "a connection failed: %s",
+        log_find(NCCL_LOG_WARN, "(RDMA): "));
+  CHECK(!w || is_recovery == !strstr(w, "it stays there: NCCL_IB_RESILIENCY_PORT_RECOVERY=1 moves "
+                                        "it back when the port returns"),
+        "the WARN %s the setting that moves it back: %s", is_recovery ? "names" : "leaves out",
+        w ? w : "none");
+  /* The port returns: messages go on, the connection moves back under them. */
+  ctl_sync(s);
+  unsetenv("SOFTVERBS_PORT_DOWN");
+  unsetenv("SOFTVERBS_WC_ERROR");
+  ctl_sync(s);
+  for (int i = 0; i < 150 && !r; i++) {
+    r = xfer_one(s, comm, 30000 + (size_t)i * 13, 40000, 900 + i);
+    usleep(10000);
+  }
+  CHECK(r == 0, "messages while the port returned: %d", r);
+  const char *b = log_find(NCCL_LOG_INFO, "moved back from");
+  CHECK(!is_recovery == !b, "it %s back: %s", b ? "moved" : "did not move", b ? b : "none");
+  CHECK(!is_recovery ||
+          (b && strstr(b, "moved back from mlx5_1 port 1 to mlx5_0 port 1") &&
+           strstr(b, "to mlx5_0 port 1 (NCCL_IB_RESILIENCY_PORT_RECOVERY=1, return 1 of 5)") &&
+           strstr(b, "is active again")),
+        "the move back names both ports, the setting and why: %s", b ? b : "none");
+  CHECK(!log_find(NCCL_LOG_WARN, "(RDMA): "), "a connection failed: %s",
+        log_find(NCCL_LOG_WARN, "(RDMA): "));
+  ctl_sync(s);
+  /* Where the traffic runs now: a completion on the other port would fail. */
+  setenv("SOFTVERBS_WC_ERROR", is_recovery ? "RETRY_EXC_ERR:1:mlx5_1" : "RETRY_EXC_ERR:1:mlx5_0",
+         1);
+  for (int i = 0; i < 16 && !r; i++) r = xfer_one(s, comm, 70000 + (size_t)i, 70016, 500 + i);
+  CHECK(r == 0, "messages after the port returned (a completion on %s would fail): %d",
+        is_recovery ? "mlx5_1" : "mlx5_0", r);
+  CHECK(log_count(NCCL_LOG_WARN, "moved from") == 1, "it moved again: %d move WARNs",
+        log_count(NCCL_LOG_WARN, "moved from"));
+  fo_close(s, comm, &f);
+  unsetenv("NCCL_IB_RESILIENCY_PORT_RECOVERY");
+  unsetenv("NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY");
+}
+
+void case_ib_failover_out_send(struct side *s) { moves_out_and_back(s, ROLE_SEND, true); }
+void case_ib_failover_out_recv(struct side *s) { moves_out_and_back(s, ROLE_RECV, true); }
+void case_ib_failover_out_stays(struct side *s) { moves_out_and_back(s, ROLE_SEND, false); }

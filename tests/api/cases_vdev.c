@@ -140,7 +140,8 @@ void case_vdev_tcp(struct side *s) {
 }
 
 /* NCCL_IB_RESILIENCY_PORT_FAILOVER=1 (NCCL 2.29) on a single port: one INFO
- * says it has no effect and why; data moves as without it. On the virtual
+ * says where a connection would move (the host's other port); data moves
+ * as without it. On the virtual
  * device it takes effect (tests/api/cases_failover.c) and that INFO is not
  * said again. */
 void case_vdev_failover_knob(struct side *s) {
@@ -152,10 +153,11 @@ void case_vdev_failover_knob(struct side *s) {
   s->dev = 1;
   if (pair_open(s, &comm)) return;
   CHECK(xfer_one(s, comm, 150007, 1 << 20, 1) == 0, "transfer on a single port");
-  const char *i = log_find(NCCL_LOG_INFO, "has no effect on device");
-  CHECK(i && strstr(i, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1") && strstr(i, "mlx5_1") &&
-          strstr(i, "single port") && strstr(i, "NCCL_IB_MERGE_NICS=1"),
-        "the single port names the setting, the device and why: %s", i ? i : "none");
+  const char *i = log_find(NCCL_LOG_INFO, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on device");
+  CHECK(i && strstr(i, "mlx5_1") && strstr(i, "a single port") &&
+          strstr(i, "1 other RDMA ports that is on the peer's subnet") &&
+          strstr(i, "NCCL_IB_MERGE_NICS=1"),
+        "the single port names the setting, the device and where it moves: %s", i ? i : "none");
   ctl_sync(s);
   close_comm(s, comm);
   int vd = fuse(s);
@@ -164,8 +166,8 @@ void case_vdev_failover_knob(struct side *s) {
   comm = NULL;
   if (pair_open(s, &comm)) return;
   CHECK(xfer_one(s, comm, 300007, 1 << 20, 2) == 0, "transfer over the virtual device");
-  CHECK(log_count(NCCL_LOG_INFO, "has no effect on device") == 1, "said %d times",
-        log_count(NCCL_LOG_INFO, "has no effect on device"));
+  CHECK(log_count(NCCL_LOG_INFO, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on device") == 1,
+        "said %d times", log_count(NCCL_LOG_INFO, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on device"));
   ctl_sync(s);
   close_comm(s, comm);
   side_close(s);

@@ -239,6 +239,15 @@ static const struct api_case cases[] = {
    case_ib_ctrl_cut_header, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
   {"control connection: a message cut in its body holds no call, fails the connection in 1 s",
    case_ib_ctrl_cut_body, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 60},
+  {"port fail-over beyond a virtual NIC: the sender's single port down, both ends move to the "
+   "other subnet's ports and back when it returns",
+   case_ib_failover_out_send, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
+  {"port fail-over beyond a virtual NIC: the receiver's single port down, both ends move to "
+   "the other subnet's ports and back when it returns",
+   case_ib_failover_out_recv, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
+  {"port fail-over beyond a virtual NIC, port recovery off: the connection stays on the other "
+   "port when its own returns, the setting named",
+   case_ib_failover_out_stays, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
   {"port fail-over off: a port down mid-transfer fails the connection, the setting advised",
    case_ib_failover_off, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
   {"P_Key: full members of one partition connect over RDMA", case_ib_pkey_full, TWO, IB_ONLY,

@@ -82,6 +82,16 @@ struct ib_fo {
   uint32_t replay_seq;
   int nreplay;
   bool is_replaying;
+  /* the peer's port now: its hello's until a move tells another */
+  bool has_peer_gid;
+  uint8_t peer_gid[16];
+  /* moving back to the port it started on (NCCL_IB_RESILIENCY_PORT_RECOVERY) */
+  bool is_return;     /* the move under way is one */
+  bool is_home_down;  /* this side's first port was down when it left it: this side
+                       * moves back (the other's port may be down still) */
+  int returns;        /* moves back so far */
+  int64_t home_up_ns; /* since when that port is seen active again, 0 not yet */
+  int64_t asked_ns;   /* receiver: when it asked the sender for one */
 };
 
 /* A failure seen but not judged yet: the proxy thread must not wait for
@@ -276,6 +286,30 @@ int ib_fo_replay(struct ib_comm *c);
 /* Sender: a slot complete while messages wait to be sent again goes
  * behind them. 0 or the comm's errno. */
 int ib_fo_post_slot(struct ib_comm *c, struct ib_slot *sl);
+
+/* Where a connection may move (transport/ib/failover/ib_fo_ports.c): a port of its virtual NIC,
+ * else a port of this host that is up and reaches toward (the GID the
+ * peer moved to; NULL: the peer's port, or any it lists), preferring the
+ * port it started on, then its own (may_stay), then its NIC's. NULL: none. */
+struct ib_dev *ib_fo_choose_port(const struct ib_comm *c, const uint8_t *toward, bool may_stay);
+bool ib_fo_is_member(const struct ib_dev *of, const struct ib_dev *d);
+/* The port the connection started on, and the peer's port now. */
+struct ib_dev *ib_fo_home(const struct ib_comm *c);
+const uint8_t *ib_fo_peer_gid(const struct ib_comm *c);
+/* Moving back (transport/ib/failover/ib_fo_return.c). Flags a REQ or HINT as a move back: older
+ * peers ignore the flag (a HINT's or REQ's pending list is unused). */
+struct ib_fo_msg;
+void ib_fo_mark_return(const struct ib_comm *c, struct ib_fo_msg *m);
+bool ib_fo_is_return(const struct ib_fo_msg *m);
+/* "moved from A to B of the same virtual NIC, the receiver to C (...)" */
+void ib_fo_how(const struct ib_comm *c, const struct ib_dev *from, const char *was,
+               const char *peer_port, char *out, size_t cap);
+/* From the idle check: the port it started on active again for
+ * NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY ms starts a move back.
+ * 0 or the comm's errno. */
+int ib_fo_return_step(struct ib_comm *c, int64_t now);
+/* ib_failover.c: the sender moves to home; the receiver asks it to. */
+int ib_fo_start_return(struct ib_comm *c, struct ib_dev *home, const char *cause);
 
 /* The fail-over seam: all the data path asks of a move (ib_send.c,
  * ib_recv.c, ib_poll.c read no fo field). A completion error goes to

@@ -148,6 +148,9 @@ const uint8_t *ib_dev_gid(const struct ib_dev *d, char *subnet, size_t cap);
  * longer report it active (after an error completion, the event may still
  * be queued for the event thread). */
 bool ib_dev_check_port(struct ib_dev *d);
+/* Whether the port is active, said nowhere: for a port looked at as a
+ * place to move to, not one a connection runs on. */
+bool ib_dev_port_is_up(struct ib_dev *d);
 /* makeVDevice fused these ports into one virtual NIC: each learns the
  * others (NCCL_IB_RESILIENCY_PORT_FAILOVER moves connections between them). */
 void ib_dev_fuse(const struct transport_dev *const *devs, int n);

@@ -380,6 +380,13 @@ static void gid_subnet(const char *netdev, const uint8_t *gid, char *buf, size_t
 /* Re-reads the chosen RoCE GID entry. A changed value (the address was
  * replaced) is taken, said once; an emptied entry is left to RTR, which
  * then fails with ENODATA and says so (ib_diag.c). */
+bool ib_dev_port_is_up(struct ib_dev *d) {
+  if (__atomic_load_n(&d->port_down, __ATOMIC_ACQUIRE)) return false;
+  struct ibv_port_attr pa;
+  if (verbs_query_port(d->v, d->ctx, (uint8_t)d->td->ib_port, &pa) != 0) return false;
+  return pa.state == IBV_PORT_ACTIVE || pa.state == IBV_PORT_ACTIVE_DEFER;
+}
+
 bool ib_dev_check_port(struct ib_dev *d) {
   if (__atomic_load_n(&d->port_down, __ATOMIC_ACQUIRE)) return true;
   struct ibv_port_attr pa;

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "topo/gid.h"
 #include "transport/frame.h"
 #include "transport/ib/data/ib_comm.h"
 #include "transport/ib/setup/ib_setup.h"
@@ -58,40 +59,37 @@ const char *ib_fo_stage_name(enum ib_fo_stage stage) {
 
 static bool is_on(void) { return transport_prefs()->is_port_failover; }
 
-/* The first other port of the virtual NIC that is up. A striped
- * connection (ib_stripe.c) collapses onto one port: another than its
- * first if one is up, else its first, never the one that failed. */
-static struct ib_dev *standby_port(const struct ib_comm *c) {
-  for (int i = 0; i < c->dev->nmembers; i++) {
-    struct ib_dev *m = c->dev->members[i];
-    if (m != c->dev && m != c->fo.failed && !ib_dev_check_port(m)) return m;
-  }
-  if (c->stripe > 1 && c->dev != c->fo.failed && !ib_dev_check_port(c->dev)) return c->dev;
-  return NULL;
-}
-
-/* NULL when the connection can move (*to: where), else why not. */
-static const char *cannot_move(const struct ib_comm *c, struct ib_dev **to) {
+/* NULL when the connection can move (*to: where; toward: the GID the new
+ * port must reach, NULL: the peer's), else why not. */
+static const char *cannot_move(const struct ib_comm *c, const uint8_t *toward, struct ib_dev **to) {
   *to = NULL;
   if (!is_on()) return "NCCL_IB_RESILIENCY_PORT_FAILOVER=0 there (set it to 1 on every node)";
-  if (c->dev->nmembers < 2) return "its device is a single port, not a virtual NIC";
   for (int i = 0; c->has_flush && i < IB_SLOTS; i++)
     if (c->flush_reqs[i]) return "a flush read of GPU memory is in flight on that port";
-  if (c->fo.moves >= transport_prefs()->port_failover_max_attempts)
+  if (!c->fo.is_return && c->fo.moves >= transport_prefs()->port_failover_max_attempts)
     return "it has moved NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS times already";
-  *to = standby_port(c);
-  return *to ? NULL : "no other port of its virtual NIC is up";
+  *to = ib_fo_choose_port(c, toward, true);
+  if (*to) return NULL;
+  return c->dev->nmembers < 2
+           ? "no other port of this host is up on the peer's subnet (NCCL_IB_HCA lists the "
+             "ports it may use)"
+           : "no other port of its virtual NIC is up, nor another port of this host on the "
+             "peer's subnet";
 }
 
 void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap) {
   buf[0] = 0;
+  /* a single port's connection would move beyond its NIC: the knob's help
+   * says so; its failure WARN has no room for it */
   if (is_on() || c->dev->nmembers < 2 || c->has_flush) return;
-  const struct ib_dev *to = standby_port(c);
-  if (to)
+  const struct ib_dev *to = ib_fo_choose_port(c, NULL, false);
+  if (to && ib_fo_is_member(c->dev, to))
     snprintf(buf, cap,
              "; NCCL_IB_RESILIENCY_PORT_FAILOVER=1 on both sides would have moved this connection "
-             "to %s, %s port of its virtual NIC, and kept it alive",
-             to->label, to == c->dev ? "a surviving" : "another");
+             "to %s, %s, and kept it alive",
+             to->label,
+             to == c->dev ? "a surviving port of its virtual NIC"
+                          : "another port of its virtual NIC");
 }
 
 /* ---- messages on the control connection ---- */
@@ -223,10 +221,16 @@ static int switch_to_standby(struct ib_comm *c) {
   c->is_split = false;
   ib_fo_unstripe(c, f->to);
   memset(c->unsignaled, 0, sizeof(c->unsignaled));
-  if (f->nused < IB_FO_MAX_PORTS) f->used[f->nused++] = c->dev;
+  bool is_known = false;
+  for (int i = 0; i < f->nused; i++) is_known |= f->used[i] == c->dev;
+  if (!f->is_return && c->dev == ib_fo_home(c)) f->is_home_down = ib_dev_check_port(c->dev);
+  if (f->is_return) f->is_home_down = false;
+  if (!is_known && f->nused < IB_FO_MAX_PORTS) f->used[f->nused++] = c->dev;
   c->dev = f->to;
   c->fatal_born = c->fatal_seen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  f->moves++;
+  if (f->is_return) f->returns++;
+  else f->moves++;
+  f->home_up_ns = 0;
   f->is_moved = true;
   f->stage = IB_FO_IDLE;
   c->verdict = IB_VERDICT_NONE;
@@ -243,8 +247,8 @@ static int switch_to_standby(struct ib_comm *c) {
 static int give_up(struct ib_comm *c, int err, bool is_nak, const char *why) {
   if (is_nak) send_nak(c, why);
   release_standby(c);
-  return ib_fail(c, err, false, "%.*s; moving to another port of the virtual NIC failed: %s",
-                 FO_CAUSE_SHOWN, c->fo.cause, why);
+  return ib_fail(c, err, false, "%.*s; moving to another port failed: %s", FO_CAUSE_SHOWN,
+                 c->fo.cause, why);
 }
 
 /* ---- the stages ---- */
@@ -253,7 +257,8 @@ static int give_up(struct ib_comm *c, int err, bool is_nak, const char *why) {
 static int start_move(struct ib_comm *c, struct ib_dev *to, const char *cause, bool is_peer) {
   char host[64] = "this host", why[1024];
   gethostname(host, sizeof(host) - 1);
-  if (is_peer && ib_dev_check_port(c->dev)) /* the receiver saw it first: name this port */
+  if (c->fo.is_return) snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", cause);
+  else if (is_peer && ib_dev_check_port(c->dev)) /* the receiver saw it first: name this port */
     snprintf(c->fo.cause, sizeof(c->fo.cause),
              "%s went down during the transfer (on %s; not active: check its netdev %s and its "
              "link); the receiver saw: %s",
@@ -267,6 +272,7 @@ static int start_move(struct ib_comm *c, struct ib_dev *to, const char *cause, b
   if (err) return give_up(c, err, true, why);
   struct ib_fo_msg m = {.kind = IB_FO_REQ, .qpn = c->fo.standby.qps[0].qp->qp_num};
   fill_port(to, &m);
+  ib_fo_mark_return(c, &m);
   m.addr = (uintptr_t)c->fifo;
   m.rkey = c->fo.standby.fifo_mr->rkey;
   snprintf(m.text, sizeof(m.text), "%s", c->fo.cause);
@@ -274,8 +280,24 @@ static int start_move(struct ib_comm *c, struct ib_dev *to, const char *cause, b
   if (err) return give_up(c, err, false, "the control connection to the peer failed");
   c->fo.stage = IB_FO_WAIT_ACK;
   c->fo.deadline = now_ns() + FO_WAIT_NS;
-  INFO(LOG_NET, "send connection with %s: %s failed; moving to %s (qp 0x%x), asking the receiver",
-       c->base.peer.desc, c->dev->label, to->label, m.qpn);
+  INFO(LOG_NET, "send connection with %s: %s %s; moving to %s (qp 0x%x), asking the receiver",
+       c->base.peer.desc, c->dev->label, c->fo.is_return ? "is left for a returned port" : "failed",
+       to->label, m.qpn);
+  return 0;
+}
+
+int ib_fo_start_return(struct ib_comm *c, struct ib_dev *home, const char *cause) {
+  c->fo.is_return = true;
+  if (c->is_send) return start_move(c, home, cause, false);
+  struct ib_fo_msg m = {.kind = IB_FO_HINT};
+  snprintf(m.text, sizeof(m.text), "%s", cause);
+  fill_port(home, &m);
+  ib_fo_mark_return(c, &m);
+  c->fo.asked_ns = now_ns();
+  c->fo.is_return = false; /* until the sender's REQ says so */
+  INFO(LOG_NET, "receive connection with %s: %s; asking the sender to move back", c->base.peer.desc,
+       cause);
+  (void)send_msg(c, &m); /* one that cannot go out is asked again later */
   return 0;
 }
 
@@ -283,7 +305,8 @@ bool ib_fo_on_error(struct ib_comm *c, const char *diag, bool is_port_down) {
   if (c->fo.stage != IB_FO_IDLE) return true; /* a consequence of the failure being handled */
   struct ib_dev *to;
   (void)is_port_down; /* any failed completion: the path through this port failed */
-  if (cannot_move(c, &to)) return false;
+  c->fo.is_return = false;
+  if (cannot_move(c, NULL, &to)) return false;
   if (c->is_send) return start_move(c, to, diag, false) == 0 || c->is_failed;
   /* The receiver's port failed: the sender moves the connection. */
   char host[64] = "this host";
@@ -292,6 +315,7 @@ bool ib_fo_on_error(struct ib_comm *c, const char *diag, bool is_port_down) {
            (c->fo.failed ? c->fo.failed : c->dev)->label, host, diag);
   struct ib_fo_msg m = {.kind = IB_FO_HINT};
   snprintf(m.text, sizeof(m.text), "%s", c->fo.cause);
+  fill_port(to, &m); /* where it will go: the sender picks a port that reaches it */
   if (send_msg(c, &m)) return false;
   stop_old(c);
   c->fo.stage = IB_FO_EXPECT;
@@ -330,12 +354,16 @@ static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
   struct ib_dev *to;
   char why[1024];
   snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", m->text);
-  const char *no = cannot_move(c, &to);
+  c->fo.is_return = ib_fo_is_return(m);
+  const char *no = cannot_move(c, m->gid, &to);
   if (no) {
     (void)give_up(c, ECONNRESET, true, no);
     return;
   }
   if (same_port(c, m->port)) to = same_port(c, m->port);
+  memcpy(c->fo.peer_gid, m->gid, 16);
+  c->fo.has_peer_gid = true;
+  struct ib_dev *from = c->dev;
   int err = make_standby(c, to, why, sizeof(why));
   if (!err) err = connect_standby(c, m, why, sizeof(why));
   if (err) {
@@ -362,11 +390,17 @@ static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
                   FO_CAUSE_SHOWN, c->fo.cause);
     return;
   }
-  WARN("receive connection with %s: the connection's port failed (%.*s); moved from %s to %s of "
-       "the same virtual NIC, the sender to %s (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move %d of "
-       "%lld): %d receives still waiting are posted again there",
-       c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, was, c->dev->label, m->port, c->fo.moves,
-       (long long)transport_prefs()->port_failover_max_attempts, a.npending);
+  char how[400];
+  ib_fo_how(c, from, was, m->port, how, sizeof(how));
+  if (c->fo.is_return)
+    INFO(LOG_NET,
+         "receive connection with %s: %.*s; %s: %d receives still waiting are posted "
+         "again there",
+         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, a.npending);
+  else
+    WARN("receive connection with %s: the connection's port failed (%.*s); %s: %d receives "
+         "still waiting are posted again there",
+         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, a.npending);
 }
 
 static bool is_pending(const struct ib_fo_msg *m, uint32_t seq) {
@@ -407,6 +441,9 @@ static void on_ack(struct ib_comm *c, const struct ib_fo_msg *m) {
   }
   char was[80];
   where_from(c, was, sizeof(was));
+  struct ib_dev *from = c->dev;
+  memcpy(c->fo.peer_gid, m->gid, 16);
+  c->fo.has_peer_gid = true;
   int landed = settle_posted(c, m);
   if (switch_to_standby(c)) return;
   c->peer_cr_addr = m->addr;
@@ -421,11 +458,17 @@ static void on_ack(struct ib_comm *c, const struct ib_fo_msg *m) {
                   FO_CAUSE_SHOWN, c->fo.cause);
     return;
   }
-  WARN("send connection with %s: %.*s; moved from %s to %s of the same virtual NIC, the receiver "
-       "to %s (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move %d of %lld): %d messages in flight had "
-       "landed, %d are sent again there",
-       c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, was, c->dev->label, m->port, c->fo.moves,
-       (long long)transport_prefs()->port_failover_max_attempts, landed, c->fo.nreplay);
+  char how[400];
+  ib_fo_how(c, from, was, m->port, how, sizeof(how));
+  if (c->fo.is_return)
+    INFO(LOG_NET,
+         "send connection with %s: %.*s; %s: %d messages in flight had landed, %d are "
+         "sent again there",
+         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, landed, c->fo.nreplay);
+  else
+    WARN("send connection with %s: %.*s; %s: %d messages in flight had landed, %d are sent again "
+         "there",
+         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, landed, c->fo.nreplay);
 }
 
 /* Receiver: the receives still waiting, and their clear-to-sends, again. */
@@ -444,12 +487,17 @@ static void on_go(struct ib_comm *c) {
 
 static void dispatch(struct ib_comm *c, const struct ib_fo_msg *m) {
   struct ib_dev *to;
+  const uint8_t *toward;
   switch (m->kind) {
   case IB_FO_HINT:
     if (!c->is_send || c->fo.stage != IB_FO_IDLE) return;
-    if (cannot_move(c, &to)) {
+    c->fo.is_return = ib_fo_is_return(m);
+    /* the port the receiver will move to, from a HINT that names one */
+    toward = gid_is_zero(m->gid) ? NULL : m->gid;
+    if (cannot_move(c, toward, &to)) {
+      if (c->fo.is_return) return; /* the receiver stays where it is: nothing is lost */
       snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", m->text);
-      (void)give_up(c, ECONNRESET, true, cannot_move(c, &to));
+      (void)give_up(c, ECONNRESET, true, cannot_move(c, toward, &to));
       return;
     }
     (void)start_move(c, to, m->text, true);

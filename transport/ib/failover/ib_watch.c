@@ -219,6 +219,7 @@ int ib_idle(struct ib_comm *c, struct ib_req *r, int64_t *now) {
   if (++c->idle_calls % IB_IDLE_EVERY) return 0;
   *now = now_ns();
   if (ib_check_peer(c, *now)) return c->fail_err;
+  if (ib_fo_moved(c) && ib_fo_return_step(c, *now)) return c->fail_err;
   if (r && !r->is_done) check_stall(c, r, *now);
   if (r && !r->is_done && !r->is_flush)
     run_stall_step(&c->watch, &c->base, r->is_send ? RUN_WAIT_BYTES : RUN_WAIT_DATA, r->posted_ns,
