@@ -184,6 +184,7 @@ void case_ib_failover_off(struct side *s);
 void case_ib_failover_out_send(struct side *s);
 void case_ib_failover_out_recv(struct side *s);
 void case_ib_failover_out_stays(struct side *s);
+void case_ib_failover_out_nowhere(struct side *s);
 
 /* NCCL's profiler: network events (tests/api/cases_prof.c). */
 void case_prof_events(struct side *s);

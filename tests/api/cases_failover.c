@@ -49,7 +49,8 @@ static size_t fo_size(int i) { return i % 17 == 5 ? 0 : (size_t)(i * 7919) % FO_
 
 struct fo_run {
   int down_role;
-  const char *down; /* the port that goes down: "mlx5_0" (NULL) or "mlx5_1" */
+  const char *down;      /* the port that goes down: "mlx5_0" (NULL) or "mlx5_1" */
+  const char *also_down; /* another port reported down with it, or NULL */
   uint8_t *buf;
   void *mh, *reqs[FO_MSGS];
   int next, done, err;
@@ -122,7 +123,8 @@ static int run_window(struct side *s, void *comm, struct fo_run *f, int from, in
       if (s->role == f->down_role && f->next == FO_FAIL_AT && !getenv("SOFTVERBS_PORT_DOWN")) {
         const char *d = f->down ? f->down : "mlx5_0";
         char v[64];
-        snprintf(v, sizeof(v), "%s:1", d);
+        snprintf(v, sizeof(v), "%s:1%s%s", d, f->also_down ? "," : "",
+                 f->also_down ? f->also_down : "");
         setenv("SOFTVERBS_PORT_DOWN", v, 1);
         snprintf(v, sizeof(v), "RETRY_EXC_ERR:0:%s", d);
         setenv("SOFTVERBS_WC_ERROR", v, 1);
@@ -305,9 +307,16 @@ static void moves_out_and_back(struct side *s, int down_role, bool is_recovery) 
   unsetenv("SOFTVERBS_PORT_DOWN");
   unsetenv("SOFTVERBS_WC_ERROR");
   ctl_sync(s);
-  for (int i = 0; i < 150 && !r; i++) {
-    r = xfer_one(s, comm, 30000 + (size_t)i * 13, 40000, 900 + i);
-    usleep(10000);
+  /* Batches of 10 messages 10 ms apart until both sides saw the move back
+   * (the sides agree after each batch), 10 s at most; 2 s without it. */
+  int both = 0, i = 0;
+  for (int batch = 0; !r && !both && batch < (is_recovery ? 100 : 20); batch++) {
+    for (int k = 0; k < 10 && !r; k++, i++) {
+      r = xfer_one(s, comm, 30000 + (size_t)i * 13, 40000, 900 + (unsigned)i);
+      usleep(10000);
+    }
+    ctl_send_int(s, log_find(NCCL_LOG_INFO, "moved back from") != NULL);
+    both = ctl_recv_int(s) && log_find(NCCL_LOG_INFO, "moved back from");
   }
   CHECK(r == 0, "messages while the port returned: %d", r);
   const char *b = log_find(NCCL_LOG_INFO, "moved back from");
@@ -323,7 +332,7 @@ static void moves_out_and_back(struct side *s, int down_role, bool is_recovery) 
   /* Where the traffic runs now: a completion on the other port would fail. */
   setenv("SOFTVERBS_WC_ERROR", is_recovery ? "RETRY_EXC_ERR:1:mlx5_1" : "RETRY_EXC_ERR:1:mlx5_0",
          1);
-  for (int i = 0; i < 16 && !r; i++) r = xfer_one(s, comm, 70000 + (size_t)i, 70016, 500 + i);
+  for (int j = 0; j < 16 && !r; j++) r = xfer_one(s, comm, 70000 + (size_t)j, 70016, 500 + j);
   CHECK(r == 0, "messages after the port returned (a completion on %s would fail): %d",
         is_recovery ? "mlx5_1" : "mlx5_0", r);
   CHECK(log_count(NCCL_LOG_WARN, "moved from") == 1, "it moved again: %d move WARNs",
@@ -336,3 +345,28 @@ static void moves_out_and_back(struct side *s, int down_role, bool is_recovery) 
 void case_ib_failover_out_send(struct side *s) { moves_out_and_back(s, ROLE_SEND, true); }
 void case_ib_failover_out_recv(struct side *s) { moves_out_and_back(s, ROLE_RECV, true); }
 void case_ib_failover_out_stays(struct side *s) { moves_out_and_back(s, ROLE_SEND, false); }
+
+/* Beyond a virtual NIC, nowhere to go: the sender's other port is down
+ * too. The connection fails as it would have, and its WARN says why it
+ * did not move. */
+void case_ib_failover_out_nowhere(struct side *s) {
+  struct fo_run f = {.down_role = ROLE_SEND, .also_down = "mlx5_1:1"};
+  void *comm = fo_open_on(s, "1", &f, false);
+  if (!comm) return;
+  int r = run_window(s, comm, &f, 0, FO_MSGS);
+  CHECK(r != 0 && f.done < FO_MSGS, "the %s side finished with both ports down",
+        s->role == ROLE_SEND ? "sending" : "receiving");
+  CHECK(!log_find(NCCL_LOG_WARN, "moved from"), "it moved: %s",
+        log_find(NCCL_LOG_WARN, "moved from"));
+  if (s->role == ROLE_SEND) {
+    const char *w = log_find(NCCL_LOG_WARN, "could not move it");
+    CHECK(w && strstr(w, "mlx5_0 port 1") &&
+            strstr(w, "NCCL_IB_RESILIENCY_PORT_FAILOVER=1 could not move it on ") &&
+            strstr(w, ": no other port of this host is up on the peer's subnet"),
+          "the failure names the port and why it did not move: %s",
+          w                                   ? w
+          : log_find(NCCL_LOG_WARN, "(RDMA)") ? log_find(NCCL_LOG_WARN, "(RDMA)")
+                                              : "none");
+  }
+  fo_close(s, comm, &f);
+}

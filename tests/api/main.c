@@ -248,6 +248,9 @@ static const struct api_case cases[] = {
   {"port fail-over beyond a virtual NIC, port recovery off: the connection stays on the other "
    "port when its own returns, the setting named",
    case_ib_failover_out_stays, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
+  {"port fail-over beyond a virtual NIC: the host's other port down too, the failure says why "
+   "it did not move",
+   case_ib_failover_out_nowhere, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
   {"port fail-over off: a port down mid-transfer fails the connection, the setting advised",
    case_ib_failover_off, TWO, IB_ONLY, SOFT_ONLY, ONE_HOST, .timeout_s = 90},
   {"P_Key: full members of one partition connect over RDMA", case_ib_pkey_full, TWO, IB_ONLY,

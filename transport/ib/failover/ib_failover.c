@@ -79,6 +79,15 @@ static const char *cannot_move(const struct ib_comm *c, const uint8_t *toward, s
 
 void ib_fo_advice(const struct ib_comm *c, char *buf, size_t cap) {
   buf[0] = 0;
+  struct ib_dev *where;
+  const char *no = is_on() && c->fo.stage == IB_FO_IDLE ? cannot_move(c, NULL, &where) : NULL;
+  if (no) { /* on, and the failure that follows is not moved: say why, and where */
+    char host[64] = "this host";
+    gethostname(host, sizeof(host) - 1);
+    snprintf(buf, cap, "; NCCL_IB_RESILIENCY_PORT_FAILOVER=1 could not move it on %s: %s", host,
+             no);
+    return;
+  }
   /* a single port's connection would move beyond its NIC: the knob's help
    * says so; its failure WARN has no room for it */
   if (is_on() || c->dev->nmembers < 2 || c->has_flush) return;
