@@ -25,6 +25,15 @@ struct match_case {
   bool is_match;
 };
 
+/* This plugin's WARN on the end whose port failed, as host h says it. */
+#define FO_MOVED_LINE(h)                                                                           \
+  h ":1:2 [0] NCCL WARN NET/diag send connection with b (10.0.0.2<41081>, eth0): mlx5_0 port 1 "   \
+    "on " h ": the RDMA write of a message completed with IBV_WC_RETRY_EXC_ERR (12): mlx5_0 "      \
+    "port 1 went down during the transfer; moved from mlx5_0 port 1 to mlx5_1 port 1, another "    \
+    "port of this host on the peer's subnet, the receiver to mlx5_1 port 1 "                       \
+    "(NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move 1 of 1): 0 messages in flight had landed, 2 are "   \
+    "sent again there"
+
 static const struct match_case matches[] = {
   {"plugin-diagnosis", "h:1:2 [0] NET/diag WARN no usable network device", true},
   {"plugin-diagnosis", "h:1:2 [0] NCCL WARN NET/diag stall: waiting on b pid 7 (1.2.3.4<5>), x",
@@ -38,6 +47,17 @@ static const struct match_case matches[] = {
   {"slow-link", "h:1:2 [0] NCCL INFO NET/diag slow link: send to b (1.2.3.4<5>) pid 7 runs as",
    false},
   {"plugin-diagnosis", "h:1:2 [0] NCCL INFO NET/diag using [0]lo", false},
+  {"port-failover", FO_MOVED_LINE("a"), true},
+  {"plugin-diagnosis", FO_MOVED_LINE("a"), false},
+  {"port-failover",
+   "h:1:2 [0] p2p_resiliency.cc:376 NCCL WARN NET/IB: Device 1 marked as failed. Initiating "
+   "recovery? No (send comm=0x5, outstandingRecovery=0)",
+   true},
+  {"port-failover",
+   "h:1:2 [0] p2p_resiliency.cc:64 NCCL WARN NET/IB: The error is fatal (No functional devices "
+   "left). Cannot continue.",
+   true},
+  {"port-failover", "h:1:2 [0] NCCL INFO NET/IB: Device 1 marked as failed", false},
   {"repaired-pair",
    "h:1:2 [0] NET/diag WARN RDMA path from mlx5_0 port 1 to b (10.0.0.7): GID index 5 is empty on b (10.0.0.7), mlx5_0 port 1. Repaired, not moved to TCP: the connection runs on GID 7",
    true},
@@ -346,6 +366,28 @@ static const struct engine_case engine_cases[] = {
    "3 slow links were named and every one has 10.0.0.3 at one end (to 10.0.0.1, 10.0.0.2, "
    "10.0.0.4; down to 0.38x",
    "on the host at 10.0.0.3: ip -s link and ethtool -S"},
+  {"port fail-over: this plugin's move, said by both ends: one finding naming the port and host",
+   {FO_MOVED_LINE("a") "\n",
+    "b:1:2 [0] NCCL WARN NET/diag receive connection with a (10.0.0.1<5>, eth0): the "
+    "connection's port failed (mlx5_0 port 1 on a: mlx5_0 port 1 went down during the "
+    "transfer); moved from mlx5_0 port 1 to mlx5_1 port 1, another port of this host on the "
+    "peer's subnet, the sender to mlx5_1 port 1 (NCCL_IB_RESILIENCY_PORT_FAILOVER=1, move 1 of "
+    "1): 7 receives still waiting are posted again there\n"},
+   "port-failover",
+   CONF_HIGH,
+   "mlx5_0 port 1 on a failed during the job; NCCL_IB_RESILIENCY_PORT_FAILOVER moved its "
+   "connections to another port (said on 2 connection ends)",
+   "check the link on a"},
+  {"port fail-over: NCCL's own, and no port left: the job could not be saved",
+   {"c:1:2 [0] p2p_resiliency.cc:376 NCCL WARN NET/IB: Device 1 marked as failed. Initiating "
+    "recovery? No (send comm=0x5, outstandingRecovery=0)\n"
+    "c:1:2 [0] p2p_resiliency.cc:64 NCCL WARN NET/IB: The error is fatal (No functional devices "
+    "left). Cannot continue.\n"},
+   "port-failover",
+   CONF_HIGH,
+   "a port of the virtual NIC on c failed during the job and port fail-over could not save its "
+   "connections: no port of the virtual NIC was left",
+   "NCCL_IB_RESILIENCY_PORT_RECOVERY=1"},
   {"cross-rail: another local port is on the remote subnet",
    {USING QP0 RTR("110 Connection timed out", "::ffff:10.1.1.1", "::ffff:10.0.0.9")},
    "rtr",

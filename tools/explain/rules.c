@@ -12,6 +12,10 @@ const struct rule explain_rules[] = {
    waitfor_match, waitfor_build, "any NCCL (this plugin's own lines)"},
   {"slow-link", "the plugin's slow-link lines: a path well below its siblings, with its counters",
    slow_match, slow_build, "any NCCL (this plugin's own lines)"},
+  {"port-failover",
+   "a port that failed while the job ran, and the connections port fail-over moved off it (or "
+   "could not)",
+   failover_match, failover_build, "NCCL 2.29-2.30; any NCCL (this plugin's own lines)"},
   {"plugin-diagnosis", "a NET/diag WARN of this plugin (it names cause and fix itself)", diag_match,
    diag_build, "any NCCL (this plugin's own lines)"},
   {"repaired-pair",

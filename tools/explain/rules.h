@@ -109,6 +109,8 @@ void rtr_build(const struct explain_ctx *cx, const struct hits *h);
 bool wc_match(const struct rec *r);
 void wc_build(const struct explain_ctx *cx, const struct hits *h);
 bool async_match(const struct rec *r);
+bool failover_match(const struct rec *r);
+void failover_build(const struct explain_ctx *cx, const struct hits *h);
 void async_build(const struct explain_ctx *cx, const struct hits *h);
 void mtu_build(const struct explain_ctx *cx, const struct hits *h);
 /* A completion error that follows a port error on its host or its peer's:

@@ -9,7 +9,7 @@
 /* A repaired pair (rules_repair.c) and a stall (rules_waitfor.c) have rules of their own. */
 bool diag_match(const struct rec *r) {
   return r->is_diag && r->level == REC_WARN && !repair_match(r) && !waitfor_match(r) &&
-         !slow_match(r);
+         !slow_match(r) && !failover_match(r);
 }
 
 /* The same diagnosis from many ranks differs only in numbers (qp numbers,
