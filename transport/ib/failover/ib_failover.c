@@ -276,7 +276,10 @@ static int start_move(struct ib_comm *c, struct ib_dev *to, const char *cause, b
   else
     snprintf(c->fo.cause, sizeof(c->fo.cause), "%s on %s: %s",
              (c->fo.failed ? c->fo.failed : c->dev)->label, host, cause);
-  stop_old(c);
+  /* A move back leaves a working path: its writes in flight complete
+   * there, and none waits on the peer's answer (it may not call in for a
+   * while); the old queue pairs stop when the answer comes (on_ack). */
+  if (!c->fo.is_return) stop_old(c);
   int err = make_standby(c, to, why, sizeof(why));
   if (err) return give_up(c, err, true, why);
   struct ib_fo_msg m = {.kind = IB_FO_REQ, .qpn = c->fo.standby.qps[0].qp->qp_num};
@@ -453,6 +456,7 @@ static void on_ack(struct ib_comm *c, const struct ib_fo_msg *m) {
   struct ib_dev *from = c->dev;
   memcpy(c->fo.peer_gid, m->gid, 16);
   c->fo.has_peer_gid = true;
+  if (c->fo.is_return) stop_old(c); /* the receiver's old queue pairs take nothing more */
   int landed = settle_posted(c, m);
   if (switch_to_standby(c)) return;
   c->peer_cr_addr = m->addr;
@@ -503,6 +507,9 @@ static void dispatch(struct ib_comm *c, const struct ib_fo_msg *m) {
     c->fo.is_return = ib_fo_is_return(m);
     /* the port the receiver will move to, from a HINT that names one */
     toward = gid_is_zero(m->gid) ? NULL : m->gid;
+    if (toward && cannot_move(c, toward, &to))
+      toward = NULL; /* none reaches it: the
+                      * receiver chooses again at REQ */
     if (cannot_move(c, toward, &to)) {
       if (c->fo.is_return) return; /* the receiver stays where it is: nothing is lost */
       snprintf(c->fo.cause, sizeof(c->fo.cause), "%s", m->text);
@@ -559,8 +566,20 @@ int ib_fo_progress(struct ib_comm *c) {
                    "%.*s; the peer's control connection closed while the connection moved to "
                    "another port (%s): its process died or it closed this connection",
                    FO_CAUSE_SHOWN, c->fo.cause, ib_fo_stage_name(c->fo.stage));
-  if (!c->is_failed && c->fo.stage != IB_FO_IDLE && now_ns() > c->fo.deadline)
+  if (!c->is_failed && c->fo.stage != IB_FO_IDLE && now_ns() > c->fo.deadline) {
+    /* A move back waits for as long as the receiver does not call in: the
+     * old path still carries what was posted, and a peer that died closes
+     * the control connection. */
+    if (c->fo.is_return && c->fo.stage == IB_FO_WAIT_ACK) {
+      c->fo.deadline = now_ns() + FO_WAIT_NS;
+      INFO(LOG_NET,
+           "send connection with %s: the receiver has not answered the move back to %s "
+           "for 30 s (it has posted no receive since); still waiting",
+           c->base.peer.desc, c->fo.to->label);
+      return 0;
+    }
     return give_up(c, ETIMEDOUT, true, "the peer did not answer within 30 s");
+  }
   return c->is_failed ? c->fail_err : 0;
 }
 
