@@ -117,7 +117,9 @@ static const struct knob_def knobs[K_COUNT] = {
      "peer's subnet; what landed completes, the rest is sent again there. Set it on every node"},
   [K_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS] =
     {"NCCL_IB_RESILIENCY_PORT_FAILOVER_MAX_ATTEMPTS", KT_INT, "1", 0, 1000, NULL,
-     "how many times one connection may move to another port; a failure after that fails it"},
+     "how many times one connection may move to another port (counted again from 0 once it "
+     "moves back to its first, NCCL_IB_RESILIENCY_PORT_RECOVERY=1); a failure after that fails "
+     "it"},
   [K_IB_RESILIENCY_PORT_FAILOVER_PROBE_DELAY] =
     {"NCCL_IB_RESILIENCY_PORT_FAILOVER_PROBE_DELAY", KT_INT, "10", 0, 60000, NULL,
      "NCCL waits this many ms before reading the receiver's completion records over a working "

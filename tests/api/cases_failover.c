@@ -53,6 +53,8 @@ struct fo_run {
   int down_role;
   const char *down;      /* the port that goes down: "mlx5_0" (NULL) or "mlx5_1" */
   const char *also_down; /* another port reported down with it, or NULL */
+  int wc_after;          /* the completions that still succeed there (softverbs fails one
+                          * per distinct setting: a second failure needs another) */
   uint8_t *buf;
   void *mh, *reqs[FO_MSGS];
   int next, done, err;
@@ -128,7 +130,7 @@ static int run_window(struct side *s, void *comm, struct fo_run *f, int from, in
         snprintf(v, sizeof(v), "%s:1%s%s", d, f->also_down ? "," : "",
                  f->also_down ? f->also_down : "");
         setenv("SOFTVERBS_PORT_DOWN", v, 1);
-        snprintf(v, sizeof(v), "RETRY_EXC_ERR:0:%s", d);
+        snprintf(v, sizeof(v), "RETRY_EXC_ERR:%d:%s", f->wc_after, d);
         setenv("SOFTVERBS_WC_ERROR", v, 1);
       }
       struct call_clock k;
@@ -339,6 +341,19 @@ static void moves_out_and_back(struct side *s, int down_role, bool is_recovery) 
         is_recovery ? "mlx5_1" : "mlx5_0", r);
   CHECK(log_count(NCCL_LOG_WARN, "moved from") == 1, "it moved again: %d move WARNs",
         log_count(NCCL_LOG_WARN, "moved from"));
+  if (is_recovery && !r) {
+    /* Back on its first port it is as it started: the port failing again
+     * moves it again (one move allowed, NCCL's default), nothing lost. */
+    ctl_sync(s);
+    unsetenv("SOFTVERBS_WC_ERROR");
+    ctl_sync(s);
+    f.wc_after = 1;
+    r = run_window(s, comm, &f, 0, FO_MSGS);
+    CHECK(r == 0, "the %s side stopped at message %d of %d after the second failure: %d",
+          s->role == ROLE_SEND ? "sending" : "receiving", f.done, FO_MSGS, r);
+    CHECK(log_count(NCCL_LOG_WARN, "moved from") == 2, "%d move WARNs, expected 2",
+          log_count(NCCL_LOG_WARN, "moved from"));
+  }
   fo_close(s, comm, &f);
   unsetenv("NCCL_IB_RESILIENCY_PORT_RECOVERY");
   unsetenv("NCCL_IB_RESILIENCY_PORT_RECOVERY_START_DELAY");

@@ -237,7 +237,10 @@ static int switch_to_standby(struct ib_comm *c) {
   if (!is_known && f->nused < IB_FO_MAX_PORTS) f->used[f->nused++] = c->dev;
   c->dev = f->to;
   c->fatal_born = c->fatal_seen = __atomic_load_n(&c->dev->fatal_gen, __ATOMIC_ACQUIRE);
-  if (f->is_return) f->returns++;
+  /* Back on its first port it is as it started: a later failure may move
+   * it again (NCCL bounds the probes of one request, not a connection's
+   * moves); the returns have their own bound. */
+  if (f->is_return) f->returns++, f->moves = 0;
   else f->moves++;
   f->home_up_ns = 0;
   f->is_moved = true;
