@@ -92,6 +92,7 @@ struct ib_fo {
   int returns;        /* moves back so far */
   int64_t home_up_ns; /* since when that port is seen active again, 0 not yet */
   int64_t asked_ns;   /* receiver: when it asked the sender for one */
+  int asks;           /* receiver: how often (a sender that cannot is not asked forever) */
 };
 
 /* A failure seen but not judged yet: the proxy thread must not wait for

@@ -309,6 +309,7 @@ int ib_fo_start_return(struct ib_comm *c, struct ib_dev *home, const char *cause
   fill_port(home, &m);
   ib_fo_mark_return(c, &m);
   c->fo.asked_ns = now_ns();
+  c->fo.asks++;
   c->fo.is_return = false; /* until the sender's REQ says so */
   INFO(LOG_NET, "receive connection with %s: %s; asking the sender to move back", c->base.peer.desc,
        cause);

@@ -72,7 +72,9 @@ int ib_fo_return_step(struct ib_comm *c, int64_t now) {
   if (!p->is_port_recovery || !p->is_port_failover || f->stage != IB_FO_IDLE || f->nreplay ||
       home == c->dev || !f->is_home_down || f->returns >= p->port_recovery_max)
     return 0;
-  if (!c->is_send && f->asked_ns && now - f->asked_ns < ASK_AGAIN_NS) return 0;
+  if (!c->is_send &&
+      ((f->asked_ns && now - f->asked_ns < ASK_AGAIN_NS) || f->asks >= p->port_recovery_max))
+    return 0;
   if (ib_dev_check_port(home)) {
     f->home_up_ns = 0;
     return 0;
