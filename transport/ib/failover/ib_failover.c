@@ -366,6 +366,23 @@ static struct ib_dev *same_port(const struct ib_comm *c, const char *port) {
   return NULL;
 }
 
+/* The move's one line on this side: a WARN, or an INFO for a move back. */
+static void say_moved(const struct ib_comm *c, const struct ib_dev *from, const char *was,
+                      const char *peer_port, const char *what) {
+  char how[400];
+  ib_fo_how(c, from, was, peer_port, how, sizeof(how));
+  const char *dir = c->is_send ? "send" : "receive";
+  if (c->fo.is_return) {
+    INFO(LOG_NET, "%s connection with %s: %.*s; %s: %s", dir, c->base.peer.desc, FO_CAUSE_SHOWN,
+         c->fo.cause, how, what);
+    return;
+  }
+  bool is_wrapped = !c->is_send; /* the receiver quotes the sender's diagnosis */
+  WARN("%s connection with %s: %s%.*s%s; %s: %s", dir, c->base.peer.desc,
+       is_wrapped ? "the connection's port failed (" : "", FO_CAUSE_SHOWN, c->fo.cause,
+       is_wrapped ? ")" : "", how, what);
+}
+
 static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
   struct ib_dev *to;
   char why[1024];
@@ -406,17 +423,9 @@ static void on_req(struct ib_comm *c, const struct ib_fo_msg *m) {
                   FO_CAUSE_SHOWN, c->fo.cause);
     return;
   }
-  char how[400];
-  ib_fo_how(c, from, was, m->port, how, sizeof(how));
-  if (c->fo.is_return)
-    INFO(LOG_NET,
-         "receive connection with %s: %.*s; %s: %d receives still waiting are posted "
-         "again there",
-         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, a.npending);
-  else
-    WARN("receive connection with %s: the connection's port failed (%.*s); %s: %d receives "
-         "still waiting are posted again there",
-         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, a.npending);
+  char what[80];
+  snprintf(what, sizeof(what), "%d receives still waiting are posted again there", a.npending);
+  say_moved(c, from, was, m->port, what);
 }
 
 static bool is_pending(const struct ib_fo_msg *m, uint32_t seq) {
@@ -475,17 +484,10 @@ static void on_ack(struct ib_comm *c, const struct ib_fo_msg *m) {
                   FO_CAUSE_SHOWN, c->fo.cause);
     return;
   }
-  char how[400];
-  ib_fo_how(c, from, was, m->port, how, sizeof(how));
-  if (c->fo.is_return)
-    INFO(LOG_NET,
-         "send connection with %s: %.*s; %s: %d messages in flight had landed, %d are "
-         "sent again there",
-         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, landed, c->fo.nreplay);
-  else
-    WARN("send connection with %s: %.*s; %s: %d messages in flight had landed, %d are sent again "
-         "there",
-         c->base.peer.desc, FO_CAUSE_SHOWN, c->fo.cause, how, landed, c->fo.nreplay);
+  char what[96];
+  snprintf(what, sizeof(what), "%d messages in flight had landed, %d are sent again there", landed,
+           c->fo.nreplay);
+  say_moved(c, from, was, m->port, what);
 }
 
 /* Receiver: the receives still waiting, and their clear-to-sends, again. */
