@@ -42,6 +42,18 @@ void sv_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *sv_env(const char *name);
 /* sv_counters.c: payload bytes posted on a port */
 void sv_count_tx(const char *dev, int port, uint64_t bytes, bool is_read);
+/* The port's hw_counters a lossy path moves, by their mlx5 names. */
+enum sv_hw {
+  SV_HW_OUT_OF_SEQUENCE, /* responder: a request past the expected PSN */
+  SV_HW_DUPLICATE,       /* responder: a request already executed */
+  SV_HW_SEQ_NAK,         /* requester: a sequence-error NAK received */
+  SV_HW_ACK_TIMEOUT,     /* requester: the local ACK timer expired */
+  SV_HW_COUNT
+};
+void sv_count_hw(const char *dev, int port, enum sv_hw which);
+/* With SOFTVERBS_HW_COUNTERS=1, writes the counters into the sysfs root's
+ * ports/<n>/hw_counters, as the kernel shows them (at most every 100 ms). */
+void sv_counters_flush(void);
 unsigned long long softverbs_port_tx_bytes(const char *dev, int port);
 unsigned long long softverbs_port_reads(const char *dev, int port);
 long sv_env_long(const char *name, long def, long min, long max);
@@ -400,7 +412,8 @@ bool sv_fault_port_down(const char *dev, int port);
 int sv_fault_open(const char *dev); /* 0, or the errno ibv_open_device fails with */
 int sv_fault_modify(const char *dev, int to_state);
 enum ibv_wc_status sv_fault_wc(const char *dev);
-bool sv_fault_drops(const char *dev, uint32_t len); /* SOFTVERBS_DROP_ABOVE */
+bool sv_fault_drops(const char *dev, uint32_t len);              /* SOFTVERBS_DROP_ABOVE */
+bool sv_fault_loses(const char *dev, const union ibv_gid *dgid); /* SOFTVERBS_LOSS */
 uint32_t sv_vendor_err(enum ibv_wc_status st);
 
 /* ---- dma-buf, fork, port and device events (sv_hostcaps.c) ---- */

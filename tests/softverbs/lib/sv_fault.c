@@ -20,11 +20,19 @@
  *                                        the path MTU: a path-MTU black hole);
  *                                        the requester retries, then
  *                                        RETRY_EXC_ERR
+ *   SOFTVERBS_LOSS=PER_MILLE[:dev[:ADDR]] that share of the writes and sends
+ *                                        from dev (to the GID whose address is
+ *                                        ADDR) is lost on the way: a lossy
+ *                                        link or priority; the requester
+ *                                        resends on the sequence NAK or the
+ *                                        ACK timeout, and the ports count it
  * Hooks with a count are counted from the first call that sees the value;
  * setting a new value starts over. */
 #include "sv.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,4 +157,44 @@ int sv_fault_open(const char *dev) {
     return e ? e : ENOENT;
   }
   return 0;
+}
+
+/* The destination GID as the address a user names: IPv4 for a v4-mapped
+ * GID, IPv6 otherwise. */
+static void gid_text(const union ibv_gid *gid, char *out, size_t cap) {
+  struct sockaddr_storage ss;
+  const void *a = gid->raw;
+  int family = AF_INET6;
+  if (sv_gid_to_addr(gid, &ss) && ss.ss_family == AF_INET) {
+    a = &((struct sockaddr_in *)&ss)->sin_addr;
+    family = AF_INET;
+  }
+  if (!inet_ntop(family, a, out, (socklen_t)cap)) *out = 0;
+}
+
+/* splitmix64 over a shared counter: which messages are lost need not be
+ * reproducible, only spread evenly and cheap under any QP's lock. */
+static uint64_t next_random(void) {
+  static _Atomic uint64_t state = 0x9e3779b97f4a7c15ull;
+  uint64_t z = atomic_fetch_add(&state, 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+bool sv_fault_loses(const char *dev, const union ibv_gid *dgid) {
+  const char *v = sv_env("SOFTVERBS_LOSS");
+  if (!v) return false;
+  char spec[160], addr[INET6_ADDRSTRLEN];
+  snprintf(spec, sizeof spec, "%s", v);
+  char *want = strchr(spec, ':'), *to = NULL;
+  if (want) *want++ = 0;
+  if (want && (to = strchr(want, ':')) != NULL) *to++ = 0;
+  long per_mille = strtol(spec, NULL, 10);
+  if (per_mille <= 0 || !dev_matches(want ? want : "", dev)) return false;
+  if (to && *to) {
+    gid_text(dgid, addr, sizeof addr);
+    if (strcmp(addr, to)) return false;
+  }
+  return next_random() % 1000 < (uint64_t)per_mille;
 }

@@ -214,6 +214,7 @@ static void *progress_main(void *arg) {
     for (int i = 0; i < n; i++) dispatch(ctx, &evs[i]);
     timeout = tick_all(ctx);
     pthread_mutex_unlock(&ctx->qp_lock);
+    sv_counters_flush();
     bury(ctx);
   }
   return NULL;

@@ -139,8 +139,9 @@ void sv_req_push(struct sv_qp *qp) {
   struct sv_conn *c = qp->out;
   while (qp->sq_tx != qp->sq_tail && c && c->state == SV_UP && c->oq_bytes < SV_OUT_WINDOW) {
     struct sv_swqe *w = sv_sq_at(qp, qp->sq_tx);
+    const char *dev = qp->ctx->dev->ibdev.name;
     if (!w->status && w->op != IBV_WR_RDMA_READ &&
-        sv_fault_drops(qp->ctx->dev->ibdev.name, w->len)) {
+        (sv_fault_drops(dev, w->len) || sv_fault_loses(dev, &qp->attr.ah_attr.grh.dgid))) {
       qp->sq_tx++; /* sent, and lost on the way: no ACK comes */
       if ((int32_t)(qp->sq_tx - qp->sq_max) > 0) qp->sq_max = qp->sq_tx;
       continue;
@@ -174,6 +175,7 @@ void sv_req_tick(struct sv_qp *qp, uint64_t now) {
     return;
   }
   qp->retries_left--;
+  sv_count_hw(qp->ctx->dev->ibdev.name, qp->attr.port_num, SV_HW_ACK_TIMEOUT);
   sv_log("qp 0x%x ack timeout, %d retries left", qp->ibqp.qp_num, qp->retries_left);
   go_back(qp);
   arm(qp, now);
@@ -203,6 +205,7 @@ static void on_nak(struct sv_qp *qp, const struct sv_msg *m) {
     go_back(qp);
     return;
   case SV_NAK_SEQ:
+    sv_count_hw(qp->ctx->dev->ibdev.name, qp->attr.port_num, SV_HW_SEQ_NAK);
     if (qp->retries_left-- <= 0) {
       complete_head(qp, IBV_WC_RETRY_EXC_ERR);
       return;

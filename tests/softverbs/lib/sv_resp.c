@@ -184,11 +184,13 @@ void sv_resp_on_msg(struct sv_conn *c) {
   c->checked = true;
   int32_t d = sv_psn_diff(m->psn, qp->epsn);
   if (d > 0) {
+    sv_count_hw(qp->ctx->dev->ibdev.name, qp->attr.port_num, SV_HW_OUT_OF_SEQUENCE);
     if (!qp->nak_sent) nak(qp, c, SV_NAK_SEQ, qp->epsn);
     qp->nak_sent = true;
     return;
   }
   if (d < 0) {
+    sv_count_hw(qp->ctx->dev->ibdev.name, qp->attr.port_num, SV_HW_DUPLICATE);
     if (m->kind == SV_REQ_READ) on_read(qp, c, true);
     else {
       qp->ack_pending = true;
