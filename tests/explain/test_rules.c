@@ -299,6 +299,12 @@ struct engine_case {
     "x the median 1.7 GiB/s of its 2 tcp send siblings in this process, for 15 s; its sockets: "   \
     "5903 retransmits in 15 s (4.1 % of its 143980 data segments; siblings' median 2), 0 lost now\n"
 
+#define SL_IB(self, pid, ends)                                                                     \
+  self ":" #pid ":1 [0] NCCL WARN NET/diag slow link: " ends                                       \
+       " moves 2.5 MiB/s while busy, 0.27x the median 9.1 MiB/s of its 2 ib receive siblings in "  \
+       "this process, for 15 s; its port: mlx5_0 port 1 counted 33 ACK timeouts in 15 s; 2 "       \
+       "siblings on this port run at their rate, so it is this connection's path\n"
+
 static const struct engine_case engine_cases[] = {
   {"wait-for: a chain of busy ranks ends at the one that does not answer",
    {WF("a", 11, "waiting on b pid 22 (10.0.0.2<1>), which answers and is busy itself, so ...")
@@ -357,6 +363,16 @@ static const struct engine_case engine_cases[] = {
    "path between 10.0.0.1 and 10.0.0.2 runs well below the other links of the same processes "
    "(down to 0.02x",
    "ip -s link on both interfaces"},
+  {"slow-link: an RDMA path named by both ends (address and port), one finding naming it",
+   {SL_IB("a", 11,
+          "receive from b (10.0.0.2<41043>, eth0) pid 22 from a (10.0.0.1, mlx5_0 port 1)"),
+    SL_IB("b", 22,
+          "receive from a (10.0.0.1<54862>, eth0) pid 11 from b (10.0.0.2, mlx5_0 port 1)")},
+   "slow-link",
+   CONF_HIGH,
+   "path between 10.0.0.1 and 10.0.0.2 runs well below the other links of the same processes "
+   "(down to 0.27x",
+   "PFC on both hosts"},
   {"slow-link: three peers each name their link to one host: one finding names that end",
    {SL("a", 11, "send to c (10.0.0.3<41043>, eth0) pid 33 from a (10.0.0.1<54864>, eth0)", "0.41"),
     SL("b", 22, "send to c (10.0.0.3<41044>, eth0) pid 33 from b (10.0.0.2<54865>, eth0)", "0.38"),

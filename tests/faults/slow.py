@@ -10,10 +10,16 @@ silent; the end-of-job summary counts it and the metrics file flags it.
 A path shaped to a low rate both ways (tc htb, nothing dropped) is named
 by each end's sending connection, from its RTT: a queue on the path.
 Clean runs of the same shape, several times over, must give no finding.
+With --transport ib the mesh runs RDMA over softverbs, each rank on a
+fixture host of its own whose port keeps hw_counters: a path that loses a
+share of its messages (SOFTVERBS_LOSS) is named by both ends from their
+ports' resend counters, a host whose own link loses is named by its peers
+and explain names its end, and clean runs stay silent.
 Prints, per scenario, the seconds from the fault to each end's WARN."""
 import argparse
 import concurrent.futures
 import glob
+import json
 import os
 import re
 import shutil
@@ -25,6 +31,7 @@ import faults as F  # noqa: E402  (namespaces, sides, checks)
 import stall  # noqa: E402  (the bridge of namespace hosts)
 
 NRANKS = 4
+MKHOST = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'mkhost.py')
 BOUND = 60  # three 5 s windows of the four judged, the window in progress, a loaded host
 SECONDS = 45
 LOSSY_SECONDS = BOUND + 10  # the lossy mesh outlives the bound
@@ -39,12 +46,54 @@ class MeshHosts(stall.RingHosts):
         self.ns = self.ns[:NRANKS]
 
 
-def mesh(h, tmp, env=None, seconds=SECONDS):
+class MeshIbHosts(MeshHosts):
+    """The same hosts, their connections RDMA over softverbs."""
+    kind = 'ib'
+
+
+def fixture(tmp, h, i):
+    """Rank i's host for softverbs: one RoCE port on eth0 with rank i's
+    address, its GIDs from that address, hw_counters the NIC keeps."""
+    spec = {
+        'hostname': f'mesh-{i}', 'cpu': 'intel', 'numa': [{'cpus': '0-7', 'memory_gb': 64}],
+        'roots': {'pci0000:15': 0},
+        'devices': [{
+            'bdf': '0000:19:00.0', 'path': ['pci0000:15', '0000:15:01.0'], 'model': 'cx6dx',
+            'netdevs': [{'name': 'eth0', 'mac': f'1e:3a:7c:50:01:{i + 16:02x}', 'mtu': 1500,
+                         'speed': 100000}],
+            'rdma': {'name': 'mlx5_0', 'guid': f'1c3a:7cff:fe50:01{i + 16:02x}', 'ports': [{
+                'num': 1, 'state': 'ACTIVE', 'phys_state': 'LinkUp', 'link_layer': 'Ethernet',
+                'rate': '100 Gb/sec (4X EDR)', 'netdev': 'eth0', 'gids': 'auto'}]}}],
+        'ifaddrs': [['eth0', 'up', f'{h.ip(i)}/24']],
+    }
+    out = os.path.join(tmp, f'host{i}')
+    path = out + '.json'
+    with open(path, 'w') as f:
+        json.dump(spec, f)
+    F.sh([sys.executable, MKHOST, path, out])
+    return out
+
+
+def ib_env(h, tmp, i):
+    """RDMA over softverbs, each rank on its own host: the ports count what a
+    lossy path costs (hw_counters), and the ACK timeout is short enough
+    (NCCL_IB_TIMEOUT=16, 268 ms) that a lost tail message slows its link
+    rather than stalling it."""
+    fix = fixture(tmp, h, i)
+    return {'NCCL_DIAG_IBVERBS_LIB': ARGS.softverbs, 'NCCL_DIAG_SYSFS_ROOT': fix + '/sysfs',
+            'HWLOC_XMLFILE': fix + '/topo.xml', 'NCCL_DIAG_IFADDRS': 'live',
+            'HWLOC_COMPONENTS': '-pci', 'SOFTVERBS_HW_COUNTERS': '1', 'NCCL_IB_TIMEOUT': '16'}
+
+
+def mesh(h, tmp, env=None, seconds=SECONDS, rank_env=None):
     sides = []
     for i in range(NRANKS):
         metrics = os.path.join(tmp, f'metrics{i}')
         os.makedirs(metrics, exist_ok=True)
         e = {**h.env('r'), 'NCCL_DIAG_METRICS': metrics, **(env or {})}
+        if h.kind == 'ib':
+            e.update(ib_env(h, tmp, i))
+        e.update((rank_env or {}).get(i, {}))
         args = ['--rank', str(i), '--nranks', str(NRANKS), '--size', '131072', '--pace-us',
                 '10000', '--seconds', str(seconds)]
         sides.append(F.Side(f'r{i}', h.ns[i], e, args, tmp, mode='mesh'))
@@ -134,6 +183,80 @@ def sc_lossy(h, tmp, c):
     return sides
 
 
+def sc_lossy_ib(h, tmp, c):
+    """RDMA: the path between ranks 2 and 3 loses 5 % of its messages both
+    ways (a priority without PFC on one switch hop): each end's port counts
+    the resends and out-of-sequence arrivals; both ends name the path."""
+    a, b = 2, 3
+    loss = {a: {'SOFTVERBS_LOSS': f'50:mlx5_0:{h.ip(b)}'},
+            b: {'SOFTVERBS_LOSS': f'50:mlx5_0:{h.ip(a)}'}}
+    sides = mesh(h, tmp, seconds=LOSSY_SECONDS, rank_env=loss)
+    if not F.started(c, sides):
+        finish(sides, LOSSY_SECONDS)
+        return sides
+    t0 = time.monotonic()
+    for me, other in ((a, b), (b, a)):
+        took, line = wait_slow(sides[me], t0, BOUND)
+        if not c.ok(took is not None, f'r{me}: a slow-link WARN within {BOUND} s'):
+            continue
+        c.notes.append(f'r{me} WARN {took:.1f} s after the mesh started')
+        c.ok(f'{h.ip(other)}<' in line.split(' pid ')[0], f'r{me}: names r{other}: {line[:400]}')
+        c.ok(f'({h.ip(me)}, mlx5_0 port 1)' in line, f'r{me}: names its own end: {line[:400]}')
+        c.ok(re.search(r'mlx5_0 port 1 counted [1-9]\d* ', line) and 'PFC' in line,
+             f"r{me}: its port's counters and the fix: {line[:700]}")
+    for s in sides:
+        r = s.wait(LOSSY_SECONDS + 30)
+        c.ok(r and r['status'] == 'ok', f'{s.role}: the mesh ran: {r}')
+    finish(sides, LOSSY_SECONDS)
+    out = ' '.join(stall.explain([sides[a].log, sides[b].log]).split())
+    c.ok(f'network path between {h.ip(a)} and {h.ip(b)} runs well below' in out,
+         f'explain names the path: {out[:600]}')
+    for i, s in enumerate(sides):
+        warned = warns(s)
+        if i in (a, b):
+            peers = [ln.split(' pid ')[0] for ln in warned]
+            c.ok(all(h.ip(a if i == b else b) in p for p in peers),
+                 f'{s.role}: names only the lossy path: {warned}')
+            c.ok(any(x.startswith(h.ip(b if i == a else a)) for x in metrics_flags(tmp, i)),
+                 f'{s.role}: the metrics file flags it')
+        else:
+            c.ok(not warned, f'{s.role}: no slow-link WARN off the lossy path: {warned[:1]}')
+    return sides
+
+
+def sc_lossy_host_ib(h, tmp, c):
+    """RDMA: rank 2's own link loses 5 % of what it carries, both ways (its
+    cable or switch port): every other rank names its link to rank 2, rank
+    2 sees all its links alike, and explain names rank 2's end, not three
+    paths."""
+    bad = 2
+    loss = {i: {'SOFTVERBS_LOSS': '50:mlx5_0' + ('' if i == bad else f':{h.ip(bad)}')}
+            for i in range(NRANKS)}
+    sides = mesh(h, tmp, seconds=LOSSY_SECONDS, rank_env=loss)
+    if not F.started(c, sides):
+        finish(sides, LOSSY_SECONDS)
+        return sides
+    t0 = time.monotonic()
+    for me in range(NRANKS):
+        if me == bad:
+            continue
+        took, line = wait_slow(sides[me], t0, BOUND)
+        if not c.ok(took is not None, f'r{me}: a slow-link WARN within {BOUND} s'):
+            continue
+        c.notes.append(f'r{me} WARN {took:.1f} s after the mesh started')
+        c.ok(f'{h.ip(bad)}<' in line.split(' pid ')[0], f'r{me}: names r{bad}: {line[:400]}')
+    for s in sides:
+        s.wait(LOSSY_SECONDS + 30)
+    finish(sides, LOSSY_SECONDS)
+    out = ' '.join(stall.explain([s.log for s in sides]).split())
+    c.ok(f'every one has {h.ip(bad)} at one end' in out, f'explain names r{bad}\'s end: {out[:600]}')
+    for i, s in enumerate(sides):
+        warned = [ln.split(' pid ')[0] for ln in warns(s)]
+        c.ok(all(h.ip(bad) in p for p in warned) or i == bad,
+             f'{s.role}: names only links to r{bad}: {warned}')
+    return sides
+
+
 def shape(h, me, other, rate):
     """me's egress toward other's address through an htb class of rate; the
     rest of its traffic unshaped."""
@@ -202,6 +325,11 @@ SCENARIOS = [
     (f'mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 10 Mbit/s, no loss (tc htb)',
      sc_shaped),
 ] + [(f'mesh of {NRANKS}: clean run {k + 1}', sc_clean) for k in range(3)]
+SCENARIOS_IB = [
+    (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 loses 5 % of its messages',
+     sc_lossy_ib),
+    (f'RDMA mesh of {NRANKS}: rank 2\'s own link loses 5 % both ways', sc_lossy_host_ib),
+] + [(f'RDMA mesh of {NRANKS}: clean run {k + 1}', sc_clean) for k in range(2)]
 
 
 def main():
@@ -210,12 +338,15 @@ def main():
     ap.add_argument('--driver', required=True)
     ap.add_argument('--plugin', required=True)
     ap.add_argument('--explain', required=True)
+    ap.add_argument('--transport', default='tcp', choices=('tcp', 'ib'))
+    ap.add_argument('--softverbs', default='')
     ap.add_argument('--jobs', type=int, default=2)
     ap.add_argument('--only', default='')
     ap.add_argument('--keep-logs', action='store_true')
     ARGS = ap.parse_args()
     F.ARGS = stall.ARGS = ARGS
-    todo = [(t, fn) for t, fn in SCENARIOS if not ARGS.only or ARGS.only in t]
+    table = SCENARIOS_IB if ARGS.transport == 'ib' else SCENARIOS
+    todo = [(t, fn) for t, fn in table if not ARGS.only or ARGS.only in t]
     n = 0
     if os.geteuid() != 0 or not shutil.which('nft'):
         for t, _ in todo:
@@ -223,7 +354,8 @@ def main():
             print(f'ok {n} - {t} # SKIP needs root (namespaces) and nft', flush=True)
         todo = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=ARGS.jobs) as pool:
-        futures = {pool.submit(F.run_one, t, fn, 'tcp', MeshHosts): t for t, fn in todo}
+        place = MeshIbHosts if ARGS.transport == 'ib' else MeshHosts
+        futures = {pool.submit(F.run_one, t, fn, ARGS.transport, place): t for t, fn in todo}
         for f in concurrent.futures.as_completed(futures):
             n += 1
             F.tap_result(n, futures[f], *f.result())

@@ -27,10 +27,12 @@ bool slow_match(const struct rec *r) {
   return r->is_diag && r->level == REC_WARN && !strncmp(r->text, "slow link: ", 11);
 }
 
-/* The address in "(10.0.0.7<46417>, eth0)" at the first '(' from p. */
+/* The address in "(10.0.0.7<46417>, eth0)" at the first '(' from p, or in
+ * an RDMA end's "(10.0.0.7, mlx5_0 port 1)". */
 static const char *addr_at(const char *p, char *out, size_t cap) {
-  const char *open = p ? strchr(p, '(') : NULL, *end = open ? strchr(open, '<') : NULL;
-  if (!end || (size_t)(end - open - 1) >= cap) return NULL;
+  const char *open = p ? strchr(p, '(') : NULL;
+  const char *end = open ? open + 1 + strcspn(open + 1, "<,)") : NULL;
+  if (!end || !*end || end == open + 1 || (size_t)(end - open - 1) >= cap) return NULL;
   snprintf(out, cap, "%.*s", (int)(end - open - 1), open + 1);
   return end;
 }
@@ -122,12 +124,16 @@ static void tell_path(const struct explain_ctx *cx, const struct slow_path *p) {
   for (int i = 0; i < p->nlines; i++) finding_evidence(f, p->lines[i]);
   finding_cause(f,
                 "the network path between %s and %s runs well below the other links of the "
-                "same processes (down to %.2fx their median while busy), and its sockets show "
-                "why (retransmits, lost segments or packets out of order, or a long round "
-                "trip): a lossy, congested or shaped link paces every collective over it",
+                "same processes (down to %.2fx their median while busy), and its counters "
+                "show why (over TCP retransmits, lost segments or packets out of order, or a "
+                "long round trip; over RDMA its ports' resends, out-of-sequence packets, CNPs "
+                "or a lower link rate): a lossy, congested or shaped link paces every "
+                "collective over it",
                 p->a, p->b, p->worst);
   finding_fix(f, "on both hosts check that path: ip -s link on both interfaces (errors, drops), "
-                 "ss -ti to the peer, tc qdisc show, nft list ruleset, and the switch ports' "
+                 "ss -ti to the peer, tc qdisc show, nft list ruleset; over RoCE that the "
+                 "traffic class's priority has PFC on both hosts and the switches between "
+                 "(nccl-net-diag doctor), and the ports' hw_counters; then the switch ports' "
                  "error and discard counters; move the job off it until it is fixed");
 }
 

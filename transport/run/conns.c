@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/addr.h"
 #include "common/clock.h"
 #include "transport/run/metrics.h"
 #include "transport/run/summary.h"
@@ -36,6 +37,7 @@ static void fill(struct run_conn_info *i, const struct transport_comm *c) {
   snprintf(i->transport, sizeof(i->transport), "%s", c->ops ? c->ops->name : "?");
   snprintf(i->dev, sizeof(i->dev), "%s", c->dev ? c->dev->name : "?");
   i->port = c->dev ? c->dev->port : 0;
+  if (c->dev) ipaddr_str(&c->dev->addr, i->local, sizeof(i->local));
   snprintf(i->peer_host, sizeof(i->peer_host), "%s", c->peer.host);
   snprintf(i->peer_addr, sizeof(i->peer_addr), "%s", c->peer.addr);
   snprintf(i->peer_desc, sizeof(i->peer_desc), "%s", c->peer.desc);

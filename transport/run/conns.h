@@ -21,6 +21,7 @@ struct run_conn_info {
   bool is_send, is_open;
   char transport[8];  /* "tcp" or "ib" */
   char dev[64];       /* our device: interface, or RDMA device and port */
+  char local[64];     /* this end's address: the device's interface address */
   int port;           /* RDMA: the port number */
   char peer_host[64]; /* the peer's host name, from its hello */
   char peer_addr[80]; /* "10.0.0.7<46417>" */

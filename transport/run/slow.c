@@ -10,6 +10,7 @@
 
 #include "transport/prefs.h"
 #include "transport/run/conns.h"
+#include "transport/run/slow_port.h"
 #include "transport/run/slow_say.h"
 
 /* One connection's figures at its window's start, and its last
@@ -123,14 +124,59 @@ static enum slow_evidence evidence(const struct slow_sample *x, const struct slo
   return SLOW_EV_NONE;
 }
 
+static bool same_port(const struct run_conn_info *a, const struct run_conn_info *b) {
+  return a->port == b->port && !strcmp(a->dev, b->dev);
+}
+
+/* Siblings' ports, RDMA: the medians over those on another port than s[k]'s. */
+static void sibling_ports(const struct slow_sample *s, int n, int k, double *tmp,
+                          struct slow_sample *sib) {
+  double *retr = tmp, *cong = tmp + n, *gbps = tmp + 2 * n;
+  int m = 0;
+  for (int j = 0; j < n; j++) {
+    if (j == k || !s[j].is_measured || !same_kind(&s[j], &s[k]) || !s[j].port.has) continue;
+    if (same_port(s[j].i, s[k].i)) {
+      sib->nsame_port++;
+      continue;
+    }
+    retr[m] = (double)s[j].port.retries, cong[m] = (double)s[j].port.congestion;
+    gbps[m++] = s[j].port.gbps;
+  }
+  sib->nother_ports = m;
+  if (!m) return;
+  sib->port_retries = (uint64_t)median(retr, m);
+  sib->port_congestion = (uint64_t)median(cong, m);
+  sib->port_gbps = median(gbps, m);
+}
+
+/* What its port shows over the span that its siblings' ports do not. Its
+ * siblings on the same port run at their rate, so loss the port counts
+ * lies on this connection's path. Counts must persist (loss in
+ * RUN_SLOW_WINDOWS windows) and be four times those of siblings' ports. */
+static enum slow_evidence port_evidence(const struct slow_sample *x,
+                                        const struct slow_sample *sib) {
+  const struct slow_port_view *p = &x->port;
+  if (!p->has) return SLOW_EV_NONE;
+  if (p->retry_windows >= RUN_SLOW_WINDOWS && p->retries >= 3 && p->retries > 4 * sib->port_retries)
+    return SLOW_EV_PORT_LOSS;
+  if (p->congestion_windows >= RUN_SLOW_WINDOWS && p->congestion >= 3 &&
+      p->congestion > 4 * sib->port_congestion)
+    return SLOW_EV_PORT_CONGESTION;
+  if (p->gbps > 0 && sib->port_gbps > 0 && p->gbps * 4 <= sib->port_gbps * 3)
+    return SLOW_EV_PORT_RATE;
+  return SLOW_EV_NONE;
+}
+
 static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
   struct slow_sample *x = &s[k], sib = {0};
   struct slow_state *st = x->st;
-  if (!x->is_measured || strcmp(x->i->transport, "tcp") || !sibling_medians(s, n, k, tmp, &sib) ||
-      sib.rate <= 0)
+  bool is_ib = !strcmp(x->i->transport, "ib");
+  if (!x->is_measured || (!is_ib && strcmp(x->i->transport, "tcp")) ||
+      !sibling_medians(s, n, k, tmp, &sib) || sib.rate <= 0)
     return; /* idle, alone, or not a kind judged: no change either way */
   st->ratio = x->rate / sib.rate;
-  enum slow_evidence ev = evidence(x, &sib);
+  if (is_ib) sibling_ports(s, n, k, tmp, &sib);
+  enum slow_evidence ev = is_ib ? port_evidence(x, &sib) : evidence(x, &sib);
   bool has = ev != SLOW_EV_NONE;
   if (st->is_named && st->ratio * 100 >= pct && !has) {
     /* the whole span ran like its siblings, its sockets clean: recovered */
@@ -178,6 +224,7 @@ static void sample(struct slow_sample *x, const struct run_conn_info *i) {
     x->d_retrans += st->w[w].retrans, x->d_ooo += st->w[w].ooo;
   }
   x->rate = busy_us ? (double)kib * 1024 * 1e6 / (double)busy_us : 0;
+  if (!strcmp(i->transport, "ib")) slow_port_of(i->dev, i->port, &x->port);
   x->is_measured = st->nwin >= RUN_SLOW_WINDOWS && kib >= RUN_SLOW_MIN_BYTES / 1024 &&
                    busy_us >= (uint64_t)RUN_SLOW_MIN_BUSY_NS / 1000;
 }
@@ -186,6 +233,7 @@ static void judge_all(struct run_conn_info *all, int n, int pct) {
   struct slow_sample *s = calloc((size_t)n, sizeof(*s));
   double *tmp = malloc((size_t)n * 4 * sizeof(*tmp));
   if (!s || !tmp || !reserve(n)) goto out;
+  slow_port_window(all, n);
   int m = 0;
   for (int k = 0; k < n; k++)
     if (all[k].is_open) sample(&s[m++], &all[k]);

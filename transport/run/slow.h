@@ -19,7 +19,12 @@
  * of order, in RUN_SLOW_WINDOWS of its windows, four times its siblings'
  * and at least RUN_SLOW_LOSS_PER_MILLE of its data segments: a loaded
  * host's healthy sockets retransmit a few; or a smoothed RTT four times
- * theirs). It is said once per
+ * theirs). An RDMA connection's evidence is its port's (slow_port.h):
+ * resends, sequence errors and ACK timeouts, or CNPs and ECN marks, in
+ * RUN_SLOW_WINDOWS windows and four times those of its siblings' other
+ * ports, or a link rate under three quarters of theirs; siblings on the
+ * same port running at their rate put a port's loss on this path. It is
+ * said once per
  * episode: again only after a whole span ran like its siblings with clean
  * sockets. */
 #ifndef DIAG_TRANSPORT_RUN_SLOW_H

@@ -3,6 +3,7 @@
 #include "transport/run/slow_say.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "common/events.h"
@@ -16,23 +17,31 @@ static void rate_words(char *out, size_t cap, double v) {
   snprintf(out, cap, "%.1f %sB/s", v, p[k]);
 }
 
-/* This end: "host-a (10.0.0.6<39312>, eth0)". */
+static bool is_ib(const struct run_conn_info *i) { return !strcmp(i->transport, "ib"); }
+
+/* This end: "host-a (10.0.0.6<39312>, eth0)", or over RDMA "host-a
+ * (10.0.0.6, mlx5_0 port 1)". */
 static void here(char *out, size_t cap, const struct run_conn_info *i) {
   char host[64] = "";
   gethostname(host, sizeof(host) - 1);
+  if (is_ib(i)) {
+    snprintf(out, cap, "%s (%s%s%s port %d)", host, i->local, i->local[0] ? ", " : "", i->dev,
+             i->port);
+    return;
+  }
   snprintf(out, cap, "%s (%s%s%s)", host, i->tcp.local[0] ? i->tcp.local : "this host",
            i->dev[0] ? ", " : "", i->dev);
 }
 
 static void event(const struct run_conn_info *i, double ratio, double rate, double med, int secs,
-                  uint64_t retrans, uint64_t ooo) {
+                  uint64_t retrans, uint64_t ooo, const struct slow_port_view *port) {
   if (!ev_enabled()) return;
   struct ev e;
   ev_begin(&e, "slow_link");
   ev_str(&e, "direction", i->is_send ? "send" : "recv");
   ev_str(&e, "transport", i->transport);
   ev_str(&e, "device", i->dev);
-  ev_str(&e, "local", i->tcp.local);
+  ev_str(&e, "local", is_ib(i) ? i->local : i->tcp.local);
   ev_str(&e, "peer_host", i->peer_host);
   ev_int(&e, "peer_pid", i->peer_pid);
   ev_str(&e, "peer", i->peer_addr);
@@ -44,6 +53,12 @@ static void event(const struct run_conn_info *i, double ratio, double rate, doub
   ev_int(&e, "lost", i->tcp.lost);
   ev_int(&e, "out_of_order", (long long)ooo);
   ev_int(&e, "rtt_us", i->tcp.rtt_us);
+  if (port) {
+    ev_int(&e, "port", i->port);
+    ev_int(&e, "port_retries", (long long)port->retries);
+    ev_int(&e, "port_congestion", (long long)port->congestion);
+    ev_str(&e, "port_counters", port->words);
+  }
   ev_end(&e);
 }
 
@@ -55,6 +70,61 @@ static void share(char *out, size_t cap, uint64_t n, uint64_t segs) {
   else snprintf(out, cap, " (");
 }
 
+/* Its siblings' ports, against which its own port's counts stand out. */
+static void others(char *out, size_t cap, const struct slow_sample *sib, uint64_t theirs) {
+  int n = 0;
+  n = snprintf(out, cap, "; ");
+  if (sib->nother_ports)
+    n += snprintf(out + n, cap - (size_t)n, "its siblings' other ports: %llu in all",
+                  (unsigned long long)theirs);
+  if (sib->nsame_port)
+    snprintf(out + n, cap - (size_t)n,
+             "%s%d siblings on this port run at their rate, so it is "
+             "this connection's path",
+             sib->nother_ports ? "; " : "", sib->nsame_port);
+}
+
+/* An RDMA connection's port: what its counters say, what they mean first. */
+static void port_counters(char *out, size_t cap, const struct slow_sample *x,
+                          const struct slow_sample *sib, enum slow_evidence ev, int secs) {
+  const struct run_conn_info *i = x->i;
+  char o[200];
+  if (ev == SLOW_EV_PORT_RATE) {
+    snprintf(out, cap,
+             "its port's link runs at %.0f Gb/s where its siblings' ports run at %.0f Gb/s, so "
+             "the link trained at a lower speed or width",
+             x->port.gbps, sib->port_gbps);
+    return;
+  }
+  bool is_loss = ev == SLOW_EV_PORT_LOSS;
+  others(o, sizeof(o), sib, is_loss ? sib->port_retries : sib->port_congestion);
+  snprintf(out, cap, "%s port %d counted %s in %d s%s: %s", i->dev, i->port, x->port.words, secs, o,
+           is_loss ? "packets on the path are lost and sent again"
+                   : "the path is congested (switches mark it and the sender slows down)");
+}
+
+/* The fix that goes with what the counters showed. */
+static const char *fix_of(const struct run_conn_info *i, enum slow_evidence ev) {
+  switch (ev) {
+  case SLOW_EV_PORT_LOSS:
+    return "on RoCE, check that NCCL_IB_TC's priority has PFC on both hosts and every switch "
+           "between them (nccl-net-diag doctor shows this host's); then the cables and switch "
+           "ports of that path (ethtool -S or mlxlink on both ports, the switch ports' error "
+           "counters)";
+  case SLOW_EV_PORT_CONGESTION:
+    return "find the congested switch port on that path (its queue depth and ECN marks), and "
+           "spread the load (NCCL_IB_QPS_PER_CONNECTION, adaptive routing, the job's placement)";
+  case SLOW_EV_PORT_RATE:
+    return "check the link's speed and width on both ends (ibstat or ethtool, mlxlink), reseat "
+           "or replace the cable or transceiver, and check the switch port's configured speed";
+  default:
+    return is_ib(i) ? "check that path on both hosts (ibstat, the ports' hw_counters, the switch "
+                      "ports' error counters)"
+                    : "check that path on both hosts (ip -s link on both interfaces, ss -ti, tc "
+                      "qdisc show, nft list ruleset, the switch ports' error counters)";
+  }
+}
+
 /* The counters that show it, what they mean first: a sender's
  * retransmits, losses and RTT; a receiver's out-of-order arrivals (its RTT
  * is stale: it sends nothing). */
@@ -62,6 +132,10 @@ static void counters(char *out, size_t cap, const struct slow_sample *x,
                      const struct slow_sample *sib, enum slow_evidence ev, int secs) {
   const struct run_conn_info *i = x->i;
   char sh[80];
+  if (is_ib(i)) {
+    port_counters(out, cap, x, sib, ev, secs);
+    return;
+  }
   share(sh, sizeof(sh), i->is_send ? x->d_retrans : x->d_ooo, x->segs);
   if (ev == SLOW_EV_QUEUE)
     snprintf(out, cap,
@@ -82,18 +156,17 @@ static void counters(char *out, size_t cap, const struct slow_sample *x,
 void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum slow_evidence ev,
               double ratio, int secs) {
   const struct run_conn_info *i = x->i;
-  char me[200], r[32], md[32], evw[300];
+  char me[200], r[32], md[32], evw[600];
   here(me, sizeof(me), i);
   rate_words(r, sizeof(r), x->rate);
   rate_words(md, sizeof(md), sib->rate);
   counters(evw, sizeof(evw), x, sib, ev, secs);
   WARN("slow link: %s %s pid %u from %s moves %s while busy, %.2fx the median %s of its %d %s "
-       "%s siblings in this process, for %d s; its sockets: %s. Fix: check that path on both "
-       "hosts (ip -s link on both interfaces, ss -ti, tc qdisc show, nft list ruleset, the "
-       "switch ports' error counters)",
+       "%s siblings in this process, for %d s; %s: %s. Fix: %s",
        i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r, ratio, md,
-       sib->nsiblings, i->transport, i->is_send ? "send" : "receive", secs, evw);
-  event(i, ratio, x->rate, sib->rate, secs, x->d_retrans, x->d_ooo);
+       sib->nsiblings, i->transport, i->is_send ? "send" : "receive", secs,
+       is_ib(i) ? "its port" : "its sockets", evw, fix_of(i, ev));
+  event(i, ratio, x->rate, sib->rate, secs, x->d_retrans, x->d_ooo, is_ib(i) ? &x->port : NULL);
 }
 
 void slow_say_recovered(const struct run_conn_info *i) {

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "transport/run/conns.h"
+#include "transport/run/slow_port.h"
 
 struct slow_state;
 
@@ -22,14 +23,23 @@ struct slow_sample {
   uint64_t segs;      /* data segments it sent (a sender) or received over the windows */
   uint32_t rtt_us;    /* siblings: their median smoothed RTT */
   int nsiblings;
+  struct slow_port_view port; /* RDMA: its port's counters over the windows */
+  /* siblings, RDMA: the medians of their ports' figures, for those on
+   * another port (0 when none is), and how many share this one */
+  uint64_t port_retries, port_congestion;
+  double port_gbps;
+  int nother_ports, nsame_port;
 };
 
 /* What its own sockets show that its siblings' do not. */
 enum slow_evidence {
   SLOW_EV_NONE,
-  SLOW_EV_LOSS,     /* a sender retransmits a share of its segments */
-  SLOW_EV_DISORDER, /* a receiver gets a share of its segments out of order */
-  SLOW_EV_QUEUE,    /* a sender's RTT far above its siblings': a queue on the path */
+  SLOW_EV_LOSS,            /* a sender retransmits a share of its segments */
+  SLOW_EV_DISORDER,        /* a receiver gets a share of its segments out of order */
+  SLOW_EV_QUEUE,           /* a sender's RTT far above its siblings': a queue on the path */
+  SLOW_EV_PORT_LOSS,       /* RDMA: its port resends and sees packets out of sequence */
+  SLOW_EV_PORT_CONGESTION, /* RDMA: its port sends or handles CNPs, sees ECN marks */
+  SLOW_EV_PORT_RATE,       /* RDMA: its port's link runs at a lower rate than its siblings' */
 };
 
 /* Connection x was slow for secs against its siblings' medians sib. */
