@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -301,6 +302,73 @@ def sc_shaped(h, tmp, c):
     return sides
 
 
+class CnpCounters(threading.Thread):
+    """What DCQCN's NICs count on a congested path, played into ranks'
+    fixture ports (softverbs has no ECN): the receiving side's CNPs sent,
+    the sending side's CNPs handled, a few a second."""
+
+    def __init__(self, tmp, ranks):
+        super().__init__(daemon=True)
+        self.dirs = [os.path.join(tmp, f'host{r}', 'sysfs', 'class', 'infiniband', 'mlx5_0',
+                                  'ports', '1', 'hw_counters') for r in ranks]
+        self.stop = threading.Event()
+
+    def run(self):
+        n = 0
+        for d in self.dirs:
+            os.makedirs(d, exist_ok=True)
+        while not self.stop.wait(0.25):
+            n += 7
+            for d in self.dirs:
+                for name in ('np_cnp_sent', 'rp_cnp_handled', 'np_ecn_marked_roce_packets'):
+                    with open(os.path.join(d, name + '.t'), 'w') as f:
+                        f.write(f'{n}\n')
+                    os.replace(os.path.join(d, name + '.t'), os.path.join(d, name))
+
+
+def sc_shaped_ib(h, tmp, c, cnp=False):
+    """RDMA: the path between ranks 2 and 3 shaped to 10 Mbit/s both ways,
+    nothing lost: each end's sending connection names it from its writes'
+    completion time (a queue on the path), nobody else warns. With cnp,
+    the two ports also count CNPs and ECN marks, as DCQCN's NICs do on a
+    congested path: the WARN names the congestion."""
+    sides = mesh(h, tmp, seconds=LOSSY_SECONDS)
+    if not F.started(c, sides):
+        finish(sides, LOSSY_SECONDS)
+        return sides
+    a, b = 2, 3
+    t0 = time.monotonic()
+    shape(h, a, b, '10mbit')
+    shape(h, b, a, '10mbit')
+    marks = CnpCounters(tmp, (a, b)) if cnp else None
+    if marks:
+        marks.start()
+    for me, other in ((a, b), (b, a)):
+        took, line = wait_slow(sides[me], t0, BOUND)
+        if not c.ok(took is not None, f'r{me}: a slow-link WARN within {BOUND} s'):
+            continue
+        c.notes.append(f'r{me} WARN {took:.1f} s after the shaping began')
+        # the ports' CNPs count for both directions; the writes' time for the sender's only
+        c.ok((cnp or line.split('slow link: ')[1].startswith('send to ')) and
+             f'{h.ip(other)}<' in line.split(' pid ')[0], f'r{me}: names its link to r{other}: '
+             f'{line[:400]}')
+        if cnp:
+            c.ok(re.search(r'mlx5_0 port 1 counted \d+ CNPs sent, \d+ CNPs handled', line) and
+                 'the path is congested' in line, f'r{me}: says why, the CNPs: {line[:600]}')
+        else:
+            c.ok('its writes take' in line and 'a queue builds on this path' in line,
+                 f'r{me}: says why, its writes\' completion time: {line[:600]}')
+    if marks:
+        marks.stop.set()
+    for s in sides:
+        s.wait(LOSSY_SECONDS + 30)
+    finish(sides, LOSSY_SECONDS)
+    for i, s in enumerate(sides):
+        if i not in (a, b):
+            c.ok(not warns(s), f'{s.role}: no slow-link WARN off the shaped path: {warns(s)[:1]}')
+    return sides
+
+
 def sc_clean(h, tmp, c):
     sides = mesh(h, tmp)
     c.ok(F.started(c, sides), 'the mesh started')
@@ -329,6 +397,10 @@ SCENARIOS_IB = [
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 loses 5 % of its messages',
      sc_lossy_ib),
     (f'RDMA mesh of {NRANKS}: rank 2\'s own link loses 5 % both ways', sc_lossy_host_ib),
+    (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 10 Mbit/s, no loss',
+     sc_shaped_ib),
+    (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 congested (shaped, its ports count '
+     'CNPs)', lambda h, t, c: sc_shaped_ib(h, t, c, cnp=True)),
 ] + [(f'RDMA mesh of {NRANKS}: clean run {k + 1}', sc_clean) for k in range(2)]
 
 

@@ -20,11 +20,12 @@
 struct slow_window {
   uint32_t kib, busy_us, retrans, ooo; /* small: one per connection of a job that has thousands */
   uint32_t segs;                       /* data segments sent (a sender) or received (a receiver) */
+  uint32_t lat_n, lat_us;              /* sampled completions and their latencies' sum */
 };
 
 struct slow_state {
   uint32_t id;
-  uint64_t bytes, busy_ns, retrans, ooo, segs;
+  uint64_t bytes, busy_ns, retrans, ooo, segs, lat_n, lat_ns;
   struct slow_window w[RUN_SLOW_SPAN];
   int w_next, nwin; /* the ring's next slot; windows it holds */
   double ratio;     /* the span's, at the last judgement */
@@ -131,10 +132,12 @@ static bool same_port(const struct run_conn_info *a, const struct run_conn_info 
 /* Siblings' ports, RDMA: the medians over those on another port than s[k]'s. */
 static void sibling_ports(const struct slow_sample *s, int n, int k, double *tmp,
                           struct slow_sample *sib) {
-  double *retr = tmp, *cong = tmp + n, *gbps = tmp + 2 * n;
-  int m = 0;
+  double *retr = tmp, *cong = tmp + n, *gbps = tmp + 2 * n, *lat = tmp + 3 * n;
+  int m = 0, nl = 0;
   for (int j = 0; j < n; j++) {
-    if (j == k || !s[j].is_measured || !same_kind(&s[j], &s[k]) || !s[j].port.has) continue;
+    if (j == k || !s[j].is_measured || !same_kind(&s[j], &s[k])) continue;
+    if (s[j].lat_us > 0) lat[nl++] = s[j].lat_us;
+    if (!s[j].port.has) continue;
     if (same_port(s[j].i, s[k].i)) {
       sib->nsame_port++;
       continue;
@@ -142,6 +145,7 @@ static void sibling_ports(const struct slow_sample *s, int n, int k, double *tmp
     retr[m] = (double)s[j].port.retries, cong[m] = (double)s[j].port.congestion;
     gbps[m++] = s[j].port.gbps;
   }
+  if (nl) sib->lat_us = median(lat, nl);
   sib->nother_ports = m;
   if (!m) return;
   sib->port_retries = (uint64_t)median(retr, m);
@@ -152,18 +156,23 @@ static void sibling_ports(const struct slow_sample *s, int n, int k, double *tmp
 /* What its port shows over the span that its siblings' ports do not. Its
  * siblings on the same port run at their rate, so loss the port counts
  * lies on this connection's path. Counts must persist (loss in
- * RUN_SLOW_WINDOWS windows) and be four times those of siblings' ports. */
+ * RUN_SLOW_WINDOWS windows) and be four times those of siblings' ports.
+ * Else, for a sender, its writes' time to complete against its siblings'. */
 static enum slow_evidence port_evidence(const struct slow_sample *x,
                                         const struct slow_sample *sib) {
   const struct slow_port_view *p = &x->port;
-  if (!p->has) return SLOW_EV_NONE;
-  if (p->retry_windows >= RUN_SLOW_WINDOWS && p->retries >= 3 && p->retries > 4 * sib->port_retries)
+  if (p->has && p->retry_windows >= RUN_SLOW_WINDOWS && p->retries >= 3 &&
+      p->retries > 4 * sib->port_retries)
     return SLOW_EV_PORT_LOSS;
-  if (p->congestion_windows >= RUN_SLOW_WINDOWS && p->congestion >= 3 &&
+  if (p->has && p->congestion_windows >= RUN_SLOW_WINDOWS && p->congestion >= 3 &&
       p->congestion > 4 * sib->port_congestion)
     return SLOW_EV_PORT_CONGESTION;
   if (p->gbps > 0 && sib->port_gbps > 0 && p->gbps * 4 <= sib->port_gbps * 3)
     return SLOW_EV_PORT_RATE;
+  /* A sender's write is posted once the receiver is ready, so its time to
+   * complete is the path's: a queue on the path shows there, as a TCP
+   * socket's RTT does. */
+  if (x->i->is_send && x->lat_us >= 2000 && x->lat_us > 4 * sib->lat_us) return SLOW_EV_QUEUE;
   return SLOW_EV_NONE;
 }
 
@@ -213,16 +222,21 @@ static void sample(struct slow_sample *x, const struct run_conn_info *i) {
     w->retrans = u32(delta(i->tcp.retrans, st->retrans)); /* a socket that left lowers the sum */
     w->ooo = u32(delta(i->tcp.ooo, st->ooo));
     w->segs = u32(delta(segs_of(i), st->segs));
+    w->lat_n = u32(delta(i->v.lat_count, st->lat_n));
+    w->lat_us = u32(delta(i->v.lat_sum_ns, st->lat_ns) / 1000);
     st->w_next = (st->w_next + 1) % RUN_SLOW_SPAN;
     if (st->nwin < RUN_SLOW_SPAN) st->nwin++;
   }
   st->bytes = i->v.bytes, st->busy_ns = i->v.busy_ns;
   st->retrans = i->tcp.retrans, st->ooo = i->tcp.ooo, st->segs = segs_of(i);
-  uint64_t kib = 0, busy_us = 0;
+  st->lat_n = i->v.lat_count, st->lat_ns = i->v.lat_sum_ns;
+  uint64_t kib = 0, busy_us = 0, lat_n = 0, lat_us = 0;
   for (int w = 0; w < st->nwin; w++) {
     kib += st->w[w].kib, busy_us += st->w[w].busy_us, x->segs += st->w[w].segs;
     x->d_retrans += st->w[w].retrans, x->d_ooo += st->w[w].ooo;
+    lat_n += st->w[w].lat_n, lat_us += st->w[w].lat_us;
   }
+  x->lat_us = lat_n ? (double)lat_us / (double)lat_n : 0;
   x->rate = busy_us ? (double)kib * 1024 * 1e6 / (double)busy_us : 0;
   if (!strcmp(i->transport, "ib")) slow_port_of(i->dev, i->port, &x->port);
   x->is_measured = st->nwin >= RUN_SLOW_WINDOWS && kib >= RUN_SLOW_MIN_BYTES / 1024 &&

@@ -96,6 +96,15 @@ static void port_counters(char *out, size_t cap, const struct slow_sample *x,
              x->port.gbps, sib->port_gbps);
     return;
   }
+  if (ev == SLOW_EV_QUEUE) {
+    snprintf(out, cap,
+             "its writes take %.1f ms each to complete against its siblings' %.1f ms, and %s "
+             "port %d counted %s, so a queue builds on this path (a shaped or congested link, or "
+             "one at a lower speed)",
+             x->lat_us / 1000.0, sib->lat_us / 1000.0, i->dev, i->port,
+             x->port.words[0] ? x->port.words : "no resends");
+    return;
+  }
   bool is_loss = ev == SLOW_EV_PORT_LOSS;
   others(o, sizeof(o), sib, is_loss ? sib->port_retries : sib->port_congestion);
   snprintf(out, cap, "%s port %d counted %s in %d s%s: %s", i->dev, i->port, x->port.words, secs, o,
@@ -114,15 +123,20 @@ static const char *fix_of(const struct run_conn_info *i, enum slow_evidence ev) 
   case SLOW_EV_PORT_CONGESTION:
     return "find the congested switch port on that path (its queue depth and ECN marks), and "
            "spread the load (NCCL_IB_QPS_PER_CONNECTION, adaptive routing, the job's placement)";
+  case SLOW_EV_QUEUE:
+    if (!is_ib(i)) break;
+    return "check the link speeds along that path, the switch ports' queues and pause "
+           "counters (ethtool -S: the rx and tx pause frames on RoCE), and any rate limit or "
+           "shaping on the way (tc qdisc show on both hosts, the switches' QoS policy)";
   case SLOW_EV_PORT_RATE:
     return "check the link's speed and width on both ends (ibstat or ethtool, mlxlink), reseat "
            "or replace the cable or transceiver, and check the switch port's configured speed";
-  default:
-    return is_ib(i) ? "check that path on both hosts (ibstat, the ports' hw_counters, the switch "
-                      "ports' error counters)"
-                    : "check that path on both hosts (ip -s link on both interfaces, ss -ti, tc "
-                      "qdisc show, nft list ruleset, the switch ports' error counters)";
+  default: break;
   }
+  return is_ib(i) ? "check that path on both hosts (ibstat, the ports' hw_counters, the switch "
+                    "ports' error counters)"
+                  : "check that path on both hosts (ip -s link on both interfaces, ss -ti, tc "
+                    "qdisc show, nft list ruleset, the switch ports' error counters)";
 }
 
 /* The counters that show it, what they mean first: a sender's
@@ -165,7 +179,10 @@ void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum s
        "%s siblings in this process, for %d s; %s: %s. Fix: %s",
        i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r, ratio, md,
        sib->nsiblings, i->transport, i->is_send ? "send" : "receive", secs,
-       is_ib(i) ? "its port" : "its sockets", evw, fix_of(i, ev));
+       !is_ib(i)             ? "its sockets"
+       : ev == SLOW_EV_QUEUE ? "its path"
+                             : "its port",
+       evw, fix_of(i, ev));
   event(i, ratio, x->rate, sib->rate, secs, x->d_retrans, x->d_ooo, is_ib(i) ? &x->port : NULL);
 }
 

@@ -22,6 +22,7 @@ struct slow_sample {
   uint64_t d_ooo;     /* out-of-order packets received over the windows */
   uint64_t segs;      /* data segments it sent (a sender) or received over the windows */
   uint32_t rtt_us;    /* siblings: their median smoothed RTT */
+  double lat_us;      /* mean sampled completion latency over the windows; siblings: median */
   int nsiblings;
   struct slow_port_view port; /* RDMA: its port's counters over the windows */
   /* siblings, RDMA: the medians of their ports' figures, for those on
