@@ -373,6 +373,17 @@ static const struct engine_case engine_cases[] = {
    "path between 10.0.0.1 and 10.0.0.2 runs well below the other links of the same processes "
    "(down to 0.27x",
    "PFC on both hosts"},
+  {"slow-link: an RDMA port that loses with its connections alike, said twice: one finding",
+   {"a:11:1 [0] NCCL WARN NET/diag lossy port: mlx5_0 port 1 on a (10.0.0.1) counted 41 ACK "
+    "timeouts in 15 s, 27.0 per 1000 of the 1518 requests its 2 connections completed (send to "
+    "b (10.0.0.2<41043>, eth0), receive from b (10.0.0.2<41044>, eth0)), and they run alike\n"
+    "a:11:1 [0] NCCL WARN NET/diag lossy port: mlx5_0 port 1 on a (10.0.0.1) counted 50 ACK "
+    "timeouts in 20 s, 20.0 per 1000 of the 2500 requests its 2 connections completed (...)\n"},
+   "slow-link",
+   CONF_HIGH,
+   "the RDMA port mlx5_0 port 1 on a (10.0.0.1) lost packets while the job ran (it counted 41 "
+   "ACK timeouts)",
+   "PFC on that host"},
   {"slow-link: three peers each name their link to one host: one finding names that end",
    {SL("a", 11, "send to c (10.0.0.3<41043>, eth0) pid 33 from a (10.0.0.1<54864>, eth0)", "0.41"),
     SL("b", 22, "send to c (10.0.0.3<41044>, eth0) pid 33 from b (10.0.0.2<54865>, eth0)", "0.38"),

@@ -86,16 +86,16 @@ def ib_env(h, tmp, i):
             'HWLOC_COMPONENTS': '-pci', 'SOFTVERBS_HW_COUNTERS': '1', 'NCCL_IB_TIMEOUT': '16'}
 
 
-def mesh(h, tmp, env=None, seconds=SECONDS, rank_env=None):
+def mesh(h, tmp, env=None, seconds=SECONDS, rank_env=None, nranks=NRANKS):
     sides = []
-    for i in range(NRANKS):
+    for i in range(nranks):
         metrics = os.path.join(tmp, f'metrics{i}')
         os.makedirs(metrics, exist_ok=True)
         e = {**h.env('r'), 'NCCL_DIAG_METRICS': metrics, **(env or {})}
         if h.kind == 'ib':
             e.update(ib_env(h, tmp, i))
         e.update((rank_env or {}).get(i, {}))
-        args = ['--rank', str(i), '--nranks', str(NRANKS), '--size', '131072', '--pace-us',
+        args = ['--rank', str(i), '--nranks', str(nranks), '--size', '131072', '--pace-us',
                 '10000', '--seconds', str(seconds)]
         sides.append(F.Side(f'r{i}', h.ns[i], e, args, tmp, mode='mesh'))
     return sides
@@ -225,6 +225,55 @@ def sc_lossy_ib(h, tmp, c):
     return sides
 
 
+def port_warns(side):
+    return [x for x in lines(side, 'lossy port: ') if ' WARN ' in x]
+
+
+def wait_port(side, since, bound):
+    end = since + bound
+    while time.monotonic() < end:
+        found = port_warns(side)
+        if found:
+            return time.monotonic() - since, found[0]
+        time.sleep(0.5)
+    return None, None
+
+
+def sc_lossy_pair_ib(h, tmp, c):
+    """RDMA, a job of two hosts: their one path loses 5 % of its messages
+    both ways. No connection stands out from its siblings (there are
+    none), so each host names its port: what it counted, its connections,
+    the fix; no slow-link line, and explain names both ports."""
+    loss = {0: {'SOFTVERBS_LOSS': f'50:mlx5_0:{h.ip(1)}'},
+            1: {'SOFTVERBS_LOSS': f'50:mlx5_0:{h.ip(0)}'}}
+    sides = mesh(h, tmp, seconds=LOSSY_SECONDS, rank_env=loss, nranks=2)
+    if not F.started(c, sides):
+        finish(sides, LOSSY_SECONDS)
+        return sides
+    t0 = time.monotonic()
+    for me, other in ((0, 1), (1, 0)):
+        took, line = wait_port(sides[me], t0, BOUND)
+        if not c.ok(took is not None, f'r{me}: a lossy-port WARN within {BOUND} s'):
+            continue
+        c.notes.append(f'r{me} WARN {took:.1f} s after the job started')
+        c.ok(f'mlx5_0 port 1 on mesh-{me} ({h.ip(me)}) counted ' in line or
+             f'({h.ip(me)}) counted ' in line, f'r{me}: names its port and address: {line[:300]}')
+        c.ok(f'{h.ip(other)}<' in line and 'PFC' in line,
+             f'r{me}: names its peer and the fix: {line[:700]}')
+    for s in sides:
+        r = s.wait(LOSSY_SECONDS + 30)
+        c.ok(r and r['status'] == 'ok', f'{s.role}: the job ran: {r}')
+    finish(sides, LOSSY_SECONDS)
+    for s in sides:
+        c.ok(len(port_warns(s)) == 1, f'{s.role}: said once: {len(port_warns(s))}')
+        c.ok(not warns(s), f'{s.role}: no slow-link line (nothing to compare): {warns(s)[:1]}')
+    out = ' '.join(stall.explain([s.log for s in sides]).split())
+    for me in (0, 1):
+        c.ok(re.search(rf'RDMA port mlx5_0 port 1 on \S+ \({re.escape(h.ip(me))}\) lost packets',
+                       out), f'explain names r{me}\'s port: {out[:600]}')
+    return sides
+
+
 def sc_lossy_host_ib(h, tmp, c):
     """RDMA: rank 2's own link loses 5 % of what it carries, both ways (its
     cable or switch port): every other rank names its link to rank 2, rank
@@ -249,6 +298,7 @@ def sc_lossy_host_ib(h, tmp, c):
     for s in sides:
         s.wait(LOSSY_SECONDS + 30)
     finish(sides, LOSSY_SECONDS)
+    c.ok(port_warns(sides[bad]), f'r{bad}: names its own port, all its links alike')
     out = ' '.join(stall.explain([s.log for s in sides]).split())
     c.ok(f'every one has {h.ip(bad)} at one end' in out, f'explain names r{bad}\'s end: {out[:600]}')
     for i, s in enumerate(sides):
@@ -397,6 +447,7 @@ SCENARIOS_IB = [
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 loses 5 % of its messages',
      sc_lossy_ib),
     (f'RDMA mesh of {NRANKS}: rank 2\'s own link loses 5 % both ways', sc_lossy_host_ib),
+    ('RDMA job of 2 hosts: their one path loses 5 % both ways', sc_lossy_pair_ib),
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 10 Mbit/s, no loss',
      sc_shaped_ib),
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 congested (shaped, its ports count '

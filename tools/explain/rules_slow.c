@@ -23,8 +23,46 @@ struct slow_path {
   bool is_taken; /* told in a common end's finding */
 };
 
+#define PORT_HEAD "lossy port: "
+
 bool slow_match(const struct rec *r) {
-  return r->is_diag && r->level == REC_WARN && !strncmp(r->text, "slow link: ", 11);
+  return r->is_diag && r->level == REC_WARN &&
+         (!strncmp(r->text, "slow link: ", 11) || !strncmp(r->text, PORT_HEAD, strlen(PORT_HEAD)));
+}
+
+/* An RDMA port that lost packets with its connections alike (a job of two
+ * hosts has one path): "mlx5_0 port 1 on a (10.0.0.1)" and what it
+ * counted, one finding per port however many lines repeat it. */
+static void tell_ports(const struct explain_ctx *cx, const struct hits *h) {
+  char told[16][160];
+  int ntold = 0;
+  for (size_t i = 0; i < h->n; i++) {
+    const char *t = h->v[i]->text;
+    if (strncmp(t, PORT_HEAD, strlen(PORT_HEAD))) continue;
+    t += strlen(PORT_HEAD);
+    const char *c = strstr(t, " counted "), *end = c ? strstr(c, " in ") : NULL;
+    if (!end || c - t >= 160) continue;
+    char key[160];
+    snprintf(key, sizeof(key), "%.*s", (int)(c - t), t);
+    bool seen = false;
+    for (int k = 0; k < ntold; k++) seen |= !strcmp(told[k], key);
+    if (seen || ntold == 16) continue;
+    snprintf(told[ntold++], sizeof(key), "%s", key);
+    struct finding *f = finding_new(cx->out, "slow-link", CONF_HIGH);
+    if (!f) return;
+    for (size_t j = i; j < h->n; j++)
+      if (strstr(h->v[j]->text, key) && !strncmp(h->v[j]->text, PORT_HEAD, strlen(PORT_HEAD)))
+        finding_evidence(f, h->v[j]);
+    finding_cause(f,
+                  "the RDMA port %s lost packets while the job ran (it counted %.*s), with "
+                  "every connection on it alike, so the loss is on this port's paths, not on "
+                  "one of them: a priority without PFC, a bad cable or switch port",
+                  key, (int)(end - c - 9), c + 9);
+    finding_fix(f,
+                "on RoCE, check that NCCL_IB_TC's priority has PFC on that host, its peers and "
+                "every switch between (nccl-net-diag doctor on each host); then that port's "
+                "cable and switch port (ethtool -S or mlxlink, the switch port's error counters)");
+  }
 }
 
 /* The address in "(10.0.0.7<46417>, eth0)" at the first '(' from p, or in
@@ -153,4 +191,5 @@ void slow_build(const struct explain_ctx *cx, const struct hits *h) {
   for (int k = 0; v && k < n; k++)
     if (!v[k].is_taken) tell_path(cx, &v[k]);
   free(v);
+  tell_ports(cx, h);
 }

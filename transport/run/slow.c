@@ -21,11 +21,12 @@ struct slow_window {
   uint32_t kib, busy_us, retrans, ooo; /* small: one per connection of a job that has thousands */
   uint32_t segs;                       /* data segments sent (a sender) or received (a receiver) */
   uint32_t lat_n, lat_us;              /* sampled completions and their latencies' sum */
+  uint32_t done;                       /* requests completed */
 };
 
 struct slow_state {
   uint32_t id;
-  uint64_t bytes, busy_ns, retrans, ooo, segs, lat_n, lat_ns;
+  uint64_t bytes, busy_ns, retrans, ooo, segs, lat_n, lat_ns, done;
   struct slow_window w[RUN_SLOW_SPAN];
   int w_next, nwin; /* the ring's next slot; windows it holds */
   double ratio;     /* the span's, at the last judgement */
@@ -56,7 +57,7 @@ static struct slow_state *state_of(uint32_t id, bool *is_new) {
     if (states[k].id == id) return &states[k];
   if (nstates == cap_states) return NULL;
   *is_new = true;
-  states[nstates] = (struct slow_state){.id = id};
+  states[nstates] = (struct slow_state){.id = id, .ratio = 1}; /* alike until judged */
   return &states[nstates++];
 }
 
@@ -224,17 +225,18 @@ static void sample(struct slow_sample *x, const struct run_conn_info *i) {
     w->segs = u32(delta(segs_of(i), st->segs));
     w->lat_n = u32(delta(i->v.lat_count, st->lat_n));
     w->lat_us = u32(delta(i->v.lat_sum_ns, st->lat_ns) / 1000);
+    w->done = u32(delta(i->v.completions, st->done));
     st->w_next = (st->w_next + 1) % RUN_SLOW_SPAN;
     if (st->nwin < RUN_SLOW_SPAN) st->nwin++;
   }
   st->bytes = i->v.bytes, st->busy_ns = i->v.busy_ns;
   st->retrans = i->tcp.retrans, st->ooo = i->tcp.ooo, st->segs = segs_of(i);
-  st->lat_n = i->v.lat_count, st->lat_ns = i->v.lat_sum_ns;
+  st->lat_n = i->v.lat_count, st->lat_ns = i->v.lat_sum_ns, st->done = i->v.completions;
   uint64_t kib = 0, busy_us = 0, lat_n = 0, lat_us = 0;
   for (int w = 0; w < st->nwin; w++) {
     kib += st->w[w].kib, busy_us += st->w[w].busy_us, x->segs += st->w[w].segs;
     x->d_retrans += st->w[w].retrans, x->d_ooo += st->w[w].ooo;
-    lat_n += st->w[w].lat_n, lat_us += st->w[w].lat_us;
+    lat_n += st->w[w].lat_n, lat_us += st->w[w].lat_us, x->requests += st->w[w].done;
   }
   x->lat_us = lat_n ? (double)lat_us / (double)lat_n : 0;
   x->rate = busy_us ? (double)kib * 1024 * 1e6 / (double)busy_us : 0;
@@ -253,6 +255,11 @@ static void judge_all(struct run_conn_info *all, int n, int pct) {
     if (all[k].is_open) sample(&s[m++], &all[k]);
   for (int k = 0; k < m; k++)
     if (s[k].st) judge(s, m, k, tmp, pct);
+  for (int k = 0; k < m; k++) {
+    s[k].is_named = s[k].st && s[k].st->is_named;
+    s[k].ratio = s[k].st ? s[k].st->ratio : 1;
+  }
+  slow_port_judge(s, m);
 out:
   free(s);
   free(tmp);

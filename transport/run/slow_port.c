@@ -9,6 +9,7 @@
 
 #include "topo/sysfs.h"
 #include "transport/run/slow.h"
+#include "transport/run/slow_say.h"
 
 /* The counters the kernel's drivers name for loss and congestion: mlx5's
  * and rxe's. A driver without one leaves it unread. */
@@ -39,6 +40,7 @@ struct port_state {
   uint32_t w[RUN_SLOW_SPAN][NCOUNTERS];
   int w_next, nwin;
   double gbps;
+  bool is_named; /* named lossy in this episode (slow_port_judge) */
 };
 
 static struct port_state ports[MAX_PORTS];
@@ -132,4 +134,41 @@ bool slow_port_of(const char *dev, int port, struct slow_port_view *out) {
   out->gbps = p->gbps;
   words_of(p, sum, out->words, sizeof(out->words));
   return true;
+}
+
+#define PORT_CONNS 16 /* connections a port's WARN names */
+
+/* Whether x's connection runs on port p. */
+static bool is_on(const struct slow_sample *x, const struct port_state *p) {
+  return x->i && !strcmp(x->i->transport, "ib") && x->i->port == p->port &&
+         !strcmp(x->i->dev, p->dev);
+}
+
+static void judge_port(struct port_state *p, const struct slow_sample *s, int n) {
+  struct slow_port_view v;
+  if (!slow_port_of(p->dev, p->port, &v)) return;
+  const struct slow_sample *on[PORT_CONNS];
+  int non = 0, nconns = 0;
+  uint64_t requests = 0;
+  bool stands_out = false, is_measured = false;
+  for (int k = 0; k < n; k++) {
+    if (!is_on(&s[k], p)) continue;
+    if (non < PORT_CONNS) on[non++] = &s[k];
+    nconns++;
+    requests += s[k].requests;
+    stands_out |= s[k].is_named || (s[k].is_measured && s[k].ratio < 0.75);
+    is_measured |= s[k].is_measured;
+  }
+  if (p->is_named && !v.retries && v.retry_windows == 0 && p->nwin >= RUN_SLOW_SPAN)
+    p->is_named = false; /* a whole span without a resend: a new episode may be named */
+  bool is_lossy = v.retry_windows >= RUN_SLOW_WINDOWS && v.retries >= SLOW_PORT_MIN &&
+                  v.retries * 1000 >= (uint64_t)SLOW_PORT_PER_MILLE * requests;
+  /* a connection that stands out is named by the link judge, with its path */
+  if (p->is_named || !is_lossy || stands_out || !is_measured || !non) return;
+  p->is_named = true;
+  slow_say_port(p->dev, p->port, &v, p->nwin * RUN_SLOW_WINDOW_SEC, on, non, nconns, requests);
+}
+
+void slow_port_judge(const struct slow_sample *s, int n) {
+  for (int k = 0; k < nports; k++) judge_port(&ports[k], s, n);
 }

@@ -31,4 +31,15 @@ void slow_port_window(const struct run_conn_info *all, int n);
 /* The span's figures of dev's port; false when the port was never read. */
 bool slow_port_of(const char *dev, int port, struct slow_port_view *out);
 
+/* After the connections s[0..n) were judged (slow.c): a port that loses
+ * packets while its connections run alike, none named (a job of two
+ * hosts: every connection on the one path), is named itself, once per
+ * episode. Loss must persist (RUN_SLOW_WINDOWS windows) and be a share of
+ * the requests its connections completed: SLOW_PORT_PER_MILLE resends per
+ * thousand, at least SLOW_PORT_MIN. */
+#define SLOW_PORT_MIN 10
+#define SLOW_PORT_PER_MILLE 5
+struct slow_sample;
+void slow_port_judge(const struct slow_sample *s, int n);
+
 #endif

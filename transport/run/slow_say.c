@@ -192,3 +192,42 @@ void slow_say_recovered(const struct run_conn_info *i) {
   INFO(LOG_NET, "slow link: %s %s pid %u from %s runs as its siblings again",
        i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me);
 }
+
+/* "send to b (10.0.0.2<41043>, eth0), receive from b (...)", at most 4 of total. */
+static void conns_words(char *out, size_t cap, const struct slow_sample *const *on, int n,
+                        int total) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int k = 0; k < n && k < 4 && len < cap; k++)
+    len += (size_t)snprintf(out + len, cap - len, "%s%s %s", k ? ", " : "",
+                            on[k]->i->is_send ? "send to" : "receive from", on[k]->i->peer_desc);
+  if (total > 4 && len < cap) snprintf(out + len, cap - len, " and %d more", total - 4);
+}
+
+void slow_say_port(const char *dev, int port, const struct slow_port_view *v, int secs,
+                   const struct slow_sample *const *on, int n, int nconns, uint64_t requests) {
+  char host[64] = "", list[700];
+  gethostname(host, sizeof(host) - 1);
+  conns_words(list, sizeof(list), on, n, nconns);
+  double per_mille = requests ? 1000.0 * (double)v->retries / (double)requests : 0;
+  WARN("lossy port: %s port %d on %s (%s) counted %s in %d s, %.1f per 1000 of the %llu "
+       "requests its %d connections completed (%s), and they run alike, so no one path stands "
+       "out: packets on this port's paths are lost and sent again. Fix: on RoCE, check that "
+       "NCCL_IB_TC's priority has PFC on this host, its peers and every switch between "
+       "(nccl-net-diag doctor shows this host's); then this port's cable and switch port "
+       "(ethtool -S or mlxlink, the switch port's error counters), and its peers' ports",
+       dev, port, host, n ? on[0]->i->local : "", v->words, secs, per_mille,
+       (unsigned long long)requests, nconns, list);
+  if (!ev_enabled()) return;
+  struct ev e;
+  ev_begin(&e, "lossy_port");
+  ev_str(&e, "device", dev);
+  ev_int(&e, "port", port);
+  ev_str(&e, "local", n ? on[0]->i->local : "");
+  ev_int(&e, "seconds", secs);
+  ev_int(&e, "port_retries", (long long)v->retries);
+  ev_str(&e, "port_counters", v->words);
+  ev_int(&e, "requests", (long long)requests);
+  ev_int(&e, "connections", nconns);
+  ev_end(&e);
+}

@@ -30,6 +30,9 @@ struct slow_sample {
   uint64_t port_retries, port_congestion;
   double port_gbps;
   int nother_ports, nsame_port;
+  uint64_t requests; /* completed over the windows */
+  bool is_named;     /* named slow now (set after the judgement) */
+  double ratio;      /* to its siblings' median at the last judgement; 1 with none */
 };
 
 /* What its own sockets show that its siblings' do not. */
@@ -46,6 +49,11 @@ enum slow_evidence {
 /* Connection x was slow for secs against its siblings' medians sib. */
 void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum slow_evidence ev,
               double ratio, int secs);
+/* RDMA port dev:port lost packets over secs (its view v) while its
+ * nconns connections (on[0..n) of them named) ran alike: no one path
+ * stood out. requests: those they completed. */
+void slow_say_port(const char *dev, int port, const struct slow_port_view *v, int secs,
+                   const struct slow_sample *const *on, int n, int nconns, uint64_t requests);
 /* A link named slow runs as its siblings again. */
 void slow_say_recovered(const struct run_conn_info *i);
 
