@@ -267,6 +267,9 @@ def sc_lossy_pair_ib(h, tmp, c):
     for s in sides:
         c.ok(len(port_warns(s)) == 1, f'{s.role}: said once: {len(port_warns(s))}')
         c.ok(not warns(s), f'{s.role}: no slow-link line (nothing to compare): {warns(s)[:1]}')
+        summary = lines(s, 'run summary:')
+        c.ok(summary and 'lossy ports named: 1' in summary[-1],
+             f'{s.role}: the summary counts it: {summary[-1:]}')
     out = ' '.join(stall.explain([s.log for s in sides]).split())
     for me in (0, 1):
         c.ok(re.search(rf'RDMA port mlx5_0 port 1 on \S+ \({re.escape(h.ip(me))}\) lost packets',

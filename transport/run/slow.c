@@ -297,3 +297,10 @@ int run_slow_count(void) {
   pthread_mutex_unlock(&lock);
   return n;
 }
+
+int run_slow_port_count(void) {
+  pthread_mutex_lock(&lock);
+  int n = slow_port_named();
+  pthread_mutex_unlock(&lock);
+  return n;
+}

@@ -50,5 +50,7 @@ void run_slow_tick(int64_t now);
 bool run_slow_of(uint32_t id, double *ratio);
 /* Slow links named in this process so far, for the summary. */
 int run_slow_count(void);
+/* Lossy RDMA ports named so far (slow_port.h), for the summary. */
+int run_slow_port_count(void);
 
 #endif

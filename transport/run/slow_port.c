@@ -44,7 +44,7 @@ struct port_state {
 };
 
 static struct port_state ports[MAX_PORTS];
-static int nports;
+static int nports, named_count;
 
 static struct port_state *port_of(const char *dev, int port, bool add) {
   for (int k = 0; k < nports; k++)
@@ -166,9 +166,12 @@ static void judge_port(struct port_state *p, const struct slow_sample *s, int n)
   /* a connection that stands out is named by the link judge, with its path */
   if (p->is_named || !is_lossy || stands_out || !is_measured || !non) return;
   p->is_named = true;
+  named_count++;
   slow_say_port(p->dev, p->port, &v, p->nwin * RUN_SLOW_WINDOW_SEC, on, non, nconns, requests);
 }
 
 void slow_port_judge(const struct slow_sample *s, int n) {
   for (int k = 0; k < nports; k++) judge_port(&ports[k], s, n);
 }
+
+int slow_port_named(void) { return named_count; }

@@ -41,5 +41,7 @@ bool slow_port_of(const char *dev, int port, struct slow_port_view *out);
 #define SLOW_PORT_PER_MILLE 5
 struct slow_sample;
 void slow_port_judge(const struct slow_sample *s, int n);
+/* Lossy ports named so far (under slow.c's lock: run_slow_port_count). */
+int slow_port_named(void);
 
 #endif

@@ -92,8 +92,8 @@ void run_summary_log(void) {
   slowest(slow, sizeof(slow), all, n);
   INFO(LOG_NET,
        "run summary: %d connections (%d send, %d receive), %s in %llu requests, %.3f s busy in "
-       "all%s; stalls diagnosed: %d; slow links named: %d",
+       "all%s; stalls diagnosed: %d; slow links named: %d; lossy ports named: %d",
        n, sends, n - sends, b, (unsigned long long)done, (double)busy * 1e-9, slow,
-       run_conn_stalls(), run_slow_count());
+       run_conn_stalls(), run_slow_count(), run_slow_port_count());
   free(all);
 }
