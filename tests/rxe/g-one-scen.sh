@@ -192,3 +192,19 @@ restore
 pair port_up_again "$A" "$B"
 rdma_ok
 verdict "the port up again: a new connection is RDMA"
+
+# 9. A lossy link: both veths drop 3 % of their packets (netem) for the
+# whole transfer. rxe resends (sequence NAKs, out-of-sequence requests,
+# timeouts: its own hw_counters); the one connection has no sibling to
+# stand against, so each side names its port as lossy, with those counters.
+tc qdisc add dev veth0 root netem loss 3%
+tc qdisc add dev veth1 root netem loss 3%
+pair lossy_link "$A NCCL_IB_TIMEOUT=14" "$B NCCL_IB_TIMEOUT=14" --msgs 500 --size 65536 \
+  --timeout-s 120
+tc qdisc del dev veth0 root
+tc qdisc del dev veth1 root
+expect both result "data verified"
+expect listen warn "lossy port: rxe0 port 1 on " " counted " "PFC"
+expect connect warn "lossy port: rxe1 port 1 on " " counted " "PFC"
+verdict "a link that loses 3 %: rxe resends, each side names its port with its counters, data verified"
+restore

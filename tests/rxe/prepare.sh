@@ -59,14 +59,14 @@ root=$(pwd)/unpacked
 depmod -b "$root" "$kv"
 
 # The initramfs: what mounts the host root (virtio, 9p, overlay) and what the
-# tests use (veth, dummy, virtio_net, rdma_rxe and its crc32, ib_uverbs).
+# tests use (veth, dummy, virtio_net, rdma_rxe and its crc32, ib_uverbs, sch_netem).
 ir=initramfs
 mkdir -p $ir/bin $ir/proc $ir/sys $ir/dev $ir/lib/modules/"$kv"
 cp "$(command -v busybox)" $ir/bin/busybox
 # It runs before any library is reachable: it must be the static build.
 { ldd $ir/bin/busybox 2>&1 || true; } | grep -q 'not a dynamic\|statically linked' ||
   { echo "busybox is not static (install busybox-static)"; exit 1; }
-want="virtio_pci 9pnet_virtio 9p overlay virtio_net veth dummy crc32_generic rdma_rxe ib_uverbs"
+want="virtio_pci 9pnet_virtio 9p overlay virtio_net veth dummy crc32_generic rdma_rxe ib_uverbs sch_netem"
 for m in $want; do modprobe -d "$root" -S "$kv" --show-depends "$m"; done |
   awk '/^insmod/{print $2}' | sort -u | while read -r f; do
     rel=${f#"$mods"/}

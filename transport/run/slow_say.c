@@ -210,14 +210,22 @@ void slow_say_port(const char *dev, int port, const struct slow_port_view *v, in
   gethostname(host, sizeof(host) - 1);
   conns_words(list, sizeof(list), on, n, nconns);
   double per_mille = requests ? 1000.0 * (double)v->retries / (double)requests : 0;
-  WARN("lossy port: %s port %d on %s (%s) counted %s in %d s, %.1f per 1000 of the %llu "
-       "requests its %d connections completed (%s), and they run alike, so no one path stands "
-       "out: packets on this port's paths are lost and sent again. Fix: on RoCE, check that "
-       "NCCL_IB_TC's priority has PFC on this host, its peers and every switch between "
-       "(nccl-net-diag doctor shows this host's); then this port's cable and switch port "
-       "(ethtool -S or mlxlink, the switch port's error counters), and its peers' ports",
-       dev, port, host, n ? on[0]->i->local : "", v->words, secs, per_mille,
-       (unsigned long long)requests, nconns, list);
+  char share[160], whose[64];
+  if (nconns == 1) snprintf(whose, sizeof(whose), "its connection");
+  else snprintf(whose, sizeof(whose), "its %d connections", nconns);
+  if (per_mille >= 1000)
+    snprintf(share, sizeof(share), "%.1f for each of the %llu requests %s completed",
+             per_mille / 1000, (unsigned long long)requests, whose);
+  else
+    snprintf(share, sizeof(share), "%.1f per 1000 of the %llu requests %s completed", per_mille,
+             (unsigned long long)requests, whose);
+  WARN("lossy port: %s port %d on %s (%s) counted %s in %d s, %s (%s)%s: packets on this port's "
+       "paths are lost and sent again. Fix: on RoCE, check that NCCL_IB_TC's priority has PFC "
+       "on this host, its peers and every switch between (nccl-net-diag doctor shows this "
+       "host's); then this port's cable and switch port (ethtool -S or mlxlink, the switch "
+       "port's error counters), and its peers' ports",
+       dev, port, host, n ? on[0]->i->local : "", v->words, secs, share, list,
+       nconns > 1 ? ", and they run alike, so no one path stands out" : "");
   if (!ev_enabled()) return;
   struct ev e;
   ev_begin(&e, "lossy_port");
