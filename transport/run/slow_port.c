@@ -101,9 +101,8 @@ void slow_port_window(const struct run_conn_info *all, int n) {
   }
 }
 
-/* The counters that rose over the span, most first is not needed: the
- * table's order puts what a sender sees before what a receiver sees. */
-static void words_of(const struct port_state *p, const uint64_t *sum, char *out, size_t cap) {
+/* The counters that rose over the span, in the table's order. */
+static void words_of(const uint64_t *sum, char *out, size_t cap) {
   size_t len = 0;
   out[0] = 0;
   for (int c = 0; c < NCOUNTERS && len < cap; c++) {
@@ -111,7 +110,6 @@ static void words_of(const struct port_state *p, const uint64_t *sum, char *out,
     len += (size_t)snprintf(out + len, cap - len, "%s%llu %s", len ? ", " : "",
                             (unsigned long long)sum[c], counters[c].words);
   }
-  (void)p;
 }
 
 bool slow_port_of(const char *dev, int port, struct slow_port_view *out) {
@@ -132,7 +130,7 @@ bool slow_port_of(const char *dev, int port, struct slow_port_view *out) {
   }
   out->has = true;
   out->gbps = p->gbps;
-  words_of(p, sum, out->words, sizeof(out->words));
+  words_of(sum, out->words, sizeof(out->words));
   return true;
 }
 
