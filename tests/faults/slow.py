@@ -113,10 +113,12 @@ def warns(side):
     return [x for x in lines(side, 'slow link: ') if ' WARN ' in x]
 
 
-def wait_slow(side, since, bound):
+def wait_slow(side, since, bound, which=None):
+    """The seconds from since to side's first WARN of which (warns by
+    default) and that line, or None, None after bound."""
     end = since + bound
     while time.monotonic() < end:
-        found = warns(side)
+        found = (which or warns)(side)
         if found:
             return time.monotonic() - since, found[0]
         time.sleep(0.5)
@@ -229,16 +231,6 @@ def port_warns(side):
     return [x for x in lines(side, 'lossy port: ') if ' WARN ' in x]
 
 
-def wait_port(side, since, bound):
-    end = since + bound
-    while time.monotonic() < end:
-        found = port_warns(side)
-        if found:
-            return time.monotonic() - since, found[0]
-        time.sleep(0.5)
-    return None, None
-
-
 def sc_lossy_pair_ib(h, tmp, c):
     """RDMA, a job of two hosts: their one path loses 5 % of its messages
     both ways. No connection stands out from its siblings (there are
@@ -252,7 +244,7 @@ def sc_lossy_pair_ib(h, tmp, c):
         return sides
     t0 = time.monotonic()
     for me, other in ((0, 1), (1, 0)):
-        took, line = wait_port(sides[me], t0, BOUND)
+        took, line = wait_slow(sides[me], t0, BOUND, port_warns)
         if not c.ok(took is not None, f'r{me}: a lossy-port WARN within {BOUND} s'):
             continue
         c.notes.append(f'r{me} WARN {took:.1f} s after the job started')
