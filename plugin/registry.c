@@ -78,8 +78,8 @@ static void *make_id(enum registry_kind kind, uint32_t slot, uint32_t low) {
 }
 
 /* Whether id is one of ours of this kind: its slot and low bits. */
-static enum registry_miss split_id(const void *id, unsigned kinds, unsigned *kind, uint32_t *slot,
-                                   uint32_t *low) {
+static inline __attribute__((always_inline)) enum registry_miss
+split_id(const void *id, unsigned kinds, unsigned *kind, uint32_t *slot, uint32_t *low) {
   uint64_t v = (uint64_t)(uintptr_t)id;
   unsigned k = (unsigned)(v >> KIND_SHIFT) & 7;
   *kind = k;
@@ -89,11 +89,18 @@ static enum registry_miss split_id(const void *id, unsigned kinds, unsigned *kin
   return RK_BIT(k) & kinds ? RM_NONE : RM_KIND;
 }
 
-static void *entry(struct table *t, uint32_t slot) {
+/* Inlined with the entry's size known: the data path's lookups multiply
+ * by a constant. */
+static inline __attribute__((always_inline)) void *table_at(struct table *t, uint32_t slot,
+                                                            size_t size) {
   if ((int)slot >= atomic_load_explicit(&t->used, memory_order_acquire)) return NULL;
   char *chunk = atomic_load_explicit(&t->chunks[slot / CHUNK], memory_order_acquire);
-  return chunk ? chunk + (slot % CHUNK) * t->entry_size : NULL;
+  return chunk ? chunk + (slot % CHUNK) * size : NULL;
 }
+#define comm_at(slot) ((struct comm_entry *)table_at(&comms, (slot), sizeof(struct comm_entry)))
+#define mr_at(slot) ((struct mr_entry *)table_at(&mrs, (slot), sizeof(struct mr_entry)))
+
+static void *entry(struct table *t, uint32_t slot) { return table_at(t, slot, t->entry_size); }
 
 static int *next_free(struct table *t, void *e) {
   return t == &comms ? &((struct comm_entry *)e)->next_free : &((struct mr_entry *)e)->next_free;
@@ -128,7 +135,7 @@ static bool seq_matches(uint32_t seq, uint32_t gen, uint32_t mask) {
 }
 
 /* Request slot i of a comm: NULL when its chunk was never needed. */
-static struct req_slot *req_at(struct comm_entry *e, uint32_t i) {
+static inline struct req_slot *req_at(struct comm_entry *e, uint32_t i) {
   struct req_slot *c = i < REGISTRY_REQS_PER_COMM
                          ? atomic_load_explicit(&e->req_chunks[i / REQ_CHUNK], memory_order_acquire)
                          : NULL;
@@ -162,14 +169,15 @@ enum registry_miss registry_comm_add(enum registry_kind kind, void *obj, void **
   return e ? RM_NONE : RM_EXHAUSTED;
 }
 
-static struct comm_entry *comm_entry_of(const void *id, unsigned kinds, enum registry_kind *kind,
-                                        void **obj, enum registry_miss *miss) {
+static inline __attribute__((always_inline)) struct comm_entry *
+comm_entry_of(const void *id, unsigned kinds, enum registry_kind *kind, void **obj,
+              enum registry_miss *miss) {
   unsigned k = 0;
   uint32_t slot = 0, gen = 0;
   *miss = split_id(id, RK_BIT(RK_LISTEN) | RK_COMMS, &k, &slot, &gen);
   if (kind) *kind = (enum registry_kind)k;
   if (*miss) return NULL;
-  struct comm_entry *e = entry(&comms, slot);
+  struct comm_entry *e = comm_at(slot);
   uint32_t seq = e ? atomic_load_explicit(&e->seq, memory_order_acquire) : 0;
   if (!e || !(gen & 1)) {
     *miss = RM_NOT_OURS;
@@ -225,13 +233,13 @@ enum registry_miss registry_mr_add(const void *comm, const struct registry_mr *m
   return s >= 0 ? RM_NONE : RM_EXHAUSTED;
 }
 
-static struct mr_entry *mr_entry_of(const void *comm, const void *id, struct registry_mr *out,
-                                    enum registry_miss *miss) {
+static inline __attribute__((always_inline)) struct mr_entry *
+mr_entry_of(const void *comm, const void *id, struct registry_mr *out, enum registry_miss *miss) {
   unsigned k;
   uint32_t slot = 0, gen = 0;
   *miss = split_id(id, RK_BIT(RK_MR), &k, &slot, &gen);
   if (*miss) return NULL;
-  struct mr_entry *e = entry(&mrs, slot);
+  struct mr_entry *e = mr_at(slot);
   uint32_t seq = e ? atomic_load_explicit(&e->seq, memory_order_acquire) : 0;
   if (!e || !(gen & 1)) {
     *miss = RM_NOT_OURS;
@@ -292,7 +300,7 @@ static int req_slot_alloc(struct comm_entry *e) {
 
 enum registry_miss registry_req_add(const void *comm, void *req, void **id) {
   uint32_t cslot = (uint32_t)((uint64_t)(uintptr_t)comm >> SLOT_SHIFT) & SLOT_MASK;
-  struct comm_entry *e = entry(&comms, cslot);
+  struct comm_entry *e = comm_at(cslot);
   *id = NULL;
   int i = e ? req_slot_alloc(e) : -1;
   if (i < 0) return RM_EXHAUSTED;
@@ -304,50 +312,48 @@ enum registry_miss registry_req_add(const void *comm, void *req, void **id) {
   return RM_NONE;
 }
 
-static struct req_slot *req_slot_of(const void *id, struct comm_entry **ce, uint32_t *index,
-                                    uint32_t *seq, enum registry_miss *miss) {
+/* A request id's miss, off the fast path: what it is instead. */
+static enum registry_miss req_miss(const void *id) {
   unsigned k;
   uint32_t slot = 0, low = 0;
-  *miss = split_id(id, RK_BIT(RK_REQ), &k, &slot, &low);
-  if (*miss) return NULL;
-  struct comm_entry *e = entry(&comms, slot);
-  uint32_t i = low >> REQ_GEN_BITS, gen = low & REQ_GEN_MASK;
-  struct req_slot *r = e && (gen & 1) ? req_at(e, i) : NULL;
-  if (!r) {
-    *miss = RM_NOT_OURS;
-    return NULL;
-  }
-  *seq = atomic_load_explicit(&r->seq, memory_order_acquire);
-  if (!seq_matches(*seq, gen, REQ_GEN_MASK)) {
-    *miss = RM_STALE;
-    return NULL;
-  }
-  *ce = e;
-  *index = i;
-  return r;
+  enum registry_miss miss = split_id(id, RK_BIT(RK_REQ), &k, &slot, &low);
+  return miss ? miss : RM_NOT_OURS;
 }
 
-void *registry_req_get(const void *id, enum registry_miss *miss) {
-  struct comm_entry *e;
-  uint32_t i, seq;
-  struct req_slot *r = req_slot_of(id, &e, &i, &seq, miss);
-  if (!r) return NULL;
+/* One lookup per test(): the id's bits checked at once, the comm's entry,
+ * the slot's sequence, the request, and the sequence again. */
+void *registry_req_get(const void *id, struct registry_req_ref *ref, enum registry_miss *miss) {
+  uint64_t v = (uint64_t)(uintptr_t)id;
+  uint32_t slot = (uint32_t)(v >> SLOT_SHIFT) & SLOT_MASK, low = (uint32_t)v & GEN_MASK;
+  uint32_t i = low >> REQ_GEN_BITS, gen = low & REQ_GEN_MASK;
+  if (v >> KIND_SHIFT != (ID_MARK << (MARK_SHIFT - KIND_SHIFT) | RK_REQ) || !(gen & 1) ||
+      i >= REGISTRY_REQS_PER_COMM)
+    goto miss;
+  struct comm_entry *e = comm_at(slot);
+  if (!e) goto miss;
+  struct req_slot *c = atomic_load_explicit(&e->req_chunks[i / REQ_CHUNK], memory_order_acquire);
+  if (!c) goto miss;
+  struct req_slot *r = &c[i % REQ_CHUNK];
+  uint32_t seq = atomic_load_explicit(&r->seq, memory_order_acquire);
   void *req = atomic_load_explicit(&r->req, memory_order_relaxed);
   atomic_thread_fence(memory_order_acquire);
-  if (atomic_load_explicit(&r->seq, memory_order_relaxed) != seq) {
+  if (!seq_matches(seq, gen, REQ_GEN_MASK) ||
+      atomic_load_explicit(&r->seq, memory_order_relaxed) != seq) {
     *miss = RM_STALE;
     return NULL;
   }
+  *ref = (struct registry_req_ref){e, r, i, seq};
+  *miss = RM_NONE;
   return req;
+miss:
+  *miss = req_miss(id);
+  return NULL;
 }
 
-void registry_req_done(const void *id) {
-  struct comm_entry *e;
-  uint32_t i, seq;
-  enum registry_miss miss;
-  struct req_slot *r = req_slot_of(id, &e, &i, &seq, &miss);
-  if (!r) return;
-  atomic_store_explicit(&r->seq, seq + 1, memory_order_release);
+void registry_req_done(const struct registry_req_ref *ref) {
+  struct comm_entry *e = ref->entry;
+  struct req_slot *r = ref->slot;
+  atomic_store_explicit(&r->seq, ref->seq + 1, memory_order_release);
   r->next_free = e->req_free;
-  e->req_free = (int)i;
+  e->req_free = (int)ref->index;
 }

@@ -74,9 +74,16 @@ enum registry_miss registry_mr_take(const void *comm, const void *id, struct reg
 
 /* ---- requests, by the thread that drives their comm ---- */
 enum registry_miss registry_req_add(const void *comm, void *req, void **id);
+/* Where a live request id was found: what retiring it needs, so a test()
+ * looks the id up once. */
+struct registry_req_ref {
+  void *entry; /* the comm's entry */
+  void *slot;
+  uint32_t index, seq;
+};
 /* The transport's request behind a live request id. */
-void *registry_req_get(const void *id, enum registry_miss *miss);
-/* The request completed: its id is retired. */
-void registry_req_done(const void *id);
+void *registry_req_get(const void *id, struct registry_req_ref *ref, enum registry_miss *miss);
+/* The request completed: its id, found by registry_req_get, is retired. */
+void registry_req_done(const struct registry_req_ref *ref);
 
 #endif

@@ -24,6 +24,7 @@ struct prof_req {
 };
 
 static _Atomic(ncclProfilerCallback_t) prof_fn;
+atomic_bool prof_is_on;
 
 static _Thread_local struct {
   int n;
@@ -31,7 +32,9 @@ static _Thread_local struct {
 } armed;
 
 void prof_set_callback(ncclProfilerCallback_t fn) {
-  if (fn) atomic_store(&prof_fn, fn);
+  if (!fn) return;
+  atomic_store(&prof_fn, fn);
+  atomic_store(&prof_is_on, true);
 }
 
 void prof_arm(int n, void **phandles) {
@@ -46,8 +49,7 @@ void prof_arm(int n, void **phandles) {
 
 void prof_disarm(void) { armed.n = 0; }
 
-void prof_req_new(struct transport_req *r) {
-  r->prof = NULL;
+void prof_req_take(struct transport_req *r) {
   if (!armed.n) return;
   struct prof_req *p = calloc(1, sizeof(*p));
   if (!p) return; /* the transfer goes on unprofiled */
@@ -93,7 +95,7 @@ void prof_sock_start(struct transport_req *r, int fd, int is_recv, size_t length
   start(r->prof, 0, NCCL_PROFILER_NET_TYPE_SOCK | NCCL_PROFILER_NET_SOCKET_VER, &d);
 }
 
-void prof_req_done(struct transport_req *r) {
+void prof_req_stop(struct transport_req *r) {
   struct prof_req *p = r->prof;
   if (!p) return;
   r->prof = NULL;

@@ -16,24 +16,25 @@ command -v valgrind >/dev/null || { echo "callgrind-8b: valgrind is not installe
 [ -f "$peers/libnccl-net-ncclib.so" ] || { echo "callgrind-8b: no $peers/libnccl-net-ncclib.so: build it with ../shared/peers/nccl-builtin/build.sh $peers"; exit 77; }
 export LD_LIBRARY_PATH=$build/tests/softverbs NCCL_DIAG_IBVERBS_LIB=$build/tests/softverbs/libibverbs.so.1
 export NCCL_DIAG_SYSFS_ROOT=$host/sysfs HWLOC_XMLFILE=$host/topo.xml NCCL_DIAG_IFADDRS=live HWLOC_COMPONENTS=-pci
-# One run per transport, each alone in its ranks, collecting only inside
-# the bench's calls of isend/irecv/test.
-run() { # label, bench args...
-  local label=$1; shift
+# One run per transport and entry, each alone in its ranks, collecting
+# only inside the bench's calls of that entry (isend, irecv or test): what
+# a transport's own code costs per call, apart from the verbs provider.
+run() { # label, entry, bench args...
+  local label=$1 entry=$2; shift 2
   mkdir -p "$out/$label"
   unshare -m bash -c '
     mount --make-rprivate / && mount --bind "$1/sysfs" /sys && shift &&
     exec "$@"' _ "$host" valgrind -q --tool=callgrind --trace-children=yes \
-    --callgrind-out-file="$out/$label/cg.%p" --toggle-collect='netload_isend' \
-    --toggle-collect='netload_irecv' --toggle-collect='netload_test' "$build/bench/nccl-net-bench" --transport ib --modes lat \
+    --callgrind-out-file="$out/$label/cg.%p" --toggle-collect="netload_$entry" \
+    "$build/bench/nccl-net-bench" --transport ib --modes lat \
     --lat-sizes 8 --lat-iters "$iters" --reps 1 --no-baseline --json="$out/$label.json" "$@" 2>&1 | grep -E '^ +8 B|FAILED' || true
 }
-run plugin
-run nccl-ib --plugin "$peers/libnccl-net-ncclib.so"
 args=()
-for label in plugin nccl-ib; do
-  i=0
-  for f in "$out/$label"/cg.*; do args+=("$label process $i=$f"); i=$((i + 1)); done
+for entry in isend irecv test; do
+  run "plugin-$entry" "$entry"
+  run "nccl-ib-$entry" "$entry" --plugin "$peers/libnccl-net-ncclib.so"
+  for label in "plugin-$entry" "nccl-ib-$entry"; do
+    for f in "$out/$label"/cg.*; do args+=("$label=$f"); done
+  done
 done
-n=$(python3 -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["rows"] if x.get("mode")=="lat"][0]; print(r["warmup"]+r["iters"])' "$out/plugin.json")
-python3 "$top/bench/profile/callgrind_report.py" --messages "$n" "${args[@]}"
+python3 "$top/bench/profile/callgrind_report.py" "${args[@]}"

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Reads callgrind files of nccl-net-bench ranks collected only inside the
-bench's calls of a plugin's isend/irecv/test (--toggle-collect) and prints,
-per rank, each call's count and instructions per call (with what it calls:
-the verbs provider, libc), and the transport's own instructions per round
-trip.
-  callgrind_report.py --messages N 'LABEL=FILE'...
-N: round trips of the run (warm-up and measured)."""
+"""Reads callgrind files of nccl-net-bench ranks, each run collecting only
+inside the bench's calls of one entry of a transport (isend, irecv or
+test: --toggle-collect) and prints, per entry, the transport's own
+instructions per call (its code, not the verbs provider's or libc's) and
+all instructions per call, for the plugin and NCCL's IB transport.
+  callgrind_report.py 'plugin-ENTRY=FILE' 'nccl-ib-ENTRY=FILE'...
+Own instructions per call do not depend on how long a call spins, unlike a
+round trip's total (a test() that finds nothing is counted as one call)."""
 import re
 import subprocess
 import sys
@@ -59,23 +60,28 @@ def own_cost(path):
 
 def main():
     args = sys.argv[1:]
-    if len(args) < 3 or args[0] != '--messages':
+    if not args:
         sys.exit(__doc__)
-    msgs = int(args[1])
-    own = {}
-    for arg in args[2:]:
+    own, calls, incl = {}, {}, {}
+    for arg in args:
         label, path = arg.split('=', 1)
-        calls = entry_calls(path)
-        if not calls:
+        who, entry = label.rsplit('-', 1)
+        c, i = entry_calls(path).get(entry, (0, 0))
+        if not c:
             continue  # the bench's parent process
-        text = ', '.join(f'{k} {c} calls x {i / c:.0f}' for k, (c, i) in sorted(calls.items()))
-        mine = own_cost(path)
-        own.setdefault(label.split()[0], []).append(mine / msgs)
-        print(f'{label}: {text} instructions; its own code {mine / msgs:.0f} per round trip '
-              '(spinning included: varies with timing)')
-    if 'plugin' in own and 'nccl-ib' in own:
-        print('plugin / NCCL IB, own instructions per round trip (both ranks, spinning included): '
-              f'{sum(own["plugin"]) / sum(own["nccl-ib"]):.2f}')
+        key = (who, entry)
+        calls[key] = calls.get(key, 0) + c
+        incl[key] = incl.get(key, 0) + i
+        own[key] = own.get(key, 0) + own_cost(path)
+    print(f'{"":8}{"own instructions per call":>36}   {"all instructions per call":>32}')
+    print(f'{"entry":8}{"plugin":>12}{"NCCL IB":>12}{"ratio":>12}   {"plugin":>10}{"NCCL IB":>11}{"ratio":>11}')
+    for entry in ('isend', 'irecv', 'test'):
+        p, n = ('plugin', entry), ('nccl-ib', entry)
+        if p not in calls or n not in calls:
+            continue
+        po, no = own[p] / calls[p], own[n] / calls[n]
+        pi, ni = incl[p] / calls[p], incl[n] / calls[n]
+        print(f'{entry:8}{po:>12.0f}{no:>12.0f}{po / no:>11.2f}x   {pi:>10.0f}{ni:>11.0f}{pi / ni:>10.2f}x')
 
 
 if __name__ == '__main__':

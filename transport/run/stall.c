@@ -19,14 +19,18 @@
 #include "transport/sock.h"
 #include "transport/transport.h"
 
-static _Atomic int64_t last_call_ns;
-
-void run_note_call(void) { atomic_store_explicit(&last_call_ns, now_ns(), memory_order_relaxed); }
+atomic_bool run_called;
+static _Atomic int64_t last_call_ns; /* the pass that last saw run_called raised */
 
 void run_loop_tick(int64_t now, int64_t loop_ns) {
   static int64_t last_ns; /* the liveness thread's own */
   int64_t gap = last_ns ? now - last_ns : 0;
   last_ns = now;
+  if (atomic_exchange_explicit(&run_called, false, memory_order_relaxed)) {
+    atomic_store(&last_call_ns, now);
+    run_slow_tick(now);
+    return;
+  }
   int64_t t = atomic_load(&last_call_ns);
   /* The whole process was stopped: its caller was not idle, it was frozen. */
   if (gap > loop_ns + 1500000000LL && t)
@@ -35,6 +39,7 @@ void run_loop_tick(int64_t now, int64_t loop_ns) {
 }
 
 int64_t run_caller_idle_ns(int64_t now) {
+  if (atomic_load_explicit(&run_called, memory_order_relaxed)) return 0; /* since the last pass */
   int64_t t = atomic_load_explicit(&last_call_ns, memory_order_relaxed);
   return t && now > t ? now - t : 0;
 }

@@ -12,6 +12,7 @@
 #ifndef DIAG_TRANSPORT_RUN_STALL_H
 #define DIAG_TRANSPORT_RUN_STALL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -39,13 +40,20 @@ struct run_prefs {
 const struct run_prefs *run_prefs_read(void);
 
 /* The caller's activity, process-wide: every post and test notes it; a
- * process whose caller stopped notes nothing. */
-void run_note_call(void);
+ * process whose caller stopped notes nothing. A call only raises a flag
+ * (read first, so the line stays shared while it is up): the liveness
+ * thread's pass turns it into a time, so the data path reads no clock. */
+extern atomic_bool run_called;
+static inline void run_note_call(void) {
+  if (!atomic_load_explicit(&run_called, memory_order_relaxed))
+    atomic_store_explicit(&run_called, true, memory_order_relaxed);
+}
 /* From each pass of the liveness thread (which polls at most loop_ns): a
  * pass much later than that means the whole process was stopped, which is
  * not its caller's idleness. */
 void run_loop_tick(int64_t now, int64_t loop_ns);
-/* Nanoseconds since the caller last posted or tested; 0 before any. */
+/* Nanoseconds since the caller last posted or tested, to within one
+ * liveness pass; 0 before any. */
 int64_t run_caller_idle_ns(int64_t now);
 
 /* From a request's no-progress step: the request last moved at since_ns;

@@ -137,34 +137,43 @@ static int handle_wc(struct ib_comm *c, const struct ibv_wc *wc, struct ib_dev *
   }
 }
 
-static int poll_cq(struct ib_comm *c, struct ibv_cq *cq, struct ib_dev *d, int *found) {
+/* The completions of one batch; the rest of the queue is drained by
+ * poll_cq. Out of line: most test() calls find none. */
+static __attribute__((noinline)) int handle_batch(struct ib_comm *c, const struct ibv_wc *wc, int n,
+                                                  struct ib_dev *d) {
+  for (int i = 0; i < n; i++)
+    if (handle_wc(c, &wc[i], d)) return c->fail_err;
+  return 0;
+}
+
+static inline __attribute__((always_inline)) int poll_cq(struct ib_comm *c, struct ibv_cq *cq,
+                                                         struct ib_dev *d, int *found) {
   struct ibv_wc wc[16];
   for (;;) {
     int n = ibv_poll_cq(cq, 16, wc);
+    if (__builtin_expect(n == 0, 1)) return 0;
     if (n < 0) return ib_fail(c, EIO, true, "polling the completion queue on %s failed", d->label);
     if (found) *found += n;
-    for (int i = 0; i < n; i++)
-      if (handle_wc(c, &wc[i], d)) return c->fail_err;
+    if (handle_batch(c, wc, n, d)) return c->fail_err;
     if (n < 16) return 0;
   }
 }
 
 /* Striped: each port's completion queue (a message is done when the
- * parts on every port completed: the slot's pending counts). */
-static int poll_all(struct ib_comm *c, int *found) {
-  int err = poll_cq(c, c->cq, c->dev, found);
-  for (int k = 1; !err && k < c->ndevs; k++) err = poll_cq(c, c->cqs[k], c->devs[k], found);
-  return err;
-}
-
-int ib_poll(struct ib_comm *c, int *found) {
-  if (ib_fo_replay_pending(c) && ib_fo_replay(c)) return c->fail_err;
+ * parts on every port completed: the slot's pending counts). A fail-over
+ * message that comes meanwhile waits until the queue is drained
+ * (is_polling). */
+static inline int poll_now(struct ib_comm *c, int *found) {
+  if (__builtin_expect(ib_fo_replay_pending(c), 0) && ib_fo_replay(c)) return c->fail_err;
   bool was = c->is_polling;
   c->is_polling = true;
-  int err = poll_all(c, found);
+  int err = poll_cq(c, c->cq, c->dev, found);
+  for (int k = 1; !err && k < c->ndevs; k++) err = poll_cq(c, c->cqs[k], c->devs[k], found);
   c->is_polling = was;
   return err;
 }
+
+int ib_poll(struct ib_comm *c, int *found) { return poll_now(c, found); }
 
 /* The common idle call, counted here instead of a call into ib_idle, which
  * would only count it: nothing under way (no move, no message going out,
@@ -186,10 +195,10 @@ ncclResult_t ib_test(void *request, int *done, int *sizes) {
   if (!r->is_done && !c->is_failed) {
     int found = 0;
     int64_t now = 0;
-    if (!ib_poll(c, &found) && !r->is_done && (!found || c->verdict) && !idle_is_quiet(c))
+    if (!poll_now(c, &found) && !r->is_done && (!found || c->verdict) && !idle_is_quiet(c))
       ib_idle(c, r, &now);
   }
-  if (!r->is_done) return transport_result(c->is_failed ? c->fail_err : 0);
+  if (!r->is_done) return c->is_failed ? transport_result(c->fail_err) : ncclSuccess;
   long long bytes = 0;
   for (int i = 0; i < r->n; i++) {
     if (sizes) sizes[i] = r->sizes[i];

@@ -142,7 +142,7 @@ static int post_part(struct ib_comm *c, int slot, int j, int part, int parts) {
   int ld = j % c->ndevs, rd = j % c->nrdevs; /* this side's port and the peer's */
   struct ibv_sge sge[IB_MAX_RECVS + 1];
   struct ibv_send_wr wr[IB_MAX_RECVS + 1], *bad = NULL;
-  memset(wr, 0, sizeof(wr));
+  memset(wr, 0, sizeof(wr[0]) * (size_t)(sl->n + 1)); /* what this slot uses, at most */
   uint32_t size0 = (uint32_t)sl->reqs[0]->sizes[0];
   bool is_fold = sl->n == 1 && !(c->is_ar && size0 > c->ar_threshold);
   int nwr = 0;
