@@ -481,7 +481,7 @@ void case_ib_port_flap(struct side *s) {
             strstr(up, "s down, within its queue pairs' "
                        "deadline of 34.4 s (NCCL_IB_TIMEOUT=20, "
                        "NCCL_IB_RETRY_CNT=7)") &&
-            strstr(up, "survived"),
+            strstr(up, "no connection of this process on it failed: its connections survived"),
           "the port's return is said with how long it was down against the QPs' deadline: %s",
           up ? up : "none");
     CHECK(log_find(NCCL_LOG_WARN, "fatal device error"), "the fatal event is logged");
@@ -517,6 +517,8 @@ void case_ib_port_flap_long(struct side *s) {
     CHECK(up &&
             strstr(up, "longer than its queue pairs' deadline of 0.0 s (NCCL_IB_TIMEOUT=1, "
                        "NCCL_IB_RETRY_CNT=0)") &&
+            strstr(up, "no connection of this process on it failed while it was down, none sent "
+                       "into the dead link") &&
             strstr(up, "retry-exceeded") && strstr(up, "set NCCL_IB_TIMEOUT=1"),
           "a flap past the deadline is said with the fix: %s", up ? up : "none");
   }

@@ -158,6 +158,14 @@ void case_ib_port_event_after_error(struct side *s) {
     const char *w = log_find(NCCL_LOG_WARN, "RETRY_EXC_ERR");
     CHECK(w && strstr(w, "port 1 went down during the transfer"),
           "the port is named though its event came after the error: %s", w ? w : "none");
+    /* the port's return counts what failed while it was down, not only its time */
+    events_set("");
+    long long end = ms_now() + 5000;
+    while (!log_find(NCCL_LOG_WARN, "port active") && ms_now() < end) usleep(10000);
+    const char *up = log_find(NCCL_LOG_WARN, "port active");
+    CHECK(up && strstr(up, "1 connection of this process on it failed while it was down") &&
+            !strstr(up, "survived"),
+          "the port's return says a connection failed while it was down: %s", up ? up : "none");
   }
   ctl_sync(s);
   if (s->role == ROLE_SEND) {

@@ -108,12 +108,14 @@ struct ib_dev {
   bool is_ro;   /* registrations ask for PCIe relaxed ordering (atomic: cleared if refused) */
   bool has_ece; /* its queue pairs offer enhanced connection establishment (ib_ece.c) */
   uint32_t ece_vendor, ece_options, ece_comp_mask;
-  int mtu;               /* the port's active MTU as verbs report it, bytes */
-  bool is_grh_required;  /* the port's IBV_QPF_GRH_REQUIRED */
-  int port_down;         /* a port error was seen and no port active since (atomic) */
-  int port_down_said;    /* its WARN is out, by the event thread or a failed completion (atomic) */
-  int64_t down_since_ns; /* the event thread's: when its port error came, 0 while up */
-  unsigned fatal_gen;    /* fatal events so far (atomic); their records under lock */
+  int mtu;              /* the port's active MTU as verbs report it, bytes */
+  bool is_grh_required; /* the port's IBV_QPF_GRH_REQUIRED */
+  int port_down;        /* a port error was seen and no port active since (atomic) */
+  int port_down_said;   /* its WARN is out, by the event thread or a failed completion (atomic) */
+  int64_t
+    down_since_ns;    /* when its port error came, 0 while up: the event thread writes (atomic) */
+  int flap_failed;    /* connections on it that failed while it was down (atomic) */
+  unsigned fatal_gen; /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
   int nfatal;
   /* The ports of the virtual NIC (makeVDevice) this port was fused into,

@@ -2,8 +2,9 @@
 /* A port's down and up events, timed against its QPs' deadline: a QP that
  * sends into a dead link gives up after NCCL_IB_RETRY_CNT + 1 tries of
  * 4.096 us x 2^NCCL_IB_TIMEOUT each. A flap shorter than that loses no
- * connection; a longer one fails the connections that had data in flight
- * while it was down (retry exceeded), and idle ones at their next send. */
+ * connection; a longer one fails those that sent while it was down (retry
+ * exceeded). The port's return says which, from the connections that
+ * failed while it was down (ib_fail counts them). */
 #include <stdio.h>
 
 #include "common/clock.h"
@@ -12,7 +13,16 @@
 #include "transport/prefs.h"
 
 void ib_flap_down(struct ib_dev *d) {
-  if (!d->down_since_ns) d->down_since_ns = clock_mono_ns();
+  if (!__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED)) {
+    __atomic_store_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&d->down_since_ns, clock_mono_ns(), __ATOMIC_RELAXED);
+  }
+}
+
+/* "no connection of this process on it failed", "2 connections ... failed" */
+static void failed_words(char *out, size_t cap, int n) {
+  if (!n) snprintf(out, cap, "no connection of this process on it failed");
+  else snprintf(out, cap, "%d connection%s of this process on it failed", n, n > 1 ? "s" : "");
 }
 
 /* Seconds a QP outlives silence with these settings. */
@@ -32,17 +42,22 @@ void ib_flap_up(struct ib_dev *d, int port) {
   int timeout = (int)transport_prefs()->ib_timeout,
       retry_cnt = (int)transport_prefs()->ib_retry_cnt;
   double deadline = qp_deadline_s(timeout, retry_cnt);
-  if (!d->down_since_ns) { /* up without a down seen by this process */
+  int64_t since = __atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED);
+  if (!since) { /* up without a down seen by this process */
     WARN("device %s port %d: port active", d->td->name, port);
     return;
   }
-  double down = (double)(clock_mono_ns() - d->down_since_ns) * 1e-9;
-  d->down_since_ns = 0;
+  double down = (double)(clock_mono_ns() - since) * 1e-9;
+  __atomic_store_n(&d->down_since_ns, 0, __ATOMIC_RELAXED);
+  int nfailed = __atomic_exchange_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
+  char failed[96];
+  failed_words(failed, sizeof(failed), nfailed);
   if (down < deadline) {
     WARN("device %s port %d: port active again after %.3f s down, within its queue pairs' "
-         "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): its connections "
-         "survived the flap",
-         d->td->name, port, down, deadline, timeout, retry_cnt);
+         "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s%s",
+         d->td->name, port, down, deadline, timeout, retry_cnt, failed,
+         nfailed ? " while it was down (their WARNs say how)"
+                 : ": its connections survived the flap");
     return;
   }
   int t = timeout_for(down, retry_cnt);
@@ -52,7 +67,11 @@ void ib_flap_up(struct ib_dev *d, int port) {
              qp_deadline_s(t, retry_cnt));
   else snprintf(fix, sizeof(fix), "no NCCL_IB_TIMEOUT rides out a flap this long: fix the link");
   WARN("device %s port %d: port active again after %.3f s down, longer than its queue pairs' "
-       "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): its connections with data "
-       "in flight failed with retry-exceeded errors; %s",
-       d->td->name, port, down, deadline, timeout, retry_cnt, fix);
+       "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s while it was down%s; "
+       "%s",
+       d->td->name, port, down, deadline, timeout, retry_cnt, failed,
+       nfailed ? " (retry-exceeded: they sent into the dead link)"
+               : ", none sent into the dead link, but any that had would have failed with "
+                 "retry-exceeded errors",
+       fix);
 }
