@@ -27,6 +27,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/slow_peer.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
 
@@ -248,6 +249,7 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
       ipaddr_str(&a->src, from, sizeof(from));
       run_waited_on(from, now);
     }
+    run_slow_peer_heard(f.extra, f.flags, now); /* its side of a slow link (slow_peer.h) */
     struct live_frame reply = {LIVE_PONG, run_answer_flags(now), f.seq, st->token};
     uint8_t out[LIVE_FRAME_LEN];
     live_frame_encode(&reply, out);

@@ -40,7 +40,9 @@ struct live_frame {
   uint32_t seq;
   uint64_t token;
   /* LIVE_ROOT of a path: the other end's pid here and its IPv4 address in
-   * token's high half; older plugins write 0 there and never read it */
+   * token's high half; a check: the low half of the checker's own token
+   * (transport/run/slow_peer.h). Older plugins write 0 there and never
+   * read it */
   uint32_t extra;
 };
 

@@ -26,6 +26,7 @@
 
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/slow_peer.h"
 #include "transport/run/stall.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
@@ -182,8 +183,10 @@ static void up_step(struct liveness_state *st, struct liveness_peer *p, short re
     }
   }
   if (p->stage != LIVE_UP || now < p->next_check_ns) return;
-  uint16_t flags = RUN_FLAG_ROOT6 | (atomic_load(&p->is_waiting) ? RUN_FLAG_WAITING : 0);
-  struct live_frame f = {LIVE_PING, flags, ++p->seq, p->token};
+  uint16_t flags = RUN_FLAG_ROOT6 | (atomic_load(&p->is_waiting) ? RUN_FLAG_WAITING : 0) |
+                   run_slow_peer_flags(p->token);
+  /* extra: who checks, for the slow-link bits (older answerers ignore it) */
+  struct live_frame f = {LIVE_PING, flags, ++p->seq, p->token, (uint32_t)st->token};
   uint8_t out[LIVE_FRAME_LEN];
   size_t n;
   live_frame_encode(&f, out);

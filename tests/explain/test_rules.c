@@ -363,6 +363,18 @@ static const struct engine_case engine_cases[] = {
    "path between 10.0.0.1 and 10.0.0.2 runs well below the other links of the same processes "
    "(down to 0.02x",
    "ip -s link on both interfaces"},
+  {"slow-link: only the receiving end's log, which names the path from what the sender measured",
+   {"b:22:1 [0] NCCL WARN NET/diag slow link: receive from a (10.0.0.1<54862>, eth0) pid 11 from "
+    "b (10.0.0.2<41043>, eth0) moves 1.1 MiB/s while busy, 0.29x the median of its siblings at "
+    "the other end, for 20 s; the other end names this path (its send to this host, 0.29x its "
+    "siblings there): its messages take four times its siblings' round trip, so a queue builds "
+    "on this path (a shaped or congested link, or one at a lower speed); its log has the "
+    "counters. Fix: check that path on both hosts\n"},
+   "slow-link",
+   CONF_HIGH,
+   "path between 10.0.0.1 and 10.0.0.2 runs well below the other links of the same processes "
+   "(down to 0.29x",
+   "ip -s link on both interfaces"},
   {"slow-link: an RDMA path named by both ends (address and port), one finding naming it",
    {SL_IB("a", 11,
           "receive from b (10.0.0.2<41043>, eth0) pid 22 from a (10.0.0.1, mlx5_0 port 1)"),

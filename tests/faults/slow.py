@@ -7,8 +7,10 @@ dropped, both ways); its two ends must each WARN "slow link:" once, naming
 the other end's address, with the counters that show it (retransmits,
 packets out of order), within the bound, while the other ranks stay
 silent; the end-of-job summary counts it and the metrics file flags it.
-A path shaped to a low rate both ways (tc htb, nothing dropped) is named
-by each end's sending connection, from its RTT: a queue on the path.
+A path shaped to a low rate one way (tc htb, nothing dropped) is named by
+its sending end from its RTT (a queue on the path), and by its receiving
+end, which has no evidence of its own, from what the sender's liveness
+checks carry.
 Clean runs of the same shape, several times over, must give no finding.
 With --transport ib the mesh runs RDMA over softverbs, each rank on a
 fixture host of its own whose port keeps hw_counters: a path that loses a
@@ -317,9 +319,29 @@ def shape(h, me, other, rate):
                'match', 'ip', 'dst', f'{h.ip(other)}/32', 'flowid', '1:20'])
 
 
+def check_far_end(h, c, side, me, other, t0):
+    """The receiving end of a path shaped one way has no evidence of its
+    own: it names its receive from other with what the sending end
+    measured, which the sender's liveness checks carry. (Over TCP it may
+    also name its own send to other: its ACKs queue behind the shaped
+    data.)"""
+    took, line = wait_slow(side, t0, BOUND,
+                           lambda s: [x for x in warns(s) if 'slow link: receive from ' in x])
+    if not c.ok(took is not None, f'r{me}: a slow-link WARN within {BOUND} s'):
+        return
+    c.notes.append(f'r{me} (the receiving end) WARN {took:.1f} s after the shaping began')
+    head = line.split('slow link: ')[1]
+    c.ok(head.startswith('receive from ') and f'{h.ip(other)}' in head.split(' pid ')[0],
+         f'r{me}: names its receive from r{other}: {line[:400]}')
+    c.ok('the other end names this path (its send to this host' in line and
+         'a queue builds on this path' in line, f'r{me}: says what the sender measured: '
+         f'{line[:700]}')
+
+
 def sc_shaped(h, tmp, c):
-    """The path between ranks 2 and 3 shaped to a tenth of what the mesh
-    sends, both ways, dropping nothing: both ends name it."""
+    """The path from rank 2 to rank 3 shaped to a tenth of what the mesh
+    sends, one way, dropping nothing: rank 2 names it from its sockets'
+    RTT, rank 3 from what rank 2's liveness checks say."""
     sides = mesh(h, tmp, seconds=LOSSY_SECONDS)
     if not F.started(c, sides):
         finish(sides, LOSSY_SECONDS)
@@ -327,14 +349,12 @@ def sc_shaped(h, tmp, c):
     a, b = 2, 3
     t0 = time.monotonic()
     shape(h, a, b, '10mbit')
-    shape(h, b, a, '10mbit')
-    for me, other in ((a, b), (b, a)):
-        took, line = wait_slow(sides[me], t0, BOUND)
-        if not c.ok(took is not None, f'r{me}: a slow-link WARN within {BOUND} s'):
-            continue
-        c.notes.append(f'r{me} WARN {took:.1f} s after the shaping began')
-        c.ok(f'{h.ip(other)}<' in line.split(' pid ')[0], f'r{me}: names r{other}: {line[:400]}')
-        c.ok('a queue builds on this path' in line, f'r{me}: says why, the RTT: {line[:500]}')
+    took, line = wait_slow(sides[a], t0, BOUND)
+    if c.ok(took is not None, f'r{a}: a slow-link WARN within {BOUND} s'):
+        c.notes.append(f'r{a} (the sending end) WARN {took:.1f} s after the shaping began')
+        c.ok(f'{h.ip(b)}<' in line.split(' pid ')[0], f'r{a}: names r{b}: {line[:400]}')
+        c.ok('a queue builds on this path' in line, f'r{a}: says why, the RTT: {line[:500]}')
+    check_far_end(h, c, sides[b], b, a, t0)
     for s in sides:
         s.wait(LOSSY_SECONDS + 30)
     finish(sides, LOSSY_SECONDS)
@@ -371,12 +391,13 @@ class CnpCounters(threading.Thread):
                     os.replace(os.path.join(d, name + '.t'), os.path.join(d, name))
 
 
-def sc_shaped_ib(h, tmp, c, cnp=False):
+def sc_shaped_ib(h, tmp, c, cnp=False, one_way=False):
     """RDMA: the path between ranks 2 and 3 shaped to 10 Mbit/s both ways,
     nothing lost: each end's sending connection names it from its writes'
     completion time (a queue on the path), nobody else warns. With cnp,
     the two ports also count CNPs and ECN marks, as DCQCN's NICs do on a
-    congested path: the WARN names the congestion."""
+    congested path: the WARN names the congestion. With one_way, only the
+    path from rank 2 to rank 3: rank 3 names it from rank 2's checks."""
     sides = mesh(h, tmp, seconds=LOSSY_SECONDS)
     if not F.started(c, sides):
         finish(sides, LOSSY_SECONDS)
@@ -384,11 +405,12 @@ def sc_shaped_ib(h, tmp, c, cnp=False):
     a, b = 2, 3
     t0 = time.monotonic()
     shape(h, a, b, '10mbit')
-    shape(h, b, a, '10mbit')
+    if not one_way:
+        shape(h, b, a, '10mbit')
     marks = CnpCounters(tmp, (a, b)) if cnp else None
     if marks:
         marks.start()
-    for me, other in ((a, b), (b, a)):
+    for me, other in ((a, b),) if one_way else ((a, b), (b, a)):
         took, line = wait_slow(sides[me], t0, BOUND)
         if not c.ok(took is not None, f'r{me}: a slow-link WARN within {BOUND} s'):
             continue
@@ -403,6 +425,8 @@ def sc_shaped_ib(h, tmp, c, cnp=False):
         else:
             c.ok('its writes take' in line and 'a queue builds on this path' in line,
                  f'r{me}: says why, its writes\' completion time: {line[:600]}')
+    if one_way:
+        check_far_end(h, c, sides[b], b, a, t0)
     if marks:
         marks.stop.set()
     for s in sides:
@@ -435,8 +459,8 @@ def sc_clean(h, tmp, c):
 
 SCENARIOS = [
     (f'mesh of {NRANKS}: the path between ranks 2 and 3 drops 5 % (nft)', sc_lossy),
-    (f'mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 10 Mbit/s, no loss (tc htb)',
-     sc_shaped),
+    (f'mesh of {NRANKS}: the path from rank 2 to rank 3 shaped to 10 Mbit/s, one way, no loss '
+     '(tc htb)', sc_shaped),
 ] + [(f'mesh of {NRANKS}: clean run {k + 1}', sc_clean) for k in range(3)]
 SCENARIOS_IB = [
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 loses 5 % of its messages',
@@ -445,6 +469,8 @@ SCENARIOS_IB = [
     ('RDMA job of 2 hosts: their one path loses 5 % both ways', sc_lossy_pair_ib),
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 10 Mbit/s, no loss',
      sc_shaped_ib),
+    (f'RDMA mesh of {NRANKS}: the path from rank 2 to rank 3 shaped to 10 Mbit/s, one way',
+     lambda h, t, c: sc_shaped_ib(h, t, c, one_way=True)),
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 congested (shaped, its ports count '
      'CNPs)', lambda h, t, c: sc_shaped_ib(h, t, c, cnp=True)),
 ] + [(f'RDMA mesh of {NRANKS}: clean run {k + 1}', sc_clean) for k in range(2)]

@@ -42,6 +42,7 @@ static void fill(struct run_conn_info *i, const struct transport_comm *c) {
   snprintf(i->peer_addr, sizeof(i->peer_addr), "%s", c->peer.addr);
   snprintf(i->peer_desc, sizeof(i->peer_desc), "%s", c->peer.desc);
   i->peer_pid = c->peer.who.pid;
+  i->peer_token = c->peer.who.live.is_present ? c->peer.who.live.token : 0;
 }
 
 /* The figures and the kernel's evidence of an open comm, now. */

@@ -27,6 +27,7 @@ struct run_conn_info {
   char peer_addr[80]; /* "10.0.0.7<46417>" */
   char peer_desc[160];
   uint32_t peer_pid;
+  uint64_t peer_token; /* the peer process's liveness token, from its hello; 0 none */
   struct run_stats_view v;
   struct run_tcp_evidence tcp; /* TCP connections: their sockets' TCP_INFO */
 };

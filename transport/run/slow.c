@@ -10,6 +10,7 @@
 
 #include "transport/prefs.h"
 #include "transport/run/conns.h"
+#include "transport/run/slow_peer.h"
 #include "transport/run/slow_port.h"
 #include "transport/run/slow_say.h"
 
@@ -30,7 +31,9 @@ struct slow_state {
   struct slow_window w[RUN_SLOW_SPAN];
   int w_next, nwin; /* the ring's next slot; windows it holds */
   double ratio;     /* the span's, at the last judgement */
+  int ev;           /* the evidence it was named with */
   bool is_named;
+  bool is_peer_named; /* its other end named their path, this end had no evidence (slow_peer.h) */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -197,7 +200,28 @@ static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
   if (st->is_named || st->ratio * 100 >= pct || !has) return;
   named_count++;
   st->is_named = true;
+  st->ev = ev;
   slow_say(x, &sib, ev, st->ratio, st->nwin * RUN_SLOW_WINDOW_SEC);
+}
+
+/* Its other end names their path slow and this end has no evidence of its
+ * own: said once, with what the other end measured; over when the other
+ * end stops saying it. */
+static void peer_judge(struct slow_sample *s, int n, int k, double *tmp, int64_t now) {
+  struct slow_sample *x = &s[k], sib = {0};
+  struct slow_state *st = x->st;
+  uint16_t flags = 0;
+  bool is_heard = x->i->peer_token && slow_peer_names(x->i, now, &flags);
+  if (st->is_peer_named && !is_heard) {
+    st->is_peer_named = false;
+    slow_say_recovered(x->i);
+  }
+  if (st->is_named || st->is_peer_named || !is_heard) return;
+  bool has_sib = x->is_measured && sibling_medians(s, n, k, tmp, &sib) && sib.rate > 0;
+  st->is_peer_named = true;
+  named_count++;
+  slow_say_peer(x, has_sib ? &sib : NULL, has_sib ? x->rate / sib.rate : 0, flags,
+                st->nwin * RUN_SLOW_WINDOW_SEC);
 }
 
 static uint64_t delta(uint64_t now, uint64_t before) { return now > before ? now - before : 0; }
@@ -245,7 +269,7 @@ static void sample(struct slow_sample *x, const struct run_conn_info *i) {
                    busy_us >= (uint64_t)RUN_SLOW_MIN_BUSY_NS / 1000;
 }
 
-static void judge_all(struct run_conn_info *all, int n, int pct) {
+static void judge_all(struct run_conn_info *all, int n, int pct, int64_t now) {
   struct slow_sample *s = calloc((size_t)n, sizeof(*s));
   double *tmp = malloc((size_t)n * 4 * sizeof(*tmp));
   if (!s || !tmp || !reserve(n)) goto out;
@@ -258,7 +282,11 @@ static void judge_all(struct run_conn_info *all, int n, int pct) {
   for (int k = 0; k < m; k++) {
     s[k].is_named = s[k].st && s[k].st->is_named;
     s[k].ratio = s[k].st ? s[k].st->ratio : 1;
+    s[k].ev = s[k].st ? s[k].st->ev : 0;
   }
+  slow_peer_publish(s, m);
+  for (int k = 0; k < m; k++)
+    if (s[k].st) peer_judge(s, m, k, tmp, now);
   slow_port_judge(s, m);
 out:
   free(s);
@@ -274,7 +302,7 @@ void run_slow_tick(int64_t now) {
   struct run_conn_info *all = run_conn_snapshot(&n, &nopen);
   if (!all) return;
   pthread_mutex_lock(&lock);
-  judge_all(all, n, pct);
+  judge_all(all, n, pct, now);
   pthread_mutex_unlock(&lock);
   free(all);
 }
@@ -284,7 +312,7 @@ bool run_slow_of(uint32_t id, double *ratio) {
   pthread_mutex_lock(&lock);
   for (int k = 0; k < nstates; k++)
     if (states[k].id == id) {
-      is_named = states[k].is_named;
+      is_named = states[k].is_named || states[k].is_peer_named;
       *ratio = states[k].ratio;
     }
   pthread_mutex_unlock(&lock);

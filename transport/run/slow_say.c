@@ -8,6 +8,7 @@
 
 #include "common/events.h"
 #include "common/log.h"
+#include "transport/run/waitfor.h"
 
 /* "1.5 MiB/s"-style, for a line people read. */
 static void rate_words(char *out, size_t cap, double v) {
@@ -184,6 +185,45 @@ void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum s
                              : "its port",
        evw, fix_of(i, ev));
   event(i, ratio, x->rate, sib->rate, secs, x->d_retrans, x->d_ooo, is_ib(i) ? &x->port : NULL);
+}
+
+/* What the other end's evidence was, in a few words (its log has the counters). */
+static const char *peer_words(int ev) {
+  switch (ev) {
+  case SLOW_EV_LOSS:
+    return "its sockets send a share of their packets again (they are lost on the way)";
+  case SLOW_EV_DISORDER:
+    return "its sockets receive a share of their packets out of order (some are lost on the way)";
+  case SLOW_EV_QUEUE:
+    return "its messages take four times its siblings' round trip, so a queue builds on this path (a shaped or congested link, or one at a lower speed)";
+  case SLOW_EV_PORT_LOSS: return "its port resends packets on this path";
+  case SLOW_EV_PORT_CONGESTION: return "its port counts congestion notifications on this path";
+  case SLOW_EV_PORT_RATE: return "its port's link runs at a lower rate than its siblings' ports";
+  default: return "it runs well under its siblings there";
+  }
+}
+
+void slow_say_peer(const struct slow_sample *x, const struct slow_sample *sib, double ratio,
+                   uint16_t flags, int secs) {
+  const struct run_conn_info *i = x->i;
+  char me[200], r[32], md[32], mine[300];
+  int ev = (flags >> RUN_FLAG_SLOW_EV_SHIFT) & 0xf;
+  double theirs = (double)((flags >> RUN_FLAG_SLOW_PCT_SHIFT) & 0x7f) / 100;
+  here(me, sizeof(me), i);
+  rate_words(r, sizeof(r), x->rate);
+  if (sib) {
+    rate_words(md, sizeof(md), sib->rate);
+    snprintf(mine, sizeof(mine), "%.2fx the median %s of its %d %s %s siblings in this process",
+             ratio, md, sib->nsiblings, i->transport, i->is_send ? "send" : "receive");
+  } else {
+    snprintf(mine, sizeof(mine), "%.2fx the median of its siblings at the other end", theirs);
+  }
+  WARN("slow link: %s %s pid %u from %s moves %s while busy, %s, for %d s; the other end names "
+       "this path (%s, %.2fx its siblings there): %s; its log has the counters. Fix: %s",
+       i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r, mine, secs,
+       flags & RUN_FLAG_SLOW_SEND ? "its send to this host" : "its receive from this host", theirs,
+       peer_words(ev), fix_of(i, (enum slow_evidence)ev));
+  event(i, sib ? ratio : theirs, x->rate, sib ? sib->rate : 0, secs, x->d_retrans, x->d_ooo, NULL);
 }
 
 void slow_say_recovered(const struct run_conn_info *i) {

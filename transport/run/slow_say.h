@@ -32,6 +32,7 @@ struct slow_sample {
   int nother_ports, nsame_port;
   uint64_t requests; /* completed over the windows */
   bool is_named;     /* named slow now (set after the judgement) */
+  int ev;            /* enum slow_evidence it was named with */
   double ratio;      /* to its siblings' median at the last judgement; 1 with none */
 };
 
@@ -54,6 +55,12 @@ void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum s
  * stood out. requests: those they completed. */
 void slow_say_port(const char *dev, int port, const struct slow_port_view *v, int secs,
                    const struct slow_sample *const *on, int n, int nconns, uint64_t requests);
+/* The other end of connection x names their path slow (flags: what its
+ * check said, transport/run/waitfor.h) while this end has no evidence of
+ * its own; sib: its siblings' medians when it has measured ones (ratio
+ * then its own), else NULL. */
+void slow_say_peer(const struct slow_sample *x, const struct slow_sample *sib, double ratio,
+                   uint16_t flags, int secs);
 /* A link named slow runs as its siblings again. */
 void slow_say_recovered(const struct run_conn_info *i);
 

@@ -11,6 +11,13 @@
 #define RUN_FLAG_WAITING 0x0001u  /* in a check: a request of mine waits on you */
 #define RUN_FLAG_ROOT6 0x0002u    /* in a check: I read LIVE_ROOT6 (a root's IPv6 address) */
 #define RUN_FLAG_IDLE_SET 0x8000u /* in an answer: the low 15 bits are my caller's idle s */
+/* In a check: a connection of mine with you is named slow (slow_peer.h);
+ * its direction, evidence and ratio ride in the other bits, and the
+ * check's extra field carries the low half of my token. */
+#define RUN_FLAG_SLOW 0x0004u
+#define RUN_FLAG_SLOW_SEND 0x0008u /* it is my send: the path from me to you */
+#define RUN_FLAG_SLOW_EV_SHIFT 4   /* 4 bits: enum slow_evidence */
+#define RUN_FLAG_SLOW_PCT_SHIFT 8  /* 7 bits: its ratio to its siblings, percent */
 
 /* The root of this process's stall, told to a peer that waits on it. */
 enum run_root_verdict { RUN_ROOT_NONE, RUN_ROOT_SILENT, RUN_ROOT_IDLE, RUN_ROOT_LINK };
