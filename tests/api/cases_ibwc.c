@@ -158,11 +158,16 @@ void case_ib_port_event_after_error(struct side *s) {
     const char *w = log_find(NCCL_LOG_WARN, "RETRY_EXC_ERR");
     CHECK(w && strstr(w, "port 1 went down during the transfer"),
           "the port is named though its event came after the error: %s", w ? w : "none");
-    /* the port's return counts what failed while it was down, not only its time */
+    /* the port's return counts what failed while it was down, not only its
+     * time: said for the comm's port ("down:*" takes every port down) */
+    char want[64] = "port active";
+    const char *dev = w ? strstr(w, "mlx5_") : NULL;
+    if (dev)
+      snprintf(want, sizeof(want), "device %.*s port 1: port active", (int)strcspn(dev, " "), dev);
     events_set("");
     long long end = ms_now() + 5000;
-    while (!log_find(NCCL_LOG_WARN, "port active") && ms_now() < end) usleep(10000);
-    const char *up = log_find(NCCL_LOG_WARN, "port active");
+    while (!log_find(NCCL_LOG_WARN, want) && ms_now() < end) usleep(10000);
+    const char *up = log_find(NCCL_LOG_WARN, want);
     CHECK(up && strstr(up, "1 connection of this process on it failed while it was down") &&
             !strstr(up, "survived"),
           "the port's return says a connection failed while it was down: %s", up ? up : "none");

@@ -88,6 +88,7 @@ struct sv_port {
   uint16_t *pkeys;
   char netdev[IF_NAMESIZE];      /* RoCE: its GIDs' netdev; IB: its IPoIB netdev */
   struct sockaddr_storage ipoib; /* IB: that netdev's address in ifaddrs */
+  _Atomic bool is_cut;           /* "down:" in SOFTVERBS_PORT_EVENTS: its link carries nothing */
 };
 
 struct sv_device {
@@ -289,6 +290,9 @@ static inline int32_t sv_psn_diff(uint32_t a, uint32_t b) { return (int32_t)((a 
 
 int sv_caps_size(struct ibv_qp_cap *cap); /* sv_caps.c: checks and rounds, as mlx5 */
 struct sv_port *sv_qp_port(struct sv_qp *qp);
+/* Whether qp's port link is down (a flap): what it sends is lost, what
+ * comes to it is not taken. */
+bool sv_qp_is_cut(struct sv_qp *qp);
 void sv_qp_error(struct sv_qp *qp, int async_event);
 void sv_qp_reset(struct sv_qp *qp);
 void sv_qp_drive(struct sv_qp *qp);

@@ -19,8 +19,11 @@
  *                            race with the watcher's getenv): a word
  *                            "down:mlx5_2[:1]" ("down:*": all) raises
  *                            PORT_ERR for that port when it appears and
- *                            PORT_ACTIVE when it goes (ibv_query_port still
- *                            follows SOFTVERBS_PORT_DOWN); "fatal:mlx5_2"
+ *                            PORT_ACTIVE when it goes, and while it is
+ *                            there the port's link is down: its queue
+ *                            pairs' packets are lost both ways (they time
+ *                            out and resend, up to retry_cnt) and
+ *                            ibv_query_port says DOWN; "fatal:mlx5_2"
  *                            ("fatal:*") raises DEVICE_FATAL once. Within
  *                            about 10 ms.
  *   SOFTVERBS_ECE=0x5        queue pairs offer enhanced connection
@@ -199,8 +202,10 @@ static void *watch_main(void *arg) {
     for (int i = 0; i < d->nports; i++) {
       int num = d->ports[i].num;
       bool now = file_says(words, "down", d->ibdev.name, num);
-      if (now != down[num])
+      if (now != down[num]) {
+        atomic_store(&d->ports[i].is_cut, now); /* the link goes with the event */
         raise_port(w->ctx, now ? IBV_EVENT_PORT_ERR : IBV_EVENT_PORT_ACTIVE, num);
+      }
       down[num] = now;
     }
     if (!is_fatal && file_says(words, "fatal", d->ibdev.name, 0)) {

@@ -23,7 +23,7 @@ SV_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
   struct sv_port *p = ctx_port(context, port_num);
   if (!p) return EINVAL;
   memset(a, 0, offsetof(struct ibv_port_attr, flags));
-  bool fault = sv_fault_port_down(d->ibdev.name, p->num);
+  bool fault = sv_fault_port_down(d->ibdev.name, p->num) || atomic_load(&p->is_cut);
   a->state = fault ? IBV_PORT_DOWN : (enum ibv_port_state)p->state;
   a->max_mtu = IBV_MTU_4096;
   a->active_mtu = sv_hostcaps_active_mtu(d->ibdev.name, p->num, p->active_mtu);

@@ -180,6 +180,11 @@ struct sv_port *sv_qp_port(struct sv_qp *qp) {
   return sv_device_port(qp->ctx->dev, qp->attr.port_num);
 }
 
+bool sv_qp_is_cut(struct sv_qp *qp) {
+  struct sv_port *p = sv_qp_port(qp);
+  return p && atomic_load_explicit(&p->is_cut, memory_order_relaxed);
+}
+
 /* 4.096 us x 2^timeout, scaled by SOFTVERBS_TIME_SCALE; 0 means wait forever. */
 uint64_t sv_qp_ack_timeout_ns(struct sv_qp *qp) {
   if (!qp->attr.timeout) return 0;

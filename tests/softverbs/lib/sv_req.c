@@ -141,7 +141,8 @@ void sv_req_push(struct sv_qp *qp) {
     struct sv_swqe *w = sv_sq_at(qp, qp->sq_tx);
     const char *dev = qp->ctx->dev->ibdev.name;
     if (!w->status && w->op != IBV_WR_RDMA_READ &&
-        (sv_fault_drops(dev, w->len) || sv_fault_loses(dev, &qp->attr.ah_attr.grh.dgid))) {
+        (sv_qp_is_cut(qp) || sv_fault_drops(dev, w->len) ||
+         sv_fault_loses(dev, &qp->attr.ah_attr.grh.dgid))) {
       qp->sq_tx++; /* sent, and lost on the way: no ACK comes */
       if ((int32_t)(qp->sq_tx - qp->sq_max) > 0) qp->sq_max = qp->sq_tx;
       continue;
@@ -254,7 +255,7 @@ void sv_req_alive(struct sv_qp *qp) {
 void sv_req_on_msg(struct sv_conn *c) {
   struct sv_qp *qp = c->qp;
   const struct sv_msg *m = &c->msg;
-  if (!qp || qp->state != IBV_QPS_RTS) return;
+  if (!qp || qp->state != IBV_QPS_RTS || sv_qp_is_cut(qp)) return; /* a dead link brings nothing */
   sv_req_alive(qp);
   switch (m->kind) {
   case SV_RSP_ACK: acked_through(qp, m->psn); break;

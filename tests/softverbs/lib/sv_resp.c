@@ -175,6 +175,7 @@ void sv_resp_on_msg(struct sv_conn *c) {
   c->accepted = false;
   if (!qp || m->kind > SV_REQ_READ || (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS))
     return;
+  if (sv_qp_is_cut(qp)) return; /* its link is down: lost, the requester sends it again */
   if (!c->checked && !dest_ok(qp, &c->hello)) {
     sv_log("qp 0x%x: a peer reached it through an address that is not its port's: dropped",
            qp->ibqp.qp_num);

@@ -70,8 +70,9 @@ void ib_flap_up(struct ib_dev *d, int port) {
        "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s while it was down%s; "
        "%s",
        d->td->name, port, down, deadline, timeout, retry_cnt, failed,
-       nfailed ? " (retry-exceeded: they sent into the dead link)"
-               : ", none sent into the dead link, but any that had would have failed with "
-                 "retry-exceeded errors",
+       nfailed == 1  ? " (retry-exceeded: it sent into the dead link)"
+       : nfailed > 1 ? " (retry-exceeded: they sent into the dead link)"
+                     : ", none sent into the dead link, but any that had would have failed with "
+                       "retry-exceeded errors",
        fix);
 }

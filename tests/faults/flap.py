@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A port that flaps while the job runs: a mesh of namespace hosts over
+RDMA (softverbs, each rank on a fixture host of its own), one rank's port
+taken down for a while and brought back (SOFTVERBS_PORT_EVENTS: the port's
+events, and its link carries nothing meanwhile, both ways). The queue
+pairs' deadline is NCCL_IB_TIMEOUT=16 with NCCL_IB_RETRY_CNT=7, 2.1 s:
+- a flap shorter than that loses nothing: every rank runs to the end, and
+  the flapped rank's port says it came back within the deadline and that
+  no connection on it failed;
+- a longer one fails that rank's connections that were sending (retry
+  exceeded), and the port's return counts them and names the
+  NCCL_IB_TIMEOUT that would have ridden it out.
+Prints, per scenario, the seconds from the port's return to its WARN."""
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import faults as F  # noqa: E402  (namespaces, sides, checks)
+import slow  # noqa: E402  (the RDMA mesh: its fixture hosts and ranks)
+import stall  # noqa: E402
+
+RANK = 2
+SECONDS = 30
+ARGS = None
+
+
+def active_line(side):
+    return [x for x in slow.lines(side, 'device mlx5_0 port 1: port active') if ' WARN ' in x]
+
+
+def flap(h, tmp, c, down_s):
+    events = os.path.join(tmp, 'events')
+    open(events, 'w').close()
+    sides = slow.mesh(h, tmp, seconds=SECONDS,
+                      rank_env={RANK: {'SOFTVERBS_PORT_EVENTS': events}})
+    if not F.started(c, sides):
+        slow.finish(sides, SECONDS)
+        return sides, None
+    with open(events, 'w') as f:
+        f.write('down:mlx5_0:1\n')
+    time.sleep(down_s)
+    with open(events, 'w') as f:
+        f.write('')
+    t0 = time.monotonic()
+    took, line = slow.wait_slow(sides[RANK], t0, 10, active_line)
+    if c.ok(took is not None, f'r{RANK}: the port\'s return is said within 10 s'):
+        c.notes.append(f'r{RANK} port WARN {took:.1f} s after it came back')
+    c.ok(any('mlx5_0 port 1' in x and 'port error' in x
+             for x in slow.lines(sides[RANK], ' WARN ')),
+         f'r{RANK}: the port going down is said')
+    return sides, line or ''
+
+
+def sc_short(h, tmp, c):
+    """Down 1 s, inside the 2.1 s deadline: nothing lost."""
+    sides, line = flap(h, tmp, c, 1.0)
+    if line is not None:
+        c.ok(re.search(r'port active again after (0\.9|1\.)\d+ s down, within its queue pairs\' deadline '
+                       r'of 2\.1 s \(NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7\): no connection of '
+                       r'this process on it failed: its connections survived the flap', line),
+             f'r{RANK}: within the deadline, nothing failed: {line[:500]}')
+    for s in sides:
+        r = s.wait(SECONDS + 30)
+        c.ok(r and r['status'] == 'ok', f'{s.role}: the mesh ran to its end: {F.short(r)}')
+    slow.finish(sides, SECONDS)
+    # the link carried nothing while down: its queue pairs timed out and sent again
+    timeouts = os.path.join(tmp, f'host{RANK}', 'sysfs', 'class', 'infiniband', 'mlx5_0', 'ports',
+                            '1', 'hw_counters', 'local_ack_timeout_err')
+    try:
+        with open(timeouts) as f:
+            n = int(f.read().strip() or 0)
+    except (OSError, ValueError):
+        n = -1
+    c.ok(n > 0, f'r{RANK}: its port counted ACK timeouts while down: {n}')
+    return sides
+
+
+def sc_long(h, tmp, c):
+    """Down 4 s, past the deadline: its sending connections fail."""
+    sides, line = flap(h, tmp, c, 4.0)
+    if line is not None:
+        m = re.search(r'port active again after (3\.9|4\.)\d+ s down, longer than its queue pairs\' '
+                      r'deadline of 2\.1 s \(NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7\): (\d+) '
+                      r'connections? of this process on it failed while it was down '
+                      r'\(retry-exceeded', line)
+        c.ok(m and int(m[2]) >= 1, f'r{RANK}: past the deadline, its failed connections counted: '
+             f'{line[:500]}')
+        c.ok('set NCCL_IB_TIMEOUT=18' in line, f'r{RANK}: the timeout that rides it out: '
+             f'{line[:600]}')
+    r = sides[RANK].wait(SECONDS + 30) if sides else None
+    c.ok(r and r['status'] == 'error', f'r{RANK}: its connections failed: {F.short(r)}')
+    slow.finish(sides, SECONDS)
+    return sides
+
+
+SCENARIOS = [
+    (f'RDMA mesh of {slow.NRANKS}: rank {RANK}\'s port down 1 s, inside the queue pairs\' '
+     'deadline', sc_short),
+    (f'RDMA mesh of {slow.NRANKS}: rank {RANK}\'s port down 4 s, past the queue pairs\' '
+     'deadline', sc_long),
+]
+
+
+def main():
+    global ARGS
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--driver', required=True)
+    ap.add_argument('--plugin', required=True)
+    ap.add_argument('--explain', required=True)
+    ap.add_argument('--softverbs', required=True)
+    ap.add_argument('--jobs', type=int, default=2)
+    ap.add_argument('--only', default='')
+    ap.add_argument('--keep-logs', action='store_true')
+    ARGS = ap.parse_args()
+    ARGS.transport = 'ib'
+    F.ARGS = stall.ARGS = slow.ARGS = ARGS
+    todo = [(t, fn) for t, fn in SCENARIOS if not ARGS.only or ARGS.only in t]
+    n = 0
+    if os.geteuid() != 0 or not shutil.which('nft'):
+        for t, _ in todo:
+            n += 1
+            print(f'ok {n} - {t} # SKIP needs root (namespaces)', flush=True)
+        todo = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=ARGS.jobs) as pool:
+        futures = {pool.submit(F.run_one, t, fn, 'ib', slow.MeshIbHosts): t for t, fn in todo}
+        for f in concurrent.futures.as_completed(futures):
+            n += 1
+            F.tap_result(n, futures[f], *f.result())
+    print(f'1..{n}')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
