@@ -169,6 +169,34 @@ expect both warn "port 1" "port error"
 expect connect warn "port 1 went down during the transfer"
 verdict "a port down mid-transfer: the event named with device and port, requests end named, no hang"
 restore
+# 8b. A flap shorter than the queue pairs' deadline: rxe1's netdev down for
+# 2 s in the middle of a transfer, then up again (NCCL's default timeout
+# and retries: 34.4 s). rxe completes a write it tries to send while its
+# netdev is down with IBV_WC_LOC_QP_OP_ERR at once (mlx5 drops the packet
+# and resends), so the connection lives only when nothing was sent in those
+# 2 s. Either way each side's port return says how long it was down
+# against the deadline and counts what failed: it claims the connections
+# survived only on a side whose data was verified.
+rm -rf /tmp/scen-port_flap
+(
+  for i in $(seq 400); do [ -f /tmp/scen-port_flap/moving ] && break; sleep 0.05; done
+  sleep 1
+  ip link set veth1 down
+  sleep 2
+  ip link set veth1 up
+) &
+pair port_flap "$A" "$B" --msgs 1200 --size 262144
+wait
+expect both warn "port 1: port active again after" "within its queue pairs' deadline of 34.4 s"
+for side in listen connect; do
+  if grep -q '^RESULT .*data verified' "$scen.$side"; then
+    expect $side warn "port active again" "no connection of this process on it failed"
+  else
+    expect $side warn "port active again" "1 connection of this process on it failed while it was down"
+  fi
+done
+verdict "a port flap of 2 s: each side says how long it was down against the deadline and what failed"
+restore
 pair port_up_again "$A" "$B"
 rdma_ok
 verdict "the port up again: a new connection is RDMA"

@@ -59,7 +59,8 @@ int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...) {
   if (notify) ctrl_send_abort(&c->ctrl, 0, msg);
   for (int k = 0; k < (c->ndevs > 1 ? c->ndevs : 1); k++) { /* what the port's return tells */
     struct ib_dev *d = k ? c->devs[k] : c->dev;
-    if (__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED))
+    if (__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED) ||
+        __atomic_load_n(&d->port_down_said, __ATOMIC_ACQUIRE)) /* its event may come later */
       __atomic_fetch_add(&d->flap_failed, 1, __ATOMIC_RELAXED);
   }
   c->is_failed = true;

@@ -13,10 +13,10 @@
 #include "transport/prefs.h"
 
 void ib_flap_down(struct ib_dev *d) {
-  if (!__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED)) {
-    __atomic_store_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
+  /* flap_failed is not reset here: a failed completion may have found the
+   * port down, and failed its connection, before this event came */
+  if (!__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED))
     __atomic_store_n(&d->down_since_ns, clock_mono_ns(), __ATOMIC_RELAXED);
-  }
 }
 
 /* "no connection of this process on it failed", "2 connections ... failed" */
@@ -43,13 +43,13 @@ void ib_flap_up(struct ib_dev *d, int port) {
       retry_cnt = (int)transport_prefs()->ib_retry_cnt;
   double deadline = qp_deadline_s(timeout, retry_cnt);
   int64_t since = __atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED);
+  int nfailed = __atomic_exchange_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
   if (!since) { /* up without a down seen by this process */
     WARN("device %s port %d: port active", d->td->name, port);
     return;
   }
   double down = (double)(clock_mono_ns() - since) * 1e-9;
   __atomic_store_n(&d->down_since_ns, 0, __ATOMIC_RELAXED);
-  int nfailed = __atomic_exchange_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
   char failed[96];
   failed_words(failed, sizeof(failed), nfailed);
   if (down < deadline) {
