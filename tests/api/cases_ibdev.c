@@ -517,8 +517,8 @@ void case_ib_port_flap_long(struct side *s) {
     CHECK(up &&
             strstr(up, "longer than its queue pairs' deadline of 0.0 s (NCCL_IB_TIMEOUT=1, "
                        "NCCL_IB_RETRY_CNT=0)") &&
-            strstr(up, "no connection of this process on it failed while it was down, none sent "
-                       "into the dead link") &&
+            strstr(up, "no connection of this process on it failed while it was down (a "
+                       "connection that sent into the dead link") &&
             strstr(up, "retry-exceeded") && strstr(up, "set NCCL_IB_TIMEOUT=1"),
           "a flap past the deadline is said with the fix: %s", up ? up : "none");
   }

@@ -8,9 +8,10 @@ pairs' deadline is NCCL_IB_TIMEOUT=16 with NCCL_IB_RETRY_CNT=7, 2.1 s:
 - a flap shorter than that loses nothing: every rank runs to the end, and
   the flapped rank's port says it came back within the deadline and that
   no connection on it failed;
-- a longer one fails that rank's connections that were sending (retry
-  exceeded), and the port's return counts them and names the
-  NCCL_IB_TIMEOUT that would have ridden it out.
+- a longer one fails that rank's connections (retry exceeded, its own or
+  its peers'), and the port's return counts those that failed while it was
+  down (some hear of it only after) and names the NCCL_IB_TIMEOUT that
+  would have ridden it out.
 Prints, per scenario, the seconds from the port's return to its WARN."""
 import argparse
 import concurrent.futures
@@ -85,19 +86,30 @@ def sc_short(h, tmp, c):
 
 
 def sc_long(h, tmp, c):
-    """Down 4 s, past the deadline: its sending connections fail."""
+    """Down 4 s, past the deadline: its connections fail."""
     sides, line = flap(h, tmp, c, 4.0)
     if line is not None:
-        m = re.search(r'port active again after (3\.9|4\.)\d+ s down, longer than its queue pairs\' '
-                      r'deadline of 2\.1 s \(NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7\): (\d+) '
-                      r'connections? of this process on it failed while it was down '
-                      r'\(retry-exceeded', line)
-        c.ok(m and int(m[2]) >= 1, f'r{RANK}: past the deadline, its failed connections counted: '
-             f'{line[:500]}')
+        m = re.search(r'port active again after (3\.9|4\.)\d+ s down, longer than its queue '
+                      r'pairs\' deadline of 2\.1 s \(NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7\): '
+                      r'(no|\d+) connections? of this process on it failed while it was down '
+                      r'\(a connection that sent into the dead link', line)
+        # the count is what this process saw fail before the port came back:
+        # its connection-failure WARNs before that line (a failure its peer
+        # caused may be heard of only after)
+        warned = slow.lines(sides[RANK], ' WARN ')
+        before = warned[:warned.index(line)] if line in warned else []
+        failed = [x for x in before
+                  if re.search(r'(send|receive) connection with .* \(RDMA\): ', x)]
+        n = 0 if not m or m[2] == 'no' else int(m[2])
+        c.ok(m and n == len(failed), f'r{RANK}: past the deadline, the connections that failed '
+             f'while it was down counted ({len(failed)} WARNs before it): {line[:500]}')
         c.ok('set NCCL_IB_TIMEOUT=18' in line, f'r{RANK}: the timeout that rides it out: '
              f'{line[:600]}')
     r = sides[RANK].wait(SECONDS + 30) if sides else None
     c.ok(r and r['status'] == 'error', f'r{RANK}: its connections failed: {F.short(r)}')
+    if sides:
+        c.ok(any('IBV_WC_RETRY_EXC_ERR' in x for x in slow.lines(sides[RANK], ' WARN ')),
+             f'r{RANK}: its connections end with retry-exceeded errors')
     slow.finish(sides, SECONDS)
     return sides
 

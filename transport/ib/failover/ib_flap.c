@@ -66,13 +66,11 @@ void ib_flap_up(struct ib_dev *d, int port) {
     snprintf(fix, sizeof(fix), "to ride out flaps this long set NCCL_IB_TIMEOUT=%d (%.0f s)", t,
              qp_deadline_s(t, retry_cnt));
   else snprintf(fix, sizeof(fix), "no NCCL_IB_TIMEOUT rides out a flap this long: fix the link");
+  /* What failed by now: a connection whose peer sent into the dead link
+   * may hear of it only after the port is back. */
   WARN("device %s port %d: port active again after %.3f s down, longer than its queue pairs' "
-       "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s while it was down%s; "
-       "%s",
-       d->td->name, port, down, deadline, timeout, retry_cnt, failed,
-       nfailed == 1  ? " (retry-exceeded: it sent into the dead link)"
-       : nfailed > 1 ? " (retry-exceeded: they sent into the dead link)"
-                     : ", none sent into the dead link, but any that had would have failed with "
-                       "retry-exceeded errors",
-       fix);
+       "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s while it was down (a "
+       "connection that sent into the dead link, or whose peer did, fails with retry-exceeded "
+       "errors, some only once the port is back); %s",
+       d->td->name, port, down, deadline, timeout, retry_cnt, failed, fix);
 }
