@@ -14,10 +14,8 @@ pairs' deadline is NCCL_IB_TIMEOUT=16 with NCCL_IB_RETRY_CNT=7, 2.1 s:
   would have ridden it out.
 Prints, per scenario, the seconds from the port's return to its WARN."""
 import argparse
-import concurrent.futures
 import os
 import re
-import shutil
 import sys
 import time
 
@@ -136,20 +134,7 @@ def main():
     ARGS.transport = 'ib'
     F.ARGS = stall.ARGS = slow.ARGS = ARGS
     todo = [(t, fn) for t, fn in SCENARIOS if not ARGS.only or ARGS.only in t]
-    n = 0
-    if os.geteuid() != 0 or not shutil.which('nft'):
-        for t, _ in todo:
-            n += 1
-            print(f'ok {n} - {t} # SKIP needs root (namespaces)', flush=True)
-        todo = []
-    with concurrent.futures.ThreadPoolExecutor(max_workers=ARGS.jobs) as pool:
-        futures = {pool.submit(F.run_one, t, fn, 'ib', slow.MeshIbHosts): t for t, fn in todo}
-        for f in concurrent.futures.as_completed(futures):
-            n += 1
-            F.tap_result(n, futures[f], *f.result())
-    print(f'1..{n}')
-    return 0
-
+    return slow.run_table(todo, 'ib', slow.MeshIbHosts)
 
 if __name__ == '__main__':
     sys.exit(main())

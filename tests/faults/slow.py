@@ -491,6 +491,13 @@ def main():
     F.ARGS = stall.ARGS = ARGS
     table = SCENARIOS_IB if ARGS.transport == 'ib' else SCENARIOS
     todo = [(t, fn) for t, fn in table if not ARGS.only or ARGS.only in t]
+    place = MeshIbHosts if ARGS.transport == 'ib' else MeshHosts
+    return run_table(todo, ARGS.transport, place)
+
+
+def run_table(todo, kind, place):
+    """Runs the scenarios (title, fn) ARGS.jobs at a time and prints TAP;
+    skipped without root or nft."""
     n = 0
     if os.geteuid() != 0 or not shutil.which('nft'):
         for t, _ in todo:
@@ -498,14 +505,12 @@ def main():
             print(f'ok {n} - {t} # SKIP needs root (namespaces) and nft', flush=True)
         todo = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=ARGS.jobs) as pool:
-        place = MeshIbHosts if ARGS.transport == 'ib' else MeshHosts
-        futures = {pool.submit(F.run_one, t, fn, ARGS.transport, place): t for t, fn in todo}
+        futures = {pool.submit(F.run_one, t, fn, kind, place): t for t, fn in todo}
         for f in concurrent.futures.as_completed(futures):
             n += 1
             F.tap_result(n, futures[f], *f.result())
     print(f'1..{n}')
     return 0
-
 
 if __name__ == '__main__':
     sys.exit(main())
