@@ -57,6 +57,16 @@ int size_parse(const char *s, uint64_t *out) {
   return 0;
 }
 
+const char *ratio_format(char *out, size_t cap, double r) {
+  int decimals = 2;
+  if (r > 0 && r < 0.01) { /* one more per leading zero, then a second digit */
+    for (double v = r; v < 0.01 && decimals < 8; v *= 10) decimals++;
+    decimals++;
+  }
+  snprintf(out, cap, "%.*f", decimals, r);
+  return out;
+}
+
 const char *size_format(char *out, size_t cap, uint64_t size) {
   static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   int u = 0;

@@ -22,4 +22,9 @@ int size_parse(const char *s, uint64_t *out);
  * the same bytes. Returns out. */
 const char *size_format(char *out, size_t cap, uint64_t size);
 
+/* A ratio as the logs print it, before its "x": two decimals ("0.27"), or
+ * under 0.01 its first two significant digits ("0.0043"), so a path at
+ * 1/500 of its siblings reads 0.002, not 0.00. Returns out. */
+const char *ratio_format(char *out, size_t cap, double r);
+
 #endif

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/size.h"
+
 #include "tools/explain/rules.h"
 
 #define SLOW_MAX 256
@@ -143,12 +145,13 @@ static void tell_end(const struct explain_ctx *cx, struct slow_path *v, int n, c
     if (v[k].worst < worst) worst = v[k].worst;
     for (int i = 0; i < v[k].nlines; i++) finding_evidence(f, v[k].lines[i]);
   }
+  char rt[24];
   finding_cause(f,
                 "%d slow links were named and every one has %s at one end (to %s; down to "
-                "%.2fx their siblings' median while busy): the fault is at %s's end, not on "
+                "%sx their siblings' median while busy): the fault is at %s's end, not on "
                 "%d paths: its NIC, cable or switch port, or that host itself (a busy or "
                 "throttled CPU reads and acknowledges late)",
-                count, x, others, worst, x, count);
+                count, x, others, ratio_format(rt, sizeof(rt), worst), x, count);
   finding_fix(f,
               "on the host at %s: ip -s link and ethtool -S on its interface (errors, drops, the "
               "negotiated speed), its switch port's error counters, and top or mpstat for its "
@@ -160,14 +163,15 @@ static void tell_path(const struct explain_ctx *cx, const struct slow_path *p) {
   struct finding *f = finding_new(cx->out, "slow-link", CONF_HIGH);
   if (!f) return;
   for (int i = 0; i < p->nlines; i++) finding_evidence(f, p->lines[i]);
+  char rt[24];
   finding_cause(f,
                 "the network path between %s and %s runs well below the other links of the "
-                "same processes (down to %.2fx their median while busy), and its counters "
+                "same processes (down to %sx their median while busy), and its counters "
                 "show why (over TCP retransmits, lost segments or packets out of order, or a "
                 "long round trip; over RDMA its ports' resends, out-of-sequence packets, CNPs "
                 "or a lower link rate): a lossy, congested or shaped link paces every "
                 "collective over it",
-                p->a, p->b, p->worst);
+                p->a, p->b, ratio_format(rt, sizeof(rt), p->worst));
   finding_fix(f, "on both hosts check that path: ip -s link on both interfaces (errors, drops), "
                  "ss -ti to the peer, tc qdisc show, nft list ruleset; over RoCE that the "
                  "traffic class's priority has PFC on both hosts and the switches between "

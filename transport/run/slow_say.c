@@ -8,6 +8,7 @@
 
 #include "common/events.h"
 #include "common/log.h"
+#include "common/size.h"
 #include "transport/run/waitfor.h"
 
 /* "1.5 MiB/s"-style, for a line people read. */
@@ -171,15 +172,16 @@ static void counters(char *out, size_t cap, const struct slow_sample *x,
 void slow_say(const struct slow_sample *x, const struct slow_sample *sib, enum slow_evidence ev,
               double ratio, int secs) {
   const struct run_conn_info *i = x->i;
-  char me[200], r[32], md[32], evw[600];
+  char me[200], r[32], md[32], evw[600], rt[24];
   here(me, sizeof(me), i);
   rate_words(r, sizeof(r), x->rate);
   rate_words(md, sizeof(md), sib->rate);
   counters(evw, sizeof(evw), x, sib, ev, secs);
-  WARN("slow link: %s %s pid %u from %s moves %s while busy, %.2fx the median %s of its %d %s "
+  WARN("slow link: %s %s pid %u from %s moves %s while busy, %sx the median %s of its %d %s "
        "%s siblings in this process, for %d s; %s: %s. Fix: %s",
-       i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r, ratio, md,
-       sib->nsiblings, i->transport, i->is_send ? "send" : "receive", secs,
+       i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r,
+       ratio_format(rt, sizeof(rt), ratio), md, sib->nsiblings, i->transport,
+       i->is_send ? "send" : "receive", secs,
        !is_ib(i)             ? "its sockets"
        : ev == SLOW_EV_QUEUE ? "its path"
                              : "its port",
@@ -206,22 +208,26 @@ static const char *peer_words(int ev) {
 void slow_say_peer(const struct slow_sample *x, const struct slow_sample *sib, double ratio,
                    uint16_t flags, int secs) {
   const struct run_conn_info *i = x->i;
-  char me[200], r[32], md[32], mine[300];
+  char me[200], r[32], md[32], mine[300], rt[24], th[24];
   int ev = (flags >> RUN_FLAG_SLOW_EV_SHIFT) & 0xf;
   double theirs = (double)((flags >> RUN_FLAG_SLOW_PCT_SHIFT) & 0x7f) / 100;
+  /* the other end sends its ratio in whole percent */
+  if (theirs > 0) ratio_format(th, sizeof(th), theirs);
+  else snprintf(th, sizeof(th), "under 0.01");
   here(me, sizeof(me), i);
   rate_words(r, sizeof(r), x->rate);
   if (sib) {
     rate_words(md, sizeof(md), sib->rate);
-    snprintf(mine, sizeof(mine), "%.2fx the median %s of its %d %s %s siblings in this process",
-             ratio, md, sib->nsiblings, i->transport, i->is_send ? "send" : "receive");
+    snprintf(mine, sizeof(mine), "%sx the median %s of its %d %s %s siblings in this process",
+             ratio_format(rt, sizeof(rt), ratio), md, sib->nsiblings, i->transport,
+             i->is_send ? "send" : "receive");
   } else {
-    snprintf(mine, sizeof(mine), "%.2fx the median of its siblings at the other end", theirs);
+    snprintf(mine, sizeof(mine), "%sx the median of its siblings at the other end", th);
   }
   WARN("slow link: %s %s pid %u from %s moves %s while busy, %s, for %d s; the other end names "
-       "this path (%s, %.2fx its siblings there): %s; its log has the counters. Fix: %s",
+       "this path (%s, %sx its siblings there): %s; its log has the counters. Fix: %s",
        i->is_send ? "send to" : "receive from", i->peer_desc, i->peer_pid, me, r, mine, secs,
-       flags & RUN_FLAG_SLOW_SEND ? "its send to this host" : "its receive from this host", theirs,
+       flags & RUN_FLAG_SLOW_SEND ? "its send to this host" : "its receive from this host", th,
        peer_words(ev), fix_of(i, (enum slow_evidence)ev));
   event(i, sib ? ratio : theirs, x->rate, sib ? sib->rate : 0, secs, x->d_retrans, x->d_ooo, NULL);
 }

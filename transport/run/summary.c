@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/log.h"
+#include "common/size.h"
 #include "transport/run/slow.h"
 
 int run_conn_is_measured(const struct run_conn_info *i) {
@@ -65,14 +66,14 @@ static void slowest(char *out, size_t cap, const struct run_conn_info *all, int 
   }
   if (slow < 0) return;
   const struct run_conn_info *s = &all[slow];
-  char r[32], md[32];
+  char r[32], md[32], rt[24];
   human(r, sizeof(r), run_stats_rate(&s->v), "B/s");
   human(md, sizeof(md), med[kind_of(s)], "B/s");
   snprintf(out, cap,
-           "; slowest link: %s %s on %s at %s while busy, %.2fx the median %s of its %s %s "
+           "; slowest link: %s %s on %s at %s while busy, %sx the median %s of its %s %s "
            "siblings",
-           s->is_send ? "send to" : "receive from", s->peer_desc, s->dev, r, worst, md,
-           s->transport, s->is_send ? "send" : "receive");
+           s->is_send ? "send to" : "receive from", s->peer_desc, s->dev, r,
+           ratio_format(rt, sizeof(rt), worst), md, s->transport, s->is_send ? "send" : "receive");
 }
 
 void run_summary_log(void) {

@@ -125,11 +125,28 @@ static void formatted(void) {
   }
 }
 
+/* Ratios: two decimals, and under 0.01 two significant digits, never 0.00
+ * for a path that moves something. */
+static void ratios(void) {
+  static const struct {
+    double r;
+    const char *text;
+  } t[] = {{1.5, "1.50"},        {0.27, "0.27"},          {0.01, "0.01"},
+           {0.0099, "0.0099"},   {0.0043, "0.0043"},      {0.002, "0.0020"},
+           {0.00049, "0.00049"}, {0.0000123, "0.000012"}, {0, "0.00"}};
+  for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+    char out[24];
+    ratio_format(out, sizeof(out), t[i].r);
+    CHECK(!strcmp(out, t[i].text), "%g: '%s', want '%s'", t[i].r, out, t[i].text);
+  }
+}
+
 int main(void) {
   TAP_CASE("sizes: bytes, K/M/G/T in either case, B or iB after, K = 1024", binary_units);
   TAP_CASE("sizes: fractions cut to whole bytes", fractions);
   TAP_CASE("sizes: signs, spaces, other units, exponents, hex and overflow refused", refused);
   TAP_CASE("sizes printed in the largest whole unit, parsing back to the same bytes", formatted);
+  TAP_CASE("ratios: two decimals, two significant digits under 0.01", ratios);
   TAP_CASE("clock: monotonic nanoseconds that measure a sleep", clock_monotonic);
   return tap_done();
 }
