@@ -19,6 +19,7 @@
 #include "common/strutil.h"
 #include "transport/liveness_int.h"
 #include "transport/prefs.h"
+#include "transport/run/port_state.h"
 #include "transport/run/stall.h"
 #include "transport/sock.h"
 
@@ -211,6 +212,48 @@ void liveness_peer_set_waiting(struct liveness_peer *p, bool is_waiting) {
 
 int liveness_peer_idle_s(const struct liveness_peer *p) {
   return p ? atomic_load_explicit(&p->idle_s, memory_order_relaxed) : -1;
+}
+
+/* An answer's port word holds for this long: a check interval or two. */
+static bool is_fresh(int64_t at, int64_t now) {
+  int64_t iv = liveness_state()->interval_ns;
+  return at && now - at <= 2 * iv + 1000000000LL;
+}
+
+bool liveness_peer_port_down(const struct liveness_peer *p, int64_t now, int *secs) {
+  if (!p) return false;
+  uint32_t word = atomic_load(&p->port_word);
+  int64_t at = atomic_load(&p->port_word_ns);
+  if (!is_fresh(at, now) || !run_port_word_down(word, secs)) return false;
+  *secs += (int)((now - at) / 1000000000LL);
+  return true;
+}
+
+bool liveness_peer_port_lately(const struct liveness_peer *p, int64_t now, int *down_s,
+                               int *back_s) {
+  *down_s = *back_s = -1;
+  if (!p) return false;
+  if (liveness_peer_port_down(p, now, down_s)) return true;
+  *down_s = -1;
+  int64_t at = atomic_load(&p->port_word_ns),
+          last = run_port_word_last_down_ns(atomic_load(&p->port_word), at);
+  if (!last) return false;
+  *back_s = (int)((now - last) / 1000000000LL);
+  return true;
+}
+
+int64_t liveness_token_port_last_down_ns(uint64_t token) {
+  struct liveness_state *st = liveness_state();
+  int64_t last = 0;
+  pthread_mutex_lock(&st->lock);
+  for (struct liveness_peer *p = st->peers; p; p = p->next) {
+    if (p->token != token) continue;
+    int64_t t =
+      run_port_word_last_down_ns(atomic_load(&p->port_word), atomic_load(&p->port_word_ns));
+    if (t > last) last = t;
+  }
+  pthread_mutex_unlock(&st->lock);
+  return last;
 }
 
 int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4) {

@@ -76,6 +76,16 @@ int liveness_peer_idle_s(const struct liveness_peer *p);
 /* The root of the peer's own stall as its answers said: its verdict
  * (transport/run/waitfor.h, 0 = none said), pid and IPv4 address. */
 int liveness_peer_root(const struct liveness_peer *p, uint32_t *pid, uint32_t *ip4);
+/* What the peer's answers say of its RDMA ports (transport/run/port_state.h):
+ * whether one is down now (secs: for how long, as of now), and the last
+ * moment one was down, 0 when none was lately. By process token, for the
+ * slow-link judge, which holds connections' figures, not their comms. */
+bool liveness_peer_port_down(const struct liveness_peer *p, int64_t now, int *secs);
+int64_t liveness_token_port_last_down_ns(uint64_t token);
+/* The same for one peer: down for *down_s now, or back *back_s ago (within
+ * RUN_PORT_TELL_SEC); false when its answers say neither. */
+bool liveness_peer_port_lately(const struct liveness_peer *p, int64_t now, int *down_s,
+                               int *back_s);
 /* The IPv6 addresses of the told root's ends (bit e set: out[e] holds end e's). */
 unsigned liveness_peer_root6(const struct liveness_peer *p, uint8_t out[2][16]);
 /* A path root's other end (pid, IPv4), when the teller said it; false otherwise. */

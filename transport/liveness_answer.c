@@ -27,6 +27,7 @@
 #include "common/addr.h"
 #include "common/log.h"
 #include "transport/liveness_int.h"
+#include "transport/run/port_state.h"
 #include "transport/run/slow_peer.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
@@ -250,7 +251,8 @@ static bool serve(struct live_answer_set *s, struct liveness_state *st, struct l
       run_waited_on(from, now);
     }
     run_slow_peer_heard(f.extra, f.flags, now); /* its side of a slow link (slow_peer.h) */
-    struct live_frame reply = {LIVE_PONG, run_answer_flags(now), f.seq, st->token};
+    struct live_frame reply = {LIVE_PONG, run_answer_flags(now), f.seq, st->token,
+                               run_port_answer(now)};
     uint8_t out[LIVE_FRAME_LEN];
     live_frame_encode(&reply, out);
     /* 24 bytes into a socket the pinger drains: a short write means it does

@@ -41,7 +41,8 @@ struct live_frame {
   uint64_t token;
   /* LIVE_ROOT of a path: the other end's pid here and its IPv4 address in
    * token's high half; a check: the low half of the checker's own token
-   * (transport/run/slow_peer.h). Older plugins write 0 there and never
+   * (transport/run/slow_peer.h); an answer: the answerer's port state
+   * (transport/run/port_state.h). Older plugins write 0 there and never
    * read it */
   uint32_t extra;
 };
@@ -77,6 +78,8 @@ struct liveness_peer {
   atomic_uint root_pid2,
     root_ip4b;                  /* a path's other end, from a newer plugin's LIVE_ROOT; 0: none */
   _Atomic uint64_t root6[2][2]; /* its LIVE_ROOT6 halves, end by end */
+  atomic_uint port_word;        /* its last answer's port state (waitfor.h's RUN_PORT_*) */
+  _Atomic int64_t port_word_ns; /* when that answer came */
   atomic_uint root6_got;        /* bit end * 2 + half: that half came after the last LIVE_ROOT */
   /* the check socket while it is quiet (liveness_path.c) */
   atomic_uint path_unacked, path_retrans;

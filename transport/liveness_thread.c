@@ -145,6 +145,8 @@ static void answered(struct liveness_state *st, struct liveness_peer *p, int64_t
   if (f.type == LIVE_PONG && f.token == p->token) {
     atomic_store(&p->last_answer_ns, now);
     atomic_store(&p->idle_s, run_idle_from_flags(f.flags));
+    atomic_store(&p->port_word, f.extra);
+    atomic_store(&p->port_word_ns, now);
     atomic_store(&p->is_unchecked, false);
     p->answers++;
     p->conn_answers++;

@@ -354,6 +354,35 @@ static const struct engine_case engine_cases[] = {
    CONF_HIGH,
    "root is b pid 22",
    "py-spy dump --pid 22 on b"},
+  {"wait-for: a port that is down, its own process's line names it across the waiters",
+   {WF("a", 11,
+       "waiting on b pid 22 (10.0.0.2<1>), whose RDMA port is down (for 9 s, as its liveness "
+       "answers say): nothing moves ...")
+      WF("c", 33, "waiting on b pid 22 (10.0.0.2<2>), which answers and is busy itself, so ..."),
+    WF("b", 22,
+       "this host's RDMA port mlx5_1 port 1 is down (for 9 s, since its port error event), so "
+       "nothing moves on the connection with a pid 11 (10.0.0.1<1>) ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is an RDMA port of b pid 22 (10.0.0.2<1>) that is down: mlx5_1 port 1",
+   "bring that link back on b"},
+  {"wait-for: a port that is down, as the waiters heard it, without that process's log",
+   {WF("a", 11,
+       "waiting on b pid 22 (10.0.0.2<1>), whose RDMA port is down (for 9 s, as its liveness "
+       "answers say): nothing moves ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is an RDMA port of b pid 22 (10.0.0.2<1>) that is down: nothing moves",
+   "bring that link back on b"},
+  {"wait-for: a port that is down, passed along by a busy rank",
+   {WF("a", 11,
+       "the root is pid 44 at 10.0.0.4: an RDMA port of its process is down, so nothing moves "
+       "through it (this rank is waiting on b pid 22 (10.0.0.2<1>), which is busy itself and "
+       "reports it); here ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is pid 44 at 10.0.0.4",
+   "the port pid 44's log names"},
   {"slow-link: both ends of one path, one finding naming it",
    {SL("a", 11, "send to b (10.0.0.2<41043>, eth0) pid 22 from a (10.0.0.1<54864>, eth0)", "0.03"),
     SL("b", 22, "receive from a (10.0.0.1<54862>, eth0) pid 11 from b (10.0.0.2<41043>, eth0)",

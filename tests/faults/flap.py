@@ -11,8 +11,14 @@ pairs' deadline is NCCL_IB_TIMEOUT=16 with NCCL_IB_RETRY_CNT=7, 2.1 s:
 - a longer one fails that rank's connections (retry exceeded, its own or
   its peers'), and the port's return counts those that failed while it was
   down (some hear of it only after) and names the NCCL_IB_TIMEOUT that
-  would have ridden it out.
-Prints, per scenario, the seconds from the port's return to its WARN."""
+  would have ridden it out;
+- a flap longer than the stall time (NCCL_DIAG_STALL_SEC) but inside a
+  longer deadline stalls every rank: each names that port as the root (the
+  flapped rank its own port, the others that rank's, which its liveness
+  answers tell), and no rank blames a slow or lossy path for what the
+  flap did.
+Prints, per scenario, the seconds from the port's return to its WARN, or
+from the port's loss to each rank's stall WARN."""
 import argparse
 import os
 import re
@@ -33,17 +39,39 @@ def active_line(side):
     return [x for x in slow.lines(side, 'device mlx5_0 port 1: port active') if ' WARN ' in x]
 
 
-def flap(h, tmp, c, down_s):
+def blamed_path(sides):
+    """The slow-link and lossy-port WARNs of every rank: a flap is none."""
+    return [x for s in sides for x in slow.lines(s, ' WARN ')
+            if 'slow link: ' in x or 'lossy port: ' in x]
+
+
+def ran_clean(c, sides, seconds):
+    """Every rank ran to its end, and none blamed a path for the flap."""
+    for s in sides:
+        r = s.wait(seconds + 30)
+        c.ok(r and r['status'] == 'ok', f'{s.role}: the mesh ran to its end: {F.short(r)}')
+    slow.finish(sides, seconds)
+    blamed = blamed_path(sides)
+    c.ok(not blamed, f'no rank blames a path for the flap: {blamed[:2]}')
+
+
+def flap(h, tmp, c, down_s, env=None, seconds=SECONDS, watch=None):
+    """watch(sides, t0, down_s), when given, takes the down time instead of
+    a sleep: t0 is when the port went down."""
     events = os.path.join(tmp, 'events')
     open(events, 'w').close()
-    sides = slow.mesh(h, tmp, seconds=SECONDS,
-                      rank_env={RANK: {'SOFTVERBS_PORT_EVENTS': events}})
+    rank_env = {i: dict(env or {}) for i in range(slow.NRANKS)}
+    rank_env[RANK]['SOFTVERBS_PORT_EVENTS'] = events
+    sides = slow.mesh(h, tmp, seconds=seconds, rank_env=rank_env)
     if not F.started(c, sides):
         slow.finish(sides, SECONDS)
         return sides, None
     with open(events, 'w') as f:
         f.write('down:mlx5_0:1\n')
-    time.sleep(down_s)
+    if watch:
+        watch(sides, time.monotonic(), down_s)
+    else:
+        time.sleep(down_s)
     with open(events, 'w') as f:
         f.write('')
     t0 = time.monotonic()
@@ -64,10 +92,7 @@ def sc_short(h, tmp, c):
                        r'of 2\.1 s \(NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7\): no connection of '
                        r'this process on it failed: its connections survived the flap', line),
              f'r{RANK}: within the deadline, nothing failed: {line[:500]}')
-    for s in sides:
-        r = s.wait(SECONDS + 30)
-        c.ok(r and r['status'] == 'ok', f'{s.role}: the mesh ran to its end: {F.short(r)}')
-    slow.finish(sides, SECONDS)
+    ran_clean(c, sides, SECONDS)
     # the link carried nothing while down: the queue pairs that had a message
     # on it (rank 2's, or its peers' toward it) timed out and sent it again
     total = 0
@@ -85,7 +110,9 @@ def sc_short(h, tmp, c):
 
 def sc_long(h, tmp, c):
     """Down 4 s, past the deadline: its connections fail."""
-    sides, line = flap(h, tmp, c, 4.0)
+    # liveness checks every second (a tenth of this, at least 1 s), so the
+    # peers hear of the port before their queue pairs give up
+    sides, line = flap(h, tmp, c, 4.0, env={'NCCL_DIAG_PEER_TIMEOUT_SEC': '10'})
     if line is not None:
         m = re.search(r'port active again after (3\.9|4\.)\d+ s down, longer than its queue '
                       r'pairs\' deadline of 2\.1 s \(NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7\): '
@@ -108,7 +135,76 @@ def sc_long(h, tmp, c):
     if sides:
         c.ok(any('IBV_WC_RETRY_EXC_ERR' in x for x in slow.lines(sides[RANK], ' WARN ')),
              f'r{RANK}: its connections end with retry-exceeded errors')
+        # a peer whose writes to it went unacknowledged names its port, not the path
+        for s in sides[:RANK] + sides[RANK + 1:]:
+            retry = [x for x in slow.lines(s, ' WARN ') if 'IBV_WC_RETRY_EXC_ERR' in x
+                     and 'side ended the connection' not in x]  # not the peer's words relayed
+            named = [x for x in retry if "the peer's RDMA port (vm's mlx5_0) " in x]
+            c.ok(len(named) == len(retry), f'{s.role}: its retry-exceeded WARNs name the '
+                 f'peer\'s port ({len(named)} of {len(retry)}): {retry[:1]}')
+            if retry:
+                c.notes.append(f'{s.role}: {len(retry)} retry-exceeded, port named')
     slow.finish(sides, SECONDS)
+    blamed = blamed_path(sides)
+    c.ok(not blamed, f'no rank blames a path for the flap: {blamed[:2]}')
+    return sides
+
+
+STALL = 8
+STALL_ENV = {'NCCL_DIAG_STALL_SEC': str(STALL), 'NCCL_DIAG_STALL_WARN_SEC': '0',
+             'NCCL_IB_TIMEOUT': '19'}  # deadline 17.2 s
+
+
+def stall_lines(side):
+    return [x for x in slow.lines(side, ' WARN ') if 'stall: ' in x]
+
+
+def sc_stall(h, tmp, c):
+    """Down 12 s: past the stall time, inside the 17.2 s deadline."""
+    seconds = 45
+    took = {}
+
+    def watch(sides, t0, down_s):
+        while time.monotonic() - t0 < down_s:
+            for s in sides:
+                if s.role not in took and stall_lines(s):
+                    took[s.role] = time.monotonic() - t0
+            time.sleep(0.25)
+
+    sides, line = flap(h, tmp, c, 12.0, env=STALL_ENV, seconds=seconds, watch=watch)
+    if took:
+        c.notes.append('stall WARN after the port went down: ' +
+                       ', '.join(f'{r} {t:.1f} s' for r, t in sorted(took.items())))
+    for s in sides:
+        c.ok(s.role in took and took[s.role] <= STALL + 4,
+             f'{s.role}: its stall WARN while the port was down, within {STALL + 4} s: '
+             f'{took.get(s.role)}')
+    if line is None:
+        return sides
+    c.ok(re.search(r"within its queue pairs' deadline of 17\.2 s .*survived the flap", line),
+         f'r{RANK}: the flap was inside the deadline: {line[:400]}')
+    flapped = sides[RANK]
+    for s in sides:
+        st = stall_lines(s)
+        if not c.ok(st, f'{s.role}: a stall WARN while the port was down'):
+            continue
+        if s is flapped:
+            c.ok(all('this host\'s RDMA port mlx5_0 port 1 is down' in x for x in st),
+                 f'{s.role}: its stall names its own port: {st[0][:500]}')
+            c.ok(len(st) == 1, f'{s.role}: said once for the port, not per connection: {len(st)}')
+            c.ok('nothing is lost' in st[0], f'{s.role}: and that its return in time loses '
+                 f'nothing: {st[0][:600]}')
+        else:
+            named = [x for x in st if f'pid {flapped.pid} ' in x and
+                     ('whose RDMA port is down' in x or 'RDMA port of its process is down' in x)]
+            c.ok(len(named) == len(st), f'{s.role}: every stall WARN names r{RANK}\'s port '
+                 f'({len(named)} of {len(st)}): {st[0][:500]}')
+    ran_clean(c, sides, seconds)
+    for logs, label in (([s.log for s in sides], 'every rank'), ([sides[0].log], 'r0 alone')):
+        out = ' '.join(stall.explain(logs).split())
+        c.ok(f'root is an RDMA port of vm pid {flapped.pid}' in out and
+             ('mlx5_0 port 1' in out or label != 'every rank'),
+             f'explain ({label}) names the port: {out[:600]}')
     return sides
 
 
@@ -117,6 +213,8 @@ SCENARIOS = [
      'deadline', sc_short),
     (f'RDMA mesh of {slow.NRANKS}: rank {RANK}\'s port down 4 s, past the queue pairs\' '
      'deadline', sc_long),
+    (f'RDMA mesh of {slow.NRANKS}: rank {RANK}\'s port down 12 s, past the stall time, inside '
+     'the deadline', sc_stall),
 ]
 
 

@@ -3,8 +3,8 @@
  * plugin's run-time verdict, transport/run/stall.c) names the process it
  * waits on and how that one is; followed rank to rank, the edges end at
  * the root: a process that does not answer, a caller that posted nothing,
- * or a path that moves no bytes. Works with only some ranks' logs: a chain
- * that leaves the logs ends at the last process named. */
+ * a path that moves no bytes, or an RDMA port that is down. Works with only some ranks' logs: a
+ * chain that leaves the logs ends at the last process named. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +14,16 @@
 #define WF_MAX 256
 #define WF_HOPS 16
 
-enum wf_kind { WF_SILENT, WF_IDLE, WF_LINK, WF_WAITS, WF_OTHER, WF_SELF_IDLE };
+enum wf_kind {
+  WF_SILENT,
+  WF_IDLE,
+  WF_LINK,
+  WF_WAITS,
+  WF_OTHER,
+  WF_SELF_IDLE,
+  WF_PORT,
+  WF_SELF_PORT
+};
 
 struct wf_edge {
   char host[EXPLAIN_HOST_MAX], to_host[EXPLAIN_HOST_MAX], to_addr[96];
@@ -25,6 +34,7 @@ struct wf_edge {
   long told_pid;
   char told_ip[48];
   enum wf_kind told_kind; /* WF_OTHER: none */
+  char port[64];          /* WF_SELF_PORT: "mlx5_0 port 1" */
 };
 
 bool waitfor_match(const struct rec *r) {
@@ -62,8 +72,15 @@ static bool parse_edge(const struct rec *r, struct wf_edge *e) {
   e->pid = r->pid;
   e->r = r;
   const char *t = r->text + 7;
-  if (!strncmp(t, "this process ", 13)) {
-    e->kind = WF_SELF_IDLE;
+  const char *own_port = "this host's RDMA port ";
+  bool is_port = !strncmp(t, own_port, strlen(own_port));
+  if (is_port) {
+    const char *w = t + strlen(own_port), *end = strstr(w, " is down");
+    if (end && (size_t)(end - w) < sizeof(e->port))
+      snprintf(e->port, sizeof(e->port), "%.*s", (int)(end - w), w);
+  }
+  if (!strncmp(t, "this process ", 13) || is_port) {
+    e->kind = is_port ? WF_SELF_PORT : WF_SELF_IDLE;
     snprintf(e->to_host, sizeof(e->to_host), "%s", r->host);
     e->to_pid = r->pid;
     return r->pid > 0;
@@ -78,11 +95,13 @@ static bool parse_edge(const struct rec *r, struct wf_edge *e) {
   if (!lead || !parse_target(lead, e)) return false;
   e->told_kind = WF_OTHER;
   if (via && told_at(t, e))
-    e->told_kind = strstr(t, "does not answer")       ? WF_SILENT
-                   : strstr(t, "caller has stopped")  ? WF_IDLE
-                   : strstr(t, "path to it moves no") ? WF_LINK
-                                                      : WF_OTHER;
-  e->kind = strstr(t, "whose process ")            ? WF_SILENT
+    e->told_kind = strstr(t, "does not answer")                    ? WF_SILENT
+                   : strstr(t, "caller has stopped")               ? WF_IDLE
+                   : strstr(t, "path to it moves no")              ? WF_LINK
+                   : strstr(t, "RDMA port of its process is down") ? WF_PORT
+                                                                   : WF_OTHER;
+  e->kind = strstr(t, "whose RDMA port is down")   ? WF_PORT
+            : strstr(t, "whose process ")          ? WF_SILENT
             : strstr(t, "whose caller has posted") ? WF_IDLE
             : lead == t + 31                       ? WF_LINK
             : strstr(t, "busy itself")             ? WF_WAITS
@@ -93,7 +112,9 @@ static bool parse_edge(const struct rec *r, struct wf_edge *e) {
 static const struct wf_edge *edge_of(const struct wf_edge *v, int n, const char *host, long pid,
                                      enum wf_kind not_kind) {
   for (int i = 0; i < n; i++)
-    if (v[i].pid == pid && !strcmp(v[i].host, host) && v[i].kind != not_kind) return &v[i];
+    if (v[i].pid == pid && !strcmp(v[i].host, host) && v[i].kind != not_kind &&
+        v[i].kind != WF_SELF_PORT) /* a root's own line, no edge: own_port reads it */
+      return &v[i];
   return NULL;
 }
 
@@ -114,15 +135,45 @@ static void told_root(const struct wf_edge *told, struct wf_root *out) {
   static const char *const how[] = {
     [WF_SILENT] = "its process does not answer (stopped, frozen, dead or cut off)",
     [WF_IDLE] = "its caller posted nothing to the network (it did not enter the collective)",
-    [WF_LINK] = "the path to it moves no bytes while both ends post"};
+    [WF_LINK] = "the path to it moves no bytes while both ends post",
+    [WF_PORT] = "an RDMA port of its process is down"};
   snprintf(out->key, sizeof(out->key), "root %ld", told->told_pid);
   snprintf(out->cause, sizeof(out->cause),
            "the hang's root is pid %ld at %s, as the stalled ranks passed it along (its own "
            "log and its waiters' are not among these): %s",
            told->told_pid, told->told_ip, how[told->told_kind]);
+  if (told->told_kind == WF_PORT)
+    snprintf(out->fix, sizeof(out->fix),
+             "on %s, the port pid %ld's log names (its 'port error' WARN): its cable, transceiver "
+             "and switch port (ibstat, dmesg); add that host's log",
+             told->told_ip, told->told_pid);
+  else
+    snprintf(out->fix, sizeof(out->fix),
+             "on %s: ps -o stat,cmd -p %ld, then py-spy dump --pid %ld; add that host's log",
+             told->told_ip, told->told_pid, told->told_pid);
+}
+
+/* The RDMA port of e's target that is down: its own line, when here. */
+static const struct wf_edge *own_port(const struct wf_edge *v, int n, const struct wf_edge *e) {
+  for (int i = 0; i < n; i++)
+    if (v[i].kind == WF_SELF_PORT && v[i].pid == e->to_pid && !strcmp(v[i].host, e->to_host))
+      return &v[i];
+  return NULL;
+}
+
+static void port_root(const struct wf_edge *e, const struct wf_edge *own, struct wf_root *out) {
+  root_key(e, out);
+  snprintf(out->cause, sizeof(out->cause),
+           "the hang's root is an RDMA port of %s pid %ld%s%s%s that is down%s%s: nothing moves "
+           "through it until the link is back, and every rank that talks to that process over "
+           "it waits",
+           e->to_host, e->to_pid, e->to_addr[0] ? " (" : "", e->to_addr, e->to_addr[0] ? ")" : "",
+           own && own->port[0] ? ": " : "", own ? own->port : "");
   snprintf(out->fix, sizeof(out->fix),
-           "on %s: ps -o stat,cmd -p %ld, then py-spy dump --pid %ld; add that host's log",
-           told->told_ip, told->told_pid, told->told_pid);
+           "bring that link back on %s (ibstat, ip link, dmesg; the port's cable, transceiver and "
+           "switch port): its queue pairs outlast NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT of it, a "
+           "longer spell fails the connections that had messages in flight",
+           e->to_host);
 }
 
 /* Follows e to its root; writes the root's words into out. */
@@ -135,6 +186,11 @@ static void follow(const struct wf_edge *v, int n, const struct wf_edge *e, stru
     for (int i = 0; i < n; i++)
       is_self_idle |=
         v[i].kind == WF_SELF_IDLE && v[i].pid == e->to_pid && !strcmp(v[i].host, e->to_host);
+    const struct wf_edge *own = own_port(v, n, e);
+    if (e->kind == WF_PORT || e->kind == WF_SELF_PORT || own) {
+      port_root(e, own ? own : e->kind == WF_SELF_PORT ? e : NULL, out);
+      return;
+    }
     if (e->kind == WF_IDLE || is_self_idle) {
       root_key(e, out);
       snprintf(out->cause, sizeof(out->cause),

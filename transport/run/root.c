@@ -64,12 +64,21 @@ static void swap_ends(struct run_root *r) {
   memcpy(r->ip6[1], s.ip6[0], 16);
 }
 
-void run_stall_root(struct transport_comm *c, int verdict) {
-  static const uint16_t map[] = {RUN_ROOT_SILENT, RUN_ROOT_IDLE, RUN_ROOT_LINK};
+/* This host's end of c: its device's interface address. */
+static bool here_end(const struct transport_comm *c, struct run_root *r) {
+  struct ipaddr a;
+  if (run_path_local(c, &a) && put_end(r, 0, &a)) return true;
+  if (!c->dev) return false;
+  a = c->dev->addr;
+  return put_end(r, 0, &a);
+}
+
+void run_stall_root(struct transport_comm *c, int verdict, bool is_here) {
   struct run_root r = {0};
-  r.pid = c->peer.who.pid;
-  if (verdict < 0 || verdict > 2 || !peer_end(&c->peer, &r)) return;
-  r.verdict = map[verdict];
+  if (verdict <= RUN_ROOT_NONE || verdict > RUN_ROOT_PORT) return;
+  r.pid = is_here ? (uint32_t)getpid() : c->peer.who.pid;
+  if (!(is_here ? here_end(c, &r) : peer_end(&c->peer, &r))) return;
+  r.verdict = (uint16_t)verdict;
   struct ipaddr here;
   if (r.verdict == RUN_ROOT_LINK && run_path_local(c, &here) && put_end(&r, 1, &here))
     r.pid2 = (uint32_t)getpid(); /* a path: this end too, so every rank names both */
@@ -81,7 +90,7 @@ void run_stall_root(struct transport_comm *c, int verdict) {
 static bool told_root(struct transport_comm *c, struct run_root *r) {
   memset(r, 0, sizeof(*r));
   r->verdict = (uint16_t)liveness_peer_root(c->live, &r->pid, &r->ip4);
-  if (!r->verdict || r->verdict > RUN_ROOT_LINK) return false;
+  if (!r->verdict || r->verdict > RUN_ROOT_PORT) return false;
   liveness_peer_root_end(c->live, &r->pid2, &r->ip4b);
   r->has6 = (uint8_t)liveness_peer_root6(c->live, r->ip6);
   if (!has_addr(r, 1)) r->pid2 = 0;
@@ -102,10 +111,14 @@ static void say_adopted(struct transport_comm *c, const struct run_root *r, cons
     "it does not answer liveness checks (stopped, frozen, dead or cut off)",
     "its caller has stopped posting to the network (it did not enter this collective)",
     "the path to it moves no bytes while both ends post",
+    "an RDMA port of its process is down, so nothing moves through it",
   };
-  static const char *const fix[] = {"", "on that host run ps -o stat,cmd -p %u",
-                                    "look at its stack with py-spy dump --pid %u on that host",
-                                    "check the path to pid %u (ping, error counters, firewall)"};
+  static const char *const fix[] = {
+    "", "on that host run ps -o stat,cmd -p %u",
+    "look at its stack with py-spy dump --pid %u on that host",
+    "check the path to pid %u (ping, error counters, firewall)",
+    "on that host, the port pid %u's log names (its 'port error' WARN): its cable, transceiver "
+    "and switch port (ibstat, dmesg)"};
   char f[160];
   snprintf(f, sizeof(f), fix[r->verdict], r->pid);
   WARN("stall: the root is pid %u at %s: %s%s (this rank is waiting on %s pid %u (%s), which is "

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "transport/liveness.h"
 #include "transport/prefs.h"
 #include "transport/run/conns.h"
+#include "transport/run/port_state.h"
 #include "transport/run/slow_peer.h"
 #include "transport/run/slow_port.h"
 #include "transport/run/slow_say.h"
@@ -184,7 +186,7 @@ static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
   struct slow_sample *x = &s[k], sib = {0};
   struct slow_state *st = x->st;
   bool is_ib = !strcmp(x->i->transport, "ib");
-  if (!x->is_measured || (!is_ib && strcmp(x->i->transport, "tcp")) ||
+  if (!x->is_measured || x->is_flapped || (!is_ib && strcmp(x->i->transport, "tcp")) ||
       !sibling_medians(s, n, k, tmp, &sib) || sib.rate <= 0)
     return; /* idle, alone, or not a kind judged: no change either way */
   st->ratio = x->rate / sib.rate;
@@ -269,6 +271,22 @@ static void sample(struct slow_sample *x, const struct run_conn_info *i) {
                    busy_us >= (uint64_t)RUN_SLOW_MIN_BUSY_NS / 1000;
 }
 
+/* A span that held a port's flap, at this end or the peer's (its liveness
+ * answers say), shows the flap's figures: no bytes while it was down, the
+ * ACK timeouts and resends of the messages it caught. The flap's own
+ * WARNs name it; judging the span would blame the path or its priority. */
+static void mark_flapped(struct slow_sample *s, int n, int64_t now) {
+  const int64_t span = (int64_t)(RUN_SLOW_SPAN + 1) * RUN_SLOW_WINDOW_SEC * 1000000000LL;
+  int64_t here = run_port_last_down_ns(now);
+  bool is_here = here && now - here < span;
+  for (int k = 0; k < n; k++) {
+    if (strcmp(s[k].i->transport, "ib")) continue;
+    int64_t there =
+      is_here || !s[k].i->peer_token ? 0 : liveness_token_port_last_down_ns(s[k].i->peer_token);
+    s[k].is_flapped = is_here || (there && now - there < span);
+  }
+}
+
 static void judge_all(struct run_conn_info *all, int n, int pct, int64_t now) {
   struct slow_sample *s = calloc((size_t)n, sizeof(*s));
   double *tmp = malloc((size_t)n * 4 * sizeof(*tmp));
@@ -277,6 +295,7 @@ static void judge_all(struct run_conn_info *all, int n, int pct, int64_t now) {
   int m = 0;
   for (int k = 0; k < n; k++)
     if (all[k].is_open) sample(&s[m++], &all[k]);
+  mark_flapped(s, m, now);
   for (int k = 0; k < m; k++)
     if (s[k].st) judge(s, m, k, tmp, pct);
   for (int k = 0; k < m; k++) {

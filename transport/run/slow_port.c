@@ -148,13 +148,14 @@ static void judge_port(struct port_state *p, const struct slow_sample *s, int n)
   const struct slow_sample *on[PORT_CONNS];
   int non = 0, nconns = 0;
   uint64_t requests = 0;
-  bool stands_out = false, is_measured = false;
+  bool stands_out = false, is_measured = false, is_flapped = false;
   for (int k = 0; k < n; k++) {
     if (!is_on(&s[k], p)) continue;
     if (non < PORT_CONNS) on[non++] = &s[k];
     nconns++;
     requests += s[k].requests;
     stands_out |= s[k].is_named || (s[k].is_measured && s[k].ratio < 0.75);
+    is_flapped |= s[k].is_flapped; /* its counters hold a flap's resends */
     is_measured |= s[k].is_measured;
   }
   if (p->is_named && !v.retries && v.retry_windows == 0 && p->nwin >= RUN_SLOW_SPAN)
@@ -162,7 +163,7 @@ static void judge_port(struct port_state *p, const struct slow_sample *s, int n)
   bool is_lossy = v.retry_windows >= RUN_SLOW_WINDOWS && v.retries >= SLOW_PORT_MIN &&
                   v.retries * 1000 >= (uint64_t)SLOW_PORT_PER_MILLE * requests;
   /* a connection that stands out is named by the link judge, with its path */
-  if (p->is_named || !is_lossy || stands_out || !is_measured || !non) return;
+  if (p->is_named || !is_lossy || stands_out || is_flapped || !is_measured || !non) return;
   p->is_named = true;
   named_count++;
   slow_say_port(p->dev, p->port, &v, p->nwin * RUN_SLOW_WINDOW_SEC, on, non, nconns, requests);

@@ -17,6 +17,7 @@ struct slow_sample {
   const struct run_conn_info *i;
   struct slow_state *st;
   bool is_measured;   /* enough windows, bytes and busy time */
+  bool is_flapped;    /* RDMA: a port of either end went down in the span: not judged */
   double rate;        /* bytes per busy second over the windows */
   uint64_t d_retrans; /* retransmits over the windows */
   uint64_t d_ooo;     /* out-of-order packets received over the windows */

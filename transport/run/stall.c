@@ -14,6 +14,7 @@
 #include "transport/liveness.h"
 #include "transport/run/conns.h"
 #include "transport/run/path_words.h"
+#include "transport/run/port_state.h"
 #include "transport/run/slow.h"
 #include "transport/run/waitfor.h"
 #include "transport/sock.h"
@@ -62,12 +63,25 @@ static const char *const wait_words[] = {
 };
 
 /* The verdict, for the event and for explain: what the root is. */
-enum verdict { V_PEER_STOPPED, V_PEER_CALLER_IDLE, V_LINK, V_PEER_WAITS, V_UNKNOWN };
+enum verdict {
+  V_PEER_STOPPED,
+  V_PEER_CALLER_IDLE,
+  V_LINK,
+  V_PEER_WAITS,
+  V_UNKNOWN,
+  V_PORT_HERE, /* an RDMA port of this process is down */
+  V_PORT_PEER  /* one of the peer's is, as its answers say */
+};
 static const char *const verdict_ids[] = {"peer_not_answering", "peer_caller_idle", "link",
-                                          "peer_waits", "unknown"};
+                                          "peer_waits",         "unknown",          "port_down",
+                                          "peer_port_down"};
 
 static enum verdict judge(enum liveness_view lv, int idle_s, int stall_s, enum run_wait kind,
-                          bool is_cut) {
+                          bool is_cut, bool is_peer_port_down) {
+  /* A port that is down stops every connection through it, whatever else
+   * the figures show: its own process says so (the caller, before
+   * judging), and the peers hear it in the answers. */
+  if (lv == LIVENESS_ANSWERS && is_peer_port_down) return V_PORT_PEER;
   /* A silent peer whose checks go unacknowledged: the path, not the process. */
   if (lv == LIVENESS_SILENT || lv == LIVENESS_LOST) return is_cut ? V_LINK : V_PEER_STOPPED;
   if (lv != LIVENESS_ANSWERS) return V_UNKNOWN;
@@ -81,10 +95,46 @@ static enum verdict judge(enum liveness_view lv, int idle_s, int stall_s, enum r
   return V_PEER_WAITS;
 }
 
+/* The stall behind a port of this process that is down: the root is
+ * here, and the peers that wait on this process hear it (RUN_ROOT_PORT). */
+static void say_port_here(struct transport_comm *c, const struct run_port_down_view *d, int64_t now,
+                          const char *what, long long secs) {
+  /* once per down spell: every connection through the port stalls at once */
+  static _Atomic int64_t said_since;
+  if (atomic_exchange(&said_since, d->since_ns) == d->since_ns) return;
+  const struct transport_peer *p = &c->peer;
+  double down = (double)(now - d->since_ns) * 1e-9, deadline = (double)d->deadline_ns * 1e-9;
+  char left[200];
+  if (down < deadline)
+    snprintf(left, sizeof(left),
+             "back within %.1f s more, nothing is lost (its queue pairs outlast %.1f s of it: "
+             "NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d)",
+             deadline - down, deadline, (int)transport_prefs()->ib_timeout,
+             (int)transport_prefs()->ib_retry_cnt);
+  else
+    snprintf(left, sizeof(left),
+             "its queue pairs' deadline of %.1f s has passed, so the connections that had "
+             "messages in flight on it have failed or will",
+             deadline);
+  WARN("stall: this host's RDMA port %s is down (for %.0f s, since its port error event), so "
+       "nothing moves on the connection with %s pid %u (%s) nor on any other through it, and "
+       "the ranks that talk to this process over it wait too; here %s for %lld s. Fix: bring "
+       "the link back (ibstat, ip link, dmesg; the port's cable, transceiver and switch port): "
+       "%s",
+       d->words, down, p->host, p->who.pid, p->addr, what, secs, left);
+}
+
 static void say(enum verdict v, const struct transport_peer *p, const char *live, int idle_s,
                 const char *what, long long secs) {
   unsigned pid = p->who.pid;
   switch (v) {
+  case V_PORT_PEER:
+    WARN("stall: waiting on %s pid %u (%s), whose RDMA port is down (for %d s, as its liveness "
+         "answers say): nothing moves through it until the link is back; here %s for %lld s. "
+         "Fix: on %s, the port its log names (its 'port error' WARN): its cable, transceiver "
+         "and switch port (ibstat, dmesg)",
+         p->host, pid, p->addr, idle_s, what, secs, p->host);
+    break;
   case V_PEER_STOPPED:
     WARN("stall: waiting on %s pid %u (%s), whose process %s: it is stopped, frozen or dead, or "
          "its host is cut off; here %s for %lld s. Fix: on %s run ps -o stat,cmd -p %u (T = "
@@ -150,19 +200,29 @@ void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait
   int stall_s = (int)(pr->stall_ns / 1000000000LL);
   struct liveness_path lp;
   bool is_cut = liveness_peer_path(c->live, &lp);
-  enum verdict v = judge(lv, idle_s, stall_s, kind, is_cut);
+  int down_s = 0;
+  bool is_peer_down = liveness_peer_port_down(c->live, now, &down_s);
+  enum verdict v = judge(lv, idle_s, stall_s, kind, is_cut, is_peer_down);
   long long secs = (long long)(waited / 1000000000LL);
+  struct run_port_down_view down; /* an RDMA connection here waits on any port that is down */
+  if (c->dev && c->dev->is_ib && run_port_down_now(&down)) v = V_PORT_HERE;
   if (v == V_PEER_WAITS) {
     /* The peer knows the root once its own stall is judged: one check
      * interval per hop. Wait for it up to half the stall time more. */
     if (run_stall_adopt(c, wait_words[kind], secs)) goto warned;
     if (waited < pr->stall_ns + pr->stall_ns / 2) return;
   } else {
-    run_stall_root(c, v);
+    static const int roots[] = {[V_PEER_STOPPED] = RUN_ROOT_SILENT,
+                                [V_PEER_CALLER_IDLE] = RUN_ROOT_IDLE,
+                                [V_LINK] = RUN_ROOT_LINK,
+                                [V_PORT_HERE] = RUN_ROOT_PORT,
+                                [V_PORT_PEER] = RUN_ROOT_PORT};
+    run_stall_root(c, roots[v], v == V_PORT_HERE);
   }
   static const char *const lv_words[] = {"unchecked", "answers", "silent", "lost"};
   if (v == V_LINK) run_say_link(c, is_cut && lv != LIVENESS_ANSWERS, &lp, wait_words[kind], secs);
-  else say(v, &c->peer, live, idle_s, wait_words[kind], secs);
+  else if (v == V_PORT_HERE) say_port_here(c, &down, now, wait_words[kind], secs);
+  else say(v, &c->peer, live, v == V_PORT_PEER ? down_s : idle_s, wait_words[kind], secs);
   event(v, &c->peer, lv_words[lv], idle_s, kind, secs, pending);
 warned:
   run_conn_note_stall(); /* for the end-of-job summary */

@@ -61,10 +61,11 @@ int64_t run_caller_idle_ns(int64_t now);
 void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait kind,
                     int64_t since_ns, long long pending);
 
-/* root.c: a judged root (the stall verdict: 0 peer silent, 1 its caller
- * idle, 2 the path) becomes this process's, told to whoever waits on it;
- * a busy peer's told root is taken and warned, root first: true then. */
-void run_stall_root(struct transport_comm *c, int verdict);
+/* root.c: a judged root (waitfor.h's verdicts: of c's peer, or with
+ * is_here of this process, RUN_ROOT_PORT only) becomes this process's,
+ * told to whoever waits on it; a busy peer's told root is taken and
+ * warned, root first: true then. */
+void run_stall_root(struct transport_comm *c, int verdict, bool is_here);
 bool run_stall_adopt(struct transport_comm *c, const char *what, long long secs);
 
 #endif

@@ -19,8 +19,23 @@
 #define RUN_FLAG_SLOW_EV_SHIFT 4   /* 4 bits: enum slow_evidence */
 #define RUN_FLAG_SLOW_PCT_SHIFT 8  /* 7 bits: its ratio to its siblings, percent */
 
+/* An answer's extra field (0 from older plugins): a port of the answerer
+ * that is down now (the low 16 bits: for how many seconds), or that came
+ * back (the low 16 bits: how many seconds ago), port_state.h. */
+#define RUN_PORT_DOWN 0x80000000u
+#define RUN_PORT_WAS_DOWN 0x40000000u
+#define RUN_PORT_TELL_SEC 60 /* a return is told this long: longer than a slow-link span */
+
 /* The root of this process's stall, told to a peer that waits on it. */
-enum run_root_verdict { RUN_ROOT_NONE, RUN_ROOT_SILENT, RUN_ROOT_IDLE, RUN_ROOT_LINK };
+/* RUN_ROOT_PORT: an RDMA port of pid's process is down (older plugins
+ * take a verdict they do not know for none). */
+enum run_root_verdict {
+  RUN_ROOT_NONE,
+  RUN_ROOT_SILENT,
+  RUN_ROOT_IDLE,
+  RUN_ROOT_LINK,
+  RUN_ROOT_PORT
+};
 struct run_root {
   uint16_t verdict;
   uint32_t pid;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "common/events.h"
 #include "common/log.h"
 #include "transport/ib/data/ib_comm.h"
@@ -46,13 +47,20 @@ static int wc_error(struct ib_comm *c, const struct ibv_wc *wc, int kind, struct
   char diag[2400];
   int slot = (int)(uint32_t)wc->wr_id;
   struct ib_wc_context cx = {
-    what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
-    !c->has_success,
-    wc_memory(c, kind, slot),
-    c->first_error,
-    wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(d),
-    kind == WR_DATA && slot >= 0 && slot < IB_SLOTS ? slot_max_bytes(&c->slots[slot]) : 0,
-    c->max_ok_bytes};
+    .what = what[kind >= WR_DATA && kind <= WR_FLUSH ? kind : 0],
+    .is_first = !c->has_success,
+    .mem = wc_memory(c, kind, slot),
+    .first_error = c->first_error,
+    .is_port_down = wc->status != IBV_WC_WR_FLUSH_ERR && ib_dev_check_port(d),
+    .write_bytes =
+      kind == WR_DATA && slot >= 0 && slot < IB_SLOTS ? slot_max_bytes(&c->slots[slot]) : 0,
+    .max_ok_bytes = c->max_ok_bytes};
+  int down_s, back_s;
+  if (wc->status == IBV_WC_RETRY_EXC_ERR &&
+      liveness_peer_port_lately(c->base.live, clock_mono_ns(), &down_s, &back_s)) {
+    cx.is_peer_down = down_s >= 0, cx.is_peer_back = back_s >= 0;
+    cx.peer_port_s = down_s >= 0 ? down_s : back_s;
+  }
   if (c->stripe > 1 && !c->fo.failed) c->fo.failed = d; /* where a move must not go */
   char advice[300];
   ib_fo_advice(c, advice, sizeof(advice));

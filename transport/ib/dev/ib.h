@@ -193,6 +193,9 @@ void ib_fatal_note(struct ib_dev *d, const struct ibv_async_event *ev, const cha
  * deadline (NCCL_IB_TIMEOUT, NCCL_IB_RETRY_CNT). */
 void ib_flap_down(struct ib_dev *d);
 void ib_flap_up(struct ib_dev *d, int port);
+/* Seconds this process's queue pairs outlast a silent link (NCCL_IB_TIMEOUT,
+ * NCCL_IB_RETRY_CNT). */
+double ib_qp_deadline_s(void);
 
 struct ibrec; /* transport/ib/setup/ib_wire.h */
 
@@ -392,8 +395,12 @@ struct ib_wc_context {
   enum wc_memory mem;      /* the local buffer's memory, as its registration said */
   const char *first_error; /* the connection's first error, for a flushed one */
   bool is_port_down;       /* the port is down now (ib_dev_check_port) */
-  uint32_t write_bytes;    /* a failed message write: its largest message, bytes; else 0 */
-  uint32_t max_ok_bytes;   /* the largest message write the peer acknowledged so far */
+  /* the peer's port as its liveness answers say: down for peer_port_s
+   * seconds now, or back peer_port_s ago; neither when not lately */
+  bool is_peer_down, is_peer_back;
+  int peer_port_s;
+  uint32_t write_bytes;  /* a failed message write: its largest message, bytes; else 0 */
+  uint32_t max_ok_bytes; /* the largest message write the peer acknowledged so far */
   /* Non-NULL: with the port down, the text ends with this (a setting that
    * would have kept the connection, or ""), without the status's generic
    * causes. */

@@ -89,6 +89,28 @@ static bool mtu_specific(struct diag_out *o, const struct ib_dev *d, const struc
   return true;
 }
 
+/* Writes never acknowledged while the peer's port was down, as its process
+ * says: that flap is the cause, not the path or its settings. true when it
+ * wrote it. */
+static bool peer_port_said(struct diag_out *o, const struct hello *peer, const struct ibv_wc *wc,
+                           const struct ib_wc_context *cx) {
+  /* a return longer ago than the deadline (and a check interval) did not
+   * fail this write */
+  bool is_back_lately = cx->is_peer_back && cx->peer_port_s <= ib_qp_deadline_s() + 10;
+  if (wc->status != IBV_WC_RETRY_EXC_ERR || (!cx->is_peer_down && !is_back_lately)) return false;
+  char when[64];
+  if (cx->is_peer_down) snprintf(when, sizeof(when), "has been down for %d s", cx->peer_port_s);
+  else snprintf(when, sizeof(when), "was down until %d s ago", cx->peer_port_s);
+  diag_put(o,
+           ": the peer's RDMA port (%s's %s) %s, as its process's liveness answers say: the "
+           "packets this queue pair sent meanwhile went unacknowledged past its deadline "
+           "(NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT); fix: that port's link (its log's 'port error' "
+           "WARN; its cable, transceiver and switch port), and to ride out flaps this long raise "
+           "NCCL_IB_TIMEOUT",
+           peer->host, peer->ib.dev[0] ? peer->ib.dev : "device", when);
+  return true;
+}
+
 void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct ibv_wc *wc,
                 const struct ib_wc_context *cx, char *buf, size_t cap) {
   struct diag_out o = {buf, cap, 0};
@@ -113,6 +135,7 @@ void ib_diag_wc(const struct ib_dev *d, const struct hello *peer, const struct i
     diag_put(&o, "%s", cx->advice); /* the port explains it: its own fix, or a setting */
     return;
   }
+  if (!port_down && peer_port_said(&o, peer, wc, cx)) return;
   if (in) diag_put(&o, ", %s: %s; fix: %s", in->what, cause, fix);
   else diag_put(&o, ": a transport or device error the verbs do not classify");
   if (wc->status == IBV_WC_WR_FLUSH_ERR)

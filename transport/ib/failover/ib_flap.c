@@ -11,23 +11,31 @@
 #include "common/log.h"
 #include "transport/ib/dev/ib.h"
 #include "transport/prefs.h"
+#include "transport/run/port_state.h"
+
+/* Seconds a QP outlives silence with these settings. */
+static double qp_deadline_s(int timeout, int retry_cnt) {
+  return 4.096e-6 * (double)(1ULL << timeout) * (retry_cnt + 1);
+}
+
+double ib_qp_deadline_s(void) {
+  return qp_deadline_s((int)transport_prefs()->ib_timeout, (int)transport_prefs()->ib_retry_cnt);
+}
 
 void ib_flap_down(struct ib_dev *d) {
   /* flap_failed is not reset here: a failed completion may have found the
    * port down, and failed its connection, before this event came */
+  int64_t now = clock_mono_ns();
   if (!__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED))
-    __atomic_store_n(&d->down_since_ns, clock_mono_ns(), __ATOMIC_RELAXED);
+    __atomic_store_n(&d->down_since_ns, now, __ATOMIC_RELAXED);
+  /* for the stall and slow-link verdicts */
+  run_port_down(d->td->name, d->td->ib_port, now, (int64_t)(ib_qp_deadline_s() * 1e9));
 }
 
 /* "no connection of this process on it failed", "2 connections ... failed" */
 static void failed_words(char *out, size_t cap, int n) {
   if (!n) snprintf(out, cap, "no connection of this process on it failed");
   else snprintf(out, cap, "%d connection%s of this process on it failed", n, n > 1 ? "s" : "");
-}
-
-/* Seconds a QP outlives silence with these settings. */
-static double qp_deadline_s(int timeout, int retry_cnt) {
-  return 4.096e-6 * (double)(1ULL << timeout) * (retry_cnt + 1);
 }
 
 /* The smallest NCCL_IB_TIMEOUT whose deadline covers down_s, or 0 when
@@ -44,6 +52,7 @@ void ib_flap_up(struct ib_dev *d, int port) {
   double deadline = qp_deadline_s(timeout, retry_cnt);
   int64_t since = __atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED);
   int nfailed = __atomic_exchange_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
+  run_port_up(d->td->name, port, clock_mono_ns());
   if (!since) { /* up without a down seen by this process */
     WARN("device %s port %d: port active", d->td->name, port);
     return;

@@ -90,6 +90,39 @@ static void retry_first(void) {
         "the details: how to confirm the path, the peer by host and address: %s", t);
 }
 
+/* The peer's port down, as its liveness answers said: a retry error is
+ * that flap's, named before the status's generic causes; a return long
+ * before is not. */
+static void retry_peer_port(void) {
+  char t[2400];
+  setup();
+  struct ibv_wc wc;
+  memset(&wc, 0xab, sizeof(wc));
+  wc.status = IBV_WC_RETRY_EXC_ERR;
+  wc.qp_num = 0x1234;
+  wc.vendor_err = 0x81;
+  struct ib_wc_context cx = {.what = "the RDMA write of a message",
+                             .is_first = true,
+                             .is_peer_down = true,
+                             .peer_port_s = 3};
+  ib_diag_wc(&dev, &peer, &wc, &cx, t, sizeof(t));
+  CHECK(strstr(t, "the peer's RDMA port (host-b's mlx5_bond_0) has been down for 3 s") &&
+          !strstr(t, "first RDMA write after RTR") && !strstr(t, wc_status_info(12)->cause) &&
+          strlen(t) < DIAG_MAX,
+        "down now: the peer's port is the cause, first: %s", t);
+  cx.is_peer_down = false, cx.is_peer_back = true, cx.peer_port_s = 2;
+  ib_diag_wc(&dev, &peer, &wc, &cx, t, sizeof(t));
+  CHECK(strstr(t, "was down until 2 s ago"), "back lately: still its cause: %s", t);
+  cx.peer_port_s = 3600;
+  ib_diag_wc(&dev, &peer, &wc, &cx, t, sizeof(t));
+  CHECK(!strstr(t, "the peer's RDMA port") && strstr(t, "first RDMA write after RTR"),
+        "back an hour ago: not this failure's cause: %s", t);
+  wc.status = IBV_WC_REM_ACCESS_ERR;
+  cx.peer_port_s = 2;
+  ib_diag_wc(&dev, &peer, &wc, &cx, t, sizeof(t));
+  CHECK(!strstr(t, "the peer's RDMA port"), "only a retry error is a flap's: %s", t);
+}
+
 static void retry_later(void) {
   char t[2400];
   setup();
@@ -243,6 +276,7 @@ static void retry_gid_index(void) {
 int main(void) {
   TAP_CASE("RETRY_EXC_ERR on the first write: the path, both GIDs, how to confirm", retry_first);
   TAP_CASE("RETRY_EXC_ERR later: the peer stopped answering", retry_later);
+  TAP_CASE("RETRY_EXC_ERR while the peer's port is down, as it says", retry_peer_port);
   TAP_CASE("REM_ACCESS_ERR: rkey or registration", rem_access);
   TAP_CASE("WR_FLUSH_ERR names the first error", flush_names_first);
   TAP_CASE("RTR timeout: both GIDs, subnets, hosts and the plane fix", rtr_timeout);
