@@ -176,7 +176,9 @@ restore
 # and resends), so the connection lives only when nothing was sent in those
 # 2 s. Either way each side's port return says how long it was down
 # against the deadline and counts what failed: it claims the connections
-# survived only on a side whose data was verified.
+# survived only on a side whose data was verified. Both sides stay until
+# the port is back (--linger): a side whose connection failed would
+# otherwise exit before its port's return.
 rm -rf /tmp/scen-port_flap
 (
   for i in $(seq 400); do [ -f /tmp/scen-port_flap/moving ] && break; sleep 0.05; done
@@ -184,8 +186,10 @@ rm -rf /tmp/scen-port_flap
   ip link set veth1 down
   sleep 2
   ip link set veth1 up
+  sleep 2
+  echo g > /tmp/scen-port_flap/linger-go
 ) &
-pair port_flap "$A" "$B" --msgs 1200 --size 262144
+pair port_flap "$A" "$B" --msgs 1200 --size 262144 --linger 1
 wait
 expect both warn "port 1: port active again after" "within its queue pairs' deadline of 34.4 s"
 for side in listen connect; do

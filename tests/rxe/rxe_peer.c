@@ -9,12 +9,14 @@
  *   RESULT path RDMA|TCP
  *   RESULT data verified <messages> | RESULT data failed <ncclResult> after <messages>
  * usage: rxe_peer listen|connect DIR [--msgs N] [--size BYTES] [--abi N]
- *                 [--seconds S] [--timeout-s T] [--gate 1]
+ *                 [--seconds S] [--timeout-s T] [--gate 1] [--linger 1]
  * --seconds S keeps moving messages for S seconds (a port goes down
  * meanwhile); the first verified message writes DIR/moving. --gate 1: once
  * the plugin has read its devices, write DIR/gate-ready and wait for
  * DIR/gate-go (the script breaks something in between, under two plugins
- * that already chose their GIDs). --timeout-s bounds the whole run (a hang
+ * that already chose their GIDs). --linger 1: after the data, done or
+ * failed, wait for DIR/linger-go before closing (the plugin then still sees
+ * what the script does next, a port coming back). --timeout-s bounds the whole run (a hang
  * prints "RESULT hang" and exits 124). Exit status: 0 all done, 1 a clean
  * failure, 2 usage. */
 #include <errno.h>
@@ -33,7 +35,7 @@
 struct opts {
   int is_listen;
   const char *dir;
-  int msgs, abi, seconds, timeout_s, gate;
+  int msgs, abi, seconds, timeout_s, gate, linger;
   size_t size;
 };
 
@@ -189,6 +191,7 @@ static int parse(int argc, char **argv, struct opts *o) {
     else if (!strcmp(argv[i], "--seconds")) o->seconds = (int)v;
     else if (!strcmp(argv[i], "--timeout-s")) o->timeout_s = (int)v;
     else if (!strcmp(argv[i], "--gate")) o->gate = (int)v;
+    else if (!strcmp(argv[i], "--linger")) o->linger = (int)v;
     else return -1;
   }
   return argc % 2 ? 0 : -1;
@@ -199,7 +202,7 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &o)) {
     fprintf(stderr,
             "usage: %s listen|connect DIR [--msgs N] [--size BYTES] [--abi N] [--seconds S] "
-            "[--timeout-s T]\n",
+            "[--timeout-s T] [--gate 1] [--linger 1]\n",
             argv[0]);
     return 2;
   }
@@ -222,6 +225,10 @@ int main(int argc, char **argv) {
   void *comm = NULL;
   int r = establish(&o, &comm);
   if (!r) r = move_data(&o, comm);
+  if (o.linger) {
+    char g;
+    get_file(o.dir, "linger-go", &g, 1, ms_now() + o.timeout_s * 1000LL);
+  }
   /* Neither side closes before the other is done with its requests: the
    * receiver's data lands before the sender's completion comes back. */
   char c = 'd';
