@@ -364,7 +364,7 @@ static const struct engine_case engine_cases[] = {
        "nothing moves on the connection with a pid 11 (10.0.0.1<1>) ...")},
    "wait-for",
    CONF_HIGH,
-   "root is an RDMA port of b pid 22 (10.0.0.2<1>) that is down: mlx5_1 port 1",
+   "root is RDMA port mlx5_1 port 1 of b pid 22 (10.0.0.2<1>) that is down",
    "bring that link back on b"},
   {"wait-for: a port that is down, as the waiters heard it, without that process's log",
    {WF("a", 11,
@@ -372,17 +372,31 @@ static const struct engine_case engine_cases[] = {
        "answers say): nothing moves ...")},
    "wait-for",
    CONF_HIGH,
-   "root is an RDMA port of b pid 22 (10.0.0.2<1>) that is down: nothing moves",
+   "root is a network link of b pid 22 (10.0.0.2<1>) that is down: nothing moves",
    "bring that link back on b"},
   {"wait-for: a port that is down, passed along by a busy rank",
    {WF("a", 11,
-       "the root is pid 44 at 10.0.0.4: an RDMA port of its process is down, so nothing moves "
-       "through it (this rank is waiting on b pid 22 (10.0.0.2<1>), which is busy itself and "
-       "reports it); here ...")},
+       "the root is pid 44 at 10.0.0.4: a network link of its process is down (an RDMA port or "
+       "an interface), so nothing moves through it (this rank is waiting on b pid 22 "
+       "(10.0.0.2<1>), which is busy itself and reports it); here ...")},
    "wait-for",
    CONF_HIGH,
    "root is pid 44 at 10.0.0.4",
-   "the port pid 44's log names"},
+   "the port or interface pid 44's log names"},
+  {"wait-for: an interface with no carrier, its process's line read across the waiters' paths",
+   {WF("a", 11,
+       "the path between this host and b pid 22 (10.0.0.2<1>) drops everything: its process "
+       "does not answer ...")
+      WF("c", 33,
+         "the path between this host and b pid 22 (10.0.0.2<2>) drops everything: its process "
+         "does not answer ..."),
+    WF("b", 22,
+       "this host's interface eth0 has no carrier (the link is down: its cable, transceiver or "
+       "switch port), so nothing moves on the connection with a pid 11 (10.0.0.1<1>) ...")},
+   "wait-for",
+   CONF_HIGH,
+   "root is interface eth0 of b pid 22 (10.0.0.2<1>) that is down",
+   "ip link show eth0, ethtool eth0"},
   {"slow-link: both ends of one path, one finding naming it",
    {SL("a", 11, "send to b (10.0.0.2<41043>, eth0) pid 22 from a (10.0.0.1<54864>, eth0)", "0.03"),
     SL("b", 22, "receive from a (10.0.0.1<54862>, eth0) pid 11 from b (10.0.0.2<41043>, eth0)",

@@ -196,14 +196,14 @@ def sc_stall(h, tmp, c):
                  f'nothing: {st[0][:600]}')
         else:
             named = [x for x in st if f'pid {flapped.pid} ' in x and
-                     ('whose RDMA port is down' in x or 'RDMA port of its process is down' in x)]
+                     ('whose RDMA port is down' in x or 'network link of its process is down' in x)]
             c.ok(len(named) == len(st), f'{s.role}: every stall WARN names r{RANK}\'s port '
                  f'({len(named)} of {len(st)}): {st[0][:500]}')
     ran_clean(c, sides, seconds)
     for logs, label in (([s.log for s in sides], 'every rank'), ([sides[0].log], 'r0 alone')):
         out = ' '.join(stall.explain(logs).split())
-        c.ok(f'root is an RDMA port of vm pid {flapped.pid}' in out and
-             ('mlx5_0 port 1' in out or label != 'every rank'),
+        c.ok(f'of vm pid {flapped.pid}' in out and 'that is down' in out and
+             ('root is RDMA port mlx5_0 port 1 of' in out or label != 'every rank'),
              f'explain ({label}) names the port: {out[:600]}')
     return sides
 

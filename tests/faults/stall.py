@@ -6,7 +6,8 @@ stalls by a fault, and the waiting side's plugin must say, once and within
 NCCL_DIAG_STALL_SEC plus a margin, whom it waits on, root first; then
 nccl-net-diag explain, given both sides' logs (or only one), must name the
 same root. Faults: the sender stopped (SIGSTOP); the sender's caller stops
-posting while its process lives; the path blackholed (nft drop both ways).
+posting while its process lives; the path blackholed (nft drop both ways);
+a rank's link down (its switch port: no carrier).
 Clean runs must give no stall line and no wait-for finding.
 Prints, per scenario, the seconds from the fault to the WARN (measured)."""
 import argparse
@@ -348,6 +349,29 @@ def sc_ring_link(h, tmp, c):
     return sides
 
 
+def sc_ring_cable(h, tmp, c):
+    """Rank 2's switch port goes down (its eth0 loses carrier, as when its
+    cable is pulled): rank 2 names its own interface, once; the others name
+    rank 2 (their checks to it go unanswered); explain, with rank 2's log,
+    names its interface as the root."""
+    sides = ring(h, tmp)
+    if F.started(c, sides):
+        t0 = time.monotonic()
+        F.sh(['ip', '-n', h.hub, 'link', 'set', 'p2', 'down'])
+        took, line = wait_line(sides[2], 'this host\'s interface eth0 has no carrier', t0,
+                               STALL + MARGIN)
+        if c.ok(took is not None, 'r2: a stall WARN naming its own interface, no carrier'):
+            c.notes.append(f'cable: r2 named its interface {took:.1f} s after')
+        c.ok(sum('stall: ' in x for x in lines(sides[2])) == 1,
+             f'r2: said once, not per connection: {[x[:120] for x in lines(sides[2]) if "stall: " in x]}')
+        expect_ring(c, sides, t0, sides[2], "ring, rank 2's link down",
+                    [f'pid {sides[2].pid}', 'interface eth0 of'], [[0, 1, 2, 3]])
+        F.sh(['ip', '-n', h.hub, 'link', 'set', 'p2', 'up'])
+    for x in sides:
+        x.finish()
+    return sides
+
+
 def sc_ring_clean(h, tmp, c):
     sides = ring(h, tmp, {i: ['--count', '3000'] for i in range(NRANKS)})
     for s in sides:
@@ -373,6 +397,8 @@ SCENARIOS = [
     (f"ring of {NRANKS}: rank 2's caller stops posting", sc_ring_idle, RingHosts),
     (f'ring of {NRANKS} over IPv6: rank 2 stopped (SIGSTOP)', sc_ring6_stopped, Ring6Hosts),
     (f'ring of {NRANKS}: the path between ranks 1 and 2 blackholed', sc_ring_link, RingHosts),
+    (f"ring of {NRANKS}: rank 2's link down (its switch port, no carrier)", sc_ring_cable,
+     RingHosts),
     (f'ring of {NRANKS}: clean run', sc_ring_clean, RingHosts),
     ('ring of 16: rank 9 stopped (SIGSTOP)', sc_ring16_stopped, Ring16Hosts),
 ]

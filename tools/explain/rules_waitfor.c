@@ -72,10 +72,14 @@ static bool parse_edge(const struct rec *r, struct wf_edge *e) {
   e->pid = r->pid;
   e->r = r;
   const char *t = r->text + 7;
-  const char *own_port = "this host's RDMA port ";
-  bool is_port = !strncmp(t, own_port, strlen(own_port));
+  /* "this host's RDMA port mlx5_0 port 1 is down ..." or "this host's
+   * interface eth0 has no carrier ...": the root is this process's link */
+  bool is_port =
+    !strncmp(t, "this host's RDMA port ", 22) || !strncmp(t, "this host's interface ", 22);
   if (is_port) {
-    const char *w = t + strlen(own_port), *end = strstr(w, " is down");
+    const char *w = t + 12, *end = strstr(w, " is down");
+    const char *nc = strstr(w, " has no carrier");
+    if (nc && (!end || nc < end)) end = nc;
     if (end && (size_t)(end - w) < sizeof(e->port))
       snprintf(e->port, sizeof(e->port), "%.*s", (int)(end - w), w);
   }
@@ -95,11 +99,11 @@ static bool parse_edge(const struct rec *r, struct wf_edge *e) {
   if (!lead || !parse_target(lead, e)) return false;
   e->told_kind = WF_OTHER;
   if (via && told_at(t, e))
-    e->told_kind = strstr(t, "does not answer")                    ? WF_SILENT
-                   : strstr(t, "caller has stopped")               ? WF_IDLE
-                   : strstr(t, "path to it moves no")              ? WF_LINK
-                   : strstr(t, "RDMA port of its process is down") ? WF_PORT
-                                                                   : WF_OTHER;
+    e->told_kind = strstr(t, "does not answer")                       ? WF_SILENT
+                   : strstr(t, "caller has stopped")                  ? WF_IDLE
+                   : strstr(t, "path to it moves no")                 ? WF_LINK
+                   : strstr(t, "network link of its process is down") ? WF_PORT
+                                                                      : WF_OTHER;
   e->kind = strstr(t, "whose RDMA port is down")   ? WF_PORT
             : strstr(t, "whose process ")          ? WF_SILENT
             : strstr(t, "whose caller has posted") ? WF_IDLE
@@ -136,7 +140,7 @@ static void told_root(const struct wf_edge *told, struct wf_root *out) {
     [WF_SILENT] = "its process does not answer (stopped, frozen, dead or cut off)",
     [WF_IDLE] = "its caller posted nothing to the network (it did not enter the collective)",
     [WF_LINK] = "the path to it moves no bytes while both ends post",
-    [WF_PORT] = "an RDMA port of its process is down"};
+    [WF_PORT] = "a network link of its process is down (an RDMA port or an interface)"};
   snprintf(out->key, sizeof(out->key), "root %ld", told->told_pid);
   snprintf(out->cause, sizeof(out->cause),
            "the hang's root is pid %ld at %s, as the stalled ranks passed it along (its own "
@@ -144,8 +148,8 @@ static void told_root(const struct wf_edge *told, struct wf_root *out) {
            told->told_pid, told->told_ip, how[told->told_kind]);
   if (told->told_kind == WF_PORT)
     snprintf(out->fix, sizeof(out->fix),
-             "on %s, the port pid %ld's log names (its 'port error' WARN): its cable, transceiver "
-             "and switch port (ibstat, dmesg); add that host's log",
+             "on %s, the port or interface pid %ld's log names (its stall WARN): its cable, "
+             "transceiver and switch port (ibstat, ip link, dmesg); add that host's log",
              told->told_ip, told->told_pid);
   else
     snprintf(out->fix, sizeof(out->fix),
@@ -164,16 +168,23 @@ static const struct wf_edge *own_port(const struct wf_edge *v, int n, const stru
 static void port_root(const struct wf_edge *e, const struct wf_edge *own, struct wf_root *out) {
   root_key(e, out);
   snprintf(out->cause, sizeof(out->cause),
-           "the hang's root is an RDMA port of %s pid %ld%s%s%s that is down%s%s: nothing moves "
-           "through it until the link is back, and every rank that talks to that process over "
-           "it waits",
-           e->to_host, e->to_pid, e->to_addr[0] ? " (" : "", e->to_addr, e->to_addr[0] ? ")" : "",
-           own && own->port[0] ? ": " : "", own ? own->port : "");
-  snprintf(out->fix, sizeof(out->fix),
-           "bring that link back on %s (ibstat, ip link, dmesg; the port's cable, transceiver and "
-           "switch port): its queue pairs outlast NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT of it, a "
-           "longer spell fails the connections that had messages in flight",
-           e->to_host);
+           "the hang's root is %s of %s pid %ld%s%s%s that is down: nothing moves through it "
+           "until the link is back, and every rank that talks to that process over it waits",
+           own && own->port[0] ? own->port : "a network link", e->to_host, e->to_pid,
+           e->to_addr[0] ? " (" : "", e->to_addr, e->to_addr[0] ? ")" : "");
+  const char *ifname = own && !strncmp(own->port, "interface ", 10) ? own->port + 10 : NULL;
+  if (ifname)
+    snprintf(out->fix, sizeof(out->fix),
+             "bring that link back on %s (ip link show %s, ethtool %s, then its cable, "
+             "transceiver and switch port): TCP resends once it is back, within "
+             "NCCL_DIAG_PEER_TIMEOUT_SEC of the peers' liveness checks",
+             e->to_host, ifname, ifname);
+  else
+    snprintf(out->fix, sizeof(out->fix),
+             "bring that link back on %s (ibstat, ip link, dmesg; its cable, transceiver and "
+             "switch port): RDMA queue pairs outlast NCCL_IB_TIMEOUT x NCCL_IB_RETRY_CNT of it, "
+             "a longer spell fails the connections that had messages in flight",
+             e->to_host);
 }
 
 /* Follows e to its root; writes the root's words into out. */

@@ -4,9 +4,13 @@
  * verdict, never on the data path. */
 #include "transport/run/port_state.h"
 
+#include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "transport/run/waitfor.h"
 
@@ -71,6 +75,23 @@ int64_t run_port_last_down_ns(int64_t now) {
   }
   pthread_mutex_unlock(&lock);
   return last;
+}
+
+bool run_iface_down(const char *ifname, char *how, size_t cap) {
+  struct ifreq ifr;
+  if (!ifname || !ifname[0] || strlen(ifname) >= sizeof(ifr.ifr_name)) return false;
+  memset(&ifr, 0, sizeof(ifr));
+  memcpy(ifr.ifr_name, ifname, strlen(ifname));
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  int err = ioctl(fd, SIOCGIFFLAGS, &ifr);
+  close(fd);
+  if (err || ((ifr.ifr_flags & IFF_UP) && (ifr.ifr_flags & IFF_RUNNING))) return false;
+  snprintf(how, cap, "%s",
+           !(ifr.ifr_flags & IFF_UP)
+             ? "is down (set down on this host: ip link set it up)"
+             : "has no carrier (the link is down: its cable, transceiver or switch port)");
+  return true;
 }
 
 static uint32_t secs16(int64_t ns) {

@@ -28,6 +28,11 @@ bool run_port_down_now(struct run_port_down_view *out);
  * when none ever was. */
 int64_t run_port_last_down_ns(int64_t now);
 
+/* A TCP connection's interface, read now (one ioctl): true when it is
+ * down or has no carrier, with how in words ("has no carrier (...)");
+ * false when up or unknown (not an interface of this namespace). */
+bool run_iface_down(const char *ifname, char *how, size_t cap);
+
 /* The word this process's liveness answers carry (RUN_PORT_*): 0 when no
  * port of it went down in the last RUN_PORT_TELL_SEC. */
 uint32_t run_port_answer(int64_t now);

@@ -70,11 +70,12 @@ enum verdict {
   V_PEER_WAITS,
   V_UNKNOWN,
   V_PORT_HERE, /* an RDMA port of this process is down */
-  V_PORT_PEER  /* one of the peer's is, as its answers say */
+  V_PORT_PEER, /* one of the peer's is, as its answers say */
+  V_IFACE_HERE /* a TCP connection's interface here is down */
 };
 static const char *const verdict_ids[] = {"peer_not_answering", "peer_caller_idle", "link",
                                           "peer_waits",         "unknown",          "port_down",
-                                          "peer_port_down"};
+                                          "peer_port_down",     "interface_down"};
 
 static enum verdict judge(enum liveness_view lv, int idle_s, int stall_s, enum run_wait kind,
                           bool is_cut, bool is_peer_port_down) {
@@ -122,6 +123,26 @@ static void say_port_here(struct transport_comm *c, const struct run_port_down_v
        "the link back (ibstat, ip link, dmesg; the port's cable, transceiver and switch port): "
        "%s",
        d->words, down, p->host, p->who.pid, p->addr, what, secs, left);
+}
+
+/* A TCP connection whose interface here is down: the root is here; its
+ * peers see a path that drops everything (their checks go the same way). */
+static void say_iface_here(struct transport_comm *c, const char *how, int64_t now, const char *what,
+                           long long secs) {
+  /* once per spell: every connection through it stalls at once (a later
+   * stall, a stall time after, is another spell) */
+  static _Atomic int64_t said_ns;
+  int64_t last = atomic_load(&said_ns);
+  if (last && now - last < 2 * run_prefs_read()->stall_ns) return;
+  atomic_store(&said_ns, now);
+  const struct transport_peer *p = &c->peer;
+  WARN("stall: this host's interface %s %s, so nothing moves on the connection with %s pid %u "
+       "(%s) nor on any other through it, and the ranks that talk to this process over it wait "
+       "too; here %s for %lld s. Fix: ip link show %s and ethtool %s on this host, then its "
+       "cable and switch port: back within NCCL_DIAG_PEER_TIMEOUT_SEC (%lld s) of its peers' "
+       "liveness checks, TCP resends and nothing is lost",
+       c->dev->ifname, how, p->host, p->who.pid, p->addr, what, secs, c->dev->ifname,
+       c->dev->ifname, (long long)transport_prefs()->peer_timeout_sec);
 }
 
 static void say(enum verdict v, const struct transport_peer *p, const char *live, int idle_s,
@@ -206,22 +227,25 @@ void run_stall_step(struct run_watch *w, struct transport_comm *c, enum run_wait
   long long secs = (long long)(waited / 1000000000LL);
   struct run_port_down_view down; /* an RDMA connection here waits on any port that is down */
   if (c->dev && c->dev->is_ib && run_port_down_now(&down)) v = V_PORT_HERE;
+  char how[120];
+  if (c->dev && !c->dev->is_ib && run_iface_down(c->dev->ifname, how, sizeof(how)))
+    v = V_IFACE_HERE;
   if (v == V_PEER_WAITS) {
     /* The peer knows the root once its own stall is judged: one check
      * interval per hop. Wait for it up to half the stall time more. */
     if (run_stall_adopt(c, wait_words[kind], secs)) goto warned;
     if (waited < pr->stall_ns + pr->stall_ns / 2) return;
   } else {
-    static const int roots[] = {[V_PEER_STOPPED] = RUN_ROOT_SILENT,
-                                [V_PEER_CALLER_IDLE] = RUN_ROOT_IDLE,
-                                [V_LINK] = RUN_ROOT_LINK,
-                                [V_PORT_HERE] = RUN_ROOT_PORT,
-                                [V_PORT_PEER] = RUN_ROOT_PORT};
-    run_stall_root(c, roots[v], v == V_PORT_HERE);
+    static const int roots[] = {
+      [V_PEER_STOPPED] = RUN_ROOT_SILENT, [V_PEER_CALLER_IDLE] = RUN_ROOT_IDLE,
+      [V_LINK] = RUN_ROOT_LINK,           [V_PORT_HERE] = RUN_ROOT_PORT,
+      [V_PORT_PEER] = RUN_ROOT_PORT,      [V_IFACE_HERE] = RUN_ROOT_PORT};
+    run_stall_root(c, roots[v], v == V_PORT_HERE || v == V_IFACE_HERE);
   }
   static const char *const lv_words[] = {"unchecked", "answers", "silent", "lost"};
   if (v == V_LINK) run_say_link(c, is_cut && lv != LIVENESS_ANSWERS, &lp, wait_words[kind], secs);
   else if (v == V_PORT_HERE) say_port_here(c, &down, now, wait_words[kind], secs);
+  else if (v == V_IFACE_HERE) say_iface_here(c, how, now, wait_words[kind], secs);
   else say(v, &c->peer, live, v == V_PORT_PEER ? down_s : idle_s, wait_words[kind], secs);
   event(v, &c->peer, lv_words[lv], idle_s, kind, secs, pending);
 warned:
