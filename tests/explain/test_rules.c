@@ -47,6 +47,24 @@ static const struct match_case matches[] = {
   {"slow-link", "h:1:2 [0] NCCL INFO NET/diag slow link: send to b (1.2.3.4<5>) pid 7 runs as",
    false},
   {"plugin-diagnosis", "h:1:2 [0] NCCL INFO NET/diag using [0]lo", false},
+  {"port-flap",
+   "h:1:2 [0] NCCL WARN NET/diag device mlx5_0 port 1: port error (the link went down: "
+   "connections on this port will fail with retry errors)",
+   true},
+  {"port-flap",
+   "h:1:2 [0] NCCL WARN NET/diag device mlx5_0 port 1: port active again after 1.0 s down, x",
+   true},
+  {"plugin-diagnosis",
+   "h:1:2 [0] NCCL WARN NET/diag device mlx5_0 port 1: port active again after 1.0 s down, x",
+   false},
+  {"port-flap",
+   "h:1:2 [0] NCCL WARN NET/diag send connection with b (1.2.3.4<5>, eth0) on mlx5_0 port 1 "
+   "(RDMA): ... IBV_WC_RETRY_EXC_ERR (12), ...: the peer's RDMA port (b's mlx5_0) has been down",
+   true},
+  {"port-flap",
+   "h:1:2 [0] NCCL INFO NET/diag device mlx5_0 port 1: port active again after 1.0 s down, x",
+   false},
+  {"port-flap", FO_MOVED_LINE("a"), false},
   {"port-failover", FO_MOVED_LINE("a"), true},
   {"plugin-diagnosis", FO_MOVED_LINE("a"), false},
   {"port-failover",
@@ -397,6 +415,48 @@ static const struct engine_case engine_cases[] = {
    CONF_HIGH,
    "root is interface eth0 of b pid 22 (10.0.0.2<1>) that is down",
    "ip link show eth0, ethtool eth0"},
+  {"port-flap: the port's own lines and its peers' retry errors, one finding, port first",
+   {"b:22:1 [0] NCCL WARN NET/diag device mlx5_1 port 1: port error (the link went down: "
+    "connections on this port will fail with retry errors)\n"
+    "b:22:1 [0] NCCL WARN NET/diag device mlx5_1 port 1: port active again after 4.004 s down, "
+    "longer than its queue pairs' deadline of 2.1 s (NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7): "
+    "no connection of this process on it failed while it was down (...); to ride out flaps this "
+    "long set NCCL_IB_TIMEOUT=18 (9 s)\n",
+    "a:11:1 [0] NCCL WARN NET/diag send connection with b (10.0.0.2<1>, eth0) on mlx5_0 port 1 "
+    "(RDMA): the RDMA write of a message (host memory) completed with IBV_WC_RETRY_EXC_ERR (12), "
+    "qp 0x1, vendor_err 0x81: the peer's RDMA port (b's mlx5_1) has been down for 2 s, as its "
+    "process's liveness answers say: ...\n"
+    "c:33:1 [0] NCCL WARN NET/diag receive connection with b (10.0.0.2<2>, eth0) on mlx5_0 port "
+    "1 (RDMA): the sending side ended the connection: the RDMA write of a message (host memory) "
+    "completed with IBV_WC_RETRY_EXC_ERR (12), qp 0x2, vendor_err 0x81: mlx5_1 port 1 went down "
+    "during the transfer (a port error event; check its netdev eth1 and its link)\n"},
+   "port-flap",
+   CONF_HIGH,
+   "RDMA port mlx5_1 port 1 on b went down while the job ran and came back after 4.0 s, longer "
+   "than its queue pairs' deadline of 2.1 s (NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7): the 2 "
+   "connection failures named with it (1 retry-exceeded on its peers, 1 on its own host) are its "
+   "consequence",
+   "set NCCL_IB_TIMEOUT=18 on every rank"},
+  {"port-flap: only a peer's retry error, which its liveness answers explained",
+   {"a:11:1 [0] NCCL WARN NET/diag send connection with b (10.0.0.2<1>, eth0) on mlx5_0 port 1 "
+    "(RDMA): the RDMA write of a message (host memory) completed with IBV_WC_RETRY_EXC_ERR (12), "
+    "qp 0x1, vendor_err 0x81: the peer's RDMA port (b's mlx5_1) was down until 3 s ago, as its "
+    "process's liveness answers say: ...\n"},
+   "port-flap",
+   CONF_HIGH,
+   "RDMA port of mlx5_1 on b went down while the job ran, as its process told its peers",
+   "the link of mlx5_1 on b"},
+  {"port-flap: back within the deadline, nothing failed",
+   {"b:22:1 [0] NCCL WARN NET/diag device mlx5_0 port 1: port error (the link went down: "
+    "connections on this port will fail with retry errors)\n"
+    "b:22:1 [0] NCCL WARN NET/diag device mlx5_0 port 1: port active again after 0.996 s down, "
+    "within its queue pairs' deadline of 2.1 s (NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7): no "
+    "connection of this process on it failed: its connections survived the flap\n"},
+   "port-flap",
+   CONF_HIGH,
+   "came back after 1.0 s, within its queue pairs' deadline of 2.1 s (NCCL_IB_TIMEOUT=16, "
+   "NCCL_IB_RETRY_CNT=7): its connections rode it out",
+   "the link of mlx5_0 on b"},
   {"slow-link: both ends of one path, one finding naming it",
    {SL("a", 11, "send to b (10.0.0.2<41043>, eth0) pid 22 from a (10.0.0.1<54864>, eth0)", "0.03"),
     SL("b", 22, "receive from a (10.0.0.1<54862>, eth0) pid 11 from b (10.0.0.2<41043>, eth0)",

@@ -45,6 +45,15 @@ def blamed_path(sides):
             if 'slow link: ' in x or 'lossy port: ' in x]
 
 
+def explained(c, sides, needles):
+    """explain over every rank's log: its first finding is the port's flap."""
+    out = ' '.join(stall.explain([s.log for s in sides]).split())
+    first = out.split(' 2. [')[0]
+    c.ok('1. [high] cause: RDMA port mlx5_0 port 1 on vm went down while the job ran' in first
+         and all(n in first for n in needles),
+         f'explain: the flap first, one finding for the port and what it caused: {first[:700]}')
+
+
 def ran_clean(c, sides, seconds):
     """Every rank ran to its end, and none blamed a path for the flap."""
     for s in sides:
@@ -93,6 +102,7 @@ def sc_short(h, tmp, c):
                        r'this process on it failed: its connections survived the flap', line),
              f'r{RANK}: within the deadline, nothing failed: {line[:500]}')
     ran_clean(c, sides, SECONDS)
+    explained(c, sides, ['within its queue pairs\' deadline of 2.1 s', 'rode it out'])
     # the link carried nothing while down: the queue pairs that had a message
     # on it (rank 2's, or its peers' toward it) timed out and sent it again
     total = 0
@@ -147,6 +157,8 @@ def sc_long(h, tmp, c):
     slow.finish(sides, SECONDS)
     blamed = blamed_path(sides)
     c.ok(not blamed, f'no rank blames a path for the flap: {blamed[:2]}')
+    explained(c, sides, ['longer than its queue pairs\' deadline of 2.1 s',
+                         'its consequence', 'set NCCL_IB_TIMEOUT=18 on every rank'])
     return sides
 
 

@@ -12,6 +12,10 @@ const struct rule explain_rules[] = {
    waitfor_match, waitfor_build, "any NCCL (this plugin's own lines)"},
   {"slow-link", "the plugin's slow-link lines: a path well below its siblings, with its counters",
    slow_match, slow_build, "any NCCL (this plugin's own lines)"},
+  {"port-flap",
+   "an RDMA port that went down while the job ran: its own process's lines and the connection "
+   "failures it caused on every rank, as one finding",
+   flap_match, flap_build, "any NCCL (this plugin's own lines)"},
   {"port-failover",
    "a port that failed while the job ran, and the connections port fail-over moved off it (or "
    "could not)",

@@ -110,6 +110,9 @@ bool wc_match(const struct rec *r);
 void wc_build(const struct explain_ctx *cx, const struct hits *h);
 bool async_match(const struct rec *r);
 bool failover_match(const struct rec *r);
+/* The plugin's port-down and port-return lines and the failures they caused. */
+bool flap_match(const struct rec *r);
+void flap_build(const struct explain_ctx *cx, const struct hits *h);
 void failover_build(const struct explain_ctx *cx, const struct hits *h);
 void async_build(const struct explain_ctx *cx, const struct hits *h);
 void mtu_build(const struct explain_ctx *cx, const struct hits *h);

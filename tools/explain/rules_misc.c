@@ -6,10 +6,11 @@
 
 #include "tools/explain/rules.h"
 
-/* A repaired pair (rules_repair.c) and a stall (rules_waitfor.c) have rules of their own. */
+/* A repaired pair (rules_repair.c), a stall (rules_waitfor.c) and a port's
+ * flap (rules_flap.c), among others, have rules of their own. */
 bool diag_match(const struct rec *r) {
   return r->is_diag && r->level == REC_WARN && !repair_match(r) && !waitfor_match(r) &&
-         !slow_match(r) && !failover_match(r);
+         !slow_match(r) && !failover_match(r) && !flap_match(r);
 }
 
 /* The same diagnosis from many ranks differs only in numbers (qp numbers,
