@@ -111,16 +111,16 @@ static void say_adopted(struct transport_comm *c, const struct run_root *r, cons
     "it does not answer liveness checks (stopped, frozen, dead or cut off)",
     "its caller has stopped posting to the network (it did not enter this collective)",
     "the path to it moves no bytes while both ends post",
-    "a network link of its process is down (an RDMA port or an interface), so nothing moves "
-    "through it",
+    ("a network link of its process is down (an RDMA port or an interface), so nothing moves "
+     "through it"),
   };
   static const char *const fix[] = {
     "", "on that host run ps -o stat,cmd -p %u",
     "look at its stack with py-spy dump --pid %u on that host",
     "check the path to pid %u (ping, error counters, firewall)",
-    "on that host, the port or interface pid %u's log names (its stall WARN): its cable, "
-    "transceiver and switch port (ibstat, ip link, dmesg)"};
-  char f[160];
+    ("on that host, the port or interface pid %u's log names (its stall WARN): its cable, "
+     "transceiver and switch port (ibstat, ip link, dmesg)")};
+  char f[240];
   snprintf(f, sizeof(f), fix[r->verdict], r->pid);
   WARN("stall: the root is pid %u at %s: %s%s (this rank is waiting on %s pid %u (%s), which is "
        "busy itself and reports it); here %s for %lld s. Fix: %s",
