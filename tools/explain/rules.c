@@ -7,15 +7,18 @@
 #include <string.h>
 
 const struct rule explain_rules[] = {
-  /* what the plugin itself already diagnosed: a hang's wait-for graph first */
-  {"wait-for", "the plugin's stall lines of many ranks: whom each waits on, followed to the root",
-   waitfor_match, waitfor_build, "any NCCL (this plugin's own lines)"},
-  {"slow-link", "the plugin's slow-link lines: a path well below its siblings, with its counters",
-   slow_match, slow_build, "any NCCL (this plugin's own lines)"},
+  /* what the plugin itself already diagnosed: a port that went down first
+   * (the stalls and failures after it are often its consequence: a rank
+   * whose connection failed stops posting, and its peers then wait on it),
+   * then a hang's wait-for graph */
   {"port-flap",
    "an RDMA port that went down while the job ran: its own process's lines and the connection "
    "failures it caused on every rank, as one finding",
    flap_match, flap_build, "any NCCL (this plugin's own lines)"},
+  {"wait-for", "the plugin's stall lines of many ranks: whom each waits on, followed to the root",
+   waitfor_match, waitfor_build, "any NCCL (this plugin's own lines)"},
+  {"slow-link", "the plugin's slow-link lines: a path well below its siblings, with its counters",
+   slow_match, slow_build, "any NCCL (this plugin's own lines)"},
   {"port-failover",
    "a port that failed while the job ran, and the connections port fail-over moved off it (or "
    "could not)",
