@@ -45,11 +45,22 @@ void run_port_down(const char *dev, int port, int64_t now, int64_t deadline_ns) 
   pthread_mutex_unlock(&lock);
 }
 
-void run_port_up(const char *dev, int port, int64_t now) {
+int64_t run_port_up(const char *dev, int port, int64_t now) {
+  int64_t since = 0;
   pthread_mutex_lock(&lock);
   struct port_spell *p = find(dev, port);
-  if (p && p->down_ns) p->down_ns = 0, p->back_ns = now;
+  if (p && p->down_ns) since = p->down_ns, p->down_ns = 0, p->back_ns = now;
   pthread_mutex_unlock(&lock);
+  return since;
+}
+
+bool run_port_is_down(const char *dev, int port) {
+  bool is_down = false;
+  pthread_mutex_lock(&lock);
+  for (int k = 0; k < nports && !is_down; k++)
+    is_down = ports[k].down_ns && ports[k].port == port && !strcmp(ports[k].dev, dev);
+  pthread_mutex_unlock(&lock);
+  return is_down;
 }
 
 bool run_port_down_now(struct run_port_down_view *out) {

@@ -16,7 +16,11 @@
 /* From the port's events (transport/ib's flap tracking); deadline_ns:
  * how long its queue pairs outlast a silent link. */
 void run_port_down(const char *dev, int port, int64_t now, int64_t deadline_ns);
-void run_port_up(const char *dev, int port, int64_t now);
+/* The moment the spell it ends began: 0 when the port was not down (an up
+ * event without a down one seen by this process). */
+int64_t run_port_up(const char *dev, int port, int64_t now);
+/* Whether that port is down now. */
+bool run_port_is_down(const char *dev, int port);
 
 /* A port of this process that is down now (the one down longest). */
 struct run_port_down_view {

@@ -15,6 +15,7 @@
 #include "transport/ib/setup/ib_wire.h"
 #include "transport/prof.h"
 #include "transport/report.h"
+#include "transport/run/port_state.h"
 #include "transport/sock.h"
 
 struct ib_req *ib_req_get(struct ib_comm *c) {
@@ -59,7 +60,7 @@ int ib_fail(struct ib_comm *c, int err, bool notify, const char *fmt, ...) {
   if (notify) ctrl_send_abort(&c->ctrl, 0, msg);
   for (int k = 0; k < (c->ndevs > 1 ? c->ndevs : 1); k++) { /* what the port's return tells */
     struct ib_dev *d = k ? c->devs[k] : c->dev;
-    if (__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED) ||
+    if (run_port_is_down(d->td->name, d->td->ib_port) ||
         __atomic_load_n(&d->port_down_said, __ATOMIC_ACQUIRE)) /* its event may come later */
       __atomic_fetch_add(&d->flap_failed, 1, __ATOMIC_RELAXED);
   }

@@ -112,10 +112,8 @@ struct ib_dev {
   bool is_grh_required; /* the port's IBV_QPF_GRH_REQUIRED */
   int port_down;        /* a port error was seen and no port active since (atomic) */
   int port_down_said;   /* its WARN is out, by the event thread or a failed completion (atomic) */
-  int64_t
-    down_since_ns;    /* when its port error came, 0 while up: the event thread writes (atomic) */
-  int flap_failed;    /* connections on it that failed while it was down (atomic) */
-  unsigned fatal_gen; /* fatal events so far (atomic); their records under lock */
+  int flap_failed;      /* connections on it that failed while it was down (atomic) */
+  unsigned fatal_gen;   /* fatal events so far (atomic); their records under lock */
   struct ib_fatal_rec fatals[IB_MAX_FATALS];
   int nfatal;
   /* The ports of the virtual NIC (makeVDevice) this port was fused into,

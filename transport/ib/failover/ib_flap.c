@@ -25,11 +25,8 @@ double ib_qp_deadline_s(void) {
 void ib_flap_down(struct ib_dev *d) {
   /* flap_failed is not reset here: a failed completion may have found the
    * port down, and failed its connection, before this event came */
-  int64_t now = clock_mono_ns();
-  if (!__atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED))
-    __atomic_store_n(&d->down_since_ns, now, __ATOMIC_RELAXED);
-  /* for the stall and slow-link verdicts */
-  run_port_down(d->td->name, d->td->ib_port, now, (int64_t)(ib_qp_deadline_s() * 1e9));
+  /* its spell, for the port's return below and for the run-time verdicts */
+  run_port_down(d->td->name, d->td->ib_port, clock_mono_ns(), (int64_t)(ib_qp_deadline_s() * 1e9));
 }
 
 /* "no connection of this process on it failed", "2 connections ... failed" */
@@ -50,15 +47,13 @@ void ib_flap_up(struct ib_dev *d, int port) {
   int timeout = (int)transport_prefs()->ib_timeout,
       retry_cnt = (int)transport_prefs()->ib_retry_cnt;
   double deadline = qp_deadline_s(timeout, retry_cnt);
-  int64_t since = __atomic_load_n(&d->down_since_ns, __ATOMIC_RELAXED);
   int nfailed = __atomic_exchange_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
-  run_port_up(d->td->name, port, clock_mono_ns());
+  int64_t now = clock_mono_ns(), since = run_port_up(d->td->name, port, now);
   if (!since) { /* up without a down seen by this process */
     WARN("device %s port %d: port active", d->td->name, port);
     return;
   }
-  double down = (double)(clock_mono_ns() - since) * 1e-9;
-  __atomic_store_n(&d->down_since_ns, 0, __ATOMIC_RELAXED);
+  double down = (double)(now - since) * 1e-9;
   char failed[96];
   failed_words(failed, sizeof(failed), nfailed);
   if (down < deadline) {
