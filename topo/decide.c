@@ -205,6 +205,7 @@ int topo_decide(const struct topo_host *h, const struct topo_prefs *p, struct to
   pass_forced_gids(h, c);                              /*  8 */
   pkey_pass(h, c);                                     /*  8 */
   sriov_pass(h, c);                                    /*  8 */
+  linkrate_pass(h, c);                                 /*  8 */
   hca_pass_devices(h, c);                              /*  9 */
   gpu_pass_nearest(h, c);                              /* 10 */
   pass_why_none(h, c);                                 /* 11 */

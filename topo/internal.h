@@ -64,6 +64,9 @@ void gpu_pass_nearest(const struct topo_host *h, struct topo_choice *c);
 /* topo/sriov.c: a physical function and its virtual functions both kept. */
 void sriov_pass(const struct topo_host *h, struct topo_choice *c);
 
+/* topo/linkrate.c: a chosen port that links below its model's other ports. */
+void linkrate_pass(const struct topo_host *h, struct topo_choice *c);
+
 /* topo/pkey.c: the P_Key NCCL_IB_PKEY selects on each chosen port. */
 void pkey_pass(const struct topo_host *h, struct topo_choice *c);
 

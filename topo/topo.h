@@ -51,7 +51,9 @@
  *     on the ports kept; P_Keys (pkey_pass, topo/pkey.c): the key
  *     NCCL_IB_PKEY selects on each port kept, and whether it can talk;
  *     PF and VF (sriov_pass, topo/sriov.c): a physical function and one of
- *     its virtual functions both kept: one physical port seen twice;
+ *     its virtual functions both kept: one physical port seen twice; link
+ *     rates (linkrate_pass, topo/linkrate.c): a port that links below the
+ *     other ports of its model (lanes down, a lower speed);
  *  9. devices (hca_pass_devices): the rest, sorted by PCI bus id then port
  *     (NCCL_IB_DEVICE_PCI_ORDER), at most TOPO_MAX_DEVS (NCCL's MAX_IB_DEVS);
  * 10. GPUs (gpu_pass_nearest): each GPU's nearest devices;

@@ -127,6 +127,7 @@ void case_ib_same_host(struct side *s);
 void case_ib_same_host_rtr(struct side *s);
 /* cases_ibhost.c: what an RDMA host offers NCCL */
 void case_ib_pf_vf(struct side *s);
+void case_ib_lanes_down(struct side *s);
 void case_ib_host_unopenable(struct side *s);
 void case_ib_host_no_verbs(struct side *s);
 void case_ib_gdr_off(struct side *s);

@@ -37,6 +37,28 @@ void case_ib_pf_vf(struct side *s) {
   side_close(s);
 }
 
+/* A dual-port NIC whose second link trained with half its lanes: both
+ * ports offered, each at its own speed (NCCL weighs its rings by it), and
+ * one warning naming the slow port, both rates and the fix. */
+void case_ib_lanes_down(struct side *s) {
+  if (use_fixture(s, ROLE_SINGLE, "roce-dual-port-lanes") || side_open(s)) return;
+  int n = 0;
+  netload_devices(&s->nl, &n);
+  struct netload_props p[2] = {0};
+  for (int i = 0; i < n && i < 2; i++) netload_props(&s->nl, i, &p[i]);
+  CHECK(n == 2 && !strcmp(p[1].name, "mlx5_1") && p[0].speed == 100000 && p[1].speed == 50000,
+        "both ports offered at their own speeds: %d devices, %s %d Mb/s, %s %d Mb/s", n, p[0].name,
+        p[0].speed, p[1].name, p[1].speed);
+  const char *w = log_find(NCCL_LOG_WARN, "links at");
+  CHECK(w &&
+          strstr(w, "device mlx5_1 port 1: links at 50 Gb/sec (2X EDR), below the 100 Gb/sec "
+                    "(4X EDR) of mlx5_0") &&
+          strstr(w, "2 of its 4 lanes are down") && strstr(w, "ethtool ens1f1np1"),
+        "the slow port, both rates, the cause and how to check it: %s", w ? w : "none");
+  CHECK(log_count(NCCL_LOG_WARN, "links at") == 1, "said once, of mlx5_1 only");
+  side_close(s);
+}
+
 /* The devices NCCL sees are TCP interfaces (maxRecvs 1), not RDMA ports. */
 static int tcp_devices(struct side *s) {
   int n = 0, tcp = 0;

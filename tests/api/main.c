@@ -266,6 +266,8 @@ static const struct api_case cases[] = {
   /* cases_ibhost.c */
   {"PF and VF of one port: never numbered as two ports of one NIC, named once", case_ib_pf_vf,
    IB_ONLY, SOFT_ONLY, .timeout_s = 30},
+  {"a port whose link lost half its lanes: offered at its speed, named once with the fix",
+   case_ib_lanes_down, IB_ONLY, SOFT_ONLY, .timeout_s = 30},
   {"RDMA ports that cannot be opened: one WARN, then TCP", case_ib_host_unopenable, IB_ONLY,
    SOFT_ONLY, .timeout_s = 30},
   {"no libibverbs: one WARN, then TCP", case_ib_host_no_verbs, IB_ONLY, SOFT_ONLY, .timeout_s = 30},

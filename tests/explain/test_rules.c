@@ -457,6 +457,19 @@ static const struct engine_case engine_cases[] = {
    "came back after 1.0 s, within its queue pairs' deadline of 2.1 s (NCCL_IB_TIMEOUT=16, "
    "NCCL_IB_RETRY_CNT=7): its connections rode it out",
    "the link of mlx5_0 on b"},
+  {"port-flap: back within the deadline, its link retrained with lanes down",
+   {"b:22:1 [0] NCCL WARN NET/diag device mlx5_0 port 1: port error (the link went down: "
+    "connections on this port will fail with retry errors)\n"
+    "b:22:1 [0] NCCL WARN NET/diag device mlx5_0 port 1: port active again after 0.996 s down, "
+    "within its queue pairs' deadline of 2.1 s (NCCL_IB_TIMEOUT=16, NCCL_IB_RETRY_CNT=7): no "
+    "connection of this process on it failed: its connections survived the flap; and it came "
+    "back at 200 Gb/sec (2X NDR), below the 400 Gb/sec it linked at when the job started: its "
+    "link retrained with lanes down or at a lower speed (...)\n"},
+   "port-flap",
+   CONF_HIGH,
+   "its connections rode it out; its link came back at 200 Gb/sec (2X NDR), below the 400 Gb/sec "
+   "it had: every ring and tree through it now moves at that rate",
+   "reseat or replace its cable or transceiver"},
   {"slow-link: both ends of one path, one finding naming it",
    {SL("a", 11, "send to b (10.0.0.2<41043>, eth0) pid 22 from a (10.0.0.1<54864>, eth0)", "0.03"),
     SL("b", 22, "receive from a (10.0.0.1<54862>, eth0) pid 11 from b (10.0.0.2<41043>, eth0)",

@@ -12,7 +12,9 @@ host-a on its storage-plane port (mlx5_bond_0): the pair fails, and rank
 NCCL_IB_GID_INDEX=1 (link-local) on host-a: the pair passes over RDMA,
 repaired, and is a warning with the fix on host-a; a cross-rail pair
 (host-a's device 0 mlx5_2, host-b's mlx5_3): repaired onto a port on the
-peer's rail, a warning with NCCL_CROSS_NIC=0."""
+peer's rail, a warning with NCCL_CROSS_NIC=0; host-b's port linking at a
+quarter of host-a's rate: both directions pass, and a warning (exit 1) names
+host-b, both rates and how to check the links."""
 import os
 import shutil
 import subprocess
@@ -24,8 +26,8 @@ BIN, SOFTVERBS, SVNETNS, HOST_A, HOST_B = sys.argv[1:6]
 PORT = 20000 + (os.getpid() * 7) % 8000  # below the ephemeral range
 
 
-def run_pair(name, hca_a, hca_b, offset, tmp, extra_a=None):
-    fixtures = [HOST_A, HOST_B]
+def run_pair(name, hca_a, hca_b, offset, tmp, extra_a=None, host_b=None):
+    fixtures = [HOST_A, host_b or HOST_B]
     env = {}
     for r, hca in enumerate((hca_a, hca_b)):
         env[r] = dict(extra_a or {}) if r == 0 else {}
@@ -93,6 +95,22 @@ def main():
                 'a cross-rail pair: both directions pass over RDMA on a port on the peer\'s rail, '
                 'and the probe names it as a warning with NCCL_CROSS_NIC=0',
                 f'exit {run.rc} {rep["pairs"]} {rep.get("problems")}\n' + run.logs([0]))
+        slow_b = os.path.join(tmp, 'slow-b')
+        shutil.copytree(HOST_B, slow_b, symlinks=True)
+        with open(os.path.join(slow_b, 'sysfs/class/infiniband/mlx5_4/ports/1/rate'), 'w') as f:
+            f.write('25 Gb/sec (1X EDR)\n')
+        os.makedirs(os.path.join(tmp, 'rate'))
+        run = run_pair(name, '=mlx5_4', '=mlx5_4', 4, os.path.join(tmp, 'rate'), host_b=slow_b)
+        rep = run.report()
+        hits = [p for p in rep.get('problems', []) if p['severity'] == 'warning' and
+                'link rate of the fastest RDMA port of each node differs' in p['text']]
+        h = hits[0] if hits else {}
+        pl.case(run.rc == [1, 0] and len(hits) == 1 and '100 Gb/s' in h['text'] and
+                '25 Gb/s' in h['text'] and 'host-b' in h.get('hosts', '') and
+                'mlxlink' in h.get('fix', ''),
+                'host-b\'s port links at 25 Gb/s, host-a\'s at 100: one warning naming host-b, '
+                'both rates and how to check the links',
+                f'exit {run.rc} {rep.get("problems")}\n' + run.logs([0]))
     finally:
         subprocess.run([SVNETNS, 'down', name])
         shutil.rmtree(tmp, ignore_errors=True)

@@ -39,6 +39,8 @@ struct flap_port {
   bool has_own; /* its own process's lines are among these */
   int timeout;  /* the NCCL_IB_TIMEOUT that rides it out; 0 none said */
   char settings[96];
+  char slower[64]; /* the rate its link came back at, below the one before; "" not said */
+  int was_gbps;
   int own_fails, peer_fails;
   struct finding *f;
 };
@@ -102,6 +104,13 @@ static void read_up(const char *t, struct flap_port *p) {
     snprintf(p->settings, sizeof(p->settings), "%.*s", (int)(close - open - 1), open + 1);
   const char *set = strstr(t, "set NCCL_IB_TIMEOUT=");
   if (set) p->timeout = atoi(set + 20);
+  /* "; and it came back at 50 Gb/sec (2X EDR), below the 100 Gb/sec it ..." */
+  const char *back = strstr(t, "it came back at "),
+             *below = back ? strstr(back, ", below the ") : NULL;
+  if (below && (size_t)(below - back - 16) < sizeof(p->slower)) {
+    snprintf(p->slower, sizeof(p->slower), "%.*s", (int)(below - back - 16), back + 16);
+    p->was_gbps = atoi(below + 12);
+  }
 }
 
 static void cause(struct finding *f, const struct flap_port *p) {
@@ -132,7 +141,14 @@ static void cause(struct finding *f, const struct flap_port *p) {
                     : "are its consequence, not faults of their own");
   else if (p->is_up && p->is_within)
     snprintf(fails, sizeof(fails), ": its connections rode it out");
-  finding_cause(f, "%s on %s went down while the job ran%s%s", port, p->host, spell, fails);
+  char slower[200] = "";
+  if (p->slower[0])
+    snprintf(slower, sizeof(slower),
+             "; its link came back at %s, below the %d Gb/sec it had: every ring and tree "
+             "through it now moves at that rate",
+             p->slower, p->was_gbps);
+  finding_cause(f, "%s on %s went down while the job ran%s%s%s", port, p->host, spell, fails,
+                slower);
 }
 
 static void fix(struct finding *f, const struct flap_port *p) {
@@ -142,10 +158,12 @@ static void fix(struct finding *f, const struct flap_port *p) {
              "; to ride out flaps this long set NCCL_IB_TIMEOUT=%d on every rank (the fabric "
              "must be otherwise healthy)",
              p->timeout);
-  finding_fix(f,
-              "the link of %s on %s: ibstat, mlxlink or ethtool, dmesg, and the cable, transceiver "
-              "and switch port's error counters and log%s",
-              p->dev, p->host, ride);
+  finding_fix(
+    f,
+    "the link of %s on %s: ibstat, mlxlink or ethtool, dmesg, and the cable, transceiver "
+    "and switch port's error counters and log%s%s",
+    p->dev, p->host,
+    p->slower[0] ? " (it retrained slower: reseat or replace its cable or transceiver)" : "", ride);
   if (p->timeout) finding_export(f, "NCCL_IB_TIMEOUT=%d", p->timeout);
 }
 

@@ -48,6 +48,17 @@ static void gid_index_of(const struct probe_facts *f, char *b, size_t c) {
 static void mtu_of(const struct probe_facts *f, char *b, size_t c) { rdma_values(f, 3, b, c); }
 static void pkey_of(const struct probe_facts *f, char *b, size_t c) { rdma_values(f, 4, b, c); }
 
+/* A node's fastest RDMA link ("400 Gb/s"): one port that trained lower is
+ * its own host's finding (topo/linkrate.c); a node whose every port links
+ * lower than the others' nodes is this one's. */
+static void rate_of(const struct probe_facts *f, char *b, size_t c) {
+  int top = 0;
+  for (int i = 0; i < f->nrdma; i++)
+    if (f->rdma[i].speed_mbps > top) top = f->rdma[i].speed_mbps;
+  if (top > 0) snprintf(b, c, "%g Gb/s", top / 1000.0);
+  else b[0] = 0;
+}
+
 static void sock_if_of(const struct probe_facts *f, char *b, size_t c) {
   snprintf(b, c, "%.*s", (int)strcspn(f->sock_ifs, ","), f->sock_ifs);
 }
@@ -83,6 +94,11 @@ static const struct net_check checks[] = {
   {pkey_of, SEV_ERROR, "the InfiniBand partition key (P_Key at NCCL_IB_PKEY)",
    "ports in different partitions cannot talk",
    "export NCCL_IB_PKEY with the index of the job's partition on every node"},
+  {rate_of, SEV_WARNING, "the link rate of the fastest RDMA port of each node",
+   "a connection moves at the rate of its slower end, so every ring and tree through the slower "
+   "nodes moves at theirs",
+   "check the slower nodes' links (ibstat, mlxlink or ethtool: the cables, transceivers and the "
+   "switch ports' speed setting), or run the job on nodes whose NICs link at one rate"},
   {sock_if_of, SEV_WARNING, "the interface NCCL's sockets use",
    "bootstrap and TCP traffic go over different networks on different nodes", NULL},
   {sock_mtu_of, SEV_WARNING, "the MTU of the socket interface",

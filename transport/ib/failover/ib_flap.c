@@ -6,9 +6,11 @@
  * exceeded). The port's return says which, from the connections that
  * failed while it was down (ib_fail counts them). */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "topo/sysfs.h"
 #include "transport/ib/dev/ib.h"
 #include "transport/prefs.h"
 #include "transport/run/port_state.h"
@@ -43,14 +45,37 @@ static int timeout_for(double down_s, int retry_cnt) {
   return 0;
 }
 
+/* A link that comes back has retrained: with lanes down or at a lower
+ * speed when its cable or transceiver is failing, and then it paces every
+ * ring through it with nothing failing. "" when it came back at the rate
+ * it had when the job started, or the rate cannot be read. */
+static void rate_after(const struct ib_dev *d, int port, char *out, size_t cap) {
+  char rate[64] = "";
+  out[0] = 0;
+  int was = d->td->speed_mbps;
+  if (was <= 0 ||
+      sysfs_read_str(rate, sizeof(rate), "class/infiniband/%s/ports/%d/rate", d->td->name, port))
+    return;
+  double gbps = strtod(rate, NULL);
+  if (gbps <= 0 || gbps * 1000 >= 0.9 * was) return;
+  snprintf(out, cap,
+           "; and it came back at %s, below the %d Gb/sec it linked at when the job started: "
+           "its link retrained with lanes down or at a lower speed (a failing cable or "
+           "transceiver), and every ring and tree through it now moves at that rate: check the "
+           "link (mlxlink -d %s -p %d) and reseat or replace its cable or transceiver",
+           rate, was / 1000, d->td->name, port);
+}
+
 void ib_flap_up(struct ib_dev *d, int port) {
   int timeout = (int)transport_prefs()->ib_timeout,
       retry_cnt = (int)transport_prefs()->ib_retry_cnt;
   double deadline = qp_deadline_s(timeout, retry_cnt);
   int nfailed = __atomic_exchange_n(&d->flap_failed, 0, __ATOMIC_RELAXED);
   int64_t now = clock_mono_ns(), since = run_port_up(d->td->name, port, now);
+  char slower[400];
+  rate_after(d, port, slower, sizeof(slower));
   if (!since) { /* up without a down seen by this process */
-    WARN("device %s port %d: port active", d->td->name, port);
+    WARN("device %s port %d: port active%s", d->td->name, port, slower);
     return;
   }
   double down = (double)(now - since) * 1e-9;
@@ -58,10 +83,11 @@ void ib_flap_up(struct ib_dev *d, int port) {
   failed_words(failed, sizeof(failed), nfailed);
   if (down < deadline) {
     WARN("device %s port %d: port active again after %.3f s down, within its queue pairs' "
-         "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s%s",
+         "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s%s%s",
          d->td->name, port, down, deadline, timeout, retry_cnt, failed,
          nfailed ? " while it was down (their WARNs say how)"
-                 : ": its connections survived the flap");
+                 : ": its connections survived the flap",
+         slower);
     return;
   }
   int t = timeout_for(down, retry_cnt);
@@ -75,6 +101,6 @@ void ib_flap_up(struct ib_dev *d, int port) {
   WARN("device %s port %d: port active again after %.3f s down, longer than its queue pairs' "
        "deadline of %.1f s (NCCL_IB_TIMEOUT=%d, NCCL_IB_RETRY_CNT=%d): %s while it was down (a "
        "connection that sent into the dead link, or whose peer did, fails with retry-exceeded "
-       "errors, some only once the port is back); %s",
-       d->td->name, port, down, deadline, timeout, retry_cnt, failed, fix);
+       "errors, some only once the port is back); %s%s",
+       d->td->name, port, down, deadline, timeout, retry_cnt, failed, fix, slower);
 }
