@@ -11,7 +11,9 @@
 # Environment: NCCL_DIAG_COMPARE_PEERS (the folder with NCCL's transports as
 # plugins; default ../shared/peers/nccl-builtin beside the checkout),
 # BENCH_SIZES, BENCH_LAT_SIZES, BENCH_REPS, BENCH_TARGET, BENCH_MAX_MSGS,
-# BENCH_LAT_ITERS, BENCH_MODES, PERF_BW_SIZES (passed to the guest).
+# BENCH_LAT_ITERS, BENCH_MODES, PERF_BW_SIZES; BENCH_SHAPE=1 adds NCCL's
+# shape, =only runs it alone (--nccl-shape; BENCH_SHAPE_SIZES, BENCH_SHAPE_COMMS,
+# BENCH_SHAPE_TARGET) (all passed to the guest).
 set -u
 build=$(cd "${1:?usage: compare.sh BUILD [RUNS]}" && pwd)
 runs=${2:-3}
@@ -37,7 +39,8 @@ for r in $(seq "$runs"); do
     printf 'BUILD=%s\nSRC=%s\nPLUGIN=%s\nPEER_IB=%s\n' "$build" "$src" \
       "$build/plugin/libnccl-net-diag.so" "$outdir/peers/libnccl-net-ncclib.so"
     for v in BENCH_SIZES BENCH_LAT_SIZES BENCH_REPS BENCH_TARGET BENCH_MAX_MSGS BENCH_LAT_ITERS \
-      BENCH_MODES PERF_BW_SIZES; do
+      BENCH_MODES PERF_BW_SIZES BENCH_SHAPE BENCH_SHAPE_SIZES BENCH_SHAPE_COMMS \
+      BENCH_SHAPE_TARGET; do
       [ -n "${!v:-}" ] && printf '%s="%s"\n' "$v" "${!v}"
     done
   } >"$out/env"

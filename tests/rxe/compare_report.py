@@ -47,19 +47,51 @@ def med(values):
     return f"{statistics.median(values):.2f} ({each})"
 
 
+def shape(dirs):
+    """NCCL's shape (shape.json of each run): per direction, size and
+    channel count, both transports' GB/s (medians over the runs) and the
+    same-run ratio (median, with each run's)."""
+    cells = {}
+    for d in dirs:
+        try:
+            rows = json.load(open(os.path.join(d, "shape.json")))["nccl_shape"]
+        except (OSError, ValueError, KeyError):
+            continue
+        for r in rows:
+            key = (r["direction"] != "one-way", r["size"], r["channels"])
+            c = cells.setdefault(key, {"ours": [], "nccl": [], "ratio": []})
+            c["ours"].append(r.get("ours_gbps"))
+            c["nccl"].append(r.get("compare_gbps"))
+            c["ratio"].append(r.get("ratio"))
+    if not cells:
+        return
+    print()
+    print("| direction | size | channels | ours GB/s | NCCL IB GB/s | ours / NCCL IB (each run) |")
+    print("|---|---|---|---|---|---|")
+    for key in sorted(cells):
+        c = cells[key]
+        gb = [v for v in c["ours"] if v is not None], [v for v in c["nccl"] if v is not None]
+        mid = [f"{statistics.median(v):.3f}" if v else "-" for v in gb]
+        print(f"| {'both-ways' if key[0] else 'one-way'} | {fmt_size(key[1])} | {key[2]} | "
+              f"{mid[0]} | {mid[1]} | {med(c['ratio'])} |")
+    print("# NCCL's shape: a connection per channel, 8 in flight on each; GB/s received "
+          "(both ways summed), medians over the runs")
+
+
 def main(dirs):
     cells = {}  # (mode, size) -> lists
     clocks = set()
     for d in dirs:
         try:
-            rows = json.load(open(os.path.join(d, "bench.json")))["rows"]
-        except (OSError, ValueError, KeyError):
-            print(f"# {d}: no bench.json (see its bench.txt and console.log)")
-            continue
-        try:
             clocks.add(open(os.path.join(d, "clocksource")).read().strip())
         except OSError:
             pass
+        try:
+            rows = json.load(open(os.path.join(d, "bench.json")))["rows"]
+        except (OSError, ValueError, KeyError):
+            if not os.path.exists(os.path.join(d, "shape.json")):
+                print(f"# {d}: no bench.json (see its bench.txt and console.log)")
+            continue
         limits = {}
         for name in os.listdir(d):
             m = re.match(r"perf-write_bw-(\d+)\.txt$", name)
@@ -84,13 +116,17 @@ def main(dirs):
                 lim = limits.get(r["size"])
                 c["limit"].append(p["gbps"]["median"] / lim if lim else None)
     print(f"# clock source in the guests: {', '.join(sorted(clocks)) or 'unknown'}")
+    if not cells:
+        shape(dirs)
+        return
     print("| mode | size | ours / NCCL IB GB/s | ours / NCCL IB p50 | ours / perftest |")
     print("|---|---|---|---|---|")
     for (mode, size) in sorted(cells, key=lambda k: (k[0] != "uni", k[1])):
         c = cells[(mode, size)]
         print(f"| {mode} | {fmt_size(size)} | {med(c['gbps'])} | {med(c['p50'])} | {med(c['limit'])} |")
-    print("# ours / perftest: GB/s over ib_write_bw's average (uni), or p50 round trip over twice "
-          "ib_write_lat's typical latency (lat 8 B); medians, each run's value in brackets")
+    print("# ours / perftest: GB/s over ib_write_bw's average (uni), or p50 round trip over "
+          "twice ib_write_lat's typical latency (lat 8 B); medians, each run's value in brackets")
+    shape(dirs)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ perf() { # name tool size args...
   "$tool" -d rxe0 -x 1 -F -s "$size" "$@" 10.0.0.2 >"$RXE_OUT/perf-$name.txt" 2>&1
   wait $srv
 }
-if command -v ib_write_bw >/dev/null; then
+if [ "${BENCH_SHAPE:-}" = only ]; then
+  : # NCCL's shape alone (below)
+elif command -v ib_write_bw >/dev/null; then
   for s in ${PERF_BW_SIZES:-1048576 4194304}; do perf "write_bw-$s" ib_write_bw "$s" -n 200; done
   perf write_lat-8 ib_write_lat 8 -n 2000
   perf send_lat-8 ib_send_lat 8 -n 2000
@@ -31,10 +33,23 @@ fi
 
 # The plugin and NCCL's IB transport, interleaved in one run; rank 0 on
 # rxe0, rank 1 on rxe1 (both read NCCL_IB_HCA), each rank on its own CPU.
-NCCL_DEBUG=WARN "$BUILD/bench/nccl-net-bench" --transport ib --compare "$PEER_IB" \
+[ "${BENCH_SHAPE:-}" = only ] || NCCL_DEBUG=WARN "$BUILD/bench/nccl-net-bench" --transport ib --compare "$PEER_IB" \
   --rank-env 0:NCCL_IB_HCA==rxe0 --rank-env 1:NCCL_IB_HCA==rxe1 --pin \
   --modes "${BENCH_MODES:-uni,lat}" --sizes "${BENCH_SIZES:-8,4K,64K,1M,4M}" \
   --lat-sizes "${BENCH_LAT_SIZES:-8,4K,64K}" --reps "${BENCH_REPS:-3}" \
   --target-bytes "${BENCH_TARGET:-32M}" --max-msgs "${BENCH_MAX_MSGS:-4000}" \
   --lat-iters "${BENCH_LAT_ITERS:-2000}" --json="$RXE_OUT/bench.json" >"$RXE_OUT/bench.txt" 2>&1
-echo "bench exit status $?" >>"$RXE_OUT/bench.txt"
+[ "${BENCH_SHAPE:-}" = only ] || echo "bench exit status $?" >>"$RXE_OUT/bench.txt"
+
+# NCCL's shape (BENCH_SHAPE=1, or =only for nothing else): a connection per channel, 8 in flight on
+# each, both transports interleaved. Fewer sizes and channels than on TCP:
+# rxe under TCG moves tens of MB/s, and 16 channels of 4 MiB would take
+# minutes per cell.
+if [ -n "${BENCH_SHAPE:-}" ]; then
+  NCCL_DEBUG=WARN "$BUILD/bench/nccl-net-bench" --transport ib --compare "$PEER_IB" \
+    --rank-env 0:NCCL_IB_HCA==rxe0 --rank-env 1:NCCL_IB_HCA==rxe1 --pin --nccl-shape \
+    --sizes "${BENCH_SHAPE_SIZES:-128K,512K,1M}" --comms "${BENCH_SHAPE_COMMS:-2,4,8}" \
+    --reps "${BENCH_REPS:-3}" --target-bytes "${BENCH_SHAPE_TARGET:-48M}" \
+    --json="$RXE_OUT/shape.json" >"$RXE_OUT/shape.txt" 2>&1
+  echo "bench exit status $?" >>"$RXE_OUT/shape.txt"
+fi
