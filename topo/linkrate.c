@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A port whose link trained below its siblings: ports of one adapter
- * model (its board id, the SKU) and link layer can all link at the same
- * rate, so one that links lower has lanes down (a damaged cable or
+/* A port whose link trained below the rate its siblings link at: ports of
+ * one adapter model (its board id, the SKU) and link layer can all link at
+ * the same rate, so one that links lower has lanes down (a damaged cable or
  * transceiver, a dirty connector) or came up at a lower speed (a cable
  * rated lower, the switch port's setting). NCCL spreads its channels over
  * the NICs evenly and each ring or tree moves at its slowest link: one
@@ -25,20 +25,26 @@ static bool is_sibling(const struct topo_host *h, const struct topo_choice *c, i
          !strcmp(m, n) && h->ports[p].ll == h->ports[q].ll;
 }
 
-/* The fastest sibling of p: its index, or -1 when p has none. */
-static int fastest_sibling(const struct topo_host *h, const struct topo_choice *c, int p,
-                           int *nsib) {
-  int best = -1;
+/* The rate most of p's model's ports link at (p among them; a tie goes
+ * to the faster): a sibling at that rate, or -1 when p has no sibling.
+ * The most, not the fastest: one port that links faster than the rest
+ * (the only one on a faster switch) does not make the rest slow. */
+static int usual_sibling(const struct topo_host *h, const struct topo_choice *c, int p, int *nsib) {
+  int best = -1, best_n = 0;
   *nsib = 0;
   for (int q = 0; q < h->nport; q++) {
     if (!is_sibling(h, c, p, q)) continue;
     (*nsib)++;
-    if (best < 0 || h->ports[q].speed_mbps > h->ports[best].speed_mbps) best = q;
+    int n = h->ports[q].speed_mbps == h->ports[p].speed_mbps;
+    for (int r = 0; r < h->nport; r++)
+      n += is_sibling(h, c, p, r) && h->ports[r].speed_mbps == h->ports[q].speed_mbps;
+    if (n > best_n || (n == best_n && h->ports[q].speed_mbps > h->ports[best].speed_mbps))
+      best = q, best_n = n;
   }
   return best;
 }
 
-/* "mlx5_0, mlx5_3, mlx5_5 and 4 more": the siblings at the top rate;
+/* "mlx5_0, mlx5_3, mlx5_5 and 4 more": the siblings at the usual rate;
  * returns how many they are. */
 static int top_names(const struct topo_host *h, const struct topo_choice *c, int p, int top,
                      char *buf, size_t cap) {
@@ -53,19 +59,19 @@ static int top_names(const struct topo_host *h, const struct topo_choice *c, int
     }
     const struct topo_port *pt = &h->ports[q];
     const char *name = h->hcas[pt->hca].name;
+    if (o + 1 >= cap) continue; /* counted, not named: the line stays in bounds */
     if (h->hcas[pt->hca].nports > 1)
-      o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s:%d", n > 1 ? ", " : "", name,
-                            pt->num);
-    else o += (size_t)snprintf(buf + o, o < cap ? cap - o : 0, "%s%s", n > 1 ? ", " : "", name);
+      o += (size_t)snprintf(buf + o, cap - o, "%s%s:%d", n > 1 ? ", " : "", name, pt->num);
+    else o += (size_t)snprintf(buf + o, cap - o, "%s%s", n > 1 ? ", " : "", name);
   }
-  if (more && o < cap) snprintf(buf + o, cap - o, " and %d more", more);
+  if (more && o + 1 < cap) snprintf(buf + o, cap - o, " and %d more", more);
   return n;
 }
 
 static void report(const struct topo_host *h, struct topo_choice *c, int p, int top, int nsib) {
   const struct topo_port *pt = &h->ports[p], *tp = &h->ports[top];
   const char *dev = h->hcas[pt->hca].name;
-  char names[160], whose[300], why[200], check[200], fix[400];
+  char names[240], whose[400], why[200], check[200], fix[400];
   int ntop = top_names(h, c, p, top, names, sizeof(names));
   if (nsib == 1)
     snprintf(whose, sizeof(whose), "%s, the other port of its model on this host", names);
@@ -107,7 +113,7 @@ void linkrate_pass(const struct topo_host *h, struct topo_choice *c) {
   for (int p = 0; p < h->nport; p++) {
     const struct topo_port *pt = &h->ports[p];
     if (c->pc[p].verdict != TV_CHOSEN || pt->speed_mbps <= 0) continue;
-    int nsib, top = fastest_sibling(h, c, p, &nsib);
+    int nsib, top = usual_sibling(h, c, p, &nsib);
     /* a tenth under: rates are whole link speeds, never near each other */
     if (top >= 0 && (double)pt->speed_mbps < 0.9 * h->ports[top].speed_mbps)
       report(h, c, p, top, nsib);
