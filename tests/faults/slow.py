@@ -7,10 +7,11 @@ dropped, both ways); its two ends must each WARN "slow link:" once, naming
 the other end's address, with the counters that show it (retransmits,
 packets out of order), within the bound, while the other ranks stay
 silent; the end-of-job summary counts it and the metrics file flags it.
-A path shaped to a low rate one way (tc htb, nothing dropped) is named by
-its sending end from its RTT (a queue on the path), and by its receiving
-end, which has no evidence of its own, from what the sender's liveness
-checks carry.
+A path shaped to a third of what the mesh sends over it, one way (tc htb,
+nothing dropped), is named by its sending end from its RTT (a queue on the
+path), and by its receiving end, which has no evidence of its own, from
+what the sender's liveness checks carry; over RDMA, from the sender's
+writes' time to complete.
 Clean runs of the same shape, several times over, must give no finding.
 With --transport ib the mesh runs RDMA over softverbs, each rank on a
 fixture host of its own whose port keeps hw_counters: a path that loses a
@@ -339,16 +340,16 @@ def check_far_end(h, c, side, me, other, t0):
 
 
 def sc_shaped(h, tmp, c):
-    """The path from rank 2 to rank 3 shaped to a tenth of what the mesh
-    sends, one way, dropping nothing: rank 2 names it from its sockets'
-    RTT, rank 3 from what rank 2's liveness checks say."""
+    """The path from rank 2 to rank 3 shaped to 40 Mbit/s, a third of what
+    the mesh sends, one way, dropping nothing: rank 2 names it from its
+    sockets' RTT, rank 3 from what rank 2's liveness checks say."""
     sides = mesh(h, tmp, seconds=LOSSY_SECONDS)
     if not F.started(c, sides):
         finish(sides, LOSSY_SECONDS)
         return sides
     a, b = 2, 3
     t0 = time.monotonic()
-    shape(h, a, b, '10mbit')
+    shape(h, a, b, '40mbit')
     took, line = wait_slow(sides[a], t0, BOUND)
     if c.ok(took is not None, f'r{a}: a slow-link WARN within {BOUND} s'):
         c.notes.append(f'r{a} (the sending end) WARN {took:.1f} s after the shaping began')
@@ -391,9 +392,10 @@ class CnpCounters(threading.Thread):
                     os.replace(os.path.join(d, name + '.t'), os.path.join(d, name))
 
 
-def sc_shaped_ib(h, tmp, c, cnp=False, one_way=False):
-    """RDMA: the path between ranks 2 and 3 shaped to 10 Mbit/s both ways,
-    nothing lost: each end's sending connection names it from its writes'
+def sc_shaped_ib(h, tmp, c, cnp=False, one_way=False, rate='10mbit'):
+    """RDMA: the path between ranks 2 and 3 shaped to rate both ways (10
+    Mbit/s, a tenth of what the mesh sends; 40 Mbit/s, a third), nothing
+    lost: each end's sending connection names it from its writes'
     completion time (a queue on the path), nobody else warns. With cnp,
     the two ports also count CNPs and ECN marks, as DCQCN's NICs do on a
     congested path: the WARN names the congestion. With one_way, only the
@@ -404,9 +406,9 @@ def sc_shaped_ib(h, tmp, c, cnp=False, one_way=False):
         return sides
     a, b = 2, 3
     t0 = time.monotonic()
-    shape(h, a, b, '10mbit')
+    shape(h, a, b, rate)
     if not one_way:
-        shape(h, b, a, '10mbit')
+        shape(h, b, a, rate)
     marks = CnpCounters(tmp, (a, b)) if cnp else None
     if marks:
         marks.start()
@@ -459,16 +461,16 @@ def sc_clean(h, tmp, c):
 
 SCENARIOS = [
     (f'mesh of {NRANKS}: the path between ranks 2 and 3 drops 5 % (nft)', sc_lossy),
-    (f'mesh of {NRANKS}: the path from rank 2 to rank 3 shaped to 10 Mbit/s, one way, no loss '
-     '(tc htb)', sc_shaped),
+    (f'mesh of {NRANKS}: the path from rank 2 to rank 3 shaped to 40 Mbit/s (a third of its '
+     'traffic), one way, no loss (tc htb)', sc_shaped),
 ] + [(f'mesh of {NRANKS}: clean run {k + 1}', sc_clean) for k in range(3)]
 SCENARIOS_IB = [
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 loses 5 % of its messages',
      sc_lossy_ib),
     (f'RDMA mesh of {NRANKS}: rank 2\'s own link loses 5 % both ways', sc_lossy_host_ib),
     ('RDMA job of 2 hosts: their one path loses 5 % both ways', sc_lossy_pair_ib),
-    (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 10 Mbit/s, no loss',
-     sc_shaped_ib),
+    (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 shaped to 40 Mbit/s (a third of its '
+     'traffic), no loss', lambda h, t, c: sc_shaped_ib(h, t, c, rate='40mbit')),
     (f'RDMA mesh of {NRANKS}: the path from rank 2 to rank 3 shaped to 10 Mbit/s, one way',
      lambda h, t, c: sc_shaped_ib(h, t, c, one_way=True)),
     (f'RDMA mesh of {NRANKS}: the path between ranks 2 and 3 congested (shaped, its ports count '

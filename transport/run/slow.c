@@ -118,15 +118,22 @@ static bool is_share(uint64_t n, uint64_t segs) {
 
 /* What its own sockets show over the span that its siblings' do not. A
  * receiver's RTT is left out: it sends nothing, so the kernel has no
- * fresh one. */
-static enum slow_evidence evidence(const struct slow_sample *x, const struct slow_sample *sib) {
+ * fresh one. A smoothed RTT four times its siblings', or twice when it
+ * moves under a tenth of their rate: bursty healthy sockets' RTTs spread
+ * several-fold (5 to 36 ms over one mesh), and a path shaped to a third of
+ * its traffic held its sender at 0.005x its siblings with 2.5 times their
+ * RTT; no healthy connection runs a tenth of its siblings (0.61x the
+ * slowest seen in clean runs). */
+static enum slow_evidence evidence(const struct slow_sample *x, const struct slow_sample *sib,
+                                   double ratio) {
   bool persists = lossy_windows(x->st) >= RUN_SLOW_WINDOWS;
   uint64_t lossy = x->d_retrans + x->i->tcp.lost;
   if (persists && lossy >= 3 && lossy > 4 * sib->d_retrans && is_share(lossy, x->segs))
     return SLOW_EV_LOSS;
   if (persists && x->d_ooo >= 3 && x->d_ooo > 4 * sib->d_ooo && is_share(x->d_ooo, x->segs))
     return SLOW_EV_DISORDER;
-  if (x->i->is_send && x->i->tcp.rtt_us >= 2000 && x->i->tcp.rtt_us > 4 * sib->rtt_us)
+  double factor = ratio < 0.1 ? 2 : 4;
+  if (x->i->is_send && x->i->tcp.rtt_us >= 2000 && x->i->tcp.rtt_us > factor * sib->rtt_us)
     return SLOW_EV_QUEUE;
   return SLOW_EV_NONE;
 }
@@ -163,7 +170,12 @@ static void sibling_ports(const struct slow_sample *s, int n, int k, double *tmp
  * siblings on the same port run at their rate, so loss the port counts
  * lies on this connection's path. Counts must persist (loss in
  * RUN_SLOW_WINDOWS windows) and be four times those of siblings' ports.
- * Else, for a sender, its writes' time to complete against its siblings'. */
+ * Else, for a sender, its writes' time to complete: twice its siblings'
+ * (and 2 ms or more). A path shaped to a third of what is sent over it
+ * moved its sender at 0.31x its siblings with writes 2.5 times as long as
+ * theirs (queued behind the shaper, not longer: the window caps the
+ * queue), so four times missed it; a write is posted once the receiver is
+ * ready, so its time is the path's, not either caller's. */
 static enum slow_evidence port_evidence(const struct slow_sample *x,
                                         const struct slow_sample *sib) {
   const struct slow_port_view *p = &x->port;
@@ -175,10 +187,8 @@ static enum slow_evidence port_evidence(const struct slow_sample *x,
     return SLOW_EV_PORT_CONGESTION;
   if (p->gbps > 0 && sib->port_gbps > 0 && p->gbps * 4 <= sib->port_gbps * 3)
     return SLOW_EV_PORT_RATE;
-  /* A sender's write is posted once the receiver is ready, so its time to
-   * complete is the path's: a queue on the path shows there, as a TCP
-   * socket's RTT does. */
-  if (x->i->is_send && x->lat_us >= 2000 && x->lat_us > 4 * sib->lat_us) return SLOW_EV_QUEUE;
+  /* a queue on the path shows there, as in a TCP socket's RTT */
+  if (x->i->is_send && x->lat_us >= 2000 && x->lat_us > 2 * sib->lat_us) return SLOW_EV_QUEUE;
   return SLOW_EV_NONE;
 }
 
@@ -191,7 +201,7 @@ static void judge(struct slow_sample *s, int n, int k, double *tmp, int pct) {
     return; /* idle, alone, or not a kind judged: no change either way */
   st->ratio = x->rate / sib.rate;
   if (is_ib) sibling_ports(s, n, k, tmp, &sib);
-  enum slow_evidence ev = is_ib ? port_evidence(x, &sib) : evidence(x, &sib);
+  enum slow_evidence ev = is_ib ? port_evidence(x, &sib) : evidence(x, &sib, st->ratio);
   bool has = ev != SLOW_EV_NONE;
   if (st->is_named && st->ratio * 100 >= pct && !has) {
     /* the whole span ran like its siblings, its sockets clean: recovered */

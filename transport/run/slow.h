@@ -19,10 +19,11 @@
  * of order, in RUN_SLOW_WINDOWS of its windows, four times its siblings'
  * and at least RUN_SLOW_LOSS_PER_MILLE of its data segments: a loaded
  * host's healthy sockets retransmit a few; or a smoothed RTT four times
- * theirs). An RDMA connection's evidence is its port's (slow_port.h):
- * resends, sequence errors and ACK timeouts, or CNPs and ECN marks, in
+ * theirs, twice when it moves under a tenth of their rate). An RDMA connection's evidence is its
+ * port's (slow_port.h): resends, sequence errors and ACK timeouts, or CNPs and ECN marks, in
  * RUN_SLOW_WINDOWS windows and four times those of its siblings' other
- * ports, or a link rate under three quarters of theirs; siblings on the
+ * ports, or a link rate under three quarters of theirs, or (a sender) its
+ * writes taking twice its siblings' time to complete; siblings on the
  * same port running at their rate put a port's loss on this path. It is
  * said once per
  * episode: again only after a whole span ran like its siblings with clean

@@ -197,7 +197,7 @@ static const char *peer_words(int ev) {
   case SLOW_EV_DISORDER:
     return "its sockets receive a share of their packets out of order (some are lost on the way)";
   case SLOW_EV_QUEUE:
-    return "its messages take four times its siblings' round trip, so a queue builds on this path (a shaped or congested link, or one at a lower speed)";
+    return "its messages take several times its siblings' round trip, so a queue builds on this path (a shaped or congested link, or one at a lower speed)";
   case SLOW_EV_PORT_LOSS: return "its port resends packets on this path";
   case SLOW_EV_PORT_CONGESTION: return "its port counts congestion notifications on this path";
   case SLOW_EV_PORT_RATE: return "its port's link runs at a lower rate than its siblings' ports";
