@@ -120,7 +120,9 @@ void case_notice_cut_at_sender(struct side *s) {
       if (in_test > longest) longest = in_test;
     }
     CHECK(r == ncclRemoteError, "the send returned %d, ncclRemoteError expected", r);
-    CHECK(longest < 100000, "a call took %lld us: it waited for the rest of the notice", longest);
+    /* waiting for the rest would take the 1 s a stalled message is given;
+     * a loaded host under ThreadSanitizer preempts a call for 0.1 s */
+    CHECK(longest < 500000, "a call took %lld us: it waited for the rest of the notice", longest);
     const char *w = log_find(NCCL_LOG_WARN, "began a notice");
     CHECK(w && strstr(w, "sent no more of it"), "the sender names the notice cut short: %s",
           w ? w : "no WARN");
@@ -162,7 +164,7 @@ void case_notice_cut_at_receiver(struct side *s) {
     if (!r && req) r = drive(s, req, 5000, &in_test);
     if (in_test > longest) longest = in_test;
     CHECK(r == ncclRemoteError, "the receive returned %d, ncclRemoteError expected", r);
-    CHECK(longest < 100000, "a call took %lld us: it waited for the rest of the reason", longest);
+    CHECK(longest < 500000, "a call took %lld us: it waited for the rest of the reason", longest);
     const char *w = log_find(NCCL_LOG_WARN, "the sending side ended the connection");
     CHECK(w && strstr(w, "disk is on fi"),
           "the receiver names the part of the reason that came: %s", w ? w : "no WARN");
