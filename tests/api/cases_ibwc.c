@@ -38,6 +38,10 @@ static int xfer_typed(struct side *s, void *comm, int type, size_t size) {
  * names it with the advice that fits, the receiver hears why. */
 static const char *failed_write(struct side *s, const char *inject, int type) {
   if (s->role == ROLE_SEND) setenv("SOFTVERBS_WC_ERROR", inject, 1);
+  /* The status comes with the write's completion, at its ACK: were an ACK
+   * lost under load, the queue pair would resend after 0.5 s of retries,
+   * not 34 s (the default's), and the case stays within its 20 s. */
+  setenv("NCCL_IB_TIMEOUT", "14", 1);
   void *comm;
   if (side_open(s) || pair_open(s, &comm)) return NULL;
   int r = 0; /* the receiver has its first message (the write landed): it fails on a later one */
