@@ -206,11 +206,14 @@ static const struct knob_def knobs[K_COUNT] = {
      "30 s heartbeat and 10 min collective timeout, and below NCCL_DIAG_PEER_TIMEOUT_SEC"},
   [K_DIAG_SLOW_PERCENT] =
     {"NCCL_DIAG_SLOW_PERCENT", KT_INT, "50", 0, 100, NULL,
-     "warn once when a TCP connection moves, while busy, under this percentage of the median "
-     "rate of its siblings (same process, transport and direction) over its last four 5 s "
-     "windows, and its sockets show why (0.5 % or more of its segments retransmitted, lost or "
-     "received out of order, or a round trip four times its siblings'). 0 = never. Rate alone is not enough: healthy "
-     "connections of one job spread to a third of their median"},
+     "warn once when a connection moves, while busy, under this percentage of the median rate "
+     "of its siblings (same process, transport and direction) over its last four 5 s windows, "
+     "and shows why: TCP, 0.5 % or more of its segments retransmitted, lost or received out of "
+     "order, or a round trip four times its siblings' (twice under a tenth of their rate); RDMA, "
+     "its port's resends or congestion marks four times its siblings' ports', a link rate under "
+     "three quarters of theirs, or a sender's writes twice its siblings' time to complete. 0 = "
+     "never. Rate alone is not enough: healthy connections of one job spread to a third of "
+     "their median"},
   [K_DIAG_PEER_TIMEOUT_SEC] =
     {"NCCL_DIAG_PEER_TIMEOUT_SEC", KT_INT, "120", 0, 86400, NULL,
      "fail every request of a connection with ncclRemoteError when the peer's process has not "
