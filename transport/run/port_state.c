@@ -7,11 +7,13 @@
 #include <net/if.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "topo/sysfs.h"
 #include "transport/run/waitfor.h"
 
 #define PORTS_MAX 32
@@ -86,6 +88,14 @@ int64_t run_port_last_down_ns(int64_t now) {
   }
   pthread_mutex_unlock(&lock);
   return last;
+}
+
+double run_port_rate(const char *dev, int port, char *text, size_t cap) {
+  char buf[64] = "";
+  if (sysfs_read_str(buf, sizeof(buf), "class/infiniband/%s/ports/%d/rate", dev, port)) return 0;
+  if (text) snprintf(text, cap, "%s", buf);
+  double gbps = strtod(buf, NULL);
+  return gbps > 0 ? gbps : 0;
 }
 
 bool run_iface_down(const char *ifname, char *how, size_t cap) {

@@ -32,6 +32,10 @@ bool run_port_down_now(struct run_port_down_view *out);
  * when none ever was. */
 int64_t run_port_last_down_ns(int64_t now);
 
+/* An RDMA port's link rate now (sysfs "rate": "100 Gb/sec (4X EDR)"), in
+ * Gb/s, its text into text when given; 0 when it cannot be read. */
+double run_port_rate(const char *dev, int port, char *text, size_t cap);
+
 /* A TCP connection's interface, read now (one ioctl): true when it is
  * down or has no carrier, with how in words ("has no carrier (...)");
  * false when up or unknown (not an interface of this namespace). */

@@ -4,10 +4,10 @@
 #include "transport/run/slow_port.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "topo/sysfs.h"
+#include "transport/run/port_state.h"
 #include "transport/run/slow.h"
 #include "transport/run/slow_say.h"
 
@@ -58,13 +58,6 @@ static struct port_state *port_of(const char *dev, int port, bool add) {
   return p;
 }
 
-/* "100 Gb/sec (4X EDR)" -> 100. */
-static double rate_of(const char *dev, int port) {
-  char buf[64] = "";
-  if (sysfs_read_str(buf, sizeof(buf), "class/infiniband/%s/ports/%d/rate", dev, port)) return 0;
-  return strtod(buf, NULL);
-}
-
 static void read_port(struct port_state *p) {
   bool is_base = p->nwin < 0;
   uint32_t *w = p->w[p->w_next];
@@ -78,7 +71,7 @@ static void read_port(struct port_state *p) {
     w[c] = d > UINT32_MAX ? UINT32_MAX : (uint32_t)d;
     p->last[c] = v;
   }
-  p->gbps = rate_of(p->dev, p->port);
+  p->gbps = run_port_rate(p->dev, p->port, NULL, 0);
   if (is_base) {
     p->nwin = 0;
     return;

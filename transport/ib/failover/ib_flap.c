@@ -6,11 +6,9 @@
  * exceeded). The port's return says which, from the connections that
  * failed while it was down (ib_fail counts them). */
 #include <stdio.h>
-#include <stdlib.h>
 
 #include "common/clock.h"
 #include "common/log.h"
-#include "topo/sysfs.h"
 #include "transport/ib/dev/ib.h"
 #include "transport/prefs.h"
 #include "transport/run/port_state.h"
@@ -53,10 +51,7 @@ static void rate_after(const struct ib_dev *d, int port, char *out, size_t cap) 
   char rate[64] = "";
   out[0] = 0;
   int was = d->td->speed_mbps;
-  if (was <= 0 ||
-      sysfs_read_str(rate, sizeof(rate), "class/infiniband/%s/ports/%d/rate", d->td->name, port))
-    return;
-  double gbps = strtod(rate, NULL);
+  double gbps = was > 0 ? run_port_rate(d->td->name, port, rate, sizeof(rate)) : 0;
   if (gbps <= 0 || gbps * 1000 >= 0.9 * was) return;
   snprintf(out, cap,
            "; and it came back at %s, below the %d Gb/sec it linked at when the job started: "
